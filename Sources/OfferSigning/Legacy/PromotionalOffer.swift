@@ -1,0 +1,74 @@
+/// What a customer asks to be signed: an offer of a subscription product of an app, for a customer.
+///
+/// Field names are the App Store's own. ``validate()`` enforces the bounds below; every signing path calls
+/// it, so nothing that could move the boundaries between payload fields is ever signed.
+///
+/// | field | bound |
+/// |---|---|
+/// | `bundleIdentifier` | 1–155 characters (App Store Connect's limit for a bundle ID) |
+/// | `productIdentifier` | 1–255 characters |
+/// | `offerIdentifier` | 1–255 characters |
+/// | `applicationUsername` | 1–255 characters; lower-cased before signing |
+///
+/// No field may contain U+2063 INVISIBLE SEPARATOR (the payload's field separator) or a control character.
+public struct PromotionalOffer: Sendable, Hashable, Codable {
+    /// The app's bundle identifier (`appBundleId` in Apple's documentation).
+    public var bundleIdentifier: String
+    /// The auto-renewable subscription's product identifier.
+    public var productIdentifier: String
+    /// The promotional offer's identifier, as set up in App Store Connect.
+    public var offerIdentifier: String
+    /// The customer: a hashed account identifier or an `appAccountToken`, as the app passes it to StoreKit.
+    public var applicationUsername: String
+
+    /// Creates an offer request.
+    public init(bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, applicationUsername: String) {
+        self.bundleIdentifier = bundleIdentifier
+        self.productIdentifier = productIdentifier
+        self.offerIdentifier = offerIdentifier
+        self.applicationUsername = applicationUsername
+    }
+
+    /// The longest values accepted, by field.
+    public static let maximumLengths: [String: Int] = [
+        "bundleIdentifier": 155,
+        "productIdentifier": 255,
+        "offerIdentifier": 255,
+        "applicationUsername": 255,
+    ]
+
+    /// Checks every field against the bounds of this type.
+    /// - Throws: ``OfferSigningError`` `invalidField`, with the field named.
+    public func validate() throws(OfferSigningError) {
+        try PayloadField.validate(bundleIdentifier, named: "bundleIdentifier", maximumLength: 155)
+        try PayloadField.validate(productIdentifier, named: "productIdentifier", maximumLength: 255)
+        try PayloadField.validate(offerIdentifier, named: "offerIdentifier", maximumLength: 255)
+        try PayloadField.validate(applicationUsername, named: "applicationUsername", maximumLength: 255)
+    }
+}
+
+/// Checks that a value can be a field of a signed payload.
+public enum PayloadField {
+    /// U+2063 INVISIBLE SEPARATOR, the separator of the legacy payload's fields.
+    public static let separator: Character = "\u{2063}"
+
+    /// Refuses an empty value, one longer than `maximumLength` characters, or one that contains U+2063 or a
+    /// control character.
+    /// - Throws: ``OfferSigningError`` `invalidField` naming `field`.
+    public static func validate(_ value: String, named field: String, maximumLength: Int) throws(OfferSigningError) {
+        if value.isEmpty {
+            throw .invalidField(field, "\(field) is required and must not be empty.")
+        }
+        if value.unicodeScalars.count > maximumLength {
+            throw .invalidField(field, "\(field) is longer than \(maximumLength) characters.")
+        }
+        for scalar in value.unicodeScalars {
+            if scalar == "\u{2063}" {
+                throw .invalidField(field, "\(field) contains U+2063 INVISIBLE SEPARATOR, which separates the fields of the signed payload; remove it.")
+            }
+            if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
+                throw .invalidField(field, "\(field) contains a control character; remove it.")
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import Crypto
+import Foundation
+import Testing
+
+@testable import OfferSigning
+
+@Suite struct OfferSignerTests {
+    let key = try! SigningKey(keyIdentifier: "ABC123DEFG", pemRepresentation: KeyFixtures.pkcs8P256)
+    let offer = PromotionalOffer(
+        bundleIdentifier: "com.example.app", productIdentifier: "com.example.monthly",
+        offerIdentifier: "winback_50", applicationUsername: "User-0001")
+
+    @Test func bundleCarriesWhatWasSignedAndVerifies() throws {
+        let nonce = try #require(UUID(uuidString: "7A0E1C2B-3D4E-4F50-8A6B-7C8D9E0F1A2B"))
+        let bundle = try OfferSigner.signLegacy(offer, with: key, nonce: nonce, timestamp: 1_700_000_000_000)
+        #expect(bundle.format == "legacy")
+        #expect(bundle.applicationUsername == "user-0001")
+        #expect(bundle.nonce == "7a0e1c2b-3d4e-4f50-8a6b-7c8d9e0f1a2b")
+        #expect(bundle.keyIdentifier == "ABC123DEFG")
+        #expect(bundle.timestamp == 1_700_000_000_000)
+        let der = try #require(Data(base64Encoded: bundle.signature))
+        let signature = try P256.Signing.ECDSASignature(derRepresentation: der)
+        #expect(key.publicKey.isValidSignature(signature, for: bundle.payload.bytes))
+        #expect(der.first == 0x30)  // DER SEQUENCE, not raw r||s
+    }
+
+    @Test func everySignatureHasAFreshLowerCaseV4Nonce() throws {
+        var nonces = Set<String>()
+        for _ in 0..<50 {
+            let bundle = try OfferSigner.signLegacy(offer, with: key)
+            #expect(bundle.nonce == bundle.nonce.lowercased())
+            let uuid = try #require(UUID(uuidString: bundle.nonce))
+            #expect(uuid.uuid.6 >> 4 == 4)  // version 4
+            nonces.insert(bundle.nonce)
+        }
+        #expect(nonces.count == 50)
+    }
+
+    @Test func timestampIsNowInMilliseconds() throws {
+        let before = Int64(Date().timeIntervalSince1970 * 1000)
+        let bundle = try OfferSigner.signLegacy(offer, with: key)
+        let after = Int64(Date().timeIntervalSince1970 * 1000)
+        #expect((before...after).contains(bundle.timestamp))
+    }
+
+    @Test func aFailedSelfCheckNeverReturnsTheBundle() throws {
+        let otherPublicKey = P256.Signing.PrivateKey().publicKey
+        let error = #expect(throws: OfferSigningError.self) {
+            try OfferSigner.signLegacy(offer, with: key, nonce: UUID(), timestamp: 1, selfCheckKey: otherPublicKey)
+        }
+        #expect(error?.code == .selfCheckFailed)
+    }
+
+    @Test func invalidFieldsAreNeverSigned() {
+        var bad = offer
+        bad.offerIdentifier = "win\u{2063}back"
+        let error = #expect(throws: OfferSigningError.self) { try OfferSigner.signLegacy(bad, with: key) }
+        #expect(error?.field == "offerIdentifier")
+    }
+
+    static let opensslPath: String? = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    @Test("the openssl command line verifies our signature", .enabled(if: opensslPath != nil, "needs the openssl command line (CI installs it)"))
+    func opensslVerifiesSignature() throws {
+        let openssl = try #require(Self.opensslPath)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("offer-signer-openssl-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for username in ["user-0001", "ÅSA@Example.COM", "8C1D6A9E-0B2F-4C3D-9E8F-1A2B3C4D5E6F"] {
+            var offer = self.offer
+            offer.applicationUsername = username
+            let bundle = try OfferSigner.signLegacy(offer, with: key)
+            let pub = directory.appendingPathComponent("pub.pem"), sig = directory.appendingPathComponent("sig.der"), msg = directory.appendingPathComponent("msg")
+            try key.verificationKey.pemRepresentation.write(to: pub, atomically: true, encoding: .utf8)
+            try #require(Data(base64Encoded: bundle.signature)).write(to: sig)
+            try Data(bundle.payload.bytes).write(to: msg)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: openssl)
+            process.arguments = ["dgst", "-sha256", "-verify", pub.path, "-signature", sig.path, msg.path]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = output
+            try process.run()
+            process.waitUntilExit()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(process.terminationStatus == 0, "openssl said: \(text)")
+            #expect(text.contains("Verified OK"))
+        }
+    }
+}
