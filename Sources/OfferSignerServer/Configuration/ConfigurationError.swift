@@ -1,0 +1,11 @@
+/// A configuration problem that stops start-up. The message names the variable, file or key identifier at
+/// fault and what to do; it never contains key material or tokens.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong and what to do.
+    public var message: String
+
+    /// Creates an error.
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { message }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import OfferSigning
+
+/// Reads subscription keys from the places DESIGN.md §3 names:
+///
+/// | variable | meaning |
+/// |---|---|
+/// | `OFFER_SIGNER_KEY_<KEYID>` | a PEM private key, inline |
+/// | `OFFER_SIGNER_KEY_<KEYID>_FILE` | path to a PEM/.p8 file |
+/// | `OFFER_SIGNER_KEYS_DIR` | a folder of `SubscriptionKey_<KEYID>.p8` files |
+///
+/// All or nothing: one bad key fails the whole load with a ``ConfigurationError`` naming its key identifier
+/// and source, so a half-loaded key set never serves.
+public enum KeyLoader {
+    /// The environment variable prefix of inline keys and key files.
+    public static let keyPrefix = "OFFER_SIGNER_KEY_"
+    /// The environment variable of the key folder.
+    public static let directoryVariable = "OFFER_SIGNER_KEYS_DIR"
+
+    /// Loads every key the environment names.
+    /// - Parameters:
+    ///   - environment: the process environment (or a test's).
+    ///   - now: the load time recorded on each entry.
+    /// - Returns: the keys, with their sources; possibly empty.
+    /// - Throws: ``ConfigurationError`` for an unreadable file, an invalid key or a key identifier defined twice
+    ///   with different keys.
+    public static func load(environment: [String: String], now: Date = Date()) throws(ConfigurationError) -> [KeyRing.Entry] {
+        var entries: [KeyRing.Entry] = []
+        for (name, value) in environment.sorted(by: { $0.key < $1.key }) where name.hasPrefix(keyPrefix) {
+            var keyIdentifier = String(name.dropFirst(keyPrefix.count))
+            if keyIdentifier.hasSuffix("_FILE") {
+                keyIdentifier.removeLast("_FILE".count)
+                let pem = try readFile(atPath: value, keyIdentifier: keyIdentifier)
+                entries.append(try entry(keyIdentifier, pem, source: "file \(value) (\(name))", now: now))
+            } else {
+                entries.append(try entry(keyIdentifier, value, source: "environment \(name)", now: now))
+            }
+        }
+        if let directory = environment[directoryVariable], !directory.isEmpty {
+            entries += try loadDirectory(directory, now: now)
+        }
+        return entries
+    }
+
+    /// Loads the `SubscriptionKey_<KEYID>.p8` files of a folder. Hidden entries (a Kubernetes Secret volume's
+    /// `..data` and `..2024_…` folders) are skipped; the visible names, which are symlinks into `..data`, are read.
+    public static func loadDirectory(_ directory: String, now: Date = Date()) throws(ConfigurationError) -> [KeyRing.Entry] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        } catch {
+            throw ConfigurationError("\(directoryVariable)=\(directory) cannot be read: \(describe(error)). Point it at the folder holding your SubscriptionKey_<KEYID>.p8 files.")
+        }
+        var entries: [KeyRing.Entry] = []
+        for name in names.sorted() where !name.hasPrefix(".") {
+            guard let keyIdentifier = keyIdentifier(fromFileName: name) else { continue }
+            let path = (directory as NSString).appendingPathComponent(name)
+            let pem = try readFile(atPath: path, keyIdentifier: keyIdentifier)
+            entries.append(try entry(keyIdentifier, pem, source: "file \(path)", now: now))
+        }
+        return entries
+    }
+
+    /// The key identifier of an App Store Connect key file name, `SubscriptionKey_<KEYID>.p8`, or `nil`.
+    public static func keyIdentifier(fromFileName name: String) -> String? {
+        guard name.hasPrefix("SubscriptionKey_"), name.hasSuffix(".p8") else { return nil }
+        let keyIdentifier = String(name.dropFirst("SubscriptionKey_".count).dropLast(".p8".count))
+        return keyIdentifier.isEmpty ? nil : keyIdentifier
+    }
+
+    private static func entry(_ keyIdentifier: String, _ pem: String, source: String, now: Date) throws(ConfigurationError) -> KeyRing.Entry {
+        do {
+            return KeyRing.Entry(key: try SigningKey(keyIdentifier: keyIdentifier, pemRepresentation: pem, source: source), source: source, loadedAt: now)
+        } catch {
+            throw ConfigurationError(error.message)
+        }
+    }
+
+    private static func readFile(atPath path: String, keyIdentifier: String) throws(ConfigurationError) -> String {
+        do {
+            return try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ConfigurationError("Key \(keyIdentifier): cannot read \(path): \(describe(error)).")
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        switch nsError.code {
+        case NSFileReadNoSuchFileError: return "no such file or folder"
+        case NSFileReadNoPermissionError: return "permission denied"
+        case NSFileReadInapplicableStringEncodingError: return "not a text file"
+        default: return "error \(nsError.code)"
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import Configuration
+import Foundation
+import OfferSigning
+
+/// One app the service signs for.
+public struct AppConfiguration: Sendable, Hashable {
+    /// The app's bundle identifier.
+    public var bundleIdentifier: String
+    /// The App Store Connect issuer ID, for JWS signatures.
+    public var issuerIdentifier: String?
+
+    /// Creates an app configuration.
+    public init(bundleIdentifier: String, issuerIdentifier: String? = nil) {
+        self.bundleIdentifier = bundleIdentifier
+        self.issuerIdentifier = issuerIdentifier
+    }
+}
+
+/// Everything the service needs to start, read from the environment (DESIGN.md §3).
+///
+/// ## Usage
+///
+/// ```swift
+/// let configuration = try ServiceConfiguration(environment: ProcessInfo.processInfo.environment)
+/// let app = try buildApplication(configuration: configuration)
+/// try await app.runService()
+/// ```
+///
+/// Fixed names are read through swift-configuration's `ConfigReader` over the environment, with keys and
+/// tokens marked secret; keys by identifier (`OFFER_SIGNER_KEY_<KEYID>`) are found by prefix, since
+/// swift-configuration has no key enumeration.
+public struct ServiceConfiguration: Sendable {
+    /// Listen address (`OFFER_SIGNER_HOST`, default 127.0.0.1).
+    public var host: String
+    /// Listen port (`OFFER_SIGNER_PORT`, default 8080; 0 picks a free port).
+    public var port: Int
+    /// The apps served (`OFFER_SIGNER_BUNDLE_ID`).
+    public var apps: [AppConfiguration]
+    /// The keys and which one signs.
+    public var keyRing: KeyRing
+    /// `OFFER_SIGNER_DATABASE_URL`, as given.
+    public var databaseURL: String?
+    /// Whether this is `serve --demo`: a throw-away key the App Store will never accept.
+    public var isDemo: Bool
+    /// Things worth saying at start-up that do not stop it.
+    public var warnings: [String]
+
+    /// Creates a configuration from values.
+    public init(host: String = "127.0.0.1", port: Int = 8080, apps: [AppConfiguration], keyRing: KeyRing, databaseURL: String? = nil, isDemo: Bool = false, warnings: [String] = []) {
+        self.host = host
+        self.port = port
+        self.apps = apps
+        self.keyRing = keyRing
+        self.databaseURL = databaseURL
+        self.isDemo = isDemo
+        self.warnings = warnings
+    }
+
+    /// Reads the configuration from environment variables.
+    /// - Throws: ``ConfigurationError`` naming the variable or key at fault.
+    public init(environment: [String: String]) throws(ConfigurationError) {
+        let config = Self.reader(environment)
+        let (host, port) = try Self.listenAddress(config)
+        guard let bundleIdentifier = config.string(forKey: "offerSigner.bundleId"), !bundleIdentifier.isEmpty else {
+            throw ConfigurationError("OFFER_SIGNER_BUNDLE_ID is not set: set it to your app's bundle identifier (com.example.app). For a try-out with a throw-away key, run `offer-signer serve --demo`.")
+        }
+        do {
+            try PayloadField.validate(bundleIdentifier, named: "OFFER_SIGNER_BUNDLE_ID", maximumLength: 155)
+        } catch {
+            throw ConfigurationError(error.message)
+        }
+        let keys = try KeyLoader.load(environment: environment)
+        guard !keys.isEmpty else {
+            throw ConfigurationError("No signing key is configured: set OFFER_SIGNER_KEY_<KEYID> (the PEM), OFFER_SIGNER_KEY_<KEYID>_FILE (a path to SubscriptionKey_<KEYID>.p8) or OFFER_SIGNER_KEYS_DIR (a folder of them). See keys.example.")
+        }
+        let active = config.string(forKey: "offerSigner.activeKeyId").flatMap { $0.isEmpty ? nil : $0 }
+        let keyRing: KeyRing
+        do {
+            keyRing = try KeyRing(keys: keys, activeKeyIdentifier: active)
+            _ = try keyRing.activeKey()
+        } catch {
+            throw ConfigurationError(error.message)
+        }
+        self.init(
+            host: host, port: port,
+            apps: [AppConfiguration(bundleIdentifier: bundleIdentifier, issuerIdentifier: config.string(forKey: "offerSigner.issuerId"))],
+            keyRing: keyRing,
+            databaseURL: config.string(forKey: "offerSigner.databaseUrl"),
+            warnings: ["No eligibility policy is configured: every well-formed request for \(bundleIdentifier) is signed."]
+        )
+    }
+
+    /// The `serve --demo` configuration: a freshly generated throw-away key (`DEMOKEY001`), the demo app
+    /// `com.example.offersigner.demo`, and the listen address from the environment.
+    public static func demo(environment: [String: String] = [:]) throws(ConfigurationError) -> ServiceConfiguration {
+        let (host, port) = try listenAddress(reader(environment))
+        do {
+            let key = try SigningKey.generate(keyIdentifier: "DEMOKEY001")
+            return ServiceConfiguration(
+                host: host, port: port,
+                apps: [AppConfiguration(bundleIdentifier: demoBundleIdentifier, issuerIdentifier: "00000000-0000-0000-0000-000000000000")],
+                keyRing: try KeyRing(keys: [.init(key: key, source: "generated for --demo")]),
+                isDemo: true,
+                warnings: ["DEMO MODE: signing with a throw-away key generated at start-up. The App Store will refuse these signatures. Do not use in production."]
+            )
+        } catch {
+            throw ConfigurationError(error.message)
+        }
+    }
+
+    /// The bundle identifier of the demo app.
+    public static let demoBundleIdentifier = "com.example.offersigner.demo"
+
+    static func reader(_ environment: [String: String]) -> ConfigReader {
+        ConfigReader(provider: EnvironmentVariablesProvider(
+            environmentVariables: environment,
+            secretsSpecifier: .dynamic { name, _ in
+                (name.hasPrefix(KeyLoader.keyPrefix) && !name.hasSuffix("_FILE")) || name == "OFFER_SIGNER_ADMIN_TOKENS"
+                    || name == "OFFER_SIGNER_DATABASE_URL"
+            }))
+    }
+
+    static func listenAddress(_ config: ConfigReader) throws(ConfigurationError) -> (String, Int) {
+        let host = config.string(forKey: "offerSigner.host", default: "127.0.0.1")
+        guard let portText = config.string(forKey: "offerSigner.port") else { return (host, 8080) }
+        guard let port = Int(portText), (0...65535).contains(port) else {
+            throw ConfigurationError("OFFER_SIGNER_PORT=\(portText.prefix(20)) is not a port number (0–65535).")
+        }
+        return (host, port)
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import OfferSigning
+
+/// The one error shape of the HTTP API (DESIGN.md §2):
+///
+///     {"error": {"code": "<snake_case>", "message": "<for humans>", ...details}}
+///
+/// Every error the service returns goes through this type; ``init(_:)-(OfferSigningError)`` maps the signing
+/// core's errors in one place. Messages never contain key material.
+public struct APIError: Error, HTTPResponseError, Sendable {
+    /// The HTTP status.
+    public var status: HTTPResponse.Status
+    /// The stable code (`invalid_request`, `unknown_app`, …).
+    public var code: String
+    /// A sentence for humans that says what to do.
+    public var message: String
+    /// The request field at fault, for `invalid_request`.
+    public var field: String?
+    /// Extra headers (`Retry-After`).
+    public var headers: HTTPFields
+
+    /// Creates an error.
+    public init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil, headers: HTTPFields = [:]) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.headers = headers
+    }
+
+    /// 400 `invalid_request` naming a field.
+    public static func invalidRequest(field: String, _ message: String) -> APIError {
+        APIError(status: .badRequest, code: "invalid_request", message: message, field: field)
+    }
+
+    /// 400 `malformed_json`.
+    public static let malformedJSON = APIError(
+        status: .badRequest, code: "malformed_json", message: "The request body is not valid JSON; send a JSON object with Content-Type: application/json.")
+
+    /// 413 `payload_too_large`.
+    public static func payloadTooLarge(limit: Int) -> APIError {
+        APIError(status: .contentTooLarge, code: "payload_too_large", message: "The request body is larger than \(limit) bytes.")
+    }
+
+    /// 500 `internal`: details are logged, never returned.
+    public static let `internal` = APIError(
+        status: .internalServerError, code: "internal", message: "An internal error occurred; it has been logged. Try again, and report it if it persists.")
+
+    /// Maps an error of the signing core to its HTTP form.
+    public init(_ error: OfferSigningError) {
+        switch error.code {
+        case .invalidField:
+            self.init(status: .badRequest, code: "invalid_request", message: error.message, field: error.field)
+        case .unknownKey:
+            self.init(status: .notFound, code: "unknown_key", message: error.message)
+        case .noSigningKey:
+            self.init(status: .serviceUnavailable, code: "no_signing_key", message: error.message)
+        case .selfCheckFailed:
+            self.init(status: .internalServerError, code: "signature_self_check_failed", message: error.message)
+        default:
+            self.init(status: .internalServerError, code: "internal", message: APIError.internal.message)
+        }
+    }
+
+    /// Maps a decoding failure of a request body to `malformed_json` or `invalid_request` with the field.
+    public init(_ error: DecodingError) {
+        func path(_ context: DecodingError.Context, appending key: (any CodingKey)? = nil) -> String {
+            let keys = context.codingPath + (key.map { [$0] } ?? [])
+            return keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let field = path(context, appending: key)
+            self = .invalidRequest(field: field, "\(field) is required.")
+        case .valueNotFound(_, let context):
+            let field = path(context)
+            self = .invalidRequest(field: field, "\(field) must not be null.")
+        case .typeMismatch(let type, let context):
+            let field = path(context)
+            if field.isEmpty {
+                self = .invalidRequest(field: "", "The request body must be a JSON object.")
+            } else {
+                self = .invalidRequest(field: field, "\(field) must be \(Self.describe(type)).")
+            }
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty {
+                self = .malformedJSON
+            } else {
+                let field = path(context)
+                self = .invalidRequest(field: field, "\(field) has an invalid value: \(context.debugDescription)")
+            }
+        @unknown default:
+            self = .malformedJSON
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is Int.Type, is Int64.Type: "an integer"
+        default: "of type \(type)"
+        }
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var details: [String: String] = ["code": code, "message": message]
+        if let field { details["field"] = field }
+        let data = try JSONEncoder.api.encode(["error": details])
+        var headers = self.headers
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+extension JSONEncoder {
+    /// The API's encoder: sorted keys, `/` not escaped (base64 signatures stay readable).
+    static var api: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}

@@ -1,0 +1,53 @@
+import Hummingbird
+import Logging
+import NIOCore
+import OfferSigning
+
+/// Turns every error a route throws into the API's one error shape, so that no caller ever sees an empty
+/// 500 or a framework-specific body. Unknown errors are logged (type only, never request bodies or keys) and
+/// answered with 500 `internal`.
+struct ErrorMappingMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            throw error
+        } catch let error as OfferSigningError {
+            if error.code == .selfCheckFailed || APIError(error).code == "internal" {
+                context.logger.error("signing failed", metadata: ["code": "\(error.code)", "message": "\(error.message)"])
+            }
+            throw APIError(error)
+        } catch let error as DecodingError {
+            throw APIError(error)
+        } catch is NIOTooManyBytesError {
+            throw APIError.payloadTooLarge(limit: context.maxUploadSize)
+        } catch let error as HTTPError {
+            throw APIError(httpError: error)
+        } catch {
+            context.logger.error("unexpected error", metadata: ["type": "\(type(of: error))"])
+            throw APIError.internal
+        }
+    }
+}
+
+extension APIError {
+    init(httpError: HTTPError) {
+        switch httpError.status {
+        case .notFound:
+            self.init(status: .notFound, code: "not_found", message: "No such endpoint; see GET /openapi.yaml or the README for the API.")
+        case .methodNotAllowed:
+            self.init(status: .methodNotAllowed, code: "method_not_allowed", message: "This endpoint does not accept this method.")
+        case .contentTooLarge:
+            self.init(status: .contentTooLarge, code: "payload_too_large", message: "The request body is too large.")
+        case .badRequest:
+            self.init(status: .badRequest, code: "invalid_request", message: httpError.body ?? "The request is not valid.")
+        case .unauthorized:
+            self.init(status: .unauthorized, code: "unauthorized", message: httpError.body ?? "Authentication is required.")
+        case .forbidden:
+            self.init(status: .forbidden, code: "forbidden", message: httpError.body ?? "Not allowed.")
+        default:
+            let status = httpError.status
+            self.init(status: status, code: status.code >= 500 ? "internal" : "invalid_request", message: httpError.body ?? status.reasonPhrase)
+        }
+    }
+}

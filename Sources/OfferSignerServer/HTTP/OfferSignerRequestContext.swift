@@ -1,0 +1,20 @@
+import Foundation
+import Hummingbird
+import Logging
+
+/// The request context of the service: a 64 KiB body limit (a sign request is well under 1 KiB; a StoreKit
+/// `signedTransaction` or an App Store notification is a few KiB) and the API's JSON encoder.
+public struct OfferSignerRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+    }
+
+    /// The largest request body read, in bytes; larger bodies get 413 `payload_too_large`.
+    public static let maximumBodySize = 64 * 1024
+
+    public var maxUploadSize: Int { Self.maximumBodySize }
+
+    public var responseEncoder: JSONEncoder { JSONEncoder.api }
+}

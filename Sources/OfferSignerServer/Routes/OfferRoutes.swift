@@ -1,0 +1,81 @@
+import Foundation
+import Hummingbird
+import OfferSigning
+
+/// The body of `POST /v1/offers/verify`: a legacy bundle, or `{"signature": <compact JWS>}`.
+struct VerifyRequest: Decodable {
+    var bundleIdentifier: String?
+    var productIdentifier: String?
+    var offerIdentifier: String?
+    var applicationUsername: String?
+    var keyIdentifier: String?
+    var nonce: String?
+    var timestamp: Int64?
+    var signature: String?
+
+    /// The legacy bundle, or a 400 naming the first missing field.
+    func legacyBundle(defaultBundleIdentifier: String?) throws(APIError) -> SignedLegacyOffer {
+        func require<T>(_ value: T?, _ field: String) throws(APIError) -> T {
+            guard let value else { throw APIError.invalidRequest(field: field, "\(field) is required to verify a legacy bundle.") }
+            return value
+        }
+        return SignedLegacyOffer(
+            bundleIdentifier: try require(bundleIdentifier ?? defaultBundleIdentifier, "bundleIdentifier"),
+            productIdentifier: try require(productIdentifier, "productIdentifier"),
+            offerIdentifier: try require(offerIdentifier, "offerIdentifier"),
+            applicationUsername: try require(applicationUsername, "applicationUsername"),
+            keyIdentifier: try require(keyIdentifier, "keyIdentifier"),
+            nonce: try require(nonce, "nonce"),
+            timestamp: try require(timestamp, "timestamp"),
+            signature: try require(signature, "signature"))
+    }
+}
+
+/// `POST /v1/offers/verify` answer for a legacy bundle.
+struct LegacyVerifyResponse: ResponseEncodable {
+    var format = "legacy"
+    var valid: Bool
+    var reason: String?
+    var message: String?
+    var keyIdentifier: String
+    var keyState: KeyState?
+    var payload: String
+    var validityWindow: String
+    var warnings: [String]
+
+    init(_ result: LegacyOfferVerification) {
+        valid = result.valid
+        reason = result.reason
+        message = result.message
+        keyIdentifier = result.keyIdentifier
+        keyState = result.keyState
+        payload = result.payload
+        validityWindow = result.validityWindow
+        warnings = result.warnings
+    }
+}
+
+extension SignedLegacyOffer: ResponseEncodable {}
+
+/// The app-facing routes: sign and verify.
+struct OfferRoutes<Context: RequestContext> {
+    let service: OfferService
+
+    func register(on router: Router<Context>) {
+        router.post("/v1/offers/sign") { request, context -> Response in
+            let body = try await request.decodeJSON(as: SignOfferRequest.self, context: context)
+            switch body.format ?? .legacy {
+            case .legacy:
+                return try service.signLegacy(body).response(from: request, context: context)
+            case .jws:
+                throw APIError.invalidRequest(field: "format", "format \"jws\" is not available in this version; use \"legacy\".")
+            }
+        }
+        router.post("/v1/offers/verify") { request, context -> LegacyVerifyResponse in
+            let body = try await request.decodeJSON(as: VerifyRequest.self, context: context)
+            let only = service.apps.count == 1 ? service.apps.keys.first : nil
+            let bundle = try body.legacyBundle(defaultBundleIdentifier: only)
+            return LegacyVerifyResponse(service.verifyLegacy(bundle))
+        }
+    }
+}

@@ -1,0 +1,32 @@
+import Hummingbird
+import NIOCore
+import OfferSigning
+import Prometheus
+
+struct HealthResponse: ResponseEncodable {
+    var status: String
+    var activeKeyIdentifier: String?
+}
+
+/// `GET /healthz`, `GET /readyz`, `GET /metrics`.
+struct OperationsRoutes<Context: RequestContext> {
+    let service: OfferService
+    let metricsRegistry: PrometheusCollectorRegistry?
+
+    func register(on router: Router<Context>) {
+        router.get("/healthz") { _, _ in HealthResponse(status: "ok") }
+        router.get("/readyz") { _, _ -> HealthResponse in
+            let key = try service.keys.current.activeKey()
+            return HealthResponse(status: "ready", activeKeyIdentifier: key.keyIdentifier)
+        }
+        if let metricsRegistry {
+            router.get("/metrics") { _, _ -> Response in
+                var bytes: [UInt8] = []
+                metricsRegistry.emit(into: &bytes)
+                return Response(
+                    status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+            }
+        }
+    }
+}

@@ -1,0 +1,12 @@
+import ArgumentParser
+
+/// `offer-signer`: the service and the tools around it. Thin: every command calls the library targets.
+@main
+struct OfferSignerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "offer-signer",
+        abstract: "Signs App Store promotional offers.",
+        discussion: "Configuration comes from OFFER_SIGNER_* environment variables; see keys.example and the README.",
+        subcommands: [ServeCommand.self, SignCommand.self, VerifyCommand.self, KeysCommand.self]
+    )
+}

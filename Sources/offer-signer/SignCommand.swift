@@ -1,0 +1,92 @@
+import ArgumentParser
+import Foundation
+import OfferSignerServer
+import OfferSigning
+
+/// Where the CLI gets keys: a key file given on the command line, or the service's own environment.
+struct KeyOptions: ParsableArguments {
+    @Option(name: .customLong("key-file"), help: "A .p8/PEM private key (default: the OFFER_SIGNER_* environment, as `serve` reads it).")
+    var keyFile: String?
+
+    @Option(name: .customLong("key-id"), help: "The key identifier of --key-file (default: taken from a SubscriptionKey_<KEYID>.p8 file name).")
+    var keyIdentifier: String?
+
+    func keyRing(environment: [String: String]) throws -> KeyRing {
+        guard let keyFile else {
+            let entries = try KeyLoader.load(environment: environment)
+            guard !entries.isEmpty else {
+                throw ValidationError("No key: pass --key-file, or set OFFER_SIGNER_KEY_<KEYID>, OFFER_SIGNER_KEY_<KEYID>_FILE or OFFER_SIGNER_KEYS_DIR.")
+            }
+            return try KeyRing(keys: entries, activeKeyIdentifier: environment["OFFER_SIGNER_ACTIVE_KEY_ID"].flatMap { $0.isEmpty ? nil : $0 })
+        }
+        let name = URL(fileURLWithPath: keyFile).lastPathComponent
+        guard let keyIdentifier = keyIdentifier ?? KeyLoader.keyIdentifier(fromFileName: name) else {
+            throw ValidationError("Pass --key-id: the key identifier cannot be read from the file name '\(name)' (App Store Connect names it SubscriptionKey_<KEYID>.p8).")
+        }
+        let pem: String
+        do {
+            pem = try String(contentsOfFile: keyFile, encoding: .utf8)
+        } catch {
+            throw ValidationError("Cannot read \(keyFile).")
+        }
+        let key = try SigningKey(keyIdentifier: keyIdentifier, pemRepresentation: pem, source: keyFile)
+        return try KeyRing(keys: [.init(key: key, source: keyFile)])
+    }
+}
+
+struct SignCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sign",
+        abstract: "Signs one legacy promotional offer and prints the bundle as JSON.",
+        discussion: "No eligibility rules apply: this is for scripts and tests. Exit status 0 on success."
+    )
+
+    @Option(name: .customLong("bundle-id"), help: "The app's bundle identifier (default: OFFER_SIGNER_BUNDLE_ID).")
+    var bundleIdentifier: String?
+
+    @Option(name: .customLong("product-id"), help: "The subscription's product identifier.")
+    var productIdentifier: String
+
+    @Option(name: .customLong("offer-id"), help: "The promotional offer identifier.")
+    var offerIdentifier: String
+
+    @Option(name: .customLong("username"), help: "The applicationUsername (hashed account id or appAccountToken).")
+    var applicationUsername: String
+
+    @Option(help: "A fixed nonce (UUID), for reproducible payloads in tests. Default: a fresh UUIDv4.")
+    var nonce: String?
+
+    @Option(help: "A fixed timestamp (Unix ms). Default: now.")
+    var timestamp: Int64?
+
+    @OptionGroup var keys: KeyOptions
+
+    func run() throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let bundle = bundleIdentifier ?? environment["OFFER_SIGNER_BUNDLE_ID"], !bundle.isEmpty else {
+            throw ValidationError("Pass --bundle-id or set OFFER_SIGNER_BUNDLE_ID.")
+        }
+        let ring = try keys.keyRing(environment: environment)
+        var fixedNonce = UUID()
+        if let nonce {
+            guard let parsed = UUID(uuidString: nonce) else { throw ValidationError("--nonce must be a UUID.") }
+            fixedNonce = parsed
+        }
+        let offer = PromotionalOffer(bundleIdentifier: bundle, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier, applicationUsername: applicationUsername)
+        let signed = try OfferSigner.signLegacy(offer, with: try ring.activeKey(), nonce: fixedNonce, timestamp: timestamp ?? OfferSigner.currentTimestamp())
+        try printJSON(signed)
+    }
+}
+
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
+extension OfferSigningError: LocalizedError {
+    public var errorDescription: String? { message }
+}
+extension ConfigurationError: LocalizedError {
+    public var errorDescription: String? { message }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import OfferSignerServer
+import OfferSigning
+import Testing
+
+@Suite struct ConfigurationTests {
+    let pem = try! SigningKey.generate(keyIdentifier: "X").pkcs8PEMRepresentation
+
+    private func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("offer-signer-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    @Test func anInlineKeyAndTheBundleIdAreEnough() throws {
+        let configuration = try ServiceConfiguration(environment: ["OFFER_SIGNER_BUNDLE_ID": "com.example.app", "OFFER_SIGNER_KEY_ABC123DEFG": pem])
+        #expect(configuration.host == "127.0.0.1")
+        #expect(configuration.port == 8080)
+        #expect(try configuration.keyRing.activeKey().keyIdentifier == "ABC123DEFG")
+        #expect(configuration.apps.map(\.bundleIdentifier) == ["com.example.app"])
+    }
+
+    @Test func keysFromAFileAndAFolderWithKubernetesLayout() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // A Kubernetes Secret volume: real files in a timestamped folder, `..data` a symlink to it,
+        // and the visible names symlinks through `..data`.
+        let generation = directory.appendingPathComponent("..2026_11_22_10_00_00.123")
+        try FileManager.default.createDirectory(at: generation, withIntermediateDirectories: true)
+        try pem.write(to: generation.appendingPathComponent("SubscriptionKey_DIRKEY0001.p8"), atomically: true, encoding: .utf8)
+        try "ignored".write(to: generation.appendingPathComponent("README"), atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: directory.appendingPathComponent("..data").path, withDestinationPath: generation.lastPathComponent)
+        try FileManager.default.createSymbolicLink(atPath: directory.appendingPathComponent("SubscriptionKey_DIRKEY0001.p8").path, withDestinationPath: "..data/SubscriptionKey_DIRKEY0001.p8")
+        let file = directory.appendingPathComponent("other.pem")
+        try SigningKey.generate(keyIdentifier: "X").pkcs8PEMRepresentation.write(to: file, atomically: true, encoding: .utf8)
+
+        let configuration = try ServiceConfiguration(environment: [
+            "OFFER_SIGNER_BUNDLE_ID": "com.example.app",
+            "OFFER_SIGNER_KEYS_DIR": directory.path,
+            "OFFER_SIGNER_KEY_FILEKEY001_FILE": file.path,
+            "OFFER_SIGNER_ACTIVE_KEY_ID": "DIRKEY0001",
+        ])
+        #expect(configuration.keyRing.entries.map(\.key.keyIdentifier) == ["DIRKEY0001", "FILEKEY001"])
+        #expect(configuration.keyRing.state(of: "FILEKEY001") == .retired)
+        #expect(try configuration.keyRing.activeKey().keyIdentifier == "DIRKEY0001")
+    }
+
+    struct Failure: Sendable, CustomTestStringConvertible {
+        let name: String
+        let environment: [String: String]
+        let mentions: [String]
+        var testDescription: String { name }
+    }
+
+    static let validPEM = try! SigningKey.generate(keyIdentifier: "X").pkcs8PEMRepresentation
+
+    static let failures: [Failure] = [
+        Failure(name: "no bundle id", environment: ["OFFER_SIGNER_KEY_K1": validPEM], mentions: ["OFFER_SIGNER_BUNDLE_ID", "--demo"]),
+        Failure(name: "no key", environment: ["OFFER_SIGNER_BUNDLE_ID": "a"], mentions: ["OFFER_SIGNER_KEY_<KEYID>"]),
+        Failure(name: "bad inline key", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_BROKEN01": "-----BEGIN PRIVATE KEY-----\nSECRETSECRETSECRET\n-----END PRIVATE KEY-----"], mentions: ["BROKEN01", "OFFER_SIGNER_KEY_BROKEN01"]),
+        Failure(name: "missing key file", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_GONE01_FILE": "/nonexistent/key.p8"], mentions: ["GONE01", "/nonexistent/key.p8"]),
+        Failure(name: "missing folder", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEYS_DIR": "/nonexistent/keys"], mentions: ["OFFER_SIGNER_KEYS_DIR", "/nonexistent/keys"]),
+        Failure(name: "unknown active key", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_ACTIVE_KEY_ID": "K2"], mentions: ["K2", "K1"]),
+        Failure(name: "two keys, none active", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_KEY_K2": validPEM], mentions: ["OFFER_SIGNER_ACTIVE_KEY_ID"]),
+        Failure(name: "bad port", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_PORT": "eighty"], mentions: ["OFFER_SIGNER_PORT"]),
+    ]
+
+    @Test("configuration problems stop start-up with a message that names the culprit and no key", arguments: failures)
+    func failuresAreExplained(_ failure: Failure) {
+        let error = #expect(throws: ConfigurationError.self) { try ServiceConfiguration(environment: failure.environment) }
+        for mention in failure.mentions {
+            #expect(error?.message.contains(mention) == true, "\(error?.message ?? "") should mention \(mention)")
+        }
+        #expect(error?.message.contains("SECRETSECRET") == false)
+        #expect(error?.message.contains(Self.validPEM.split(separator: "\n")[1]) == false)
+    }
+
+    @Test func demoConfigurationHasAThrowAwayKeyAndSaysSo() throws {
+        let configuration = try ServiceConfiguration.demo(environment: ["OFFER_SIGNER_PORT": "0"])
+        #expect(configuration.isDemo)
+        #expect(configuration.port == 0)
+        #expect(configuration.apps.map(\.bundleIdentifier) == [ServiceConfiguration.demoBundleIdentifier])
+        #expect(configuration.warnings.contains { $0.contains("DEMO") })
+        #expect(try configuration.keyRing.activeKey().keyIdentifier == "DEMOKEY001")
+    }
+}
