@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The project's test command: the Swift Testing suite, then the interoperability checks against
+# implementations that are not ours (Apple's Python library, `cryptography`, the openssl command line).
+#
+#   scripts/test.sh
+#
+# PostgreSQL tests run when OFFER_SIGNER_TEST_DATABASE_URL is set (`.ci/run` starts a server and sets it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+swift build --build-tests
+swift test
+
+venv=${OFFER_SIGNER_VENV:-.venv}
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -c 'import cryptography, appstoreserverlibrary' 2>/dev/null \
+  || "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-interop.txt
+"$venv/bin/python" scripts/interop.py "$(swift build --show-bin-path)/offer-signer"
