@@ -5,8 +5,11 @@
   for the same fields, nonce and timestamp; `cryptography` verifies our signature over *Apple's* bytes.
 - Apple's library signs; `offer-signer verify` must accept its bundle, and refuse it tampered.
 - A SEC1 copy of the key (converted by `cryptography`) signs the same as the PKCS#8 one.
+- StoreKit 2 JWS: PyJWT verifies ours (header, claims, ES256); `offer-signer verify` accepts the JWS that
+  Apple's PromotionalOfferV2SignatureCreator and IntroductoryOfferEligibilitySignatureCreator make.
 - A live `offer-signer serve --demo`: a bundle fetched over HTTP verifies with the `openssl` command line,
-  using the public key the service publishes at GET /v1/keys.
+  using the public key the service publishes at GET /v1/keys; its introductory-offer eligibility JWS
+  verifies under PyJWT.
 
 Usage: scripts/interop.py PATH/TO/offer-signer   (exit status 0 when every check passes)
 """
@@ -25,6 +28,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from appstoreserverlibrary.promotional_offer import PromotionalOfferSignatureCreator
+from appstoreserverlibrary.jws_signature_creator import IntroductoryOfferEligibilitySignatureCreator, PromotionalOfferV2SignatureCreator
+import jwt  # PyJWT, a dependency of Apple's library
 
 BINARY = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else ".build/debug/offer-signer"
 failures = []
@@ -119,7 +124,28 @@ bundle = json.loads(sec1.stdout)
 payload = apple_payload(pem, key_id, "com.example.app", "p", "o", "u", bundle["nonce"], bundle["timestamp"])
 check(verifies(public_key, bundle["signature"], payload), "a SEC1 key signs for the same public key")
 
-# 4. A live demo service, verified with the openssl command line.
+# 4. StoreKit 2 JWS, both ways.
+issuer = "57246542-96fe-1a63-e053-0824d011072a"
+signed = run("sign", "--format", "jws", "--issuer-id", issuer, "--transaction-id", "2000000123456789", "--bundle-id", "com.example.app",
+             "--product-id", "com.example.monthly", "--offer-id", "winback_50", "--username", "u", "--key-file", key_path)
+token = json.loads(signed.stdout)["signature"]
+header = jwt.get_unverified_header(token)
+check(header == {"alg": "ES256", "kid": key_id, "typ": "JWT"}, "our promotional offer JWS header is exactly alg/kid/typ")
+claims = jwt.decode(token, public_key, algorithms=["ES256"], audience="promotional-offer")
+check(set(claims) == {"iss", "bid", "aud", "iat", "nonce", "productId", "offerIdentifier", "transactionId"}, "PyJWT verifies our promotional offer JWS, with exactly the specified claims")
+check(isinstance(claims["iat"], int) and claims["nonce"] == claims["nonce"].lower() and claims["iss"] == issuer and claims["bid"] == "com.example.app",
+      "iat is an integer, nonce lower-case, iss and bid as configured")
+for name, apple_token in [
+    ("promotional offer V2", PromotionalOfferV2SignatureCreator(pem, key_id, issuer, "com.example.app").create_signature("com.example.monthly", "winback_50", "2000000123456789")),
+    ("introductory-offer eligibility", IntroductoryOfferEligibilitySignatureCreator(pem, key_id, issuer, "com.example.app").create_signature("com.example.monthly", False, "2000000123456789")),
+]:
+    verified = run("verify", "--key-file", key_path, stdin=apple_token)
+    check(verified.returncode == 0 and json.loads(verified.stdout)["valid"], f"offer-signer verify accepts Apple's {name} JWS")
+    head, body, sig = apple_token.split(".")
+    forged = base64.urlsafe_b64encode(json.dumps(dict(jwt.decode(apple_token, options={"verify_signature": False}), productId="com.example.free")).encode()).decode().rstrip("=")
+    check(run("verify", "--key-file", key_path, stdin=json.dumps({"signature": f"{head}.{forged}.{sig}"})).returncode == 1, f"offer-signer verify refuses Apple's {name} JWS with tampered claims")
+
+# 5. A live demo service, verified with the openssl command line.
 with socket.socket() as s:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -144,6 +170,13 @@ try:
     open(os.path.join(work, "demo.msg"), "wb").write("\u2063".join(fields).encode())
     openssl = subprocess.run(["openssl", "dgst", "-sha256", "-verify", os.path.join(work, "demo.pem"), "-signature", os.path.join(work, "demo.sig"), os.path.join(work, "demo.msg")], capture_output=True, text=True)
     check(openssl.returncode == 0 and "Verified OK" in openssl.stdout, "openssl verifies a bundle from a live `serve --demo` with the key from GET /v1/keys")
+    request = urllib.request.Request(base + "/v1/offers/introductory-eligibility", method="POST", headers={"Content-Type": "application/json"},
+                                     data=json.dumps({"productIdentifier": "com.example.monthly", "transactionId": "2000000123456789", "applicationUsername": "user-0001"}).encode())
+    answer = json.loads(urllib.request.urlopen(request, timeout=5).read())
+    demo_key = serialization.load_pem_public_key(published["publicKeyPEM"].encode())
+    claims = jwt.decode(answer["signature"], demo_key, algorithms=["ES256"], audience="introductory-offer-eligibility")
+    check(claims["allowIntroductoryOffer"] == answer["allowIntroductoryOffer"] and claims["transactionId"] == "2000000123456789",
+          "PyJWT verifies the live service's introductory-offer eligibility JWS")
 finally:
     server.terminate()
     server.wait(timeout=10)

@@ -34,10 +34,10 @@ struct KeyOptions: ParsableArguments {
     }
 }
 
-struct SignCommand: ParsableCommand {
+struct SignCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sign",
-        abstract: "Signs one legacy promotional offer and prints the bundle as JSON.",
+        abstract: "Signs one promotional offer (legacy bundle or StoreKit 2 JWS) and prints it as JSON.",
         discussion: "No eligibility rules apply: this is for scripts and tests. Exit status 0 on success."
     )
 
@@ -59,9 +59,18 @@ struct SignCommand: ParsableCommand {
     @Option(help: "A fixed timestamp (Unix ms). Default: now.")
     var timestamp: Int64?
 
+    @Option(help: "legacy (default) or jws (StoreKit 2 promotional offer V2).")
+    var format: String = "legacy"
+
+    @Option(name: .customLong("issuer-id"), help: "For --format jws: the App Store Connect issuer ID (default: OFFER_SIGNER_ISSUER_ID).")
+    var issuerIdentifier: String?
+
+    @Option(name: .customLong("transaction-id"), help: "For --format jws: a transaction of the customer's (optional).")
+    var transactionId: String?
+
     @OptionGroup var keys: KeyOptions
 
-    func run() throws {
+    func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         guard let bundle = bundleIdentifier ?? environment["OFFER_SIGNER_BUNDLE_ID"], !bundle.isEmpty else {
             throw ValidationError("Pass --bundle-id or set OFFER_SIGNER_BUNDLE_ID.")
@@ -72,6 +81,19 @@ struct SignCommand: ParsableCommand {
             guard let parsed = UUID(uuidString: nonce) else { throw ValidationError("--nonce must be a UUID.") }
             fixedNonce = parsed
         }
+        if format == "jws" {
+            guard let issuer = issuerIdentifier ?? environment["OFFER_SIGNER_ISSUER_ID"], !issuer.isEmpty else {
+                throw ValidationError("--format jws needs --issuer-id or OFFER_SIGNER_ISSUER_ID.")
+            }
+            let signed = try await JWSOfferSigner.signPromotionalOffer(
+                bundleIdentifier: bundle, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier,
+                transactionId: transactionId, issuerIdentifier: issuer, key: try ring.activeKey(), nonce: fixedNonce)
+            try printJSON(SignedJWSOfferResponse(
+                bundleIdentifier: bundle, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier,
+                keyIdentifier: signed.keyIdentifier, nonce: signed.claims.nonce, signature: signed.token))
+            return
+        }
+        guard format == "legacy" else { throw ValidationError("--format is legacy or jws.") }
         let offer = PromotionalOffer(bundleIdentifier: bundle, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier, applicationUsername: applicationUsername)
         let signed = try OfferSigner.signLegacy(offer, with: try ring.activeKey(), nonce: fixedNonce, timestamp: timestamp ?? OfferSigner.currentTimestamp())
         try printJSON(signed)

@@ -3,11 +3,11 @@ import Foundation
 import OfferSignerServer
 import OfferSigning
 
-struct VerifyCommand: ParsableCommand {
+struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Verifies a legacy bundle (the JSON `sign` prints). Exit status 0 valid, 1 invalid.",
-        discussion: "Prints what was checked, including the exact payload with separators shown as \\u2063."
+        abstract: "Verifies a legacy bundle (the JSON `sign` prints) or an offer JWS. Exit status 0 valid, 1 invalid.",
+        discussion: "Input: a legacy bundle as JSON, a compact JWS, or {\"signature\": <compact JWS>}. Prints what was checked: the exact legacy payload with separators shown as \\u2063, or the decoded JWS header and claims."
     )
 
     @Argument(help: "A file holding the bundle JSON; - or nothing reads standard input.")
@@ -18,13 +18,21 @@ struct VerifyCommand: ParsableCommand {
 
     @OptionGroup var keys: KeyOptions
 
-    func run() throws {
+    func run() async throws {
         let data: Data
         if let file, file != "-" {
             guard let read = FileManager.default.contents(atPath: file) else { throw ValidationError("Cannot read \(file).") }
             data = read
         } else {
             data = FileHandle.standardInput.readDataToEndOfFile()
+        }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if let token = Self.jwsToken(in: text) {
+            guard publicKeyFile == nil else { throw ValidationError("--public-key-file verifies legacy bundles; for a JWS, use --key-file or the environment.") }
+            let result = await JWSOfferVerifier.verify(token, keyRing: try keys.keyRing(environment: ProcessInfo.processInfo.environment))
+            try printJSON(result)
+            if !result.valid { throw ExitCode(1) }
+            return
         }
         let bundle: SignedLegacyOffer
         do {
@@ -42,5 +50,16 @@ struct VerifyCommand: ParsableCommand {
         }
         try printJSON(result)
         if !result.valid { throw ExitCode(1) }
+    }
+
+    /// A compact JWS given bare or as `{"signature": …}` without legacy fields.
+    static func jwsToken(in text: String) -> String? {
+        if !text.hasPrefix("{") {
+            return text.split(separator: ".", omittingEmptySubsequences: false).count == 3 ? text : nil
+        }
+        struct Wrapper: Decodable { var signature: String?; var keyIdentifier: String? }
+        guard let wrapper = try? JSONDecoder().decode(Wrapper.self, from: Data(text.utf8)), wrapper.keyIdentifier == nil,
+              let token = wrapper.signature, token.contains(".") else { return nil }
+        return token
     }
 }

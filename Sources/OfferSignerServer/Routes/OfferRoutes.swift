@@ -13,6 +13,11 @@ struct VerifyRequest: Decodable {
     var timestamp: Int64?
     var signature: String?
 
+    /// `{"signature": <compact JWS>}` alone: a JWS to verify rather than a legacy bundle.
+    var isJWS: Bool {
+        keyIdentifier == nil && nonce == nil && timestamp == nil && (signature?.contains(".") ?? false)
+    }
+
     /// The legacy bundle, or a 400 naming the first missing field.
     func legacyBundle(defaultBundleIdentifier: String?) throws(APIError) -> SignedLegacyOffer {
         func require<T>(_ value: T?, _ field: String) throws(APIError) -> T {
@@ -55,6 +60,32 @@ struct LegacyVerifyResponse: ResponseEncodable {
     }
 }
 
+/// `POST /v1/offers/verify` answer for a JWS.
+struct JWSVerifyResponse: ResponseEncodable {
+    var format = "jws"
+    var valid: Bool
+    var reason: String?
+    var message: String?
+    var keyIdentifier: String?
+    var keyState: KeyState?
+    var header: OfferJWSContents.Header?
+    var claims: OfferJWSContents.Claims?
+    var validityWindow: String?
+    var warnings: [String]
+
+    init(_ result: JWSOfferVerification) {
+        valid = result.valid
+        reason = result.reason
+        message = result.message
+        keyIdentifier = result.keyIdentifier
+        keyState = result.keyState
+        header = result.header
+        claims = result.claims
+        validityWindow = result.validityWindow
+        warnings = result.warnings
+    }
+}
+
 extension SignedLegacyOffer: ResponseEncodable {}
 
 /// The app-facing routes: sign and verify.
@@ -68,14 +99,21 @@ struct OfferRoutes<Context: RequestContext> {
             case .legacy:
                 return try service.signLegacy(body).response(from: request, context: context)
             case .jws:
-                throw APIError.invalidRequest(field: "format", "format \"jws\" is not available in this version; use \"legacy\".")
+                return try await service.signJWS(body).response(from: request, context: context)
             }
         }
-        router.post("/v1/offers/verify") { request, context -> LegacyVerifyResponse in
+        router.post("/v1/offers/introductory-eligibility") { request, context -> IntroductoryEligibilityResponse in
+            let body = try await request.decodeJSON(as: IntroductoryEligibilityRequest.self, context: context)
+            return try await service.signIntroductoryOfferEligibility(body)
+        }
+        router.post("/v1/offers/verify") { request, context -> Response in
             let body = try await request.decodeJSON(as: VerifyRequest.self, context: context)
+            if body.isJWS, let token = body.signature {
+                return try JWSVerifyResponse(await service.verifyJWS(token)).response(from: request, context: context)
+            }
             let only = service.apps.count == 1 ? service.apps.keys.first : nil
             let bundle = try body.legacyBundle(defaultBundleIdentifier: only)
-            return LegacyVerifyResponse(service.verifyLegacy(bundle))
+            return try LegacyVerifyResponse(service.verifyLegacy(bundle)).response(from: request, context: context)
         }
     }
 }

@@ -48,11 +48,22 @@ public final class OfferService: Sendable {
     public let apps: [String: AppConfiguration]
     /// The current keys.
     public let keys: KeyRingHolder
+    /// Decides `allowIntroductoryOffer` for (bundle identifier, product identifier, lower-cased
+    /// applicationUsername).
+    public let introductoryOfferDecision: IntroductoryOfferDecision
     private let signaturesIssued: Counter
+    private let jwsIssued: Counter
     private let selfCheckFailures: Counter
 
     /// Creates the service.
-    public init(apps: [AppConfiguration], keyRing: KeyRing) {
+    /// - Parameters:
+    ///   - apps: the apps served.
+    ///   - keyRing: the keys.
+    ///   - introductoryOfferDecision: who may have introductory offers; by default everyone
+    ///     (``IntroductoryOfferDecisions/allowWithoutPolicy``).
+    public init(apps: [AppConfiguration], keyRing: KeyRing, introductoryOfferDecision: @escaping IntroductoryOfferDecision = IntroductoryOfferDecisions.allowWithoutPolicy) {
+        self.introductoryOfferDecision = introductoryOfferDecision
+        self.jwsIssued = Counter(label: "offer_signer_signatures_issued_total", dimensions: [("format", "jws")])
         self.apps = Dictionary(apps.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
         self.keys = KeyRingHolder(keyRing)
         self.signaturesIssued = Counter(label: "offer_signer_signatures_issued_total", dimensions: [("format", "legacy")])
@@ -91,6 +102,71 @@ public final class OfferService: Sendable {
             if error.code == .selfCheckFailed { selfCheckFailures.increment() }
             throw error
         }
+    }
+
+    /// The issuer ID JWS signatures of `app` need.
+    /// - Throws: ``APIError`` 503 `issuer_not_configured` when the app has none: a JWS without the right
+    ///   issuer would be refused by the App Store, so none is made.
+    func issuerIdentifier(of app: AppConfiguration) throws(APIError) -> String {
+        guard let issuer = app.issuerIdentifier, !issuer.isEmpty else {
+            throw APIError(
+                status: .serviceUnavailable, code: "issuer_not_configured",
+                message: "JWS signatures for \(app.bundleIdentifier) need the App Store Connect issuer ID: set OFFER_SIGNER_ISSUER_ID (Users and Access > Integrations > In-App Purchase). Legacy signatures work without it.")
+        }
+        return issuer
+    }
+
+    /// Signs a StoreKit 2 promotional offer V2 JWS with the app's active key and self-verifies it.
+    /// - Throws: ``APIError`` for an unknown app or a missing issuer ID; ``OfferSigningError`` as ``signLegacy(_:)``.
+    public func signJWS(_ request: SignOfferRequest) async throws -> SignedJWSOfferResponse {
+        let app = try app(named: request.bundleIdentifier)
+        try PayloadField.validate(request.applicationUsername, named: "applicationUsername", maximumLength: 255)
+        let issuer = try issuerIdentifier(of: app)
+        let key = try keys.current.activeKey(forApp: app.bundleIdentifier)
+        do {
+            let signed = try await JWSOfferSigner.signPromotionalOffer(
+                bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
+                offerIdentifier: request.offerIdentifier, transactionId: request.transactionId,
+                issuerIdentifier: issuer, key: key)
+            jwsIssued.increment()
+            return SignedJWSOfferResponse(
+                bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
+                offerIdentifier: signed.claims.offerIdentifier, keyIdentifier: signed.keyIdentifier,
+                nonce: signed.claims.nonce, signature: signed.token)
+        } catch {
+            if error.code == .selfCheckFailed { selfCheckFailures.increment() }
+            throw error
+        }
+    }
+
+    /// Signs an introductory-offer eligibility JWS; `allowIntroductoryOffer` comes from
+    /// ``introductoryOfferDecision``.
+    public func signIntroductoryOfferEligibility(_ request: IntroductoryEligibilityRequest) async throws -> IntroductoryEligibilityResponse {
+        let app = try app(named: request.bundleIdentifier)
+        try PayloadField.validate(request.applicationUsername, named: "applicationUsername", maximumLength: 255)
+        try PayloadField.validate(request.productIdentifier, named: "productIdentifier", maximumLength: 255)
+        let issuer = try issuerIdentifier(of: app)
+        let key = try keys.current.activeKey(forApp: app.bundleIdentifier)
+        let decision = try await introductoryOfferDecision(app.bundleIdentifier, request.productIdentifier, request.applicationUsername.lowercased())
+        do {
+            let signed = try await JWSOfferSigner.signIntroductoryOfferEligibility(
+                bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
+                allowIntroductoryOffer: decision.allow, transactionId: request.transactionId,
+                issuerIdentifier: issuer, key: key)
+            jwsIssued.increment()
+            return IntroductoryEligibilityResponse(
+                bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
+                transactionId: signed.claims.transactionId, allowIntroductoryOffer: signed.claims.allowIntroductoryOffer,
+                reason: decision.reason, keyIdentifier: signed.keyIdentifier, nonce: signed.claims.nonce, signature: signed.token)
+        } catch {
+            if error.code == .selfCheckFailed { selfCheckFailures.increment() }
+            throw error
+        }
+    }
+
+    /// Verifies an offer JWS with every key the service knows.
+    public func verifyJWS(_ token: String, now: Date = Date()) async -> JWSOfferVerification {
+        await JWSOfferVerifier.verify(token, keyRing: keys.current, now: now)
     }
 
     /// Verifies a legacy bundle with every key the service knows, retired ones included.
