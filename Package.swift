@@ -1,111 +1,60 @@
 // swift-tools-version:6.1
 import PackageDescription
-import Foundation
 
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+// Branch `notifications`: only the App Store signed-data targets. The other targets of DESIGN.md §5 live on main;
+// the `.package` lines and target entries below are merged into main's manifest by hand.
 let package = Package(
     name: "offer-signer",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "offer-signer", targets: ["offer-signer"]),
-        .library(name: "OfferSigning", targets: ["OfferSigning"]),
-        .library(name: "OfferSignerServer", targets: ["OfferSignerServer"]),
+        .library(name: "AppStoreNotifications", targets: ["AppStoreNotifications"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
     ],
     targets: [
-        // Formats, keys, key ring, sign + self-verify. No HTTP, no I/O.
+        // Verification (x5c chain to a trusted root, Apple's marker OIDs, ES256) and decoding of App Store signed
+        // data: Server Notifications V2, signed transactions, signed renewal info. No HTTP, no I/O.
         .target(
-            name: "OfferSigning",
+            name: "AppStoreNotifications",
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: swiftSettings
         ),
-        // The Hummingbird application: routes, middleware, configuration.
+        // Test-only helpers: a root/intermediate/leaf chain built in code and a JWS signer. Not in any product.
         .target(
-            name: "OfferSignerServer",
+            name: "AppStoreTestSupport",
             dependencies: [
-                "OfferSigning",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                "AppStoreNotifications",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        // The executable: serve, sign, verify, keys.
-        .executableTarget(
-            name: "offer-signer",
-            dependencies: [
-                "OfferSigning",
-                "OfferSignerServer",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "OfferSigningTests",
+            name: "AppStoreNotificationsTests",
             dependencies: [
-                "OfferSigning",
+                "AppStoreNotifications",
+                "AppStoreTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "OfferSignerServerTests",
-            dependencies: [
-                "OfferSigning",
-                "OfferSignerServer",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             swiftSettings: swiftSettings
         ),
     ]
 )
-
-// Benchmarks stay out of the default build (as Hummingbird does): set OFFER_SIGNER_BENCHMARKS=1 to add them,
-// then run `OFFER_SIGNER_BENCHMARKS=1 swift package benchmark`.
-if ProcessInfo.processInfo.environment["OFFER_SIGNER_BENCHMARKS"] != nil {
-    package.dependencies.append(
-        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"])
-    )
-    package.targets.append(
-        .executableTarget(
-            name: "SignBenchmarks",
-            dependencies: [
-                "OfferSigning",
-                .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            path: "Benchmarks/SignBenchmarks",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
-    )
-}
