@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "offer-signer", targets: ["offer-signer"]),
         .library(name: "OfferSigning", targets: ["OfferSigning"]),
         .library(name: "OfferSignerServer", targets: ["OfferSignerServer"]),
+        .library(name: "AppStoreNotifications", targets: ["AppStoreNotifications"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -22,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -34,6 +37,29 @@ let package = Package(
             name: "OfferSigning",
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // App Store signed data (notifications V2, transactions, renewal info): verification and decoding.
+        .target(
+            name: "AppStoreNotifications",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Test chains and signed App Store payloads, for the tests of every target (in no product).
+        .target(
+            name: "AppStoreTestSupport",
+            dependencies: [
+                "AppStoreNotifications",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: swiftSettings
@@ -78,6 +104,17 @@ let package = Package(
                 "OfferSigning",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AppStoreNotificationsTests",
+            dependencies: [
+                "AppStoreNotifications",
+                "AppStoreTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,0 +1,102 @@
+import Crypto
+import SwiftASN1
+import Foundation
+import JWTKit
+@_spi(FixedExpiryValidationTime) import X509
+
+/// Verifies a compact JWS signed by the App Store, the way Apple's `SignedDataVerifier` does, and decodes its payload.
+///
+/// 1. the JWS parses (jwt-kit's `DefaultJWTParser`) and its header's `alg` is `ES256`;
+/// 2. `x5c` holds exactly three base64 DER certificates;
+/// 3. swift-certificates' `Verifier` builds leaf → `x5c[1]` → a configured root under `AppleMarkerPolicy` and
+///    `RFC5280Policy` with expiry checked at the payload's `signedDate` (the current time if it has none). `x5c[2]` is
+///    not offered to the chain builder — trust comes from the configured roots only — and must be the root the chain
+///    ends at;
+/// 4. jwt-kit verifies the ES256 signature with the leaf's key;
+/// 5. only then is the payload decoded as the expected type.
+struct SignedDataChainVerifier: Sendable {
+    private let trustedRoots: CertificateStore
+
+    init(trustedRoots: [Certificate]) {
+        self.trustedRoots = CertificateStore(trustedRoots)
+    }
+
+    func verify<Payload: Codable & Sendable>(
+        _ jws: String,
+        as _: Payload.Type
+    ) async throws(SignedDataVerificationError) -> Payload {
+        let token = Array(jws.utf8)
+        let parser = DefaultJWTParser(jsonDecoder: JSONDecoder())
+
+        let header: JWTHeader
+        let unverified: SignedBody<Payload>
+        do {
+            (header, unverified, _) = try parser.parse(token, as: SignedBody<Payload>.self)
+        } catch {
+            throw SignedDataVerificationError(.invalidJWS, "not a compact JWS with JSON header and payload: \(error)")
+        }
+
+        guard header.alg == "ES256" else {
+            throw SignedDataVerificationError(
+                .unsupportedAlgorithm, "alg must be ES256, found \(header.alg.map { "\"\($0)\"" } ?? "none")")
+        }
+        let certificates = try Self.certificates(in: header)
+        let validationTime = unverified.signedDate.map { Date(appStoreMilliseconds: $0) } ?? Date()
+        try await verifyChain(certificates, at: validationTime)
+
+        guard let leafKey = P256.Signing.PublicKey(certificates[0].publicKey) else {
+            throw SignedDataVerificationError(.invalidCertificateChain, "the leaf certificate's key is not a P-256 key")
+        }
+        let verified: SignedBody<Payload>
+        do {
+            let keys = JWTKeyCollection()
+            await keys.add(ecdsa: try ES256PublicKey(backing: leafKey), parser: parser)
+            verified = try await keys.verify(token, as: SignedBody<Payload>.self)
+        } catch {
+            throw SignedDataVerificationError(.invalidSignature, "the signature does not verify with the leaf key: \(error)")
+        }
+        guard let payload = verified.payload else {
+            throw SignedDataVerificationError(
+                .malformedPayload, "the payload is not a \(Payload.self): \(verified.decodingFailure ?? "unknown")")
+        }
+        return payload
+    }
+
+    /// The three certificates of the `x5c` header, parsed.
+    private static func certificates(in header: JWTHeader) throws(SignedDataVerificationError) -> [Certificate] {
+        guard let x5c = header.x5c else {
+            throw SignedDataVerificationError(.invalidCertificateChain, "the header has no x5c certificate chain")
+        }
+        guard x5c.count == 3 else {
+            throw SignedDataVerificationError(
+                .invalidCertificateChain, "x5c must hold exactly 3 certificates (leaf, intermediate, root), found \(x5c.count)")
+        }
+        var certificates: [Certificate] = []
+        for (index, entry) in x5c.enumerated() {
+            guard let der = Data(base64Encoded: entry), let certificate = try? Certificate(derEncoded: Array(der)) else {
+                throw SignedDataVerificationError(
+                    .invalidCertificateChain, "x5c[\(index)] is not a base64 DER certificate")
+            }
+            certificates.append(certificate)
+        }
+        return certificates
+    }
+
+    /// Builds and checks leaf → intermediate → trusted root at `validationTime`.
+    private func verifyChain(_ certificates: [Certificate], at validationTime: Date) async throws(SignedDataVerificationError) {
+        var verifier = Verifier(rootCertificates: trustedRoots) {
+            AppleMarkerPolicy()
+            RFC5280Policy(fixedExpiryValidationTime: validationTime)
+        }
+        let result = await verifier.validate(leaf: certificates[0], intermediates: CertificateStore([certificates[1]]))
+        switch result {
+        case .validCertificate(let chain):
+            guard chain.last == certificates[2] else {
+                throw SignedDataVerificationError(
+                    .untrustedRoot, "x5c[2] (\(certificates[2].subject)) is not the trusted root the chain ends at")
+            }
+        case .couldNotValidate(let failures):
+            throw ChainFailure.error(for: failures, at: validationTime)
+        }
+    }
+}

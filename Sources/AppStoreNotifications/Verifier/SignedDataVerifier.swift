@@ -1,0 +1,186 @@
+public import X509
+
+/// Verifies and decodes data signed by the App Store: Server Notifications V2, signed transactions (StoreKit 2's
+/// `jwsRepresentation`) and signed renewal info.
+///
+/// Checks what Apple's `SignedDataVerifier` checks: `alg` ES256; exactly three certificates in `x5c`; a chain from the
+/// leaf through the intermediate to a *configured* root (the third `x5c` certificate is never trusted by itself: it
+/// must be that root); Apple's marker extensions on the leaf (1.2.840.113635.100.6.11.1) and the intermediate
+/// (1.2.840.113635.100.6.2.1); every certificate valid at the payload's `signedDate` (not now: App Store data
+/// stays verifiable after its certificates expire); the leaf's signature over the JWS. Then the payload's `bundleId`,
+/// `environment` and, for Production notifications, `appAppleId` must match the configuration.
+///
+/// Unlike Apple's library, data from ``AppStoreEnvironment/xcode`` and ``AppStoreEnvironment/localTesting`` is not
+/// exempt from signature checks: accept those environments only together with the root that signed them.
+///
+/// Every failure is a ``SignedDataVerificationError``; compare its ``SignedDataVerificationError/code``.
+///
+/// ## Usage
+///
+/// ```swift
+/// import AppStoreNotifications
+///
+/// // At start-up: trusts the bundled Apple Root CA - G3, accepts Production only.
+/// let verifier = try SignedDataVerifier(bundleId: "com.example.app", appAppleId: 1234567890)
+///
+/// // POST /v1/notifications/appstore with {"signedPayload": "..."}:
+/// do {
+///     let decoded = try await verifier.verifyAndDecodeNotificationContents(body.signedPayload)
+///     if decoded.notification.notificationType == .didChangeRenewalStatus,
+///        decoded.notification.subtype == .autoRenewDisabled,
+///        let transaction = decoded.transaction {
+///         // record "auto-renew off" for transaction.originalTransactionId / transaction.appAccountToken
+///     }
+/// } catch {
+///     // error.code, e.g. .untrustedRoot or .wrongBundleId: answer 400
+/// }
+///
+/// // Tests and staging: trust a test root, accept the sandbox.
+/// let testVerifier = try SignedDataVerifier(
+///     bundleId: "com.example.app", environments: [.sandbox], trustedRoots: [testChain.root])
+/// ```
+public struct SignedDataVerifier: Sendable {
+    /// The bundle identifier signed data must carry.
+    public let bundleId: String
+
+    /// The app's Apple ID that Production notifications must carry (`nil` when Production is not accepted).
+    public let appAppleId: Int64?
+
+    /// The environments accepted; data from any other is refused with ``SignedDataVerificationError/Code/wrongEnvironment``.
+    public let environments: Set<AppStoreEnvironment>
+
+    /// The trusted root certificates.
+    public let trustedRoots: [Certificate]
+
+    private let chainVerifier: SignedDataChainVerifier
+
+    /// Creates a verifier for one app.
+    ///
+    /// - Parameters:
+    ///   - bundleId: The app's bundle identifier.
+    ///   - appAppleId: The app's Apple ID (App Store Connect → App Information → Apple ID); required when
+    ///     `environments` contains ``AppStoreEnvironment/production``.
+    ///   - environments: The environments accepted; default Production only (`OFFER_SIGNER_ENVIRONMENTS`).
+    ///   - trustedRoots: The roots chains must end at; `nil` (the default) trusts the bundled Apple Root CA - G3 only
+    ///     (`OFFER_SIGNER_TRUSTED_ROOTS`, see ``TrustedRootCertificates/certificate(pemOrDER:)``).
+    /// - Throws: ``SignedDataVerificationError/Code/invalidConfiguration`` if `trustedRoots` or `environments` is
+    ///   empty, or Production is accepted without `appAppleId`.
+    public init(
+        bundleId: String,
+        appAppleId: Int64? = nil,
+        environments: Set<AppStoreEnvironment> = [.production],
+        trustedRoots: [Certificate]? = nil
+    ) throws(SignedDataVerificationError) {
+        let roots: [Certificate]
+        if let trustedRoots {
+            roots = trustedRoots
+        } else {
+            roots = [try TrustedRootCertificates.appleRootCAG3()]
+        }
+        guard !roots.isEmpty else {
+            throw SignedDataVerificationError(.invalidConfiguration, "no trusted root certificate configured")
+        }
+        guard !environments.isEmpty else {
+            throw SignedDataVerificationError(.invalidConfiguration, "no App Store environment accepted")
+        }
+        guard !environments.contains(.production) || appAppleId != nil else {
+            throw SignedDataVerificationError(
+                .invalidConfiguration, "accepting Production needs the app's appAppleId (bundle \(bundleId))")
+        }
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environments = environments
+        self.trustedRoots = roots
+        self.chainVerifier = SignedDataChainVerifier(trustedRoots: roots)
+    }
+
+    /// Verifies and decodes the `signedPayload` of an App Store Server Notification V2.
+    ///
+    /// The app is identified from `data`, or from `summary` or `externalPurchaseToken` for those notifications (TEST
+    /// notifications carry `data` too). The nested `signedTransactionInfo` and `signedRenewalInfo` are left as they
+    /// are: use ``verifyAndDecodeNotificationContents(_:)`` to verify them as well.
+    ///
+    /// - Parameter signedPayload: The `signedPayload` field of the request body.
+    /// - Returns: The decoded notification.
+    /// - Throws: ``SignedDataVerificationError`` if the signature, chain, bundle ID, environment or (Production)
+    ///   app Apple ID does not check out.
+    public func verifyAndDecodeNotification(
+        _ signedPayload: String
+    ) async throws(SignedDataVerificationError) -> ResponseBodyV2DecodedPayload {
+        let notification = try await chainVerifier.verify(signedPayload, as: ResponseBodyV2DecodedPayload.self)
+        let app = AppIdentity(of: notification)
+        try check(bundleId: app.bundleId, environment: app.environment)
+        if app.environment == .production, app.appAppleId != appAppleId {
+            throw SignedDataVerificationError(
+                .wrongAppAppleId,
+                "appAppleId \(app.appAppleId.map(String.init) ?? "none") is not the configured \(appAppleId.map(String.init) ?? "none")")
+        }
+        return notification
+    }
+
+    /// Verifies and decodes a notification and, with the same checks, its `signedTransactionInfo` and
+    /// `signedRenewalInfo`.
+    ///
+    /// - Parameter signedPayload: The `signedPayload` field of the request body.
+    /// - Returns: The notification with its verified nested payloads (`nil` where the notification has none).
+    /// - Throws: ``SignedDataVerificationError`` from whichever of the three is refused.
+    public func verifyAndDecodeNotificationContents(
+        _ signedPayload: String
+    ) async throws(SignedDataVerificationError) -> DecodedNotification {
+        let notification = try await verifyAndDecodeNotification(signedPayload)
+        var decoded = DecodedNotification(notification: notification)
+        if let signedTransaction = notification.data?.signedTransactionInfo {
+            decoded.transaction = try await verifyAndDecodeTransaction(signedTransaction)
+        }
+        if let signedRenewalInfo = notification.data?.signedRenewalInfo {
+            decoded.renewalInfo = try await verifyAndDecodeRenewalInfo(signedRenewalInfo)
+        }
+        return decoded
+    }
+
+    /// Verifies and decodes a signed transaction: a notification's `signedTransactionInfo`, or StoreKit 2's
+    /// `Transaction.jwsRepresentation` sent by an app.
+    ///
+    /// - Parameter signedTransaction: The compact JWS.
+    /// - Returns: The decoded transaction.
+    /// - Throws: ``SignedDataVerificationError`` if the signature, chain, bundle ID or environment does not check out.
+    public func verifyAndDecodeTransaction(
+        _ signedTransaction: String
+    ) async throws(SignedDataVerificationError) -> JWSTransactionDecodedPayload {
+        let transaction = try await chainVerifier.verify(signedTransaction, as: JWSTransactionDecodedPayload.self)
+        try check(bundleId: transaction.bundleId, environment: transaction.environment)
+        return transaction
+    }
+
+    /// Verifies and decodes signed renewal info: a notification's `signedRenewalInfo`, or StoreKit 2's
+    /// `RenewalInfo.jwsRepresentation`.
+    ///
+    /// Renewal info has no `bundleId` field, so only its environment is checked (as in Apple's library).
+    ///
+    /// - Parameter signedRenewalInfo: The compact JWS.
+    /// - Returns: The decoded renewal info.
+    /// - Throws: ``SignedDataVerificationError`` if the signature, chain or environment does not check out.
+    public func verifyAndDecodeRenewalInfo(
+        _ signedRenewalInfo: String
+    ) async throws(SignedDataVerificationError) -> JWSRenewalInfoDecodedPayload {
+        let renewalInfo = try await chainVerifier.verify(signedRenewalInfo, as: JWSRenewalInfoDecodedPayload.self)
+        try check(environment: renewalInfo.environment)
+        return renewalInfo
+    }
+
+    private func check(bundleId: String?, environment: AppStoreEnvironment?) throws(SignedDataVerificationError) {
+        guard bundleId == self.bundleId else {
+            throw SignedDataVerificationError(
+                .wrongBundleId, "bundleId \(bundleId.map { "\"\($0)\"" } ?? "none") is not \"\(self.bundleId)\"")
+        }
+        try check(environment: environment)
+    }
+
+    private func check(environment: AppStoreEnvironment?) throws(SignedDataVerificationError) {
+        guard let environment, environments.contains(environment) else {
+            let accepted = environments.map(\.rawValue).sorted().joined(separator: ", ")
+            throw SignedDataVerificationError(
+                .wrongEnvironment, "environment \(environment?.rawValue ?? "none") is not accepted (\(accepted))")
+        }
+    }
+}
