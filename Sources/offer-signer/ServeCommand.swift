@@ -45,7 +45,7 @@ struct ServeCommand: AsyncParsableCommand {
                 "fingerprint": "\(entry.key.fingerprint)", "source": "\(entry.source)",
             ])
         }
-        let app = buildApplication(configuration: configuration, logger: logger, metricsRegistry: registry)
+        let app = try await buildApplication(configuration: configuration, logger: logger, metricsRegistry: registry)
         try await app.runService()
     }
 }

@@ -42,11 +42,32 @@ public struct ServiceConfiguration: Sendable {
     public var databaseURL: String?
     /// Whether this is `serve --demo`: a throw-away key the App Store will never accept.
     public var isDemo: Bool
+    /// Re-reads the key sources, for reloads (SIGHUP, `POST /admin/keys/reload`, the folder watcher).
+    public var loadKeys: KeyManager.KeyLoading
+    /// `OFFER_SIGNER_ACTIVE_KEY_ID`, as configured (an admin's activation overrides it).
+    public var configuredActiveKeyIdentifier: String?
+    /// `OFFER_SIGNER_KEYS_DIR`, watched for changes.
+    public var keysDirectory: String?
+    /// `OFFER_SIGNER_ADMIN_TOKENS`.
+    public var adminTokens: AdminTokens
+    /// `OFFER_SIGNER_STATE_FILE`: where admins' key states live; `nil` keeps them in memory.
+    public var stateFilePath: String?
     /// Things worth saying at start-up that do not stop it.
     public var warnings: [String]
 
     /// Creates a configuration from values.
-    public init(host: String = "127.0.0.1", port: Int = 8080, apps: [AppConfiguration], keyRing: KeyRing, databaseURL: String? = nil, isDemo: Bool = false, warnings: [String] = []) {
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, apps: [AppConfiguration], keyRing: KeyRing, databaseURL: String? = nil,
+        isDemo: Bool = false, warnings: [String] = [], loadKeys: KeyManager.KeyLoading? = nil,
+        configuredActiveKeyIdentifier: String? = nil, keysDirectory: String? = nil, adminTokens: AdminTokens = .none,
+        stateFilePath: String? = nil
+    ) {
+        let entries = keyRing.entries
+        self.loadKeys = loadKeys ?? { entries }
+        self.configuredActiveKeyIdentifier = configuredActiveKeyIdentifier ?? keyRing.activeKeyIdentifier
+        self.keysDirectory = keysDirectory
+        self.adminTokens = adminTokens
+        self.stateFilePath = stateFilePath
         self.host = host
         self.port = port
         self.apps = apps
@@ -81,12 +102,25 @@ public struct ServiceConfiguration: Sendable {
         } catch {
             throw ConfigurationError(error.message)
         }
+        let adminTokens = try AdminTokens(parsing: config.string(forKey: "offerSigner.adminTokens", isSecret: true) ?? "")
+        let stateFile = config.string(forKey: "offerSigner.stateFile").flatMap { $0.isEmpty ? nil : $0 }
+        var warnings = ["No eligibility policy is configured: every well-formed request for \(bundleIdentifier) is signed."]
+        if adminTokens.isEmpty {
+            warnings.append("No OFFER_SIGNER_ADMIN_TOKENS: the admin API (/admin) refuses every request.")
+        } else if stateFile == nil {
+            warnings.append("No OFFER_SIGNER_STATE_FILE: key states set through the admin API will not survive a restart.")
+        }
         self.init(
             host: host, port: port,
             apps: [AppConfiguration(bundleIdentifier: bundleIdentifier, issuerIdentifier: config.string(forKey: "offerSigner.issuerId"))],
             keyRing: keyRing,
-            databaseURL: config.string(forKey: "offerSigner.databaseUrl"),
-            warnings: ["No eligibility policy is configured: every well-formed request for \(bundleIdentifier) is signed."]
+            databaseURL: config.string(forKey: "offerSigner.databaseUrl", isSecret: true),
+            warnings: warnings,
+            loadKeys: { () throws(ConfigurationError) -> [KeyRing.Entry] in try KeyLoader.load(environment: environment) },
+            configuredActiveKeyIdentifier: active,
+            keysDirectory: environment[KeyLoader.directoryVariable].flatMap { $0.isEmpty ? nil : $0 },
+            adminTokens: adminTokens,
+            stateFilePath: stateFile
         )
     }
 
@@ -94,18 +128,21 @@ public struct ServiceConfiguration: Sendable {
     /// `com.example.offersigner.demo`, and the listen address from the environment.
     public static func demo(environment: [String: String] = [:]) throws(ConfigurationError) -> ServiceConfiguration {
         let (host, port) = try listenAddress(reader(environment))
+        let adminTokens = try AdminTokens(parsing: reader(environment).string(forKey: "offerSigner.adminTokens", isSecret: true) ?? "")
+        let keyRing: KeyRing
         do {
-            let key = try SigningKey.generate(keyIdentifier: "DEMOKEY001")
-            return ServiceConfiguration(
-                host: host, port: port,
-                apps: [AppConfiguration(bundleIdentifier: demoBundleIdentifier, issuerIdentifier: "00000000-0000-0000-0000-000000000000")],
-                keyRing: try KeyRing(keys: [.init(key: key, source: "generated for --demo")]),
-                isDemo: true,
-                warnings: ["DEMO MODE: signing with a throw-away key generated at start-up. The App Store will refuse these signatures. Do not use in production."]
-            )
+            keyRing = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "DEMOKEY001"), source: "generated for --demo")])
         } catch {
             throw ConfigurationError(error.message)
         }
+        return ServiceConfiguration(
+            host: host, port: port,
+            apps: [AppConfiguration(bundleIdentifier: demoBundleIdentifier, issuerIdentifier: "00000000-0000-0000-0000-000000000000")],
+            keyRing: keyRing,
+            isDemo: true,
+            warnings: ["DEMO MODE: signing with a throw-away key generated at start-up. The App Store will refuse these signatures. Do not use in production."],
+            adminTokens: adminTokens
+        )
     }
 
     /// The bundle identifier of the demo app.

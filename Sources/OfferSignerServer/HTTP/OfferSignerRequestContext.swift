@@ -6,6 +6,8 @@ import Logging
 /// `signedTransaction` or an App Store notification is a few KiB) and the API's JSON encoder.
 public struct OfferSignerRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
+    /// The admin making an `/admin` request (the name of their token), set by the admin middleware.
+    public var adminName: String?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

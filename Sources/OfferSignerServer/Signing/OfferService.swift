@@ -3,6 +3,7 @@ import HTTPTypes
 import Logging
 import Metrics
 import OfferSigning
+import Synchronization
 
 /// A sign request as the API receives it (DESIGN.md §2.1).
 public struct SignOfferRequest: Sendable, Codable {
@@ -54,6 +55,14 @@ public final class OfferService: Sendable {
     private let signaturesIssued: Counter
     private let jwsIssued: Counter
     private let selfCheckFailures: Counter
+    private let issuedByKey = Mutex<[String: Int]>([:])
+
+    /// Signatures made by this process, by key identifier.
+    public var signatureCountsByKey: [String: Int] { issuedByKey.withLock { $0 } }
+
+    private func countIssued(by keyIdentifier: String) {
+        issuedByKey.withLock { $0[keyIdentifier, default: 0] += 1 }
+    }
 
     /// Creates the service.
     /// - Parameters:
@@ -97,6 +106,7 @@ public final class OfferService: Sendable {
         do {
             let bundle = try OfferSigner.signLegacy(offer, with: key)
             signaturesIssued.increment()
+            countIssued(by: key.keyIdentifier)
             return bundle
         } catch {
             if error.code == .selfCheckFailed { selfCheckFailures.increment() }
@@ -129,6 +139,7 @@ public final class OfferService: Sendable {
                 offerIdentifier: request.offerIdentifier, transactionId: request.transactionId,
                 issuerIdentifier: issuer, key: key)
             jwsIssued.increment()
+            countIssued(by: key.keyIdentifier)
             return SignedJWSOfferResponse(
                 bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
                 offerIdentifier: signed.claims.offerIdentifier, keyIdentifier: signed.keyIdentifier,
@@ -154,6 +165,7 @@ public final class OfferService: Sendable {
                 allowIntroductoryOffer: decision.allow, transactionId: request.transactionId,
                 issuerIdentifier: issuer, key: key)
             jwsIssued.increment()
+            countIssued(by: key.keyIdentifier)
             return IntroductoryEligibilityResponse(
                 bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
                 transactionId: signed.claims.transactionId, allowIntroductoryOffer: signed.claims.allowIntroductoryOffer,

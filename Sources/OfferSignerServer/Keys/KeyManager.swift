@@ -1,0 +1,194 @@
+import Foundation
+import HTTPTypes
+import Logging
+import Metrics
+import OfferSigning
+
+/// A key-management failure, mapped to the API's error shape.
+public struct KeyManagementError: Error, Sendable {
+    /// `unknown_key`, `key_state_conflict` or `key_reload_failed`.
+    public var code: String
+    /// What is wrong and what to do. Never key material.
+    public var message: String
+
+    var apiError: APIError {
+        switch code {
+        case "unknown_key": APIError(status: .notFound, code: code, message: message)
+        case "key_state_conflict": APIError(status: .conflict, code: code, message: message)
+        default: APIError(status: .unprocessableContent, code: code, message: message)
+        }
+    }
+}
+
+/// Owns the key set: loads it, applies admins' states, reloads it all-or-nothing, and swaps it into the
+/// ``KeyRingHolder`` that the signing path reads without waiting on this actor.
+///
+/// ## Usage
+///
+/// ```swift
+/// let manager = try await KeyManager(holder: service.keys, loadKeys: { try KeyLoader.load(environment: env) },
+///                                    configuredActiveKeyIdentifier: env["OFFER_SIGNER_ACTIVE_KEY_ID"],
+///                                    stateStore: FileKeyStateStore(path: "/var/lib/offer-signer/keys.json"),
+///                                    logger: logger)
+/// try await manager.activate("NEWKEY0001", by: "alice")   // new offers are signed with NEWKEY0001
+/// try await manager.revoke("OLDKEY0001", by: "alice")     // OLDKEY0001 neither signs nor verifies
+/// ```
+public actor KeyManager {
+    /// Reads the key sources (files are re-read on every call).
+    public typealias KeyLoading = @Sendable () throws -> [KeyRing.Entry]
+
+    private let holder: KeyRingHolder
+    private let loadKeys: KeyLoading
+    private let configuredActiveKeyIdentifier: String?
+    private let stateStore: any KeyStateStore
+    private var states: KeyStates
+    private var entries: [KeyRing.Entry]
+    private let logger: Logger
+    private let reloadFailures = Counter(label: "offer_signer_key_reload_failures_total")
+    private let reloads = Counter(label: "offer_signer_key_reloads_total")
+
+    /// Loads the keys, applies the saved states and installs the ring in `holder`.
+    /// - Throws: ``ConfigurationError`` when the keys or the saved states cannot be used.
+    public init(
+        holder: KeyRingHolder, loadKeys: @escaping KeyLoading, configuredActiveKeyIdentifier: String?,
+        stateStore: any KeyStateStore, logger: Logger
+    ) async throws {
+        self.holder = holder
+        self.loadKeys = loadKeys
+        self.configuredActiveKeyIdentifier = configuredActiveKeyIdentifier
+        self.stateStore = stateStore
+        self.logger = logger
+        self.states = try await stateStore.load()
+        self.entries = try loadKeys()
+        let ring: KeyRing
+        do {
+            ring = try Self.ring(entries, states: states, configured: configuredActiveKeyIdentifier, previous: nil, logger: logger)
+        } catch {
+            throw ConfigurationError(error.message)
+        }
+        holder.replace(with: ring)
+    }
+
+    /// The current ring.
+    public var keyRing: KeyRing { holder.current }
+
+    /// The saved states, with their history.
+    public var keyStates: KeyStates { states }
+
+    /// Re-reads every key source and swaps the new set in — or, if anything is wrong with it (a corrupt file,
+    /// a wrong curve, the active key gone), keeps the old set serving and throws.
+    /// - Parameter reason: why (`SIGHUP`, `admin alice`, `keys directory changed`), for the log.
+    @discardableResult
+    public func reload(reason: String) throws(KeyManagementError) -> KeyRing {
+        do {
+            let newEntries = try loadKeys()
+            let current = holder.current
+            if let active = current.activeKeyIdentifier, !newEntries.contains(where: { $0.key.keyIdentifier == active }) {
+                throw ConfigurationError("the active key \(active) is missing from the new key set; activate another key before removing its file.")
+            }
+            let ring = try Self.ring(newEntries, states: states, configured: configuredActiveKeyIdentifier, previous: current.activeKeyIdentifier, logger: logger)
+            let before = Set(holder.current.entries.map { "\($0.key.keyIdentifier)/\($0.key.fingerprint)" })
+            let after = Set(ring.entries.map { "\($0.key.keyIdentifier)/\($0.key.fingerprint)" })
+            entries = newEntries
+            holder.replace(with: ring)
+            reloads.increment()
+            logger.notice("keys reloaded", metadata: [
+                "reason": "\(reason)", "keys": "\(ring.entries.map(\.key.keyIdentifier).joined(separator: ","))",
+                "active": "\(ring.activeKeyIdentifier ?? "-")", "changed": "\(before != after)",
+            ])
+            return ring
+        } catch {
+            reloadFailures.increment()
+            let message = (error as? ConfigurationError)?.message ?? (error as? OfferSigningError)?.message ?? "the new key set is not usable"
+            logger.error("key reload rejected; the previous keys keep serving", metadata: ["reason": "\(reason)", "error": "\(message)"])
+            throw KeyManagementError(code: "key_reload_failed", message: "Reload rejected, the previous keys keep serving: \(message)")
+        }
+    }
+
+    /// Makes `keyIdentifier` the key that signs new offers; the previous active key becomes retired.
+    public func activate(_ keyIdentifier: String, by admin: String) async throws -> KeyRing {
+        try requireKnown(keyIdentifier)
+        guard !states.revokedKeyIdentifiers.contains(keyIdentifier) else {
+            throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is revoked; revocation is final. Activate another key.")
+        }
+        var next = states
+        next.activeKeyIdentifier = keyIdentifier
+        return try await apply(next, action: "activate", keyIdentifier: keyIdentifier, admin: admin)
+    }
+
+    /// Takes `keyIdentifier` out of signing; its signatures still verify. The active key cannot be retired:
+    /// activate its successor instead, which retires it.
+    public func retire(_ keyIdentifier: String, by admin: String) async throws -> KeyRing {
+        try requireKnown(keyIdentifier)
+        let ring = holder.current
+        if states.revokedKeyIdentifiers.contains(keyIdentifier) {
+            throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is revoked; revocation is final.")
+        }
+        if ring.state(of: keyIdentifier) == .active {
+            throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is the active key; activate its successor first (that retires it).")
+        }
+        return try await apply(states, action: "retire", keyIdentifier: keyIdentifier, admin: admin)
+    }
+
+    /// Revokes a compromised key: it neither signs nor verifies as valid, now and after restarts. The active
+    /// key cannot be revoked before another key is activated, so that apps keep getting offers.
+    public func revoke(_ keyIdentifier: String, by admin: String) async throws -> KeyRing {
+        try requireKnown(keyIdentifier)
+        if holder.current.state(of: keyIdentifier) == .active {
+            throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is the active key; activate another key first (POST /admin/keys/<KEYID>/activate), then revoke this one.")
+        }
+        var next = states
+        next.revokedKeyIdentifiers.insert(keyIdentifier)
+        return try await apply(next, action: "revoke", keyIdentifier: keyIdentifier, admin: admin)
+    }
+
+    /// Records a reload asked for by an admin in the history.
+    public func recordReload(by admin: String) async throws {
+        _ = try await apply(states, action: "reload", keyIdentifier: nil, admin: admin)
+    }
+
+    private func requireKnown(_ keyIdentifier: String) throws(KeyManagementError) {
+        guard holder.current.entry(for: keyIdentifier) != nil else {
+            throw KeyManagementError(code: "unknown_key", message: "No key \(keyIdentifier) is loaded; add its file and reload first (POST /admin/keys/reload or SIGHUP).")
+        }
+    }
+
+    /// Builds the ring under `next`, saves `next` durably, then swaps the ring in: a state that could not be
+    /// saved is never served.
+    private func apply(_ next: KeyStates, action: String, keyIdentifier: String?, admin: String) async throws -> KeyRing {
+        var next = next
+        next.history.append(.init(at: Date(), admin: admin, action: action, keyIdentifier: keyIdentifier))
+        let ring: KeyRing
+        do {
+            ring = try Self.ring(entries, states: next, configured: configuredActiveKeyIdentifier, previous: holder.current.activeKeyIdentifier, logger: logger)
+        } catch {
+            throw KeyManagementError(code: "key_state_conflict", message: error.message)
+        }
+        try await stateStore.save(next)
+        states = next
+        holder.replace(with: ring)
+        logger.notice("audit: key state changed", metadata: [
+            "admin": "\(admin)", "action": "\(action)", "keyIdentifier": "\(keyIdentifier ?? "-")",
+            "active": "\(ring.activeKeyIdentifier ?? "-")",
+        ])
+        return ring
+    }
+
+    /// The ring for `entries` under `states`. The active key is, in this order: the one an admin activated
+    /// (when loaded), the configured one, the one that was active before this reload (when loaded), or the only
+    /// key. So adding a second key file never leaves the service without an active key.
+    static func ring(_ entries: [KeyRing.Entry], states: KeyStates, configured: String?, previous: String?, logger: Logger) throws(OfferSigningError) -> KeyRing {
+        let loaded = Set(entries.map(\.key.keyIdentifier))
+        var active = configured ?? previous.flatMap { loaded.contains($0) ? $0 : nil }
+        if let chosen = states.activeKeyIdentifier {
+            if loaded.contains(chosen) {
+                active = chosen
+            } else {
+                logger.warning("the key an admin activated is not loaded; using the configured active key", metadata: ["keyIdentifier": "\(chosen)"])
+            }
+        }
+        let ring = try KeyRing(keys: entries, activeKeyIdentifier: active, revokedKeyIdentifiers: states.revokedKeyIdentifiers)
+        _ = try ring.activeKey()
+        return ring
+    }
+}

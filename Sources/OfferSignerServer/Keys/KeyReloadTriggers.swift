@@ -1,0 +1,69 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// Reloads the keys on SIGHUP (`kill -HUP <pid>`, `systemctl reload offer-signer`).
+public struct SIGHUPKeyReloader: Service {
+    let manager: KeyManager
+
+    public init(manager: KeyManager) {
+        self.manager = manager
+    }
+
+    public func run() async throws {
+        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+            _ = try? await manager.reload(reason: "SIGHUP")
+        }
+    }
+}
+
+/// Watches `OFFER_SIGNER_KEYS_DIR` and reloads the keys when it changes.
+///
+/// Polls (no inotify dependency, works on every file system): every `interval` it takes a snapshot of the
+/// folder — each entry's name, where its symlinks lead, size and modification time — and reloads when the
+/// snapshot differs. A Kubernetes Secret volume updates by pointing its `..data` symlink at a new
+/// timestamped folder in one rename; the snapshot follows `..data`, so the swap is seen as one change,
+/// never half of one.
+public struct KeyDirectoryWatcher: Service {
+    let directory: String
+    let interval: Duration
+    let manager: KeyManager
+    let initialSnapshot: [String]
+
+    /// Creates the watcher. The folder's state is taken now, so that a change between the keys' first load
+    /// and the start of ``run()`` is not missed.
+    public init(directory: String, interval: Duration = .seconds(2), manager: KeyManager) {
+        self.directory = directory
+        self.interval = interval
+        self.manager = manager
+        self.initialSnapshot = Self.snapshot(of: directory)
+    }
+
+    public func run() async throws {
+        var last = initialSnapshot
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await Task.sleep(for: interval)
+            let current = Self.snapshot(of: directory)
+            if current != last {
+                last = current
+                _ = try? await manager.reload(reason: "keys directory changed")
+            }
+        }
+    }
+
+    /// What the folder looks like now.
+    static func snapshot(of directory: String) -> [String] {
+        let manager = FileManager.default
+        guard let names = try? manager.contentsOfDirectory(atPath: directory) else { return ["<unreadable>"] }
+        return names.sorted().map { name in
+            let path = (directory as NSString).appendingPathComponent(name)
+            let link = (try? manager.destinationOfSymbolicLink(atPath: path)) ?? ""
+            let resolved = (path as NSString).resolvingSymlinksInPath
+            let attributes = try? manager.attributesOfItem(atPath: resolved)
+            let size = (attributes?[.size] as? NSNumber)?.int64Value ?? -1
+            let modified = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
+            return "\(name)|\(link)|\(resolved)|\(size)|\(modified)"
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import Hummingbird
+import OfferSigning
+
+/// One key as `GET /admin/keys` lists it.
+struct AdminKeyDescription: Codable, Sendable {
+    var keyIdentifier: String
+    var state: KeyState
+    var fingerprint: String
+    var source: String
+    var loadedAt: String
+    /// Signatures made with this key by this process since it started.
+    var signaturesIssued: Int
+}
+
+struct AdminKeyList: ResponseEncodable {
+    var activeKeyIdentifier: String?
+    var keys: [AdminKeyDescription]
+}
+
+/// `/admin/keys`: list, reload, activate, retire, revoke.
+struct AdminKeyRoutes {
+    let service: OfferService
+    let manager: KeyManager
+
+    func register(on group: RouterGroup<OfferSignerRequestContext>) {
+        group.get("/keys") { _, _ in list(await manager.keyRing) }
+        group.post("/keys/reload") { _, context -> AdminKeyList in
+            let admin = context.adminName ?? "unknown"
+            do {
+                let ring = try await manager.reload(reason: "admin \(admin)")
+                try await manager.recordReload(by: admin)
+                return list(ring)
+            } catch let error as KeyManagementError {
+                throw error.apiError
+            }
+        }
+        for action in ["activate", "retire", "revoke"] {
+            group.post("/keys/:keyIdentifier/\(action)") { _, context -> AdminKeyList in
+                let keyIdentifier = try context.parameters.require("keyIdentifier")
+                let admin = context.adminName ?? "unknown"
+                do {
+                    switch action {
+                    case "activate": return list(try await manager.activate(keyIdentifier, by: admin))
+                    case "retire": return list(try await manager.retire(keyIdentifier, by: admin))
+                    default: return list(try await manager.revoke(keyIdentifier, by: admin))
+                    }
+                } catch let error as KeyManagementError {
+                    throw error.apiError
+                }
+            }
+        }
+    }
+
+    private func list(_ ring: KeyRing) -> AdminKeyList {
+        let counts = service.signatureCountsByKey
+        let formatter = ISO8601DateFormatter()
+        return AdminKeyList(
+            activeKeyIdentifier: ring.activeKeyIdentifier,
+            keys: ring.entries.map { entry in
+                AdminKeyDescription(
+                    keyIdentifier: entry.key.keyIdentifier, state: ring.state(of: entry.key.keyIdentifier) ?? .retired,
+                    fingerprint: entry.key.fingerprint, source: entry.source, loadedAt: formatter.string(from: entry.loadedAt),
+                    signaturesIssued: counts[entry.key.keyIdentifier, default: 0])
+            })
+    }
+}
