@@ -16,3 +16,4 @@ venv=${OFFER_SIGNER_VENV:-.venv}
 "$venv/bin/python" -c 'import cryptography, appstoreserverlibrary' 2>/dev/null \
   || "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-interop.txt
 "$venv/bin/python" scripts/interop.py "$(swift build --show-bin-path)/offer-signer"
+scripts/runbook-check.sh "$(swift build --show-bin-path)/offer-signer"

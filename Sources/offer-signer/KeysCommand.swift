@@ -3,11 +3,11 @@ import Foundation
 import OfferSignerServer
 import OfferSigning
 
-struct KeysCommand: ParsableCommand {
+struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
-        abstract: "Generates and inspects subscription keys.",
-        subcommands: [Generate.self, Inspect.self]
+        abstract: "Generates and inspects keys; lists, reloads, activates, retires and revokes the keys of a running service.",
+        subcommands: [Generate.self, Inspect.self, List.self, Reload.self, Activate.self, Retire.self, Revoke.self]
     )
 
     struct Generate: ParsableCommand {

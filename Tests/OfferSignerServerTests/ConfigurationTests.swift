@@ -1,4 +1,7 @@
 import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import Logging
 import OfferSignerServer
 import OfferSigning
 import Testing
@@ -61,7 +64,6 @@ import Testing
         Failure(name: "missing key file", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_GONE01_FILE": "/nonexistent/key.p8"], mentions: ["GONE01", "/nonexistent/key.p8"]),
         Failure(name: "missing folder", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEYS_DIR": "/nonexistent/keys"], mentions: ["OFFER_SIGNER_KEYS_DIR", "/nonexistent/keys"]),
         Failure(name: "unknown active key", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_ACTIVE_KEY_ID": "K2"], mentions: ["K2", "K1"]),
-        Failure(name: "two keys, none active", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_KEY_K2": validPEM], mentions: ["OFFER_SIGNER_ACTIVE_KEY_ID"]),
         Failure(name: "bad port", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_PORT": "eighty"], mentions: ["OFFER_SIGNER_PORT"]),
     ]
 
@@ -73,6 +75,31 @@ import Testing
         }
         #expect(error?.message.contains("SECRETSECRET") == false)
         #expect(error?.message.contains(Self.validPEM.split(separator: "\n")[1]) == false)
+    }
+
+    @Test func twoKeysWithoutAnActiveOneStopStartUp() async throws {
+        let configuration = try ServiceConfiguration(environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.validPEM, "OFFER_SIGNER_KEY_K2": pem])
+        let error = await #expect(throws: ConfigurationError.self) {
+            _ = try await buildApplication(configuration: configuration, logger: Logger(label: "test"))
+        }
+        #expect(error?.message.contains("OFFER_SIGNER_ACTIVE_KEY_ID") == true)
+    }
+
+    @Test func theAdminsSavedActiveKeyWinsOverTheConfiguredOne() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let stateFile = directory.appendingPathComponent("states.json").path
+        try await FileKeyStateStore(path: stateFile).save(KeyStates(activeKeyIdentifier: "K2", revokedKeyIdentifiers: ["K1"]))
+        let configuration = try ServiceConfiguration(environment: [
+            "OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.validPEM, "OFFER_SIGNER_KEY_K2": pem, "OFFER_SIGNER_STATE_FILE": stateFile,
+        ])
+        let app = try await buildApplication(configuration: configuration, logger: Logger(label: "test"))
+        try await app.test(.router) { client in
+            let response = try await client.post("/v1/offers/sign", json: SignRouteTests.validBody)
+            #expect(try response.decode(SignedLegacyOffer.self).keyIdentifier == "K2")
+            let keys = try await client.execute(uri: "/v1/keys", method: .get).decode([PublishedKey].self)
+            #expect(keys.first { $0.keyIdentifier == "K1" }?.state == "revoked")
+        }
     }
 
     @Test func demoConfigurationHasAThrowAwayKeyAndSaysSo() throws {

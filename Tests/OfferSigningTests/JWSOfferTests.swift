@@ -103,8 +103,8 @@ import Testing
         let token = try await promotional().token
         let otherKid = replacing(token, part: 0, with: #"{"alg":"ES256","kid":"OTHERKEY01","typ":"JWT"}"#)
         #expect(await JWSOfferVerifier.verify(otherKid, keyRing: ring).reason == "signature_mismatch")
-        let reordered = replacing(token, part: 0, with: #"{"typ":"JWT","kid":"ABC123DEFG","alg":"ES256"}"#)
-        #expect(await JWSOfferVerifier.verify(reordered, keyRing: ring).reason == "signature_mismatch")
+        let extended = replacing(token, part: 0, with: #"{"alg":"ES256","kid":"ABC123DEFG","typ":"JWT","cty":"x"}"#)
+        #expect(await JWSOfferVerifier.verify(extended, keyRing: ring).reason == "signature_mismatch")
         let none = replacing(token, part: 0, with: #"{"alg":"none","kid":"ABC123DEFG","typ":"JWT"}"#)
         #expect(await JWSOfferVerifier.verify(none, keyRing: ring).reason == "unsupported_algorithm")
     }

@@ -97,8 +97,9 @@ public struct ServiceConfiguration: Sendable {
         let active = config.string(forKey: "offerSigner.activeKeyId").flatMap { $0.isEmpty ? nil : $0 }
         let keyRing: KeyRing
         do {
+            // Which key signs is settled by the KeyManager, which also applies the admins' saved states
+            // (OFFER_SIGNER_STATE_FILE); a configuration without a usable active key fails there.
             keyRing = try KeyRing(keys: keys, activeKeyIdentifier: active)
-            _ = try keyRing.activeKey()
         } catch {
             throw ConfigurationError(error.message)
         }

@@ -62,7 +62,7 @@ public struct SigningKey: Sendable, CustomStringConvertible {
             pem = pem.replacingOccurrences(of: "\\n", with: "\n")
         }
         guard let label = Self.pemLabel(of: pem) else {
-            throw refuse("is not a PEM document: expected the contents of the .p8 file App Store Connect gave you, starting with -----BEGIN PRIVATE KEY-----.")
+            throw refuse("is not a PEM document: expected the contents of the .p8 file App Store Connect gave you, whose first line reads BEGIN PRIVATE KEY.")
         }
         switch label {
         case "PRIVATE KEY", "EC PRIVATE KEY":
@@ -91,7 +91,7 @@ public struct SigningKey: Sendable, CustomStringConvertible {
         case "CERTIFICATE":
             throw refuse("is a certificate; the service needs the private key (the .p8 file).")
         default:
-            throw refuse("is a PEM '\(label.prefix(40))' document, not a private key; expected -----BEGIN PRIVATE KEY-----.")
+            throw refuse("is a PEM '\(label.prefix(40))' document, not a private key; expected a BEGIN PRIVATE KEY document.")
         }
     }
 

@@ -1,0 +1,77 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Where and as whom the admin commands talk to a running service.
+struct AdminOptions: ParsableArguments {
+    @Option(help: "The service's base URL (default: OFFER_SIGNER_URL, else http://127.0.0.1:8080).")
+    var url: String?
+
+    @Option(help: "An admin token (default: OFFER_SIGNER_ADMIN_TOKEN). Prefer the variable: options show up in `ps`.")
+    var token: String?
+
+    /// Sends one admin request; prints the JSON answer; exits 1 with the service's message on an error.
+    func call(_ method: HTTPMethod, _ path: String) async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let base = (url ?? environment["OFFER_SIGNER_URL"] ?? "http://127.0.0.1:8080").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        guard let token = token ?? environment["OFFER_SIGNER_ADMIN_TOKEN"], !token.isEmpty else {
+            throw ValidationError("Pass --token or set OFFER_SIGNER_ADMIN_TOKEN (one of the service's OFFER_SIGNER_ADMIN_TOKENS).")
+        }
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        let response: HTTPClientResponse
+        let body: ByteBuffer
+        do {
+            response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            body = try await response.body.collect(upTo: 1 << 20)
+        } catch {
+            FileHandle.standardError.write(Data("offer-signer: cannot reach \(base): \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        let text = String(buffer: body)
+        if (200..<300).contains(response.status.code) {
+            print(text)
+        } else {
+            FileHandle.standardError.write(Data("offer-signer: \(response.status.code) \(text)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}
+
+extension KeysCommand {
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Lists the service's keys: state, fingerprint, source, signatures issued (GET /admin/keys).")
+        @OptionGroup var admin: AdminOptions
+        func run() async throws { try await admin.call(.GET, "/admin/keys") }
+    }
+
+    struct Reload: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Makes the service re-read its key files, all or nothing (POST /admin/keys/reload).")
+        @OptionGroup var admin: AdminOptions
+        func run() async throws { try await admin.call(.POST, "/admin/keys/reload") }
+    }
+
+    struct Activate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Makes a key sign new offers; the previous active key is retired.")
+        @Argument(help: "The key identifier.") var keyIdentifier: String
+        @OptionGroup var admin: AdminOptions
+        func run() async throws { try await admin.call(.POST, "/admin/keys/\(keyIdentifier)/activate") }
+    }
+
+    struct Retire: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stops a key from signing; its signatures still verify.")
+        @Argument(help: "The key identifier.") var keyIdentifier: String
+        @OptionGroup var admin: AdminOptions
+        func run() async throws { try await admin.call(.POST, "/admin/keys/\(keyIdentifier)/retire") }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revokes a compromised key: it neither signs nor verifies. Final.")
+        @Argument(help: "The key identifier.") var keyIdentifier: String
+        @OptionGroup var admin: AdminOptions
+        func run() async throws { try await admin.call(.POST, "/admin/keys/\(keyIdentifier)/revoke") }
+    }
+}

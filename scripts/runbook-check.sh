@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Runs the steps of docs/key-rotation.md against a real `offer-signer serve`, as an admin would type them:
+# a planned rotation (add a key file, reload with SIGHUP, activate, retire) and a leak (activate a new
+# key, revoke the old one), then a restart to check that the states survived.
+#
+#   scripts/runbook-check.sh PATH/TO/offer-signer
+set -euo pipefail
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+fail() { echo "FAIL $*"; exit 1; }
+ok() { echo "ok   $*"; }
+
+port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+export OFFER_SIGNER_URL=http://127.0.0.1:$port
+export OFFER_SIGNER_ADMIN_TOKEN=$(openssl rand -hex 32)
+mkdir -p "$work/keys"
+"$bin" keys generate --output "$work/keys/SubscriptionKey_OLDKEY0001.p8"
+
+start() {
+  OFFER_SIGNER_PORT=$port OFFER_SIGNER_BUNDLE_ID=com.example.app OFFER_SIGNER_KEYS_DIR="$work/keys" \
+  OFFER_SIGNER_ADMIN_TOKENS="runbook:$OFFER_SIGNER_ADMIN_TOKEN" OFFER_SIGNER_STATE_FILE="$work/key-states.json" \
+    "$bin" serve >>"$work/serve.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do curl -fs "$OFFER_SIGNER_URL/readyz" >/dev/null && return; sleep 0.1; done
+  cat "$work/serve.log"; fail "the service did not become ready"
+}
+sign() {
+  curl -fs -X POST "$OFFER_SIGNER_URL/v1/offers/sign" -H 'Content-Type: application/json' \
+    -d '{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-0001"}' \
+    | python3 -c 'import json,sys;print(json.load(sys.stdin)["keyIdentifier"])'
+}
+state() { "$bin" keys list | python3 -c "import json,sys;print(next(k['state'] for k in json.load(sys.stdin)['keys'] if k['keyIdentifier']=='$1'))"; }
+
+start
+[ "$(sign)" = OLDKEY0001 ] && ok "signing with OLDKEY0001"
+
+# Planned rotation, step 1-2: put the new key file in the folder, reload with SIGHUP.
+"$bin" keys generate --output "$work/keys/SubscriptionKey_NEWKEY0001.p8"
+kill -HUP "$pid"
+for _ in $(seq 50); do [ "$(state NEWKEY0001 2>/dev/null)" = retired ] && break; sleep 0.1; done
+[ "$(state NEWKEY0001)" = retired ] && ok "SIGHUP loaded NEWKEY0001 (retired: verifies, does not sign yet)"
+[ "$(sign)" = OLDKEY0001 ] && ok "still signing with OLDKEY0001"
+
+# Step 3: activate the new key.
+"$bin" keys activate NEWKEY0001 >/dev/null
+[ "$(sign)" = NEWKEY0001 ] && ok "keys activate NEWKEY0001: new offers are signed with it"
+[ "$(state OLDKEY0001)" = retired ] && ok "OLDKEY0001 is retired"
+
+# A leak: revoke the old key.
+"$bin" keys revoke OLDKEY0001 >/dev/null
+[ "$(state OLDKEY0001)" = revoked ] && ok "keys revoke OLDKEY0001"
+"$bin" keys revoke NEWKEY0001 >/dev/null 2>"$work/err" && fail "revoking the active key must be refused"
+grep -q key_state_conflict "$work/err" && ok "revoking the active key is refused (activate another key first)"
+
+# A bad file in the folder is rejected whole, the current keys keep serving.
+echo garbage >"$work/keys/SubscriptionKey_BROKEN0001.p8"
+"$bin" keys reload >/dev/null 2>"$work/err" && fail "a corrupt key file must fail the reload"
+grep -q key_reload_failed "$work/err" && grep -q BROKEN0001 "$work/err" && ok "keys reload with a corrupt file: rejected, naming BROKEN0001"
+[ "$(sign)" = NEWKEY0001 ] && ok "the previous key set keeps serving"
+rm "$work/keys/SubscriptionKey_BROKEN0001.p8"
+
+# Restart: the states survive.
+kill "$pid"; wait "$pid" 2>/dev/null || true
+start
+[ "$(sign)" = NEWKEY0001 ] && [ "$(state OLDKEY0001)" = revoked ] && ok "after a restart: NEWKEY0001 active, OLDKEY0001 revoked"
+python3 -c "import json;h=json.load(open('$work/key-states.json'))['history'];assert [c['action'] for c in h]==['activate','revoke'] and all(c['admin']=='runbook' for c in h)" \
+  && ok "the state file records who did what"
+grep -q "$OFFER_SIGNER_ADMIN_TOKEN" "$work/serve.log" && fail "the admin token appears in the log"
+grep -q "PRIVATE KEY-----" "$work/serve.log" && fail "key material appears in the log"
+ok "no token and no key material in the log"
+echo "runbook checks passed"
