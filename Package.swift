@@ -65,6 +65,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Customer facts and the issued-signature log: SQLite (embedded) and PostgreSQL.
+        .target(
+            name: "OfferStore",
+            dependencies: [],
+            swiftSettings: swiftSettings
+        ),
         // The Hummingbird application: routes, middleware, configuration.
         .target(
             name: "OfferSignerServer",

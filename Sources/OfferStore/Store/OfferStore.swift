@@ -1,0 +1,102 @@
+import Foundation
+
+/// Which issued signatures to return; every field narrows, `nil` means any.
+public struct IssuedSignatureQuery: Sendable, Hashable {
+    public var bundleIdentifier: String?
+    public var applicationUsername: String?
+    public var productIdentifier: String?
+    public var offerIdentifier: String?
+    public var keyIdentifier: String?
+    /// Only signatures with `timestamp >= since` (Unix ms).
+    public var since: Int64?
+    /// Only signatures with `timestamp < until` (Unix ms).
+    public var until: Int64?
+    /// At most this many, newest first.
+    public var limit: Int
+
+    public init(bundleIdentifier: String? = nil, applicationUsername: String? = nil, productIdentifier: String? = nil, offerIdentifier: String? = nil, keyIdentifier: String? = nil, since: Int64? = nil, until: Int64? = nil, limit: Int = 100) {
+        self.bundleIdentifier = bundleIdentifier
+        self.applicationUsername = applicationUsername.map { $0.lowercased() }
+        self.productIdentifier = productIdentifier
+        self.offerIdentifier = offerIdentifier
+        self.keyIdentifier = keyIdentifier
+        self.since = since
+        self.until = until
+        self.limit = limit
+    }
+}
+
+/// The customer store and issued-signature log (DESIGN.md §4): SQLite embedded by default, PostgreSQL when
+/// several replicas share it. Both implementations pass one test suite.
+public protocol OfferStore: Sendable {
+    /// Creates or upgrades the schema (versioned migrations); safe to run on every start.
+    func migrate() async throws
+
+    /// The facts of a customer, or `nil` if the store has never heard of them.
+    func customerFacts(for key: CustomerKey) async throws -> CustomerFacts?
+
+    /// The customers (of any app) who hold a subscription with this original transaction identifier.
+    func customers(withOriginalTransactionId originalTransactionId: String) async throws -> [CustomerKey]
+
+    /// Reads, changes and writes a customer's facts in one transaction (concurrent updates of one customer
+    /// lose nothing). A customer the store has not heard of starts from empty facts.
+    /// - Returns: the facts as written.
+    @discardableResult
+    func updateCustomer(_ key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts
+
+    /// Like ``updateCustomer(_:_:)``, once per App Store `notificationUUID`: in the same transaction it records
+    /// the UUID, and when the UUID was seen before it changes nothing and returns `false`.
+    func applyNotification(notificationUUID: String, to key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool
+
+    /// Records an issued signature and returns only once the record is durable (group commit: concurrent
+    /// callers share one transaction and one flush).
+    /// - Throws: ``OfferStoreError`` `duplicateNonce` when the nonce was recorded before.
+    func record(_ signature: IssuedSignature) async throws
+
+    /// Issued signatures, newest first.
+    func issuedSignatures(matching query: IssuedSignatureQuery) async throws -> [IssuedSignature]
+
+    /// How many issued signatures match (the query's `limit` is ignored).
+    func countIssuedSignatures(matching query: IssuedSignatureQuery) async throws -> Int
+
+    /// Appends an audit event.
+    func appendAudit(_ event: AuditEvent) async throws
+
+    /// Audit events, newest first.
+    func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent]
+
+    /// Checks that the store answers (for `/readyz`).
+    func ping() async throws
+
+    /// Flushes what is queued and closes connections.
+    func close() async throws
+}
+
+/// The one error type of the store. Messages never contain passwords or connection strings with them.
+public struct OfferStoreError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+        /// The database cannot be reached or refused the operation.
+        public static let unavailable = Code("store_unavailable")
+        /// `OFFER_SIGNER_DATABASE_URL` is not a `sqlite:` or `postgres://` URL.
+        public static let invalidDatabaseURL = Code("invalid_database_url")
+        /// A migration failed.
+        public static let migrationFailed = Code("migration_failed")
+        /// The nonce of an issued signature was recorded before.
+        public static let duplicateNonce = Code("duplicate_nonce")
+        /// A stored record could not be decoded.
+        public static let corruptRecord = Code("corrupt_record")
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+}
