@@ -31,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // Formats, keys, key ring, sign + self-verify. No HTTP, no I/O.
@@ -69,6 +70,15 @@ let package = Package(
         .target(
             name: "OfferStore",
             dependencies: [],
+            swiftSettings: swiftSettings
+        ),
+        // Eligibility: the rule protocol, built-in rules, combinators, the offer catalogue and policy file.
+        .target(
+            name: "OfferEligibility",
+            dependencies: [
+                "OfferStore",
+                .product(name: "Yams", package: "Yams"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The Hummingbird application: routes, middleware, configuration.
@@ -116,6 +126,11 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "OfferEligibilityTests",
+            dependencies: ["OfferEligibility", "OfferStore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,149 @@
+import Foundation
+
+/// The offer catalogue and eligibility policy (`OFFER_SIGNER_POLICY`, YAML or JSON): apps → products →
+/// offers → rules, and an introductory-offer policy per product. See docs/policy.md.
+///
+/// ## Usage
+///
+/// ```swift
+/// let policy = try OfferPolicy(contentsOf: "/etc/offer-signer/policy.yaml")
+/// switch policy.lookup(bundleIdentifier: "com.example.app", productIdentifier: "com.example.monthly", offerIdentifier: "winback_50") {
+/// case .found(let app, let product, let offer):
+///     let decision = offer.rule.evaluate(context)   // .eligible or .notEligible(reasons)
+/// case .unknownApp, .unknownProduct, .unknownOffer: …   // 404
+/// }
+/// ```
+public struct OfferPolicy: Sendable {
+    /// One offer and the rules that decide who gets it (all must hold).
+    public struct Offer: Sendable {
+        public var offerIdentifier: String
+        public var rule: AllRules
+    }
+
+    /// One subscription product.
+    public struct Product: Sendable {
+        public var productIdentifier: String
+        public var subscriptionGroupIdentifier: String?
+        public var offers: [Offer]
+        /// Who may have the product's introductory offer; `nil` allows everyone.
+        public var introductoryOffer: AllRules?
+
+        public func offer(_ offerIdentifier: String) -> Offer? { offers.first { $0.offerIdentifier == offerIdentifier } }
+    }
+
+    /// One app.
+    public struct App: Sendable {
+        public var bundleIdentifier: String
+        public var issuerIdentifier: String?
+        public var appAppleId: Int64?
+        public var activeKeyIdentifier: String?
+        public var products: [Product]
+
+        public func product(_ productIdentifier: String) -> Product? { products.first { $0.productIdentifier == productIdentifier } }
+    }
+
+    /// The apps.
+    public var apps: [App]
+
+    /// The result of looking an offer up.
+    public enum Lookup: Sendable {
+        case found(App, Product, Offer)
+        case unknownApp
+        case unknownProduct(App)
+        case unknownOffer(App, Product)
+    }
+
+    /// Finds an offer.
+    public func lookup(bundleIdentifier: String, productIdentifier: String, offerIdentifier: String) -> Lookup {
+        guard let app = app(bundleIdentifier) else { return .unknownApp }
+        guard let product = app.product(productIdentifier) else { return .unknownProduct(app) }
+        guard let offer = product.offer(offerIdentifier) else { return .unknownOffer(app, product) }
+        return .found(app, product, offer)
+    }
+
+    /// The app with this bundle identifier.
+    public func app(_ bundleIdentifier: String) -> App? { apps.first { $0.bundleIdentifier == bundleIdentifier } }
+
+    /// The longest look back at issued signatures any rule needs (caps, cool-downs), in seconds.
+    public var lookback: TimeInterval {
+        apps.flatMap(\.products).flatMap { $0.offers.map(\.rule) + ($0.introductoryOffer.map { [$0] } ?? []) }.compactMap(\.lookback).max() ?? 0
+    }
+
+    /// Reads a policy file.
+    /// - Throws: ``PolicyError`` saying where in the file the problem is.
+    public init(contentsOf path: String, registry: RuleRegistry = .builtIn) throws(PolicyError) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw PolicyError("\(path): cannot read the policy file")
+        }
+        do {
+            try self.init(text: String(decoding: data, as: UTF8.self), registry: registry)
+        } catch {
+            throw PolicyError("\(path): \(error.message)")
+        }
+    }
+
+    /// Parses a policy (YAML, or JSON).
+    public init(text: String, registry: RuleRegistry = .builtIn) throws(PolicyError) {
+        let root = try PolicyNode.parse(text)
+        try root.requireOnlyKeys(["apps"])
+        guard let appsNode = root["apps"] else { throw PolicyError("\(root.location): a policy starts with apps:") }
+        var apps: [App] = []
+        for appNode in try appsNode.list() {
+            try appNode.requireOnlyKeys(["bundleIdentifier", "issuerIdentifier", "appAppleId", "activeKeyIdentifier", "products"])
+            let bundleIdentifier = try Self.required(appNode, "bundleIdentifier")
+            guard !apps.contains(where: { $0.bundleIdentifier == bundleIdentifier }) else {
+                throw PolicyError("\(appNode.location): app \(bundleIdentifier) is listed twice")
+            }
+            var appAppleId: Int64?
+            if let node = appNode["appAppleId"] {
+                guard let value = Int64(try node.string()) else { throw PolicyError("\(node.location): appAppleId must be a number") }
+                appAppleId = value
+            }
+            var products: [Product] = []
+            for productNode in try (appNode["products"]?.list() ?? []) {
+                try productNode.requireOnlyKeys(["productIdentifier", "subscriptionGroupIdentifier", "offers", "introductoryOffer"])
+                let productIdentifier = try Self.required(productNode, "productIdentifier")
+                guard !products.contains(where: { $0.productIdentifier == productIdentifier }) else {
+                    throw PolicyError("\(productNode.location): product \(productIdentifier) is listed twice in \(bundleIdentifier)")
+                }
+                var offers: [Offer] = []
+                for offerNode in try (productNode["offers"]?.list() ?? []) {
+                    try offerNode.requireOnlyKeys(["offerIdentifier", "description", "rules"])
+                    let offerIdentifier = try Self.required(offerNode, "offerIdentifier")
+                    guard !offers.contains(where: { $0.offerIdentifier == offerIdentifier }) else {
+                        throw PolicyError("\(offerNode.location): offer \(offerIdentifier) is listed twice in \(productIdentifier)")
+                    }
+                    offers.append(Offer(offerIdentifier: offerIdentifier, rule: try Self.rules(offerNode["rules"], registry: registry)))
+                }
+                var introductory: AllRules?
+                if let introductoryNode = productNode["introductoryOffer"] {
+                    try introductoryNode.requireOnlyKeys(["rules"])
+                    introductory = try Self.rules(introductoryNode["rules"], registry: registry)
+                }
+                products.append(Product(
+                    productIdentifier: productIdentifier,
+                    subscriptionGroupIdentifier: try productNode["subscriptionGroupIdentifier"]?.string(),
+                    offers: offers, introductoryOffer: introductory))
+            }
+            apps.append(App(
+                bundleIdentifier: bundleIdentifier, issuerIdentifier: try appNode["issuerIdentifier"]?.string(),
+                appAppleId: appAppleId, activeKeyIdentifier: try appNode["activeKeyIdentifier"]?.string(), products: products))
+        }
+        guard !apps.isEmpty else { throw PolicyError("\(appsNode.location): the policy lists no app") }
+        self.apps = apps
+    }
+
+    private static func required(_ node: PolicyNode, _ key: String) throws(PolicyError) -> String {
+        guard let value = node[key] else { throw PolicyError("\(node.location): '\(key)' is required") }
+        let text = try value.string()
+        guard !text.isEmpty, !text.contains("\u{2063}") else { throw PolicyError("\(value.location): '\(key)' must be a non-empty identifier") }
+        return text
+    }
+
+    private static func rules(_ node: PolicyNode?, registry: RuleRegistry) throws(PolicyError) -> AllRules {
+        guard let node else { return AllRules([]) }
+        var rules: [any EligibilityRule] = []
+        for item in try node.list() { rules.append(try registry.rule(from: item)) }
+        return AllRules(rules)
+    }
+}

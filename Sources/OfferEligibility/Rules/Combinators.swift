@@ -1,0 +1,60 @@
+import Foundation
+
+/// Every rule must say yes (`all`); the reasons of every no are reported.
+public struct AllRules: EligibilityRule {
+    public let name = "all"
+    public let rules: [any EligibilityRule]
+
+    public init(_ rules: [any EligibilityRule]) { self.rules = rules }
+
+    public var lookback: TimeInterval? { rules.compactMap(\.lookback).max() }
+
+    public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
+        var reasons: [EligibilityReason] = []
+        var grant: String?
+        for rule in rules {
+            switch rule.evaluate(context) {
+            case .eligible(let used): grant = grant ?? used
+            case .notEligible(let more): reasons += more
+            }
+        }
+        return reasons.isEmpty ? .eligible(grant: grant) : .notEligible(reasons)
+    }
+}
+
+/// At least one rule must say yes (`any`); when none does, the reasons of all of them are reported.
+public struct AnyRule: EligibilityRule {
+    public let name = "any"
+    public let rules: [any EligibilityRule]
+
+    public init(_ rules: [any EligibilityRule]) { self.rules = rules }
+
+    public var lookback: TimeInterval? { rules.compactMap(\.lookback).max() }
+
+    public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
+        var reasons: [EligibilityReason] = []
+        for rule in rules {
+            switch rule.evaluate(context) {
+            case .eligible(let grant): return .eligible(grant: grant)
+            case .notEligible(let more): reasons += more
+            }
+        }
+        return .notEligible(reasons.isEmpty ? [reason("no_alternative", "None of the alternatives applies.")] : reasons)
+    }
+}
+
+/// The rule must say no (`not`).
+public struct NotRule: EligibilityRule {
+    public let name = "not"
+    public let rule: any EligibilityRule
+
+    public init(_ rule: any EligibilityRule) { self.rule = rule }
+
+    public var lookback: TimeInterval? { rule.lookback }
+
+    public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
+        rule.evaluate(context).isEligible
+            ? .notEligible([reason("excluded_by_\(rule.name.replacingOccurrences(of: "-", with: "_"))", "The customer matches \(rule.name), which excludes this offer.")])
+            : .eligible()
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import OfferStore
+
+/// What a rule sees: the request, and what the store knows of the customer.
+public struct EligibilityContext: Sendable {
+    /// The app.
+    public var bundleIdentifier: String
+    /// The product of the offer.
+    public var productIdentifier: String
+    /// The offer asked for (empty when deciding introductory-offer eligibility).
+    public var offerIdentifier: String
+    /// The product's subscription group, from the catalogue.
+    public var subscriptionGroupIdentifier: String?
+    /// The customer's facts (empty facts when the store has never heard of them).
+    public var facts: CustomerFacts
+    /// This customer's issued signatures in this app, newest first, as far back as the policy's longest window.
+    public var issuedSignatures: [IssuedSignature]
+    /// The time of the decision.
+    public var now: Date
+
+    public init(bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, subscriptionGroupIdentifier: String? = nil, facts: CustomerFacts, issuedSignatures: [IssuedSignature] = [], now: Date = Date()) {
+        self.bundleIdentifier = bundleIdentifier
+        self.productIdentifier = productIdentifier
+        self.offerIdentifier = offerIdentifier
+        self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
+        self.facts = facts
+        self.issuedSignatures = issuedSignatures
+        self.now = now
+    }
+
+    /// The customer's subscription in the offer's group (by group, else by product).
+    public var subscription: SubscriptionFacts? {
+        if let group = subscriptionGroupIdentifier, let facts = facts.subscription(inGroup: group) { return facts }
+        return facts.subscription(forProduct: productIdentifier)
+    }
+}
+
+/// Why a customer may not have an offer, in words an app or a support person can use.
+public struct EligibilityReason: Sendable, Hashable, Codable {
+    /// The rule that said no (its name in the policy file).
+    public var rule: String
+    /// A stable code (`not_lapsed_long_enough`, `cap_reached`, …).
+    public var code: String
+    /// A sentence for humans.
+    public var message: String
+
+    public init(rule: String, code: String, message: String) {
+        self.rule = rule
+        self.code = code
+        self.message = message
+    }
+}
+
+/// A rule's answer.
+public enum EligibilityDecision: Sendable, Hashable {
+    /// Yes. `grant` names a customer-service grant the signature will use up.
+    case eligible(grant: String? = nil)
+    /// No, with every reason.
+    case notEligible([EligibilityReason])
+
+    /// Whether the answer is yes.
+    public var isEligible: Bool {
+        if case .eligible = self { return true }
+        return false
+    }
+
+    /// The reasons of a no (empty for a yes).
+    public var reasons: [EligibilityReason] {
+        if case .notEligible(let reasons) = self { return reasons }
+        return []
+    }
+
+    /// The grant a yes uses, if any.
+    public var grant: String? {
+        if case .eligible(let grant) = self { return grant }
+        return nil
+    }
+}
+
+/// An eligibility rule: a pure function of the request and what is known of the customer.
+///
+/// ## Usage
+///
+/// A rule of your own, in a few lines, usable from the policy file once registered:
+///
+/// ```swift
+/// struct BetaTesters: EligibilityRule {
+///     let name = "beta-testers"
+///     func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
+///         context.facts.flags["beta"] == "yes" ? .eligible()
+///             : .notEligible([reason("not_beta", "Only beta testers get this offer.")])
+///     }
+/// }
+/// var registry = RuleRegistry.builtIn
+/// registry.register("beta-testers") { _ in BetaTesters() }
+/// let policy = try OfferPolicy(yaml: text, registry: registry)
+/// ```
+public protocol EligibilityRule: Sendable {
+    /// The rule's name, as written in the policy file; reasons carry it.
+    var name: String { get }
+    /// How far back this rule looks at issued signatures (for caps and cool-downs); `nil` when it does not.
+    var lookback: TimeInterval? { get }
+    /// Decides.
+    func evaluate(_ context: EligibilityContext) -> EligibilityDecision
+}
+
+extension EligibilityRule {
+    public var lookback: TimeInterval? { nil }
+
+    /// A reason from this rule.
+    public func reason(_ code: String, _ message: String) -> EligibilityReason {
+        EligibilityReason(rule: name, code: code, message: message)
+    }
+
+    /// `.eligible()` when `condition` holds, else a no with this reason.
+    public func require(_ condition: Bool, _ code: String, _ message: @autoclosure () -> String) -> EligibilityDecision {
+        condition ? .eligible() : .notEligible([reason(code, message())])
+    }
+}

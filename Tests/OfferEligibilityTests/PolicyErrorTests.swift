@@ -1,0 +1,73 @@
+import Foundation
+import OfferEligibility
+import OfferStore
+import Testing
+
+@Suite struct PolicyErrorTests {
+    struct Broken: Sendable, CustomTestStringConvertible {
+        let name: String
+        let text: String
+        let mentions: [String]
+        var testDescription: String { name }
+    }
+
+    static let broken: [Broken] = [
+        Broken(name: "not YAML", text: "apps: [", mentions: ["not valid YAML"]),
+        Broken(name: "no apps", text: "offers: []", mentions: ["unknown key 'offers'"]),
+        Broken(name: "unknown rule", text: """
+            apps:
+              - bundleIdentifier: a
+                products:
+                  - productIdentifier: p
+                    offers:
+                      - offerIdentifier: o
+                        rules:
+                          - lapsd: { minDays: 3 }
+            """, mentions: ["apps[0].products[0].offers[0].rules[0]", "line 8", "unknown rule 'lapsd'", "lapsed"]),
+        Broken(name: "typo in a key", text: """
+            apps:
+              - bundleIdentifier: a
+                products:
+                  - productIdentifier: p
+                    offers:
+                      - offerIdentifer: o
+            """, mentions: ["unknown key 'offerIdentifer'", "line 6"]),
+        Broken(name: "missing offer identifier", text: "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{rules: []}]}]}]", mentions: ["apps[0].products[0].offers[0]", "'offerIdentifier' is required"]),
+        Broken(name: "bad parameter", text: "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{loyalty: {minRenewals: many}}]}]}]}]", mentions: ["minRenewals", "integer"]),
+        Broken(name: "unknown parameter", text: "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{cap: {count: 1, weeks: 2}}]}]}]}]", mentions: ["unknown key 'weeks'"]),
+        Broken(name: "cap without window", text: "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{cap: {count: 1}}]}]}]}]", mentions: ["cap needs a window"]),
+        Broken(name: "duplicate offer", text: "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o}, {offerIdentifier: o}]}]}]", mentions: ["listed twice"]),
+        Broken(name: "bad date", text: "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{active-window: {from: soon}}]}]}]}]", mentions: ["ISO 8601"]),
+    ]
+
+    @Test("errors say where in the file the problem is", arguments: broken)
+    func errorsPointAtThePlace(_ broken: Broken) {
+        let error = #expect(throws: PolicyError.self) { try OfferPolicy(text: broken.text) }
+        for mention in broken.mentions {
+            #expect(error?.message.contains(mention) == true, "'\(error?.message ?? "")' should mention \(mention)")
+        }
+    }
+
+    @Test func aDeveloperRuleIsRegisteredInAFewLines() throws {
+        struct BetaTesters: EligibilityRule {
+            let name = "beta-testers"
+            func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
+                require(context.facts.flags["beta"] == "yes", "not_beta", "Only beta testers get this offer.")
+            }
+        }
+        var registry = RuleRegistry.builtIn
+        registry.register("beta-testers") { _ in BetaTesters() }
+        let policy = try OfferPolicy(text: "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [beta-testers]}]}]}]", registry: registry)
+        guard case .found(_, _, let offer) = policy.lookup(bundleIdentifier: "a", productIdentifier: "p", offerIdentifier: "o") else {
+            Issue.record("not found")
+            return
+        }
+        let key = CustomerKey(bundleIdentifier: "a", applicationUsername: "u")
+        let beta = EligibilityContext(bundleIdentifier: "a", productIdentifier: "p", offerIdentifier: "o", facts: CustomerFacts(key: key, flags: ["beta": "yes"]))
+        #expect(offer.rule.evaluate(beta).isEligible)
+        var other = beta
+        other.facts.flags = [:]
+        #expect(offer.rule.evaluate(other).reasons == [EligibilityReason(rule: "beta-testers", code: "not_beta", message: "Only beta testers get this offer.")])
+        #expect(throws: PolicyError.self) { try OfferPolicy(text: "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [beta-testers]}]}]}]") }
+    }
+}
