@@ -86,6 +86,8 @@ let package = Package(
             name: "OfferSignerServer",
             dependencies: [
                 "OfferSigning",
+                "OfferEligibility",
+                "OfferStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -104,6 +106,8 @@ let package = Package(
             name: "offer-signer",
             dependencies: [
                 "OfferSigning",
+                "OfferEligibility",
+                "OfferStore",
                 "OfferSignerServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -148,6 +152,8 @@ let package = Package(
             name: "OfferSignerServerTests",
             dependencies: [
                 "OfferSigning",
+                "OfferEligibility",
+                "OfferStore",
                 "OfferSignerServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -45,7 +45,7 @@ public func buildApplication(
     metricsRegistry: PrometheusCollectorRegistry? = nil,
     keysDirectoryPollInterval: Duration = .seconds(2)
 ) async throws -> some ApplicationProtocol {
-    let service = OfferService(apps: configuration.apps, keyRing: configuration.keyRing)
+    let service = OfferService(apps: configuration.apps, keyRing: configuration.keyRing, policy: configuration.policy)
     let stateStore: any KeyStateStore = configuration.stateFilePath.map { FileKeyStateStore(path: $0) } ?? InMemoryKeyStateStore()
     let manager = try await KeyManager(
         holder: service.keys, loadKeys: configuration.loadKeys,

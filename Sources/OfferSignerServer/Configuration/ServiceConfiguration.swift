@@ -1,5 +1,6 @@
 import Configuration
 import Foundation
+import OfferEligibility
 import OfferSigning
 
 /// One app the service signs for.
@@ -52,6 +53,8 @@ public struct ServiceConfiguration: Sendable {
     public var adminTokens: AdminTokens
     /// `OFFER_SIGNER_STATE_FILE`: where admins' key states live; `nil` keeps them in memory.
     public var stateFilePath: String?
+    /// `OFFER_SIGNER_POLICY`, parsed; `nil` signs every well-formed request.
+    public var policy: OfferPolicy?
     /// Things worth saying at start-up that do not stop it.
     public var warnings: [String]
 
@@ -60,8 +63,9 @@ public struct ServiceConfiguration: Sendable {
         host: String = "127.0.0.1", port: Int = 8080, apps: [AppConfiguration], keyRing: KeyRing, databaseURL: String? = nil,
         isDemo: Bool = false, warnings: [String] = [], loadKeys: KeyManager.KeyLoading? = nil,
         configuredActiveKeyIdentifier: String? = nil, keysDirectory: String? = nil, adminTokens: AdminTokens = .none,
-        stateFilePath: String? = nil
+        stateFilePath: String? = nil, policy: OfferPolicy? = nil
     ) {
+        self.policy = policy
         let entries = keyRing.entries
         self.loadKeys = loadKeys ?? { entries }
         self.configuredActiveKeyIdentifier = configuredActiveKeyIdentifier ?? keyRing.activeKeyIdentifier
@@ -82,13 +86,32 @@ public struct ServiceConfiguration: Sendable {
     public init(environment: [String: String]) throws(ConfigurationError) {
         let config = Self.reader(environment)
         let (host, port) = try Self.listenAddress(config)
-        guard let bundleIdentifier = config.string(forKey: "offerSigner.bundleId"), !bundleIdentifier.isEmpty else {
-            throw ConfigurationError("OFFER_SIGNER_BUNDLE_ID is not set: set it to your app's bundle identifier (com.example.app). For a try-out with a throw-away key, run `offer-signer serve --demo`.")
+        var policy: OfferPolicy?
+        if let path = config.string(forKey: "offerSigner.policy"), !path.isEmpty {
+            do {
+                policy = try OfferPolicy(contentsOf: path)
+            } catch {
+                throw ConfigurationError("OFFER_SIGNER_POLICY: \(error.message)")
+            }
         }
-        do {
-            try PayloadField.validate(bundleIdentifier, named: "OFFER_SIGNER_BUNDLE_ID", maximumLength: 155)
-        } catch {
-            throw ConfigurationError(error.message)
+        var apps: [AppConfiguration] = []
+        let issuer = config.string(forKey: "offerSigner.issuerId")
+        if let bundleIdentifier = config.string(forKey: "offerSigner.bundleId"), !bundleIdentifier.isEmpty {
+            do {
+                try PayloadField.validate(bundleIdentifier, named: "OFFER_SIGNER_BUNDLE_ID", maximumLength: 155)
+            } catch {
+                throw ConfigurationError(error.message)
+            }
+            if let policy, policy.app(bundleIdentifier) == nil {
+                throw ConfigurationError("OFFER_SIGNER_BUNDLE_ID=\(bundleIdentifier) is not an app of the policy (OFFER_SIGNER_POLICY); add it there or unset the variable.")
+            }
+            apps.append(AppConfiguration(bundleIdentifier: bundleIdentifier, issuerIdentifier: issuer))
+        }
+        for app in policy?.apps ?? [] where !apps.contains(where: { $0.bundleIdentifier == app.bundleIdentifier }) {
+            apps.append(AppConfiguration(bundleIdentifier: app.bundleIdentifier, issuerIdentifier: app.issuerIdentifier ?? issuer))
+        }
+        guard !apps.isEmpty else {
+            throw ConfigurationError("OFFER_SIGNER_BUNDLE_ID is not set: set it to your app's bundle identifier (com.example.app), or list your apps in a policy file (OFFER_SIGNER_POLICY). For a try-out with a throw-away key, run `offer-signer serve --demo`.")
         }
         let keys = try KeyLoader.load(environment: environment)
         guard !keys.isEmpty else {
@@ -105,7 +128,10 @@ public struct ServiceConfiguration: Sendable {
         }
         let adminTokens = try AdminTokens(parsing: config.string(forKey: "offerSigner.adminTokens", isSecret: true) ?? "")
         let stateFile = config.string(forKey: "offerSigner.stateFile").flatMap { $0.isEmpty ? nil : $0 }
-        var warnings = ["No eligibility policy is configured: every well-formed request for \(bundleIdentifier) is signed."]
+        var warnings: [String] = []
+        if policy == nil {
+            warnings.append("No eligibility policy is configured (OFFER_SIGNER_POLICY): every well-formed request for \(apps.map(\.bundleIdentifier).joined(separator: ", ")) is signed.")
+        }
         if adminTokens.isEmpty {
             warnings.append("No OFFER_SIGNER_ADMIN_TOKENS: the admin API (/admin) refuses every request.")
         } else if stateFile == nil {
@@ -113,7 +139,7 @@ public struct ServiceConfiguration: Sendable {
         }
         self.init(
             host: host, port: port,
-            apps: [AppConfiguration(bundleIdentifier: bundleIdentifier, issuerIdentifier: config.string(forKey: "offerSigner.issuerId"))],
+            apps: apps,
             keyRing: keyRing,
             databaseURL: config.string(forKey: "offerSigner.databaseUrl", isSecret: true),
             warnings: warnings,
@@ -121,7 +147,8 @@ public struct ServiceConfiguration: Sendable {
             configuredActiveKeyIdentifier: active,
             keysDirectory: environment[KeyLoader.directoryVariable].flatMap { $0.isEmpty ? nil : $0 },
             adminTokens: adminTokens,
-            stateFilePath: stateFile
+            stateFilePath: stateFile,
+            policy: policy
         )
     }
 

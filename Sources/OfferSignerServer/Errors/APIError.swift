@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import OfferEligibility
 import OfferSigning
 
 /// The one error shape of the HTTP API (DESIGN.md §2):
@@ -19,17 +20,26 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     public var message: String
     /// The request field at fault, for `invalid_request`.
     public var field: String?
+    /// Why a customer is not eligible, for `not_eligible`.
+    public var reasons: [EligibilityReason]?
     /// Extra headers (`Retry-After`).
     public var headers: HTTPFields
 
     /// Creates an error.
-    public init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil, headers: HTTPFields = [:]) {
+    public init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil, reasons: [EligibilityReason]? = nil, headers: HTTPFields = [:]) {
         self.status = status
         self.code = code
         self.message = message
         self.field = field
+        self.reasons = reasons
         self.headers = headers
     }
+
+    /// 503 `store_unavailable`: the customer store or the issued-signature log cannot be used; nothing was
+    /// signed, or the signature was not returned.
+    public static let storeUnavailable = APIError(
+        status: .serviceUnavailable, code: "store_unavailable",
+        message: "The customer store is unavailable; no offer was signed. Try again shortly.", headers: [.retryAfter: "1"])
 
     /// 400 `invalid_request` naming a field.
     public static func invalidRequest(field: String, _ message: String) -> APIError {
@@ -107,13 +117,21 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var details: [String: String] = ["code": code, "message": message]
-        if let field { details["field"] = field }
-        let data = try JSONEncoder.api.encode(["error": details])
+        let data = try JSONEncoder.api.encode(ErrorEnvelope(error: .init(code: code, message: message, field: field, reasons: reasons)))
         var headers = self.headers
         headers[.contentType] = "application/json; charset=utf-8"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
+}
+
+struct ErrorEnvelope: Encodable {
+    struct Detail: Encodable {
+        var code: String
+        var message: String
+        var field: String?
+        var reasons: [EligibilityReason]?
+    }
+    var error: Detail
 }
 
 extension JSONEncoder {

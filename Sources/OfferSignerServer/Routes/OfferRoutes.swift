@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import OfferEligibility
 import OfferSigning
 
 /// The body of `POST /v1/offers/verify`: a legacy bundle, or `{"signature": <compact JWS>}`.
@@ -60,6 +61,21 @@ struct LegacyVerifyResponse: ResponseEncodable {
     }
 }
 
+/// The body of `POST /v1/offers/eligibility`.
+struct EligibilityRequest: Decodable {
+    var bundleIdentifier: String?
+    var applicationUsername: String
+    var productIdentifier: String?
+}
+
+/// Its answer: every offer of the policy (of the product, if given) with its decision.
+struct EligibilityResponse: ResponseEncodable {
+    var applicationUsername: String
+    /// `false` when no policy is configured: every offer is signed, and none is listed.
+    var policyInForce: Bool
+    var offers: [OfferEligibilityEntry]
+}
+
 /// `POST /v1/offers/verify` answer for a JWS.
 struct JWSVerifyResponse: ResponseEncodable {
     var format = "jws"
@@ -97,10 +113,15 @@ struct OfferRoutes<Context: RequestContext> {
             let body = try await request.decodeJSON(as: SignOfferRequest.self, context: context)
             switch body.format ?? .legacy {
             case .legacy:
-                return try service.signLegacy(body).response(from: request, context: context)
+                return try await service.signLegacy(body).response(from: request, context: context)
             case .jws:
                 return try await service.signJWS(body).response(from: request, context: context)
             }
+        }
+        router.post("/v1/offers/eligibility") { request, context -> EligibilityResponse in
+            let body = try await request.decodeJSON(as: EligibilityRequest.self, context: context)
+            let offers = try await service.eligibility(bundleIdentifier: body.bundleIdentifier, applicationUsername: body.applicationUsername, productIdentifier: body.productIdentifier)
+            return EligibilityResponse(applicationUsername: body.applicationUsername.lowercased(), policyInForce: service.policy != nil, offers: offers)
         }
         router.post("/v1/offers/introductory-eligibility") { request, context -> IntroductoryEligibilityResponse in
             let body = try await request.decodeJSON(as: IntroductoryEligibilityRequest.self, context: context)

@@ -2,7 +2,9 @@ import Foundation
 import HTTPTypes
 import Logging
 import Metrics
+import OfferEligibility
 import OfferSigning
+import OfferStore
 import Synchronization
 
 /// A sign request as the API receives it (DESIGN.md §2.1).
@@ -42,41 +44,55 @@ public enum OfferSignatureFormat: String, Sendable, Codable {
     case jws
 }
 
-/// What the HTTP routes call: resolves the app and the key, signs, self-verifies, counts. No HTTP types here,
-/// so the CLI and tests use it directly.
+/// What the HTTP routes call: resolves the app, the product and the offer, applies the eligibility policy to
+/// what the store knows of the customer, signs with the app's active key, self-verifies, records the
+/// signature in the store before returning it, counts. No HTTP types here, so tests and the CLI use it too.
 public final class OfferService: Sendable {
     /// The apps served, by bundle identifier.
     public let apps: [String: AppConfiguration]
     /// The current keys.
     public let keys: KeyRingHolder
-    /// Decides `allowIntroductoryOffer` for (bundle identifier, product identifier, lower-cased
-    /// applicationUsername).
-    public let introductoryOfferDecision: IntroductoryOfferDecision
+    /// The offer catalogue and eligibility policy; `nil` signs every well-formed request.
+    public let policy: OfferPolicy?
+    /// The customer store and issued-signature log; `nil` keeps nothing.
+    public let store: (any OfferStore)?
+    /// Overrides the introductory-offer decision (tests, embedders); `nil` uses the policy.
+    public let introductoryOfferDecision: IntroductoryOfferDecision?
     private let signaturesIssued: Counter
     private let jwsIssued: Counter
     private let selfCheckFailures: Counter
+    private let refusals: Counter
     private let issuedByKey = Mutex<[String: Int]>([:])
 
     /// Signatures made by this process, by key identifier.
     public var signatureCountsByKey: [String: Int] { issuedByKey.withLock { $0 } }
 
-    private func countIssued(by keyIdentifier: String) {
-        issuedByKey.withLock { $0[keyIdentifier, default: 0] += 1 }
-    }
-
     /// Creates the service.
     /// - Parameters:
-    ///   - apps: the apps served.
+    ///   - apps: the apps served (with a policy, the policy's apps are added).
     ///   - keyRing: the keys.
-    ///   - introductoryOfferDecision: who may have introductory offers; by default everyone
-    ///     (``IntroductoryOfferDecisions/allowWithoutPolicy``).
-    public init(apps: [AppConfiguration], keyRing: KeyRing, introductoryOfferDecision: @escaping IntroductoryOfferDecision = IntroductoryOfferDecisions.allowWithoutPolicy) {
-        self.introductoryOfferDecision = introductoryOfferDecision
-        self.jwsIssued = Counter(label: "offer_signer_signatures_issued_total", dimensions: [("format", "jws")])
-        self.apps = Dictionary(apps.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
+    ///   - policy: the eligibility policy, or `nil`.
+    ///   - store: the customer store, or `nil`.
+    ///   - introductoryOfferDecision: an override of the introductory-offer decision.
+    public init(
+        apps: [AppConfiguration], keyRing: KeyRing, policy: OfferPolicy? = nil, store: (any OfferStore)? = nil,
+        introductoryOfferDecision: IntroductoryOfferDecision? = nil
+    ) {
+        var all = Dictionary(apps.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
+        for app in policy?.apps ?? [] {
+            var configured = all[app.bundleIdentifier] ?? AppConfiguration(bundleIdentifier: app.bundleIdentifier)
+            configured.issuerIdentifier = app.issuerIdentifier ?? configured.issuerIdentifier
+            all[app.bundleIdentifier] = configured
+        }
+        self.apps = all
         self.keys = KeyRingHolder(keyRing)
+        self.policy = policy
+        self.store = store
+        self.introductoryOfferDecision = introductoryOfferDecision
         self.signaturesIssued = Counter(label: "offer_signer_signatures_issued_total", dimensions: [("format", "legacy")])
+        self.jwsIssued = Counter(label: "offer_signer_signatures_issued_total", dimensions: [("format", "jws")])
         self.selfCheckFailures = Counter(label: "offer_signer_signature_self_check_failures_total")
+        self.refusals = Counter(label: "offer_signer_eligibility_refusals_total")
     }
 
     /// The app a request is for: the named one, or the only one.
@@ -84,7 +100,7 @@ public final class OfferService: Sendable {
     public func app(named bundleIdentifier: String?) throws(APIError) -> AppConfiguration {
         if let bundleIdentifier {
             guard let app = apps[bundleIdentifier] else {
-                throw APIError(status: .notFound, code: "unknown_app", message: "This service does not sign for app '\(bundleIdentifier.prefix(155))'; check bundleIdentifier against OFFER_SIGNER_BUNDLE_ID.")
+                throw APIError(status: .notFound, code: "unknown_app", message: "This service does not sign for app '\(bundleIdentifier.prefix(155))'; check bundleIdentifier against the policy or OFFER_SIGNER_BUNDLE_ID.")
             }
             return app
         }
@@ -94,24 +110,102 @@ public final class OfferService: Sendable {
         return only
     }
 
-    /// Signs a legacy promotional offer with the app's active key and self-verifies it.
-    /// - Throws: ``APIError`` for an unknown app; ``OfferSigningError`` for invalid fields, no signing key or a
-    ///   failed self-check (counted in `offer_signer_signature_self_check_failures_total`).
-    public func signLegacy(_ request: SignOfferRequest) throws -> SignedLegacyOffer {
+    /// What the policy says about one offer for one customer (no policy: yes).
+    /// - Throws: ``APIError`` 404 `unknown_product` / `unknown_offer` when the policy does not list them;
+    ///   503 `store_unavailable` when the store cannot be read.
+    public func decide(app: AppConfiguration, productIdentifier: String, offerIdentifier: String, applicationUsername: String, now: Date = Date()) async throws -> EligibilityDecision {
+        guard let policy else { return .eligible() }
+        switch policy.lookup(bundleIdentifier: app.bundleIdentifier, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier) {
+        case .unknownApp:
+            throw APIError(status: .notFound, code: "unknown_app", message: "The policy lists no app \(app.bundleIdentifier).")
+        case .unknownProduct:
+            throw APIError(status: .notFound, code: "unknown_product", message: "The policy lists no product '\(productIdentifier.prefix(255))' for \(app.bundleIdentifier).")
+        case .unknownOffer:
+            throw APIError(status: .notFound, code: "unknown_offer", message: "The policy lists no offer '\(offerIdentifier.prefix(255))' for \(productIdentifier.prefix(255)).")
+        case .found(_, let product, let offer):
+            let context = try await context(app: app, product: product, offerIdentifier: offerIdentifier, applicationUsername: applicationUsername, lookback: offer.rule.lookback, now: now)
+            return offer.rule.evaluate(context)
+        }
+    }
+
+    func context(app: AppConfiguration, product: OfferPolicy.Product?, productIdentifier: String? = nil, offerIdentifier: String, applicationUsername: String, lookback: TimeInterval?, now: Date) async throws -> EligibilityContext {
+        let key = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)
+        var facts = CustomerFacts(key: key)
+        var issued: [IssuedSignature] = []
+        if let store {
+            do {
+                facts = try await store.customerFacts(for: key) ?? facts
+                if let lookback, lookback > 0 {
+                    issued = try await store.issuedSignatures(matching: IssuedSignatureQuery(
+                        bundleIdentifier: app.bundleIdentifier, applicationUsername: key.applicationUsername,
+                        since: Int64((now.timeIntervalSince1970 - lookback) * 1000), limit: 10_000))
+                }
+            } catch {
+                throw APIError.storeUnavailable
+            }
+        }
+        return EligibilityContext(
+            bundleIdentifier: app.bundleIdentifier, productIdentifier: product?.productIdentifier ?? productIdentifier ?? "",
+            offerIdentifier: offerIdentifier, subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier,
+            facts: facts, issuedSignatures: issued, now: now)
+    }
+
+    /// Refuses with 403 `not_eligible` and the reasons, unless `decision` is a yes.
+    func requireEligible(_ decision: EligibilityDecision) throws(APIError) {
+        guard decision.isEligible else {
+            refusals.increment()
+            throw APIError(status: .forbidden, code: "not_eligible", message: "This customer may not have this offer; see reasons.", reasons: decision.reasons)
+        }
+    }
+
+    /// Records an issued signature (durably, before the caller returns the bundle) and uses up the
+    /// customer-service grant the decision relied on.
+    func record(_ signature: IssuedSignature, grant: String?) async throws(APIError) {
+        countIssued(by: signature.keyIdentifier)
+        guard let store else { return }
+        do {
+            try await store.record(signature)
+            if let grant {
+                try await store.updateCustomer(CustomerKey(bundleIdentifier: signature.bundleIdentifier, applicationUsername: signature.applicationUsername)) { facts in
+                    if let index = facts.grants.firstIndex(where: { $0.id == grant }) { facts.grants[index].usedAt = Date() }
+                }
+            }
+        } catch {
+            throw APIError.storeUnavailable
+        }
+    }
+
+    private func countIssued(by keyIdentifier: String) {
+        issuedByKey.withLock { $0[keyIdentifier, default: 0] += 1 }
+    }
+
+    /// Signs a legacy promotional offer with the app's active key, after the eligibility policy, and
+    /// self-verifies it.
+    /// - Throws: ``APIError`` (unknown app/product/offer, not eligible, store unavailable);
+    ///   ``OfferSigningError`` for invalid fields, no signing key or a failed self-check (counted in
+    ///   `offer_signer_signature_self_check_failures_total`).
+    public func signLegacy(_ request: SignOfferRequest) async throws -> SignedLegacyOffer {
         let app = try app(named: request.bundleIdentifier)
-        let key = try keys.current.activeKey(forApp: app.bundleIdentifier)
         let offer = PromotionalOffer(
             bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
             offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
+        try offer.validate()
+        let decision = try await decide(app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
+        try requireEligible(decision)
+        let key = try keys.current.activeKey(forApp: app.bundleIdentifier)
+        let bundle: SignedLegacyOffer
         do {
-            let bundle = try OfferSigner.signLegacy(offer, with: key)
-            signaturesIssued.increment()
-            countIssued(by: key.keyIdentifier)
-            return bundle
+            bundle = try OfferSigner.signLegacy(offer, with: key)
         } catch {
             if error.code == .selfCheckFailed { selfCheckFailures.increment() }
             throw error
         }
+        try await record(IssuedSignature(
+            nonce: bundle.nonce, keyIdentifier: bundle.keyIdentifier, bundleIdentifier: bundle.bundleIdentifier,
+            productIdentifier: bundle.productIdentifier, offerIdentifier: bundle.offerIdentifier,
+            applicationUsername: bundle.applicationUsername, timestamp: bundle.timestamp, format: "legacy"), grant: decision.grant)
+        signaturesIssued.increment()
+        return bundle
     }
 
     /// The issuer ID JWS signatures of `app` need.
@@ -121,59 +215,118 @@ public final class OfferService: Sendable {
         guard let issuer = app.issuerIdentifier, !issuer.isEmpty else {
             throw APIError(
                 status: .serviceUnavailable, code: "issuer_not_configured",
-                message: "JWS signatures for \(app.bundleIdentifier) need the App Store Connect issuer ID: set OFFER_SIGNER_ISSUER_ID (Users and Access > Integrations > In-App Purchase). Legacy signatures work without it.")
+                message: "JWS signatures for \(app.bundleIdentifier) need the App Store Connect issuer ID: set OFFER_SIGNER_ISSUER_ID or issuerIdentifier in the policy (Users and Access > Integrations > In-App Purchase). Legacy signatures work without it.")
         }
         return issuer
     }
 
-    /// Signs a StoreKit 2 promotional offer V2 JWS with the app's active key and self-verifies it.
-    /// - Throws: ``APIError`` for an unknown app or a missing issuer ID; ``OfferSigningError`` as ``signLegacy(_:)``.
+    /// Signs a StoreKit 2 promotional offer V2 JWS with the app's active key, after the eligibility policy,
+    /// and self-verifies it.
+    /// - Throws: as ``signLegacy(_:)``, and ``APIError`` 503 `issuer_not_configured`.
     public func signJWS(_ request: SignOfferRequest) async throws -> SignedJWSOfferResponse {
         let app = try app(named: request.bundleIdentifier)
         try PayloadField.validate(request.applicationUsername, named: "applicationUsername", maximumLength: 255)
+        try PayloadField.validate(request.productIdentifier, named: "productIdentifier", maximumLength: 255)
+        try PayloadField.validate(request.offerIdentifier, named: "offerIdentifier", maximumLength: 255)
         let issuer = try issuerIdentifier(of: app)
+        let decision = try await decide(app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
+        try requireEligible(decision)
         let key = try keys.current.activeKey(forApp: app.bundleIdentifier)
+        let signed: SignedJWS<PromotionalOfferV2Claims>
         do {
-            let signed = try await JWSOfferSigner.signPromotionalOffer(
+            signed = try await JWSOfferSigner.signPromotionalOffer(
                 bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
                 offerIdentifier: request.offerIdentifier, transactionId: request.transactionId,
                 issuerIdentifier: issuer, key: key)
-            jwsIssued.increment()
-            countIssued(by: key.keyIdentifier)
-            return SignedJWSOfferResponse(
-                bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
-                offerIdentifier: signed.claims.offerIdentifier, keyIdentifier: signed.keyIdentifier,
-                nonce: signed.claims.nonce, signature: signed.token)
         } catch {
             if error.code == .selfCheckFailed { selfCheckFailures.increment() }
             throw error
         }
+        try await record(IssuedSignature(
+            nonce: signed.claims.nonce, keyIdentifier: signed.keyIdentifier, bundleIdentifier: app.bundleIdentifier,
+            productIdentifier: signed.claims.productId, offerIdentifier: signed.claims.offerIdentifier,
+            applicationUsername: request.applicationUsername.lowercased(), timestamp: signed.claims.iat * 1000, format: "jws"), grant: decision.grant)
+        jwsIssued.increment()
+        return SignedJWSOfferResponse(
+            bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
+            offerIdentifier: signed.claims.offerIdentifier, keyIdentifier: signed.keyIdentifier,
+            nonce: signed.claims.nonce, signature: signed.token)
     }
 
-    /// Signs an introductory-offer eligibility JWS; `allowIntroductoryOffer` comes from
-    /// ``introductoryOfferDecision``.
+    /// Decides introductory-offer eligibility: the override if any, else the product's introductory-offer
+    /// policy applied to the customer's facts, else yes.
+    func decideIntroductoryOffer(app: AppConfiguration, productIdentifier: String, applicationUsername: String) async throws -> IntroductoryOfferVerdict {
+        if let introductoryOfferDecision {
+            return try await introductoryOfferDecision(app.bundleIdentifier, productIdentifier, applicationUsername.lowercased())
+        }
+        guard let policy else { return try await IntroductoryOfferDecisions.allowWithoutPolicy(app.bundleIdentifier, productIdentifier, applicationUsername) }
+        guard let product = policy.app(app.bundleIdentifier)?.product(productIdentifier) else {
+            throw APIError(status: .notFound, code: "unknown_product", message: "The policy lists no product '\(productIdentifier.prefix(255))' for \(app.bundleIdentifier).")
+        }
+        guard let rule = product.introductoryOffer else {
+            return IntroductoryOfferVerdict(allow: true, reason: "The product has no introductory-offer policy; the App Store applies its own rule.")
+        }
+        let context = try await context(app: app, product: product, offerIdentifier: "", applicationUsername: applicationUsername, lookback: rule.lookback, now: Date())
+        let decision = rule.evaluate(context)
+        return IntroductoryOfferVerdict(
+            allow: decision.isEligible,
+            reason: decision.isEligible ? "The product's introductory-offer policy allows it." : decision.reasons.map(\.message).joined(separator: " "))
+    }
+
+    /// Signs an introductory-offer eligibility JWS; `allowIntroductoryOffer` comes from the product's
+    /// introductory-offer policy.
     public func signIntroductoryOfferEligibility(_ request: IntroductoryEligibilityRequest) async throws -> IntroductoryEligibilityResponse {
         let app = try app(named: request.bundleIdentifier)
         try PayloadField.validate(request.applicationUsername, named: "applicationUsername", maximumLength: 255)
         try PayloadField.validate(request.productIdentifier, named: "productIdentifier", maximumLength: 255)
         let issuer = try issuerIdentifier(of: app)
+        let verdict = try await decideIntroductoryOffer(app: app, productIdentifier: request.productIdentifier, applicationUsername: request.applicationUsername)
         let key = try keys.current.activeKey(forApp: app.bundleIdentifier)
-        let decision = try await introductoryOfferDecision(app.bundleIdentifier, request.productIdentifier, request.applicationUsername.lowercased())
+        let signed: SignedJWS<IntroductoryOfferEligibilityClaims>
         do {
-            let signed = try await JWSOfferSigner.signIntroductoryOfferEligibility(
+            signed = try await JWSOfferSigner.signIntroductoryOfferEligibility(
                 bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
-                allowIntroductoryOffer: decision.allow, transactionId: request.transactionId,
+                allowIntroductoryOffer: verdict.allow, transactionId: request.transactionId,
                 issuerIdentifier: issuer, key: key)
-            jwsIssued.increment()
-            countIssued(by: key.keyIdentifier)
-            return IntroductoryEligibilityResponse(
-                bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
-                transactionId: signed.claims.transactionId, allowIntroductoryOffer: signed.claims.allowIntroductoryOffer,
-                reason: decision.reason, keyIdentifier: signed.keyIdentifier, nonce: signed.claims.nonce, signature: signed.token)
         } catch {
             if error.code == .selfCheckFailed { selfCheckFailures.increment() }
             throw error
         }
+        try await record(IssuedSignature(
+            nonce: signed.claims.nonce, keyIdentifier: signed.keyIdentifier, bundleIdentifier: app.bundleIdentifier,
+            productIdentifier: signed.claims.productId, offerIdentifier: "",
+            applicationUsername: request.applicationUsername.lowercased(), timestamp: signed.claims.iat * 1000, format: "introductory-eligibility"), grant: nil)
+        jwsIssued.increment()
+        return IntroductoryEligibilityResponse(
+            bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
+            transactionId: signed.claims.transactionId, allowIntroductoryOffer: signed.claims.allowIntroductoryOffer,
+            reason: verdict.reason, keyIdentifier: signed.keyIdentifier, nonce: signed.claims.nonce, signature: signed.token)
+    }
+
+    /// Every offer of the policy (of one product, or all) with its decision for a customer.
+    public func eligibility(bundleIdentifier: String?, applicationUsername: String, productIdentifier: String?) async throws -> [OfferEligibilityEntry] {
+        let app = try app(named: bundleIdentifier)
+        try PayloadField.validate(applicationUsername, named: "applicationUsername", maximumLength: 255)
+        guard let policy, let appPolicy = policy.app(app.bundleIdentifier) else { return [] }
+        var products = appPolicy.products
+        if let productIdentifier {
+            guard let product = appPolicy.product(productIdentifier) else {
+                throw APIError(status: .notFound, code: "unknown_product", message: "The policy lists no product '\(productIdentifier.prefix(255))' for \(app.bundleIdentifier).")
+            }
+            products = [product]
+        }
+        let lookback = policy.lookback
+        var entries: [OfferEligibilityEntry] = []
+        for product in products {
+            let base = try await context(app: app, product: product, offerIdentifier: "", applicationUsername: applicationUsername, lookback: lookback, now: Date())
+            for offer in product.offers {
+                var context = base
+                context.offerIdentifier = offer.offerIdentifier
+                let decision = offer.rule.evaluate(context)
+                entries.append(OfferEligibilityEntry(productIdentifier: product.productIdentifier, offerIdentifier: offer.offerIdentifier, eligible: decision.isEligible, reasons: decision.reasons))
+            }
+        }
+        return entries
     }
 
     /// Verifies an offer JWS with every key the service knows.
@@ -185,4 +338,12 @@ public final class OfferService: Sendable {
     public func verifyLegacy(_ bundle: SignedLegacyOffer, now: Date = Date()) -> LegacyOfferVerification {
         LegacyOfferVerifier.verify(bundle, keyRing: keys.current, now: now)
     }
+}
+
+/// One offer's decision, as `POST /v1/offers/eligibility` lists it.
+public struct OfferEligibilityEntry: Sendable, Codable, Hashable {
+    public var productIdentifier: String
+    public var offerIdentifier: String
+    public var eligible: Bool
+    public var reasons: [EligibilityReason]
 }
