@@ -1,0 +1,43 @@
+import ArgumentParser
+import Foundation
+import OfferEligibility
+
+struct PolicyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "policy",
+        abstract: "Works with the offer catalogue and eligibility policy file.",
+        subcommands: [Check.self]
+    )
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Validates a policy file (YAML or JSON) as the service would at start-up. Exit status 0 valid, 1 invalid.")
+
+        @Argument(help: "The policy file (default: OFFER_SIGNER_POLICY).")
+        var file: String?
+
+        func run() throws {
+            guard let path = file ?? ProcessInfo.processInfo.environment["OFFER_SIGNER_POLICY"] else {
+                throw ValidationError("Pass the policy file, or set OFFER_SIGNER_POLICY.")
+            }
+            do {
+                let policy = try OfferPolicy(contentsOf: path)
+                for app in policy.apps {
+                    print("\(app.bundleIdentifier)")
+                    for product in app.products {
+                        let introductory = product.introductoryOffer.map { " (introductory-offer policy: \($0.rules.map(\.name).joined(separator: ", ")))" } ?? ""
+                        print("  \(product.productIdentifier)\(introductory)")
+                        for offer in product.offers {
+                            let rules = offer.rule.rules.map(\.name)
+                            print("    \(offer.offerIdentifier): \(rules.isEmpty ? "no rules (everyone)" : rules.joined(separator: ", "))")
+                        }
+                    }
+                }
+                print("\(path): valid")
+            } catch {
+                FileHandle.standardError.write(Data("\(error.message)\n".utf8))
+                throw ExitCode(1)
+            }
+        }
+    }
+}
