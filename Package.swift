@@ -85,6 +85,8 @@ let package = Package(
         .target(
             name: "OfferSignerServer",
             dependencies: [
+                "AppStoreNotifications",
+                .product(name: "X509", package: "swift-certificates"),
                 "OfferSigning",
                 "OfferEligibility",
                 "OfferStore",
@@ -151,6 +153,8 @@ let package = Package(
         .testTarget(
             name: "OfferSignerServerTests",
             dependencies: [
+                "AppStoreNotifications",
+                "AppStoreTestSupport",
                 "OfferSigning",
                 "OfferEligibility",
                 "OfferStore",

@@ -24,6 +24,9 @@ public func buildRouter(
     if let keyManager {
         AdminKeyRoutes(service: service, manager: keyManager).register(on: admin)
     }
+    if let store = service.store {
+        AdminCustomerRoutes(service: service, store: store).register(on: admin)
+    }
     return router
 }
 

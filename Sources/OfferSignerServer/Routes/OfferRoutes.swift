@@ -61,6 +61,15 @@ struct LegacyVerifyResponse: ResponseEncodable {
     }
 }
 
+/// The body of `POST /v1/notifications/appstore` (App Store Server Notifications V2).
+struct NotificationRequest: Decodable {
+    var signedPayload: String
+}
+
+struct NotificationResponse: ResponseEncodable {
+    var outcome: IngestOutcome
+}
+
 /// The body of `POST /v1/offers/eligibility`.
 struct EligibilityRequest: Decodable {
     var bundleIdentifier: String?
@@ -117,6 +126,15 @@ struct OfferRoutes<Context: RequestContext> {
             case .jws:
                 return try await service.signJWS(body).response(from: request, context: context)
             }
+        }
+        router.post("/v1/notifications/appstore") { request, context -> NotificationResponse in
+            let body = try await request.decodeJSON(as: NotificationRequest.self, context: context)
+            guard let notifications = service.notifications else {
+                throw APIError(
+                    status: .serviceUnavailable, code: "store_unavailable",
+                    message: "App Store notifications are not accepted: the service has no customer store or no app it can verify notifications for (appAppleId is needed for Production).")
+            }
+            return NotificationResponse(outcome: try await notifications.ingest(signedPayload: body.signedPayload))
         }
         router.post("/v1/offers/eligibility") { request, context -> EligibilityResponse in
             let body = try await request.decodeJSON(as: EligibilityRequest.self, context: context)

@@ -58,6 +58,8 @@ public final class OfferService: Sendable {
     public let store: (any OfferStore)?
     /// Overrides the introductory-offer decision (tests, embedders); `nil` uses the policy.
     public let introductoryOfferDecision: IntroductoryOfferDecision?
+    /// Verifies App Store signed data and feeds the store; `nil` when there is no store or no app can verify.
+    public let notifications: NotificationIngestor?
     private let signaturesIssued: Counter
     private let jwsIssued: Counter
     private let selfCheckFailures: Counter
@@ -76,8 +78,9 @@ public final class OfferService: Sendable {
     ///   - introductoryOfferDecision: an override of the introductory-offer decision.
     public init(
         apps: [AppConfiguration], keyRing: KeyRing, policy: OfferPolicy? = nil, store: (any OfferStore)? = nil,
-        introductoryOfferDecision: IntroductoryOfferDecision? = nil
+        introductoryOfferDecision: IntroductoryOfferDecision? = nil, notifications: NotificationIngestor? = nil
     ) {
+        self.notifications = notifications
         var all = Dictionary(apps.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
         for app in policy?.apps ?? [] {
             var configured = all[app.bundleIdentifier] ?? AppConfiguration(bundleIdentifier: app.bundleIdentifier)
@@ -190,6 +193,7 @@ public final class OfferService: Sendable {
             bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
             offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
         try offer.validate()
+        try await ingestSignedTransaction(request, app: app)
         let decision = try await decide(app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
         try requireEligible(decision)
         let key = try keys.current.activeKey(forApp: app.bundleIdentifier)
@@ -206,6 +210,20 @@ public final class OfferService: Sendable {
             applicationUsername: bundle.applicationUsername, timestamp: bundle.timestamp, format: "legacy"), grant: decision.grant)
         signaturesIssued.increment()
         return bundle
+    }
+
+    /// Verifies and records the request's `signedTransaction`, if any, before the rules look at the customer.
+    func ingestSignedTransaction(_ request: SignOfferRequest, app: AppConfiguration) async throws(APIError) {
+        guard let signedTransaction = request.signedTransaction else { return }
+        guard let notifications else {
+            throw APIError(
+                status: .serviceUnavailable, code: "store_unavailable",
+                message: "signedTransaction cannot be used: this service has no customer store or cannot verify App Store data for \(app.bundleIdentifier) (see OFFER_SIGNER_DATABASE_URL, OFFER_SIGNER_ENVIRONMENTS, appAppleId).")
+        }
+        guard signedTransaction.utf8.count <= 16 * 1024 else {
+            throw APIError.invalidRequest(field: "signedTransaction", "signedTransaction is longer than 16 KiB.")
+        }
+        try await notifications.ingest(signedTransaction: signedTransaction, for: CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: request.applicationUsername))
     }
 
     /// The issuer ID JWS signatures of `app` need.
@@ -229,6 +247,7 @@ public final class OfferService: Sendable {
         try PayloadField.validate(request.productIdentifier, named: "productIdentifier", maximumLength: 255)
         try PayloadField.validate(request.offerIdentifier, named: "offerIdentifier", maximumLength: 255)
         let issuer = try issuerIdentifier(of: app)
+        try await ingestSignedTransaction(request, app: app)
         let decision = try await decide(app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
         try requireEligible(decision)
         let key = try keys.current.activeKey(forApp: app.bundleIdentifier)

@@ -1,0 +1,122 @@
+import AppStoreNotifications
+import Foundation
+import HTTPTypes
+import Logging
+import Metrics
+import OfferStore
+
+/// What became of one notification.
+public enum IngestOutcome: String, Sendable, Codable {
+    /// Folded into a customer's facts.
+    case processed
+    /// Seen before (same `notificationUUID`): nothing changed.
+    case duplicate
+    /// Valid, but nothing to fold (TEST, a type that does not concern eligibility, no subscription).
+    case ignored
+}
+
+/// Verifies App Store Server Notifications V2 and signed transactions and feeds the customer store.
+///
+/// Customers are found by the transaction's `appAccountToken` (the lower-cased `applicationUsername`), else by
+/// `originalTransactionId` among the customers the store knows; a subscription nobody has claimed yet is kept
+/// under `otid:<originalTransactionId>` until an app sends its signed transaction.
+public struct NotificationIngestor: Sendable {
+    /// One verifier per app, by bundle identifier.
+    let verifiers: [String: SignedDataVerifier]
+    let store: any OfferStore
+    let logger: Logger
+    private let processed = Counter(label: "offer_signer_notifications_total", dimensions: [("outcome", "processed")])
+    private let duplicates = Counter(label: "offer_signer_notifications_total", dimensions: [("outcome", "duplicate")])
+    private let ignored = Counter(label: "offer_signer_notifications_total", dimensions: [("outcome", "ignored")])
+    private let invalid = Counter(label: "offer_signer_notifications_total", dimensions: [("outcome", "invalid")])
+
+    public init(verifiers: [String: SignedDataVerifier], store: any OfferStore, logger: Logger) {
+        self.verifiers = verifiers
+        self.store = store
+        self.logger = logger
+    }
+
+    /// Verifies one `signedPayload` and folds it in, once.
+    /// - Throws: ``APIError`` 400 `invalid_signed_payload` (nothing changed) or 503 `store_unavailable` (the
+    ///   App Store retries).
+    public func ingest(signedPayload: String) async throws(APIError) -> IngestOutcome {
+        let decoded = try await verify { verifier in try await verifier.verifyAndDecodeNotificationContents(signedPayload) }
+        let notification = decoded.notification
+        guard let uuid = notification.notificationUUID, let transaction = decoded.transaction,
+              notification.notificationType != .test, let bundleId = notification.data?.bundleId
+        else {
+            ignored.increment()
+            return .ignored
+        }
+        do {
+            let key = try await customer(for: transaction, bundleIdentifier: bundleId)
+            let applied = try await store.applyNotification(notificationUUID: uuid, to: key) { facts in
+                SubscriptionFolding.fold(decoded, into: &facts)
+            }
+            (applied ? processed : duplicates).increment()
+            logger.info("App Store notification", metadata: [
+                "type": "\(notification.notificationType?.rawValue ?? "-")", "subtype": "\(notification.subtype?.rawValue ?? "-")",
+                "notificationUUID": "\(uuid)", "customer": "\(key)", "outcome": "\(applied ? "processed" : "duplicate")",
+            ])
+            return applied ? .processed : .duplicate
+        } catch {
+            logger.error("customer store failed while applying a notification; the App Store will retry", metadata: ["notificationUUID": "\(uuid)"])
+            throw APIError.storeUnavailable
+        }
+    }
+
+    /// Verifies a StoreKit 2 signed transaction an app sent with a sign request and folds it into that
+    /// customer's facts.
+    public func ingest(signedTransaction: String, for key: CustomerKey) async throws(APIError) {
+        let transaction = try await verify(field: "signedTransaction") { verifier in try await verifier.verifyAndDecodeTransaction(signedTransaction) }
+        guard transaction.bundleId == key.bundleIdentifier else {
+            throw APIError.invalidRequest(field: "signedTransaction", "signedTransaction is for another app (\(transaction.bundleId ?? "none")).")
+        }
+        if let token = transaction.appAccountToken, token.lowercased() != key.applicationUsername {
+            throw APIError.invalidRequest(field: "signedTransaction", "signedTransaction belongs to another customer (its appAccountToken is not this applicationUsername).")
+        }
+        do {
+            try await store.updateCustomer(key) { facts in
+                SubscriptionFolding.fold(transaction: transaction, into: &facts)
+            }
+        } catch {
+            throw APIError.storeUnavailable
+        }
+    }
+
+    /// Tries the verifier of every configured app (the payload names its app; a verifier checks it is its own).
+    private func verify<T: Sendable>(field: String? = nil, _ body: (SignedDataVerifier) async throws -> T) async throws(APIError) -> T {
+        var lastError: SignedDataVerificationError?
+        for verifier in verifiers.values {
+            do {
+                return try await body(verifier)
+            } catch let error as SignedDataVerificationError {
+                lastError = error
+                if error.code != .wrongBundleId { break }
+            } catch {
+                break
+            }
+        }
+        invalid.increment()
+        let reason = lastError.map { "\($0.code.rawValue): \($0.message)" } ?? "no app is configured to receive App Store data"
+        logger.warning("refused App Store signed data", metadata: ["reason": "\(reason)"])
+        if let field {
+            throw APIError(status: .badRequest, code: "invalid_request", message: "\(field) did not verify: \(reason)", field: field)
+        }
+        throw APIError(status: .badRequest, code: "invalid_signed_payload", message: "The signedPayload did not verify: \(reason)")
+    }
+
+    /// The customer a transaction belongs to.
+    func customer(for transaction: JWSTransactionDecodedPayload, bundleIdentifier: String) async throws -> CustomerKey {
+        if let token = transaction.appAccountToken, !token.isEmpty {
+            return CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: token)
+        }
+        if let original = transaction.originalTransactionId {
+            if let known = try await store.customers(withOriginalTransactionId: original).first(where: { $0.bundleIdentifier == bundleIdentifier }) {
+                return known
+            }
+            return CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: "otid:\(original)")
+        }
+        return CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: "unknown")
+    }
+}

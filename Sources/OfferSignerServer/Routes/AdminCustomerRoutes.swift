@@ -1,0 +1,126 @@
+import Foundation
+import Hummingbird
+import Logging
+import OfferEligibility
+import OfferStore
+
+struct CustomerAnswer: ResponseEncodable {
+    /// Whether the store has heard of the customer.
+    var known: Bool
+    var facts: CustomerFacts
+}
+
+struct FlagsRequest: Decodable {
+    /// Flags to set; a `null` value removes the flag.
+    var flags: [String: String?]
+}
+
+struct GrantRequest: Decodable {
+    var productIdentifier: String
+    var offerIdentifier: String
+    /// How long the grant can be used (default 14 days, at most 365).
+    var expiresInDays: Int?
+}
+
+struct SignatureList: ResponseEncodable {
+    var signatures: [IssuedSignature]
+}
+
+struct AuditList: ResponseEncodable {
+    var events: [AuditEvent]
+}
+
+/// `/admin/customers/…`, `/admin/signatures`, `/admin/audit`: what the rules see, flags, customer-service
+/// grants, the issued-signature log and the audit. Every change is audited with the admin who made it.
+struct AdminCustomerRoutes {
+    let service: OfferService
+    let store: any OfferStore
+
+    func register(on group: RouterGroup<OfferSignerRequestContext>) {
+        group.get("/customers/:bundleIdentifier/:applicationUsername") { _, context -> CustomerAnswer in
+            let key = try customerKey(context)
+            let facts = try await storeCall { try await store.customerFacts(for: key) }
+            return CustomerAnswer(known: facts != nil, facts: facts ?? CustomerFacts(key: key))
+        }
+        group.post("/customers/:bundleIdentifier/:applicationUsername/flags") { request, context -> CustomerAnswer in
+            let key = try customerKey(context)
+            let body = try await request.decodeJSON(as: FlagsRequest.self, context: context)
+            for (name, value) in body.flags {
+                guard !name.isEmpty, name.count <= 64, (value?.count ?? 0) <= 255 else {
+                    throw APIError.invalidRequest(field: "flags", "Flag names are 1–64 characters and values at most 255.")
+                }
+            }
+            let facts = try await storeCall {
+                try await store.updateCustomer(key) { facts in
+                    for (name, value) in body.flags { facts.flags[name] = value }
+                }
+            }
+            try await audit(context, action: "customer.flags", target: "\(key)", details: body.flags.mapValues { $0 ?? "(removed)" })
+            return CustomerAnswer(known: true, facts: facts)
+        }
+        group.post("/customers/:bundleIdentifier/:applicationUsername/grants") { request, context -> CustomerAnswer in
+            let key = try customerKey(context)
+            let body = try await request.decodeJSON(as: GrantRequest.self, context: context)
+            let days = body.expiresInDays ?? 14
+            guard (1...365).contains(days) else { throw APIError.invalidRequest(field: "expiresInDays", "expiresInDays is 1 to 365.") }
+            if let policy = service.policy {
+                guard policy.app(key.bundleIdentifier)?.product(body.productIdentifier)?.offer(body.offerIdentifier) != nil else {
+                    throw APIError(status: .notFound, code: "unknown_offer", message: "The policy lists no offer \(body.offerIdentifier) of \(body.productIdentifier) for \(key.bundleIdentifier).")
+                }
+            }
+            let admin = context.adminName ?? "unknown"
+            let grant = CustomerServiceGrant(
+                productIdentifier: body.productIdentifier, offerIdentifier: body.offerIdentifier, grantedBy: admin,
+                expiresAt: Date().addingTimeInterval(TimeInterval(days) * 86_400))
+            let facts = try await storeCall { try await store.updateCustomer(key) { $0.grants.append(grant) } }
+            try await audit(context, action: "customer.grant", target: "\(key)", details: [
+                "grant": grant.id, "productIdentifier": grant.productIdentifier, "offerIdentifier": grant.offerIdentifier, "expiresInDays": "\(days)",
+            ])
+            return CustomerAnswer(known: true, facts: facts)
+        }
+        group.get("/signatures") { request, _ -> SignatureList in
+            let parameters = request.uri.queryParameters
+            func text(_ name: String) -> String? { parameters[name[...]].map(String.init) }
+            func number(_ name: String) throws -> Int64? {
+                guard let value = text(name) else { return nil }
+                guard let number = Int64(value) else { throw APIError.invalidRequest(field: name, "\(name) must be an integer (Unix milliseconds, or a count for limit).") }
+                return number
+            }
+            let limit = Int(try number("limit") ?? 100)
+            guard (1...10_000).contains(limit) else { throw APIError.invalidRequest(field: "limit", "limit is 1 to 10000.") }
+            let query = IssuedSignatureQuery(
+                bundleIdentifier: text("bundleIdentifier"), applicationUsername: text("applicationUsername"),
+                productIdentifier: text("productIdentifier"), offerIdentifier: text("offerIdentifier"),
+                keyIdentifier: text("keyIdentifier"), since: try number("since"), until: try number("until"), limit: limit)
+            return SignatureList(signatures: try await storeCall { try await store.issuedSignatures(matching: query) })
+        }
+        group.get("/audit") { request, _ -> AuditList in
+            let limit = request.uri.queryParameters["limit"].flatMap { Int(String($0)) } ?? 100
+            return AuditList(events: try await storeCall { try await store.auditEvents(limit: min(max(limit, 1), 10_000), since: nil) })
+        }
+    }
+
+    private func customerKey(_ context: OfferSignerRequestContext) throws -> CustomerKey {
+        let bundle = try context.parameters.require("bundleIdentifier")
+        let username = try context.parameters.require("applicationUsername")
+        guard username.count <= 255, bundle.count <= 155 else { throw APIError.invalidRequest(field: "applicationUsername", "The customer key is too long.") }
+        return CustomerKey(bundleIdentifier: bundle, applicationUsername: username)
+    }
+
+    private func audit(_ context: OfferSignerRequestContext, action: String, target: String, details: [String: String]) async throws {
+        let event = AuditEvent(actor: context.adminName ?? "unknown", action: action, target: target, details: details)
+        try await storeCall { try await store.appendAudit(event) }
+        context.logger.notice("audit: \(action)", metadata: ["admin": "\(event.actor)", "target": "\(target)"])
+    }
+}
+
+/// Runs a store operation, mapping its failure to 503 `store_unavailable`.
+func storeCall<T>(_ body: () async throws -> T) async throws(APIError) -> T {
+    do {
+        return try await body()
+    } catch let error as APIError {
+        throw error
+    } catch {
+        throw APIError.storeUnavailable
+    }
+}
