@@ -1,5 +1,7 @@
+import AppStoreNotifications
 import Configuration
 import Foundation
+import X509
 import OfferEligibility
 import OfferSigning
 
@@ -9,11 +11,14 @@ public struct AppConfiguration: Sendable, Hashable {
     public var bundleIdentifier: String
     /// The App Store Connect issuer ID, for JWS signatures.
     public var issuerIdentifier: String?
+    /// The app's Apple ID, which Production notifications must carry.
+    public var appAppleId: Int64?
 
     /// Creates an app configuration.
-    public init(bundleIdentifier: String, issuerIdentifier: String? = nil) {
+    public init(bundleIdentifier: String, issuerIdentifier: String? = nil, appAppleId: Int64? = nil) {
         self.bundleIdentifier = bundleIdentifier
         self.issuerIdentifier = issuerIdentifier
+        self.appAppleId = appAppleId
     }
 }
 
@@ -55,6 +60,10 @@ public struct ServiceConfiguration: Sendable {
     public var stateFilePath: String?
     /// `OFFER_SIGNER_POLICY`, parsed; `nil` signs every well-formed request.
     public var policy: OfferPolicy?
+    /// `OFFER_SIGNER_TRUSTED_ROOTS`, read; `nil` trusts the bundled Apple Root CA - G3.
+    public var trustedRoots: [Certificate]?
+    /// `OFFER_SIGNER_ENVIRONMENTS` (default Production).
+    public var environments: Set<AppStoreEnvironment> = [.production]
     /// Things worth saying at start-up that do not stop it.
     public var warnings: [String]
 
@@ -96,6 +105,11 @@ public struct ServiceConfiguration: Sendable {
         }
         var apps: [AppConfiguration] = []
         let issuer = config.string(forKey: "offerSigner.issuerId")
+        var appAppleId: Int64?
+        if let text = config.string(forKey: "offerSigner.appAppleId"), !text.isEmpty {
+            guard let number = Int64(text) else { throw ConfigurationError("OFFER_SIGNER_APP_APPLE_ID=\(text.prefix(20)) is not a number (App Store Connect > App Information > Apple ID).") }
+            appAppleId = number
+        }
         if let bundleIdentifier = config.string(forKey: "offerSigner.bundleId"), !bundleIdentifier.isEmpty {
             do {
                 try PayloadField.validate(bundleIdentifier, named: "OFFER_SIGNER_BUNDLE_ID", maximumLength: 155)
@@ -105,10 +119,37 @@ public struct ServiceConfiguration: Sendable {
             if let policy, policy.app(bundleIdentifier) == nil {
                 throw ConfigurationError("OFFER_SIGNER_BUNDLE_ID=\(bundleIdentifier) is not an app of the policy (OFFER_SIGNER_POLICY); add it there or unset the variable.")
             }
-            apps.append(AppConfiguration(bundleIdentifier: bundleIdentifier, issuerIdentifier: issuer))
+            let fromPolicy = policy?.app(bundleIdentifier)
+            apps.append(AppConfiguration(bundleIdentifier: bundleIdentifier, issuerIdentifier: fromPolicy?.issuerIdentifier ?? issuer, appAppleId: fromPolicy?.appAppleId ?? appAppleId))
         }
         for app in policy?.apps ?? [] where !apps.contains(where: { $0.bundleIdentifier == app.bundleIdentifier }) {
-            apps.append(AppConfiguration(bundleIdentifier: app.bundleIdentifier, issuerIdentifier: app.issuerIdentifier ?? issuer))
+            apps.append(AppConfiguration(bundleIdentifier: app.bundleIdentifier, issuerIdentifier: app.issuerIdentifier ?? issuer, appAppleId: app.appAppleId ?? (policy?.apps.count == 1 ? appAppleId : nil)))
+        }
+        var trustedRoots: [Certificate]?
+        if let paths = config.string(forKey: "offerSigner.trustedRoots"), !paths.isEmpty {
+            var roots: [Certificate] = []
+            for path in paths.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !path.isEmpty {
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    throw ConfigurationError("OFFER_SIGNER_TRUSTED_ROOTS: cannot read \(path).")
+                }
+                do {
+                    roots.append(try TrustedRootCertificates.certificate(pemOrDER: Array(data)))
+                } catch {
+                    throw ConfigurationError("OFFER_SIGNER_TRUSTED_ROOTS: \(path) is not a PEM or DER certificate.")
+                }
+            }
+            trustedRoots = roots
+        }
+        var environments: Set<AppStoreEnvironment> = [.production]
+        if let text = config.string(forKey: "offerSigner.environments"), !text.isEmpty {
+            environments = []
+            for name in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
+                let known: [String: AppStoreEnvironment] = ["production": .production, "sandbox": .sandbox, "xcode": .xcode, "localtesting": .localTesting]
+                guard let environment = known[name.lowercased()] else {
+                    throw ConfigurationError("OFFER_SIGNER_ENVIRONMENTS: unknown environment '\(name.prefix(30))'; use Production, Sandbox, Xcode or LocalTesting.")
+                }
+                environments.insert(environment)
+            }
         }
         guard !apps.isEmpty else {
             throw ConfigurationError("OFFER_SIGNER_BUNDLE_ID is not set: set it to your app's bundle identifier (com.example.app), or list your apps in a policy file (OFFER_SIGNER_POLICY). For a try-out with a throw-away key, run `offer-signer serve --demo`.")
@@ -150,6 +191,8 @@ public struct ServiceConfiguration: Sendable {
             stateFilePath: stateFile,
             policy: policy
         )
+        self.trustedRoots = trustedRoots
+        self.environments = environments
     }
 
     /// The `serve --demo` configuration: a freshly generated throw-away key (`DEMOKEY001`), the demo app

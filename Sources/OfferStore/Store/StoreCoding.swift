@@ -1,0 +1,21 @@
+import Foundation
+
+/// The JSON form of stored documents (customer facts, audit details): dates as Unix milliseconds, keys sorted.
+enum StoreCoding {
+    static func encode(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .millisecondsSince1970
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from text: String) throws -> T {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        do {
+            return try decoder.decode(T.self, from: Data(text.utf8))
+        } catch {
+            throw OfferStoreError(code: .corruptRecord, message: "A stored \(T.self) could not be read.")
+        }
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import Logging
+import OfferStore
+import Testing
+
+/// The backends the suite runs on: SQLite always; PostgreSQL when OFFER_SIGNER_TEST_DATABASE_URL is set
+/// (`eval "$(scripts/start-postgres.sh)"`; CI always sets it).
+enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    static let postgresURL = ProcessInfo.processInfo.environment["OFFER_SIGNER_TEST_DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    static var available: [Backend] { postgresURL == nil ? [.sqlite] : [.sqlite, .postgres] }
+
+    var testDescription: String { rawValue }
+
+    /// A store, and the SQLite file when there is one.
+    func open(path: String? = nil) async throws -> (any OfferStore, String?) {
+        switch self {
+        case .sqlite:
+            let file = path ?? FileManager.default.temporaryDirectory.appendingPathComponent("offer-store-\(UUID().uuidString).sqlite").path
+            return (try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test")), file)
+        case .postgres:
+            return (try await makeOfferStore(databaseURL: try #require(Self.postgresURL), logger: Logger(label: "test")), nil)
+        }
+    }
+}
+
+@Suite struct StoreTests {
+    /// A bundle identifier no other test uses, so tests sharing a PostgreSQL database do not meet.
+    let app = "com.example.test-\(UUID().uuidString.prefix(8).lowercased())"
+
+    private func signature(_ username: String = "user-1", offer: String = "winback_50", key: String = "KEY1", at timestamp: Int64 = 1_800_000_000_000) -> IssuedSignature {
+        IssuedSignature(nonce: UUID().uuidString.lowercased(), keyIdentifier: key, bundleIdentifier: app, productIdentifier: "com.example.monthly", offerIdentifier: offer, applicationUsername: username, timestamp: timestamp, format: "legacy")
+    }
+
+    @Test("migrations can run again", arguments: Backend.available)
+    func migrationsAreIdempotent(_ backend: Backend) async throws {
+        let (store, _) = try await backend.open()
+        try await store.migrate()
+        try await store.migrate()
+        try await store.ping()
+        try await store.close()
+    }
+
+    @Test("customer facts round-trip; an unknown customer is nil", arguments: Backend.available)
+    func factsRoundTrip(_ backend: Backend) async throws {
+        let (store, _) = try await backend.open()
+        let key = CustomerKey(bundleIdentifier: app, applicationUsername: "User-1")
+        #expect(try await store.customerFacts(for: key) == nil)
+        let expires = Date(timeIntervalSince1970: 1_800_000_000)
+        let grant = CustomerServiceGrant(productIdentifier: "p", offerIdentifier: "o", grantedBy: "alice", grantedAt: expires, expiresAt: expires + 86_400)
+        try await store.updateCustomer(key) { facts in
+            facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: "g", productIdentifier: "p", originalTransactionId: "1000000000000001", state: .expired, autoRenewEnabled: false, expiresDate: expires, renewalCount: 3, hadIntroductoryOffer: true, expirationIntent: 1)]
+            facts.flags["churnRisk"] = "high"
+            facts.storefront = "USA"
+            facts.grants = [grant]
+        }
+        let facts = try #require(try await store.customerFacts(for: key))
+        #expect(facts.key.applicationUsername == "user-1")
+        #expect(facts.subscriptions.first?.expiresDate == expires)
+        #expect(facts.subscriptions.first?.renewalCount == 3)
+        #expect(facts.subscriptions.first?.state == .expired)
+        #expect(facts.flags == ["churnRisk": "high"])
+        #expect(facts.grants == [grant])
+        #expect(try await store.customers(withOriginalTransactionId: "1000000000000001").contains(key))
+        try await store.close()
+    }
+
+    @Test("concurrent updates of one customer lose nothing", arguments: Backend.available)
+    func concurrentUpdates(_ backend: Backend) async throws {
+        let (store, _) = try await backend.open()
+        let key = CustomerKey(bundleIdentifier: app, applicationUsername: "busy")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<50 {
+                group.addTask {
+                    try await store.updateCustomer(key) { facts in
+                        if facts.subscriptions.isEmpty { facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: "g", productIdentifier: "p", state: .active)] }
+                        facts.subscriptions[0].renewalCount += 1
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await store.customerFacts(for: key)?.subscriptions.first?.renewalCount == 50)
+        try await store.close()
+    }
+
+    @Test("a notification is applied once", arguments: Backend.available)
+    func notificationsAreIdempotent(_ backend: Backend) async throws {
+        let (store, _) = try await backend.open()
+        let key = CustomerKey(bundleIdentifier: app, applicationUsername: "u")
+        let uuid = UUID().uuidString.lowercased()
+        let increment: @Sendable (inout CustomerFacts) throws -> Void = { facts in facts.flags["count", default: ""] += "x" }
+        #expect(try await store.applyNotification(notificationUUID: uuid, to: key, increment))
+        #expect(try await !store.applyNotification(notificationUUID: uuid, to: key, increment))
+        #expect(try await store.customerFacts(for: key)?.flags["count"] == "x")
+        #expect(try await store.applyNotification(notificationUUID: UUID().uuidString, to: key, increment))
+        #expect(try await store.customerFacts(for: key)?.flags["count"] == "xx")
+        try await store.close()
+    }
+
+    @Test("issued signatures are queried and counted by customer, offer, key and window", arguments: Backend.available)
+    func recordAndQuery(_ backend: Backend) async throws {
+        let (store, _) = try await backend.open()
+        let records = [
+            signature("u1", offer: "a", key: "K1", at: 1_000), signature("u1", offer: "a", key: "K2", at: 2_000),
+            signature("u1", offer: "b", key: "K2", at: 3_000), signature("u2", offer: "a", key: "K1", at: 4_000),
+        ]
+        for record in records { try await store.record(record) }
+        let u1 = try await store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app, applicationUsername: "U1"))
+        #expect(u1.map(\.timestamp) == [3_000, 2_000, 1_000])
+        #expect(u1.first == records[2])
+        #expect(try await store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app, offerIdentifier: "a")) == 3)
+        #expect(try await store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app, keyIdentifier: "K2")) == 2)
+        #expect(try await store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app, since: 2_000, until: 4_000)) == 2)
+        #expect(try await store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app, limit: 1)).map(\.timestamp) == [4_000])
+        try await store.close()
+    }
+
+    @Test("a duplicate nonce fails only its own record", arguments: Backend.available)
+    func duplicateNonce(_ backend: Backend) async throws {
+        let (store, _) = try await backend.open()
+        let first = signature()
+        try await store.record(first)
+        let error = await #expect(throws: OfferStoreError.self) { try await store.record(first) }
+        #expect(error?.code == .duplicateNonce)
+        try await store.record(signature())
+        #expect(try await store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app)) == 2)
+        try await store.close()
+    }
+
+    @Test("2000 concurrent records are all durable and found", arguments: Backend.available)
+    func manyConcurrentRecords(_ backend: Backend) async throws {
+        let (store, path) = try await backend.open()
+        let records = (0..<2000).map { signature("u\($0 % 7)", at: Int64($0)) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for record in records { group.addTask { try await store.record(record) } }
+            try await group.waitForAll()
+        }
+        #expect(try await store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app)) == 2000)
+        try await store.close()
+        if let path {
+            // Reopened from the file: everything acknowledged is there.
+            let (reopened, _) = try await backend.open(path: path)
+            let found = try await reopened.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app, limit: 5000))
+            #expect(Set(found.map(\.nonce)) == Set(records.map(\.nonce)))
+            try await reopened.close()
+        }
+    }
+
+    @Test("audit events round-trip, newest first", arguments: Backend.available)
+    func audit(_ backend: Backend) async throws {
+        let (store, _) = try await backend.open()
+        let marker = UUID().uuidString
+        let older = AuditEvent(at: Date(timeIntervalSince1970: 4_000_000_000), actor: "alice", action: "customer.flags", target: "\(app)/u", details: ["marker": marker])
+        let newer = AuditEvent(at: Date(timeIntervalSince1970: 4_000_000_001), actor: "bob", action: "customer.grant", target: "\(app)/u", details: ["marker": marker])
+        try await store.appendAudit(older)
+        try await store.appendAudit(newer)
+        let events = try await store.auditEvents(limit: 2, since: Date(timeIntervalSince1970: 4_000_000_000))
+        #expect(events.map(\.actor) == ["bob", "alice"])
+        #expect(events.first?.details == ["marker": marker])
+        try await store.close()
+    }
+
+    @Test("bad database URLs are typed errors without the password", arguments: [
+        "mysql://u:sekrit-password@h/db", "postgres://:sekrit-password@/db", "sqlite:", "postgres://u:sekrit-password@h/db?sslmode=bogus", "nonsense",
+    ])
+    func badURLs(_ url: String) async {
+        let error = await #expect(throws: OfferStoreError.self) { _ = try await makeOfferStore(databaseURL: url, logger: Logger(label: "t")) }
+        #expect(error?.code == .invalidDatabaseURL)
+        #expect(error?.message.contains("sekrit") == false)
+    }
+}
