@@ -18,7 +18,7 @@ mkdir -p "$work/keys"
 "$bin" keys generate --output "$work/keys/SubscriptionKey_OLDKEY0001.p8"
 
 start() {
-  OFFER_SIGNER_PORT=$port OFFER_SIGNER_BUNDLE_ID=com.example.app OFFER_SIGNER_KEYS_DIR="$work/keys" \
+  OFFER_SIGNER_PORT=$port OFFER_SIGNER_BUNDLE_ID=com.example.app OFFER_SIGNER_DATABASE_URL="sqlite:$work/store.sqlite" OFFER_SIGNER_KEYS_DIR="$work/keys" \
   OFFER_SIGNER_ADMIN_TOKENS="runbook:$OFFER_SIGNER_ADMIN_TOKEN" OFFER_SIGNER_STATE_FILE="$work/key-states.json" \
     "$bin" serve >>"$work/serve.log" 2>&1 &
   pid=$!

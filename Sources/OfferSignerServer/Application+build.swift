@@ -2,7 +2,24 @@ import Hummingbird
 import Logging
 import OfferSigning
 import Prometheus
+import AppStoreNotifications
+import OfferStore
 import ServiceLifecycle
+
+/// Closes the store (flushing queued records) when the service shuts down.
+struct StoreCloser: Service {
+    let store: any OfferStore
+    let logger: Logger
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        do {
+            try await store.close()
+        } catch {
+            logger.error("closing the customer store failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
 
 /// Builds the router with every route of the API.
 /// - Parameters:
@@ -48,13 +65,46 @@ public func buildApplication(
     metricsRegistry: PrometheusCollectorRegistry? = nil,
     keysDirectoryPollInterval: Duration = .seconds(2)
 ) async throws -> some ApplicationProtocol {
-    let service = OfferService(apps: configuration.apps, keyRing: configuration.keyRing, policy: configuration.policy)
+    var store: (any OfferStore)?
+    if let url = configuration.databaseURL {
+        do {
+            store = try await makeOfferStore(databaseURL: url, logger: logger)
+        } catch let error as OfferStoreError {
+            throw ConfigurationError("OFFER_SIGNER_DATABASE_URL: \(error.message)")
+        }
+        logger.info("customer store open", metadata: ["backend": "\(url.hasPrefix("sqlite:") ? "sqlite" : "postgres")"])
+    }
+    var verifiers: [String: SignedDataVerifier] = [:]
+    for app in configuration.apps {
+        do {
+            verifiers[app.bundleIdentifier] = try SignedDataVerifier(
+                bundleId: app.bundleIdentifier, appAppleId: app.appAppleId, environments: configuration.environments,
+                trustedRoots: configuration.trustedRoots)
+        } catch {
+            logger.warning("App Store notifications and signed transactions for this app are refused", metadata: [
+                "bundleIdentifier": "\(app.bundleIdentifier)", "reason": "\(error.message)",
+            ])
+        }
+    }
+    let notifications = store.flatMap { store in
+        verifiers.isEmpty ? nil : NotificationIngestor(verifiers: verifiers, store: store, logger: logger)
+    }
+    let service = OfferService(
+        apps: configuration.apps, keyRing: configuration.keyRing, policy: configuration.policy, store: store,
+        notifications: notifications)
     let stateStore: any KeyStateStore = configuration.stateFilePath.map { FileKeyStateStore(path: $0) } ?? InMemoryKeyStateStore()
-    let manager = try await KeyManager(
-        holder: service.keys, loadKeys: configuration.loadKeys,
-        configuredActiveKeyIdentifier: configuration.configuredActiveKeyIdentifier,
-        stateStore: stateStore, logger: logger)
+    let manager: KeyManager
+    do {
+        manager = try await KeyManager(
+            holder: service.keys, loadKeys: configuration.loadKeys,
+            configuredActiveKeyIdentifier: configuration.configuredActiveKeyIdentifier,
+            stateStore: stateStore, logger: logger)
+    } catch {
+        try? await store?.close()  // an open store must be closed before it is dropped
+        throw error
+    }
     var services: [any Service] = [SIGHUPKeyReloader(manager: manager)]
+    if let store { services.append(StoreCloser(store: store, logger: logger)) }
     if let directory = configuration.keysDirectory {
         services.append(KeyDirectoryWatcher(directory: directory, interval: keysDirectoryPollInterval, manager: manager))
     }

@@ -78,7 +78,7 @@ import Testing
     }
 
     @Test func twoKeysWithoutAnActiveOneStopStartUp() async throws {
-        let configuration = try ServiceConfiguration(environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.validPEM, "OFFER_SIGNER_KEY_K2": pem])
+        let configuration = try ServiceConfiguration(environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.validPEM, "OFFER_SIGNER_KEY_K2": pem, "OFFER_SIGNER_DATABASE_URL": "sqlite::memory:"])
         let error = await #expect(throws: ConfigurationError.self) {
             _ = try await buildApplication(configuration: configuration, logger: Logger(label: "test"))
         }
@@ -91,7 +91,7 @@ import Testing
         let stateFile = directory.appendingPathComponent("states.json").path
         try await FileKeyStateStore(path: stateFile).save(KeyStates(activeKeyIdentifier: "K2", revokedKeyIdentifiers: ["K1"]))
         let configuration = try ServiceConfiguration(environment: [
-            "OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.validPEM, "OFFER_SIGNER_KEY_K2": pem, "OFFER_SIGNER_STATE_FILE": stateFile,
+            "OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.validPEM, "OFFER_SIGNER_KEY_K2": pem, "OFFER_SIGNER_STATE_FILE": stateFile, "OFFER_SIGNER_DATABASE_URL": "sqlite::memory:",
         ])
         let app = try await buildApplication(configuration: configuration, logger: Logger(label: "test"))
         try await app.test(.router) { client in

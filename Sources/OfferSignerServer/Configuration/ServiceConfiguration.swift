@@ -44,7 +44,8 @@ public struct ServiceConfiguration: Sendable {
     public var apps: [AppConfiguration]
     /// The keys and which one signs.
     public var keyRing: KeyRing
-    /// `OFFER_SIGNER_DATABASE_URL`, as given.
+    /// `OFFER_SIGNER_DATABASE_URL` (default `sqlite:offer-signer.sqlite`; `serve --demo`: in memory); `nil`
+    /// runs without a store (embedders and tests).
     public var databaseURL: String?
     /// Whether this is `serve --demo`: a throw-away key the App Store will never accept.
     public var isDemo: Bool
@@ -182,7 +183,7 @@ public struct ServiceConfiguration: Sendable {
             host: host, port: port,
             apps: apps,
             keyRing: keyRing,
-            databaseURL: config.string(forKey: "offerSigner.databaseUrl", isSecret: true),
+            databaseURL: config.string(forKey: "offerSigner.databaseUrl", isSecret: true).flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultDatabaseURL,
             warnings: warnings,
             loadKeys: { () throws(ConfigurationError) -> [KeyRing.Entry] in try KeyLoader.load(environment: environment) },
             configuredActiveKeyIdentifier: active,
@@ -210,11 +211,15 @@ public struct ServiceConfiguration: Sendable {
             host: host, port: port,
             apps: [AppConfiguration(bundleIdentifier: demoBundleIdentifier, issuerIdentifier: "00000000-0000-0000-0000-000000000000")],
             keyRing: keyRing,
+            databaseURL: reader(environment).string(forKey: "offerSigner.databaseUrl", isSecret: true).flatMap { $0.isEmpty ? nil : $0 } ?? "sqlite::memory:",
             isDemo: true,
             warnings: ["DEMO MODE: signing with a throw-away key generated at start-up. The App Store will refuse these signatures. Do not use in production."],
             adminTokens: adminTokens
         )
     }
+
+    /// The store when `OFFER_SIGNER_DATABASE_URL` is not set: an SQLite file in the working directory.
+    public static let defaultDatabaseURL = "sqlite:offer-signer.sqlite"
 
     /// The bundle identifier of the demo app.
     public static let demoBundleIdentifier = "com.example.offersigner.demo"

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import OfferSigning
+import OfferStore
 
 /// One key as `GET /admin/keys` lists it.
 struct AdminKeyDescription: Codable, Sendable {
@@ -39,15 +40,20 @@ struct AdminKeyRoutes {
             group.post("/keys/:keyIdentifier/\(action)") { _, context -> AdminKeyList in
                 let keyIdentifier = try context.parameters.require("keyIdentifier")
                 let admin = context.adminName ?? "unknown"
+                let ring: KeyRing
                 do {
                     switch action {
-                    case "activate": return list(try await manager.activate(keyIdentifier, by: admin))
-                    case "retire": return list(try await manager.retire(keyIdentifier, by: admin))
-                    default: return list(try await manager.revoke(keyIdentifier, by: admin))
+                    case "activate": ring = try await manager.activate(keyIdentifier, by: admin)
+                    case "retire": ring = try await manager.retire(keyIdentifier, by: admin)
+                    default: ring = try await manager.revoke(keyIdentifier, by: admin)
                     }
                 } catch let error as KeyManagementError {
                     throw error.apiError
                 }
+                if let store = service.store {
+                    try await storeCall { try await store.appendAudit(AuditEvent(actor: admin, action: "key.\(action)", target: keyIdentifier)) }
+                }
+                return list(ring)
             }
         }
     }

@@ -1,6 +1,7 @@
 import Hummingbird
 import NIOCore
 import OfferSigning
+import OfferStore
 import Prometheus
 
 struct HealthResponse: ResponseEncodable {
@@ -17,6 +18,13 @@ struct OperationsRoutes<Context: RequestContext> {
         router.get("/healthz") { _, _ in HealthResponse(status: "ok") }
         router.get("/readyz") { _, _ -> HealthResponse in
             let key = try service.keys.current.activeKey()
+            if let store = service.store {
+                do {
+                    try await store.ping()
+                } catch {
+                    throw APIError.storeUnavailable
+                }
+            }
             return HealthResponse(status: "ready", activeKeyIdentifier: key.keyIdentifier)
         }
         if let metricsRegistry {

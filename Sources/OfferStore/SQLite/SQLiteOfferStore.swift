@@ -49,6 +49,13 @@ public final class SQLiteOfferStore: OfferStore, @unchecked Sendable {
         }
     }
 
+    deinit {
+        // A store dropped without close() (a test that never ran the service) still closes its connections:
+        // the future-based close keeps each connection alive until it is done.
+        if !reader.isClosed, reader !== writer { _ = reader.close() }
+        if !writer.isClosed { _ = writer.close() }
+    }
+
     static func describe(_ error: any Error) -> String {
         (error as? SQLiteError)?.message ?? "\(type(of: error))"
     }
