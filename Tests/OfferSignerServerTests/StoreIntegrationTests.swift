@@ -1,0 +1,255 @@
+import AppStoreNotifications
+import AppStoreTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import OfferEligibility
+import OfferSignerServer
+import OfferSigning
+import OfferStore
+import Testing
+
+/// The stores the integration tests run on: SQLite always, PostgreSQL when OFFER_SIGNER_TEST_DATABASE_URL is set.
+enum StoreBackend: String, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+    static let postgresURL = ProcessInfo.processInfo.environment["OFFER_SIGNER_TEST_DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    static var available: [StoreBackend] { postgresURL == nil ? [.sqlite] : [.sqlite, .postgres] }
+    var testDescription: String { rawValue }
+
+    func open() async throws -> any OfferStore {
+        switch self {
+        case .sqlite:
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("offer-signer-it-\(UUID().uuidString).sqlite").path
+            return try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"))
+        case .postgres:
+            return try await makeOfferStore(databaseURL: try #require(Self.postgresURL), logger: Logger(label: "test"))
+        }
+    }
+}
+
+/// A service with a policy, a store, and App Store verification against a test chain.
+struct StoreFixture {
+    let bundle: String
+    let store: any OfferStore
+    let service: OfferService
+    let key: SigningKey
+    let signer: TestJWSSigner
+    static let adminToken = "carol-token-0123456789abcdef"
+
+    init(_ backend: StoreBackend) async throws {
+        bundle = "com.example.it-\(UUID().uuidString.prefix(8).lowercased())"
+        store = try await backend.open()
+        key = try SigningKey.generate(keyIdentifier: "TESTKEY001")
+        var options = TestCertificateChain.Options()
+        options.leafValidity = Date().addingTimeInterval(-365 * 86_400)...Date().addingTimeInterval(365 * 86_400)  // the sequence is signed over months
+        let chain = try TestCertificateChain(options)
+        signer = TestJWSSigner(chain: chain)
+        let policy = try OfferPolicy(text: """
+            apps:
+              - bundleIdentifier: \(bundle)
+                issuerIdentifier: 57246542-96fe-1a63-e053-0824d011072a
+                products:
+                  - productIdentifier: \(TestPayloads.productId)
+                    subscriptionGroupIdentifier: "21000001"
+                    introductoryOffer:
+                      rules: [never-had-introductory-offer]
+                    offers:
+                      - offerIdentifier: winback_50
+                        rules: [app-store-subscriber, { lapsed: { minDays: 0, maxDays: 365 } }, { cap: { count: 2, days: 30 } }]
+                      - offerIdentifier: retention_30
+                        rules: [auto-renew-off]
+                      - offerIdentifier: loyalty
+                        rules: [active-subscriber, { loyalty: { minRenewals: 1 } }]
+                      - offerIdentifier: sorry
+                        rules: [customer-service-grant]
+                      - offerIdentifier: everyone
+            """)
+        let verifier = try SignedDataVerifier(bundleId: bundle, environments: [.sandbox], trustedRoots: [chain.root])
+        let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: Logger(label: "test"))
+        service = OfferService(apps: [], keyRing: try KeyRing(keys: [.init(key: key, source: "test")]), policy: policy, store: store, notifications: ingestor)
+    }
+
+    var application: some ApplicationProtocol {
+        Application(router: buildRouter(service: service, adminTokens: try! AdminTokens(parsing: "carol:\(Self.adminToken)")), logger: Logger(label: "test"))
+    }
+
+    func transaction(_ token: String, expires: Date, signedDate: Date, introductory: Bool = false) -> JWSTransactionDecodedPayload {
+        var transaction = TestPayloads.transaction(originalTransactionId: "\(Int.random(in: 1_000_000_000...9_999_999_999))", appAccountToken: token, expiresDate: expires, bundleId: bundle, signedDate: signedDate)
+        transaction.subscriptionGroupIdentifier = "21000001"
+        if introductory { transaction.offerType = .introductoryOffer }
+        return transaction
+    }
+
+    func notify(_ client: some TestClientProtocol, _ type: NotificationType, _ subtype: NotificationSubtype? = nil, transaction: JWSTransactionDecodedPayload, autoRenew: AutoRenewStatus = .on, signedDate: Date) async throws -> TestResponse {
+        let payload = try await signer.signNotification(
+            type, subtype: subtype, transaction: transaction,
+            renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: autoRenew, signedDate: signedDate),
+            bundleId: bundle, environment: .sandbox, signedDate: signedDate)
+        return try await client.post("/v1/notifications/appstore", json: "{\"signedPayload\":\"\(payload)\"}")
+    }
+
+    func sign(_ client: some TestClientProtocol, _ offer: String, _ username: String, extra: String = "") async throws -> TestResponse {
+        try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"\#(TestPayloads.productId)","offerIdentifier":"\#(offer)","applicationUsername":"\#(username)"\#(extra)}"#)
+    }
+
+    func eligible(_ client: some TestClientProtocol, _ username: String) async throws -> [String: Bool] {
+        let answer = try await client.post("/v1/offers/eligibility", json: #"{"applicationUsername":"\#(username)"}"#).decode(EligibilityAnswer.self)
+        return Dictionary(uniqueKeysWithValues: answer.offers.map { ($0.offerIdentifier, $0.eligible) })
+    }
+}
+
+@Suite struct StoreIntegrationTests {
+    static let token = "8c1d6a9e-0b2f-4c3d-9e8f-1a2b3c4d5e6f"
+
+    @Test("subscribe, renew, auto-renew off, expire: retention then win-back, over HTTP", arguments: StoreBackend.available)
+    func notificationSequenceMovesTheCustomer(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        let now = Date()
+        let month: TimeInterval = 30 * 86_400
+        try await fixture.application.test(.router) { client in
+            #expect(try await fixture.eligible(client, Self.token) == ["winback_50": false, "retention_30": false, "loyalty": false, "sorry": false, "everyone": true])
+
+            let first = fixture.transaction(Self.token, expires: now - month + 86_400, signedDate: now - 2 * month)
+            var response = try await fixture.notify(client, .subscribed, .initialBuy, transaction: first, signedDate: now - 2 * month)
+            #expect(response.status == .ok)
+            #expect(response.text.contains("processed"))
+            var renewed = first
+            renewed.expiresDate = (now + 86_400).appStoreMilliseconds
+            response = try await fixture.notify(client, .didRenew, transaction: renewed, signedDate: now - month)
+            #expect(try await fixture.eligible(client, Self.token) == ["winback_50": false, "retention_30": false, "loyalty": true, "sorry": false, "everyone": true])
+
+            response = try await fixture.notify(client, .didChangeRenewalStatus, .autoRenewDisabled, transaction: renewed, autoRenew: .off, signedDate: now - 86_400)
+            #expect(try await fixture.eligible(client, Self.token)["retention_30"] == true)
+            let retention = try await fixture.sign(client, "retention_30", Self.token.uppercased())
+            #expect(retention.status == .ok, "\(retention.text)")
+
+            var expired = renewed
+            expired.expiresDate = (now - 3_600).appStoreMilliseconds
+            response = try await fixture.notify(client, .expired, .voluntary, transaction: expired, autoRenew: .off, signedDate: now - 1_800)
+            #expect(try await fixture.eligible(client, Self.token) == ["winback_50": true, "retention_30": false, "loyalty": false, "sorry": false, "everyone": true])
+
+            // The win-back offer, twice; the cap refuses the third with its reason.
+            #expect(try await fixture.sign(client, "winback_50", Self.token).status == .ok)
+            #expect(try await fixture.sign(client, "winback_50", Self.token).status == .ok)
+            let capped = try await fixture.sign(client, "winback_50", Self.token)
+            #expect(capped.status == .forbidden)
+            #expect(try capped.decode(RefusalBody.self).error.reasons?.map(\.code) == ["cap_reached"])
+
+            // Every bundle returned is in the issued-signature log.
+            let logged = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: Self.token))
+            #expect(logged.map(\.offerIdentifier).sorted() == ["retention_30", "winback_50", "winback_50"])
+            #expect(Set(logged.map(\.nonce)).contains(try retention.decode(SignedLegacyOffer.self).nonce))
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("the same notification twice changes nothing; an older one does not move the customer back", arguments: StoreBackend.available)
+    func notificationsAreIdempotentAndOrdered(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        let now = Date()
+        try await fixture.application.test(.router) { client in
+            let transaction = fixture.transaction("dup-user", expires: now + 86_400, signedDate: now)
+            let payload = try await fixture.signer.signNotification(.didRenew, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleId: fixture.bundle, signedDate: now)
+            let body = "{\"signedPayload\":\"\(payload)\"}"
+            #expect(try await client.post("/v1/notifications/appstore", json: body).text.contains("processed"))
+            #expect(try await client.post("/v1/notifications/appstore", json: body).text.contains("duplicate"))
+            let key = CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "dup-user")
+            #expect(try await fixture.store.customerFacts(for: key)?.subscriptions.first?.renewalCount == 1)
+            // An EXPIRED signed before the renewal arrives late: ignored for the state.
+            _ = try await fixture.notify(client, .expired, .voluntary, transaction: transaction, signedDate: now - 3_600)
+            #expect(try await fixture.store.customerFacts(for: key)?.subscriptions.first?.state == .active)
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("a notification that does not verify is refused with 400 and changes nothing", arguments: StoreBackend.available)
+    func invalidNotificationsAreRefused(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        let stranger = TestJWSSigner(chain: try TestCertificateChain())  // a chain to a root the service does not trust
+        try await fixture.application.test(.router) { client in
+            let transaction = fixture.transaction("victim", expires: Date() + 86_400, signedDate: Date())
+            let forged = try await stranger.signNotification(.subscribed, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleId: fixture.bundle)
+            let response = try await client.post("/v1/notifications/appstore", json: "{\"signedPayload\":\"\(forged)\"}")
+            #expect(response.status == .badRequest)
+            #expect(try response.decode(ErrorBody.self).error.code == "invalid_signed_payload")
+            let garbage = try await client.post("/v1/notifications/appstore", json: #"{"signedPayload":"not.a.jws"}"#)
+            #expect(garbage.status == .badRequest)
+            #expect(try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "victim")) == nil)
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("a signedTransaction establishes the App Store's own rule for an unknown customer", arguments: StoreBackend.available)
+    func signedTransactionEstablishesSubscriber(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        try await fixture.application.test(.router) { client in
+            let refused = try await fixture.sign(client, "winback_50", "newcomer")
+            #expect(try refused.decode(RefusalBody.self).error.reasons?.map(\.code) == ["never_subscribed", "not_lapsed"])
+            let transaction = fixture.transaction("newcomer", expires: Date() - 10 * 86_400, signedDate: Date() - 40 * 86_400)
+            let signed = try await fixture.signer.sign(transaction)
+            let accepted = try await fixture.sign(client, "winback_50", "newcomer", extra: #","signedTransaction":"\#(signed)""#)
+            #expect(accepted.status == .ok)
+            let facts = try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "newcomer"))
+            #expect(facts?.subscriptions.first?.state == .expired)
+            // Someone else's transaction is refused.
+            let theirs = try await fixture.sign(client, "winback_50", "someone-else", extra: #","signedTransaction":"\#(signed)""#)
+            #expect(theirs.status == .badRequest)
+            #expect(try theirs.decode(ErrorBody.self).error.field == "signedTransaction")
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("an admin grants a customer-service offer; it is used once; everything is audited", arguments: StoreBackend.available)
+    func customerServiceGrant(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        try await fixture.application.test(.router) { client in
+            func admin(_ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil) async throws -> TestResponse {
+                try await client.execute(uri: uri, method: method, headers: [.authorization: "Bearer \(StoreFixture.adminToken)", .contentType: "application/json"], body: body.map { ByteBuffer(string: $0) })
+            }
+            #expect(try await fixture.sign(client, "sorry", "unlucky").status == .forbidden)
+            let granted = try await admin(.post, "/admin/customers/\(fixture.bundle)/unlucky/grants", #"{"productIdentifier":"\#(TestPayloads.productId)","offerIdentifier":"sorry","expiresInDays":7}"#)
+            #expect(granted.status == .ok)
+            #expect(try await fixture.sign(client, "sorry", "unlucky").status == .ok)
+            let again = try await fixture.sign(client, "sorry", "unlucky")
+            #expect(try again.decode(RefusalBody.self).error.reasons?.map(\.code) == ["no_grant"])
+
+            let flagged = try await admin(.post, "/admin/customers/\(fixture.bundle)/unlucky/flags", #"{"flags":{"churnRisk":"high"}}"#)
+            #expect(flagged.text.contains("churnRisk"))
+            let facts = try await admin(.get, "/admin/customers/\(fixture.bundle)/unlucky")
+            #expect(facts.text.contains("\"known\":true"))
+            #expect(facts.text.contains("carol"))  // grantedBy
+
+            let log = try await admin(.get, "/admin/signatures?bundleIdentifier=\(fixture.bundle)&applicationUsername=unlucky")
+            #expect(log.text.contains("\"offerIdentifier\":\"sorry\""))
+            let audit = try await admin(.get, "/admin/audit?limit=50")
+            #expect(audit.text.contains("customer.grant") && audit.text.contains("customer.flags"))
+            let bad = try await admin(.get, "/admin/signatures?since=yesterday")
+            #expect(try bad.decode(ErrorBody.self).error.field == "since")
+            let unauthorized = try await client.execute(uri: "/admin/signatures", method: .get)
+            #expect(unauthorized.status == .unauthorized)
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("introductory-offer eligibility follows the customer store", arguments: StoreBackend.available)
+    func introductoryEligibilityFromTheStore(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        try await fixture.application.test(.router) { client in
+            func allow(_ username: String) async throws -> Bool? {
+                let response = try await client.post("/v1/offers/introductory-eligibility", json: #"{"productIdentifier":"\#(TestPayloads.productId)","transactionId":"2000000123456789","applicationUsername":"\#(username)"}"#)
+                let answer = try response.decode(JWSAnswer.self)
+                let claims = try #require(JWSOfferVerifier.decode(answer.signature)).claims
+                #expect(claims.allowIntroductoryOffer == answer.allowIntroductoryOffer)
+                return answer.allowIntroductoryOffer
+            }
+            #expect(try await allow("fresh") == true)
+            let transaction = fixture.transaction("had-intro", expires: Date() + 86_400, signedDate: Date(), introductory: true)
+            _ = try await fixture.notify(client, .subscribed, .initialBuy, transaction: transaction, signedDate: Date())
+            #expect(try await allow("had-intro") == false)
+        }
+        try await fixture.store.close()
+    }
+}
