@@ -47,6 +47,34 @@ public func buildRouter(
     return router
 }
 
+/// Opens the store `OFFER_SIGNER_DATABASE_URL` names (if any) and the App Store verification of every app
+/// that can verify (Production needs the app's appAppleId): what `serve`, `eligibility explain` and
+/// `notifications import` share.
+/// - Throws: ``ConfigurationError`` when the store cannot be opened.
+public func openStore(configuration: ServiceConfiguration, logger: Logger) async throws -> ((any OfferStore)?, NotificationIngestor?) {
+    guard let url = configuration.databaseURL else { return (nil, nil) }
+    let store: any OfferStore
+    do {
+        store = try await makeOfferStore(databaseURL: url, logger: logger)
+    } catch let error as OfferStoreError {
+        throw ConfigurationError("OFFER_SIGNER_DATABASE_URL: \(error.message)")
+    }
+    logger.info("customer store open", metadata: ["backend": "\(url.hasPrefix("sqlite:") ? "sqlite" : "postgres")"])
+    var verifiers: [String: SignedDataVerifier] = [:]
+    for app in configuration.apps {
+        do {
+            verifiers[app.bundleIdentifier] = try SignedDataVerifier(
+                bundleId: app.bundleIdentifier, appAppleId: app.appAppleId, environments: configuration.environments,
+                trustedRoots: configuration.trustedRoots)
+        } catch {
+            logger.warning("App Store notifications and signed transactions for this app are refused", metadata: [
+                "bundleIdentifier": "\(app.bundleIdentifier)", "reason": "\(error.message)",
+            ])
+        }
+    }
+    return (store, verifiers.isEmpty ? nil : NotificationIngestor(verifiers: verifiers, store: store, logger: logger))
+}
+
 /// Builds the application for a configuration.
 ///
 /// ## Usage
@@ -65,30 +93,7 @@ public func buildApplication(
     metricsRegistry: PrometheusCollectorRegistry? = nil,
     keysDirectoryPollInterval: Duration = .seconds(2)
 ) async throws -> some ApplicationProtocol {
-    var store: (any OfferStore)?
-    if let url = configuration.databaseURL {
-        do {
-            store = try await makeOfferStore(databaseURL: url, logger: logger)
-        } catch let error as OfferStoreError {
-            throw ConfigurationError("OFFER_SIGNER_DATABASE_URL: \(error.message)")
-        }
-        logger.info("customer store open", metadata: ["backend": "\(url.hasPrefix("sqlite:") ? "sqlite" : "postgres")"])
-    }
-    var verifiers: [String: SignedDataVerifier] = [:]
-    for app in configuration.apps {
-        do {
-            verifiers[app.bundleIdentifier] = try SignedDataVerifier(
-                bundleId: app.bundleIdentifier, appAppleId: app.appAppleId, environments: configuration.environments,
-                trustedRoots: configuration.trustedRoots)
-        } catch {
-            logger.warning("App Store notifications and signed transactions for this app are refused", metadata: [
-                "bundleIdentifier": "\(app.bundleIdentifier)", "reason": "\(error.message)",
-            ])
-        }
-    }
-    let notifications = store.flatMap { store in
-        verifiers.isEmpty ? nil : NotificationIngestor(verifiers: verifiers, store: store, logger: logger)
-    }
+    let (store, notifications) = try await openStore(configuration: configuration, logger: logger)
     let service = OfferService(
         apps: configuration.apps, keyRing: configuration.keyRing, policy: configuration.policy, store: store,
         notifications: notifications)

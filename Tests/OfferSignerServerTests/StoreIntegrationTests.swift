@@ -253,3 +253,24 @@ struct StoreFixture {
         try await fixture.store.close()
     }
 }
+
+@Suite struct NotificationReplayTests {
+    @Test("a capture replays once; bad lines are counted and named", arguments: StoreBackend.available)
+    func replay(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        let ingestor = try #require(fixture.service.notifications)
+        let now = Date()
+        let transaction = fixture.transaction("replayed", expires: now + 86_400, signedDate: now)
+        let subscribed = try await fixture.signer.signNotification(.subscribed, subtype: .initialBuy, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleId: fixture.bundle, signedDate: now)
+        let renewed = try await fixture.signer.signNotification(.didRenew, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleId: fixture.bundle, signedDate: now + 1)
+        let capture = "\(subscribed)\n{\"signedPayload\":\"\(renewed)\"}\n\nnot-a-jws\n{broken\n"
+        let first = await ingestor.replay(capture)
+        #expect(first.processed == 2 && first.refused == 2 && first.failed == 0)
+        #expect(first.problems.map { $0.prefix(7) } == ["line 4:", "line 5:"])
+        let again = await ingestor.replay(capture)
+        #expect(again.processed == 0 && again.duplicate == 2)
+        let facts = try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "replayed"))
+        #expect(facts?.subscriptions.first?.renewalCount == 1)
+        try await fixture.store.close()
+    }
+}

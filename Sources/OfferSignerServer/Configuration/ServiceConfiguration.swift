@@ -92,8 +92,10 @@ public struct ServiceConfiguration: Sendable {
     }
 
     /// Reads the configuration from environment variables.
+    /// - Parameter requireKeys: `false` for tools that only read the store and the policy
+    ///   (`eligibility explain`, `notifications import`).
     /// - Throws: ``ConfigurationError`` naming the variable or key at fault.
-    public init(environment: [String: String]) throws(ConfigurationError) {
+    public init(environment: [String: String], requireKeys: Bool = true) throws(ConfigurationError) {
         let config = Self.reader(environment)
         let (host, port) = try Self.listenAddress(config)
         var policy: OfferPolicy?
@@ -155,8 +157,8 @@ public struct ServiceConfiguration: Sendable {
         guard !apps.isEmpty else {
             throw ConfigurationError("OFFER_SIGNER_BUNDLE_ID is not set: set it to your app's bundle identifier (com.example.app), or list your apps in a policy file (OFFER_SIGNER_POLICY). For a try-out with a throw-away key, run `offer-signer serve --demo`.")
         }
-        let keys = try KeyLoader.load(environment: environment)
-        guard !keys.isEmpty else {
+        let keys = requireKeys ? try KeyLoader.load(environment: environment) : []
+        guard !keys.isEmpty || !requireKeys else {
             throw ConfigurationError("No signing key is configured: set OFFER_SIGNER_KEY_<KEYID> (the PEM), OFFER_SIGNER_KEY_<KEYID>_FILE (a path to SubscriptionKey_<KEYID>.p8) or OFFER_SIGNER_KEYS_DIR (a folder of them). See keys.example.")
         }
         let active = config.string(forKey: "offerSigner.activeKeyId").flatMap { $0.isEmpty ? nil : $0 }

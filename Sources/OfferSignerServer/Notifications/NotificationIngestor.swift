@@ -15,6 +15,23 @@ public enum IngestOutcome: String, Sendable, Codable {
     case ignored
 }
 
+/// What a replay did, line by line.
+public struct ReplaySummary: Sendable, CustomStringConvertible {
+    public var processed = 0
+    public var duplicate = 0
+    public var ignored = 0
+    /// Lines that did not verify or parse.
+    public var refused = 0
+    /// Lines the store could not take (retry them).
+    public var failed = 0
+    /// One message per refused or failed line.
+    public var problems: [String] = []
+
+    public var description: String {
+        "processed: \(processed), duplicate: \(duplicate), ignored: \(ignored), refused: \(refused), failed: \(failed)"
+    }
+}
+
 /// Verifies App Store Server Notifications V2 and signed transactions and feeds the customer store.
 ///
 /// Customers are found by the transaction's `appAccountToken` (the lower-cased `applicationUsername`), else by
@@ -63,6 +80,37 @@ public struct NotificationIngestor: Sendable {
             logger.error("customer store failed while applying a notification; the App Store will retry", metadata: ["notificationUUID": "\(uuid)"])
             throw APIError.storeUnavailable
         }
+    }
+
+    /// Replays captured notifications: one `signedPayload` per line, bare or as `{"signedPayload": …}`.
+    /// Each line is verified and applied once, like a live delivery; blank lines are skipped.
+    public func replay(_ text: String) async -> ReplaySummary {
+        var summary = ReplaySummary()
+        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !line.isEmpty else { continue }
+            var payload = line
+            if line.hasPrefix("{") {
+                struct Body: Decodable { var signedPayload: String }
+                guard let body = try? JSONDecoder().decode(Body.self, from: Data(line.utf8)) else {
+                    summary.refused += 1
+                    summary.problems.append("line \(number + 1): not a signedPayload or {\"signedPayload\": …}")
+                    continue
+                }
+                payload = body.signedPayload
+            }
+            do {
+                switch try await ingest(signedPayload: payload) {
+                case .processed: summary.processed += 1
+                case .duplicate: summary.duplicate += 1
+                case .ignored: summary.ignored += 1
+                }
+            } catch {
+                if error.code == "store_unavailable" { summary.failed += 1 } else { summary.refused += 1 }
+                summary.problems.append("line \(number + 1): \(error.message)")
+            }
+        }
+        return summary
     }
 
     /// Verifies a StoreKit 2 signed transaction an app sent with a sign request and folds it into that

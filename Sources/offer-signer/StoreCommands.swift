@@ -1,0 +1,100 @@
+import ArgumentParser
+import Foundation
+import Logging
+import OfferEligibility
+import OfferSignerServer
+import OfferSigning
+import OfferStore
+
+/// Opens what the store commands need from the same OFFER_SIGNER_* variables as `serve` (keys not needed).
+private func openForTools() async throws -> (ServiceConfiguration, (any OfferStore)?, NotificationIngestor?) {
+    var logger = Logger(label: "offer-signer")
+    logger.logLevel = .warning
+    let configuration: ServiceConfiguration
+    do {
+        configuration = try ServiceConfiguration(environment: ProcessInfo.processInfo.environment, requireKeys: false)
+    } catch {
+        throw ValidationError(error.message)
+    }
+    let (store, notifications) = try await openStore(configuration: configuration, logger: logger)
+    return (configuration, store, notifications)
+}
+
+struct EligibilityCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "eligibility",
+        abstract: "Explains eligibility decisions from a terminal.",
+        subcommands: [Explain.self]
+    )
+
+    struct Explain: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Lists every offer of the policy with its decision and reasons for one customer, from the store (OFFER_SIGNER_POLICY, OFFER_SIGNER_DATABASE_URL).")
+
+        @Option(name: .customLong("username"), help: "The applicationUsername.")
+        var applicationUsername: String
+
+        @Option(name: .customLong("bundle-id"), help: "The app (default: the only one).")
+        var bundleIdentifier: String?
+
+        @Option(name: .customLong("product-id"), help: "Only this product's offers.")
+        var productIdentifier: String?
+
+        func run() async throws {
+            let (configuration, store, _) = try await openForTools()
+            guard configuration.policy != nil else {
+                throw ValidationError("No policy (OFFER_SIGNER_POLICY): every well-formed request is signed; there is nothing to explain.")
+            }
+            let service = OfferService(apps: configuration.apps, keyRing: .empty, policy: configuration.policy, store: store)
+            do {
+                let entries = try await service.eligibility(bundleIdentifier: bundleIdentifier, applicationUsername: applicationUsername, productIdentifier: productIdentifier)
+                let key = CustomerKey(bundleIdentifier: try service.app(named: bundleIdentifier).bundleIdentifier, applicationUsername: applicationUsername)
+                let known = try await store?.customerFacts(for: key) != nil
+                print("\(key)\(known ? "" : " (not known to the store: no subscription on record)")")
+                for entry in entries {
+                    print("  \(entry.eligible ? "eligible    " : "not eligible") \(entry.productIdentifier) / \(entry.offerIdentifier)")
+                    for reason in entry.reasons { print("      \(reason.rule): \(reason.message) [\(reason.code)]") }
+                }
+            } catch let error as APIError {
+                try? await store?.close()
+                throw ValidationError(error.message)
+            }
+            try await store?.close()
+        }
+    }
+}
+
+struct NotificationsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notifications",
+        abstract: "Works with App Store Server Notifications.",
+        subcommands: [Import.self]
+    )
+
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Replays captured notifications into the store (back-fills): one signedPayload per line, bare or as {\"signedPayload\": …}. Each is verified; duplicates change nothing. Exit status 1 if any line was refused.")
+
+        @Argument(help: "The file; - reads standard input.")
+        var file: String
+
+        func run() async throws {
+            let (_, store, notifications) = try await openForTools()
+            guard let store, let notifications else {
+                throw ValidationError("Notifications need a store (OFFER_SIGNER_DATABASE_URL) and an app that can verify them (OFFER_SIGNER_ENVIRONMENTS, appAppleId for Production).")
+            }
+            let data: Data
+            if file == "-" {
+                data = FileHandle.standardInput.readDataToEndOfFile()
+            } else {
+                guard let read = FileManager.default.contents(atPath: file) else { throw ValidationError("Cannot read \(file).") }
+                data = read
+            }
+            let summary = await notifications.replay(String(decoding: data, as: UTF8.self))
+            for problem in summary.problems { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
+            try await store.close()
+            print(summary.description)
+            if summary.refused + summary.failed > 0 { throw ExitCode(1) }
+        }
+    }
+}
