@@ -17,3 +17,4 @@ venv=${OFFER_SIGNER_VENV:-.venv}
   || "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-interop.txt
 "$venv/bin/python" scripts/interop.py "$(swift build --show-bin-path)/offer-signer"
 scripts/runbook-check.sh "$(swift build --show-bin-path)/offer-signer"
+python3 scripts/kill-check.py "$(swift build --show-bin-path)/offer-signer"
