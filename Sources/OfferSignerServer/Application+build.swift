@@ -97,7 +97,9 @@ public func buildApplication(
     let service = OfferService(
         apps: configuration.apps, keyRing: configuration.keyRing, policy: configuration.policy, store: store,
         notifications: notifications)
-    let stateStore: any KeyStateStore = configuration.stateFilePath.map { FileKeyStateStore(path: $0) } ?? InMemoryKeyStateStore()
+    // Where admins' key states live: the file if one is configured, else the store (shared by replicas).
+    let stateStore: any KeyStateStore =
+        configuration.stateFilePath.map { FileKeyStateStore(path: $0) } ?? store.map { StoreKeyStateStore(store: $0) } ?? InMemoryKeyStateStore()
     let manager: KeyManager
     do {
         manager = try await KeyManager(
@@ -110,6 +112,7 @@ public func buildApplication(
     }
     var services: [any Service] = [SIGHUPKeyReloader(manager: manager)]
     if let store { services.append(StoreCloser(store: store, logger: logger)) }
+    if configuration.stateFilePath == nil, store != nil { services.append(KeyStateRefresher(manager: manager)) }
     if let directory = configuration.keysDirectory {
         services.append(KeyDirectoryWatcher(directory: directory, interval: keysDirectoryPollInterval, manager: manager))
     }

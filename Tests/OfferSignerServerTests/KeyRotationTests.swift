@@ -8,6 +8,7 @@ import NIOCore
 import OfferSignerServer
 import OfferSigning
 import Synchronization
+import OfferStore
 import Testing
 
 struct AdminKeys: Decodable {
@@ -341,5 +342,35 @@ extension TestClientProtocol {
         let afterRevocation = all.filter { $0.startedAt > revocation }
         #expect(!afterRevocation.isEmpty)
         #expect(afterRevocation.allSatisfy { $0.bundle?.keyIdentifier == "NEWKEY0001" }, "after the revocation no bundle names the revoked key")
+    }
+}
+
+@Suite struct SharedKeyStateTests {
+    @Test("key states kept in the store reach every replica", arguments: StoreBackend.available)
+    func replicasShareKeyStates(_ backend: StoreBackend) async throws {
+        let store = try await backend.open()
+        // Each run gets its own document name space: a fresh PostgreSQL test database is shared by runs.
+        let old = try SigningKey.generate(keyIdentifier: "OLDKEY0001"), new = try SigningKey.generate(keyIdentifier: "NEWKEY0001")
+        let entries = [KeyRing.Entry(key: old, source: "test"), KeyRing.Entry(key: new, source: "test")]
+        try await StoreKeyStateStore(store: store).save(KeyStates())
+        func replica() async throws -> (KeyRingHolder, KeyManager) {
+            let holder = KeyRingHolder(.empty)
+            let manager = try await KeyManager(holder: holder, loadKeys: { entries }, configuredActiveKeyIdentifier: "OLDKEY0001", stateStore: StoreKeyStateStore(store: store), logger: Logger(label: "test"))
+            return (holder, manager)
+        }
+        let (holderA, managerA) = try await replica()
+        let (holderB, managerB) = try await replica()
+        _ = try await managerA.activate("NEWKEY0001", by: "alice")
+        _ = try await managerA.revoke("OLDKEY0001", by: "alice")
+        #expect(holderA.current.activeKeyIdentifier == "NEWKEY0001")
+        #expect(holderB.current.activeKeyIdentifier == "OLDKEY0001")
+        #expect(await managerB.refreshStates())
+        #expect(holderB.current.activeKeyIdentifier == "NEWKEY0001")
+        #expect(holderB.current.state(of: "OLDKEY0001") == .revoked)
+        #expect(await !managerB.refreshStates())  // nothing new
+        // A restarted replica starts from the shared states.
+        let (holderC, _) = try await replica()
+        #expect(holderC.current.state(of: "OLDKEY0001") == .revoked)
+        try await store.close()
     }
 }

@@ -57,7 +57,8 @@ public struct ServiceConfiguration: Sendable {
     public var keysDirectory: String?
     /// `OFFER_SIGNER_ADMIN_TOKENS`.
     public var adminTokens: AdminTokens
-    /// `OFFER_SIGNER_STATE_FILE`: where admins' key states live; `nil` keeps them in memory.
+    /// `OFFER_SIGNER_STATE_FILE`: where admins' key states live; `nil` keeps them in the store (shared by
+    /// replicas), or in memory without a store.
     public var stateFilePath: String?
     /// `OFFER_SIGNER_POLICY`, parsed; `nil` signs every well-formed request.
     public var policy: OfferPolicy?
@@ -178,8 +179,6 @@ public struct ServiceConfiguration: Sendable {
         }
         if adminTokens.isEmpty {
             warnings.append("No OFFER_SIGNER_ADMIN_TOKENS: the admin API (/admin) refuses every request.")
-        } else if stateFile == nil {
-            warnings.append("No OFFER_SIGNER_STATE_FILE: key states set through the admin API will not survive a restart.")
         }
         self.init(
             host: host, port: port,

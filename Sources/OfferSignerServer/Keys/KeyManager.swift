@@ -142,6 +142,23 @@ public actor KeyManager {
         return try await apply(next, action: "revoke", keyIdentifier: keyIdentifier, admin: admin)
     }
 
+    /// Re-reads the saved states (another replica may have changed them) and applies them when they differ.
+    /// - Returns: whether anything changed.
+    @discardableResult
+    public func refreshStates() async -> Bool {
+        guard let saved = try? await stateStore.load(), saved != states else { return false }
+        do {
+            let ring = try Self.ring(entries, states: saved, configured: configuredActiveKeyIdentifier, previous: holder.current.activeKeyIdentifier, logger: logger)
+            states = saved
+            holder.replace(with: ring)
+            logger.notice("key states changed by another replica applied", metadata: ["active": "\(ring.activeKeyIdentifier ?? "-")"])
+            return true
+        } catch {
+            logger.error("key states saved by another replica cannot be applied here; keeping the current ones", metadata: ["error": "\(error.message)"])
+            return false
+        }
+    }
+
     /// Records a reload asked for by an admin in the history.
     public func recordReload(by admin: String) async throws {
         _ = try await apply(states, action: "reload", keyIdentifier: nil, admin: admin)

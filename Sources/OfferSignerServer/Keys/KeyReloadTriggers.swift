@@ -67,3 +67,21 @@ public struct KeyDirectoryWatcher: Service {
         }
     }
 }
+
+/// Applies key states that another replica saved in the shared store, every `interval`.
+public struct KeyStateRefresher: Service {
+    let manager: KeyManager
+    let interval: Duration
+
+    public init(manager: KeyManager, interval: Duration = .seconds(5)) {
+        self.manager = manager
+        self.interval = interval
+    }
+
+    public func run() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await Task.sleep(for: interval)
+            await manager.refreshStates()
+        }
+    }
+}

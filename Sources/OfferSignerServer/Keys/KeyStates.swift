@@ -1,4 +1,5 @@
 import Foundation
+import OfferStore
 
 /// Key states set by admins, which outlive a restart: the active key and the revoked keys, plus the history
 /// of changes (who, what, when).
@@ -56,6 +57,35 @@ public actor InMemoryKeyStateStore: KeyStateStore {
     public func load() async throws -> KeyStates { states }
 
     public func save(_ states: KeyStates) async throws { self.states = states }
+}
+
+/// Keeps key states in the customer store, shared by every replica that uses it (the default when a store is
+/// configured and `OFFER_SIGNER_STATE_FILE` is not set). Replicas pick up each other's changes: see
+/// ``KeyStateRefresher``.
+public struct StoreKeyStateStore: KeyStateStore {
+    static let documentName = "key-states"
+    let store: any OfferStore
+
+    public init(store: any OfferStore) {
+        self.store = store
+    }
+
+    public func load() async throws -> KeyStates {
+        guard let text = try await store.document(named: Self.documentName) else { return KeyStates() }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        guard let states = try? decoder.decode(KeyStates.self, from: Data(text.utf8)) else {
+            throw ConfigurationError("The key states in the store cannot be read; restore them or delete the 'key-states' document.")
+        }
+        return states
+    }
+
+    public func save(_ states: KeyStates) async throws {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys]
+        try await store.saveDocument(named: Self.documentName, String(decoding: try encoder.encode(states), as: UTF8.self))
+    }
 }
 
 /// Keeps key states in a JSON file, replaced atomically (written beside it, flushed, renamed).

@@ -68,37 +68,7 @@ public final class PostgresOfferStore: OfferStore, @unchecked Sendable {
 
     // MARK: migrations
 
-    static let migrations: [(version: Int, statements: [String])] = [
-        (1, [
-            """
-            CREATE TABLE IF NOT EXISTS customers (
-                bundle_identifier TEXT NOT NULL, application_username TEXT NOT NULL,
-                facts TEXT NOT NULL, updated_at BIGINT NOT NULL,
-                PRIMARY KEY (bundle_identifier, application_username))
-            """,
-            """
-            CREATE TABLE IF NOT EXISTS customer_transactions (
-                original_transaction_id TEXT NOT NULL, bundle_identifier TEXT NOT NULL, application_username TEXT NOT NULL,
-                PRIMARY KEY (original_transaction_id, bundle_identifier, application_username))
-            """,
-            "CREATE TABLE IF NOT EXISTS processed_notifications (notification_uuid TEXT PRIMARY KEY, processed_at BIGINT NOT NULL)",
-            """
-            CREATE TABLE IF NOT EXISTS issued_signatures (
-                nonce TEXT PRIMARY KEY, key_identifier TEXT NOT NULL, bundle_identifier TEXT NOT NULL,
-                product_identifier TEXT NOT NULL, offer_identifier TEXT NOT NULL, application_username TEXT NOT NULL,
-                timestamp BIGINT NOT NULL, format TEXT NOT NULL)
-            """,
-            "CREATE INDEX IF NOT EXISTS issued_by_customer ON issued_signatures (bundle_identifier, application_username, timestamp)",
-            "CREATE INDEX IF NOT EXISTS issued_by_key ON issued_signatures (key_identifier, timestamp)",
-            "CREATE INDEX IF NOT EXISTS issued_by_time ON issued_signatures (timestamp)",
-            """
-            CREATE TABLE IF NOT EXISTS audit_events (
-                id TEXT PRIMARY KEY, at BIGINT NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,
-                target TEXT NOT NULL, details TEXT NOT NULL)
-            """,
-            "CREATE INDEX IF NOT EXISTS audit_by_time ON audit_events (at)",
-        ]),
-    ]
+    static let migrations = StoreSchema.migrations(integer64: "BIGINT")
 
     public func migrate() async throws {
         do {
@@ -330,6 +300,22 @@ public final class PostgresOfferStore: OfferStore, @unchecked Sendable {
         }
         return try rows.map { id, at, actor, action, target, details in
             AuditEvent(id: id, at: Date(timeIntervalSince1970: Double(at) / 1000), actor: actor, action: action, target: target, details: try StoreCoding.decode([String: String].self, from: details))
+        }
+    }
+
+    public func document(named name: String) async throws -> String? {
+        try await run {
+            for try await body in try await client.query("SELECT body FROM documents WHERE name = \(name)", logger: logger).decode(String.self) {
+                return body
+            }
+            return nil
+        }
+    }
+
+    public func saveDocument(named name: String, _ text: String) async throws {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        _ = try await run {
+            try await client.query("INSERT INTO documents (name, body, updated_at) VALUES (\(name), \(text), \(now)) ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body, updated_at = EXCLUDED.updated_at", logger: logger)
         }
     }
 

@@ -62,37 +62,7 @@ public final class SQLiteOfferStore: OfferStore, @unchecked Sendable {
 
     // MARK: migrations
 
-    static let migrations: [(version: Int, statements: [String])] = [
-        (1, [
-            """
-            CREATE TABLE IF NOT EXISTS customers (
-                bundle_identifier TEXT NOT NULL, application_username TEXT NOT NULL,
-                facts TEXT NOT NULL, updated_at INTEGER NOT NULL,
-                PRIMARY KEY (bundle_identifier, application_username))
-            """,
-            """
-            CREATE TABLE IF NOT EXISTS customer_transactions (
-                original_transaction_id TEXT NOT NULL, bundle_identifier TEXT NOT NULL, application_username TEXT NOT NULL,
-                PRIMARY KEY (original_transaction_id, bundle_identifier, application_username))
-            """,
-            "CREATE TABLE IF NOT EXISTS processed_notifications (notification_uuid TEXT PRIMARY KEY, processed_at INTEGER NOT NULL)",
-            """
-            CREATE TABLE IF NOT EXISTS issued_signatures (
-                nonce TEXT PRIMARY KEY, key_identifier TEXT NOT NULL, bundle_identifier TEXT NOT NULL,
-                product_identifier TEXT NOT NULL, offer_identifier TEXT NOT NULL, application_username TEXT NOT NULL,
-                timestamp INTEGER NOT NULL, format TEXT NOT NULL)
-            """,
-            "CREATE INDEX IF NOT EXISTS issued_by_customer ON issued_signatures (bundle_identifier, application_username, timestamp)",
-            "CREATE INDEX IF NOT EXISTS issued_by_key ON issued_signatures (key_identifier, timestamp)",
-            "CREATE INDEX IF NOT EXISTS issued_by_time ON issued_signatures (timestamp)",
-            """
-            CREATE TABLE IF NOT EXISTS audit_events (
-                id TEXT PRIMARY KEY, at INTEGER NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,
-                target TEXT NOT NULL, details TEXT NOT NULL)
-            """,
-            "CREATE INDEX IF NOT EXISTS audit_by_time ON audit_events (at)",
-        ]),
-    ]
+    static let migrations = StoreSchema.migrations(integer64: "INTEGER")
 
     public func migrate() async throws {
         let writer = self.writer
@@ -338,6 +308,23 @@ public final class SQLiteOfferStore: OfferStore, @unchecked Sendable {
             guard let id = row.column("id")?.string, let at = row.column("at")?.integer, let actor = row.column("actor")?.string,
                   let action = row.column("action")?.string, let target = row.column("target")?.string, let details = row.column("details")?.string else { return nil }
             return AuditEvent(id: id, at: Date(timeIntervalSince1970: Double(at) / 1000), actor: actor, action: action, target: target, details: try StoreCoding.decode([String: String].self, from: details))
+        }
+    }
+
+    public func document(named name: String) async throws -> String? {
+        let reader = self.reader
+        let rows = try await readGate.withGate {
+            try await Self.unavailable { try await reader.query("SELECT body FROM documents WHERE name = ?", [.text(name)]) }
+        }
+        return rows.first?.column("body")?.string
+    }
+
+    public func saveDocument(named name: String, _ text: String) async throws {
+        _ = try await transaction { connection in
+            _ = try await connection.query(
+                "INSERT INTO documents (name, body, updated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
+                [.text(name), .text(text), .integer(Int(Date().timeIntervalSince1970 * 1000))])
+            return true
         }
     }
 

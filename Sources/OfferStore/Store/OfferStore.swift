@@ -65,6 +65,12 @@ public protocol OfferStore: Sendable {
     /// Audit events, newest first.
     func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent]
 
+    /// A small named document shared by every replica (key states set by admins), or `nil`.
+    func document(named name: String) async throws -> String?
+
+    /// Saves a named document durably.
+    func saveDocument(named name: String, _ text: String) async throws
+
     /// Checks that the store answers (for `/readyz`).
     func ping() async throws
 
