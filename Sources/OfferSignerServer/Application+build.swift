@@ -3,6 +3,7 @@ import Logging
 import OfferSigning
 import Prometheus
 import AppStoreNotifications
+import OfferEligibility
 import OfferStore
 import ServiceLifecycle
 
@@ -105,6 +106,9 @@ public func buildApplication(
         manager = try await KeyManager(
             holder: service.keys, loadKeys: configuration.loadKeys,
             configuredActiveKeyIdentifier: configuration.configuredActiveKeyIdentifier,
+            appActiveKeyIdentifiers: Dictionary(
+                (configuration.policy?.apps ?? []).compactMap { app in app.activeKeyIdentifier.map { (app.bundleIdentifier, $0) } },
+                uniquingKeysWith: { first, _ in first }),
             stateStore: stateStore, logger: logger)
     } catch {
         try? await store?.close()  // an open store must be closed before it is dropped

@@ -374,3 +374,23 @@ extension TestClientProtocol {
         try await store.close()
     }
 }
+
+@Suite struct PerAppActiveKeyTests {
+    @Test func anAppWithItsOwnActiveKeySignsWithIt() async throws {
+        let shared = try SigningKey.generate(keyIdentifier: "SHARED0001"), own = try SigningKey.generate(keyIdentifier: "OWNKEY0001")
+        let entries = [KeyRing.Entry(key: shared, source: "t"), KeyRing.Entry(key: own, source: "t")]
+        let service = OfferService(
+            apps: [AppConfiguration(bundleIdentifier: "com.example.a"), AppConfiguration(bundleIdentifier: "com.example.b")],
+            keyRing: .empty)
+        let manager = try await KeyManager(
+            holder: service.keys, loadKeys: { entries }, configuredActiveKeyIdentifier: "SHARED0001",
+            appActiveKeyIdentifiers: ["com.example.b": "OWNKEY0001"], stateStore: InMemoryKeyStateStore(), logger: Logger(label: "t"))
+        let a = try await service.signLegacy(SignOfferRequest(bundleIdentifier: "com.example.a", productIdentifier: "p", offerIdentifier: "o", applicationUsername: "u"))
+        let b = try await service.signLegacy(SignOfferRequest(bundleIdentifier: "com.example.b", productIdentifier: "p", offerIdentifier: "o", applicationUsername: "u"))
+        #expect(a.keyIdentifier == "SHARED0001")
+        #expect(b.keyIdentifier == "OWNKEY0001")
+        #expect(service.keys.current.state(of: "OWNKEY0001") == .active)
+        // An app's own active key cannot be revoked from under it.
+        await #expect(throws: KeyManagementError.self) { _ = try await manager.revoke("OWNKEY0001", by: "alice") }
+    }
+}

@@ -138,9 +138,17 @@ struct StoreFixture {
             #expect(capped.status == .forbidden)
             #expect(try capped.decode(RefusalBody.self).error.reasons?.map(\.code) == ["cap_reached"])
 
+            // A JWS is recorded the same way.
+            let jws = try await fixture.sign(client, "everyone", Self.token, extra: #","format":"jws""#)
+            #expect(jws.status == .ok)
+            let jwsNonce = try jws.decode(JWSAnswer.self).nonce
+            let jwsLogged = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, offerIdentifier: "everyone"))
+            #expect(jwsLogged.map(\.nonce) == [jwsNonce])
+            #expect(jwsLogged.first?.format == "jws")
+
             // Every bundle returned is in the issued-signature log.
             let logged = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: Self.token))
-            #expect(logged.map(\.offerIdentifier).sorted() == ["retention_30", "winback_50", "winback_50"])
+            #expect(logged.map(\.offerIdentifier).sorted() == ["everyone", "retention_30", "winback_50", "winback_50"])
             #expect(Set(logged.map(\.nonce)).contains(try retention.decode(SignedLegacyOffer.self).nonce))
         }
         try await fixture.store.close()
@@ -180,6 +188,21 @@ struct StoreFixture {
             #expect(try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "victim")) == nil)
         }
         try await fixture.store.close()
+    }
+
+    @Test("when the store fails, a notification gets 503 so that the App Store retries; a signature is not returned", arguments: StoreBackend.available)
+    func storeFailureIs503(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        try await fixture.store.close()  // the database goes away
+        try await fixture.application.test(.router) { client in
+            let transaction = fixture.transaction("unlucky", expires: Date() + 86_400, signedDate: Date())
+            let response = try await fixture.notify(client, .didRenew, transaction: transaction, signedDate: Date())
+            #expect(response.status == .serviceUnavailable)
+            #expect(try response.decode(ErrorBody.self).error.code == "store_unavailable")
+            let sign = try await fixture.sign(client, "everyone", "unlucky")
+            #expect(sign.status == .serviceUnavailable)
+            #expect(!sign.text.contains("signature\":\"M"))
+        }
     }
 
     @Test("a signedTransaction establishes the App Store's own rule for an unknown customer", arguments: StoreBackend.available)

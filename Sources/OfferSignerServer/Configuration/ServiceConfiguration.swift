@@ -168,8 +168,15 @@ public struct ServiceConfiguration: Sendable {
             // Which key signs is settled by the KeyManager, which also applies the admins' saved states
             // (OFFER_SIGNER_STATE_FILE); a configuration without a usable active key fails there.
             keyRing = try KeyRing(keys: keys, activeKeyIdentifier: active)
-        } catch {
+            for app in policy?.apps ?? [] {
+                if let key = app.activeKeyIdentifier, keyRing.entry(for: key) == nil, requireKeys {
+                    throw OfferSigningError(code: .unknownKey, message: "The policy's active key for \(app.bundleIdentifier), \(key), is not among the loaded keys (\(keys.map(\.key.keyIdentifier).joined(separator: ", "))).")
+                }
+            }
+        } catch let error as OfferSigningError {
             throw ConfigurationError(error.message)
+        } catch {
+            throw ConfigurationError("\(error)")
         }
         let adminTokens = try AdminTokens(parsing: config.string(forKey: "offerSigner.adminTokens", isSecret: true) ?? "")
         let stateFile = config.string(forKey: "offerSigner.stateFile").flatMap { $0.isEmpty ? nil : $0 }

@@ -40,6 +40,7 @@ public actor KeyManager {
     private let holder: KeyRingHolder
     private let loadKeys: KeyLoading
     private let configuredActiveKeyIdentifier: String?
+    private let appActiveKeyIdentifiers: [String: String]
     private let stateStore: any KeyStateStore
     private var states: KeyStates
     private var entries: [KeyRing.Entry]
@@ -51,8 +52,10 @@ public actor KeyManager {
     /// - Throws: ``ConfigurationError`` when the keys or the saved states cannot be used.
     public init(
         holder: KeyRingHolder, loadKeys: @escaping KeyLoading, configuredActiveKeyIdentifier: String?,
+        appActiveKeyIdentifiers: [String: String] = [:],
         stateStore: any KeyStateStore, logger: Logger
     ) async throws {
+        self.appActiveKeyIdentifiers = appActiveKeyIdentifiers
         self.holder = holder
         self.loadKeys = loadKeys
         self.configuredActiveKeyIdentifier = configuredActiveKeyIdentifier
@@ -62,7 +65,7 @@ public actor KeyManager {
         self.entries = try loadKeys()
         let ring: KeyRing
         do {
-            ring = try Self.ring(entries, states: states, configured: configuredActiveKeyIdentifier, previous: nil, logger: logger)
+            ring = try Self.ring(entries, states: states, configured: configuredActiveKeyIdentifier, byApp: appActiveKeyIdentifiers, previous: nil, logger: logger)
         } catch {
             throw ConfigurationError(error.message)
         }
@@ -86,7 +89,7 @@ public actor KeyManager {
             if let active = current.activeKeyIdentifier, !newEntries.contains(where: { $0.key.keyIdentifier == active }) {
                 throw ConfigurationError("the active key \(active) is missing from the new key set; activate another key before removing its file.")
             }
-            let ring = try Self.ring(newEntries, states: states, configured: configuredActiveKeyIdentifier, previous: current.activeKeyIdentifier, logger: logger)
+            let ring = try Self.ring(newEntries, states: states, configured: configuredActiveKeyIdentifier, byApp: appActiveKeyIdentifiers, previous: current.activeKeyIdentifier, logger: logger)
             let before = Set(holder.current.entries.map { "\($0.key.keyIdentifier)/\($0.key.fingerprint)" })
             let after = Set(ring.entries.map { "\($0.key.keyIdentifier)/\($0.key.fingerprint)" })
             entries = newEntries
@@ -148,7 +151,7 @@ public actor KeyManager {
     public func refreshStates() async -> Bool {
         guard let saved = try? await stateStore.load(), saved != states else { return false }
         do {
-            let ring = try Self.ring(entries, states: saved, configured: configuredActiveKeyIdentifier, previous: holder.current.activeKeyIdentifier, logger: logger)
+            let ring = try Self.ring(entries, states: saved, configured: configuredActiveKeyIdentifier, byApp: appActiveKeyIdentifiers, previous: holder.current.activeKeyIdentifier, logger: logger)
             states = saved
             holder.replace(with: ring)
             logger.notice("key states changed by another replica applied", metadata: ["active": "\(ring.activeKeyIdentifier ?? "-")"])
@@ -177,7 +180,7 @@ public actor KeyManager {
         next.history.append(.init(at: Date(), admin: admin, action: action, keyIdentifier: keyIdentifier))
         let ring: KeyRing
         do {
-            ring = try Self.ring(entries, states: next, configured: configuredActiveKeyIdentifier, previous: holder.current.activeKeyIdentifier, logger: logger)
+            ring = try Self.ring(entries, states: next, configured: configuredActiveKeyIdentifier, byApp: appActiveKeyIdentifiers, previous: holder.current.activeKeyIdentifier, logger: logger)
         } catch {
             throw KeyManagementError(code: "key_state_conflict", message: error.message)
         }
@@ -194,7 +197,8 @@ public actor KeyManager {
     /// The ring for `entries` under `states`. The active key is, in this order: the one an admin activated
     /// (when loaded), the configured one, the one that was active before this reload (when loaded), or the only
     /// key. So adding a second key file never leaves the service without an active key.
-    static func ring(_ entries: [KeyRing.Entry], states: KeyStates, configured: String?, previous: String?, logger: Logger) throws(OfferSigningError) -> KeyRing {
+    /// Apps with an active key of their own (`activeKeyIdentifier` in the policy) keep it whatever the default.
+    static func ring(_ entries: [KeyRing.Entry], states: KeyStates, configured: String?, byApp: [String: String] = [:], previous: String?, logger: Logger) throws(OfferSigningError) -> KeyRing {
         let loaded = Set(entries.map(\.key.keyIdentifier))
         var active = configured ?? previous.flatMap { loaded.contains($0) ? $0 : nil }
         if let chosen = states.activeKeyIdentifier {
@@ -204,7 +208,7 @@ public actor KeyManager {
                 logger.warning("the key an admin activated is not loaded; using the configured active key", metadata: ["keyIdentifier": "\(chosen)"])
             }
         }
-        let ring = try KeyRing(keys: entries, activeKeyIdentifier: active, revokedKeyIdentifiers: states.revokedKeyIdentifiers)
+        let ring = try KeyRing(keys: entries, activeKeyIdentifier: active, activeKeyIdentifiersByApp: byApp, revokedKeyIdentifiers: states.revokedKeyIdentifiers)
         _ = try ring.activeKey()
         return ring
     }
