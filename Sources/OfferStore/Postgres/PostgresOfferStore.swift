@@ -10,14 +10,11 @@ import PostgresNIO
 /// `record(_:)` batches concurrent callers into one multi-row INSERT and one commit (group commit), like
 /// the SQLite store. Duplicate nonces are found with `ON CONFLICT DO NOTHING RETURNING`, so they fail only
 /// their own caller.
-public final class PostgresOfferStore: OfferStore, @unchecked Sendable {
-    // @unchecked: the mutable queue is only touched under `queueLock`; the client is Sendable.
+public final class PostgresOfferStore: OfferStore, Sendable {
     private let client: PostgresClient
     private let running: Task<Void, Never>
     private let logger: Logger
-    private let queueLock = NSLock()
-    private var queue: [(IssuedSignature, CheckedContinuation<Void, any Error>)] = []
-    private var flushing = false
+    private let recorder = GroupCommitQueue<IssuedSignature>(maximumBatch: 1000)
 
     /// Connects (lazily: the first query opens the first connection).
     public init(configuration: PostgresClient.Configuration, logger: Logger) {
@@ -25,6 +22,10 @@ public final class PostgresOfferStore: OfferStore, @unchecked Sendable {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.running = Task { await client.run() }
+        recorder.setWriter { [weak self] records in
+            guard let self else { throw OfferStoreError(code: .unavailable, message: "The PostgreSQL store is closed.") }
+            return try await self.insert(records)
+        }
     }
 
     /// Parses `postgres://USER:PASSWORD@HOST:PORT/DATABASE[?sslmode=disable|require]`.
@@ -172,61 +173,39 @@ public final class PostgresOfferStore: OfferStore, @unchecked Sendable {
     // MARK: issued signatures (group commit)
 
     public func record(_ signature: IssuedSignature) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let startFlush = queueLock.withLock { () -> Bool in
-                queue.append((signature, continuation))
-                if flushing { return false }
-                flushing = true
-                return true
-            }
-            if startFlush {
-                Task { await self.flushLoop() }
-            }
-        }
+        try await recorder.submit(signature)
     }
 
-    private func flushLoop() async {
-        while true {
-            let batch = queueLock.withLock { () -> [(IssuedSignature, CheckedContinuation<Void, any Error>)] in
-                let taken = Array(queue.prefix(1000))
-                queue.removeFirst(taken.count)
-                if taken.isEmpty { flushing = false }
-                return taken
+    /// Inserts one batch (at most 1000 rows, 8000 parameters) in one statement; duplicates fail alone.
+    private func insert(_ records: [IssuedSignature]) async throws -> [(any Error)?] {
+        var bindings = PostgresBindings(capacity: records.count * 8)
+        var rows: [String] = []
+        rows.reserveCapacity(records.count)
+        for (index, record) in records.enumerated() {
+            let base = index * 8
+            rows.append("($\(base + 1), $\(base + 2), $\(base + 3), $\(base + 4), $\(base + 5), $\(base + 6), $\(base + 7), $\(base + 8))")
+            bindings.append(record.nonce)
+            bindings.append(record.keyIdentifier)
+            bindings.append(record.bundleIdentifier)
+            bindings.append(record.productIdentifier)
+            bindings.append(record.offerIdentifier)
+            bindings.append(record.applicationUsername)
+            bindings.append(record.timestamp)
+            bindings.append(record.format)
+        }
+        let query = PostgresQuery(
+            unsafeSQL: "INSERT INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format) VALUES \(rows.joined(separator: ", ")) ON CONFLICT (nonce) DO NOTHING RETURNING nonce",
+            binds: bindings)
+        do {
+            var inserted: Set<String> = []
+            for try await nonce in try await client.query(query, logger: logger).decode(String.self) { inserted.insert(nonce) }
+            return records.map { record in
+                inserted.remove(record.nonce) != nil ? nil : OfferStoreError(code: .duplicateNonce, message: "A signature with nonce \(record.nonce) was recorded before.")
             }
-            if batch.isEmpty { return }
-            var bindings = PostgresBindings(capacity: batch.count * 8)
-            var rows: [String] = []
-            rows.reserveCapacity(batch.count)
-            for (index, (record, _)) in batch.enumerated() {
-                let base = index * 8
-                rows.append("($\(base + 1), $\(base + 2), $\(base + 3), $\(base + 4), $\(base + 5), $\(base + 6), $\(base + 7), $\(base + 8))")
-                bindings.append(record.nonce)
-                bindings.append(record.keyIdentifier)
-                bindings.append(record.bundleIdentifier)
-                bindings.append(record.productIdentifier)
-                bindings.append(record.offerIdentifier)
-                bindings.append(record.applicationUsername)
-                bindings.append(record.timestamp)
-                bindings.append(record.format)
-            }
-            let query = PostgresQuery(
-                unsafeSQL: "INSERT INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format) VALUES \(rows.joined(separator: ", ")) ON CONFLICT (nonce) DO NOTHING RETURNING nonce",
-                binds: bindings)
-            do {
-                var inserted: Set<String> = []
-                for try await nonce in try await client.query(query, logger: logger).decode(String.self) { inserted.insert(nonce) }
-                for (record, continuation) in batch {
-                    if inserted.remove(record.nonce) != nil {
-                        continuation.resume()
-                    } else {
-                        continuation.resume(throwing: OfferStoreError(code: .duplicateNonce, message: "A signature with nonce \(record.nonce) was recorded before."))
-                    }
-                }
-            } catch {
-                let failure = Self.unavailable(error)
-                logger.error("issued-signature batch not recorded", metadata: ["count": "\(batch.count)", "error": "\(failure.message)"])
-                for (_, continuation) in batch { continuation.resume(throwing: failure) }
-            }
+        } catch {
+            let failure = Self.unavailable(error)
+            logger.error("issued-signature batch not recorded", metadata: ["count": "\(records.count)", "error": "\(failure.message)"])
+            throw failure
         }
     }
 
@@ -324,7 +303,7 @@ public final class PostgresOfferStore: OfferStore, @unchecked Sendable {
     }
 
     public func close() async throws {
-        while queueLock.withLock({ flushing }) { try await Task.sleep(for: .milliseconds(5)) }
+        while recorder.isBusy { try await Task.sleep(for: .milliseconds(5)) }
         running.cancel()
         await running.value
     }

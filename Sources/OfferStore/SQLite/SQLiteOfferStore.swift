@@ -15,16 +15,13 @@ import SQLiteNIO
 ///
 /// All writes go through one connection, one transaction at a time (an ``AsyncGate``); reads of a file store
 /// use a second connection, which WAL lets read while a write is in progress.
-public final class SQLiteOfferStore: OfferStore, @unchecked Sendable {
-    // @unchecked: the mutable queue is only touched under `queueLock`; connections are Sendable.
+public final class SQLiteOfferStore: OfferStore, Sendable {
     private let writer: SQLiteConnection
     private let reader: SQLiteConnection
     private let writeGate = AsyncGate()
     private let readGate: AsyncGate
     private let logger: Logger
-    private let queueLock = NSLock()
-    private var queue: [(IssuedSignature, CheckedContinuation<Void, any Error>)] = []
-    private var flushing = false
+    private let recorder = GroupCommitQueue<IssuedSignature>()
 
     /// Opens (or creates) the store.
     /// - Parameter path: the file; `nil` for an in-memory store (tests, `serve --demo`).
@@ -46,6 +43,10 @@ public final class SQLiteOfferStore: OfferStore, @unchecked Sendable {
             }
         } catch {
             throw OfferStoreError(code: .unavailable, message: "Cannot open the SQLite store\(path.map { " at \($0)" } ?? ""): \(Self.describe(error)).")
+        }
+        recorder.setWriter { [weak self] records in
+            guard let self else { throw OfferStoreError(code: .unavailable, message: "The SQLite store is closed.") }
+            return try await self.insert(records)
         }
     }
 
@@ -180,57 +181,32 @@ public final class SQLiteOfferStore: OfferStore, @unchecked Sendable {
     // MARK: issued signatures (group commit)
 
     public func record(_ signature: IssuedSignature) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let startFlush = queueLock.withLock { () -> Bool in
-                queue.append((signature, continuation))
-                if flushing { return false }
-                flushing = true
-                return true
-            }
-            if startFlush {
-                Task { await self.flushLoop() }
-            }
-        }
+        try await recorder.submit(signature)
     }
 
-    /// Writes what is queued, batch after batch, until the queue is empty.
-    private func flushLoop() async {
-        while true {
-            let batch = queueLock.withLock { () -> [(IssuedSignature, CheckedContinuation<Void, any Error>)] in
-                let taken = queue
-                queue.removeAll(keepingCapacity: true)
-                if taken.isEmpty { flushing = false }
-                return taken
-            }
-            if batch.isEmpty { return }
-            let records = batch.map(\.0)
-            let outcomes: [OfferStoreError?]
-            do {
-                outcomes = try await transaction { connection in
-                    var outcomes: [OfferStoreError?] = []
-                    outcomes.reserveCapacity(records.count)
-                    for record in records {
-                        do {
-                            _ = try await connection.query(
-                                "INSERT INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                [.text(record.nonce), .text(record.keyIdentifier), .text(record.bundleIdentifier), .text(record.productIdentifier),
-                                 .text(record.offerIdentifier), .text(record.applicationUsername), .integer(Int(record.timestamp)), .text(record.format)])
-                            outcomes.append(nil)
-                        } catch let error as SQLiteError where error.reason == .constraintPrimaryKeyFailed || error.reason == .constraintUniqueFailed || error.reason == .constraint {
-                            outcomes.append(OfferStoreError(code: .duplicateNonce, message: "A signature with nonce \(record.nonce) was recorded before."))
-                        }
+    /// Inserts one batch in one transaction; a duplicate nonce fails only its own record.
+    private func insert(_ records: [IssuedSignature]) async throws -> [(any Error)?] {
+        do {
+            return try await transaction { connection in
+                var outcomes: [(any Error)?] = []
+                outcomes.reserveCapacity(records.count)
+                for record in records {
+                    do {
+                        _ = try await connection.query(
+                            "INSERT INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            [.text(record.nonce), .text(record.keyIdentifier), .text(record.bundleIdentifier), .text(record.productIdentifier),
+                             .text(record.offerIdentifier), .text(record.applicationUsername), .integer(Int(record.timestamp)), .text(record.format)])
+                        outcomes.append(nil)
+                    } catch let error as SQLiteError where error.reason == .constraintPrimaryKeyFailed || error.reason == .constraintUniqueFailed || error.reason == .constraint {
+                        outcomes.append(OfferStoreError(code: .duplicateNonce, message: "A signature with nonce \(record.nonce) was recorded before."))
                     }
-                    return outcomes
                 }
-            } catch {
-                let failure = (error as? OfferStoreError) ?? OfferStoreError(code: .unavailable, message: "SQLite store: \(Self.describe(error)).")
-                logger.error("issued-signature batch not recorded", metadata: ["count": "\(batch.count)", "error": "\(failure.message)"])
-                for (_, continuation) in batch { continuation.resume(throwing: failure) }
-                continue
+                return outcomes
             }
-            for ((_, continuation), outcome) in zip(batch, outcomes) {
-                if let outcome { continuation.resume(throwing: outcome) } else { continuation.resume() }
-            }
+        } catch {
+            let failure = (error as? OfferStoreError) ?? OfferStoreError(code: .unavailable, message: "SQLite store: \(Self.describe(error)).")
+            logger.error("issued-signature batch not recorded", metadata: ["count": "\(records.count)", "error": "\(failure.message)"])
+            throw failure
         }
     }
 
@@ -334,7 +310,7 @@ public final class SQLiteOfferStore: OfferStore, @unchecked Sendable {
     }
 
     public func close() async throws {
-        while queueLock.withLock({ flushing }) { try await Task.sleep(for: .milliseconds(5)) }
+        while recorder.isBusy { try await Task.sleep(for: .milliseconds(5)) }
         try await writeGate.withGate { [writer, reader] in
             if reader !== writer { try await reader.close() }
             try await writer.close()
