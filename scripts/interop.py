@@ -177,6 +177,14 @@ try:
     claims = jwt.decode(answer["signature"], demo_key, algorithms=["ES256"], audience="introductory-offer-eligibility")
     check(claims["allowIntroductoryOffer"] == answer["allowIntroductoryOffer"] and claims["transactionId"] == "2000000123456789",
           "PyJWT verifies the live service's introductory-offer eligibility JWS")
+    import yaml
+    from openapi_spec_validator import validate as validate_openapi
+    spec = yaml.safe_load(urllib.request.urlopen(base + "/openapi.yaml", timeout=5).read())
+    try:
+        validate_openapi(spec)
+        check(True, "GET /openapi.yaml is a valid OpenAPI 3.1 document (openapi-spec-validator)")
+    except Exception as error:
+        check(False, f"GET /openapi.yaml is a valid OpenAPI 3.1 document: {error}")
 finally:
     server.terminate()
     server.wait(timeout=10)

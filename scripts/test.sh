@@ -13,7 +13,7 @@ swift test
 
 venv=${OFFER_SIGNER_VENV:-.venv}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -c 'import cryptography, appstoreserverlibrary' 2>/dev/null \
+"$venv/bin/python" -c 'import cryptography, appstoreserverlibrary, openapi_spec_validator, yaml' 2>/dev/null \
   || "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-interop.txt
 "$venv/bin/python" scripts/interop.py "$(swift build --show-bin-path)/offer-signer"
 scripts/runbook-check.sh "$(swift build --show-bin-path)/offer-signer"

@@ -16,6 +16,11 @@ struct OperationsRoutes<Context: RequestContext> {
 
     func register(on router: Router<Context>) {
         router.get("/healthz") { _, _ in HealthResponse(status: "ok") }
+        router.get("/openapi.yaml") { _, _ -> Response in
+            Response(
+                status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+        }
         router.get("/readyz") { _, _ -> HealthResponse in
             let key = try service.keys.current.activeKey()
             if let store = service.store {
