@@ -184,24 +184,34 @@ public final class SQLiteOfferStore: OfferStore, Sendable {
         try await recorder.submit(signature)
     }
 
-    /// Inserts one batch in one transaction; a duplicate nonce fails only its own record.
+    /// Inserts one batch in one transaction: one multi-row `INSERT OR IGNORE … RETURNING nonce` per 100 rows
+    /// (one statement, one hop to SQLite's thread, instead of one per row); a nonce not returned was a
+    /// duplicate and fails only its own record.
     private func insert(_ records: [IssuedSignature]) async throws -> [(any Error)?] {
         do {
-            return try await transaction { connection in
-                var outcomes: [(any Error)?] = []
-                outcomes.reserveCapacity(records.count)
-                for record in records {
-                    do {
-                        _ = try await connection.query(
-                            "INSERT INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            [.text(record.nonce), .text(record.keyIdentifier), .text(record.bundleIdentifier), .text(record.productIdentifier),
-                             .text(record.offerIdentifier), .text(record.applicationUsername), .integer(Int(record.timestamp)), .text(record.format)])
-                        outcomes.append(nil)
-                    } catch let error as SQLiteError where error.reason == .constraintPrimaryKeyFailed || error.reason == .constraintUniqueFailed || error.reason == .constraint {
-                        outcomes.append(OfferStoreError(code: .duplicateNonce, message: "A signature with nonce \(record.nonce) was recorded before."))
+            let inserted = try await transaction { connection -> Set<String> in
+                var inserted: Set<String> = []
+                var start = records.startIndex
+                while start < records.endIndex {
+                    let chunk = records[start..<min(start + 100, records.endIndex)]
+                    var binds: [SQLiteData] = []
+                    binds.reserveCapacity(chunk.count * 8)
+                    for record in chunk {
+                        binds += [.text(record.nonce), .text(record.keyIdentifier), .text(record.bundleIdentifier), .text(record.productIdentifier),
+                                  .text(record.offerIdentifier), .text(record.applicationUsername), .integer(Int(record.timestamp)), .text(record.format)]
                     }
+                    let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", ")
+                    let rows = try await connection.query(
+                        "INSERT OR IGNORE INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format) VALUES \(values) RETURNING nonce",
+                        binds)
+                    for row in rows { if let nonce = row.column("nonce")?.string { inserted.insert(nonce) } }
+                    start = chunk.endIndex
                 }
-                return outcomes
+                return inserted
+            }
+            var remaining = inserted
+            return records.map { record in
+                remaining.remove(record.nonce) != nil ? nil : OfferStoreError(code: .duplicateNonce, message: "A signature with nonce \(record.nonce) was recorded before.")
             }
         } catch {
             let failure = (error as? OfferStoreError) ?? OfferStoreError(code: .unavailable, message: "SQLite store: \(Self.describe(error)).")
