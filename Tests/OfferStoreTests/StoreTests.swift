@@ -148,6 +148,31 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
         }
     }
 
+    @Test("in concurrent batches larger than one statement, each repeated nonce fails only its own caller", arguments: Backend.available)
+    func duplicatesInsideBatches(_ backend: Backend) async throws {
+        let (store, _) = try await backend.open()
+        let unique = (0..<1200).map { signature("u\($0 % 5)", at: Int64($0)) }
+        let repeated = Array(unique.prefix(40))  // the same nonces again, submitted among the others
+        let outcomes = try await withThrowingTaskGroup(of: OfferStoreError.Code?.self) { group in
+            for record in unique + repeated {
+                group.addTask {
+                    do {
+                        try await store.record(record)
+                        return nil
+                    } catch let error as OfferStoreError {
+                        return error.code
+                    }
+                }
+            }
+            return try await group.reduce(into: [OfferStoreError.Code?]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 == .duplicateNonce }.count == repeated.count)
+        #expect(outcomes.filter { $0 == nil }.count == unique.count)
+        let found = try await store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app, limit: 5000))
+        #expect(Set(found.map(\.nonce)) == Set(unique.map(\.nonce)))
+        try await store.close()
+    }
+
     @Test("audit events round-trip, newest first", arguments: Backend.available)
     func audit(_ backend: Backend) async throws {
         let (store, _) = try await backend.open()

@@ -21,7 +21,7 @@ public final class SQLiteOfferStore: OfferStore, Sendable {
     private let writeGate = AsyncGate()
     private let readGate: AsyncGate
     private let logger: Logger
-    private let recorder = GroupCommitQueue<IssuedSignature>()
+    private let recorder = GroupCommitQueue<IssuedSignature>(maximumBatch: SQLiteOfferStore.recordsPerBatch)
 
     /// Opens (or creates) the store.
     /// - Parameter path: the file; `nil` for an in-memory store (tests, `serve --demo`).
@@ -184,31 +184,32 @@ public final class SQLiteOfferStore: OfferStore, Sendable {
         try await recorder.submit(signature)
     }
 
-    /// Inserts one batch in one transaction: one multi-row `INSERT OR IGNORE … RETURNING nonce` per 100 rows
-    /// (one statement, one hop to SQLite's thread, instead of one per row); a nonce not returned was a
-    /// duplicate and fails only its own record.
+    /// Rows of one batch: one multi-row statement holds them all (8 parameters a row, well under SQLite's
+    /// 32,766), so a batch is one statement.
+    static let recordsPerBatch = 500
+
+    /// Inserts one batch as one multi-row `INSERT OR IGNORE … RETURNING nonce`: in autocommit mode a statement
+    /// is its own transaction, so the batch is atomic and, with `synchronous=FULL`, on disk when it returns —
+    /// one hop to SQLite's thread and one commit per batch. A nonce not returned was a duplicate and fails only
+    /// its own record.
     private func insert(_ records: [IssuedSignature]) async throws -> [(any Error)?] {
         do {
-            let inserted = try await transaction { connection -> Set<String> in
-                var inserted: Set<String> = []
-                var start = records.startIndex
-                while start < records.endIndex {
-                    let chunk = records[start..<min(start + 100, records.endIndex)]
-                    var binds: [SQLiteData] = []
-                    binds.reserveCapacity(chunk.count * 8)
-                    for record in chunk {
-                        binds += [.text(record.nonce), .text(record.keyIdentifier), .text(record.bundleIdentifier), .text(record.productIdentifier),
-                                  .text(record.offerIdentifier), .text(record.applicationUsername), .integer(Int(record.timestamp)), .text(record.format)]
-                    }
-                    let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", ")
-                    let rows = try await connection.query(
+            var parameters: [SQLiteData] = []
+            parameters.reserveCapacity(records.count * 8)
+            for record in records {
+                parameters += [.text(record.nonce), .text(record.keyIdentifier), .text(record.bundleIdentifier), .text(record.productIdentifier),
+                               .text(record.offerIdentifier), .text(record.applicationUsername), .integer(Int(record.timestamp)), .text(record.format)]
+            }
+            let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: records.count).joined(separator: ", ")
+            let writer = self.writer, binds = parameters
+            let rows = try await writeGate.withGate {
+                try await Self.unavailable {
+                    try await writer.query(
                         "INSERT OR IGNORE INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format) VALUES \(values) RETURNING nonce",
                         binds)
-                    for row in rows { if let nonce = row.column("nonce")?.string { inserted.insert(nonce) } }
-                    start = chunk.endIndex
                 }
-                return inserted
             }
+            let inserted = Set(rows.compactMap { $0.column("nonce")?.string })
             var remaining = inserted
             return records.map { record in
                 remaining.remove(record.nonce) != nil ? nil : OfferStoreError(code: .duplicateNonce, message: "A signature with nonce \(record.nonce) was recorded before.")

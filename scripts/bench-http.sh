@@ -1,0 +1,70 @@
+#!/bin/bash
+# POST /v1/offers/sign over loopback with each issued-signature store, in one run: what compare.sh measures for
+# the SQLite file, plus PostgreSQL and SQLite in memory, with peak resident memory and start-up to ready.
+#
+#   scripts/bench-http.sh [seconds] [connections]
+#
+# PostgreSQL is measured when OFFER_SIGNER_BENCH_DATABASE_URL (or OFFER_SIGNER_TEST_DATABASE_URL) names a
+# server; scripts/start-postgres.sh starts one. Needs wrk, curl, python3. Release build, as compare.sh.
+set -eu
+dur=${1:-10}; conns=${2:-32}
+cd "$(dirname "$0")/.."
+command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 2; }
+swift build -c release --product offer-signer >/dev/null
+bin=$(swift build -c release --show-bin-path)/offer-signer
+work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$work/key.p8"
+cat >"$work/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body   = '{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-0001"}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+
+# Start-up to ready: from exec to the first 200 of /readyz (store opened and migrated, keys loaded); median of 5.
+startup() {
+  python3 - "$bin" "$1" "$port" "$work/key.p8" <<'PY'
+import os, subprocess, sys, time, urllib.request
+binary, url, port, keyfile = sys.argv[1:5]
+env = dict(os.environ, OFFER_SIGNER_HOST='127.0.0.1', OFFER_SIGNER_PORT=port, OFFER_SIGNER_KEY_BENCHKEY01=open(keyfile).read(),
+           OFFER_SIGNER_BUNDLE_ID='com.example.app', OFFER_SIGNER_DATABASE_URL=url)
+times = []
+for _ in range(5):
+    t0 = time.monotonic()
+    p = subprocess.Popen([binary, 'serve'], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while True:
+        try:
+            with urllib.request.urlopen(f'http://127.0.0.1:{port}/readyz', timeout=1) as r:
+                if r.status == 200: break
+        except Exception:
+            if p.poll() is not None: sys.exit('the server exited during start-up')
+            time.sleep(0.002)
+    times.append((time.monotonic() - t0) * 1000)
+    p.terminate(); p.wait()
+print('%.0f ms' % sorted(times)[2])
+PY
+}
+
+run() {  # name, database URL
+  local ready; ready=$(startup "$2")
+  OFFER_SIGNER_HOST=127.0.0.1 OFFER_SIGNER_PORT=$port OFFER_SIGNER_KEY_BENCHKEY01="$(cat "$work/key.p8")" \
+    OFFER_SIGNER_BUNDLE_ID=com.example.app OFFER_SIGNER_DATABASE_URL="$2" "$bin" serve >"$work/$1.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/readyz" && break; sleep 0.05; done
+  wrk -t1 -c"$conns" -d2s -s "$work/post.lua" "http://127.0.0.1:$port/v1/offers/sign" >/dev/null  # warm-up
+  wrk -t1 -c"$conns" -d"${dur}s" --latency -s "$work/post.lua" "http://127.0.0.1:$port/v1/offers/sign" >"$work/$1.txt"
+  local peak; peak=$(awk '/VmHWM/{printf "%.0f MiB", $2/1024}' "/proc/$pid/status")
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  printf '%-16s %8s req/s   p50 %8s   p99 %8s   non-2xx %-4s  peak RSS %-8s  start-up to ready %s\n' "$1" \
+    "$(awk '/Requests\/sec/{print int($2)}' "$work/$1.txt")" "$(awk '$1=="50%"{print $2}' "$work/$1.txt")" \
+    "$(awk '$1=="99%"{print $2}' "$work/$1.txt")" "$(awk '/Non-2xx/{print $NF}' "$work/$1.txt")" "$peak" "$ready"
+}
+
+run sqlite-file "sqlite:$work/store.sqlite"
+pg=${OFFER_SIGNER_BENCH_DATABASE_URL:-${OFFER_SIGNER_TEST_DATABASE_URL:-}}
+if [ -n "$pg" ]; then
+  run postgresql "$pg"
+else
+  echo "postgresql       (not measured: set OFFER_SIGNER_BENCH_DATABASE_URL, see scripts/start-postgres.sh)"
+fi
+run sqlite-memory "sqlite::memory:"

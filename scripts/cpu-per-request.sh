@@ -1,0 +1,45 @@
+#!/bin/bash
+# CPU per request, server and load generator apart, for OfferSigner (SQLite file log) and the Node peer of
+# ../shared/bench: how much of the 2 cores each spends on one POST /v1/offers/sign. Reads the CPU time of
+# every thread of the server processes from /proc before and after one wrk run.
+#
+#   scripts/cpu-per-request.sh [seconds] [connections]
+set -eu
+dur=${1:-10}; conns=${2:-32}
+cd "$(dirname "$0")/.."
+peer=../shared/bench/node_peer.js
+swift build -c release --product offer-signer >/dev/null
+bin=$(swift build -c release --show-bin-path)/offer-signer
+work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$work/key.p8"
+cat >"$work/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body   = '{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-0001"}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+tick=$(getconf CLK_TCK)
+port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+ticks() { local t=0 p f; for p in "$@"; do for f in /proc/"$p"/task/*/stat; do t=$((t + $(awk '{print $14+$15}' "$f" 2>/dev/null || echo 0))); done; done; echo "$t"; }
+
+measure() {  # name, pid of the server (its children are counted too)
+  local pids; pids="$2 $(pgrep -P "$2" | tr '\n' ' ')"
+  for _ in $(seq 100); do curl -s -o /dev/null -X POST "http://127.0.0.1:$port/v1/offers/sign" && break; sleep 0.1; done
+  wrk -t1 -c"$conns" -d2s -s "$work/post.lua" "http://127.0.0.1:$port/v1/offers/sign" >/dev/null
+  local before; before=$(ticks $pids)
+  local out; out=$( { TIMEFORMAT='%U %S'; time wrk -t1 -c"$conns" -d"${dur}s" -s "$work/post.lua" "http://127.0.0.1:$port/v1/offers/sign"; } 2>&1 )
+  local after; after=$(ticks $pids)
+  python3 -c "
+rps = float('$(echo "$out" | awk '/Requests\/sec/{print $2}')'); server = ($after - $before) / $tick / $dur
+wrk = sum(map(float, '$(echo "$out" | tail -1)'.split())) / $dur
+print('%-13s %7.0f req/s   server %.2f cores = %6.1f us/request   wrk %.2f cores = %5.1f us/request' % ('$1', rps, server, server / rps * 1e6, wrk, wrk / rps * 1e6))"
+  kill "$2"; wait "$2" 2>/dev/null || true
+}
+
+OFFER_SIGNER_HOST=127.0.0.1 OFFER_SIGNER_PORT=$port OFFER_SIGNER_KEY_BENCHKEY01="$(cat "$work/key.p8")" \
+  OFFER_SIGNER_BUNDLE_ID=com.example.app OFFER_SIGNER_DATABASE_URL="sqlite:$work/store.sqlite" "$bin" serve >/dev/null 2>&1 &
+measure offer-signer $!
+if [ -f "$peer" ] && command -v node >/dev/null; then
+  KEY_FILE=$work/key.p8 KEY_ID=BENCHKEY01 BUNDLE_ID=com.example.app PORT=$port WORKERS=$(nproc) node "$peer" &
+  measure node $!
+fi
+echo "openssl speed (one core): $(openssl speed -seconds 2 ecdsap256 2>/dev/null | awk '/nistp256/{printf "%.1f us a sign, %.1f us a verify", 1e6/$(NF-1), 1e6/$NF}')"
