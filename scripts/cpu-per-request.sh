@@ -22,8 +22,8 @@ port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print
 ticks() { local t=0 p f; for p in "$@"; do for f in /proc/"$p"/task/*/stat; do t=$((t + $(awk '{print $14+$15}' "$f" 2>/dev/null || echo 0))); done; done; echo "$t"; }
 
 measure() {  # name, pid of the server (its children are counted too)
-  local pids; pids="$2 $(pgrep -P "$2" | tr '\n' ' ')"
   for _ in $(seq 100); do curl -s -o /dev/null -X POST "http://127.0.0.1:$port/v1/offers/sign" && break; sleep 0.1; done
+  local pids; pids="$2 $(pgrep -P "$2" | tr '\n' ' ')"  # Node's workers are children of its primary
   wrk -t1 -c"$conns" -d2s -s "$work/post.lua" "http://127.0.0.1:$port/v1/offers/sign" >/dev/null
   local before; before=$(ticks $pids)
   local out; out=$( { TIMEFORMAT='%U %S'; time wrk -t1 -c"$conns" -d"${dur}s" -s "$work/post.lua" "http://127.0.0.1:$port/v1/offers/sign"; } 2>&1 )
