@@ -8,17 +8,8 @@ set -eu
 dur=${1:-10}; conns=${2:-32}
 cd "$(dirname "$0")/.."
 peer=../shared/bench/node_peer.js
-swift build -c release --product offer-signer >/dev/null
-bin=$(swift build -c release --show-bin-path)/offer-signer
-work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
-openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$work/key.p8"
-cat >"$work/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body   = '{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-0001"}'
-wrk.headers["Content-Type"] = "application/json"
-LUA
+. scripts/bench-setup.sh
 tick=$(getconf CLK_TCK)
-port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 ticks() { local t=0 p f; for p in "$@"; do for f in /proc/"$p"/task/*/stat; do t=$((t + $(awk '{print $14+$15}' "$f" 2>/dev/null || echo 0))); done; done; echo "$t"; }
 
 measure() {  # name, pid of the server (its children are counted too)

@@ -1,0 +1,13 @@
+# Sourced by the HTTP benchmark scripts: the release build, a scratch folder removed on exit, a throw-away
+# P-256 key ($work/key.p8), the wrk script posting the sign request of compare.sh ($work/post.lua), a free port.
+command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 2; }
+swift build -c release --product offer-signer >/dev/null
+bin=$(swift build -c release --show-bin-path)/offer-signer
+work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$work/key.p8"
+cat >"$work/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body   = '{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-0001"}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
