@@ -148,13 +148,15 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
         }
     }
 
-    @Test("in concurrent batches larger than one statement, each repeated nonce fails only its own caller", arguments: Backend.available)
+    @Test("a nonce submitted twice among concurrent records is recorded once, and one of its two callers gets duplicateNonce", arguments: Backend.available)
     func duplicatesInsideBatches(_ backend: Backend) async throws {
         let (store, _) = try await backend.open()
         let unique = (0..<1200).map { signature("u\($0 % 5)", at: Int64($0)) }
-        let repeated = Array(unique.prefix(40))  // the same nonces again, submitted among the others
+        // Every 30th record is submitted again right after itself, so that both copies usually share a batch.
+        let repeated = stride(from: 0, to: unique.count, by: 30).map { unique[$0] }
+        let submissions = unique.enumerated().flatMap { index, record in index % 30 == 0 ? [record, record] : [record] }
         let outcomes = try await withThrowingTaskGroup(of: OfferStoreError.Code?.self) { group in
-            for record in unique + repeated {
+            for record in submissions {
                 group.addTask {
                     do {
                         try await store.record(record)

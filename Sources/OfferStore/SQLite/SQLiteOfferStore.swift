@@ -184,14 +184,14 @@ public final class SQLiteOfferStore: OfferStore, Sendable {
         try await recorder.submit(signature)
     }
 
-    /// Rows of one batch: one multi-row statement holds them all (8 parameters a row, well under SQLite's
-    /// 32,766), so a batch is one statement.
+    /// Records in one batch: one multi-row statement holds them all (8 parameters a row; sqlite-nio builds
+    /// SQLite with `SQLITE_MAX_VARIABLE_NUMBER=250000`, and 32,766 is SQLite's own default).
     static let recordsPerBatch = 500
 
-    /// Inserts one batch as one multi-row `INSERT OR IGNORE … RETURNING nonce`: in autocommit mode a statement
-    /// is its own transaction, so the batch is atomic and, with `synchronous=FULL`, on disk when it returns —
-    /// one hop to SQLite's thread and one commit per batch. A nonce not returned was a duplicate and fails only
-    /// its own record.
+    /// Inserts one batch in one IMMEDIATE transaction holding one multi-row
+    /// `INSERT OR IGNORE … RETURNING nonce`: one statement and one commit (one WAL fsync) per batch. The
+    /// explicit `BEGIN` fails if the writer were ever left inside a transaction, rather than letting the
+    /// batch join it uncommitted. A nonce not returned was a duplicate and fails only its own record.
     private func insert(_ records: [IssuedSignature]) async throws -> [(any Error)?] {
         do {
             var parameters: [SQLiteData] = []
@@ -201,13 +201,11 @@ public final class SQLiteOfferStore: OfferStore, Sendable {
                                .text(record.offerIdentifier), .text(record.applicationUsername), .integer(Int(record.timestamp)), .text(record.format)]
             }
             let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: records.count).joined(separator: ", ")
-            let writer = self.writer, binds = parameters
-            let rows = try await writeGate.withGate {
-                try await Self.unavailable {
-                    try await writer.query(
-                        "INSERT OR IGNORE INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format) VALUES \(values) RETURNING nonce",
-                        binds)
-                }
+            let binds = parameters
+            let rows = try await transaction { connection in
+                try await connection.query(
+                    "INSERT OR IGNORE INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format) VALUES \(values) RETURNING nonce",
+                    binds)
             }
             let inserted = Set(rows.compactMap { $0.column("nonce")?.string })
             var remaining = inserted
