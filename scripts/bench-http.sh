@@ -4,8 +4,10 @@
 #
 #   scripts/bench-http.sh [seconds] [connections]
 #
-# PostgreSQL is measured when OFFER_SIGNER_BENCH_DATABASE_URL (or OFFER_SIGNER_TEST_DATABASE_URL) names a
-# server; scripts/start-postgres.sh starts one. Needs wrk, curl, python3. Release build, as compare.sh.
+# PostgreSQL is measured when OFFER_SIGNER_BENCH_DATABASE_URL names a database the run may fill (each run adds
+# its ~100,000 signatures to issued_signatures): a throw-away one, such as the server scripts/start-postgres.sh
+# starts (export OFFER_SIGNER_BENCH_DATABASE_URL=postgres://offersigner:offersigner@127.0.0.1:54329/offersigner).
+# Linux only (/proc). Needs wrk, curl, openssl, python3. Release build, as compare.sh.
 set -eu
 dur=${1:-10}; conns=${2:-32}
 cd "$(dirname "$0")/.."
@@ -28,6 +30,7 @@ for _ in range(5):
                 if r.status == 200: break
         except Exception:
             if p.poll() is not None: sys.exit('the server exited during start-up')
+            if time.monotonic() - t0 > 30: p.kill(); sys.exit('the server was not ready within 30 s')
             time.sleep(0.002)
     times.append((time.monotonic() - t0) * 1000)
     p.terminate(); p.wait()
@@ -41,20 +44,21 @@ run() {  # name, database URL
     OFFER_SIGNER_BUNDLE_ID=com.example.app OFFER_SIGNER_DATABASE_URL="$2" "$bin" serve >"$work/$1.log" 2>&1 &
   local pid=$!
   for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/readyz" && break; sleep 0.05; done
+  kill -0 "$pid" 2>/dev/null || { echo "$1: the server exited:" >&2; tail -5 "$work/$1.log" >&2; return 1; }
   wrk -t1 -c"$conns" -d2s -s "$work/post.lua" "http://127.0.0.1:$port/v1/offers/sign" >/dev/null  # warm-up
   wrk -t1 -c"$conns" -d"${dur}s" --latency -s "$work/post.lua" "http://127.0.0.1:$port/v1/offers/sign" >"$work/$1.txt"
   local peak; peak=$(awk '/VmHWM/{printf "%.0f MiB", $2/1024}' "/proc/$pid/status")
   kill "$pid"; wait "$pid" 2>/dev/null || true
-  printf '%-16s %8s req/s   p50 %8s   p99 %8s   non-2xx %-4s  peak RSS %-8s  start-up to ready %s\n' "$1" \
+  printf '%-14s %7s req/s   p50 %7s   p99 %7s   non-2xx %s   socket errors %s   peak RSS %-8s  start-up to ready %s\n' "$1" \
     "$(awk '/Requests\/sec/{print int($2)}' "$work/$1.txt")" "$(awk '$1=="50%"{print $2}' "$work/$1.txt")" \
-    "$(awk '$1=="99%"{print $2}' "$work/$1.txt")" "$(awk '/Non-2xx/{print $NF}' "$work/$1.txt")" "$peak" "$ready"
+    "$(awk '$1=="99%"{print $2}' "$work/$1.txt")" "$(awk '/Non-2xx/{n=$NF} END{print n+0}' "$work/$1.txt")" \
+    "$(awk -F'[ ,]+' '/Socket errors/{e=$5+$7+$9+$11} END{print e+0}' "$work/$1.txt")" "$peak" "$ready"
 }
 
 run sqlite-file "sqlite:$work/store.sqlite"
-pg=${OFFER_SIGNER_BENCH_DATABASE_URL:-${OFFER_SIGNER_TEST_DATABASE_URL:-}}
-if [ -n "$pg" ]; then
-  run postgresql "$pg"
+if [ -n "${OFFER_SIGNER_BENCH_DATABASE_URL:-}" ]; then
+  run postgresql "$OFFER_SIGNER_BENCH_DATABASE_URL"
 else
-  echo "postgresql       (not measured: set OFFER_SIGNER_BENCH_DATABASE_URL, see scripts/start-postgres.sh)"
+  echo "postgresql     (not measured: set OFFER_SIGNER_BENCH_DATABASE_URL to a throw-away database; see the top of this script)"
 fi
 run sqlite-memory "sqlite::memory:"

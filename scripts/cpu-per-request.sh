@@ -1,7 +1,8 @@
 #!/bin/bash
 # CPU per request, server and load generator apart, for OfferSigner (SQLite file log) and the Node peer of
 # ../shared/bench: how much of the 2 cores each spends on one POST /v1/offers/sign. Reads the CPU time of
-# every thread of the server processes from /proc before and after one wrk run.
+# the server processes from /proc before and after one wrk run. Linux only. Needs wrk, curl, openssl, python3;
+# the Node peer is measured when ../shared/bench/node_peer.js (the team's shared benchmark folder) and node exist.
 #
 #   scripts/cpu-per-request.sh [seconds] [connections]
 set -eu
@@ -10,18 +11,20 @@ cd "$(dirname "$0")/.."
 peer=../shared/bench/node_peer.js
 . scripts/bench-setup.sh
 tick=$(getconf CLK_TCK)
-ticks() { local t=0 p f; for p in "$@"; do for f in /proc/"$p"/task/*/stat; do t=$((t + $(awk '{print $14+$15}' "$f" 2>/dev/null || echo 0))); done; done; echo "$t"; }
+# utime + stime of whole processes (threads that exited included), read after the ")" that ends the name.
+ticks() { local t=0 p; for p in "$@"; do t=$((t + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}'))); done; echo "$t"; }
 
 measure() {  # name, pid of the server (its children are counted too)
   for _ in $(seq 100); do curl -s -o /dev/null -X POST "http://127.0.0.1:$port/v1/offers/sign" && break; sleep 0.1; done
   local pids; pids="$2 $(pgrep -P "$2" | tr '\n' ' ')"  # Node's workers are children of its primary
   wrk -t1 -c"$conns" -d2s -s "$work/post.lua" "http://127.0.0.1:$port/v1/offers/sign" >/dev/null
   local before; before=$(ticks $pids)
-  local out; out=$( { TIMEFORMAT='%U %S'; time wrk -t1 -c"$conns" -d"${dur}s" -s "$work/post.lua" "http://127.0.0.1:$port/v1/offers/sign"; } 2>&1 )
+  local out; out=$( { TIMEFORMAT='%R %U %S'; time wrk -t1 -c"$conns" -d"${dur}s" -s "$work/post.lua" "http://127.0.0.1:$port/v1/offers/sign"; } 2>&1 )
   local after; after=$(ticks $pids)
   python3 -c "
-rps = float('$(echo "$out" | awk '/Requests\/sec/{print $2}')'); server = ($after - $before) / $tick / $dur
-wrk = sum(map(float, '$(echo "$out" | tail -1)'.split())) / $dur
+rps = float('$(echo "$out" | awk '/Requests\/sec/{print $2}')')
+elapsed, user, system = map(float, '$(echo "$out" | tail -1)'.split())
+server = ($after - $before) / $tick / elapsed; wrk = (user + system) / elapsed
 print('%-13s %7.0f req/s   server %.2f cores = %6.1f us/request   wrk %.2f cores = %5.1f us/request' % ('$1', rps, server, server / rps * 1e6, wrk, wrk / rps * 1e6))"
   kill "$2"; wait "$2" 2>/dev/null || true
 }
