@@ -194,21 +194,17 @@ public final class SQLiteOfferStore: OfferStore, Sendable {
     /// batch join it uncommitted. A nonce not returned was a duplicate and fails only its own record.
     private func insert(_ records: [IssuedSignature]) async throws -> [(any Error)?] {
         do {
-            var parameters: [SQLiteData] = []
-            parameters.reserveCapacity(records.count * 8)
-            for record in records {
-                parameters += [.text(record.nonce), .text(record.keyIdentifier), .text(record.bundleIdentifier), .text(record.productIdentifier),
-                               .text(record.offerIdentifier), .text(record.applicationUsername), .integer(Int(record.timestamp)), .text(record.format)]
+            let binds: [SQLiteData] = records.flatMap { record in
+                [.text(record.nonce), .text(record.keyIdentifier), .text(record.bundleIdentifier), .text(record.productIdentifier),
+                 .text(record.offerIdentifier), .text(record.applicationUsername), .integer(Int(record.timestamp)), .text(record.format)]
             }
             let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: records.count).joined(separator: ", ")
-            let binds = parameters
             let rows = try await transaction { connection in
                 try await connection.query(
                     "INSERT OR IGNORE INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format) VALUES \(values) RETURNING nonce",
                     binds)
             }
-            let inserted = Set(rows.compactMap { $0.column("nonce")?.string })
-            var remaining = inserted
+            var remaining = Set(rows.compactMap { $0.column("nonce")?.string })  // inserted, each claimed once
             return records.map { record in
                 remaining.remove(record.nonce) != nil ? nil : OfferStoreError(code: .duplicateNonce, message: "A signature with nonce \(record.nonce) was recorded before.")
             }
