@@ -15,11 +15,10 @@ cd "$(dirname "$0")/.."
 
 # Start-up to ready: from exec to the first 200 of /readyz (store opened and migrated, keys loaded); median of 5.
 startup() {
-  python3 - "$bin" "$1" "$port" "$work/key.p8" <<'PY'
+  python3 - "$bin" "$1" "$port" <<'PY'
 import os, subprocess, sys, time, urllib.request
-binary, url, port, keyfile = sys.argv[1:5]
-env = dict(os.environ, OFFER_SIGNER_HOST='127.0.0.1', OFFER_SIGNER_PORT=port, OFFER_SIGNER_KEY_BENCHKEY01=open(keyfile).read(),
-           OFFER_SIGNER_BUNDLE_ID='com.example.app', OFFER_SIGNER_DATABASE_URL=url)
+binary, url, port = sys.argv[1:4]
+env = dict(os.environ, OFFER_SIGNER_DATABASE_URL=url)  # the rest is exported by bench-setup.sh
 times = []
 for _ in range(5):
     t0 = time.monotonic()
@@ -40,13 +39,12 @@ PY
 
 run() {  # name, database URL
   local ready; ready=$(startup "$2")
-  OFFER_SIGNER_HOST=127.0.0.1 OFFER_SIGNER_PORT=$port OFFER_SIGNER_KEY_BENCHKEY01="$(cat "$work/key.p8")" \
-    OFFER_SIGNER_BUNDLE_ID=com.example.app OFFER_SIGNER_DATABASE_URL="$2" "$bin" serve >"$work/$1.log" 2>&1 &
+  OFFER_SIGNER_DATABASE_URL="$2" "$bin" serve >"$work/$1.log" 2>&1 &
   local pid=$!
-  for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/readyz" && break; sleep 0.05; done
+  wait_up
   kill -0 "$pid" 2>/dev/null || { echo "$1: the server exited:" >&2; tail -5 "$work/$1.log" >&2; return 1; }
-  wrk -t1 -c"$conns" -d2s -s "$work/post.lua" "http://127.0.0.1:$port/v1/offers/sign" >/dev/null  # warm-up
-  wrk -t1 -c"$conns" -d"${dur}s" --latency -s "$work/post.lua" "http://127.0.0.1:$port/v1/offers/sign" >"$work/$1.txt"
+  load -d2s >/dev/null  # warm-up
+  load -d"${dur}s" --latency >"$work/$1.txt"
   local peak; peak=$(awk '/VmHWM/{printf "%.0f MiB", $2/1024}' "/proc/$pid/status")
   kill "$pid"; wait "$pid" 2>/dev/null || true
   printf '%-14s %7s req/s   p50 %7s   p99 %7s   non-2xx %s   socket errors %s   peak RSS %-8s  start-up to ready %s\n' "$1" \

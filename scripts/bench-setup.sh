@@ -1,5 +1,8 @@
 # Sourced by the HTTP benchmark scripts: the release build, a scratch folder removed on exit, a throw-away
-# P-256 key ($work/key.p8), the wrk script posting the sign request of compare.sh ($work/post.lua), a free port.
+# P-256 key ($work/key.p8), the wrk script posting the sign request of compare.sh ($work/post.lua), a free port,
+# the server's configuration exported (only OFFER_SIGNER_DATABASE_URL is left to each run), and:
+#   wait_up       until POST /v1/offers/sign answers on $port (any server: ours or a peer)
+#   load ARGS…    wrk with the script's connections against the sign endpoint
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 2; }
 swift build -c release --product offer-signer >/dev/null
 bin=$(swift build -c release --show-bin-path)/offer-signer
@@ -11,3 +14,7 @@ wrk.body   = '{"productIdentifier":"com.example.monthly","offerIdentifier":"winb
 wrk.headers["Content-Type"] = "application/json"
 LUA
 port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+export OFFER_SIGNER_HOST=127.0.0.1 OFFER_SIGNER_PORT=$port OFFER_SIGNER_BUNDLE_ID=com.example.app
+OFFER_SIGNER_KEY_BENCHKEY01=$(cat "$work/key.p8"); export OFFER_SIGNER_KEY_BENCHKEY01
+wait_up() { for _ in $(seq 100); do curl -s -o /dev/null -X POST "http://127.0.0.1:$port/v1/offers/sign" && return; sleep 0.1; done; }
+load() { wrk -t1 -c"$conns" -s "$work/post.lua" "$@" "http://127.0.0.1:$port/v1/offers/sign"; }

@@ -15,11 +15,11 @@ tick=$(getconf CLK_TCK)
 ticks() { local t=0 p; for p in "$@"; do t=$((t + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}'))); done; echo "$t"; }
 
 measure() {  # name, pid of the server (its children are counted too)
-  for _ in $(seq 100); do curl -s -o /dev/null -X POST "http://127.0.0.1:$port/v1/offers/sign" && break; sleep 0.1; done
+  wait_up
   local pids; pids="$2 $(pgrep -P "$2" | tr '\n' ' ')"  # Node's workers are children of its primary
-  wrk -t1 -c"$conns" -d2s -s "$work/post.lua" "http://127.0.0.1:$port/v1/offers/sign" >/dev/null
+  load -d2s >/dev/null
   local before; before=$(ticks $pids)
-  local out; out=$( { TIMEFORMAT='%R %U %S'; time wrk -t1 -c"$conns" -d"${dur}s" -s "$work/post.lua" "http://127.0.0.1:$port/v1/offers/sign"; } 2>&1 )
+  local out; out=$( { TIMEFORMAT='%R %U %S'; time load -d"${dur}s"; } 2>&1 )
   local after; after=$(ticks $pids)
   python3 -c "
 rps = float('$(echo "$out" | awk '/Requests\/sec/{print $2}')')
@@ -29,8 +29,7 @@ print('%-13s %7.0f req/s   server %.2f cores = %6.1f us/request   wrk %.2f cores
   kill "$2"; wait "$2" 2>/dev/null || true
 }
 
-OFFER_SIGNER_HOST=127.0.0.1 OFFER_SIGNER_PORT=$port OFFER_SIGNER_KEY_BENCHKEY01="$(cat "$work/key.p8")" \
-  OFFER_SIGNER_BUNDLE_ID=com.example.app OFFER_SIGNER_DATABASE_URL="sqlite:$work/store.sqlite" "$bin" serve >/dev/null 2>&1 &
+OFFER_SIGNER_DATABASE_URL="sqlite:$work/store.sqlite" "$bin" serve >/dev/null 2>&1 &
 measure offer-signer $!
 if [ -f "$peer" ] && command -v node >/dev/null; then
   KEY_FILE=$work/key.p8 KEY_ID=BENCHKEY01 BUNDLE_ID=com.example.app PORT=$port WORKERS=$(nproc) node "$peer" &
