@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 import uuid
 
@@ -177,6 +178,28 @@ try:
     claims = jwt.decode(answer["signature"], demo_key, algorithms=["ES256"], audience="introductory-offer-eligibility")
     check(claims["allowIntroductoryOffer"] == answer["allowIntroductoryOffer"] and claims["transactionId"] == "2000000123456789",
           "PyJWT verifies the live service's introductory-offer eligibility JWS")
+    # Client errors are counted in the metrics as the status actually sent, never as 500.
+    def status_of(path, body, content_type="application/json"):
+        request = urllib.request.Request(base + path, method="POST", headers={"Content-Type": content_type}, data=body.encode())
+        try:
+            return urllib.request.urlopen(request, timeout=5).status
+        except urllib.error.HTTPError as error:
+            return error.code
+    client_errors = [
+        ("/v1/offers/sign", '{"productIdentifier":"","offerIdentifier":"o","applicationUsername":"u"}', "application/json", 400),
+        ("/v1/offers/sign", '{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","offerIdentifier":"x"}', "application/json", 400),
+        ("/v1/offers/sign", '{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u"}', "text/plain", 415),
+        ("/v1/offers/sign", '{"bundleIdentifier":"com.other","productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u"}', "application/json", 404),
+        ("/v1/offers/verify", '{"bundleIdentifier":"b","productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","keyIdentifier":"K","nonce":"n","timestamp":-9223372036854775808,"signature":"x"}', "application/json", 400),
+        ("/v1/offers/eligibility", '{"applicationUsername":"a\\u202Eb"}', "application/json", 400),
+    ]
+    for path, body, content_type, expected in client_errors:
+        check(status_of(path, body, content_type) == expected, f"POST {path} ({content_type}) answers {expected}")
+    metrics = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
+    request_lines = [line for line in metrics.splitlines() if line.startswith("hb_requests") and "/v1/offers/" in line]
+    for path, _, _, expected in client_errors:
+        check(any(f'"{path}"' in line and f'"{expected}"' in line for line in request_lines), f"/metrics counts {expected} for {path}")
+    check(not any('"500"' in line for line in request_lines), "/metrics counts no 500 for the client errors sent")
     import yaml
     from openapi_spec_validator import validate as validate_openapi
     spec = yaml.safe_load(urllib.request.urlopen(base + "/openapi.yaml", timeout=5).read())

@@ -33,8 +33,10 @@ public func buildRouter(
     metricsRegistry: PrometheusCollectorRegistry? = nil
 ) -> Router<OfferSignerRequestContext> {
     let router = Router(context: OfferSignerRequestContext.self)
-    router.add(middleware: ErrorMappingMiddleware())
+    // Metrics outside the error mapping, so that they label the status actually sent (a 400 from the signing
+    // core is a 400 in the metrics, not the 500 an unmapped error would count as).
     router.add(middleware: MetricsMiddleware())
+    router.add(middleware: ErrorMappingMiddleware())
     OfferRoutes(service: service).register(on: router)
     KeyRoutes(service: service).register(on: router)
     OperationsRoutes(service: service, metricsRegistry: metricsRegistry).register(on: router)

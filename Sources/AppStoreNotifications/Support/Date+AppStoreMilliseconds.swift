@@ -9,7 +9,10 @@ extension Date {
     }
 
     /// This date as an App Store timestamp: UNIX time in whole milliseconds (rounded down).
+    /// Dates beyond what an `Int64` of milliseconds holds are clamped to its bounds rather than trapping.
     public var appStoreMilliseconds: Int64 {
-        Int64((timeIntervalSince1970 * 1000).rounded(.down))
+        let milliseconds = (timeIntervalSince1970 * 1000).rounded(.down)
+        guard milliseconds.isFinite else { return milliseconds > 0 ? .max : .min }
+        return Int64(exactly: milliseconds) ?? (milliseconds > 0 ? .max : .min)
     }
 }

@@ -41,6 +41,11 @@ struct SignedDataChainVerifier: Sendable {
                 .unsupportedAlgorithm, "alg must be ES256, found \(header.alg.map { "\"\($0)\"" } ?? "none")")
         }
         let certificates = try Self.certificates(in: header)
+        // A signedDate outside what a certificate's validity can express (years 1970 to 3000) is refused before
+        // any date arithmetic: swift-certificates traps on dates it cannot encode.
+        if let signedDate = unverified.signedDate, !(0...32_503_680_000_000).contains(signedDate) {
+            throw SignedDataVerificationError(.malformedPayload, "signedDate \(signedDate) is not Unix time in milliseconds between 1970 and 3000")
+        }
         let validationTime = unverified.signedDate.map { Date(appStoreMilliseconds: $0) } ?? Date()
         try await verifyChain(certificates, at: validationTime)
 

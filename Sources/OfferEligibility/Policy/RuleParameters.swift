@@ -15,27 +15,28 @@ public struct RuleParameters: Sendable {
         try node.requireOnlyKeys(allowed)
     }
 
-    /// A required or optional integer ≥ `minimum`.
-    public func integer(_ key: String, default defaultValue: Int? = nil, minimum: Int = 0) throws(PolicyError) -> Int {
+    /// A required or optional integer between `minimum` and `maximum` (bounded, so that no policy value can
+    /// overflow the date arithmetic of the rules).
+    public func integer(_ key: String, default defaultValue: Int? = nil, minimum: Int = 0, maximum: Int = 1_000_000) throws(PolicyError) -> Int {
         guard let value = node[key] else {
             guard let defaultValue else { throw PolicyError("\(node.location): rule \(ruleName) needs '\(key)' (an integer)") }
             return defaultValue
         }
-        guard let number = Int(try value.string()), number >= minimum else {
-            throw PolicyError("\(value.location): '\(key)' of rule \(ruleName) must be an integer ≥ \(minimum)")
+        guard let number = Int(try value.string()), (minimum...maximum).contains(number) else {
+            throw PolicyError("\(value.location): '\(key)' of rule \(ruleName) must be an integer from \(minimum) to \(maximum)")
         }
         return number
     }
 
     /// An optional integer.
-    public func optionalInteger(_ key: String, minimum: Int = 0) throws(PolicyError) -> Int? {
-        node[key] == nil ? nil : try integer(key, minimum: minimum)
+    public func optionalInteger(_ key: String, minimum: Int = 0, maximum: Int = 1_000_000) throws(PolicyError) -> Int? {
+        node[key] == nil ? nil : try integer(key, minimum: minimum, maximum: maximum)
     }
 
-    /// An optional number of hours/days given as `hours` or `days`, in seconds.
+    /// An optional number of hours/days given as `hours` or `days`, in seconds; at most 100 years.
     public func duration(hoursKey: String = "hours", daysKey: String = "days") throws(PolicyError) -> TimeInterval? {
-        if node[daysKey] != nil { return TimeInterval(try integer(daysKey, minimum: 1)) * 86_400 }
-        if node[hoursKey] != nil { return TimeInterval(try integer(hoursKey, minimum: 1)) * 3_600 }
+        if node[daysKey] != nil { return TimeInterval(try integer(daysKey, minimum: 1, maximum: 36_500)) * 86_400 }
+        if node[hoursKey] != nil { return TimeInterval(try integer(hoursKey, minimum: 1, maximum: 876_000)) * 3_600 }
         return nil
     }
 

@@ -116,7 +116,7 @@ public struct ServiceConfiguration: Sendable {
         }
         if let bundleIdentifier = config.string(forKey: "offerSigner.bundleId"), !bundleIdentifier.isEmpty {
             do {
-                try PayloadField.validate(bundleIdentifier, named: "OFFER_SIGNER_BUNDLE_ID", maximumLength: 155)
+                try PayloadField.validate(bundleIdentifier, named: "OFFER_SIGNER_BUNDLE_ID", maximumLength: PayloadField.maximumBundleIdentifierLength)
             } catch {
                 throw ConfigurationError(error.message)
             }

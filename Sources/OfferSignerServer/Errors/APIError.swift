@@ -50,6 +50,11 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     public static let malformedJSON = APIError(
         status: .badRequest, code: "malformed_json", message: "The request body is not valid JSON; send a JSON object with Content-Type: application/json.")
 
+    /// 415 `unsupported_media_type`: the body is not declared as JSON.
+    public static let unsupportedMediaType = APIError(
+        status: .unsupportedMediaType, code: "unsupported_media_type",
+        message: "Send the request body as JSON with the header Content-Type: application/json.")
+
     /// 413 `payload_too_large`.
     public static func payloadTooLarge(limit: Int) -> APIError {
         APIError(status: .contentTooLarge, code: "payload_too_large", message: "The request body is larger than \(limit) bytes.")
@@ -91,7 +96,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         case .typeMismatch(let type, let context):
             let field = path(context)
             if field.isEmpty {
-                self = .invalidRequest(field: "", "The request body must be a JSON object.")
+                self = APIError(status: .badRequest, code: "invalid_request", message: "The request body must be a JSON object.")
             } else {
                 self = .invalidRequest(field: field, "\(field) must be \(Self.describe(type)).")
             }
@@ -100,7 +105,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
                 self = .malformedJSON
             } else {
                 let field = path(context)
-                self = .invalidRequest(field: field, "\(field) has an invalid value: \(context.debugDescription)")
+                self = .invalidRequest(field: field, "\(field) has a value this field does not accept; see GET /openapi.yaml for the allowed values.")
             }
         @unknown default:
             self = .malformedJSON
@@ -111,8 +116,11 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         switch type {
         case is String.Type: "a string"
         case is Bool.Type: "true or false"
-        case is Int.Type, is Int64.Type: "an integer"
-        default: "of type \(type)"
+        case is Int.Type, is Int64.Type, is Int32.Type: "an integer"
+        case is Double.Type, is Float.Type: "a number"
+        case is [String: Any].Type, is [String: String].Type, is [String: String?].Type: "a JSON object"
+        case is [Any].Type, is [String].Type: "a JSON array"
+        default: "a value of another JSON type (see GET /openapi.yaml)"
         }
     }
 

@@ -25,6 +25,10 @@ struct VerifyRequest: Decodable {
             guard let value else { throw APIError.invalidRequest(field: field, "\(field) is required to verify a legacy bundle.") }
             return value
         }
+        let timestamp = try require(timestamp, "timestamp")
+        guard OfferTimestamp.millisecondRange.contains(timestamp) else {
+            throw APIError.invalidRequest(field: "timestamp", "timestamp must be Unix time in milliseconds, from 0 to 253402300799999 (year 9999).")
+        }
         return SignedLegacyOffer(
             bundleIdentifier: try require(bundleIdentifier ?? defaultBundleIdentifier, "bundleIdentifier"),
             productIdentifier: try require(productIdentifier, "productIdentifier"),
@@ -32,7 +36,7 @@ struct VerifyRequest: Decodable {
             applicationUsername: try require(applicationUsername, "applicationUsername"),
             keyIdentifier: try require(keyIdentifier, "keyIdentifier"),
             nonce: try require(nonce, "nonce"),
-            timestamp: try require(timestamp, "timestamp"),
+            timestamp: timestamp,
             signature: try require(signature, "signature"))
     }
 }

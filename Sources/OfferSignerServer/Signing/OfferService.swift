@@ -243,9 +243,9 @@ public final class OfferService: Sendable {
     /// - Throws: as ``signLegacy(_:)``, and ``APIError`` 503 `issuer_not_configured`.
     public func signJWS(_ request: SignOfferRequest) async throws -> SignedJWSOfferResponse {
         let app = try app(named: request.bundleIdentifier)
-        try PayloadField.validate(request.applicationUsername, named: "applicationUsername", maximumLength: 255)
-        try PayloadField.validate(request.productIdentifier, named: "productIdentifier", maximumLength: 255)
-        try PayloadField.validate(request.offerIdentifier, named: "offerIdentifier", maximumLength: 255)
+        try PayloadField.validateApplicationUsername(request.applicationUsername)
+        try PayloadField.validate(request.productIdentifier, named: "productIdentifier")
+        try PayloadField.validate(request.offerIdentifier, named: "offerIdentifier")
         let issuer = try issuerIdentifier(of: app)
         try await ingestSignedTransaction(request, app: app)
         let decision = try await decide(app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
@@ -296,8 +296,8 @@ public final class OfferService: Sendable {
     /// introductory-offer policy.
     public func signIntroductoryOfferEligibility(_ request: IntroductoryEligibilityRequest) async throws -> IntroductoryEligibilityResponse {
         let app = try app(named: request.bundleIdentifier)
-        try PayloadField.validate(request.applicationUsername, named: "applicationUsername", maximumLength: 255)
-        try PayloadField.validate(request.productIdentifier, named: "productIdentifier", maximumLength: 255)
+        try PayloadField.validateApplicationUsername(request.applicationUsername)
+        try PayloadField.validate(request.productIdentifier, named: "productIdentifier")
         let issuer = try issuerIdentifier(of: app)
         let verdict = try await decideIntroductoryOffer(app: app, productIdentifier: request.productIdentifier, applicationUsername: request.applicationUsername)
         let key = try keys.current.activeKey(forApp: app.bundleIdentifier)
@@ -325,7 +325,7 @@ public final class OfferService: Sendable {
     /// Every offer of the policy (of one product, or all) with its decision for a customer.
     public func eligibility(bundleIdentifier: String?, applicationUsername: String, productIdentifier: String?) async throws -> [OfferEligibilityEntry] {
         let app = try app(named: bundleIdentifier)
-        try PayloadField.validate(applicationUsername, named: "applicationUsername", maximumLength: 255)
+        try PayloadField.validateApplicationUsername(applicationUsername)
         guard let policy, let appPolicy = policy.app(app.bundleIdentifier) else { return [] }
         var products = appPolicy.products
         if let productIdentifier {

@@ -35,11 +35,11 @@ public enum JWSOfferSigner {
         bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, transactionId: String?,
         issuerIdentifier: String, key: SigningKey, nonce: UUID = UUID(), issuedAt: Date = Date()
     ) async throws(OfferSigningError) -> SignedJWS<PromotionalOfferV2Claims> {
-        try PayloadField.validate(bundleIdentifier, named: "bundleIdentifier", maximumLength: 155)
-        try PayloadField.validate(productIdentifier, named: "productIdentifier", maximumLength: 255)
-        try PayloadField.validate(offerIdentifier, named: "offerIdentifier", maximumLength: 255)
+        try PayloadField.validate(bundleIdentifier, named: "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
+        try PayloadField.validate(productIdentifier, named: "productIdentifier")
+        try PayloadField.validate(offerIdentifier, named: "offerIdentifier")
         if let transactionId { try validateTransactionIdentifier(transactionId) }
-        try PayloadField.validate(issuerIdentifier, named: "issuerIdentifier", maximumLength: 255)
+        try PayloadField.validate(issuerIdentifier, named: "issuerIdentifier")
         let claims = PromotionalOfferV2Claims(
             iss: issuerIdentifier, bid: bundleIdentifier, iat: Int64(issuedAt.timeIntervalSince1970.rounded(.down)),
             nonce: nonce.uuidString.lowercased(), productId: productIdentifier, offerIdentifier: offerIdentifier,
@@ -53,10 +53,10 @@ public enum JWSOfferSigner {
         bundleIdentifier: String, productIdentifier: String, allowIntroductoryOffer: Bool, transactionId: String,
         issuerIdentifier: String, key: SigningKey, nonce: UUID = UUID(), issuedAt: Date = Date()
     ) async throws(OfferSigningError) -> SignedJWS<IntroductoryOfferEligibilityClaims> {
-        try PayloadField.validate(bundleIdentifier, named: "bundleIdentifier", maximumLength: 155)
-        try PayloadField.validate(productIdentifier, named: "productIdentifier", maximumLength: 255)
+        try PayloadField.validate(bundleIdentifier, named: "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
+        try PayloadField.validate(productIdentifier, named: "productIdentifier")
         try validateTransactionIdentifier(transactionId)
-        try PayloadField.validate(issuerIdentifier, named: "issuerIdentifier", maximumLength: 255)
+        try PayloadField.validate(issuerIdentifier, named: "issuerIdentifier")
         let claims = IntroductoryOfferEligibilityClaims(
             iss: issuerIdentifier, bid: bundleIdentifier, iat: Int64(issuedAt.timeIntervalSince1970.rounded(.down)),
             nonce: nonce.uuidString.lowercased(), productId: productIdentifier,

@@ -71,8 +71,8 @@ public enum JWSOfferVerifier {
         result.header = contents.header
         result.claims = contents.claims
         result.keyIdentifier = contents.header.kid
-        if let iat = contents.claims.iat {
-            result.validityWindow = LegacyOfferVerifier.window(of: Int64(iat * 1000), now: now)
+        if let iat = contents.claims.iat, let milliseconds = OfferTimestamp.milliseconds(fromSeconds: iat) {
+            result.validityWindow = OfferTimestamp.window(of: milliseconds, now: now)
         }
         guard contents.header.alg == "ES256" else {
             return fail("unsupported_algorithm", "alg is \(contents.header.alg ?? "missing"); offer signatures are ES256.")
@@ -111,8 +111,8 @@ public enum JWSOfferVerifier {
         if !missing.isEmpty {
             return fail("invalid_claims", "Missing claims for \(audience ?? ""): \(missing.joined(separator: ", ")).")
         }
-        guard let iat = claims.iat, iat == iat.rounded(.down) else {
-            return fail("invalid_claims", "iat must be an integer number of seconds.")
+        guard let iat = claims.iat, OfferTimestamp.milliseconds(fromSeconds: iat) != nil else {
+            return fail("invalid_claims", "iat must be a whole number of seconds since 1970, at most 253402300799 (year 9999).")
         }
         guard let nonce = claims.nonce, UUID(uuidString: nonce) != nil, nonce == nonce.lowercased() else {
             return fail("invalid_claims", "nonce must be a lower-case UUID.")

@@ -10,7 +10,10 @@
 /// | `offerIdentifier` | 1–255 characters |
 /// | `applicationUsername` | 1–255 characters; lower-cased before signing |
 ///
-/// No field may contain U+2063 INVISIBLE SEPARATOR (the payload's field separator) or a control character.
+/// No field may contain U+2063 INVISIBLE SEPARATOR (the payload's field separator), a control character or an
+/// invisible format or separator character (Unicode categories Cf, Zl, Zp: U+200D, U+202E, U+FEFF, U+2028, …). `applicationUsername` may not
+/// contain U+0130 (İ, whose lower case is two characters) or U+03A3 (Σ, whose lower case depends on its
+/// position and differs between Swift, Python and JavaScript), and is checked again after lower-casing.
 public struct PromotionalOffer: Sendable, Hashable, Codable {
     /// The app's bundle identifier (`appBundleId` in Apple's documentation).
     public var bundleIdentifier: String
@@ -31,19 +34,19 @@ public struct PromotionalOffer: Sendable, Hashable, Codable {
 
     /// The longest values accepted, by field.
     public static let maximumLengths: [String: Int] = [
-        "bundleIdentifier": 155,
-        "productIdentifier": 255,
-        "offerIdentifier": 255,
-        "applicationUsername": 255,
+        "bundleIdentifier": PayloadField.maximumBundleIdentifierLength,
+        "productIdentifier": PayloadField.maximumLength,
+        "offerIdentifier": PayloadField.maximumLength,
+        "applicationUsername": PayloadField.maximumLength,
     ]
 
     /// Checks every field against the bounds of this type.
     /// - Throws: ``OfferSigningError`` `invalidField`, with the field named.
     public func validate() throws(OfferSigningError) {
-        try PayloadField.validate(bundleIdentifier, named: "bundleIdentifier", maximumLength: 155)
-        try PayloadField.validate(productIdentifier, named: "productIdentifier", maximumLength: 255)
-        try PayloadField.validate(offerIdentifier, named: "offerIdentifier", maximumLength: 255)
-        try PayloadField.validate(applicationUsername, named: "applicationUsername", maximumLength: 255)
+        try PayloadField.validate(bundleIdentifier, named: "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
+        try PayloadField.validate(productIdentifier, named: "productIdentifier")
+        try PayloadField.validate(offerIdentifier, named: "offerIdentifier")
+        try PayloadField.validateApplicationUsername(applicationUsername)
     }
 }
 
@@ -51,11 +54,15 @@ public struct PromotionalOffer: Sendable, Hashable, Codable {
 public enum PayloadField {
     /// U+2063 INVISIBLE SEPARATOR, the separator of the legacy payload's fields.
     public static let separator: Character = "\u{2063}"
+    /// The longest bundle identifier (App Store Connect's limit).
+    public static let maximumBundleIdentifierLength = 155
+    /// The longest product identifier, offer identifier or applicationUsername.
+    public static let maximumLength = 255
 
     /// Refuses an empty value, one longer than `maximumLength` characters, or one that contains U+2063 or a
     /// control character.
     /// - Throws: ``OfferSigningError`` `invalidField` naming `field`.
-    public static func validate(_ value: String, named field: String, maximumLength: Int) throws(OfferSigningError) {
+    public static func validate(_ value: String, named field: String, maximumLength: Int = PayloadField.maximumLength) throws(OfferSigningError) {
         if value.isEmpty {
             throw .invalidField(field, "\(field) is required and must not be empty.")
         }
@@ -69,6 +76,24 @@ public enum PayloadField {
             if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
                 throw .invalidField(field, "\(field) contains a control character; remove it.")
             }
+            switch scalar.properties.generalCategory {
+            case .format, .lineSeparator, .paragraphSeparator:
+                throw .invalidField(field, "\(field) contains the invisible character U+\(String(scalar.value, radix: 16, uppercase: true)) (a format or separator character); remove it.")
+            default:
+                break
+            }
         }
+    }
+
+    /// Validates a customer identifier: as ``validate(_:named:maximumLength:)``, and refuses characters whose
+    /// lower case is not one character or depends on the context (İ U+0130, Σ U+03A3: Swift, Python and
+    /// JavaScript disagree on them), then checks the lower-cased form, which is what is signed.
+    /// - Throws: ``OfferSigningError`` `invalidField` naming `field`.
+    public static func validateApplicationUsername(_ value: String, named field: String = "applicationUsername") throws(OfferSigningError) {
+        try validate(value, named: field)
+        for scalar in value.unicodeScalars where scalar == "\u{03A3}" || String(scalar).lowercased().unicodeScalars.count != 1 {
+            throw .invalidField(field, "\(field) contains U+\(String(scalar.value, radix: 16, uppercase: true)), whose lower case is not one fixed character; use its lower-case form or an ASCII identifier such as the appAccountToken UUID.")
+        }
+        try validate(value.lowercased(), named: field)
     }
 }

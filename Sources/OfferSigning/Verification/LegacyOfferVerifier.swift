@@ -60,6 +60,9 @@ public enum LegacyOfferVerifier {
         } catch {
             return fail("invalid_field", error.message)
         }
+        guard OfferTimestamp.millisecondRange.contains(bundle.timestamp) else {
+            return fail("invalid_field", "timestamp must be Unix time in milliseconds, between 0 and 253402300799999 (year 9999).")
+        }
         guard let key, key.keyIdentifier == bundle.keyIdentifier else {
             return fail("unknown_key", "No key \(bundle.keyIdentifier) is known to this service.")
         }
@@ -79,9 +82,6 @@ public enum LegacyOfferVerifier {
     }
 
     static func window(of timestamp: Int64, now: Date) -> String {
-        let current = OfferSigner.currentTimestamp(now)
-        if timestamp > current + 5 * 60 * 1000 { return "future" }
-        if current - timestamp > validityMilliseconds { return "expired" }
-        return "current"
+        OfferTimestamp.window(of: timestamp, now: now)
     }
 }
