@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import NIOCore
 import OfferSigning
 import Prometheus
 import AppStoreNotifications
@@ -124,7 +125,10 @@ public func buildApplication(
     }
     return Application(
         router: buildRouter(service: service, keyManager: manager, adminTokens: configuration.adminTokens, metricsRegistry: metricsRegistry),
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "offer-signer"),
+        server: OfferSignerHTTP1Channel.server(limits: configuration.connectionLimits),
+        configuration: .init(
+            address: .hostname(configuration.host, port: configuration.port), serverName: "offer-signer",
+            availableConnectionsDelegate: .maximum(configuration.connectionLimits.maximumConnections, logger: logger)),
         services: services,
         logger: logger
     )

@@ -1,14 +1,54 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 
 /// Guards `/admin`: no bearer token, 401; a token that is not one of `OFFER_SIGNER_ADMIN_TOKENS`, 403.
 /// On success the admin's name is put in the request context, for the audit.
+///
+/// Failed attempts are logged (the client's address, never the token presented) and throttled per client
+/// address: after ``failureBurst`` failures a client may fail again once every ``secondsPerFailure`` seconds;
+/// beyond that its
+/// failed attempts get 429 `rate_limited` with `Retry-After` (and are logged once each as throttled), so
+/// guessing tokens runs at a few attempts a minute.
 struct AdminAuthenticationMiddleware: RouterMiddleware {
     typealias Context = OfferSignerRequestContext
     let tokens: AdminTokens
+    let failures: TokenBuckets
+
+    /// Failures allowed at once from one address.
+    static let failureBurst = 10.0
+    /// Then one failure per this many seconds.
+    static let secondsPerFailure = 6.0
+
+    init(tokens: AdminTokens, failures: TokenBuckets = TokenBuckets(rate: 1 / Self.secondsPerFailure, burst: Self.failureBurst)) {
+        self.tokens = tokens
+        self.failures = failures
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let client = context.remoteAddress?.ipAddress ?? "unknown"
+        do {
+            let admin = try authenticate(request)
+            var context = context
+            context.adminName = admin
+            return try await next(request, context)
+        } catch let error as APIError where error.status == .unauthorized || error.status == .forbidden {
+            switch failures.take(client) {
+            case .allowed:
+                context.logger.warning("admin authentication failed", metadata: ["client": "\(client)", "code": "\(error.code)", "path": "\(request.uri.path.prefix(100))"])
+                throw error
+            case .limited(let retryAfter):
+                context.logger.warning("admin authentication throttled", metadata: ["client": "\(client)", "retryAfterSeconds": "\(retryAfter)"])
+                throw APIError(
+                    status: .tooManyRequests, code: "rate_limited",
+                    message: "Too many failed admin authentications from this address; try again in \(retryAfter) seconds with a valid token.",
+                    headers: [.retryAfter: "\(retryAfter)"])
+            }
+        }
+    }
+
+    private func authenticate(_ request: Request) throws(APIError) -> String {
         guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer "),
               case let token = authorization.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces), !token.isEmpty
         else {
@@ -22,8 +62,6 @@ struct AdminAuthenticationMiddleware: RouterMiddleware {
                 status: .forbidden, code: "forbidden",
                 message: tokens.isEmpty ? "The admin API is disabled: no OFFER_SIGNER_ADMIN_TOKENS are configured." : "This token is not an admin token.")
         }
-        var context = context
-        context.adminName = admin
-        return try await next(request, context)
+        return admin
     }
 }

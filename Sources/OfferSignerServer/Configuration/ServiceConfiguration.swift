@@ -68,6 +68,9 @@ public struct ServiceConfiguration: Sendable {
     public var environments: Set<AppStoreEnvironment> = [.production]
     /// Things worth saying at start-up that do not stop it.
     public var warnings: [String]
+    /// Timeouts and the connection limit (`OFFER_SIGNER_IDLE_TIMEOUT`, `OFFER_SIGNER_REQUEST_TIMEOUT`,
+    /// `OFFER_SIGNER_MAX_CONNECTIONS`).
+    public var connectionLimits = ConnectionLimits()
 
     /// Creates a configuration from values.
     public init(
@@ -202,6 +205,7 @@ public struct ServiceConfiguration: Sendable {
         )
         self.trustedRoots = trustedRoots
         self.environments = environments
+        self.connectionLimits = try Self.connectionLimits(config)
     }
 
     /// The `serve --demo` configuration: a freshly generated throw-away key (`DEMOKEY001`), the demo app
@@ -215,7 +219,7 @@ public struct ServiceConfiguration: Sendable {
         } catch {
             throw ConfigurationError(error.message)
         }
-        return ServiceConfiguration(
+        var configuration = ServiceConfiguration(
             host: host, port: port,
             apps: [AppConfiguration(bundleIdentifier: demoBundleIdentifier, issuerIdentifier: "00000000-0000-0000-0000-000000000000")],
             keyRing: keyRing,
@@ -224,6 +228,8 @@ public struct ServiceConfiguration: Sendable {
             warnings: ["DEMO MODE: signing with a throw-away key generated at start-up. The App Store will refuse these signatures. Do not use in production."],
             adminTokens: adminTokens
         )
+        configuration.connectionLimits = try connectionLimits(reader(environment))
+        return configuration
     }
 
     /// The store when `OFFER_SIGNER_DATABASE_URL` is not set: an SQLite file in the working directory.
@@ -239,6 +245,21 @@ public struct ServiceConfiguration: Sendable {
                 (name.hasPrefix(KeyLoader.keyPrefix) && !name.hasSuffix("_FILE")) || name == "OFFER_SIGNER_ADMIN_TOKENS"
                     || name == "OFFER_SIGNER_DATABASE_URL"
             }))
+    }
+
+    static func connectionLimits(_ config: ConfigReader) throws(ConfigurationError) -> ConnectionLimits {
+        func number(_ key: ConfigKey, _ variable: String, _ range: ClosedRange<Int>, _ unit: String) throws(ConfigurationError) -> Int? {
+            guard let text = config.string(forKey: key), !text.isEmpty else { return nil }
+            guard let value = Int(text.trimmingCharacters(in: CharacterSet.whitespaces)), range.contains(value) else {
+                throw ConfigurationError("\(variable)=\(text.prefix(20)) is not a whole number of \(unit) from \(range.lowerBound) to \(range.upperBound).")
+            }
+            return value
+        }
+        var limits = ConnectionLimits()
+        if let seconds = try number("offerSigner.idleTimeout", "OFFER_SIGNER_IDLE_TIMEOUT", 1...3_600, "seconds") { limits.idleTimeout = .seconds(seconds) }
+        if let seconds = try number("offerSigner.requestTimeout", "OFFER_SIGNER_REQUEST_TIMEOUT", 1...600, "seconds") { limits.requestTimeout = .seconds(seconds) }
+        if let count = try number("offerSigner.maxConnections", "OFFER_SIGNER_MAX_CONNECTIONS", 1...1_000_000, "connections") { limits.maximumConnections = count }
+        return limits
     }
 
     static func listenAddress(_ config: ConfigReader) throws(ConfigurationError) -> (String, Int) {

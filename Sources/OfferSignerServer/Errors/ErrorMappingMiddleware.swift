@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
+import NIOHTTP1
 import OfferSigning
 
 /// Turns every error a route throws into the API's one error shape, so that no caller ever sees an empty
@@ -23,6 +24,10 @@ struct ErrorMappingMiddleware<Context: RequestContext>: RouterMiddleware {
             throw APIError.payloadTooLarge(limit: context.maxUploadSize)
         } catch let error as HTTPError {
             throw APIError(httpError: error)
+        } catch is HTTPParserError {
+            throw APIError(
+                status: .badRequest, code: "malformed_request",
+                message: "The request is not well-formed HTTP/1.1 (for example a bad chunk size or header); fix the client's framing.")
         } catch {
             context.logger.error("unexpected error", metadata: ["type": "\(type(of: error))"])
             throw APIError.internal

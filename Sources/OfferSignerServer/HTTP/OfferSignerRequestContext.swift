@@ -1,16 +1,20 @@
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 
 /// The request context of the service: a 64 KiB body limit (a sign request is well under 1 KiB; a StoreKit
 /// `signedTransaction` or an App Store notification is a few KiB) and the API's JSON encoder.
-public struct OfferSignerRequestContext: RequestContext {
+public struct OfferSignerRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The admin making an `/admin` request (the name of their token), set by the admin middleware.
     public var adminName: String?
+    /// The client's address (`nil` in router tests).
+    public let remoteAddress: SocketAddress?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
+        self.remoteAddress = source.channel.remoteAddress
     }
 
     /// The largest request body read, in bytes; larger bodies get 413 `payload_too_large`.

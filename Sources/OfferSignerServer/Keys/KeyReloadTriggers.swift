@@ -43,7 +43,8 @@ public struct KeyDirectoryWatcher: Service {
     public func run() async throws {
         var last = initialSnapshot
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            try? await Task.sleep(for: interval)
+            // Woken at once by a graceful shutdown (SIGTERM), so that stopping never waits for the interval.
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
             let current = Self.snapshot(of: directory)
             if current != last {
                 last = current
@@ -80,7 +81,8 @@ public struct KeyStateRefresher: Service {
 
     public func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            try? await Task.sleep(for: interval)
+            // Woken at once by a graceful shutdown (SIGTERM), so that stopping never waits for the interval.
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
             await manager.refreshStates()
         }
     }

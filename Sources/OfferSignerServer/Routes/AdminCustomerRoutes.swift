@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import OfferEligibility
+import OfferSigning
 import OfferStore
 
 struct CustomerAnswer: ResponseEncodable {
@@ -100,10 +101,24 @@ struct AdminCustomerRoutes {
         }
     }
 
+    /// The customer of the path, percent-decoded (`%C3%84bc` is `Äbc`, stored as `äbc`) and validated like a
+    /// request field.
     private func customerKey(_ context: OfferSignerRequestContext) throws -> CustomerKey {
-        let bundle = try context.parameters.require("bundleIdentifier")
-        let username = try context.parameters.require("applicationUsername")
-        guard username.count <= 255, bundle.count <= 155 else { throw APIError.invalidRequest(field: "applicationUsername", "The customer key is too long.") }
+        func decoded(_ name: String) throws -> String {
+            let raw = try context.parameters.require(name)
+            guard let value = raw.removingPercentEncoding else {
+                throw APIError.invalidRequest(field: name, "\(name) in the path is not valid percent-encoding; encode it as UTF-8 (for example %C3%84 for Ä).")
+            }
+            return value
+        }
+        let bundle = try decoded("bundleIdentifier")
+        let username = try decoded("applicationUsername")
+        do {
+            try PayloadField.validate(bundle, named: "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
+            try PayloadField.validateApplicationUsername(username)
+        } catch {
+            throw APIError(error)
+        }
         return CustomerKey(bundleIdentifier: bundle, applicationUsername: username)
     }
 
