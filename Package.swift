@@ -86,6 +86,7 @@ let package = Package(
             name: "OfferEligibility",
             dependencies: [
                 "OfferStore",
+                "OfferSigning",
                 .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: swiftSettings
@@ -154,7 +155,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OfferEligibilityTests",
-            dependencies: ["OfferEligibility", "OfferStore"],
+            dependencies: ["OfferEligibility", "OfferStore", "OfferSigning"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

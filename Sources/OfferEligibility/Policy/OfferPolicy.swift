@@ -1,4 +1,5 @@
 import Foundation
+import OfferSigning
 
 /// The offer catalogue and eligibility policy (`OFFER_SIGNER_POLICY`, YAML or JSON): apps → products →
 /// offers → rules, and an introductory-offer policy per product. See docs/policy.md.
@@ -90,7 +91,7 @@ public struct OfferPolicy: Sendable {
         var apps: [App] = []
         for appNode in try appsNode.list() {
             try appNode.requireOnlyKeys(["bundleIdentifier", "issuerIdentifier", "appAppleId", "activeKeyIdentifier", "products"])
-            let bundleIdentifier = try Self.required(appNode, "bundleIdentifier")
+            let bundleIdentifier = try Self.required(appNode, "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
             guard !apps.contains(where: { $0.bundleIdentifier == bundleIdentifier }) else {
                 throw PolicyError("\(appNode.location): app \(bundleIdentifier) is listed twice")
             }
@@ -122,21 +123,32 @@ public struct OfferPolicy: Sendable {
                 }
                 products.append(Product(
                     productIdentifier: productIdentifier,
-                    subscriptionGroupIdentifier: try productNode["subscriptionGroupIdentifier"]?.string(),
+                    subscriptionGroupIdentifier: try Self.optional(productNode, "subscriptionGroupIdentifier"),
                     offers: offers, introductoryOffer: introductory))
             }
             apps.append(App(
-                bundleIdentifier: bundleIdentifier, issuerIdentifier: try appNode["issuerIdentifier"]?.string(),
-                appAppleId: appAppleId, activeKeyIdentifier: try appNode["activeKeyIdentifier"]?.string(), products: products))
+                bundleIdentifier: bundleIdentifier, issuerIdentifier: try Self.optional(appNode, "issuerIdentifier"),
+                appAppleId: appAppleId, activeKeyIdentifier: try Self.optional(appNode, "activeKeyIdentifier", maximumLength: 64), products: products))
         }
         guard !apps.isEmpty else { throw PolicyError("\(appsNode.location): the policy lists no app") }
         self.apps = apps
     }
 
-    private static func required(_ node: PolicyNode, _ key: String) throws(PolicyError) -> String {
-        guard let value = node[key] else { throw PolicyError("\(node.location): '\(key)' is required") }
+    /// A required identifier, validated as the signing core validates a payload field (length, no U+2063, no
+    /// control or invisible characters), so that a policy that loads never makes a request fail later.
+    private static func required(_ node: PolicyNode, _ key: String, maximumLength: Int = PayloadField.maximumLength) throws(PolicyError) -> String {
+        guard node[key] != nil else { throw PolicyError("\(node.location): '\(key)' is required") }
+        return try optional(node, key, maximumLength: maximumLength)!
+    }
+
+    private static func optional(_ node: PolicyNode, _ key: String, maximumLength: Int = PayloadField.maximumLength) throws(PolicyError) -> String? {
+        guard let value = node[key] else { return nil }
         let text = try value.string()
-        guard !text.isEmpty, !text.contains("\u{2063}") else { throw PolicyError("\(value.location): '\(key)' must be a non-empty identifier") }
+        do {
+            try PayloadField.validate(text, named: key, maximumLength: maximumLength)
+        } catch {
+            throw PolicyError("\(value.location): \(error.message)")
+        }
         return text
     }
 
