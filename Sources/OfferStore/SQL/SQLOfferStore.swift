@@ -16,7 +16,8 @@ import SQLKit
 ///
 /// ## One customer at a time
 ///
-/// ``updateCustomer(_:_:)`` and ``applyNotification(notificationUUID:to:_:)`` lock the customer's row (inserting a placeholder row for a
+/// ``updateCustomer(_:_:)``, ``applyNotification(notificationUUID:to:_:)`` and
+/// ``withCustomerTransaction(_:issuedSince:_:)`` lock the customer's row (inserting a placeholder row for a
 /// customer the store has not heard of) with `SELECT … FOR UPDATE` inside their transaction, so they are
 /// serialized per customer across every process sharing a PostgreSQL database. SQLite renders no `FOR UPDATE`:
 /// there every write transaction is `BEGIN IMMEDIATE` on the one writer connection, which serializes them all.
@@ -69,6 +70,33 @@ final class SQLOfferStore: OfferStore {
             guard first != nil else { return false }
             _ = try await Self.update(key, on: database, body)
             return true
+        }
+    }
+
+    func withCustomerTransaction<T: Sendable>(
+        _ key: CustomerKey, issuedSince since: Int64?,
+        _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>
+    ) async throws -> T {
+        try await inCustomerTransaction { database in
+            let locked = try await Self.lockCustomer(key, on: database)
+            let issued = try await Self.selectSignatures(
+                IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, since: since),
+                limit: nil, on: database)
+            let commit: CustomerCommit<T>
+            do {
+                commit = try await body(CustomerSnapshot(facts: locked.facts, issuedSignatures: issued))
+            } catch {
+                throw CallerError(error: error)
+            }
+            if var facts = commit.facts {
+                try await Self.write(&facts, of: key, on: database)
+            } else if locked.placeholder {
+                try await database.delete(from: "customers").where(customer: key).run()
+            }
+            if let record = commit.record, try await Self.insert([record], on: database).isEmpty {
+                throw OfferStoreError.duplicateNonce(record.nonce)
+            }
+            return commit.value
         }
     }
 
