@@ -150,7 +150,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OfferStoreTests",
-            dependencies: ["OfferStore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["OfferStore", .product(name: "Logging", package: "swift-log"), .product(name: "SQLKit", package: "sql-kit")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
