@@ -35,6 +35,9 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/vapor/sql-kit", from: "3.36.0"),
+        .package(url: "https://github.com/vapor/sqlite-kit", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/postgres-kit", from: "2.17.0"),
     ],
     targets: [
         // Formats, keys, key ring, sign + self-verify. No HTTP, no I/O.
@@ -73,6 +76,9 @@ let package = Package(
         .target(
             name: "OfferStore",
             dependencies: [
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "SQLiteKit", package: "sqlite-kit"),
+                .product(name: "PostgresKit", package: "postgres-kit"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -150,7 +156,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OfferStoreTests",
-            dependencies: ["OfferStore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["OfferStore", .product(name: "Logging", package: "swift-log"), .product(name: "SQLKit", package: "sql-kit")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

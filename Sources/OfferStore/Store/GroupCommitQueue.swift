@@ -1,60 +1,79 @@
-import Foundation
+import Synchronization
 
-/// Group commit, shared by both stores: callers submit items and wait; one writer at a time takes everything
-/// queued (up to `maximumBatch`) and writes it as one batch (one transaction, one flush), then resumes every
-/// caller of that batch with its own outcome. Under load the next batch fills while the previous one is being
-/// written; when idle an item is written at once.
-final class GroupCommitQueue<Item: Sendable>: @unchecked Sendable {
+/// Group commit: callers submit items and wait; one writer at a time takes everything queued (up to
+/// `maximumBatch`) and writes it as one batch (one transaction, one flush), then resumes every caller of that
+/// batch with its own outcome. Under load the next batch fills while the previous one is being written; when idle
+/// an item is written at once.
+final class GroupCommitQueue<Item: Sendable>: Sendable {
     /// Writes a batch durably. Returns one outcome per item (`nil`: written); throwing fails the whole batch.
     typealias Write = @Sendable ([Item]) async throws -> [(any Error)?]
 
-    // @unchecked: `waiting`, `flushing` and `write` are only touched under `lock`.
-    private let lock = NSLock()
-    private var waiting: [(Item, CheckedContinuation<Void, any Error>)] = []
-    private var flushing = false
+    private struct State {
+        var waiting: [(Item, CheckedContinuation<Void, any Error>)] = []
+        /// A writer task is running.
+        var flushing = false
+        /// ``close()`` was called: new items are refused.
+        var closed = false
+        /// Callers of ``close()`` waiting for the writer to finish.
+        var closers: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private enum SubmitOutcome { case refuse, wait, startWriter }
+
+    private let state = Mutex(State())
     private let maximumBatch: Int
-    private var write: Write?
+    private let write: Write
 
-    init(maximumBatch: Int = 1000) {
+    init(maximumBatch: Int, write: @escaping Write) {
         self.maximumBatch = maximumBatch
+        self.write = write
     }
-
-    /// Sets the writer; a store calls it at the end of its initialiser (the writer refers to the store).
-    func setWriter(_ write: @escaping Write) {
-        lock.withLock { self.write = write }
-    }
-
-    /// Whether a batch is being written or waiting to be.
-    var isBusy: Bool { lock.withLock { flushing } }
 
     /// Queues `item` and returns once it is written; throws its own error or its batch's.
     func submit(_ item: Item) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let startWriter = lock.withLock { () -> Bool in
-                waiting.append((item, continuation))
-                if flushing { return false }
-                flushing = true
-                return true
+            let next = state.withLock { state -> SubmitOutcome in
+                if state.closed { return .refuse }
+                state.waiting.append((item, continuation))
+                if state.flushing { return .wait }
+                state.flushing = true
+                return .startWriter
             }
-            if startWriter {
-                Task { await self.writeUntilEmpty() }
+            switch next {
+            case .refuse: continuation.resume(throwing: OfferStoreError(code: .unavailable, message: "The store is closed."))
+            case .wait: break
+            case .startWriter: Task { await self.writeUntilEmpty() }
             }
+        }
+    }
+
+    /// Refuses new items and returns once everything queued is written (or has failed).
+    func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { state -> Bool in
+                state.closed = true
+                if state.flushing { state.closers.append(continuation) }
+                return !state.flushing
+            }
+            if idle { continuation.resume() }
         }
     }
 
     private func writeUntilEmpty() async {
         while true {
-            let batch = lock.withLock { () -> [(Item, CheckedContinuation<Void, any Error>)] in
-                let taken = Array(waiting.prefix(maximumBatch))
-                waiting.removeFirst(taken.count)
-                if taken.isEmpty { flushing = false }
-                return taken
+            let (batch, closers) = state.withLock { state in
+                let taken = Array(state.waiting.prefix(maximumBatch))
+                state.waiting.removeFirst(taken.count)
+                guard taken.isEmpty else { return (taken, [CheckedContinuation<Void, Never>]()) }
+                state.flushing = false
+                defer { state.closers = [] }
+                return (taken, state.closers)
             }
-            if batch.isEmpty { return }
+            if batch.isEmpty {
+                for closer in closers { closer.resume() }
+                return
+            }
             do {
-                guard let write = lock.withLock({ self.write }) else {
-                    throw OfferStoreError(code: .unavailable, message: "The store is not ready to record.")
-                }
                 let outcomes = try await write(batch.map(\.0))
                 for (index, (_, continuation)) in batch.enumerated() {
                     if index < outcomes.count, let error = outcomes[index] {

@@ -14,13 +14,23 @@ public func makeOfferStore(databaseURL: String, logger: Logger) async throws -> 
         guard !path.isEmpty else {
             throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL=sqlite: needs a path, as in sqlite:/var/lib/offer-signer/store.sqlite (or sqlite::memory:).")
         }
-        let store = try await SQLiteOfferStore(path: path == ":memory:" ? nil : path, logger: logger)
-        try await store.migrate()
-        return store
+        return try await migrated(SQLOfferStore(backend: SQLiteBackend(path: path == ":memory:" ? nil : path, logger: logger), logger: logger))
     }
     if databaseURL.hasPrefix("postgres://") || databaseURL.hasPrefix("postgresql://") {
-        return try await makePostgresOfferStore(databaseURL: databaseURL, logger: logger)
+        let configuration = try PostgresBackend.configuration(databaseURL: databaseURL)
+        return try await migrated(SQLOfferStore(backend: PostgresBackend(configuration: configuration, logger: logger), logger: logger))
     }
     let scheme = databaseURL.split(separator: ":").first.map(String.init) ?? ""
     throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL must start with sqlite: or postgres:// (got a '\(scheme.prefix(20))' URL).")
+}
+
+/// The store, migrated; closed again if the migrations fail.
+private func migrated(_ store: SQLOfferStore) async throws -> any OfferStore {
+    do {
+        try await store.migrate()
+        return store
+    } catch {
+        try? await store.close()
+        throw error
+    }
 }

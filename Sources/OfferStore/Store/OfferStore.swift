@@ -48,6 +48,20 @@ public protocol OfferStore: Sendable {
     /// the UUID, and when the UUID was seen before it changes nothing and returns `false`.
     func applyNotification(notificationUUID: String, to key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool
 
+    /// Runs `body` with the customer's facts and their issued signatures since `since` (Unix ms), serialized
+    /// against every other `withCustomerTransaction`/`updateCustomer` for the same customer (also across
+    /// processes sharing the database); what `body` returns is written in the same transaction: the facts
+    /// (if changed) and the signature record (if any) — both durable before this returns, or neither.
+    ///
+    /// This is how a capped offer, a cool-down or a customer-service grant holds under concurrency: the decision
+    /// reads the signatures already issued, and the signature it allows is recorded before the next decision for
+    /// this customer can read. An error thrown by `body` rolls everything back and is rethrown unchanged.
+    /// - Throws: ``OfferStoreError`` `duplicateNonce` when the record's nonce was recorded before (nothing is
+    ///   written), `unavailable`.
+    func withCustomerTransaction<T: Sendable>(
+        _ key: CustomerKey, issuedSince since: Int64?,
+        _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>) async throws -> T
+
     /// Records an issued signature and returns only once the record is durable (group commit: concurrent
     /// callers share one transaction and one flush).
     /// - Throws: ``OfferStoreError`` `duplicateNonce` when the nonce was recorded before.

@@ -1,0 +1,74 @@
+import Foundation
+import Logging
+import PostgresKit
+import PostgresNIO
+import SQLKit
+
+/// The shared database: PostgreSQL, for several replicas behind a load balancer.
+///
+/// Owns a postgres-nio `PostgresClient` (a connection pool) and runs it in a task of its own from `init` until
+/// ``close()``. Commits are durable with PostgreSQL's default `synchronous_commit = on`.
+final class PostgresBackend: SQLStoreBackend {
+    private let client: PostgresClient
+    private let running: Task<Void, Never>
+
+    let name = "PostgreSQL"
+    let beginTransaction = "BEGIN"
+    let batchInTransaction = false
+    /// 8,000 parameters, well below PostgreSQL's 65,535.
+    let recordsPerBatch = 1000
+
+    /// Connects (lazily: the first query opens the first connection).
+    init(configuration: PostgresClient.Configuration, logger: Logger) {
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        self.running = Task { await client.run() }
+    }
+
+    /// Parses `postgres://USER:PASSWORD@HOST:PORT/DATABASE[?sslmode=disable|prefer|require]`.
+    /// - Throws: ``OfferStoreError`` `invalidDatabaseURL`, never repeating the password.
+    static func configuration(databaseURL: String) throws -> PostgresClient.Configuration {
+        guard let components = URLComponents(string: databaseURL), let host = components.host, !host.isEmpty,
+              let user = components.user, !user.isEmpty
+        else {
+            throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL is not a PostgreSQL URL of the form postgres://USER:PASSWORD@HOST:5432/DATABASE.")
+        }
+        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        let sslMode = components.queryItems?.first { $0.name == "sslmode" }?.value ?? "disable"
+        let tls: PostgresClient.Configuration.TLS
+        switch sslMode {
+        case "disable": tls = .disable
+        case "prefer": tls = .prefer(.makeClientConfiguration())
+        case "require", "verify-full": tls = .require(.makeClientConfiguration())
+        default:
+            throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL: sslmode is disable, prefer or require.")
+        }
+        var configuration = PostgresClient.Configuration(
+            host: host, port: components.port ?? 5432, username: user, password: components.password,
+            database: database.isEmpty ? nil : database, tls: tls)
+        configuration.options.maximumConnections = 8
+        return configuration
+    }
+
+    func describe(_ error: any Error) -> String {
+        (error as? PSQLError)?.serverInfo?[.message] ?? "\(type(of: error))"
+    }
+
+    func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        try await client.withConnection { connection in try await body(connection.sql(queryLogLevel: nil)) }
+    }
+
+    func write<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        try await read(body)  // a leased connection is this caller's alone until it is released
+    }
+
+    /// One migrator at a time across replicas, until the migration's transaction ends.
+    func lockMigrations(on database: any SQLDatabase) async throws {
+        try await database.run("SELECT pg_advisory_xact_lock(7245365137)")
+    }
+
+    func close() async throws {
+        running.cancel()
+        await running.value
+    }
+}

@@ -1,0 +1,293 @@
+import Foundation
+import Logging
+import SQLKit
+
+/// The store, written once with SQLKit's query builder over either database: the embedded SQLite file (the
+/// default) or PostgreSQL shared by replicas. The ``SQLStoreBackend`` supplies connections and the few things
+/// that really differ (PRAGMAs, how a write transaction begins, the migration lock).
+///
+/// ## Durability and group commit
+///
+/// A transaction is durable when COMMIT returns (SQLite: WAL with `synchronous=FULL`; PostgreSQL:
+/// `synchronous_commit = on`). `record(_:)` does not pay one flush per signature: callers queue their records,
+/// one writer takes everything queued, inserts it with one multi-row `INSERT … ON CONFLICT (nonce) DO NOTHING
+/// RETURNING nonce` and commits once, then resumes every waiting caller; a nonce not returned was a duplicate and
+/// fails only its own caller.
+///
+/// ## One customer at a time
+///
+/// ``updateCustomer(_:_:)``, ``applyNotification(notificationUUID:to:_:)`` and
+/// ``withCustomerTransaction(_:issuedSince:_:)`` lock the customer's row (inserting a placeholder row for a
+/// customer the store has not heard of) with `SELECT … FOR UPDATE` inside their transaction, so they are
+/// serialized per customer across every process sharing a PostgreSQL database. SQLite renders no `FOR UPDATE`:
+/// there every write transaction is `BEGIN IMMEDIATE` on the one writer connection, which serializes them all.
+final class SQLOfferStore: OfferStore {
+    let backend: any SQLStoreBackend
+    private let recorder: GroupCommitQueue<IssuedSignature>
+
+    init(backend: any SQLStoreBackend, logger: Logger) {
+        self.backend = backend
+        recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch) { records in
+            try await Self.recordBatch(records, backend: backend, logger: logger)
+        }
+    }
+
+    func migrate() async throws {
+        try await StoreSchema.migrate(backend)
+    }
+
+    // MARK: customers
+
+    func customerFacts(for key: CustomerKey) async throws -> CustomerFacts? {
+        let text = try await backend.reading { database in
+            try await database.select().column("facts").from("customers").where(customer: key)
+                .first(decodingColumn: "facts", as: String.self)
+        }
+        return try text.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
+    }
+
+    func customers(withOriginalTransactionId originalTransactionId: String) async throws -> [CustomerKey] {
+        try await backend.reading { database in
+            try await database.select().columns("bundle_identifier", "application_username").from("customer_transactions")
+                .where("original_transaction_id", .equal, originalTransactionId)
+                .orderBy("bundle_identifier").orderBy("application_username")
+                .all(decoding: CustomerKey.self, keyDecodingStrategy: .convertFromSnakeCase)
+        }
+    }
+
+    @discardableResult
+    func updateCustomer(_ key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts {
+        try await inCustomerTransaction { database in
+            try await Self.update(key, on: database, body)
+        }
+    }
+
+    func applyNotification(notificationUUID: String, to key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool {
+        try await inCustomerTransaction { database in
+            let first = try await database.insert(into: "processed_notifications").columns("notification_uuid", "processed_at")
+                .values(SQLBind(notificationUUID), SQLBind(Date().unixMilliseconds))
+                .ignoringConflicts(with: "notification_uuid").returning("notification_uuid").first()
+            guard first != nil else { return false }
+            _ = try await Self.update(key, on: database, body)
+            return true
+        }
+    }
+
+    func withCustomerTransaction<T: Sendable>(
+        _ key: CustomerKey, issuedSince since: Int64?,
+        _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>
+    ) async throws -> T {
+        try await inCustomerTransaction { database in
+            let locked = try await Self.lockCustomer(key, on: database)
+            let issued = try await Self.selectSignatures(
+                IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, since: since),
+                limit: nil, on: database)
+            let commit: CustomerCommit<T>
+            do {
+                commit = try await body(CustomerSnapshot(facts: locked.facts, issuedSignatures: issued))
+            } catch {
+                throw CallerError(error: error)
+            }
+            if var facts = commit.facts {
+                try await Self.write(&facts, of: key, on: database)
+            } else if locked.placeholder {
+                try await database.delete(from: "customers").where(customer: key).run()
+            }
+            if let record = commit.record, try await Self.insert([record], on: database).isEmpty {
+                throw OfferStoreError.duplicateNonce(record.nonce)
+            }
+            return commit.value
+        }
+    }
+
+    /// A write transaction whose callers' errors come out unchanged.
+    private func inCustomerTransaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        do {
+            return try await backend.transaction(body)
+        } catch let error as CallerError {
+            throw error.error
+        }
+    }
+
+    /// Locks the customer for the rest of the transaction and reads their facts (`nil`: the store has not heard
+    /// of them). Such a customer gets a placeholder row with empty facts, the row that is locked; it is overwritten
+    /// by the facts written, or deleted again.
+    private static func lockCustomer(_ key: CustomerKey, on database: any SQLDatabase) async throws -> (facts: CustomerFacts?, placeholder: Bool) {
+        let placeholder = try await database.insert(into: "customers")
+            .columns("bundle_identifier", "application_username", "facts", "updated_at")
+            .values(SQLBind(key.bundleIdentifier), SQLBind(key.applicationUsername),
+                    SQLBind(try StoreCoding.encode(CustomerFacts(key: key))), SQLBind(Date().unixMilliseconds))
+            .ignoringConflicts(with: ["bundle_identifier", "application_username"])
+            .returning("bundle_identifier").first() != nil
+        let text = try await database.select().column("facts").from("customers").where(customer: key).for(.update)
+            .first(decodingColumn: "facts", as: String.self)
+        guard let text, !placeholder else { return (nil, placeholder) }
+        return (try StoreCoding.decode(CustomerFacts.self, from: text), false)
+    }
+
+    /// Read-modify-write of a customer's facts inside a transaction; a customer not heard of starts empty.
+    private static func update(_ key: CustomerKey, on database: any SQLDatabase, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts {
+        var facts = try await lockCustomer(key, on: database).facts ?? CustomerFacts(key: key)
+        do {
+            try body(&facts)
+        } catch {
+            throw CallerError(error: error)
+        }
+        try await write(&facts, of: key, on: database)
+        return facts
+    }
+
+    /// Writes facts over the customer's (locked) row, and indexes their original transaction identifiers.
+    private static func write(_ facts: inout CustomerFacts, of key: CustomerKey, on database: any SQLDatabase) async throws {
+        facts.key = key
+        facts.updatedAt = Date()
+        try await database.update("customers")
+            .set("facts", to: try StoreCoding.encode(facts)).set("updated_at", to: facts.updatedAt.unixMilliseconds)
+            .where(customer: key).run()
+        let originals = Set(facts.subscriptions.compactMap(\.originalTransactionId)).sorted()
+        guard !originals.isEmpty else { return }
+        try await database.insert(into: "customer_transactions")
+            .columns("original_transaction_id", "bundle_identifier", "application_username")
+            .rows(originals.map { original -> [any SQLExpression] in
+                [SQLBind(original), SQLBind(key.bundleIdentifier), SQLBind(key.applicationUsername)]
+            })
+            .ignoringConflicts().run()
+    }
+
+    // MARK: issued signatures (group commit)
+
+    func record(_ signature: IssuedSignature) async throws {
+        try await recorder.submit(signature)
+    }
+
+    /// Writes one group-commit batch with one statement and one commit; each record's outcome (`nil`: written).
+    private static func recordBatch(_ records: [IssuedSignature], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
+        do {
+            let insert: @Sendable (any SQLDatabase) async throws -> Set<String> = { try await Self.insert(records, on: $0) }
+            var inserted = backend.batchInTransaction
+                ? try await backend.transaction(insert)
+                : try await backend.mappingErrors { try await backend.write(insert) }
+            return records.map { inserted.remove($0.nonce) != nil ? nil : OfferStoreError.duplicateNonce($0.nonce) }
+        } catch {
+            logger.error("issued-signature batch not recorded", metadata: ["count": "\(records.count)", "error": "\(error)"])
+            throw error
+        }
+    }
+
+    /// Inserts records with one multi-row statement; returns the nonces inserted (any other was recorded before),
+    /// each once.
+    private static func insert(_ records: [IssuedSignature], on database: any SQLDatabase) async throws -> Set<String> {
+        let rows = try await database.insert(into: "issued_signatures")
+            .columns("nonce", "key_identifier", "bundle_identifier", "product_identifier", "offer_identifier", "application_username", "timestamp", "format")
+            .rows(records.map { record -> [any SQLExpression] in
+                [SQLBind(record.nonce), SQLBind(record.keyIdentifier), SQLBind(record.bundleIdentifier), SQLBind(record.productIdentifier),
+                 SQLBind(record.offerIdentifier), SQLBind(record.applicationUsername), SQLBind(record.timestamp), SQLBind(record.format)]
+            })
+            .ignoringConflicts(with: "nonce").returning("nonce").all(decodingColumn: "nonce", as: String.self)
+        return Set(rows)
+    }
+
+    func issuedSignatures(matching query: IssuedSignatureQuery) async throws -> [IssuedSignature] {
+        try await backend.reading { database in
+            try await Self.selectSignatures(query, limit: max(query.limit, 0), on: database)
+        }
+    }
+
+    /// Issued signatures matching `query`, newest first, at most `limit` (`nil`: all).
+    private static func selectSignatures(_ query: IssuedSignatureQuery, limit: Int?, on database: any SQLDatabase) async throws -> [IssuedSignature] {
+        try await database.select().column("*").from("issued_signatures").where(query)
+            .orderBy("timestamp", .descending).orderBy("nonce").limit(limit)
+            .all(decoding: IssuedSignature.self, keyDecodingStrategy: .convertFromSnakeCase)
+    }
+
+    func countIssuedSignatures(matching query: IssuedSignatureQuery) async throws -> Int {
+        try await backend.reading { database in
+            try await database.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("issued_signatures").where(query)
+                .first(decodingColumn: "n", as: Int.self) ?? 0
+        }
+    }
+
+    // MARK: audit, documents, health
+
+    func appendAudit(_ event: AuditEvent) async throws {
+        let details = try StoreCoding.encode(event.details)
+        try await backend.transaction { database in
+            try await database.insert(into: "audit_events").columns("id", "at", "actor", "action", "target", "details")
+                .values(SQLBind(event.id), SQLBind(event.at.unixMilliseconds), SQLBind(event.actor), SQLBind(event.action),
+                        SQLBind(event.target), SQLBind(details))
+                .run()
+        }
+    }
+
+    func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent] {
+        let rows = try await backend.reading { database in
+            try await database.select().columns("id", "at", "actor", "action", "target", "details").from("audit_events")
+                .where("at", .greaterThanOrEqual, (since ?? Date(timeIntervalSince1970: 0)).unixMilliseconds)
+                .orderBy("at", .descending).orderBy("id").limit(limit)
+                .all(decoding: AuditRow.self)
+        }
+        return try rows.map { row in
+            AuditEvent(id: row.id, at: Date(unixMilliseconds: row.at), actor: row.actor, action: row.action, target: row.target,
+                       details: try StoreCoding.decode([String: String].self, from: row.details))
+        }
+    }
+
+    /// An `audit_events` row as stored.
+    private struct AuditRow: Decodable, Sendable {
+        var id: String, at: Int64, actor: String, action: String, target: String, details: String
+    }
+
+    func document(named name: String) async throws -> String? {
+        try await backend.reading { database in
+            try await database.select().column("body").from("documents").where("name", .equal, name)
+                .first(decodingColumn: "body", as: String.self)
+        }
+    }
+
+    func saveDocument(named name: String, _ text: String) async throws {
+        try await backend.transaction { database in
+            try await database.insert(into: "documents").columns("name", "body", "updated_at")
+                .values(SQLBind(name), SQLBind(text), SQLBind(Date().unixMilliseconds))
+                .onConflict(with: "name") { $0.set(excludedValueOf: "body").set(excludedValueOf: "updated_at") }
+                .run()
+        }
+    }
+
+    func ping() async throws {
+        try await backend.reading { database in try await database.run("SELECT 1") }
+    }
+
+    func close() async throws {
+        await recorder.close()
+        try await backend.close()
+    }
+}
+
+extension SQLPredicateBuilder {
+    /// Narrows to one customer's rows.
+    @discardableResult
+    func `where`(customer key: CustomerKey) -> Self {
+        self.where("bundle_identifier", .equal, key.bundleIdentifier).where("application_username", .equal, key.applicationUsername)
+    }
+
+    /// Narrows to the issued signatures a query matches (its `limit` aside).
+    @discardableResult
+    func `where`(_ query: IssuedSignatureQuery) -> Self {
+        let columns = [
+            ("bundle_identifier", query.bundleIdentifier), ("application_username", query.applicationUsername),
+            ("product_identifier", query.productIdentifier), ("offer_identifier", query.offerIdentifier),
+            ("key_identifier", query.keyIdentifier),
+        ]
+        for case let (column, value?) in columns { self.where(column, .equal, value) }
+        if let since = query.since { self.where("timestamp", .greaterThanOrEqual, since) }
+        if let until = query.until { self.where("timestamp", .lessThan, until) }
+        return self
+    }
+}
+
+extension OfferStoreError {
+    /// A signature with this nonce was recorded before.
+    static func duplicateNonce(_ nonce: String) -> OfferStoreError {
+        OfferStoreError(code: .duplicateNonce, message: "A signature with nonce \(nonce) was recorded before.")
+    }
+}

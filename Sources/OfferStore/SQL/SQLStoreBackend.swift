@@ -1,0 +1,88 @@
+import Logging
+import SQLKit
+
+/// What differs between the two databases under ``SQLOfferStore``: how a connection is had, how a write
+/// transaction begins, how migrators are kept apart. Every statement is written once, in ``SQLOfferStore`` and
+/// ``StoreSchema``; SQLKit's dialects render it for SQLite or PostgreSQL.
+protocol SQLStoreBackend: Sendable {
+    /// `SQLite` or `PostgreSQL`, for messages.
+    var name: String { get }
+
+    /// The statement that opens a write transaction (`BEGIN IMMEDIATE` takes SQLite's write lock at once).
+    var beginTransaction: String { get }
+
+    /// Whether a group-commit batch — one multi-row INSERT — is wrapped in `BEGIN … COMMIT`. SQLite: yes, so
+    /// that the batch fails rather than silently joining a transaction left open on the writer. PostgreSQL: no,
+    /// the single statement is its own transaction (one round trip instead of three).
+    var batchInTransaction: Bool { get }
+
+    /// The largest group-commit batch: one multi-row INSERT of 8 parameters a row.
+    var recordsPerBatch: Int { get }
+
+    /// Runs `body` on a connection for reads.
+    func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+
+    /// Runs `body` on a connection that no other transaction uses until `body` returns.
+    func write<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+
+    /// Keeps migrators of several processes apart, inside a migration's transaction.
+    func lockMigrations(on database: any SQLDatabase) async throws
+
+    /// A driver error, in words (never a password).
+    func describe(_ error: any Error) -> String
+
+    /// Closes the connections.
+    func close() async throws
+}
+
+/// An error thrown by a caller's closure inside a transaction: rolled back, then rethrown unchanged
+/// (``SQLStoreBackend/storeError(_:)`` leaves it alone; ``SQLOfferStore`` unwraps it).
+struct CallerError: Error {
+    let error: any Error
+}
+
+extension SQLStoreBackend {
+    /// Runs `body` in one transaction on a connection of its own: committed if `body` returns, rolled back if it
+    /// throws. Driver errors become ``OfferStoreError`` `unavailable`.
+    func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        try await mappingErrors {
+            try await write { database in
+                try await database.execute(sql: SQLRaw(beginTransaction)) { _ in }
+                do {
+                    let value = try await body(database)
+                    try await database.execute(sql: SQLRaw("COMMIT")) { _ in }
+                    return value
+                } catch {
+                    try? await database.execute(sql: SQLRaw("ROLLBACK")) { _ in }
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// Runs `body` on a read connection; driver errors become ``OfferStoreError`` `unavailable`.
+    func reading<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        try await mappingErrors { try await read(body) }
+    }
+
+    /// Runs `body`, turning what the driver throws into ``OfferStoreError`` `unavailable`; store errors and
+    /// ``CallerError`` pass unchanged.
+    func mappingErrors<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as OfferStoreError {
+            throw error
+        } catch let error as CallerError {
+            throw error
+        } catch {
+            throw OfferStoreError(code: .unavailable, message: "\(name) store: \(describe(error)).")
+        }
+    }
+}
+
+extension SQLDatabase {
+    /// Runs one statement written as text (the schema, PRAGMAs, locks), ignoring any rows.
+    func run(_ statement: SQLQueryString) async throws {
+        try await execute(sql: statement) { _ in }
+    }
+}

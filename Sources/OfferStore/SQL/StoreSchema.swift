@@ -1,0 +1,83 @@
+import Foundation
+import SQLKit
+
+/// The schema, as versioned migrations written once for both databases (`\(bigint)` is `BIGINT` on PostgreSQL,
+/// `INTEGER` on SQLite), and the one runner that applies them. Every timestamp column holds Unix milliseconds.
+/// A migration is never edited once released: add a new version.
+enum StoreSchema {
+    private static let bigint = SQLDataType.bigint
+
+    static let migrations: [(version: Int, statements: [SQLQueryString])] = [
+        (1, [
+            """
+            CREATE TABLE IF NOT EXISTS customers (
+                bundle_identifier TEXT NOT NULL, application_username TEXT NOT NULL,
+                facts TEXT NOT NULL, updated_at \(bigint) NOT NULL,
+                PRIMARY KEY (bundle_identifier, application_username))
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS customer_transactions (
+                original_transaction_id TEXT NOT NULL, bundle_identifier TEXT NOT NULL, application_username TEXT NOT NULL,
+                PRIMARY KEY (original_transaction_id, bundle_identifier, application_username))
+            """,
+            "CREATE TABLE IF NOT EXISTS processed_notifications (notification_uuid TEXT PRIMARY KEY, processed_at \(bigint) NOT NULL)",
+            """
+            CREATE TABLE IF NOT EXISTS issued_signatures (
+                nonce TEXT PRIMARY KEY, key_identifier TEXT NOT NULL, bundle_identifier TEXT NOT NULL,
+                product_identifier TEXT NOT NULL, offer_identifier TEXT NOT NULL, application_username TEXT NOT NULL,
+                timestamp \(bigint) NOT NULL, format TEXT NOT NULL)
+            """,
+            "CREATE INDEX IF NOT EXISTS issued_by_customer ON issued_signatures (bundle_identifier, application_username, timestamp)",
+            "CREATE INDEX IF NOT EXISTS issued_by_key ON issued_signatures (key_identifier, timestamp)",
+            "CREATE INDEX IF NOT EXISTS issued_by_time ON issued_signatures (timestamp)",
+            """
+            CREATE TABLE IF NOT EXISTS audit_events (
+                id TEXT PRIMARY KEY, at \(bigint) NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,
+                target TEXT NOT NULL, details TEXT NOT NULL)
+            """,
+            "CREATE INDEX IF NOT EXISTS audit_by_time ON audit_events (at)",
+        ]),
+        (2, [
+            "CREATE TABLE IF NOT EXISTS documents (name TEXT PRIMARY KEY, body TEXT NOT NULL, updated_at \(bigint) NOT NULL)",
+        ]),
+        // schema_migrations.applied_at was written in seconds before this version; now in milliseconds like every
+        // other timestamp. (A value below 10^11 is seconds: 10^11 ms is 1973, 10^11 s the year 5138.)
+        (3, [
+            "UPDATE schema_migrations SET applied_at = applied_at * 1000 WHERE applied_at < 100000000000",
+        ]),
+    ]
+
+    static let migrationsTable: SQLQueryString =
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at \(bigint) NOT NULL)"
+
+    /// Applies every migration not yet applied, each version in one transaction together with its
+    /// `schema_migrations` row, under the backend's migration lock: safe to run on every start and from several
+    /// processes at once.
+    static func migrate(_ backend: any SQLStoreBackend) async throws {
+        do {
+            for migration in migrations {
+                try await backend.transaction { database in
+                    try await backend.lockMigrations(on: database)
+                    try await database.run(migrationsTable)
+                    let applied = try await database.select().column("version").from("schema_migrations")
+                        .where("version", .equal, migration.version).first()
+                    guard applied == nil else { return }
+                    for statement in migration.statements { try await database.run(statement) }
+                    try await database.insert(into: "schema_migrations").columns("version", "applied_at")
+                        .values(SQLBind(migration.version), SQLBind(Date().unixMilliseconds)).run()
+                }
+            }
+        } catch {
+            let detail = (error as? OfferStoreError)?.message ?? backend.describe(error)
+            throw OfferStoreError(code: .migrationFailed, message: "\(backend.name) migration failed: \(detail)")
+        }
+    }
+}
+
+extension Date {
+    /// Unix milliseconds, the unit of every timestamp column.
+    var unixMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    /// The date of Unix milliseconds.
+    init(unixMilliseconds: Int64) { self.init(timeIntervalSince1970: Double(unixMilliseconds) / 1000) }
+}

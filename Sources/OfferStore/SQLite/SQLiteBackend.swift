@@ -1,0 +1,79 @@
+import Logging
+import SQLKit
+import SQLiteKit
+import SQLiteNIO
+
+/// The embedded database: one SQLite file, nothing to install (the default).
+///
+/// The file is in WAL mode with `synchronous=FULL`: a transaction is on disk (the WAL fsynced) when COMMIT
+/// returns, so a killed process — or a power cut — loses nothing that was acknowledged. All writes go through one
+/// connection, one transaction at a time (an ``AsyncGate``), each opened with `BEGIN IMMEDIATE`; reads of a file
+/// use a second connection, which WAL lets read while a write is in progress.
+final class SQLiteBackend: SQLStoreBackend {
+    private let writer: SQLiteConnection
+    private let reader: SQLiteConnection
+    private let writeGate = AsyncGate()
+    private let readGate: AsyncGate
+
+    let name = "SQLite"
+    let beginTransaction = "BEGIN IMMEDIATE"
+    let batchInTransaction = true
+    /// sqlite-nio builds SQLite with `SQLITE_MAX_VARIABLE_NUMBER=250000` (32,766 is SQLite's own default):
+    /// 500 rows of 8 parameters fit either way.
+    let recordsPerBatch = 500
+
+    /// Opens (or creates) the database.
+    /// - Parameter path: the file; `nil` for an in-memory database (tests, `serve --demo`).
+    init(path: String?, logger: Logger) async throws {
+        do {
+            if let path {
+                writer = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+                _ = try await writer.query("PRAGMA journal_mode=WAL")
+                _ = try await writer.query("PRAGMA synchronous=FULL")
+                _ = try await writer.query("PRAGMA busy_timeout=5000")
+                reader = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+                _ = try await reader.query("PRAGMA busy_timeout=5000")
+                readGate = AsyncGate()
+            } else {
+                writer = try await SQLiteConnection.open(storage: .memory, logger: logger)
+                reader = writer
+                readGate = writeGate
+            }
+        } catch {
+            throw OfferStoreError(code: .unavailable, message: "Cannot open the SQLite store\(path.map { " at \($0)" } ?? ""): \(Self.describe(error)).")
+        }
+    }
+
+    deinit {
+        // A store dropped without close() (a test that never ran the service) still closes its connections:
+        // the future-based close keeps each connection alive until it is done.
+        if !reader.isClosed, reader !== writer { _ = reader.close() }
+        if !writer.isClosed { _ = writer.close() }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        (error as? SQLiteError)?.message ?? "\(type(of: error))"
+    }
+
+    func describe(_ error: any Error) -> String { Self.describe(error) }
+
+    func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        let reader = self.reader
+        return try await readGate.withGate { try await body(reader.sql(queryLogLevel: nil)) }
+    }
+
+    func write<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        let writer = self.writer
+        return try await writeGate.withGate { try await body(writer.sql(queryLogLevel: nil)) }
+    }
+
+    /// `BEGIN IMMEDIATE` already holds the file's write lock, which keeps other processes' migrators out.
+    func lockMigrations(on database: any SQLDatabase) async throws {}
+
+    func close() async throws {
+        try await writeGate.withGate { [writer, reader] in
+            if reader !== writer { try await reader.close() }
+            try await writer.close()
+        }
+    }
+}
