@@ -89,7 +89,7 @@ import Testing
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let stateFile = directory.appendingPathComponent("states.json").path
-        try await FileKeyStateStore(path: stateFile).save(KeyStates(activeKeyIdentifier: "K2", revokedKeyIdentifiers: ["K1"]))
+        #expect(try await FileKeyStateStore(path: stateFile).save(KeyStates(version: 1, activeKeyIdentifier: "K2", revokedKeyIdentifiers: ["K1"])))
         let configuration = try ServiceConfiguration(environment: [
             "OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.validPEM, "OFFER_SIGNER_KEY_K2": pem, "OFFER_SIGNER_STATE_FILE": stateFile, "OFFER_SIGNER_DATABASE_URL": "sqlite::memory:",
         ])

@@ -352,10 +352,10 @@ extension TestClientProtocol {
         // Each run gets its own document name space: a fresh PostgreSQL test database is shared by runs.
         let old = try SigningKey.generate(keyIdentifier: "OLDKEY0001"), new = try SigningKey.generate(keyIdentifier: "NEWKEY0001")
         let entries = [KeyRing.Entry(key: old, source: "test"), KeyRing.Entry(key: new, source: "test")]
-        try await StoreKeyStateStore(store: store).save(KeyStates())
+        let document = "key-states-test-\(UUID().uuidString)"
         func replica() async throws -> (KeyRingHolder, KeyManager) {
             let holder = KeyRingHolder(.empty)
-            let manager = try await KeyManager(holder: holder, loadKeys: { entries }, configuredActiveKeyIdentifier: "OLDKEY0001", stateStore: StoreKeyStateStore(store: store), logger: Logger(label: "test"))
+            let manager = try await KeyManager(holder: holder, loadKeys: { entries }, configuredActiveKeyIdentifier: "OLDKEY0001", stateStore: StoreKeyStateStore(store: store, documentName: document), logger: Logger(label: "test"))
             return (holder, manager)
         }
         let (holderA, managerA) = try await replica()

@@ -8,6 +8,7 @@ public struct AllRules: EligibilityRule {
     public init(_ rules: [any EligibilityRule]) { self.rules = rules }
 
     public var lookback: TimeInterval? { rules.compactMap(\.lookback).max() }
+    public var dependsOnIssuedOffers: Bool { rules.contains { $0.dependsOnIssuedOffers } }
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         var reasons: [EligibilityReason] = []
@@ -30,6 +31,7 @@ public struct AnyRule: EligibilityRule {
     public init(_ rules: [any EligibilityRule]) { self.rules = rules }
 
     public var lookback: TimeInterval? { rules.compactMap(\.lookback).max() }
+    public var dependsOnIssuedOffers: Bool { rules.contains { $0.dependsOnIssuedOffers } }
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         var reasons: [EligibilityReason] = []
@@ -51,6 +53,7 @@ public struct NotRule: EligibilityRule {
     public init(_ rule: any EligibilityRule) { self.rule = rule }
 
     public var lookback: TimeInterval? { rule.lookback }
+    public var dependsOnIssuedOffers: Bool { rule.dependsOnIssuedOffers }
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         rule.evaluate(context).isEligible

@@ -5,6 +5,8 @@ import OfferStore
 /// (`customer-service-grant`)
 public struct CustomerServiceGrantRule: EligibilityRule {
     public let name = "customer-service-grant"
+    /// A grant is used up by the signature it allows: two requests must not both spend it.
+    public var dependsOnIssuedOffers: Bool { true }
     public init() {}
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         let grant = context.facts.grants.first {

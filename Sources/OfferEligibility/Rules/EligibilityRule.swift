@@ -100,12 +100,17 @@ public protocol EligibilityRule: Sendable {
     var name: String { get }
     /// How far back this rule looks at issued signatures (for caps and cool-downs); `nil` when it does not.
     var lookback: TimeInterval? { get }
+    /// Whether the decision depends on what signing itself changes — issued signatures (caps, cool-downs) or
+    /// customer-service grants — so that deciding and recording must be one atomic step per customer.
+    /// Default: `lookback != nil`.
+    var dependsOnIssuedOffers: Bool { get }
     /// Decides.
     func evaluate(_ context: EligibilityContext) -> EligibilityDecision
 }
 
 extension EligibilityRule {
     public var lookback: TimeInterval? { nil }
+    public var dependsOnIssuedOffers: Bool { lookback != nil }
 
     /// A reason from this rule.
     public func reason(_ code: String, _ message: String) -> EligibilityReason {

@@ -15,9 +15,14 @@ public struct KeyManagementError: Error, Sendable {
         switch code {
         case "unknown_key": APIError(status: .notFound, code: code, message: message)
         case "key_state_conflict": APIError(status: .conflict, code: code, message: message)
+        case "store_unavailable": APIError(status: .serviceUnavailable, code: code, message: message, headers: [.retryAfter: "1"])
         default: APIError(status: .unprocessableContent, code: code, message: message)
         }
     }
+
+    /// The key states could not be read or saved: nothing changed, the current keys keep serving.
+    static let stateStoreUnavailable = KeyManagementError(
+        code: "store_unavailable", message: "The key states could not be read or saved; nothing was changed and the current keys keep serving. Try again shortly.")
 }
 
 /// Owns the key set: loads it, applies admins' states, reloads it all-or-nothing, and swaps it into the
@@ -111,50 +116,57 @@ public actor KeyManager {
     /// Makes `keyIdentifier` the key that signs new offers; the previous active key becomes retired.
     public func activate(_ keyIdentifier: String, by admin: String) async throws -> KeyRing {
         try requireKnown(keyIdentifier)
-        guard !states.revokedKeyIdentifiers.contains(keyIdentifier) else {
-            throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is revoked; revocation is final. Activate another key.")
+        return try await change(action: "activate", keyIdentifier: keyIdentifier, admin: admin) { states, _ throws(KeyManagementError) in
+            guard !states.revokedKeyIdentifiers.contains(keyIdentifier) else {
+                throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is revoked; revocation is final. Activate another key.")
+            }
+            states.activeKeyIdentifier = keyIdentifier
         }
-        var next = states
-        next.activeKeyIdentifier = keyIdentifier
-        return try await apply(next, action: "activate", keyIdentifier: keyIdentifier, admin: admin)
     }
 
     /// Takes `keyIdentifier` out of signing; its signatures still verify. The active key cannot be retired:
     /// activate its successor instead, which retires it.
     public func retire(_ keyIdentifier: String, by admin: String) async throws -> KeyRing {
         try requireKnown(keyIdentifier)
-        let ring = holder.current
-        if states.revokedKeyIdentifiers.contains(keyIdentifier) {
-            throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is revoked; revocation is final.")
+        return try await change(action: "retire", keyIdentifier: keyIdentifier, admin: admin) { states, ring throws(KeyManagementError) in
+            if states.revokedKeyIdentifiers.contains(keyIdentifier) {
+                throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is revoked; revocation is final.")
+            }
+            if ring.state(of: keyIdentifier) == .active {
+                throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is the active key; activate its successor first (that retires it).")
+            }
         }
-        if ring.state(of: keyIdentifier) == .active {
-            throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is the active key; activate its successor first (that retires it).")
-        }
-        return try await apply(states, action: "retire", keyIdentifier: keyIdentifier, admin: admin)
     }
 
     /// Revokes a compromised key: it neither signs nor verifies as valid, now and after restarts. The active
     /// key cannot be revoked before another key is activated, so that apps keep getting offers.
     public func revoke(_ keyIdentifier: String, by admin: String) async throws -> KeyRing {
         try requireKnown(keyIdentifier)
-        if holder.current.state(of: keyIdentifier) == .active {
-            throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is the active key; activate another key first (POST /admin/keys/<KEYID>/activate), then revoke this one.")
+        return try await change(action: "revoke", keyIdentifier: keyIdentifier, admin: admin) { states, ring throws(KeyManagementError) in
+            if ring.state(of: keyIdentifier) == .active {
+                throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is the active key; activate another key first (POST /admin/keys/<KEYID>/activate), then revoke this one.")
+            }
+            states.revokedKeyIdentifiers.insert(keyIdentifier)
         }
-        var next = states
-        next.revokedKeyIdentifiers.insert(keyIdentifier)
-        return try await apply(next, action: "revoke", keyIdentifier: keyIdentifier, admin: admin)
     }
 
-    /// Re-reads the saved states (another replica may have changed them) and applies them when they differ.
+    /// Re-reads the saved states (another replica may have changed them) and applies them when they are newer
+    /// than the ones served: a refresh never moves a key's state backwards.
     /// - Returns: whether anything changed.
     @discardableResult
     public func refreshStates() async -> Bool {
-        guard let saved = try? await stateStore.load(), saved != states else { return false }
+        guard let saved = try? await stateStore.load() else { return false }
+        return adopt(saved, reason: "key states changed by another replica applied")
+    }
+
+    /// Serves `saved` if it is newer than the states served now (and its ring can be built).
+    private func adopt(_ saved: KeyStates, reason: String) -> Bool {
+        guard saved.version > states.version else { return false }
         do {
             let ring = try Self.ring(entries, states: saved, configured: configuredActiveKeyIdentifier, byApp: appActiveKeyIdentifiers, previous: holder.current.activeKeyIdentifier, logger: logger)
             states = saved
             holder.replace(with: ring)
-            logger.notice("key states changed by another replica applied", metadata: ["active": "\(ring.activeKeyIdentifier ?? "-")"])
+            logger.notice("\(reason)", metadata: ["version": "\(saved.version)", "active": "\(ring.activeKeyIdentifier ?? "-")"])
             return true
         } catch {
             logger.error("key states saved by another replica cannot be applied here; keeping the current ones", metadata: ["error": "\(error.message)"])
@@ -164,7 +176,7 @@ public actor KeyManager {
 
     /// Records a reload asked for by an admin in the history.
     public func recordReload(by admin: String) async throws {
-        _ = try await apply(states, action: "reload", keyIdentifier: nil, admin: admin)
+        _ = try await change(action: "reload", keyIdentifier: nil, admin: admin) { _, _ throws(KeyManagementError) in }
     }
 
     private func requireKnown(_ keyIdentifier: String) throws(KeyManagementError) {
@@ -173,25 +185,59 @@ public actor KeyManager {
         }
     }
 
-    /// Builds the ring under `next`, saves `next` durably, then swaps the ring in: a state that could not be
-    /// saved is never served.
-    private func apply(_ next: KeyStates, action: String, keyIdentifier: String?, admin: String) async throws -> KeyRing {
-        var next = next
-        next.history.append(.init(at: Date(), admin: admin, action: action, keyIdentifier: keyIdentifier))
-        let ring: KeyRing
+    /// How many times a change is retried when another writer saved first.
+    static let compareAndSetAttempts = 8
+
+    /// Applies `mutate` to the **saved** states (re-read from the state store, not this actor's copy: another
+    /// admin call on this replica or another replica may have changed them across an `await`), checks the
+    /// result builds a usable ring, saves it by compare-and-set on its version, and only then serves it. When
+    /// another writer saved first, starts again from what it saved. A state that could not be saved is never
+    /// served, and a change never overwrites one it did not see.
+    private func change(
+        action: String, keyIdentifier: String?, admin: String,
+        _ mutate: (inout KeyStates, KeyRing) throws(KeyManagementError) -> Void
+    ) async throws -> KeyRing {
+        for _ in 0..<Self.compareAndSetAttempts {
+            let base: KeyStates
+            do {
+                base = try await stateStore.load()
+            } catch {
+                throw KeyManagementError.stateStoreUnavailable
+            }
+            _ = adopt(base, reason: "key states saved meanwhile applied")
+            let current = try Self.ringOrConflict(entries, states: base, configured: configuredActiveKeyIdentifier, byApp: appActiveKeyIdentifiers, previous: holder.current.activeKeyIdentifier, logger: logger)
+            var next = base
+            try mutate(&next, current)
+            next.version = base.version + 1
+            next.history.append(.init(at: Date(), admin: admin, action: action, keyIdentifier: keyIdentifier))
+            let ring = try Self.ringOrConflict(entries, states: next, configured: configuredActiveKeyIdentifier, byApp: appActiveKeyIdentifiers, previous: holder.current.activeKeyIdentifier, logger: logger)
+            let saved: Bool
+            do {
+                saved = try await stateStore.save(next)
+            } catch {
+                throw KeyManagementError.stateStoreUnavailable
+            }
+            guard saved else { continue }
+            // Another call on this actor may have adopted a newer version across the awaits above; never step back.
+            if next.version > states.version {
+                states = next
+                holder.replace(with: ring)
+            }
+            logger.notice("audit: key state changed", metadata: [
+                "admin": "\(admin)", "action": "\(action)", "keyIdentifier": "\(keyIdentifier ?? "-")",
+                "version": "\(next.version)", "active": "\(holder.current.activeKeyIdentifier ?? "-")",
+            ])
+            return holder.current
+        }
+        throw KeyManagementError(code: "key_state_conflict", message: "The key states kept changing while this change was being saved (other admins or replicas); try again.")
+    }
+
+    private static func ringOrConflict(_ entries: [KeyRing.Entry], states: KeyStates, configured: String?, byApp: [String: String], previous: String?, logger: Logger) throws(KeyManagementError) -> KeyRing {
         do {
-            ring = try Self.ring(entries, states: next, configured: configuredActiveKeyIdentifier, byApp: appActiveKeyIdentifiers, previous: holder.current.activeKeyIdentifier, logger: logger)
+            return try ring(entries, states: states, configured: configured, byApp: byApp, previous: previous, logger: logger)
         } catch {
             throw KeyManagementError(code: "key_state_conflict", message: error.message)
         }
-        try await stateStore.save(next)
-        states = next
-        holder.replace(with: ring)
-        logger.notice("audit: key state changed", metadata: [
-            "admin": "\(admin)", "action": "\(action)", "keyIdentifier": "\(keyIdentifier ?? "-")",
-            "active": "\(ring.activeKeyIdentifier ?? "-")",
-        ])
-        return ring
     }
 
     /// The ring for `entries` under `states`. The active key is, in this order: the one an admin activated

@@ -26,6 +26,9 @@ public struct KeyStates: Sendable, Codable, Equatable {
         }
     }
 
+    /// Incremented by every saved change: a change is written only over the version it was made from
+    /// (compare-and-set), and a replica applies only versions newer than the one it serves.
+    public var version: Int
     /// The key an admin activated, if any.
     public var activeKeyIdentifier: String?
     /// Keys an admin revoked. Revocation is final.
@@ -33,19 +36,48 @@ public struct KeyStates: Sendable, Codable, Equatable {
     /// Every change, oldest first.
     public var history: [Change]
 
-    public init(activeKeyIdentifier: String? = nil, revokedKeyIdentifiers: Set<String> = [], history: [Change] = []) {
+    public init(version: Int = 0, activeKeyIdentifier: String? = nil, revokedKeyIdentifiers: Set<String> = [], history: [Change] = []) {
+        self.version = version
         self.activeKeyIdentifier = activeKeyIdentifier
         self.revokedKeyIdentifiers = revokedKeyIdentifiers
         self.history = history
     }
+
+    private enum CodingKeys: String, CodingKey {
+        case version, activeKeyIdentifier, revokedKeyIdentifiers, history
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        // Files written before versions existed read as version 0.
+        version = try container.decodeIfPresent(Int.self, forKey: .version) ?? 0
+        activeKeyIdentifier = try container.decodeIfPresent(String.self, forKey: .activeKeyIdentifier)
+        revokedKeyIdentifiers = try container.decodeIfPresent(Set<String>.self, forKey: .revokedKeyIdentifiers) ?? []
+        history = try container.decodeIfPresent([Change].self, forKey: .history) ?? []
+    }
+
+    static func decode(_ data: Data) throws -> KeyStates {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return try decoder.decode(KeyStates.self, from: data)
+    }
+
+    func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return try encoder.encode(self)
+    }
 }
 
-/// Where ``KeyStates`` live between restarts.
+/// Where ``KeyStates`` live between restarts: a versioned value changed only by compare-and-set, so that two
+/// admin calls — on one replica or on two sharing a store — never overwrite each other.
 public protocol KeyStateStore: Sendable {
-    /// The saved states (empty when nothing was saved yet).
+    /// The saved states (version 0 and empty when nothing was saved yet).
     func load() async throws -> KeyStates
-    /// Saves the states durably before returning.
-    func save(_ states: KeyStates) async throws
+    /// Saves `states` durably, only if the saved version is still `states.version - 1`.
+    /// - Returns: `false` when another writer saved a newer version first (nothing was written).
+    func save(_ states: KeyStates) async throws -> Bool
 }
 
 /// Keeps key states in memory only: they do not survive a restart (the service warns at start-up).
@@ -56,35 +88,41 @@ public actor InMemoryKeyStateStore: KeyStateStore {
 
     public func load() async throws -> KeyStates { states }
 
-    public func save(_ states: KeyStates) async throws { self.states = states }
+    public func save(_ states: KeyStates) async throws -> Bool {
+        guard states.version == self.states.version + 1 else { return false }
+        self.states = states
+        return true
+    }
 }
 
 /// Keeps key states in the customer store, shared by every replica that uses it (the default when a store is
 /// configured and `OFFER_SIGNER_STATE_FILE` is not set). Replicas pick up each other's changes: see
 /// ``KeyStateRefresher``.
 public struct StoreKeyStateStore: KeyStateStore {
-    static let documentName = "key-states"
+    /// The document the service keeps its key states in.
+    public static let defaultDocumentName = "key-states"
     let store: any OfferStore
+    let documentName: String
 
-    public init(store: any OfferStore) {
+    /// - Parameters:
+    ///   - store: the shared store.
+    ///   - documentName: the document (tests use their own).
+    public init(store: any OfferStore, documentName: String = StoreKeyStateStore.defaultDocumentName) {
         self.store = store
+        self.documentName = documentName
     }
 
     public func load() async throws -> KeyStates {
-        guard let text = try await store.document(named: Self.documentName) else { return KeyStates() }
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        guard let states = try? decoder.decode(KeyStates.self, from: Data(text.utf8)) else {
-            throw ConfigurationError("The key states in the store cannot be read; restore them or delete the 'key-states' document.")
+        guard let document = try await store.document(named: documentName) else { return KeyStates() }
+        guard let states = try? KeyStates.decode(Data(document.text.utf8)) else {
+            throw ConfigurationError("The key states in the store cannot be read; restore them or delete the '\(documentName)' document.")
         }
         return states
     }
 
-    public func save(_ states: KeyStates) async throws {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting = [.sortedKeys]
-        try await store.saveDocument(named: Self.documentName, String(decoding: try encoder.encode(states), as: UTF8.self))
+    public func save(_ states: KeyStates) async throws -> Bool {
+        let text = String(decoding: try states.encoded(), as: UTF8.self)
+        return try await store.replaceDocument(named: documentName, version: Int64(states.version), text: text)
     }
 }
 
@@ -103,19 +141,31 @@ public actor FileKeyStateStore: KeyStateStore {
             throw ConfigurationError("OFFER_SIGNER_STATE_FILE=\(path) cannot be read; check its permissions.")
         }
         do {
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = .iso8601
-            return try decoder.decode(KeyStates.self, from: data)
+            return try KeyStates.decode(data)
         } catch {
             throw ConfigurationError("OFFER_SIGNER_STATE_FILE=\(path) is not a key state file written by offer-signer; restore it or move it away.")
         }
     }
 
-    public func save(_ states: KeyStates) async throws {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let data = try encoder.encode(states)
+    /// Compare-and-set under an exclusive `flock` on `PATH.lock`, so that two processes sharing the file (two
+    /// services on one host) cannot both write over the same version.
+    public func save(_ states: KeyStates) async throws -> Bool {
+        let lock = open(path + ".lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        guard lock >= 0 else {
+            throw ConfigurationError("Cannot open \(path).lock (OFFER_SIGNER_STATE_FILE); check the folder's permissions.")
+        }
+        defer { close(lock) }
+        guard flock(lock, LOCK_EX) == 0 else {
+            throw ConfigurationError("Cannot lock \(path).lock (OFFER_SIGNER_STATE_FILE): \(String(cString: strerror(errno))).")
+        }
+        defer { flock(lock, LOCK_UN) }
+        guard try await load().version == states.version - 1 else { return false }
+        try write(states)
+        return true
+    }
+
+    private func write(_ states: KeyStates) throws {
+        let data = try states.encoded()
         let temporary = path + ".tmp-\(getpid())"
         guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]) else {
             throw ConfigurationError("Cannot write \(temporary) (OFFER_SIGNER_STATE_FILE); check the folder's permissions.")

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Logging
 import OfferSigning
 import OfferStore
 
@@ -28,13 +29,20 @@ struct AdminKeyRoutes {
         group.get("/keys") { _, _ in list(await manager.keyRing) }
         group.post("/keys/reload") { _, context -> AdminKeyList in
             let admin = context.adminName ?? "unknown"
+            let ring: KeyRing
             do {
-                let ring = try await manager.reload(reason: "admin \(admin)")
-                try await manager.recordReload(by: admin)
-                return list(ring)
+                ring = try await manager.reload(reason: "admin \(admin)")
             } catch let error as KeyManagementError {
                 throw error.apiError
             }
+            // The new keys serve from here on: a history entry that cannot be saved is logged, not reported as a
+            // failed reload.
+            do {
+                try await manager.recordReload(by: admin)
+            } catch {
+                context.logger.warning("keys reloaded, but the reload could not be added to the key-state history", metadata: ["admin": "\(admin)"])
+            }
+            return list(ring)
         }
         for action in ["activate", "retire", "revoke"] {
             group.post("/keys/:keyIdentifier/\(action)") { _, context -> AdminKeyList in
@@ -50,8 +58,14 @@ struct AdminKeyRoutes {
                 } catch let error as KeyManagementError {
                     throw error.apiError
                 }
+                // The change is saved (with its history entry) and served: an audit row that cannot be written is
+                // logged, never reported as a failed change.
                 if let store = service.store {
-                    try await storeCall { try await store.appendAudit(AuditEvent(actor: admin, action: "key.\(action)", target: keyIdentifier)) }
+                    do {
+                        try await store.appendAudit(AuditEvent(actor: admin, action: "key.\(action)", target: keyIdentifier))
+                    } catch {
+                        context.logger.warning("key state changed, but the audit event could not be written", metadata: ["admin": "\(admin)", "action": "\(action)", "keyIdentifier": "\(keyIdentifier)"])
+                    }
                 }
                 return list(ring)
             }

@@ -62,7 +62,7 @@ public final class OfferService: Sendable {
     public let notifications: NotificationIngestor?
     private let signaturesIssued: Counter
     private let jwsIssued: Counter
-    private let selfCheckFailures: Counter
+    let selfCheckFailures: Counter
     private let refusals: Counter
     private let issuedByKey = Mutex<[String: Int]>([:])
 
@@ -103,7 +103,7 @@ public final class OfferService: Sendable {
     public func app(named bundleIdentifier: String?) throws(APIError) -> AppConfiguration {
         if let bundleIdentifier {
             guard let app = apps[bundleIdentifier] else {
-                throw APIError(status: .notFound, code: "unknown_app", message: "This service does not sign for app '\(bundleIdentifier.prefix(155))'; check bundleIdentifier against the policy or OFFER_SIGNER_BUNDLE_ID.")
+                throw APIError(status: .notFound, code: "unknown_app", message: "This service does not sign for app '\(bundleIdentifier.prefix(PayloadField.maximumBundleIdentifierLength))'; check bundleIdentifier against the policy or OFFER_SIGNER_BUNDLE_ID.")
             }
             return app
         }
@@ -113,38 +113,40 @@ public final class OfferService: Sendable {
         return only
     }
 
-    /// What the policy says about one offer for one customer (no policy: yes).
-    /// - Throws: ``APIError`` 404 `unknown_product` / `unknown_offer` when the policy does not list them;
-    ///   503 `store_unavailable` when the store cannot be read.
-    public func decide(app: AppConfiguration, productIdentifier: String, offerIdentifier: String, applicationUsername: String, now: Date = Date()) async throws -> EligibilityDecision {
-        guard let policy else { return .eligible() }
+    /// The policy's product and the rule of one offer (no policy: no rule, which says yes).
+    /// - Throws: ``APIError`` 404 `unknown_app` / `unknown_product` / `unknown_offer` when the policy does not
+    ///   list them.
+    func offerRule(app: AppConfiguration, productIdentifier: String, offerIdentifier: String) throws(APIError) -> (product: OfferPolicy.Product?, rule: (any EligibilityRule)?) {
+        guard let policy else { return (nil, nil) }
         switch policy.lookup(bundleIdentifier: app.bundleIdentifier, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier) {
         case .unknownApp:
             throw APIError(status: .notFound, code: "unknown_app", message: "The policy lists no app \(app.bundleIdentifier).")
         case .unknownProduct:
-            throw APIError(status: .notFound, code: "unknown_product", message: "The policy lists no product '\(productIdentifier.prefix(255))' for \(app.bundleIdentifier).")
+            throw Self.unknownProduct(productIdentifier, app: app)
         case .unknownOffer:
-            throw APIError(status: .notFound, code: "unknown_offer", message: "The policy lists no offer '\(offerIdentifier.prefix(255))' for \(productIdentifier.prefix(255)).")
+            throw APIError(status: .notFound, code: "unknown_offer", message: "The policy lists no offer '\(offerIdentifier.prefix(PayloadField.maximumLength))' for \(productIdentifier.prefix(PayloadField.maximumLength)).")
         case .found(_, let product, let offer):
-            let context = try await context(app: app, product: product, offerIdentifier: offerIdentifier, applicationUsername: applicationUsername, lookback: offer.rule.lookback, now: now)
-            return offer.rule.evaluate(context)
+            return (product, offer.rule)
         }
     }
 
+    static func unknownProduct(_ productIdentifier: String, app: AppConfiguration) -> APIError {
+        APIError(status: .notFound, code: "unknown_product", message: "The policy lists no product '\(productIdentifier.prefix(PayloadField.maximumLength))' for \(app.bundleIdentifier).")
+    }
+
+    /// What the rules see of a customer, read without a lock (for listings and explanations; signing reads
+    /// through ``run(_:now:)``).
     func context(app: AppConfiguration, product: OfferPolicy.Product?, productIdentifier: String? = nil, offerIdentifier: String, applicationUsername: String, lookback: TimeInterval?, now: Date) async throws -> EligibilityContext {
         let key = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)
         var facts = CustomerFacts(key: key)
         var issued: [IssuedSignature] = []
         if let store {
-            do {
-                facts = try await store.customerFacts(for: key) ?? facts
-                if let lookback, lookback > 0 {
-                    issued = try await store.issuedSignatures(matching: IssuedSignatureQuery(
-                        bundleIdentifier: app.bundleIdentifier, applicationUsername: key.applicationUsername,
-                        since: Int64((now.timeIntervalSince1970 - lookback) * 1000), limit: 10_000))
-                }
-            } catch {
-                throw APIError.storeUnavailable
+            (facts, issued) = try await storeCall {
+                let facts = try await store.customerFacts(for: key) ?? facts
+                guard let lookback, lookback > 0 else { return (facts, []) }
+                return (facts, try await store.issuedSignatures(matching: IssuedSignatureQuery(
+                    bundleIdentifier: app.bundleIdentifier, applicationUsername: key.applicationUsername,
+                    since: Int64((now.timeIntervalSince1970 - lookback) * 1000), limit: 10_000)))
             }
         }
         return EligibilityContext(
@@ -161,25 +163,22 @@ public final class OfferService: Sendable {
         }
     }
 
-    /// Records an issued signature (durably, before the caller returns the bundle) and uses up the
-    /// customer-service grant the decision relied on.
-    func record(_ signature: IssuedSignature, grant: String?) async throws(APIError) {
-        countIssued(by: signature.keyIdentifier)
-        guard let store else { return }
-        do {
-            try await store.record(signature)
-            if let grant {
-                try await store.updateCustomer(CustomerKey(bundleIdentifier: signature.bundleIdentifier, applicationUsername: signature.applicationUsername)) { facts in
-                    if let index = facts.grants.firstIndex(where: { $0.id == grant }) { facts.grants[index].usedAt = Date() }
-                }
-            }
-        } catch {
-            throw APIError.storeUnavailable
-        }
+    /// Counts an issued signature, by key and by format.
+    func countIssued(_ record: IssuedSignature) {
+        issuedByKey.withLock { $0[record.keyIdentifier, default: 0] += 1 }
+        (record.format == "legacy" ? signaturesIssued : jwsIssued).increment()
     }
 
-    private func countIssued(by keyIdentifier: String) {
-        issuedByKey.withLock { $0[keyIdentifier, default: 0] += 1 }
+    /// The pipeline's flow for an offer of the policy: the customer, the offer's rule, refusing a no.
+    private func offerFlow<Output: Sendable>(
+        app: AppConfiguration, productIdentifier: String, offerIdentifier: String, applicationUsername: String,
+        sign: @escaping @Sendable (SigningKey, EligibilityDecision) async throws -> SignedOutput<Output>
+    ) throws(APIError) -> SigningFlow<Output> {
+        let (product, rule) = try offerRule(app: app, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier)
+        return SigningFlow(
+            app: app, customer: CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername),
+            productIdentifier: productIdentifier, offerIdentifier: offerIdentifier,
+            subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier, rule: rule, refusesWhenNotEligible: true, sign: sign)
     }
 
     /// Signs a legacy promotional offer with the app's active key, after the eligibility policy, and
@@ -194,22 +193,16 @@ public final class OfferService: Sendable {
             offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
         try offer.validate()
         try await ingestSignedTransaction(request, app: app)
-        let decision = try await decide(app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
-        try requireEligible(decision)
-        let key = try keys.current.activeKey(forApp: app.bundleIdentifier)
-        let bundle: SignedLegacyOffer
-        do {
-            bundle = try OfferSigner.signLegacy(offer, with: key)
-        } catch {
-            if error.code == .selfCheckFailed { selfCheckFailures.increment() }
-            throw error
-        }
-        try await record(IssuedSignature(
-            nonce: bundle.nonce, keyIdentifier: bundle.keyIdentifier, bundleIdentifier: bundle.bundleIdentifier,
-            productIdentifier: bundle.productIdentifier, offerIdentifier: bundle.offerIdentifier,
-            applicationUsername: bundle.applicationUsername, timestamp: bundle.timestamp, format: "legacy"), grant: decision.grant)
-        signaturesIssued.increment()
-        return bundle
+        return try await run(offerFlow(
+            app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier,
+            applicationUsername: request.applicationUsername
+        ) { key, _ in
+            let bundle = try OfferSigner.signLegacy(offer, with: key)
+            return SignedOutput(output: bundle, record: IssuedSignature(
+                nonce: bundle.nonce, keyIdentifier: bundle.keyIdentifier, bundleIdentifier: bundle.bundleIdentifier,
+                productIdentifier: bundle.productIdentifier, offerIdentifier: bundle.offerIdentifier,
+                applicationUsername: bundle.applicationUsername, timestamp: bundle.timestamp, format: "legacy"))
+        })
     }
 
     /// Verifies and records the request's `signedTransaction`, if any, before the rules look at the customer.
@@ -218,7 +211,8 @@ public final class OfferService: Sendable {
         guard let notifications else {
             throw APIError(
                 status: .serviceUnavailable, code: "store_unavailable",
-                message: "signedTransaction cannot be used: this service has no customer store or cannot verify App Store data for \(app.bundleIdentifier) (see OFFER_SIGNER_DATABASE_URL, OFFER_SIGNER_ENVIRONMENTS, appAppleId).")
+                message: "signedTransaction cannot be used: this service has no customer store or cannot verify App Store data for \(app.bundleIdentifier) (see OFFER_SIGNER_DATABASE_URL, OFFER_SIGNER_ENVIRONMENTS, appAppleId).",
+                headers: [.retryAfter: "60"])
         }
         guard signedTransaction.utf8.count <= 16 * 1024 else {
             throw APIError.invalidRequest(field: "signedTransaction", "signedTransaction is longer than 16 KiB.")
@@ -233,7 +227,8 @@ public final class OfferService: Sendable {
         guard let issuer = app.issuerIdentifier, !issuer.isEmpty else {
             throw APIError(
                 status: .serviceUnavailable, code: "issuer_not_configured",
-                message: "JWS signatures for \(app.bundleIdentifier) need the App Store Connect issuer ID: set OFFER_SIGNER_ISSUER_ID or issuerIdentifier in the policy (Users and Access > Integrations > In-App Purchase). Legacy signatures work without it.")
+                message: "JWS signatures for \(app.bundleIdentifier) need the App Store Connect issuer ID: set OFFER_SIGNER_ISSUER_ID or issuerIdentifier in the policy (Users and Access > Integrations > In-App Purchase). Legacy signatures work without it.",
+                headers: [.retryAfter: "3600"])
         }
         return issuer
     }
@@ -248,78 +243,75 @@ public final class OfferService: Sendable {
         try PayloadField.validate(request.offerIdentifier, named: "offerIdentifier")
         let issuer = try issuerIdentifier(of: app)
         try await ingestSignedTransaction(request, app: app)
-        let decision = try await decide(app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
-        try requireEligible(decision)
-        let key = try keys.current.activeKey(forApp: app.bundleIdentifier)
-        let signed: SignedJWS<PromotionalOfferV2Claims>
-        do {
-            signed = try await JWSOfferSigner.signPromotionalOffer(
+        let customer = request.applicationUsername.lowercased()
+        return try await run(offerFlow(
+            app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier,
+            applicationUsername: request.applicationUsername
+        ) { key, _ in
+            let signed = try await JWSOfferSigner.signPromotionalOffer(
                 bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
                 offerIdentifier: request.offerIdentifier, transactionId: request.transactionId,
                 issuerIdentifier: issuer, key: key)
-        } catch {
-            if error.code == .selfCheckFailed { selfCheckFailures.increment() }
-            throw error
-        }
-        try await record(IssuedSignature(
-            nonce: signed.claims.nonce, keyIdentifier: signed.keyIdentifier, bundleIdentifier: app.bundleIdentifier,
-            productIdentifier: signed.claims.productId, offerIdentifier: signed.claims.offerIdentifier,
-            applicationUsername: request.applicationUsername.lowercased(), timestamp: signed.claims.iat * 1000, format: "jws"), grant: decision.grant)
-        jwsIssued.increment()
-        return SignedJWSOfferResponse(
-            bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
-            offerIdentifier: signed.claims.offerIdentifier, keyIdentifier: signed.keyIdentifier,
-            nonce: signed.claims.nonce, signature: signed.token)
+            return SignedOutput(
+                output: SignedJWSOfferResponse(
+                    bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
+                    offerIdentifier: signed.claims.offerIdentifier, keyIdentifier: signed.keyIdentifier,
+                    nonce: signed.claims.nonce, signature: signed.token),
+                record: IssuedSignature(
+                    nonce: signed.claims.nonce, keyIdentifier: signed.keyIdentifier, bundleIdentifier: app.bundleIdentifier,
+                    productIdentifier: signed.claims.productId, offerIdentifier: signed.claims.offerIdentifier,
+                    applicationUsername: customer, timestamp: signed.claims.iat * 1000, format: "jws"))
+        })
     }
 
-    /// Decides introductory-offer eligibility: the override if any, else the product's introductory-offer
-    /// policy applied to the customer's facts, else yes.
-    func decideIntroductoryOffer(app: AppConfiguration, productIdentifier: String, applicationUsername: String) async throws -> IntroductoryOfferVerdict {
-        if let introductoryOfferDecision {
-            return try await introductoryOfferDecision(app.bundleIdentifier, productIdentifier, applicationUsername.lowercased())
-        }
-        guard let policy else { return try await IntroductoryOfferDecisions.allowWithoutPolicy(app.bundleIdentifier, productIdentifier, applicationUsername) }
-        guard let product = policy.app(app.bundleIdentifier)?.product(productIdentifier) else {
-            throw APIError(status: .notFound, code: "unknown_product", message: "The policy lists no product '\(productIdentifier.prefix(255))' for \(app.bundleIdentifier).")
-        }
-        guard let rule = product.introductoryOffer else {
-            return IntroductoryOfferVerdict(allow: true, reason: "The product has no introductory-offer policy; the App Store applies its own rule.")
-        }
-        let context = try await context(app: app, product: product, offerIdentifier: "", applicationUsername: applicationUsername, lookback: rule.lookback, now: Date())
-        let decision = rule.evaluate(context)
-        return IntroductoryOfferVerdict(
-            allow: decision.isEligible,
-            reason: decision.isEligible ? "The product's introductory-offer policy allows it." : decision.reasons.map(\.message).joined(separator: " "))
-    }
-
-    /// Signs an introductory-offer eligibility JWS; `allowIntroductoryOffer` comes from the product's
-    /// introductory-offer policy.
+    /// Signs an introductory-offer eligibility JWS; `allowIntroductoryOffer` comes from the override if any,
+    /// else the product's introductory-offer policy applied to the customer's facts, else yes.
     public func signIntroductoryOfferEligibility(_ request: IntroductoryEligibilityRequest) async throws -> IntroductoryEligibilityResponse {
         let app = try app(named: request.bundleIdentifier)
         try PayloadField.validateApplicationUsername(request.applicationUsername)
         try PayloadField.validate(request.productIdentifier, named: "productIdentifier")
         let issuer = try issuerIdentifier(of: app)
-        let verdict = try await decideIntroductoryOffer(app: app, productIdentifier: request.productIdentifier, applicationUsername: request.applicationUsername)
-        let key = try keys.current.activeKey(forApp: app.bundleIdentifier)
-        let signed: SignedJWS<IntroductoryOfferEligibilityClaims>
-        do {
-            signed = try await JWSOfferSigner.signIntroductoryOfferEligibility(
+        let customer = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: request.applicationUsername)
+        var product: OfferPolicy.Product?
+        var rule: (any EligibilityRule)?
+        var fixedVerdict: IntroductoryOfferVerdict?
+        if let introductoryOfferDecision {
+            fixedVerdict = try await introductoryOfferDecision(app.bundleIdentifier, request.productIdentifier, customer.applicationUsername)
+        } else if let policy {
+            guard let found = policy.app(app.bundleIdentifier)?.product(request.productIdentifier) else {
+                throw Self.unknownProduct(request.productIdentifier, app: app)
+            }
+            product = found
+            rule = found.introductoryOffer
+            if rule == nil {
+                fixedVerdict = IntroductoryOfferVerdict(allow: true, reason: "The product has no introductory-offer policy; the App Store applies its own rule.")
+            }
+        } else {
+            fixedVerdict = try await IntroductoryOfferDecisions.allowWithoutPolicy(app.bundleIdentifier, request.productIdentifier, customer.applicationUsername)
+        }
+        let verdictGiven = fixedVerdict
+        let flow = SigningFlow(
+            app: app, customer: customer, productIdentifier: request.productIdentifier, offerIdentifier: "",
+            subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier, rule: rule, refusesWhenNotEligible: false
+        ) { key, decision in
+            let verdict = verdictGiven ?? IntroductoryOfferVerdict(
+                allow: decision.isEligible,
+                reason: decision.isEligible ? "The product's introductory-offer policy allows it." : decision.reasons.map(\.message).joined(separator: " "))
+            let signed = try await JWSOfferSigner.signIntroductoryOfferEligibility(
                 bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
                 allowIntroductoryOffer: verdict.allow, transactionId: request.transactionId,
                 issuerIdentifier: issuer, key: key)
-        } catch {
-            if error.code == .selfCheckFailed { selfCheckFailures.increment() }
-            throw error
+            return SignedOutput(
+                output: IntroductoryEligibilityResponse(
+                    bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
+                    transactionId: signed.claims.transactionId, allowIntroductoryOffer: signed.claims.allowIntroductoryOffer,
+                    reason: verdict.reason, keyIdentifier: signed.keyIdentifier, nonce: signed.claims.nonce, signature: signed.token),
+                record: IssuedSignature(
+                    nonce: signed.claims.nonce, keyIdentifier: signed.keyIdentifier, bundleIdentifier: app.bundleIdentifier,
+                    productIdentifier: signed.claims.productId, offerIdentifier: "",
+                    applicationUsername: customer.applicationUsername, timestamp: signed.claims.iat * 1000, format: "introductory-eligibility"))
         }
-        try await record(IssuedSignature(
-            nonce: signed.claims.nonce, keyIdentifier: signed.keyIdentifier, bundleIdentifier: app.bundleIdentifier,
-            productIdentifier: signed.claims.productId, offerIdentifier: "",
-            applicationUsername: request.applicationUsername.lowercased(), timestamp: signed.claims.iat * 1000, format: "introductory-eligibility"), grant: nil)
-        jwsIssued.increment()
-        return IntroductoryEligibilityResponse(
-            bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
-            transactionId: signed.claims.transactionId, allowIntroductoryOffer: signed.claims.allowIntroductoryOffer,
-            reason: verdict.reason, keyIdentifier: signed.keyIdentifier, nonce: signed.claims.nonce, signature: signed.token)
+        return try await run(flow)
     }
 
     /// Every offer of the policy (of one product, or all) with its decision for a customer.
@@ -330,7 +322,7 @@ public final class OfferService: Sendable {
         var products = appPolicy.products
         if let productIdentifier {
             guard let product = appPolicy.product(productIdentifier) else {
-                throw APIError(status: .notFound, code: "unknown_product", message: "The policy lists no product '\(productIdentifier.prefix(255))' for \(app.bundleIdentifier).")
+                throw Self.unknownProduct(productIdentifier, app: app)
             }
             products = [product]
         }

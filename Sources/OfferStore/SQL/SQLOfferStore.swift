@@ -237,19 +237,33 @@ final class SQLOfferStore: OfferStore {
         var id: String, at: Int64, actor: String, action: String, target: String, details: String
     }
 
-    func document(named name: String) async throws -> String? {
+    func document(named name: String) async throws -> StoredDocument? {
         try await backend.reading { database in
-            try await database.select().column("body").from("documents").where("name", .equal, name)
-                .first(decodingColumn: "body", as: String.self)
+            try await database.select().column("body").column("version").from("documents").where("name", .equal, name)
+                .first(decoding: DocumentRow.self).map { StoredDocument(text: $0.body, version: $0.version) }
         }
     }
 
-    func saveDocument(named name: String, _ text: String) async throws {
-        try await backend.transaction { database in
-            try await database.insert(into: "documents").columns("name", "body", "updated_at")
-                .values(SQLBind(name), SQLBind(text), SQLBind(Date().unixMilliseconds))
-                .onConflict(with: "name") { $0.set(excludedValueOf: "body").set(excludedValueOf: "updated_at") }
-                .run()
+    /// A `documents` row as read.
+    private struct DocumentRow: Decodable, Sendable {
+        var body: String, version: Int64
+    }
+
+    func replaceDocument(named name: String, version: Int64, text: String) async throws -> Bool {
+        guard version >= 1 else { return false }
+        return try await backend.transaction { database in
+            let now = Date().unixMilliseconds
+            let updated = try await database.update("documents")
+                .set("body", to: SQLBind(text)).set("version", to: SQLBind(version)).set("updated_at", to: SQLBind(now))
+                .where("name", .equal, name).where("version", .equal, version - 1)
+                .returning("name").first()
+            if updated != nil { return true }
+            guard version == 1 else { return false }
+            let inserted = try await database.insert(into: "documents").columns("name", "body", "version", "updated_at")
+                .values(SQLBind(name), SQLBind(text), SQLBind(version), SQLBind(now))
+                .ignoringConflicts(with: "name")
+                .returning("name").first()
+            return inserted != nil
         }
     }
 

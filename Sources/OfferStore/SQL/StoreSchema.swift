@@ -45,6 +45,10 @@ enum StoreSchema {
         (3, [
             "UPDATE schema_migrations SET applied_at = applied_at * 1000 WHERE applied_at < 100000000000",
         ]),
+        // Documents are changed by compare-and-set on this version (key states: issue 11), never overwritten blind.
+        (4, [
+            "ALTER TABLE documents ADD COLUMN version \(bigint) NOT NULL DEFAULT 0",
+        ]),
     ]
 
     static let migrationsTable: SQLQueryString =

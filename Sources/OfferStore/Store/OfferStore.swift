@@ -79,17 +79,32 @@ public protocol OfferStore: Sendable {
     /// Audit events, newest first.
     func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent]
 
-    /// A small named document shared by every replica (key states set by admins), or `nil`.
-    func document(named name: String) async throws -> String?
+    /// A small named document shared by every replica (key states set by admins), with its version, or `nil`.
+    func document(named name: String) async throws -> StoredDocument?
 
-    /// Saves a named document durably.
-    func saveDocument(named name: String, _ text: String) async throws
+    /// Saves a named document durably by compare-and-set: only if its stored version is `version - 1` (a
+    /// document never saved counts as version 0). Never a blind overwrite.
+    /// - Returns: `false`, writing nothing, when another writer saved a different version first.
+    func replaceDocument(named name: String, version: Int64, text: String) async throws -> Bool
 
     /// Checks that the store answers (for `/readyz`).
     func ping() async throws
 
     /// Flushes what is queued and closes connections.
     func close() async throws
+}
+
+/// A named document as stored, with the version its last compare-and-set gave it.
+public struct StoredDocument: Sendable, Hashable {
+    /// The document.
+    public var text: String
+    /// Its version (0 for a document written before versions existed).
+    public var version: Int64
+
+    public init(text: String, version: Int64) {
+        self.text = text
+        self.version = version
+    }
 }
 
 /// The one error type of the store. Messages never contain passwords or connection strings with them.

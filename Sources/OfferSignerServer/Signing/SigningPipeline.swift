@@ -1,0 +1,115 @@
+import Foundation
+import Metrics
+import OfferEligibility
+import OfferSigning
+import OfferStore
+
+/// What one signing flow (legacy offer, JWS offer, introductory-offer eligibility, retention offer) tells the
+/// pipeline: who the customer is, which rule decides, and how to sign. Everything else — loading the facts,
+/// deciding, signing with the app's active key, recording, counting — is the pipeline's, written once in
+/// ``OfferService/run(_:now:)``.
+struct SigningFlow<Output: Sendable>: Sendable {
+    /// The app, resolved.
+    var app: AppConfiguration
+    /// The customer the decision is about.
+    var customer: CustomerKey
+    /// The product of the offer.
+    var productIdentifier: String
+    /// The offer (empty for introductory-offer eligibility).
+    var offerIdentifier: String
+    /// The product's subscription group, from the catalogue.
+    var subscriptionGroupIdentifier: String?
+    /// The rule that decides; `nil` says yes (no policy).
+    var rule: (any EligibilityRule)?
+    /// Whether a no refuses with 403 `not_eligible` (offers), or goes to `sign` as a signed no
+    /// (introductory-offer eligibility).
+    var refusesWhenNotEligible: Bool
+    /// Signs with the key given, once the decision is made; returns the answer and the record to log.
+    var sign: @Sendable (SigningKey, EligibilityDecision) async throws -> SignedOutput<Output>
+}
+
+/// A flow's signed answer and the issued-signature record that must be durable before it is returned.
+struct SignedOutput<Output: Sendable>: Sendable {
+    var output: Output
+    var record: IssuedSignature
+}
+
+extension OfferService {
+    /// The request pipeline every signing flow runs: load facts → decide → sign (self-verified) → record →
+    /// answer.
+    ///
+    /// When the flow's rule depends on issued offers (caps, cool-downs, customer-service grants) and there
+    /// is a store, the decision and the record are one atomic step per customer
+    /// (``OfferStore/withCustomerTransaction(_:issuedSince:_:)``): concurrent requests — on this replica or
+    /// another sharing PostgreSQL — see each other's signatures, so a cap of 1 yields one signature and a
+    /// grant is spent once. Other flows read without a lock and record through the group commit.
+    func run<Output: Sendable>(_ flow: SigningFlow<Output>, now: Date = Date()) async throws -> Output {
+        let since = flow.rule?.lookback.map { Int64((now.timeIntervalSince1970 - $0) * 1000) }
+        if let store, flow.rule?.dependsOnIssuedOffers == true {
+            let signed: SignedOutput<Output>
+            do {
+                signed = try await store.withCustomerTransaction(flow.customer, issuedSince: since) { snapshot in
+                    let facts = snapshot.facts ?? CustomerFacts(key: flow.customer)
+                    let decision = try self.decide(flow, facts: facts, issued: snapshot.issuedSignatures, now: now)
+                    let signed = try await self.sign(flow, decision)
+                    var spent: CustomerFacts?
+                    if let grant = decision.grant, let index = facts.grants.firstIndex(where: { $0.id == grant }) {
+                        var updated = facts
+                        updated.grants[index].usedAt = now
+                        spent = updated
+                    }
+                    return CustomerCommit(value: signed, facts: spent, record: signed.record)
+                }
+            } catch let error as APIError {
+                throw error
+            } catch let error as OfferSigningError {
+                throw error
+            } catch {
+                throw APIError.storeUnavailable
+            }
+            countIssued(signed.record)
+            return signed.output
+        }
+        var facts = CustomerFacts(key: flow.customer)
+        var issued: [IssuedSignature] = []
+        if let store {
+            (facts, issued) = try await storeCall {
+                let facts = try await store.customerFacts(for: flow.customer) ?? facts
+                guard let since else { return (facts, []) }
+                return (facts, try await store.issuedSignatures(matching: IssuedSignatureQuery(
+                    bundleIdentifier: flow.customer.bundleIdentifier, applicationUsername: flow.customer.applicationUsername,
+                    since: since, limit: 10_000)))
+            }
+        }
+        let decision = try decide(flow, facts: facts, issued: issued, now: now)
+        let signed = try await sign(flow, decision)
+        if let store {
+            try await storeCall { try await store.record(signed.record) }
+        }
+        countIssued(signed.record)
+        return signed.output
+    }
+
+    /// The rule's decision over the facts; a no refuses when the flow says so.
+    private func decide<Output>(_ flow: SigningFlow<Output>, facts: CustomerFacts, issued: [IssuedSignature], now: Date) throws(APIError) -> EligibilityDecision {
+        guard let rule = flow.rule else { return .eligible() }
+        let context = EligibilityContext(
+            bundleIdentifier: flow.app.bundleIdentifier, productIdentifier: flow.productIdentifier,
+            offerIdentifier: flow.offerIdentifier, subscriptionGroupIdentifier: flow.subscriptionGroupIdentifier,
+            facts: facts, issuedSignatures: issued, now: now)
+        let decision = rule.evaluate(context)
+        if flow.refusesWhenNotEligible { try requireEligible(decision) }
+        return decision
+    }
+
+    /// Signs with the app's active key; a failed self-check is counted and never returned.
+    private func sign<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision) async throws -> SignedOutput<Output> {
+        let key = try keys.current.activeKey(forApp: flow.app.bundleIdentifier)
+        do {
+            return try await flow.sign(key, decision)
+        } catch let error as OfferSigningError {
+            if error.code == .selfCheckFailed { selfCheckFailures.increment() }
+            throw error
+        }
+    }
+}
