@@ -39,13 +39,15 @@ struct StoreFixture {
     let signer: TestJWSSigner
     static let adminToken = "carol-token-0123456789abcdef"
 
-    init(_ backend: StoreBackend) async throws {
-        bundle = "com.example.it-\(UUID().uuidString.prefix(8).lowercased())"
+    /// A fixture with a new app and store; `replicaOf` makes a second service (its own store connection, the
+    /// same database, app, key and chain), as a second replica sharing PostgreSQL would be.
+    init(_ backend: StoreBackend, replicaOf other: StoreFixture? = nil) async throws {
+        bundle = other?.bundle ?? "com.example.it-\(UUID().uuidString.prefix(8).lowercased())"
         store = try await backend.open()
-        key = try SigningKey.generate(keyIdentifier: "TESTKEY001")
+        key = try other?.key ?? SigningKey.generate(keyIdentifier: "TESTKEY001")
         var options = TestCertificateChain.Options()
         options.leafValidity = Date().addingTimeInterval(-365 * 86_400)...Date().addingTimeInterval(365 * 86_400)  // the sequence is signed over months
-        let chain = try TestCertificateChain(options)
+        let chain = try other?.signer.chain ?? TestCertificateChain(options)
         signer = TestJWSSigner(chain: chain)
         let policy = try OfferPolicy(text: """
             apps:
@@ -65,6 +67,8 @@ struct StoreFixture {
                         rules: [active-subscriber, { loyalty: { minRenewals: 1 } }]
                       - offerIdentifier: sorry
                         rules: [customer-service-grant]
+                      - offerIdentifier: once
+                        rules: [{ cap: { count: 1, days: 30 } }]
                       - offerIdentifier: everyone
             """)
         let verifier = try SignedDataVerifier(bundleId: bundle, environments: [.sandbox], trustedRoots: [chain.root])
@@ -110,7 +114,7 @@ struct StoreFixture {
         let now = Date()
         let month: TimeInterval = 30 * 86_400
         try await fixture.application.test(.router) { client in
-            #expect(try await fixture.eligible(client, Self.token) == ["winback_50": false, "retention_30": false, "loyalty": false, "sorry": false, "everyone": true])
+            #expect(try await fixture.eligible(client, Self.token) == ["winback_50": false, "retention_30": false, "loyalty": false, "sorry": false, "once": true, "everyone": true])
 
             let first = fixture.transaction(Self.token, expires: now - month + 86_400, signedDate: now - 2 * month)
             var response = try await fixture.notify(client, .subscribed, .initialBuy, transaction: first, signedDate: now - 2 * month)
@@ -119,7 +123,7 @@ struct StoreFixture {
             var renewed = first
             renewed.expiresDate = (now + 86_400).appStoreMilliseconds
             response = try await fixture.notify(client, .didRenew, transaction: renewed, signedDate: now - month)
-            #expect(try await fixture.eligible(client, Self.token) == ["winback_50": false, "retention_30": false, "loyalty": true, "sorry": false, "everyone": true])
+            #expect(try await fixture.eligible(client, Self.token) == ["winback_50": false, "retention_30": false, "loyalty": true, "sorry": false, "once": true, "everyone": true])
 
             response = try await fixture.notify(client, .didChangeRenewalStatus, .autoRenewDisabled, transaction: renewed, autoRenew: .off, signedDate: now - 86_400)
             #expect(try await fixture.eligible(client, Self.token)["retention_30"] == true)
@@ -129,7 +133,7 @@ struct StoreFixture {
             var expired = renewed
             expired.expiresDate = (now - 3_600).appStoreMilliseconds
             response = try await fixture.notify(client, .expired, .voluntary, transaction: expired, autoRenew: .off, signedDate: now - 1_800)
-            #expect(try await fixture.eligible(client, Self.token) == ["winback_50": true, "retention_30": false, "loyalty": false, "sorry": false, "everyone": true])
+            #expect(try await fixture.eligible(client, Self.token) == ["winback_50": true, "retention_30": false, "loyalty": false, "sorry": false, "once": true, "everyone": true])
 
             // The win-back offer, twice; the cap refuses the third with its reason.
             #expect(try await fixture.sign(client, "winback_50", Self.token).status == .ok)

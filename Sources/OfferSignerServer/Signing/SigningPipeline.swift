@@ -84,7 +84,15 @@ extension OfferService {
         let decision = try decide(flow, facts: facts, issued: issued, now: now)
         let signed = try await sign(flow, decision)
         if let store {
-            try await storeCall { try await store.record(signed.record) }
+            try await storeCall {
+                try await store.record(signed.record)
+                // A rule of one's own that spends a grant without declaring `dependsOnIssuedOffers` still spends it.
+                if let grant = decision.grant {
+                    try await store.updateCustomer(flow.customer) { facts in
+                        if let index = facts.grants.firstIndex(where: { $0.id == grant }) { facts.grants[index].usedAt = now }
+                    }
+                }
+            }
         }
         countIssued(signed.record)
         return signed.output

@@ -1,0 +1,179 @@
+import AppStoreTestSupport
+import Foundation
+import Logging
+import OfferEligibility
+import OfferSignerServer
+import OfferSigning
+import OfferStore
+import Testing
+
+/// Promises that must hold under concurrency (issue 11): a cap of 1 and a single grant yield one signature,
+/// on one replica and on two sharing PostgreSQL; key states never lose a change.
+@Suite struct ConcurrencyTests {
+    /// Runs `count` sign requests at once; returns how many were signed and how many refused as not eligible.
+    private func storm(_ services: [OfferService], offer: String, customer: String, count: Int = 50) async -> (signed: Int, refused: Int, other: [String]) {
+        await withTaskGroup(of: String.self) { group in
+            for index in 0..<count {
+                let service = services[index % services.count]
+                group.addTask {
+                    do {
+                        _ = try await service.signLegacy(SignOfferRequest(productIdentifier: TestPayloads.productId, offerIdentifier: offer, applicationUsername: customer))
+                        return "signed"
+                    } catch let error as APIError {
+                        return error.code
+                    } catch {
+                        return "\(error)"
+                    }
+                }
+            }
+            var signed = 0, refused = 0
+            var other: [String] = []
+            for await outcome in group {
+                switch outcome {
+                case "signed": signed += 1
+                case "not_eligible": refused += 1
+                default: other.append(outcome)
+                }
+            }
+            return (signed, refused, other)
+        }
+    }
+
+    @Test("50 concurrent requests for an offer capped at 1 produce exactly one signature", arguments: StoreBackend.available)
+    func capOfOneHolds(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        let outcome = await storm([fixture.service], offer: "once", customer: "racer")
+        #expect(outcome.signed == 1)
+        #expect(outcome.refused == 49)
+        #expect(outcome.other.isEmpty, "\(outcome.other)")
+        let recorded = try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: "racer", offerIdentifier: "once"))
+        #expect(recorded == 1)
+        try await fixture.store.close()
+    }
+
+    @Test("a customer-service grant is spent once by 50 concurrent requests", arguments: StoreBackend.available)
+    func grantIsSpentOnce(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        let key = CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "unlucky")
+        try await fixture.store.updateCustomer(key) { facts in
+            facts.grants.append(CustomerServiceGrant(productIdentifier: TestPayloads.productId, offerIdentifier: "sorry", grantedBy: "carol", expiresAt: Date().addingTimeInterval(86_400)))
+        }
+        let outcome = await storm([fixture.service], offer: "sorry", customer: "unlucky")
+        #expect(outcome.signed == 1)
+        #expect(outcome.refused == 49)
+        #expect(outcome.other.isEmpty, "\(outcome.other)")
+        let facts = try #require(try await fixture.store.customerFacts(for: key))
+        #expect(facts.grants.count == 1 && facts.grants[0].usedAt != nil)
+        try await fixture.store.close()
+    }
+
+    @Test("two replicas sharing PostgreSQL: a cap of 1 and a grant still yield one signature each", .enabled(if: StoreBackend.postgresURL != nil))
+    func twoReplicasShareTheCap() async throws {
+        let first = try await StoreFixture(.postgres)
+        let second = try await StoreFixture(.postgres, replicaOf: first)
+        let capped = await storm([first.service, second.service], offer: "once", customer: "racer")
+        #expect(capped.signed == 1 && capped.refused == 49, "\(capped)")
+        try await first.store.updateCustomer(CustomerKey(bundleIdentifier: first.bundle, applicationUsername: "unlucky")) { facts in
+            facts.grants.append(CustomerServiceGrant(productIdentifier: TestPayloads.productId, offerIdentifier: "sorry", grantedBy: "carol", expiresAt: Date().addingTimeInterval(86_400)))
+        }
+        let granted = await storm([first.service, second.service], offer: "sorry", customer: "unlucky")
+        #expect(granted.signed == 1 && granted.refused == 49, "\(granted)")
+        try await first.store.close()
+        try await second.store.close()
+    }
+
+    // MARK: key states
+
+    private static func keys(_ count: Int) throws -> [KeyRing.Entry] {
+        try (0..<count).map { KeyRing.Entry(key: try SigningKey.generate(keyIdentifier: "KEY\($0)"), source: "test") }
+    }
+
+    @Test("concurrent admin calls on one replica never lose a revoke")
+    func concurrentRevokesOnOneReplica() async throws {
+        let entries = try Self.keys(8)
+        let holder = KeyRingHolder(.empty)
+        let states = InMemoryKeyStateStore()
+        let manager = try await KeyManager(holder: holder, loadKeys: { entries }, configuredActiveKeyIdentifier: "KEY0", stateStore: states, logger: Logger(label: "test"))
+        await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 1..<7 { group.addTask { _ = try await manager.revoke("KEY\(index)", by: "alice") } }
+            group.addTask { _ = try await manager.activate("KEY7", by: "bob") }
+        }
+        let saved = try await states.load()
+        #expect(saved.revokedKeyIdentifiers == Set((1..<7).map { "KEY\($0)" }))
+        #expect(saved.activeKeyIdentifier == "KEY7")
+        #expect(saved.version == 7)
+        for index in 1..<7 { #expect(holder.current.state(of: "KEY\(index)") == .revoked) }
+        #expect(holder.current.activeKeyIdentifier == "KEY7")
+    }
+
+    @Test("two replicas: one revokes while the other activates, repeatedly; no revoke is lost, a revoked key never signs", arguments: StoreBackend.available)
+    func revokeWhileAnotherReplicaActivates(_ backend: StoreBackend) async throws {
+        let storeA = try await backend.open()
+        let storeB = backend == .postgres ? try await backend.open() : storeA
+        let document = "key-states-test-\(UUID().uuidString)"
+        let entries = try Self.keys(7)
+        func replica(_ store: any OfferStore) async throws -> (KeyRingHolder, KeyManager) {
+            let holder = KeyRingHolder(.empty)
+            let manager = try await KeyManager(holder: holder, loadKeys: { entries }, configuredActiveKeyIdentifier: "KEY0", stateStore: StoreKeyStateStore(store: store, documentName: document), logger: Logger(label: "test"))
+            return (holder, manager)
+        }
+        let (holderA, managerA) = try await replica(storeA)
+        let (holderB, managerB) = try await replica(storeB)
+        for round in 1..<7 {
+            // B activates KEY<round> while A revokes KEY<round-1>; A's revoke is refused (409) while the key is
+            // still active in the saved states, and retried until B's activation is saved.
+            async let activation: KeyRing = managerB.activate("KEY\(round)", by: "bob")
+            var revoked = false
+            for _ in 0..<200 where !revoked {
+                do {
+                    _ = try await managerA.revoke("KEY\(round - 1)", by: "alice")
+                    revoked = true
+                } catch let error as KeyManagementError where error.code == "key_state_conflict" {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+            }
+            _ = try await activation
+            #expect(revoked)
+            // Neither replica signs with a revoked key once it has refreshed (within its refresh interval).
+            await managerA.refreshStates()
+            await managerB.refreshStates()
+            for holder in [holderA, holderB] {
+                let key = try holder.current.activeKey()
+                #expect(key.keyIdentifier == "KEY\(round)")
+                for old in 0..<round { #expect(holder.current.state(of: "KEY\(old)") == .revoked) }
+            }
+        }
+        let saved = try await StoreKeyStateStore(store: storeA, documentName: document).load()
+        #expect(saved.revokedKeyIdentifiers == Set((0..<6).map { "KEY\($0)" }))
+        #expect(saved.activeKeyIdentifier == "KEY6")
+        try await storeA.close()
+        if backend == .postgres { try await storeB.close() }
+    }
+
+    /// Returns an older saved version than the one already served, as a replica reading a lagging copy would.
+    actor LaggingStateStore: KeyStateStore {
+        var states = KeyStates()
+        var lag = false
+        func load() async throws -> KeyStates { lag ? KeyStates(version: 1, activeKeyIdentifier: "KEY0") : states }
+        func save(_ next: KeyStates) async throws -> Bool {
+            guard next.version == states.version + 1 else { return false }
+            states = next
+            return true
+        }
+        func startLagging() { lag = true }
+    }
+
+    @Test("a refresh never moves a key's state backwards")
+    func refreshNeverStepsBack() async throws {
+        let entries = try Self.keys(3)
+        let holder = KeyRingHolder(.empty)
+        let states = LaggingStateStore()
+        let manager = try await KeyManager(holder: holder, loadKeys: { entries }, configuredActiveKeyIdentifier: "KEY0", stateStore: states, logger: Logger(label: "test"))
+        _ = try await manager.activate("KEY1", by: "alice")
+        _ = try await manager.revoke("KEY0", by: "alice")
+        await states.startLagging()
+        #expect(await !manager.refreshStates())
+        #expect(holder.current.state(of: "KEY0") == .revoked)
+        #expect(holder.current.activeKeyIdentifier == "KEY1")
+    }
+}
