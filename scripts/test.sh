@@ -4,7 +4,8 @@
 #
 #   scripts/test.sh
 #
-# PostgreSQL tests run when OFFER_SIGNER_TEST_DATABASE_URL is set (`.ci/run` starts a server and sets it).
+# PostgreSQL tests (and scripts/replica-check.py, two processes on one database) run when
+# OFFER_SIGNER_TEST_DATABASE_URL is set (`.ci/run` starts a server and sets it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,3 +20,4 @@ venv=${OFFER_SIGNER_VENV:-.venv}
 scripts/runbook-check.sh "$(swift build --show-bin-path)/offer-signer"
 python3 scripts/kill-check.py "$(swift build --show-bin-path)/offer-signer"
 python3 scripts/connection-check.py "$(swift build --show-bin-path)/offer-signer"
+python3 scripts/replica-check.py "$(swift build --show-bin-path)/offer-signer"

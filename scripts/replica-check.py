@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Two `offer-signer serve` processes on one PostgreSQL database, as two replicas behind a load balancer:
+caps, grants and key states must hold across them.
+
+- (a) 50 concurrent requests for an offer capped at 1 (`cap: {count: 1, days: 30}`), for one customer, spread
+  over both processes: exactly one 200, every other answer 403 `not_eligible`, one signature in the log;
+- (b) a customer-service grant given through the admin API is spent by exactly one of 50 concurrent requests
+  over both processes;
+- (c) the multi-replica steps of docs/key-rotation.md, repeatedly: process B activates the next key while
+  process A revokes the previous one (A retries its revoke on 409 until B's activation is saved); then both
+  processes report the same states (B picks up A's revoke through its 5 s refresh), every key revoked so far
+  is revoked on both, and signatures — requested after the revoke returned on A, after the activation returned
+  on B, and 20 from each afterwards — are never made with a revoked key. Signers run against both processes
+  throughout.
+
+Usage: scripts/replica-check.py PATH/TO/offer-signer     (exit status 0 when every check passes)
+
+Needs OFFER_SIGNER_TEST_DATABASE_URL (a PostgreSQL database the run may write to; `eval "$(scripts/start-postgres.sh)"`);
+without it the check is skipped (exit 0). Each run uses its own bundle identifier (so its customers and
+signatures are its own) and its own key identifiers: the key-state document is shared by every run on the
+database, and a key an earlier run activated or revoked is not loaded by this one, so it changes nothing here.
+"""
+import http.client
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+DATABASE_URL = os.environ.get("OFFER_SIGNER_TEST_DATABASE_URL", "")
+if not DATABASE_URL:
+    print("replica-check: skipped (OFFER_SIGNER_TEST_DATABASE_URL is not set; eval \"$(scripts/start-postgres.sh)\" sets it)")
+    sys.exit(0)
+
+BINARY = os.path.abspath(sys.argv[1])
+RUN = secrets.token_hex(4).upper()
+BUNDLE = f"com.replicacheck.r{RUN.lower()}"
+PRODUCT = "com.example.monthly"
+KEYS = [f"RC{RUN}K{i}" for i in range(6)]  # 5 rounds of activate-while-revoke
+TOKEN = secrets.token_hex(24)
+CONCURRENT = 50
+failures = []
+
+
+def check(condition, what):
+    print(("ok   " if condition else "FAIL ") + what, flush=True)
+    if not condition:
+        failures.append(what)
+    return condition
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+work = tempfile.mkdtemp(prefix="offer-signer-replicas-")
+os.mkdir(os.path.join(work, "keys"))
+for key in KEYS:
+    subprocess.run([BINARY, "keys", "generate", "--output", os.path.join(work, "keys", f"SubscriptionKey_{key}.p8")],
+                   check=True, stdout=subprocess.DEVNULL)
+policy = os.path.join(work, "policy.yaml")
+with open(policy, "w") as f:
+    f.write(f"""apps:
+  - bundleIdentifier: {BUNDLE}
+    products:
+      - productIdentifier: {PRODUCT}
+        offers:
+          - offerIdentifier: capped_once
+            rules:
+              - cap: {{ count: 1, days: 30 }}
+          - offerIdentifier: service_gesture
+            rules: [customer-service-grant]
+          - offerIdentifier: open_offer
+""")
+
+
+class Process:
+    def __init__(self, name):
+        self.name, self.port = name, free_port()
+        self.log = open(os.path.join(work, f"{name}.log"), "w")
+        env = dict(os.environ, OFFER_SIGNER_PORT=str(self.port), OFFER_SIGNER_DATABASE_URL=DATABASE_URL,
+                   OFFER_SIGNER_POLICY=policy, OFFER_SIGNER_KEYS_DIR=os.path.join(work, "keys"),
+                   OFFER_SIGNER_ACTIVE_KEY_ID=KEYS[0], OFFER_SIGNER_ADMIN_TOKENS=f"replica-check:{TOKEN}")
+        env.pop("OFFER_SIGNER_STATE_FILE", None)  # key states in the shared store: what replicas must use
+        env.pop("OFFER_SIGNER_BUNDLE_ID", None)
+        self.process = subprocess.Popen([BINARY, "serve"], env=env, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def wait_ready(self):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            try:
+                if self.call("GET", "/readyz", timeout=1)[0] == 200:
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.05)
+        return False
+
+    def call(self, method, path, body=None, admin=False, timeout=30):
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            headers = {"Content-Type": "application/json"} if body is not None else {}
+            if admin:
+                headers["Authorization"] = f"Bearer {TOKEN}"
+            connection.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
+            response = connection.getresponse()
+            data = response.read()
+            try:
+                return response.status, json.loads(data) if data else None
+            except ValueError:
+                return response.status, data.decode(errors="replace")
+        finally:
+            connection.close()
+
+    def sign(self, offer, customer):
+        return self.call("POST", "/v1/offers/sign", {"bundleIdentifier": BUNDLE, "productIdentifier": PRODUCT,
+                                                     "offerIdentifier": offer, "applicationUsername": customer})
+
+    def key_states(self):
+        status, body = self.call("GET", "/admin/keys", admin=True)
+        assert status == 200, (status, body)
+        return body["activeKeyIdentifier"], {k["keyIdentifier"]: k["state"] for k in body["keys"]}
+
+
+def concurrently(functions):
+    """Runs every function in its own thread, released together; returns their results in order."""
+    barrier = threading.Barrier(len(functions))
+    results = [None] * len(functions)
+
+    def run(i):
+        barrier.wait()
+        try:
+            results[i] = functions[i]()
+        except Exception as error:  # noqa: BLE001 — reported as a result
+            results[i] = ("exception", repr(error))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(functions))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def one_signature(what, offer, customer):
+    """50 concurrent sign requests for (offer, customer), alternating between the processes."""
+    results = concurrently([(lambda p=procs[i % 2]: p.sign(offer, customer)) for i in range(CONCURRENT)])
+    statuses = [r[0] for r in results]
+    granted = statuses.count(200)
+    refused = sum(1 for s, body in results if s == 403 and isinstance(body, dict) and body["error"]["code"] == "not_eligible")
+    others = [r for r in results if r[0] not in (200, 403)]
+    by_process = [sum(1 for i, r in enumerate(results) if r[0] == 200 and i % 2 == n) for n in (0, 1)]
+    check(granted == 1 and refused == CONCURRENT - 1,
+          f"{what}: {CONCURRENT} concurrent requests over both processes: {granted} signed (A {by_process[0]}, B {by_process[1]}), "
+          f"{refused} refused not_eligible" + (f", other answers {others[:3]}" if others else ""))
+    status, body = A.call("GET", f"/admin/signatures?bundleIdentifier={BUNDLE}&applicationUsername={customer}&offerIdentifier={offer}", admin=True)
+    check(status == 200 and len(body["signatures"]) == 1,
+          f"{what}: the log holds {len(body['signatures']) if status == 200 else '?'} signature(s) for the customer (want 1)")
+
+
+procs = [Process("A"), Process("B")]
+A, B = procs
+try:
+    for p in procs:
+        if not check(p.wait_ready(), f"process {p.name} ready on port {p.port} (PostgreSQL, bundle {BUNDLE}, keys {KEYS[0]}…{KEYS[-1]})"):
+            p.log.flush()
+            print(open(os.path.join(work, f"{p.name}.log")).read()[-3000:])
+            sys.exit(1)
+
+    # (a) a cap of 1, across both processes
+    for n in range(3):
+        one_signature(f"cap 1 (customer {n + 1})", "capped_once", f"cap-customer-{n}")
+
+    # (b) one customer-service grant, given on A, spent across both processes
+    for n in range(3):
+        customer = f"grant-customer-{n}"
+        status, body = A.call("POST", f"/admin/customers/{BUNDLE}/{customer}/grants",
+                              {"productIdentifier": PRODUCT, "offerIdentifier": "service_gesture"}, admin=True)
+        check(status == 200 and len(body["facts"]["grants"]) == 1, f"grant {n + 1} given through A's admin API ({status})")
+        one_signature(f"one grant (customer {n + 1})", "service_gesture", customer)
+
+    # (c) B activates the next key while A revokes the previous one, repeatedly; signers run throughout.
+    signed = []  # (process name, monotonic time the request was sent, keyIdentifier or error)
+    stop_signers = threading.Event()
+
+    def signer(process, index):
+        n = 0
+        while not stop_signers.is_set():
+            sent = time.monotonic()
+            try:
+                status, body = process.sign("open_offer", f"rotation-{process.name}-{index}-{n}")
+                signed.append((process.name, sent, body["keyIdentifier"] if status == 200 else f"status {status}: {body}"))
+            except OSError as error:
+                signed.append((process.name, sent, f"error {error!r}"))
+            n += 1
+            time.sleep(0.01)
+
+    signers = [threading.Thread(target=signer, args=(p, i), daemon=True) for p in procs for i in range(2)]
+    for t in signers:
+        t.start()
+    revoked_since = {}  # key → (process, monotonic time from which that process must never sign with it)
+    for round_ in range(1, len(KEYS)):
+        new, old = KEYS[round_], KEYS[round_ - 1]
+        retries = [0]
+
+        def activate_on_b():
+            status, body = B.call("POST", f"/admin/keys/{new}/activate", admin=True)
+            return status, body, time.monotonic()
+
+        def revoke_on_a():
+            deadline = time.monotonic() + 20
+            while True:
+                status, body = A.call("POST", f"/admin/keys/{old}/revoke", admin=True)
+                if status == 409 and body["error"]["code"] == "key_state_conflict" and time.monotonic() < deadline:
+                    retries[0] += 1
+                    time.sleep(0.02)
+                    continue
+                return status, body, time.monotonic()
+
+        started = time.monotonic()
+        (b_status, b_body, b_done), (a_status, a_body, a_done) = concurrently([activate_on_b, revoke_on_a])
+        check(b_status == 200 and a_status == 200,
+              f"round {round_}: B activated {new} ({b_status}), A revoked {old} ({a_status}) after {retries[0]} retries on 409"
+              + ("" if a_status == 200 else f": {a_body}") + ("" if b_status == 200 else f": {b_body}"))
+        revoked_since[old] = {"A": a_done, "B": b_done}  # B never signs with `old` once it activated `new`
+        # Both processes agree once B's refresher has applied A's revoke (every 5 s).
+        deadline = time.monotonic() + 15
+        while True:
+            (a_active, a_states), (b_active, b_states) = A.key_states(), B.key_states()
+            if (a_active, a_states) == (b_active, b_states) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        check((a_active, a_states) == (b_active, b_states),
+              f"round {round_}: both processes report the same states {time.monotonic() - started:.1f} s after the change"
+              + ("" if (a_active, a_states) == (b_active, b_states) else f": A {a_active} {a_states}, B {b_active} {b_states}"))
+        expected = {k: ("revoked" if i < round_ else "active" if i == round_ else "retired") for i, k in enumerate(KEYS)}
+        check(a_states == expected and b_states == expected and a_active == b_active == new,
+              f"round {round_}: {new} active, {', '.join(KEYS[:round_])} revoked on both")
+        for p in procs:
+            answers = [p.sign("open_offer", f"after-round-{round_}-{p.name}-{n}") for n in range(20)]
+            keys_used = {body["keyIdentifier"] if status == 200 else f"status {status}" for status, body in answers}
+            check(keys_used == {new}, f"round {round_}: 20 signatures from {p.name} all made with {new} (got {sorted(keys_used)})")
+    stop_signers.set()
+    for t in signers:
+        t.join(timeout=35)
+    errors = [s for s in signed if not s[2].startswith(f"RC{RUN}")]
+    check(not errors, f"signers during the rotations: {len(signed)} requests, {len(errors)} failed" + (f": {errors[:3]}" if errors else ""))
+    bad = [(name, key) for name, sent, key in signed if key in revoked_since and sent >= revoked_since[key][name]]
+    check(not bad, f"no signature requested after its key's revoke (A) or successor's activation (B) used that key ({len(bad)} did: {bad[:3]})")
+    for p in procs:
+        check(p.process.poll() is None, f"process {p.name} still running")
+finally:
+    for p in procs:
+        if p.process.poll() is None:
+            p.process.terminate()
+    for p in procs:
+        try:
+            p.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.process.kill()
+        p.log.close()
+    if failures:
+        for p in procs:
+            print(f"--- last lines of process {p.name}'s log ({work}) ---")
+            print("".join(open(os.path.join(work, f"{p.name}.log")).readlines()[-20:]))
+
+if failures:
+    print(f"replica checks: {len(failures)} failed")
+    sys.exit(1)
+shutil.rmtree(work, ignore_errors=True)
+print("replica checks passed")
