@@ -49,10 +49,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // App Store signed data (notifications V2, transactions, renewal info): verification and decoding.
+        // App Store signed data (notifications V2, transactions, renewal info): verification, decoding, and
+        // folding into customer facts.
         .target(
             name: "AppStoreNotifications",
             dependencies: [
+                "OfferModel",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -72,10 +74,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The value types rules, stores and App Store folding share: customers, their facts, issued signatures.
+        // No dependencies, so that the rules link no database driver.
+        .target(
+            name: "OfferModel",
+            swiftSettings: swiftSettings
+        ),
         // Customer facts and the issued-signature log: SQLite (embedded) and PostgreSQL.
         .target(
             name: "OfferStore",
             dependencies: [
+                "OfferModel",
                 .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "SQLiteKit", package: "sqlite-kit"),
                 .product(name: "PostgresKit", package: "postgres-kit"),
@@ -91,7 +100,7 @@ let package = Package(
         .target(
             name: "OfferEligibility",
             dependencies: [
-                "OfferStore",
+                "OfferModel",
                 "OfferSigning",
                 .product(name: "Yams", package: "Yams"),
             ],
@@ -161,7 +170,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OfferEligibilityTests",
-            dependencies: ["OfferEligibility", "OfferStore", "OfferSigning"],
+            dependencies: ["OfferEligibility", "OfferModel", "OfferSigning"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -211,6 +220,29 @@ if ProcessInfo.processInfo.environment["OFFER_SIGNER_BENCHMARKS"] != nil {
             ],
             path: "Benchmarks/SignBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        )
+    )
+}
+
+// Fuzz targets (libFuzzer) stay out of the default build: set OFFER_SIGNER_FUZZ=1 to add them, then build with
+// the sanitizer as scripts/fuzz.sh does (docs/fuzzing.md).
+if ProcessInfo.processInfo.environment["OFFER_SIGNER_FUZZ"] != nil {
+    package.products.append(.executable(name: "offer-signer-fuzz", targets: ["offer-signer-fuzz"]))
+    package.targets.append(
+        .executableTarget(
+            name: "offer-signer-fuzz",
+            dependencies: [
+                "OfferSigning",
+                "OfferEligibility",
+                "OfferSignerServer",
+                "AppStoreNotifications",
+                "AppStoreTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            path: "Fuzz/OfferSignerFuzz",
+            swiftSettings: swiftSettings
         )
     )
 }

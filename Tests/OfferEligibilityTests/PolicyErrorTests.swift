@@ -1,6 +1,6 @@
 import Foundation
 import OfferEligibility
-import OfferStore
+import OfferModel
 import Testing
 
 @Suite struct PolicyErrorTests {

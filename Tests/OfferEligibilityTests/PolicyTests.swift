@@ -1,6 +1,6 @@
 import Foundation
 import OfferEligibility
-import OfferStore
+import OfferModel
 import Testing
 
 /// The policy of the acceptance: a win-back, a retention, a loyalty and a customer-service offer.

@@ -7,6 +7,7 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import OfferEligibility
+import OfferModel
 import OfferSignerServer
 import OfferSigning
 import OfferStore

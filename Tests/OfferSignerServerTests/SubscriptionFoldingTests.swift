@@ -2,6 +2,7 @@ import AppStoreNotifications
 import AppStoreTestSupport
 import Foundation
 import OfferEligibility
+import OfferModel
 import OfferSignerServer
 import OfferStore
 import Testing

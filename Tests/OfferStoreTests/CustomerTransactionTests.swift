@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 @testable import OfferStore
+import OfferModel
 import SQLKit
 import Testing
 

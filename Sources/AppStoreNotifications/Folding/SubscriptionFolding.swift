@@ -1,6 +1,6 @@
 import AppStoreNotifications
 import Foundation
-import OfferStore
+import OfferModel
 
 /// Folds what the App Store says (a notification, a signed transaction, renewal info) into a customer's
 /// facts. Pure: the store applies it in a transaction.

@@ -1,4 +1,5 @@
 import Foundation
+import OfferModel
 
 /// Rules by name, as the policy file names them. ``builtIn`` holds every rule of docs/policy.md; add your
 /// own with ``register(_:_:)``.

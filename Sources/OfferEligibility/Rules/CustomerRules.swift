@@ -1,5 +1,5 @@
 import Foundation
-import OfferStore
+import OfferModel
 
 /// A customer-service grant for this offer, unexpired and unused. The signature it allows uses it up.
 /// (`customer-service-grant`)

@@ -1,5 +1,5 @@
 import Foundation
-import OfferStore
+import OfferModel
 
 /// What a rule sees: the request, and what the store knows of the customer.
 public struct EligibilityContext: Sendable {

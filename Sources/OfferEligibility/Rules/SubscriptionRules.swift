@@ -1,5 +1,5 @@
 import Foundation
-import OfferStore
+import OfferModel
 
 /// The App Store's own rule: a promotional offer is for customers who have, or had, an auto-renewable
 /// subscription in the app. (`app-store-subscriber`)

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import Metrics
+import OfferModel
 import OfferStore
 
 /// What became of one notification.

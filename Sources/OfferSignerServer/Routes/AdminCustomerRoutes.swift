@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import OfferEligibility
+import OfferModel
 import OfferSigning
 import OfferStore
 

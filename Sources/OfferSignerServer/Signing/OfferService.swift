@@ -3,6 +3,7 @@ import HTTPTypes
 import Logging
 import Metrics
 import OfferEligibility
+import OfferModel
 import OfferSigning
 import OfferStore
 import Synchronization

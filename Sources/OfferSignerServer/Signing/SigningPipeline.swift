@@ -1,6 +1,7 @@
 import Foundation
 import Metrics
 import OfferEligibility
+import OfferModel
 import OfferSigning
 import OfferStore
 

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import OfferModel
 import SQLKit
 
 /// The store, written once with SQLKit's query builder over either database: the embedded SQLite file (the

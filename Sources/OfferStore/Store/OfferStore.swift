@@ -1,4 +1,5 @@
 import Foundation
+import OfferModel
 
 /// Which issued signatures to return; every field narrows, `nil` means any.
 public struct IssuedSignatureQuery: Sendable, Hashable {
