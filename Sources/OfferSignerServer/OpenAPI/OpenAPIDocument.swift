@@ -1,78 +1,133 @@
 /// The OpenAPI description of the HTTP API, served at `GET /openapi.yaml` (DESIGN.md §2.3).
+///
+/// Precise enough for a schema-driven fuzzer (scripts/schema-check.sh runs schemathesis against it): every
+/// request body with its fields, types, required lists and bounds, every response status a route can return,
+/// and the response bodies. What a schema cannot say (control and format characters refused, lengths checked
+/// after lower-casing) is said in the descriptions. Keep it in step with the routes: docs/fuzzing.md.
 enum OpenAPIDocument {
-    static let yaml = """
+    static let yaml = #"""
     openapi: 3.1.0
     info:
       title: OfferSigner
       version: "1"
-      description: Signs App Store promotional offers. Every error is {"error":{"code","message",...}}.
+      description: >-
+        Signs App Store promotional offers (legacy bundles and StoreKit 2 JWS), decides eligibility from a policy,
+        ingests App Store Server Notifications V2, and manages keys through a bearer-token admin API. Request bodies
+        are JSON (Content-Type: application/json, else 415), at most 65536 bytes (else 413); a JSON object that
+        names a key twice is refused (400 duplicate_key). Unknown fields are ignored. Every error is
+        {"error":{"code","message","field"?,"reasons"?}}. No field may contain U+2063, a control character or an
+        invisible format or separator character (Unicode Cf, Zl, Zp): 400 invalid_request naming the field.
+        Optional fields may be sent as null, which means absent.
     paths:
       /v1/offers/sign:
         post:
+          operationId: signOffer
           summary: Sign a promotional offer (legacy bundle or StoreKit 2 JWS) after the eligibility policy
+          description: >-
+            With a policy, the app, product and offer must be listed (else 404) and the offer's rules must hold
+            (else 403 not_eligible with reasons). The signature is recorded before it is returned (else 503
+            store_unavailable). With "format":"jws", transactionId (when given) is 1-64 decimal digits.
           requestBody:
             required: true
             content:
               application/json:
                 schema: { $ref: "#/components/schemas/SignRequest" }
           responses:
-            "200": { description: "A legacy bundle or a JWS, recorded in the issued-signature log" }
-            "400": { $ref: "#/components/responses/Error" }
-            "403": { $ref: "#/components/responses/Error" }
-            "404": { $ref: "#/components/responses/Error" }
-            "413": { $ref: "#/components/responses/Error" }
-            "503": { $ref: "#/components/responses/Error" }
+            "200":
+              description: A legacy bundle or a JWS, recorded in the issued-signature log
+              content:
+                application/json:
+                  schema:
+                    oneOf:
+                      - $ref: "#/components/schemas/LegacyBundle"
+                      - $ref: "#/components/schemas/SignedJWSOffer"
+            "400": { $ref: "#/components/responses/BadRequest" }
+            "403": { $ref: "#/components/responses/NotEligible" }
+            "404": { $ref: "#/components/responses/NotFound" }
+            "413": { $ref: "#/components/responses/PayloadTooLarge" }
+            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
       /v1/offers/eligibility:
         post:
-          summary: Every offer of the policy with its decision for a customer
+          operationId: offerEligibility
+          summary: Every offer of the policy (of the product, when given) with its decision for a customer
           requestBody:
             required: true
             content:
               application/json:
-                schema:
-                  type: object
-                  required: [applicationUsername]
-                  properties:
-                    bundleIdentifier: { type: string }
-                    applicationUsername: { type: string }
-                    productIdentifier: { type: string }
+                schema: { $ref: "#/components/schemas/EligibilityRequest" }
           responses:
-            "200": { description: "{applicationUsername, policyInForce, offers: [{productIdentifier, offerIdentifier, eligible, reasons}]}" }
-            "400": { $ref: "#/components/responses/Error" }
-            "404": { $ref: "#/components/responses/Error" }
+            "200":
+              description: The decisions
+              content:
+                application/json:
+                  schema: { $ref: "#/components/schemas/EligibilityResponse" }
+            "400": { $ref: "#/components/responses/BadRequest" }
+            "404": { $ref: "#/components/responses/NotFound" }
+            "413": { $ref: "#/components/responses/PayloadTooLarge" }
+            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
       /v1/offers/introductory-eligibility:
         post:
+          operationId: introductoryEligibility
           summary: An introductory-offer eligibility JWS, decided by the product's introductory-offer policy
           requestBody:
             required: true
             content:
               application/json:
-                schema:
-                  type: object
-                  required: [productIdentifier, transactionId, applicationUsername]
-                  properties:
-                    bundleIdentifier: { type: string }
-                    productIdentifier: { type: string }
-                    transactionId: { type: string, pattern: "^[0-9]{1,64}$" }
-                    applicationUsername: { type: string }
+                schema: { $ref: "#/components/schemas/IntroductoryEligibilityRequest" }
           responses:
-            "200": { description: "{format: jws, allowIntroductoryOffer, reason, keyIdentifier, nonce, signature}" }
-            "400": { $ref: "#/components/responses/Error" }
-            "503": { $ref: "#/components/responses/Error" }
+            "200":
+              description: The signed decision, recorded in the issued-signature log
+              content:
+                application/json:
+                  schema: { $ref: "#/components/schemas/IntroductoryEligibilityResponse" }
+            "400": { $ref: "#/components/responses/BadRequest" }
+            "404": { $ref: "#/components/responses/NotFound" }
+            "413": { $ref: "#/components/responses/PayloadTooLarge" }
+            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
       /v1/offers/verify:
         post:
+          operationId: verifyOffer
           summary: Verify a legacy bundle or {"signature":<compact JWS>}, showing what was checked
+          description: >-
+            A body without keyIdentifier, nonce and timestamp whose signature contains "." is a JWS; any other body
+            is a legacy bundle, and a missing field or a timestamp out of range is a 400. A bundle or token that
+            does not verify (too long a field, an unknown or revoked key, a bad signature, a malformed token) is a
+            200 with "valid":false and the reason.
           requestBody:
             required: true
             content:
               application/json:
-                schema: { type: object }
+                schema:
+                  oneOf:
+                    - $ref: "#/components/schemas/VerifyLegacyRequest"
+                    - $ref: "#/components/schemas/VerifyJWSRequest"
           responses:
-            "200": { description: "{format, valid, reason?, keyIdentifier, keyState, payload | header+claims, validityWindow, warnings}" }
-            "400": { $ref: "#/components/responses/Error" }
+            "200":
+              description: What was checked, and whether it holds
+              content:
+                application/json:
+                  schema:
+                    oneOf:
+                      - $ref: "#/components/schemas/LegacyVerification"
+                      - $ref: "#/components/schemas/JWSVerification"
+            "400": { $ref: "#/components/responses/BadRequest" }
+            "413": { $ref: "#/components/responses/PayloadTooLarge" }
+            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+            "500": { $ref: "#/components/responses/InternalError" }
       /v1/notifications/appstore:
         post:
+          operationId: appStoreNotification
           summary: App Store Server Notifications V2
+          description: >-
+            A signedPayload that does not verify is a 400 invalid_signed_payload and changes nothing; without a
+            store or an app that can verify notifications (appAppleId for Production), or when the store fails,
+            503 store_unavailable (the App Store retries).
           requestBody:
             required: true
             content:
@@ -81,142 +136,764 @@ enum OpenAPIDocument {
                   type: object
                   required: [signedPayload]
                   properties:
-                    signedPayload: { type: string }
+                    signedPayload: { type: string, description: "A compact JWS signed by the App Store (x5c chain)" }
           responses:
-            "200": { description: "{outcome: processed | duplicate | ignored}" }
-            "400": { $ref: "#/components/responses/Error" }
-            "503": { $ref: "#/components/responses/Error" }
+            "200":
+              description: What became of the notification
+              content:
+                application/json:
+                  schema:
+                    type: object
+                    required: [outcome]
+                    properties:
+                      outcome: { type: string, enum: [processed, duplicate, ignored] }
+            "400": { $ref: "#/components/responses/BadRequest" }
+            "413": { $ref: "#/components/responses/PayloadTooLarge" }
+            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
       /v1/keys:
         get:
+          operationId: publicKeys
           summary: Public keys with their states
           responses:
-            "200": { description: "[{keyIdentifier, state, fingerprint, publicKeyPEM}]" }
+            "200":
+              description: Every loaded key (public material only)
+              content:
+                application/json:
+                  schema:
+                    type: array
+                    items:
+                      type: object
+                      required: [keyIdentifier, state, fingerprint, publicKeyPEM]
+                      properties:
+                        keyIdentifier: { $ref: "#/components/schemas/KeyIdentifier" }
+                        state: { $ref: "#/components/schemas/KeyState" }
+                        fingerprint: { $ref: "#/components/schemas/Fingerprint" }
+                        publicKeyPEM: { type: string }
+            "500": { $ref: "#/components/responses/InternalError" }
       /.well-known/jwks.json:
         get:
+          operationId: jwks
           summary: The keys that are not revoked, as a JWK Set
           responses:
-            "200": { description: "{keys: [JWK]}" }
+            "200":
+              description: A JWK Set (RFC 7517)
+              content:
+                application/json:
+                  schema:
+                    type: object
+                    required: [keys]
+                    properties:
+                      keys:
+                        type: array
+                        items:
+                          type: object
+                          required: [kty, crv, x, y, kid]
+                          properties:
+                            kty: { const: EC }
+                            crv: { const: P-256 }
+                            alg: { const: ES256 }
+                            use: { const: sig }
+                            kid: { type: string }
+                            x: { type: string }
+                            y: { type: string }
+                          additionalProperties: { type: string }
+            "500": { $ref: "#/components/responses/InternalError" }
       /admin/keys:
         get:
-          summary: Keys with state, fingerprint, source, loadedAt, signaturesIssued
+          operationId: adminListKeys
+          summary: Keys with state, fingerprint, source, loadedAt and signatures issued
           security: [{ admin: [] }]
           responses:
-            "200": { description: "{activeKeyIdentifier, keys}" }
-            "401": { $ref: "#/components/responses/Error" }
-            "403": { $ref: "#/components/responses/Error" }
+            "200": { $ref: "#/components/responses/AdminKeyList" }
+            "401": { $ref: "#/components/responses/Unauthorized" }
+            "403": { $ref: "#/components/responses/Forbidden" }
+            "429": { $ref: "#/components/responses/RateLimited" }
+            "500": { $ref: "#/components/responses/InternalError" }
       /admin/keys/reload:
         post:
-          summary: Re-read the key sources, all or nothing
+          operationId: adminReloadKeys
+          summary: Re-read the key sources, all or nothing (no request body)
           security: [{ admin: [] }]
           responses:
-            "200": { description: The new key list }
-            "422": { $ref: "#/components/responses/Error" }
-      /admin/keys/{keyIdentifier}/{action}:
+            "200": { $ref: "#/components/responses/AdminKeyList" }
+            "401": { $ref: "#/components/responses/Unauthorized" }
+            "403": { $ref: "#/components/responses/Forbidden" }
+            "422":
+              description: key_reload_failed; the old key set keeps serving
+              content:
+                application/json:
+                  schema: { $ref: "#/components/schemas/ErrorEnvelope" }
+            "429": { $ref: "#/components/responses/RateLimited" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+      /admin/keys/{keyIdentifier}/activate:
         post:
-          summary: activate, retire or revoke a key
+          operationId: adminActivateKey
+          summary: Make a key the one that signs new offers (the previous one is retired; no request body)
           security: [{ admin: [] }]
           parameters:
-            - { name: keyIdentifier, in: path, required: true, schema: { type: string } }
-            - { name: action, in: path, required: true, schema: { type: string, enum: [activate, retire, revoke] } }
+            - $ref: "#/components/parameters/KeyIdentifier"
           responses:
-            "200": { description: The new key list }
-            "404": { $ref: "#/components/responses/Error" }
-            "409": { $ref: "#/components/responses/Error" }
+            "200": { $ref: "#/components/responses/AdminKeyList" }
+            "401": { $ref: "#/components/responses/Unauthorized" }
+            "403": { $ref: "#/components/responses/Forbidden" }
+            "404": { $ref: "#/components/responses/NotFound" }
+            "409": { $ref: "#/components/responses/KeyStateConflict" }
+            "429": { $ref: "#/components/responses/RateLimited" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+      /admin/keys/{keyIdentifier}/retire:
+        post:
+          operationId: adminRetireKey
+          summary: Stop a key signing new offers; its signatures still verify (no request body)
+          security: [{ admin: [] }]
+          parameters:
+            - $ref: "#/components/parameters/KeyIdentifier"
+          responses:
+            "200": { $ref: "#/components/responses/AdminKeyList" }
+            "401": { $ref: "#/components/responses/Unauthorized" }
+            "403": { $ref: "#/components/responses/Forbidden" }
+            "404": { $ref: "#/components/responses/NotFound" }
+            "409": { $ref: "#/components/responses/KeyStateConflict" }
+            "429": { $ref: "#/components/responses/RateLimited" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+      /admin/keys/{keyIdentifier}/revoke:
+        post:
+          operationId: adminRevokeKey
+          summary: Revoke a compromised key; it neither signs nor verifies (no request body)
+          security: [{ admin: [] }]
+          parameters:
+            - $ref: "#/components/parameters/KeyIdentifier"
+          responses:
+            "200": { $ref: "#/components/responses/AdminKeyList" }
+            "401": { $ref: "#/components/responses/Unauthorized" }
+            "403": { $ref: "#/components/responses/Forbidden" }
+            "404": { $ref: "#/components/responses/NotFound" }
+            "409": { $ref: "#/components/responses/KeyStateConflict" }
+            "429": { $ref: "#/components/responses/RateLimited" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
       /admin/customers/{bundleIdentifier}/{applicationUsername}:
         get:
-          summary: The facts the rules see
+          operationId: adminCustomerFacts
+          summary: The facts the eligibility rules see for a customer
           security: [{ admin: [] }]
           parameters:
-            - { name: bundleIdentifier, in: path, required: true, schema: { type: string } }
-            - { name: applicationUsername, in: path, required: true, schema: { type: string } }
+            - $ref: "#/components/parameters/PathBundleIdentifier"
+            - $ref: "#/components/parameters/PathApplicationUsername"
           responses:
-            "200": { description: "{known, facts}" }
+            "200": { $ref: "#/components/responses/CustomerAnswer" }
+            "400": { $ref: "#/components/responses/BadRequest" }
+            "401": { $ref: "#/components/responses/Unauthorized" }
+            "403": { $ref: "#/components/responses/Forbidden" }
+            "429": { $ref: "#/components/responses/RateLimited" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
       /admin/customers/{bundleIdentifier}/{applicationUsername}/flags:
         post:
-          summary: Set or remove (null) flags
+          operationId: adminSetCustomerFlags
+          summary: Set flags, or remove them with null
           security: [{ admin: [] }]
           parameters:
-            - { name: bundleIdentifier, in: path, required: true, schema: { type: string } }
-            - { name: applicationUsername, in: path, required: true, schema: { type: string } }
+            - $ref: "#/components/parameters/PathBundleIdentifier"
+            - $ref: "#/components/parameters/PathApplicationUsername"
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  type: object
+                  required: [flags]
+                  properties:
+                    flags:
+                      type: object
+                      description: Flag name (1-64 characters) to value (at most 255 characters), or null to remove it
+                      propertyNames: { minLength: 1, maxLength: 64 }
+                      additionalProperties:
+                        type: [string, "null"]
+                        maxLength: 255
           responses:
-            "200": { description: "{known, facts}" }
+            "200": { $ref: "#/components/responses/CustomerAnswer" }
+            "400": { $ref: "#/components/responses/BadRequest" }
+            "401": { $ref: "#/components/responses/Unauthorized" }
+            "403": { $ref: "#/components/responses/Forbidden" }
+            "413": { $ref: "#/components/responses/PayloadTooLarge" }
+            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+            "429": { $ref: "#/components/responses/RateLimited" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
       /admin/customers/{bundleIdentifier}/{applicationUsername}/grants:
         post:
-          summary: Grant a customer-service offer (expires, used once)
+          operationId: adminGrantOffer
+          summary: Grant a customer-service offer (it expires, and is used once)
+          description: With a policy, the offer must be one the policy lists for the app (else 404 unknown_offer).
           security: [{ admin: [] }]
           parameters:
-            - { name: bundleIdentifier, in: path, required: true, schema: { type: string } }
-            - { name: applicationUsername, in: path, required: true, schema: { type: string } }
+            - $ref: "#/components/parameters/PathBundleIdentifier"
+            - $ref: "#/components/parameters/PathApplicationUsername"
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  type: object
+                  required: [productIdentifier, offerIdentifier]
+                  properties:
+                    productIdentifier: { type: string }
+                    offerIdentifier: { type: string }
+                    expiresInDays:
+                      type: [integer, "null"]
+                      minimum: 1
+                      maximum: 365
+                      description: How long the grant can be used; default 14
           responses:
-            "200": { description: "{known, facts}" }
+            "200": { $ref: "#/components/responses/CustomerAnswer" }
+            "400": { $ref: "#/components/responses/BadRequest" }
+            "401": { $ref: "#/components/responses/Unauthorized" }
+            "403": { $ref: "#/components/responses/Forbidden" }
+            "404": { $ref: "#/components/responses/NotFound" }
+            "413": { $ref: "#/components/responses/PayloadTooLarge" }
+            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+            "429": { $ref: "#/components/responses/RateLimited" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
       /admin/signatures:
         get:
-          summary: Query the issued-signature log (bundleIdentifier, applicationUsername, productIdentifier, offerIdentifier, keyIdentifier, since, until, limit)
+          operationId: adminIssuedSignatures
+          summary: Query the issued-signature log, newest first
           security: [{ admin: [] }]
+          parameters:
+            - { name: bundleIdentifier, in: query, required: false, schema: { type: string } }
+            - { name: applicationUsername, in: query, required: false, schema: { type: string } }
+            - { name: productIdentifier, in: query, required: false, schema: { type: string } }
+            - { name: offerIdentifier, in: query, required: false, schema: { type: string } }
+            - { name: keyIdentifier, in: query, required: false, schema: { type: string } }
+            - name: since
+              in: query
+              required: false
+              description: Unix milliseconds, inclusive
+              schema: { type: integer, format: int64, minimum: -9223372036854775808, maximum: 9223372036854775807 }
+            - name: until
+              in: query
+              required: false
+              description: Unix milliseconds, exclusive
+              schema: { type: integer, format: int64, minimum: -9223372036854775808, maximum: 9223372036854775807 }
+            - name: limit
+              in: query
+              required: false
+              description: At most this many (default 100)
+              schema: { type: integer, minimum: 1, maximum: 10000 }
           responses:
-            "200": { description: "{signatures}" }
+            "200":
+              description: The matching signatures
+              content:
+                application/json:
+                  schema:
+                    type: object
+                    required: [signatures]
+                    properties:
+                      signatures:
+                        type: array
+                        items: { $ref: "#/components/schemas/IssuedSignature" }
+            "400": { $ref: "#/components/responses/BadRequest" }
+            "401": { $ref: "#/components/responses/Unauthorized" }
+            "403": { $ref: "#/components/responses/Forbidden" }
+            "429": { $ref: "#/components/responses/RateLimited" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
       /admin/audit:
         get:
+          operationId: adminAudit
           summary: Admin actions, newest first
           security: [{ admin: [] }]
+          parameters:
+            - name: limit
+              in: query
+              required: false
+              description: >-
+                At most this many: an integer, clamped to 1-10000 (default 100). Any other value is ignored and means
+                the default (unlike /admin/signatures, which refuses it with a 400).
+              schema: { type: string }
           responses:
-            "200": { description: "{events}" }
+            "200":
+              description: The events
+              content:
+                application/json:
+                  schema:
+                    type: object
+                    required: [events]
+                    properties:
+                      events:
+                        type: array
+                        items: { $ref: "#/components/schemas/AuditEvent" }
+            "401": { $ref: "#/components/responses/Unauthorized" }
+            "403": { $ref: "#/components/responses/Forbidden" }
+            "429": { $ref: "#/components/responses/RateLimited" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
       /healthz:
         get:
+          operationId: healthz
           summary: The process is up
           responses:
-            "200": { description: "{status: ok}" }
+            "200":
+              description: Up
+              content:
+                application/json:
+                  schema: { $ref: "#/components/schemas/Health" }
       /readyz:
         get:
+          operationId: readyz
           summary: A signing key is usable and the store answers
           responses:
-            "200": { description: "{status: ready, activeKeyIdentifier}" }
-            "503": { $ref: "#/components/responses/Error" }
+            "200":
+              description: Ready
+              content:
+                application/json:
+                  schema: { $ref: "#/components/schemas/Health" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
       /metrics:
         get:
+          operationId: metrics
           summary: Prometheus metrics
           responses:
-            "200": { description: Prometheus text format }
+            "200":
+              description: Prometheus text exposition format 0.0.4
+              content:
+                text/plain:
+                  schema: { type: string }
       /openapi.yaml:
         get:
+          operationId: openapi
           summary: This document
           responses:
-            "200": { description: OpenAPI 3.1 YAML }
+            "200":
+              description: OpenAPI 3.1
+              content:
+                application/yaml:
+                  schema: { type: object, required: [openapi, info, paths] }
     components:
       securitySchemes:
-        admin: { type: http, scheme: bearer }
+        admin:
+          type: http
+          scheme: bearer
+          description: One of OFFER_SIGNER_ADMIN_TOKENS. Failed attempts are throttled per client address (429).
+      parameters:
+        KeyIdentifier:
+          name: keyIdentifier
+          in: path
+          required: true
+          description: A key identifier; one that is not loaded is a 404 unknown_key
+          schema: { type: string, minLength: 1 }
+        PathBundleIdentifier:
+          name: bundleIdentifier
+          in: path
+          required: true
+          description: The app, percent-encoded UTF-8, 1-155 characters once decoded
+          schema: { type: string, minLength: 1, maxLength: 155 }
+        PathApplicationUsername:
+          name: applicationUsername
+          in: path
+          required: true
+          description: The customer, percent-encoded UTF-8, 1-255 characters once decoded and lower-cased
+          schema: { type: string, minLength: 1, maxLength: 255 }
+      headers:
+        RetryAfter:
+          description: Seconds to wait before trying again
+          schema: { type: string, pattern: "^[0-9]+$" }
       responses:
-        Error:
-          description: The one error shape
+        BadRequest:
+          description: invalid_request (with field), malformed_json, duplicate_key, malformed_request, invalid_signed_payload
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/ErrorEnvelope" }
+        Unauthorized:
+          description: unauthorized, no bearer token
+          headers:
+            WWW-Authenticate:
+              required: true
+              schema: { type: string }
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/ErrorEnvelope" }
+        Forbidden:
+          description: forbidden, not an admin token (or no admin tokens configured)
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/ErrorEnvelope" }
+        NotEligible:
+          description: not_eligible, with every reason
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/ErrorEnvelope" }
+        NotFound:
+          description: unknown_app, unknown_product, unknown_offer, unknown_key
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/ErrorEnvelope" }
+        KeyStateConflict:
+          description: key_state_conflict (for example revoking or retiring the active key)
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/ErrorEnvelope" }
+        PayloadTooLarge:
+          description: payload_too_large, a body over 65536 bytes
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/ErrorEnvelope" }
+        UnsupportedMediaType:
+          description: unsupported_media_type, a body not sent as application/json
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/ErrorEnvelope" }
+        RateLimited:
+          description: rate_limited, too many failed admin authentications from this address
+          headers:
+            Retry-After:
+              required: true
+              schema: { type: string, pattern: "^[0-9]+$" }
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/ErrorEnvelope" }
+        InternalError:
+          description: internal or signature_self_check_failed (a bug; details are logged, never returned)
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/ErrorEnvelope" }
+        ServiceUnavailable:
+          description: no_signing_key, issuer_not_configured, store_unavailable (store_unavailable from the store carries Retry-After)
+          headers:
+            Retry-After:
+              required: false
+              schema: { type: string, pattern: "^[0-9]+$" }
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/ErrorEnvelope" }
+        AdminKeyList:
+          description: The keys after the action
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/AdminKeyList" }
+        CustomerAnswer:
+          description: What the store knows of the customer
           content:
             application/json:
               schema:
                 type: object
+                required: [known, facts]
                 properties:
-                  error:
-                    type: object
-                    required: [code, message]
-                    properties:
-                      code: { type: string }
-                      message: { type: string }
-                      field: { type: string }
-                      reasons:
-                        type: array
-                        items:
-                          type: object
-                          properties: { rule: { type: string }, code: { type: string }, message: { type: string } }
+                  known: { type: boolean }
+                  facts: { $ref: "#/components/schemas/CustomerFacts" }
       schemas:
+        ErrorEnvelope:
+          type: object
+          required: [error]
+          properties:
+            error:
+              type: object
+              required: [code, message]
+              properties:
+                code: { type: string, pattern: "^[a-z_]+$" }
+                message: { type: string }
+                field: { type: string }
+                reasons:
+                  type: array
+                  items: { $ref: "#/components/schemas/EligibilityReason" }
+        EligibilityReason:
+          type: object
+          required: [rule, code, message]
+          properties:
+            rule: { type: string }
+            code: { type: string }
+            message: { type: string }
+        KeyIdentifier:
+          type: string
+          pattern: "^[A-Za-z0-9_]{1,64}$"
+        KeyState:
+          type: string
+          enum: [active, retired, revoked]
+        Fingerprint:
+          type: string
+          pattern: "^[0-9a-f]{64}$"
+        Nonce:
+          type: string
+          pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
+        Timestamp:
+          type: integer
+          format: int64
+          minimum: 0
+          maximum: 253402300799999
+          description: Unix time in milliseconds (up to the end of year 9999)
         SignRequest:
           type: object
           required: [productIdentifier, offerIdentifier, applicationUsername]
           properties:
-            bundleIdentifier: { type: string, maxLength: 155 }
-            productIdentifier: { type: string, maxLength: 255 }
-            offerIdentifier: { type: string, maxLength: 255 }
-            applicationUsername: { type: string, maxLength: 255 }
-            format: { type: string, enum: [legacy, jws] }
+            bundleIdentifier:
+              type: [string, "null"]
+              maxLength: 155
+              description: Optional when one app is configured; another app is a 404 unknown_app
+            productIdentifier: { type: string, minLength: 1, maxLength: 255 }
+            offerIdentifier: { type: string, minLength: 1, maxLength: 255 }
+            applicationUsername:
+              type: string
+              minLength: 1
+              maxLength: 255
+              description: Lower-cased before signing; the length is checked after lower-casing; U+0130 and U+03A3 are refused
+            format:
+              type: [string, "null"]
+              enum: [legacy, jws, null]
+              description: legacy (the default) or jws (StoreKit 2 promotional offer V2)
+            transactionId:
+              type: [string, "null"]
+              description: For jws, a transaction of the customer's, 1-64 decimal digits (ignored for legacy)
+            signedTransaction:
+              type: [string, "null"]
+              description: StoreKit 2 jwsRepresentation of one of the customer's transactions, verified like notifications (needs a store and a verifiable app, else 503)
+        EligibilityRequest:
+          type: object
+          required: [applicationUsername]
+          properties:
+            bundleIdentifier:
+              type: [string, "null"]
+              description: Optional when one app is configured; another app is a 404 unknown_app
+            applicationUsername: { type: string, minLength: 1, maxLength: 255 }
+            productIdentifier: { type: [string, "null"], description: "Only this product's offers" }
+        IntroductoryEligibilityRequest:
+          type: object
+          required: [productIdentifier, transactionId, applicationUsername]
+          properties:
+            bundleIdentifier: { type: [string, "null"], maxLength: 155 }
+            productIdentifier: { type: string, minLength: 1, maxLength: 255 }
+            transactionId: { type: string, pattern: "^[0-9]{1,64}$" }
+            applicationUsername: { type: string, minLength: 1, maxLength: 255 }
+        VerifyLegacyRequest:
+          type: object
+          description: The fields of a legacy bundle (what sign returned); bundleIdentifier is optional when one app is configured
+          required: [productIdentifier, offerIdentifier, applicationUsername, keyIdentifier, nonce, timestamp, signature]
+          properties:
+            bundleIdentifier: { type: [string, "null"] }
+            productIdentifier: { type: string }
+            offerIdentifier: { type: string }
+            applicationUsername: { type: string }
+            keyIdentifier: { type: string }
+            nonce: { type: string }
+            timestamp: { $ref: "#/components/schemas/Timestamp" }
+            signature: { type: string, description: "Base64 DER ECDSA signature" }
+        VerifyJWSRequest:
+          type: object
+          required: [signature]
+          properties:
+            signature: { type: string, pattern: "\\.", description: "A compact JWS (header.claims.signature)" }
+            bundleIdentifier: { type: [string, "null"] }
+            productIdentifier: { type: [string, "null"] }
+            offerIdentifier: { type: [string, "null"] }
+            applicationUsername: { type: [string, "null"] }
+            keyIdentifier: { type: "null" }
+            nonce: { type: "null" }
+            timestamp: { type: "null" }
+        LegacyBundle:
+          type: object
+          required: [format, bundleIdentifier, productIdentifier, offerIdentifier, applicationUsername, keyIdentifier, nonce, timestamp, signature]
+          properties:
+            format: { const: legacy }
+            bundleIdentifier: { type: string }
+            productIdentifier: { type: string }
+            offerIdentifier: { type: string }
+            applicationUsername: { type: string, description: "Exactly as signed (lower-cased)" }
+            keyIdentifier: { $ref: "#/components/schemas/KeyIdentifier" }
+            nonce: { $ref: "#/components/schemas/Nonce" }
+            timestamp: { $ref: "#/components/schemas/Timestamp" }
+            signature: { type: string, contentEncoding: base64 }
+        SignedJWSOffer:
+          type: object
+          required: [format, bundleIdentifier, productIdentifier, offerIdentifier, keyIdentifier, nonce, signature]
+          properties:
+            format: { const: jws }
+            bundleIdentifier: { type: string }
+            productIdentifier: { type: string }
+            offerIdentifier: { type: string }
+            keyIdentifier: { $ref: "#/components/schemas/KeyIdentifier" }
+            nonce: { $ref: "#/components/schemas/Nonce" }
+            signature: { type: string, pattern: "^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$" }
+        EligibilityResponse:
+          type: object
+          required: [applicationUsername, policyInForce, offers]
+          properties:
+            applicationUsername: { type: string }
+            policyInForce: { type: boolean, description: "false without a policy: every offer is signed, none is listed" }
+            offers:
+              type: array
+              items:
+                type: object
+                required: [productIdentifier, offerIdentifier, eligible, reasons]
+                properties:
+                  productIdentifier: { type: string }
+                  offerIdentifier: { type: string }
+                  eligible: { type: boolean }
+                  reasons:
+                    type: array
+                    items: { $ref: "#/components/schemas/EligibilityReason" }
+        IntroductoryEligibilityResponse:
+          type: object
+          required: [format, bundleIdentifier, productIdentifier, transactionId, allowIntroductoryOffer, reason, keyIdentifier, nonce, signature]
+          properties:
+            format: { const: jws }
+            bundleIdentifier: { type: string }
+            productIdentifier: { type: string }
             transactionId: { type: string }
-            signedTransaction: { type: string }
+            allowIntroductoryOffer: { type: boolean }
+            reason: { type: string }
+            keyIdentifier: { $ref: "#/components/schemas/KeyIdentifier" }
+            nonce: { $ref: "#/components/schemas/Nonce" }
+            signature: { type: string, pattern: "^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$" }
+        VerificationCommon:
+          type: object
+          required: [format, valid, warnings]
+          properties:
+            valid: { type: boolean }
+            reason:
+              type: string
+              description: Why not (invalid_field, unknown_key, key_revoked, signature_mismatch, malformed_jws, unsupported_algorithm, wrong_audience, invalid_claims, …); absent when valid
+            message: { type: string }
+            keyState: { $ref: "#/components/schemas/KeyState" }
+            validityWindow: { type: string, enum: [current, expired, future] }
+            warnings: { type: array, items: { type: string } }
+        LegacyVerification:
+          allOf:
+            - $ref: "#/components/schemas/VerificationCommon"
+            - type: object
+              required: [keyIdentifier, payload, validityWindow]
+              properties:
+                format: { const: legacy }
+                keyIdentifier: { type: string }
+                payload: { type: string, description: "The signed payload, U+2063 shown as \\u2063" }
+        JWSVerification:
+          allOf:
+            - $ref: "#/components/schemas/VerificationCommon"
+            - type: object
+              properties:
+                format: { const: jws }
+                keyIdentifier: { type: string }
+                header:
+                  type: object
+                  properties:
+                    alg: { type: string }
+                    kid: { type: string }
+                    typ: { type: string }
+                    x5c: { type: array, items: { type: string } }
+                claims:
+                  type: object
+                  properties:
+                    iss: { type: string }
+                    bid: { type: string }
+                    aud: { type: string }
+                    iat: { type: number }
+                    nonce: { type: string }
+                    productId: { type: string }
+                    offerIdentifier: { type: string }
+                    transactionId: { type: string }
+                    allowIntroductoryOffer: { type: boolean }
+        AdminKeyList:
+          type: object
+          required: [keys]
+          properties:
+            activeKeyIdentifier: { $ref: "#/components/schemas/KeyIdentifier" }
+            keys:
+              type: array
+              items:
+                type: object
+                required: [keyIdentifier, state, fingerprint, source, loadedAt, signaturesIssued]
+                properties:
+                  keyIdentifier: { $ref: "#/components/schemas/KeyIdentifier" }
+                  state: { $ref: "#/components/schemas/KeyState" }
+                  fingerprint: { $ref: "#/components/schemas/Fingerprint" }
+                  source: { type: string }
+                  loadedAt: { type: string, format: date-time }
+                  signaturesIssued: { type: integer, minimum: 0 }
+        ReferenceDate:
+          type: number
+          description: Seconds since 2001-01-01T00:00:00Z (Foundation's reference date)
+        CustomerFacts:
+          type: object
+          required: [key, subscriptions, flags, grants, updatedAt]
+          properties:
+            key:
+              type: object
+              required: [bundleIdentifier, applicationUsername]
+              properties:
+                bundleIdentifier: { type: string }
+                applicationUsername: { type: string }
+            subscriptions:
+              type: array
+              items:
+                type: object
+                required: [subscriptionGroupIdentifier, productIdentifier, state, autoRenewEnabled, renewalCount, hadIntroductoryOffer, downgraded]
+                properties:
+                  subscriptionGroupIdentifier: { type: string }
+                  productIdentifier: { type: string }
+                  originalTransactionId: { type: string }
+                  state: { type: string, enum: [active, expired, inBillingRetry, inGracePeriod, revoked] }
+                  autoRenewEnabled: { type: boolean }
+                  autoRenewProductIdentifier: { type: string }
+                  expiresDate: { $ref: "#/components/schemas/ReferenceDate" }
+                  originalPurchaseDate: { $ref: "#/components/schemas/ReferenceDate" }
+                  renewalCount: { type: integer }
+                  hadIntroductoryOffer: { type: boolean }
+                  expirationIntent: { type: integer }
+                  downgraded: { type: boolean }
+                  lastSignedDate: { $ref: "#/components/schemas/ReferenceDate" }
+            storefront: { type: string }
+            flags:
+              type: object
+              additionalProperties: { type: string }
+            grants:
+              type: array
+              items:
+                type: object
+                required: [id, productIdentifier, offerIdentifier, grantedBy, grantedAt, expiresAt]
+                properties:
+                  id: { type: string }
+                  productIdentifier: { type: string }
+                  offerIdentifier: { type: string }
+                  grantedBy: { type: string }
+                  grantedAt: { $ref: "#/components/schemas/ReferenceDate" }
+                  expiresAt: { $ref: "#/components/schemas/ReferenceDate" }
+                  usedAt: { $ref: "#/components/schemas/ReferenceDate" }
+            updatedAt: { $ref: "#/components/schemas/ReferenceDate" }
+        IssuedSignature:
+          type: object
+          required: [nonce, keyIdentifier, bundleIdentifier, productIdentifier, offerIdentifier, applicationUsername, timestamp, format]
+          properties:
+            nonce: { type: string }
+            keyIdentifier: { type: string }
+            bundleIdentifier: { type: string }
+            productIdentifier: { type: string }
+            offerIdentifier: { type: string, description: "Empty for introductory-offer eligibility" }
+            applicationUsername: { type: string }
+            timestamp: { type: integer, format: int64 }
+            format: { type: string, enum: [legacy, jws, introductory-eligibility] }
+        AuditEvent:
+          type: object
+          required: [id, at, actor, action, target, details]
+          properties:
+            id: { type: string }
+            at: { $ref: "#/components/schemas/ReferenceDate" }
+            actor: { type: string }
+            action: { type: string }
+            target: { type: string }
+            details:
+              type: object
+              additionalProperties: { type: string }
+        Health:
+          type: object
+          required: [status]
+          properties:
+            status: { type: string, enum: [ok, ready] }
+            activeKeyIdentifier: { $ref: "#/components/schemas/KeyIdentifier" }
 
-    """
+    """#
 }
