@@ -49,6 +49,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Key management: the key states admins set (versioned, compare-and-set), all-or-nothing reloads, the
+        // ring the signing path reads, and what triggers a reload (SIGHUP, a watched folder, other replicas).
+        .target(
+            name: "OfferKeys",
+            dependencies: [
+                "OfferSigning",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // App Store signed data (notifications V2, transactions, renewal info): verification, decoding, and
         // folding into customer facts.
         .target(
@@ -113,6 +126,8 @@ let package = Package(
                 "AppStoreNotifications",
                 .product(name: "X509", package: "swift-certificates"),
                 "OfferSigning",
+                "OfferKeys",
+                "OfferModel",
                 "OfferEligibility",
                 "OfferStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -190,6 +205,8 @@ let package = Package(
                 "AppStoreNotifications",
                 "AppStoreTestSupport",
                 "OfferSigning",
+                "OfferKeys",
+                "OfferModel",
                 "OfferEligibility",
                 "OfferStore",
                 "OfferSignerServer",

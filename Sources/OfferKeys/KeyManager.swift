@@ -1,28 +1,44 @@
 import Foundation
-import HTTPTypes
 import Logging
 import Metrics
 import OfferSigning
 
-/// A key-management failure, mapped to the API's error shape.
-public struct KeyManagementError: Error, Sendable {
-    /// `unknown_key`, `key_state_conflict` or `key_reload_failed`.
-    public var code: String
-    /// What is wrong and what to do. Never key material.
+/// A key-management failure. Messages say what to do and never contain key material.
+public struct KeyManagementError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The stable codes, compared in tests and mapped to HTTP statuses at the edge.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The snake_case name, as the API reports it.
+        public let rawValue: String
+        init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// No such key is loaded.
+        public static let unknownKey = Code("unknown_key")
+        /// The change contradicts the current states (revoking the active key, activating a revoked one).
+        public static let keyStateConflict = Code("key_state_conflict")
+        /// A reload was rejected; the previous keys keep serving.
+        public static let keyReloadFailed = Code("key_reload_failed")
+        /// The key states could not be read or saved.
+        public static let stateStoreUnavailable = Code("store_unavailable")
+        /// The saved key states cannot be read as key states.
+        public static let invalidKeyStates = Code("invalid_key_states")
+    }
+
+    /// What kind of failure.
+    public var code: Code
+    /// What is wrong and what to do.
     public var message: String
 
-    var apiError: APIError {
-        switch code {
-        case "unknown_key": APIError(status: .notFound, code: code, message: message)
-        case "key_state_conflict": APIError(status: .conflict, code: code, message: message)
-        case "store_unavailable": APIError(status: .serviceUnavailable, code: code, message: message, headers: [.retryAfter: "1"])
-        default: APIError(status: .unprocessableContent, code: code, message: message)
-        }
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
     }
+
+    public var description: String { message }
 
     /// The key states could not be read or saved: nothing changed, the current keys keep serving.
     static let stateStoreUnavailable = KeyManagementError(
-        code: "store_unavailable", message: "The key states could not be read or saved; nothing was changed and the current keys keep serving. Try again shortly.")
+        .stateStoreUnavailable, "The key states could not be read or saved; nothing was changed and the current keys keep serving. Try again shortly.")
 }
 
 /// Owns the key set: loads it, applies admins' states, reloads it all-or-nothing, and swaps it into the
@@ -54,7 +70,7 @@ public actor KeyManager {
     private let reloads = Counter(label: "offer_signer_key_reloads_total")
 
     /// Loads the keys, applies the saved states and installs the ring in `holder`.
-    /// - Throws: ``ConfigurationError`` when the keys or the saved states cannot be used.
+    /// - Throws: ``KeyManagementError`` when the keys or the saved states cannot be used.
     public init(
         holder: KeyRingHolder, loadKeys: @escaping KeyLoading, configuredActiveKeyIdentifier: String?,
         appActiveKeyIdentifiers: [String: String] = [:],
@@ -67,12 +83,16 @@ public actor KeyManager {
         self.stateStore = stateStore
         self.logger = logger
         self.states = try await stateStore.load()
-        self.entries = try loadKeys()
+        do {
+            self.entries = try loadKeys()
+        } catch {
+            throw KeyManagementError(.keyReloadFailed, Self.describe(error))
+        }
         let ring: KeyRing
         do {
             ring = try Self.ring(entries, states: states, configured: configuredActiveKeyIdentifier, byApp: appActiveKeyIdentifiers, previous: nil, logger: logger)
         } catch {
-            throw ConfigurationError(error.message)
+            throw KeyManagementError(.keyStateConflict, error.message)
         }
         holder.replace(with: ring)
     }
@@ -92,7 +112,7 @@ public actor KeyManager {
             let newEntries = try loadKeys()
             let current = holder.current
             if let active = current.activeKeyIdentifier, !newEntries.contains(where: { $0.key.keyIdentifier == active }) {
-                throw ConfigurationError("the active key \(active) is missing from the new key set; activate another key before removing its file.")
+                throw KeyManagementError(.keyReloadFailed, "the active key \(active) is missing from the new key set; activate another key before removing its file.")
             }
             let ring = try Self.ring(newEntries, states: states, configured: configuredActiveKeyIdentifier, byApp: appActiveKeyIdentifiers, previous: current.activeKeyIdentifier, logger: logger)
             let before = Set(holder.current.entries.map { "\($0.key.keyIdentifier)/\($0.key.fingerprint)" })
@@ -107,9 +127,9 @@ public actor KeyManager {
             return ring
         } catch {
             reloadFailures.increment()
-            let message = (error as? ConfigurationError)?.message ?? (error as? OfferSigningError)?.message ?? "the new key set is not usable"
+            let message = Self.describe(error)
             logger.error("key reload rejected; the previous keys keep serving", metadata: ["reason": "\(reason)", "error": "\(message)"])
-            throw KeyManagementError(code: "key_reload_failed", message: "Reload rejected, the previous keys keep serving: \(message)")
+            throw KeyManagementError(.keyReloadFailed, "Reload rejected, the previous keys keep serving: \(message)")
         }
     }
 
@@ -118,7 +138,7 @@ public actor KeyManager {
         try requireKnown(keyIdentifier)
         return try await change(action: "activate", keyIdentifier: keyIdentifier, admin: admin) { states, _ throws(KeyManagementError) in
             guard !states.revokedKeyIdentifiers.contains(keyIdentifier) else {
-                throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is revoked; revocation is final. Activate another key.")
+                throw KeyManagementError(.keyStateConflict, "Key \(keyIdentifier) is revoked; revocation is final. Activate another key.")
             }
             states.activeKeyIdentifier = keyIdentifier
         }
@@ -130,10 +150,10 @@ public actor KeyManager {
         try requireKnown(keyIdentifier)
         return try await change(action: "retire", keyIdentifier: keyIdentifier, admin: admin) { states, ring throws(KeyManagementError) in
             if states.revokedKeyIdentifiers.contains(keyIdentifier) {
-                throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is revoked; revocation is final.")
+                throw KeyManagementError(.keyStateConflict, "Key \(keyIdentifier) is revoked; revocation is final.")
             }
             if ring.state(of: keyIdentifier) == .active {
-                throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is the active key; activate its successor first (that retires it).")
+                throw KeyManagementError(.keyStateConflict, "Key \(keyIdentifier) is the active key; activate its successor first (that retires it).")
             }
         }
     }
@@ -144,7 +164,7 @@ public actor KeyManager {
         try requireKnown(keyIdentifier)
         return try await change(action: "revoke", keyIdentifier: keyIdentifier, admin: admin) { states, ring throws(KeyManagementError) in
             if ring.state(of: keyIdentifier) == .active {
-                throw KeyManagementError(code: "key_state_conflict", message: "Key \(keyIdentifier) is the active key; activate another key first (POST /admin/keys/<KEYID>/activate), then revoke this one.")
+                throw KeyManagementError(.keyStateConflict, "Key \(keyIdentifier) is the active key; activate another key first (POST /admin/keys/<KEYID>/activate), then revoke this one.")
             }
             states.revokedKeyIdentifiers.insert(keyIdentifier)
         }
@@ -181,8 +201,17 @@ public actor KeyManager {
 
     private func requireKnown(_ keyIdentifier: String) throws(KeyManagementError) {
         guard holder.current.entry(for: keyIdentifier) != nil else {
-            throw KeyManagementError(code: "unknown_key", message: "No key \(keyIdentifier) is loaded; add its file and reload first (POST /admin/keys/reload or SIGHUP).")
+            throw KeyManagementError(.unknownKey, "No key \(keyIdentifier) is loaded; add its file and reload first (POST /admin/keys/reload or SIGHUP).")
         }
+    }
+
+    /// A loading or ring error in words: the message of errors that carry one (`LocalizedError`: key sources
+    /// and the signing core describe themselves without key material), never a type name.
+    public static func describe(_ error: any Error) -> String {
+        if let error = error as? OfferSigningError { return error.message }
+        if let error = error as? KeyManagementError { return error.message }
+        if let error = error as? any LocalizedError, let description = error.errorDescription { return description }
+        return "the new key set is not usable"
     }
 
     /// How many times a change is retried when another writer saved first.
@@ -229,14 +258,14 @@ public actor KeyManager {
             ])
             return holder.current
         }
-        throw KeyManagementError(code: "key_state_conflict", message: "The key states kept changing while this change was being saved (other admins or replicas); try again.")
+        throw KeyManagementError(.keyStateConflict, "The key states kept changing while this change was being saved (other admins or replicas); try again.")
     }
 
     private static func ringOrConflict(_ entries: [KeyRing.Entry], states: KeyStates, configured: String?, byApp: [String: String], previous: String?, logger: Logger) throws(KeyManagementError) -> KeyRing {
         do {
             return try ring(entries, states: states, configured: configured, byApp: byApp, previous: previous, logger: logger)
         } catch {
-            throw KeyManagementError(code: "key_state_conflict", message: error.message)
+            throw KeyManagementError(.keyStateConflict, error.message)
         }
     }
 

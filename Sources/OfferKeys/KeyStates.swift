@@ -1,10 +1,10 @@
 import Foundation
-import OfferStore
 
 /// Key states set by admins, which outlive a restart: the active key and the revoked keys, plus the history
 /// of changes (who, what, when).
 ///
-/// Kept in `OFFER_SIGNER_STATE_FILE` (JSON) by ``FileKeyStateStore``. An admin's decision wins over
+/// Kept in `OFFER_SIGNER_STATE_FILE` (JSON) by ``FileKeyStateStore``, or in the shared store by the server's
+/// `StoreKeyStateStore`. An admin's decision wins over
 /// `OFFER_SIGNER_ACTIVE_KEY_ID` at start-up, as long as the key it names is loaded.
 public struct KeyStates: Sendable, Codable, Equatable {
     /// One admin action on keys.
@@ -56,13 +56,13 @@ public struct KeyStates: Sendable, Codable, Equatable {
         history = try container.decodeIfPresent([Change].self, forKey: .history) ?? []
     }
 
-    static func decode(_ data: Data) throws -> KeyStates {
+    public static func decode(_ data: Data) throws -> KeyStates {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         return try decoder.decode(KeyStates.self, from: data)
     }
 
-    func encoded() throws -> Data {
+    public func encoded() throws -> Data {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -95,37 +95,6 @@ public actor InMemoryKeyStateStore: KeyStateStore {
     }
 }
 
-/// Keeps key states in the customer store, shared by every replica that uses it (the default when a store is
-/// configured and `OFFER_SIGNER_STATE_FILE` is not set). Replicas pick up each other's changes: see
-/// ``KeyStateRefresher``.
-public struct StoreKeyStateStore: KeyStateStore {
-    /// The document the service keeps its key states in.
-    public static let defaultDocumentName = "key-states"
-    let store: any OfferStore
-    let documentName: String
-
-    /// - Parameters:
-    ///   - store: the shared store.
-    ///   - documentName: the document (tests use their own).
-    public init(store: any OfferStore, documentName: String = StoreKeyStateStore.defaultDocumentName) {
-        self.store = store
-        self.documentName = documentName
-    }
-
-    public func load() async throws -> KeyStates {
-        guard let document = try await store.document(named: documentName) else { return KeyStates() }
-        guard let states = try? KeyStates.decode(Data(document.text.utf8)) else {
-            throw ConfigurationError("The key states in the store cannot be read; restore them or delete the '\(documentName)' document.")
-        }
-        return states
-    }
-
-    public func save(_ states: KeyStates) async throws -> Bool {
-        let text = String(decoding: try states.encoded(), as: UTF8.self)
-        return try await store.replaceDocument(named: documentName, version: Int64(states.version), text: text)
-    }
-}
-
 /// Keeps key states in a JSON file, replaced atomically (written beside it, flushed, renamed).
 public actor FileKeyStateStore: KeyStateStore {
     /// The file.
@@ -138,12 +107,12 @@ public actor FileKeyStateStore: KeyStateStore {
     public func load() async throws -> KeyStates {
         guard FileManager.default.fileExists(atPath: path) else { return KeyStates() }
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigurationError("OFFER_SIGNER_STATE_FILE=\(path) cannot be read; check its permissions.")
+            throw KeyManagementError(.stateStoreUnavailable, "OFFER_SIGNER_STATE_FILE=\(path) cannot be read; check its permissions.")
         }
         do {
             return try KeyStates.decode(data)
         } catch {
-            throw ConfigurationError("OFFER_SIGNER_STATE_FILE=\(path) is not a key state file written by offer-signer; restore it or move it away.")
+            throw KeyManagementError(.invalidKeyStates, "OFFER_SIGNER_STATE_FILE=\(path) is not a key state file written by offer-signer; restore it or move it away.")
         }
     }
 
@@ -152,11 +121,11 @@ public actor FileKeyStateStore: KeyStateStore {
     public func save(_ states: KeyStates) async throws -> Bool {
         let lock = open(path + ".lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
         guard lock >= 0 else {
-            throw ConfigurationError("Cannot open \(path).lock (OFFER_SIGNER_STATE_FILE); check the folder's permissions.")
+            throw KeyManagementError(.stateStoreUnavailable, "Cannot open \(path).lock (OFFER_SIGNER_STATE_FILE); check the folder's permissions.")
         }
         defer { close(lock) }
         guard flock(lock, LOCK_EX) == 0 else {
-            throw ConfigurationError("Cannot lock \(path).lock (OFFER_SIGNER_STATE_FILE): \(String(cString: strerror(errno))).")
+            throw KeyManagementError(.stateStoreUnavailable, "Cannot lock \(path).lock (OFFER_SIGNER_STATE_FILE): \(String(cString: strerror(errno))).")
         }
         defer { flock(lock, LOCK_UN) }
         guard try await load().version == states.version - 1 else { return false }
@@ -168,13 +137,13 @@ public actor FileKeyStateStore: KeyStateStore {
         let data = try states.encoded()
         let temporary = path + ".tmp-\(getpid())"
         guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]) else {
-            throw ConfigurationError("Cannot write \(temporary) (OFFER_SIGNER_STATE_FILE); check the folder's permissions.")
+            throw KeyManagementError(.stateStoreUnavailable, "Cannot write \(temporary) (OFFER_SIGNER_STATE_FILE); check the folder's permissions.")
         }
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: temporary))
         try handle.synchronize()
         try handle.close()
         guard rename(temporary, path) == 0 else {
-            throw ConfigurationError("Cannot replace \(path) (OFFER_SIGNER_STATE_FILE): \(String(cString: strerror(errno))).")
+            throw KeyManagementError(.stateStoreUnavailable, "Cannot replace \(path) (OFFER_SIGNER_STATE_FILE): \(String(cString: strerror(errno))).")
         }
     }
 }

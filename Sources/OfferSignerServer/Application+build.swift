@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
+import OfferKeys
 import OfferSigning
 import Prometheus
 import AppStoreNotifications
@@ -115,7 +116,7 @@ public func buildApplication(
             stateStore: stateStore, logger: logger)
     } catch {
         try? await store?.close()  // an open store must be closed before it is dropped
-        throw error
+        throw ConfigurationError(KeyManager.describe(error))
     }
     var services: [any Service] = [SIGHUPKeyReloader(manager: manager)]
     if let store { services.append(StoreCloser(store: store, logger: logger)) }

@@ -106,9 +106,3 @@ func printJSON(_ value: some Encodable) throws {
     print(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
 
-extension OfferSigningError: LocalizedError {
-    public var errorDescription: String? { message }
-}
-extension ConfigurationError: LocalizedError {
-    public var errorDescription: String? { message }
-}

@@ -2,6 +2,7 @@ import AppStoreTestSupport
 import Foundation
 import Logging
 import OfferEligibility
+import OfferKeys
 import OfferModel
 import OfferSignerServer
 import OfferSigning
@@ -129,7 +130,7 @@ import Testing
                 do {
                     _ = try await managerA.revoke("KEY\(round - 1)", by: "alice")
                     revoked = true
-                } catch let error as KeyManagementError where error.code == "key_state_conflict" {
+                } catch let error as KeyManagementError where error.code == .keyStateConflict {
                     try await Task.sleep(for: .milliseconds(5))
                 }
             }

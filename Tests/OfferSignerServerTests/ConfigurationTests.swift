@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import Logging
+import OfferKeys
 import OfferSignerServer
 import OfferSigning
 import Testing

@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import OfferKeys
 import OfferSignerServer
 import OfferSigning
 import Synchronization

@@ -1,6 +1,8 @@
+import Foundation
+
 /// A configuration problem that stops start-up. The message names the variable, file or key identifier at
 /// fault and what to do; it never contains key material or tokens.
-public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible, LocalizedError {
     /// What is wrong and what to do.
     public var message: String
 
@@ -8,4 +10,6 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     public init(_ message: String) { self.message = message }
 
     public var description: String { message }
+
+    public var errorDescription: String? { message }
 }

@@ -1,6 +1,7 @@
 import AppStoreNotifications
 import Configuration
 import Foundation
+import OfferKeys
 import X509
 import OfferEligibility
 import OfferSigning

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import OfferEligibility
+import OfferKeys
 import OfferSigning
 
 /// The one error shape of the HTTP API (DESIGN.md §2):
@@ -77,6 +78,18 @@ public struct APIError: Error, HTTPResponseError, Sendable {
             self.init(status: .internalServerError, code: "signature_self_check_failed", message: error.message)
         default:
             self.init(status: .internalServerError, code: "internal", message: APIError.internal.message)
+        }
+    }
+
+    /// Maps a key-management failure: 404 `unknown_key`, 409 `key_state_conflict`, 422 `key_reload_failed`,
+    /// 503 `store_unavailable` (with `Retry-After`).
+    public init(_ error: KeyManagementError) {
+        switch error.code {
+        case .unknownKey: self.init(status: .notFound, code: error.code.rawValue, message: error.message)
+        case .keyStateConflict: self.init(status: .conflict, code: error.code.rawValue, message: error.message)
+        case .stateStoreUnavailable, .invalidKeyStates:
+            self.init(status: .serviceUnavailable, code: "store_unavailable", message: error.message, headers: [.retryAfter: "1"])
+        default: self.init(status: .unprocessableContent, code: error.code.rawValue, message: error.message)
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import OfferKeys
 import OfferSigning
 import OfferStore
 
@@ -33,7 +34,7 @@ struct AdminKeyRoutes {
             do {
                 ring = try await manager.reload(reason: "admin \(admin)")
             } catch let error as KeyManagementError {
-                throw error.apiError
+                throw APIError(error)
             }
             // The new keys serve from here on: a history entry that cannot be saved is logged, not reported as a
             // failed reload.
@@ -56,7 +57,7 @@ struct AdminKeyRoutes {
                     default: ring = try await manager.revoke(keyIdentifier, by: admin)
                     }
                 } catch let error as KeyManagementError {
-                    throw error.apiError
+                    throw APIError(error)
                 }
                 // The change is saved (with its history entry) and served: an audit row that cannot be written is
                 // logged, never reported as a failed change.

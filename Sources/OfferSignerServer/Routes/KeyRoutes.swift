@@ -1,4 +1,5 @@
 import Hummingbird
+import OfferKeys
 import OfferSigning
 
 /// One key as `GET /v1/keys` publishes it: public material only.

@@ -1,4 +1,5 @@
 import Hummingbird
+import OfferKeys
 import NIOCore
 import OfferSigning
 import OfferStore

@@ -3,6 +3,7 @@ import HTTPTypes
 import Logging
 import Metrics
 import OfferEligibility
+import OfferKeys
 import OfferModel
 import OfferSigning
 import OfferStore

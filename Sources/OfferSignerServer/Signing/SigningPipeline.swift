@@ -1,4 +1,5 @@
 import Foundation
+import OfferKeys
 import Metrics
 import OfferEligibility
 import OfferModel

@@ -1,3 +1,4 @@
+import Foundation
 /// The one error type of the signing core.
 ///
 /// Modelled on swift-certificates' `CertificateError`: a struct with an extensible ``Code``, compared in
@@ -45,4 +46,9 @@ public struct OfferSigningError: Error, Hashable, Sendable, CustomStringConverti
     public static func invalidField(_ field: String, _ message: String) -> OfferSigningError {
         OfferSigningError(code: .invalidField, field: field, message: message)
     }
+}
+
+extension OfferSigningError: LocalizedError {
+    /// The message, so that `localizedDescription` and argument parsing show it rather than a type name.
+    public var errorDescription: String? { message }
 }
