@@ -307,6 +307,8 @@ enum OpenAPIDocument {
                 schema:
                   type: object
                   required: [flags]
+                  examples:
+                    - { flags: { churnRisk: high, vip: null } }
                   properties:
                     flags:
                       type: object
@@ -341,6 +343,8 @@ enum OpenAPIDocument {
                 schema:
                   type: object
                   required: [productIdentifier, offerIdentifier]
+                  examples:
+                    - { productIdentifier: com.example.monthly, offerIdentifier: winback_50, expiresInDays: 14 }
                   properties:
                     productIdentifier: { type: string }
                     offerIdentifier: { type: string }
@@ -494,13 +498,13 @@ enum OpenAPIDocument {
           in: path
           required: true
           description: The app, percent-encoded UTF-8, 1-155 characters once decoded
-          schema: { type: string, minLength: 1, maxLength: 155 }
+          schema: { type: string, minLength: 1, maxLength: 155, examples: [com.example.app] }
         PathApplicationUsername:
           name: applicationUsername
           in: path
           required: true
           description: The customer, percent-encoded UTF-8, 1-255 characters once decoded and lower-cased
-          schema: { type: string, minLength: 1, maxLength: 255 }
+          schema: { type: string, minLength: 1, maxLength: 255, examples: [user-0001] }
       headers:
         RetryAfter:
           description: Seconds to wait before trying again
@@ -631,6 +635,9 @@ enum OpenAPIDocument {
         SignRequest:
           type: object
           required: [productIdentifier, offerIdentifier, applicationUsername]
+          examples:
+            - { productIdentifier: com.example.monthly, offerIdentifier: winback_50, applicationUsername: 8C1D6A9E-0B2F-4C3D-9E8F-1A2B3C4D5E6F }
+            - { productIdentifier: com.example.monthly, offerIdentifier: winback_50, applicationUsername: user-0001, format: jws, transactionId: "2000000123456789" }
           properties:
             bundleIdentifier:
               type: [string, "null"]
@@ -656,6 +663,8 @@ enum OpenAPIDocument {
         EligibilityRequest:
           type: object
           required: [applicationUsername]
+          examples:
+            - { applicationUsername: user-0001, productIdentifier: com.example.monthly }
           properties:
             bundleIdentifier:
               type: [string, "null"]
@@ -665,6 +674,8 @@ enum OpenAPIDocument {
         IntroductoryEligibilityRequest:
           type: object
           required: [productIdentifier, transactionId, applicationUsername]
+          examples:
+            - { productIdentifier: com.example.monthly, transactionId: "2000000123456789", applicationUsername: user-0001 }
           properties:
             bundleIdentifier: { type: [string, "null"], maxLength: 155 }
             productIdentifier: { type: string, minLength: 1, maxLength: 255 }
