@@ -56,7 +56,7 @@ struct EligibilityCommand: AsyncParsableCommand {
                     print("  \(entry.eligible ? "eligible    " : "not eligible") \(entry.productIdentifier) / \(entry.offerIdentifier)")
                     for reason in entry.reasons { print("      \(reason.rule): \(reason.message) [\(reason.code)]") }
                 }
-            } catch let error as APIError {
+            } catch let error as OfferServiceError {
                 try? await store?.close()
                 throw ValidationError(error.message)
             }

@@ -21,8 +21,8 @@ import Testing
                     do {
                         _ = try await service.signLegacy(SignOfferRequest(productIdentifier: TestPayloads.productId, offerIdentifier: offer, applicationUsername: customer))
                         return "signed"
-                    } catch let error as APIError {
-                        return error.code
+                    } catch let error as OfferServiceError {
+                        return error.code.rawValue
                     } catch {
                         return "\(error)"
                     }

@@ -81,6 +81,25 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         }
     }
 
+    /// Maps an error of the request pipeline: 400 `invalid_request` / `invalid_signed_payload`, 403
+    /// `not_eligible`, 404 `unknown_*`, 503 `store_unavailable` / `issuer_not_configured` (with `Retry-After`).
+    public init(_ error: OfferServiceError) {
+        let status: HTTPResponse.Status
+        var headers: HTTPFields = [:]
+        switch error.code {
+        case .unknownApp, .unknownProduct, .unknownOffer: status = .notFound
+        case .notEligible: status = .forbidden
+        case .storeUnavailable:
+            status = .serviceUnavailable
+            headers[.retryAfter] = "1"
+        case .issuerNotConfigured:
+            status = .serviceUnavailable
+            headers[.retryAfter] = "3600"
+        default: status = .badRequest
+        }
+        self.init(status: status, code: error.code.rawValue, message: error.message, field: error.field, reasons: error.reasons, headers: headers)
+    }
+
     /// Maps a key-management failure: 404 `unknown_key`, 409 `key_state_conflict`, 422 `key_reload_failed`,
     /// 503 `store_unavailable` (with `Retry-After`).
     public init(_ error: KeyManagementError) {

@@ -13,6 +13,8 @@ struct ErrorMappingMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as APIError {
             throw error
+        } catch let error as OfferServiceError {
+            throw APIError(error)
         } catch let error as OfferSigningError {
             if error.code == .selfCheckFailed || APIError(error).code == "internal" {
                 context.logger.error("signing failed", metadata: ["code": "\(error.code)", "message": "\(error.message)"])

@@ -1,6 +1,5 @@
 import AppStoreNotifications
 import Foundation
-import HTTPTypes
 import Logging
 import Metrics
 import OfferModel
@@ -55,9 +54,9 @@ public struct NotificationIngestor: Sendable {
     }
 
     /// Verifies one `signedPayload` and folds it in, once.
-    /// - Throws: ``APIError`` 400 `invalid_signed_payload` (nothing changed) or 503 `store_unavailable` (the
+    /// - Throws: ``OfferServiceError`` 400 `invalid_signed_payload` (nothing changed) or 503 `store_unavailable` (the
     ///   App Store retries).
-    public func ingest(signedPayload: String) async throws(APIError) -> IngestOutcome {
+    public func ingest(signedPayload: String) async throws(OfferServiceError) -> IngestOutcome {
         let decoded = try await verify { verifier in try await verifier.verifyAndDecodeNotificationContents(signedPayload) }
         let notification = decoded.notification
         guard let uuid = notification.notificationUUID, let transaction = decoded.transaction,
@@ -79,7 +78,7 @@ public struct NotificationIngestor: Sendable {
             return applied ? .processed : .duplicate
         } catch {
             logger.error("customer store failed while applying a notification; the App Store will retry", metadata: ["notificationUUID": "\(uuid)"])
-            throw APIError.storeUnavailable
+            throw OfferServiceError.storeUnavailable
         }
     }
 
@@ -107,7 +106,7 @@ public struct NotificationIngestor: Sendable {
                 case .ignored: summary.ignored += 1
                 }
             } catch {
-                if error.code == "store_unavailable" { summary.failed += 1 } else { summary.refused += 1 }
+                if error.code == .storeUnavailable { summary.failed += 1 } else { summary.refused += 1 }
                 summary.problems.append("line \(number + 1): \(error.message)")
             }
         }
@@ -116,25 +115,25 @@ public struct NotificationIngestor: Sendable {
 
     /// Verifies a StoreKit 2 signed transaction an app sent with a sign request and folds it into that
     /// customer's facts.
-    public func ingest(signedTransaction: String, for key: CustomerKey) async throws(APIError) {
+    public func ingest(signedTransaction: String, for key: CustomerKey) async throws(OfferServiceError) {
         let transaction = try await verify(field: "signedTransaction") { verifier in try await verifier.verifyAndDecodeTransaction(signedTransaction) }
         guard transaction.bundleId == key.bundleIdentifier else {
-            throw APIError.invalidRequest(field: "signedTransaction", "signedTransaction is for another app (\(transaction.bundleId ?? "none")).")
+            throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction is for another app (\(transaction.bundleId ?? "none")).")
         }
         if let token = transaction.appAccountToken, token.lowercased() != key.applicationUsername {
-            throw APIError.invalidRequest(field: "signedTransaction", "signedTransaction belongs to another customer (its appAccountToken is not this applicationUsername).")
+            throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction belongs to another customer (its appAccountToken is not this applicationUsername).")
         }
         do {
             try await store.updateCustomer(key) { facts in
                 SubscriptionFolding.fold(transaction: transaction, into: &facts)
             }
         } catch {
-            throw APIError.storeUnavailable
+            throw OfferServiceError.storeUnavailable
         }
     }
 
     /// Tries the verifier of every configured app (the payload names its app; a verifier checks it is its own).
-    private func verify<T: Sendable>(field: String? = nil, _ body: (SignedDataVerifier) async throws -> T) async throws(APIError) -> T {
+    private func verify<T: Sendable>(field: String? = nil, _ body: (SignedDataVerifier) async throws -> T) async throws(OfferServiceError) -> T {
         var lastError: SignedDataVerificationError?
         for verifier in verifiers.values {
             do {
@@ -150,9 +149,9 @@ public struct NotificationIngestor: Sendable {
         let reason = lastError.map { "\($0.code.rawValue): \($0.message)" } ?? "no app is configured to receive App Store data"
         logger.warning("refused App Store signed data", metadata: ["reason": "\(reason)"])
         if let field {
-            throw APIError(status: .badRequest, code: "invalid_request", message: "\(field) did not verify: \(reason)", field: field)
+            throw OfferServiceError.invalidRequest(field: field, "\(field) did not verify: \(reason)")
         }
-        throw APIError(status: .badRequest, code: "invalid_signed_payload", message: "The signedPayload did not verify: \(reason)")
+        throw OfferServiceError(.invalidSignedPayload, "The signedPayload did not verify: \(reason)")
     }
 
     /// The customer a transaction belongs to.

@@ -130,13 +130,14 @@ struct AdminCustomerRoutes {
     }
 }
 
-/// Runs a store operation, mapping its failure to 503 `store_unavailable`.
-func storeCall<T>(_ body: () async throws -> T) async throws(APIError) -> T {
+/// Runs a store operation, mapping its failure to `store_unavailable` (503 at the edge); the pipeline's own
+/// errors pass through.
+func storeCall<T>(_ body: () async throws -> T) async throws(OfferServiceError) -> T {
     do {
         return try await body()
-    } catch let error as APIError {
+    } catch let error as OfferServiceError {
         throw error
     } catch {
-        throw APIError.storeUnavailable
+        throw OfferServiceError.storeUnavailable
     }
 }

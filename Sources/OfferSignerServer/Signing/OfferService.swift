@@ -101,39 +101,39 @@ public final class OfferService: Sendable {
     }
 
     /// The app a request is for: the named one, or the only one.
-    /// - Throws: ``APIError`` 404 `unknown_app`, or 400 when several apps are served and none is named.
-    public func app(named bundleIdentifier: String?) throws(APIError) -> AppConfiguration {
+    /// - Throws: ``OfferServiceError`` 404 `unknown_app`, or 400 when several apps are served and none is named.
+    public func app(named bundleIdentifier: String?) throws(OfferServiceError) -> AppConfiguration {
         if let bundleIdentifier {
             guard let app = apps[bundleIdentifier] else {
-                throw APIError(status: .notFound, code: "unknown_app", message: "This service does not sign for app '\(bundleIdentifier.prefix(PayloadField.maximumBundleIdentifierLength))'; check bundleIdentifier against the policy or OFFER_SIGNER_BUNDLE_ID.")
+                throw OfferServiceError(.unknownApp, "This service does not sign for app '\(bundleIdentifier.prefix(PayloadField.maximumBundleIdentifierLength))'; check bundleIdentifier against the policy or OFFER_SIGNER_BUNDLE_ID.")
             }
             return app
         }
         guard apps.count == 1, let only = apps.values.first else {
-            throw APIError.invalidRequest(field: "bundleIdentifier", "bundleIdentifier is required: this service signs for several apps.")
+            throw OfferServiceError.invalidRequest(field: "bundleIdentifier", "bundleIdentifier is required: this service signs for several apps.")
         }
         return only
     }
 
     /// The policy's product and the rule of one offer (no policy: no rule, which says yes).
-    /// - Throws: ``APIError`` 404 `unknown_app` / `unknown_product` / `unknown_offer` when the policy does not
+    /// - Throws: ``OfferServiceError`` 404 `unknown_app` / `unknown_product` / `unknown_offer` when the policy does not
     ///   list them.
-    func offerRule(app: AppConfiguration, productIdentifier: String, offerIdentifier: String) throws(APIError) -> (product: OfferPolicy.Product?, rule: (any EligibilityRule)?) {
+    func offerRule(app: AppConfiguration, productIdentifier: String, offerIdentifier: String) throws(OfferServiceError) -> (product: OfferPolicy.Product?, rule: (any EligibilityRule)?) {
         guard let policy else { return (nil, nil) }
         switch policy.lookup(bundleIdentifier: app.bundleIdentifier, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier) {
         case .unknownApp:
-            throw APIError(status: .notFound, code: "unknown_app", message: "The policy lists no app \(app.bundleIdentifier).")
+            throw OfferServiceError(.unknownApp, "The policy lists no app \(app.bundleIdentifier).")
         case .unknownProduct:
             throw Self.unknownProduct(productIdentifier, app: app)
         case .unknownOffer:
-            throw APIError(status: .notFound, code: "unknown_offer", message: "The policy lists no offer '\(offerIdentifier.prefix(PayloadField.maximumLength))' for \(productIdentifier.prefix(PayloadField.maximumLength)).")
+            throw OfferServiceError(.unknownOffer, "The policy lists no offer '\(offerIdentifier.prefix(PayloadField.maximumLength))' for \(productIdentifier.prefix(PayloadField.maximumLength)).")
         case .found(_, let product, let offer):
             return (product, offer.rule)
         }
     }
 
-    static func unknownProduct(_ productIdentifier: String, app: AppConfiguration) -> APIError {
-        APIError(status: .notFound, code: "unknown_product", message: "The policy lists no product '\(productIdentifier.prefix(PayloadField.maximumLength))' for \(app.bundleIdentifier).")
+    static func unknownProduct(_ productIdentifier: String, app: AppConfiguration) -> OfferServiceError {
+        OfferServiceError(.unknownProduct, "The policy lists no product '\(productIdentifier.prefix(PayloadField.maximumLength))' for \(app.bundleIdentifier).")
     }
 
     /// What the rules see of a customer, read without a lock (for listings and explanations; signing reads
@@ -158,10 +158,10 @@ public final class OfferService: Sendable {
     }
 
     /// Refuses with 403 `not_eligible` and the reasons, unless `decision` is a yes.
-    func requireEligible(_ decision: EligibilityDecision) throws(APIError) {
+    func requireEligible(_ decision: EligibilityDecision) throws(OfferServiceError) {
         guard decision.isEligible else {
             refusals.increment()
-            throw APIError(status: .forbidden, code: "not_eligible", message: "This customer may not have this offer; see reasons.", reasons: decision.reasons)
+            throw OfferServiceError(.notEligible, "This customer may not have this offer; see reasons.", reasons: decision.reasons)
         }
     }
 
@@ -175,7 +175,7 @@ public final class OfferService: Sendable {
     private func offerFlow<Output: Sendable>(
         app: AppConfiguration, productIdentifier: String, offerIdentifier: String, applicationUsername: String,
         sign: @escaping @Sendable (SigningKey, EligibilityDecision) async throws -> SignedOutput<Output>
-    ) throws(APIError) -> SigningFlow<Output> {
+    ) throws(OfferServiceError) -> SigningFlow<Output> {
         let (product, rule) = try offerRule(app: app, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier)
         return SigningFlow(
             app: app, customer: CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername),
@@ -185,7 +185,7 @@ public final class OfferService: Sendable {
 
     /// Signs a legacy promotional offer with the app's active key, after the eligibility policy, and
     /// self-verifies it.
-    /// - Throws: ``APIError`` (unknown app/product/offer, not eligible, store unavailable);
+    /// - Throws: ``OfferServiceError`` (unknown app/product/offer, not eligible, store unavailable);
     ///   ``OfferSigningError`` for invalid fields, no signing key or a failed self-check (counted in
     ///   `offer_signer_signature_self_check_failures_total`).
     public func signLegacy(_ request: SignOfferRequest) async throws -> SignedLegacyOffer {
@@ -208,36 +208,34 @@ public final class OfferService: Sendable {
     }
 
     /// Verifies and records the request's `signedTransaction`, if any, before the rules look at the customer.
-    func ingestSignedTransaction(_ request: SignOfferRequest, app: AppConfiguration) async throws(APIError) {
+    func ingestSignedTransaction(_ request: SignOfferRequest, app: AppConfiguration) async throws(OfferServiceError) {
         guard let signedTransaction = request.signedTransaction else { return }
         guard let notifications else {
-            throw APIError(
-                status: .serviceUnavailable, code: "store_unavailable",
-                message: "signedTransaction cannot be used: this service has no customer store or cannot verify App Store data for \(app.bundleIdentifier) (see OFFER_SIGNER_DATABASE_URL, OFFER_SIGNER_ENVIRONMENTS, appAppleId).",
-                headers: [.retryAfter: "60"])
+            throw OfferServiceError(
+                .storeUnavailable,
+                "signedTransaction cannot be used: this service has no customer store or cannot verify App Store data for \(app.bundleIdentifier) (see OFFER_SIGNER_DATABASE_URL, OFFER_SIGNER_ENVIRONMENTS, appAppleId).")
         }
         guard signedTransaction.utf8.count <= 16 * 1024 else {
-            throw APIError.invalidRequest(field: "signedTransaction", "signedTransaction is longer than 16 KiB.")
+            throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction is longer than 16 KiB.")
         }
         try await notifications.ingest(signedTransaction: signedTransaction, for: CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: request.applicationUsername))
     }
 
     /// The issuer ID JWS signatures of `app` need.
-    /// - Throws: ``APIError`` 503 `issuer_not_configured` when the app has none: a JWS without the right
+    /// - Throws: ``OfferServiceError`` 503 `issuer_not_configured` when the app has none: a JWS without the right
     ///   issuer would be refused by the App Store, so none is made.
-    func issuerIdentifier(of app: AppConfiguration) throws(APIError) -> String {
+    func issuerIdentifier(of app: AppConfiguration) throws(OfferServiceError) -> String {
         guard let issuer = app.issuerIdentifier, !issuer.isEmpty else {
-            throw APIError(
-                status: .serviceUnavailable, code: "issuer_not_configured",
-                message: "JWS signatures for \(app.bundleIdentifier) need the App Store Connect issuer ID: set OFFER_SIGNER_ISSUER_ID or issuerIdentifier in the policy (Users and Access > Integrations > In-App Purchase). Legacy signatures work without it.",
-                headers: [.retryAfter: "3600"])
+            throw OfferServiceError(
+                .issuerNotConfigured,
+                "JWS signatures for \(app.bundleIdentifier) need the App Store Connect issuer ID: set OFFER_SIGNER_ISSUER_ID or issuerIdentifier in the policy (Users and Access > Integrations > In-App Purchase). Legacy signatures work without it.")
         }
         return issuer
     }
 
     /// Signs a StoreKit 2 promotional offer V2 JWS with the app's active key, after the eligibility policy,
     /// and self-verifies it.
-    /// - Throws: as ``signLegacy(_:)``, and ``APIError`` 503 `issuer_not_configured`.
+    /// - Throws: as ``signLegacy(_:)``, and ``OfferServiceError`` 503 `issuer_not_configured`.
     public func signJWS(_ request: SignOfferRequest) async throws -> SignedJWSOfferResponse {
         let app = try app(named: request.bundleIdentifier)
         try PayloadField.validateApplicationUsername(request.applicationUsername)

@@ -62,12 +62,12 @@ extension OfferService {
                     }
                     return CustomerCommit(value: signed, facts: spent, record: signed.record)
                 }
-            } catch let error as APIError {
+            } catch let error as OfferServiceError {
                 throw error
             } catch let error as OfferSigningError {
                 throw error
             } catch {
-                throw APIError.storeUnavailable
+                throw OfferServiceError.storeUnavailable
             }
             countIssued(signed.record)
             return signed.output
@@ -101,7 +101,7 @@ extension OfferService {
     }
 
     /// The rule's decision over the facts; a no refuses when the flow says so.
-    private func decide<Output>(_ flow: SigningFlow<Output>, facts: CustomerFacts, issued: [IssuedSignature], now: Date) throws(APIError) -> EligibilityDecision {
+    private func decide<Output>(_ flow: SigningFlow<Output>, facts: CustomerFacts, issued: [IssuedSignature], now: Date) throws(OfferServiceError) -> EligibilityDecision {
         guard let rule = flow.rule else { return .eligible() }
         let context = EligibilityContext(
             bundleIdentifier: flow.app.bundleIdentifier, productIdentifier: flow.productIdentifier,

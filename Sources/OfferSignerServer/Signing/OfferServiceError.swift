@@ -1,0 +1,58 @@
+import OfferEligibility
+
+/// The one error type of the request pipeline (``OfferService``, ``NotificationIngestor``): a code, a sentence
+/// that says what to do, and the request field or the eligibility reasons it concerns. No HTTP here: the edge
+/// maps it once (``APIError/init(_:)-(OfferServiceError)``). Messages never contain key material or tokens.
+public struct OfferServiceError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The stable codes, as the API reports them; compare errors by code.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The snake_case name.
+        public let rawValue: String
+        init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// A request field is missing or not acceptable (`field` names it).
+        public static let invalidRequest = Code("invalid_request")
+        /// The app is not served.
+        public static let unknownApp = Code("unknown_app")
+        /// The policy lists no such product.
+        public static let unknownProduct = Code("unknown_product")
+        /// The policy lists no such offer.
+        public static let unknownOffer = Code("unknown_offer")
+        /// The rules say no (`reasons` says why).
+        public static let notEligible = Code("not_eligible")
+        /// The customer store or the issued-signature log cannot be used; nothing was signed.
+        public static let storeUnavailable = Code("store_unavailable")
+        /// JWS signatures need the app's issuer ID, which is not configured.
+        public static let issuerNotConfigured = Code("issuer_not_configured")
+        /// An App Store `signedPayload` did not verify.
+        public static let invalidSignedPayload = Code("invalid_signed_payload")
+    }
+
+    /// What kind of failure.
+    public var code: Code
+    /// What is wrong and what to do, for humans.
+    public var message: String
+    /// The request field at fault, for `invalidRequest`.
+    public var field: String?
+    /// Why a customer is not eligible, for `notEligible`.
+    public var reasons: [EligibilityReason]?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, field: String? = nil, reasons: [EligibilityReason]? = nil) {
+        self.code = code
+        self.message = message
+        self.field = field
+        self.reasons = reasons
+    }
+
+    public var description: String { message }
+
+    /// `invalid_request` naming a field.
+    public static func invalidRequest(field: String, _ message: String) -> OfferServiceError {
+        OfferServiceError(.invalidRequest, message, field: field)
+    }
+
+    /// `store_unavailable`: nothing was signed, or the signature was not returned.
+    public static let storeUnavailable = OfferServiceError(.storeUnavailable, "The customer store is unavailable; no offer was signed. Try again shortly.")
+}
