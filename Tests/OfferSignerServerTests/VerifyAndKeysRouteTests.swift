@@ -110,23 +110,3 @@ struct PublishedKey: Decodable {
         }
     }
 }
-
-@Suite struct OpenAPITests {
-    @Test func theSpecDescribesEveryRoute() async throws {
-        try await TestService().application.test(.router) { client in
-            let response = try await client.execute(uri: "/openapi.yaml", method: .get)
-            #expect(response.status == .ok)
-            #expect(response.headers[.contentType]?.hasPrefix("application/yaml") == true)
-            let text = response.text
-            #expect(text.hasPrefix("openapi: 3.1.0"))
-            for path in [
-                "/v1/offers/sign", "/v1/offers/eligibility", "/v1/offers/introductory-eligibility", "/v1/offers/verify",
-                "/v1/notifications/appstore", "/v1/keys", "/.well-known/jwks.json", "/admin/keys", "/admin/keys/reload",
-                "/admin/keys/{keyIdentifier}/{action}", "/admin/customers/{bundleIdentifier}/{applicationUsername}",
-                "/admin/signatures", "/admin/audit", "/healthz", "/readyz", "/metrics",
-            ] {
-                #expect(text.contains("\n  \(path):"), "\(path) is documented")
-            }
-        }
-    }
-}
