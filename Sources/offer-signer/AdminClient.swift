@@ -1,6 +1,8 @@
 import ArgumentParser
 import AsyncHTTPClient
+import Configuration
 import Foundation
+import OfferSignerServer
 import NIOCore
 import NIOHTTP1
 
@@ -14,9 +16,9 @@ struct AdminOptions: ParsableArguments {
 
     /// Sends one admin request; prints the JSON answer; exits 1 with the service's message on an error.
     func call(_ method: HTTPMethod, _ path: String) async throws {
-        let environment = ProcessInfo.processInfo.environment
-        let base = (url ?? environment["OFFER_SIGNER_URL"] ?? "http://127.0.0.1:8080").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
-        guard let token = token ?? environment["OFFER_SIGNER_ADMIN_TOKEN"], !token.isEmpty else {
+        let config = ConfigurationVariable.reader(ProcessInfo.processInfo.environment)
+        let base = (url ?? config.string(.url) ?? "http://127.0.0.1:8080").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        guard let token = token ?? config.string(.adminToken), !token.isEmpty else {
             throw ValidationError("Pass --token or set OFFER_SIGNER_ADMIN_TOKEN (one of the service's OFFER_SIGNER_ADMIN_TOKENS).")
         }
         var request = HTTPClientRequest(url: base + path)

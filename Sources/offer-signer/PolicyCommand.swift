@@ -1,5 +1,7 @@
 import ArgumentParser
+import Configuration
 import Foundation
+import OfferSignerServer
 import OfferEligibility
 
 struct PolicyCommand: ParsableCommand {
@@ -17,7 +19,7 @@ struct PolicyCommand: ParsableCommand {
         var file: String?
 
         func run() throws {
-            guard let path = file ?? ProcessInfo.processInfo.environment["OFFER_SIGNER_POLICY"] else {
+            guard let path = file ?? ConfigurationVariable.reader(ProcessInfo.processInfo.environment).string(.policy) else {
                 throw ValidationError("Pass the policy file, or set OFFER_SIGNER_POLICY.")
             }
             do {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Configuration
 import Foundation
 import Hummingbird
 import Logging
@@ -18,10 +19,11 @@ struct ServeCommand: AsyncParsableCommand {
     var demo = false
 
     func run() async throws {
-        let logger = makeLogger()
         let environment = ProcessInfo.processInfo.environment
+        let logger = makeLogger()
         let configuration: ServiceConfiguration
         do {
+            _ = try configuredLogLevel(environment)
             configuration = demo ? try .demo(environment: environment) : try ServiceConfiguration(environment: environment)
         } catch {
             logger.critical("cannot start: \(error.message)")
@@ -53,7 +55,7 @@ struct ServeCommand: AsyncParsableCommand {
 func makeLogger() -> Logger {
     LoggingSystem.bootstrap { label in
         var handler = StreamLogHandler.standardError(label: label)
-        handler.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        handler.logLevel = (try? configuredLogLevel(ProcessInfo.processInfo.environment)) ?? .info
         return handler
     }
     return Logger(label: "offer-signer")

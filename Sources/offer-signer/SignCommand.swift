@@ -1,4 +1,5 @@
 import ArgumentParser
+import Configuration
 import Foundation
 import OfferSignerServer
 import OfferSigning
@@ -17,7 +18,7 @@ struct KeyOptions: ParsableArguments {
             guard !entries.isEmpty else {
                 throw ValidationError("No key: pass --key-file, or set OFFER_SIGNER_KEY_<KEYID>, OFFER_SIGNER_KEY_<KEYID>_FILE or OFFER_SIGNER_KEYS_DIR.")
             }
-            return try KeyRing(keys: entries, activeKeyIdentifier: environment["OFFER_SIGNER_ACTIVE_KEY_ID"].flatMap { $0.isEmpty ? nil : $0 })
+            return try KeyRing(keys: entries, activeKeyIdentifier: ConfigurationVariable.reader(environment).string(.activeKeyId))
         }
         let name = URL(fileURLWithPath: keyFile).lastPathComponent
         guard let keyIdentifier = keyIdentifier ?? KeyLoader.keyIdentifier(fromFileName: name) else {
@@ -72,7 +73,7 @@ struct SignCommand: AsyncParsableCommand {
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
-        guard let bundle = bundleIdentifier ?? environment["OFFER_SIGNER_BUNDLE_ID"], !bundle.isEmpty else {
+        guard let bundle = bundleIdentifier ?? ConfigurationVariable.reader(environment).string(.bundleId), !bundle.isEmpty else {
             throw ValidationError("Pass --bundle-id or set OFFER_SIGNER_BUNDLE_ID.")
         }
         let ring = try keys.keyRing(environment: environment)
@@ -82,7 +83,7 @@ struct SignCommand: AsyncParsableCommand {
             fixedNonce = parsed
         }
         if format == "jws" {
-            guard let issuer = issuerIdentifier ?? environment["OFFER_SIGNER_ISSUER_ID"], !issuer.isEmpty else {
+            guard let issuer = issuerIdentifier ?? ConfigurationVariable.reader(environment).string(.issuerId), !issuer.isEmpty else {
                 throw ValidationError("--format jws needs --issuer-id or OFFER_SIGNER_ISSUER_ID.")
             }
             let signed = try await JWSOfferSigner.signPromotionalOffer(

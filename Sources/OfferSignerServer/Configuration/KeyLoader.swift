@@ -36,7 +36,7 @@ public enum KeyLoader {
                 entries.append(try entry(keyIdentifier, value, source: "environment \(name)", now: now))
             }
         }
-        if let directory = environment[directoryVariable], !directory.isEmpty {
+        if let directory = ConfigurationVariable.reader(environment).string(.keysDir) {
             entries += try loadDirectory(directory, now: now)
         }
         return entries

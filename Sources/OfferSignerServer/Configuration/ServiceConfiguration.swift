@@ -104,7 +104,7 @@ public struct ServiceConfiguration: Sendable {
         let config = Self.reader(environment)
         let (host, port) = try Self.listenAddress(config)
         var policy: OfferPolicy?
-        if let path = config.string(forKey: "offerSigner.policy"), !path.isEmpty {
+        if let path = config.string(.policy), !path.isEmpty {
             do {
                 policy = try OfferPolicy(contentsOf: path)
             } catch {
@@ -112,13 +112,13 @@ public struct ServiceConfiguration: Sendable {
             }
         }
         var apps: [AppConfiguration] = []
-        let issuer = config.string(forKey: "offerSigner.issuerId")
+        let issuer = config.string(.issuerId)
         var appAppleId: Int64?
-        if let text = config.string(forKey: "offerSigner.appAppleId"), !text.isEmpty {
+        if let text = config.string(.appAppleId), !text.isEmpty {
             guard let number = Int64(text) else { throw ConfigurationError("OFFER_SIGNER_APP_APPLE_ID=\(text.prefix(20)) is not a number (App Store Connect > App Information > Apple ID).") }
             appAppleId = number
         }
-        if let bundleIdentifier = config.string(forKey: "offerSigner.bundleId"), !bundleIdentifier.isEmpty {
+        if let bundleIdentifier = config.string(.bundleId), !bundleIdentifier.isEmpty {
             do {
                 try PayloadField.validate(bundleIdentifier, named: "OFFER_SIGNER_BUNDLE_ID", maximumLength: PayloadField.maximumBundleIdentifierLength)
             } catch {
@@ -134,7 +134,7 @@ public struct ServiceConfiguration: Sendable {
             apps.append(AppConfiguration(bundleIdentifier: app.bundleIdentifier, issuerIdentifier: app.issuerIdentifier ?? issuer, appAppleId: app.appAppleId ?? (policy?.apps.count == 1 ? appAppleId : nil)))
         }
         var trustedRoots: [Certificate]?
-        if let paths = config.string(forKey: "offerSigner.trustedRoots"), !paths.isEmpty {
+        if let paths = config.string(.trustedRoots), !paths.isEmpty {
             var roots: [Certificate] = []
             for path in paths.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !path.isEmpty {
                 guard let data = FileManager.default.contents(atPath: path) else {
@@ -149,7 +149,7 @@ public struct ServiceConfiguration: Sendable {
             trustedRoots = roots
         }
         var environments: Set<AppStoreEnvironment> = [.production]
-        if let text = config.string(forKey: "offerSigner.environments"), !text.isEmpty {
+        if let text = config.string(.environments), !text.isEmpty {
             environments = []
             for name in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
                 let known: [String: AppStoreEnvironment] = ["production": .production, "sandbox": .sandbox, "xcode": .xcode, "localtesting": .localTesting]
@@ -166,7 +166,7 @@ public struct ServiceConfiguration: Sendable {
         guard !keys.isEmpty || !requireKeys else {
             throw ConfigurationError("No signing key is configured: set OFFER_SIGNER_KEY_<KEYID> (the PEM), OFFER_SIGNER_KEY_<KEYID>_FILE (a path to SubscriptionKey_<KEYID>.p8) or OFFER_SIGNER_KEYS_DIR (a folder of them). See keys.example.")
         }
-        let active = config.string(forKey: "offerSigner.activeKeyId").flatMap { $0.isEmpty ? nil : $0 }
+        let active = config.string(.activeKeyId).flatMap { $0.isEmpty ? nil : $0 }
         let keyRing: KeyRing
         do {
             // Which key signs is settled by the KeyManager, which also applies the admins' saved states
@@ -182,8 +182,8 @@ public struct ServiceConfiguration: Sendable {
         } catch {
             throw ConfigurationError("\(error)")
         }
-        let adminTokens = try AdminTokens(parsing: config.string(forKey: "offerSigner.adminTokens", isSecret: true) ?? "")
-        let stateFile = config.string(forKey: "offerSigner.stateFile").flatMap { $0.isEmpty ? nil : $0 }
+        let adminTokens = try AdminTokens(parsing: config.string(.adminTokens) ?? "")
+        let stateFile = config.string(.stateFile).flatMap { $0.isEmpty ? nil : $0 }
         var warnings: [String] = []
         if policy == nil {
             warnings.append("No eligibility policy is configured (OFFER_SIGNER_POLICY): every well-formed request for \(apps.map(\.bundleIdentifier).joined(separator: ", ")) is signed.")
@@ -195,11 +195,11 @@ public struct ServiceConfiguration: Sendable {
             host: host, port: port,
             apps: apps,
             keyRing: keyRing,
-            databaseURL: config.string(forKey: "offerSigner.databaseUrl", isSecret: true).flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultDatabaseURL,
+            databaseURL: config.string(.databaseUrl) ?? Self.defaultDatabaseURL,
             warnings: warnings,
             loadKeys: { () throws(ConfigurationError) -> [KeyRing.Entry] in try KeyLoader.load(environment: environment) },
             configuredActiveKeyIdentifier: active,
-            keysDirectory: environment[KeyLoader.directoryVariable].flatMap { $0.isEmpty ? nil : $0 },
+            keysDirectory: config.string(.keysDir),
             adminTokens: adminTokens,
             stateFilePath: stateFile,
             policy: policy
@@ -213,7 +213,7 @@ public struct ServiceConfiguration: Sendable {
     /// `com.example.offersigner.demo`, and the listen address from the environment.
     public static func demo(environment: [String: String] = [:]) throws(ConfigurationError) -> ServiceConfiguration {
         let (host, port) = try listenAddress(reader(environment))
-        let adminTokens = try AdminTokens(parsing: reader(environment).string(forKey: "offerSigner.adminTokens", isSecret: true) ?? "")
+        let adminTokens = try AdminTokens(parsing: reader(environment).string(.adminTokens) ?? "")
         let keyRing: KeyRing
         do {
             keyRing = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "DEMOKEY001"), source: "generated for --demo")])
@@ -224,7 +224,7 @@ public struct ServiceConfiguration: Sendable {
             host: host, port: port,
             apps: [AppConfiguration(bundleIdentifier: demoBundleIdentifier, issuerIdentifier: "00000000-0000-0000-0000-000000000000")],
             keyRing: keyRing,
-            databaseURL: reader(environment).string(forKey: "offerSigner.databaseUrl", isSecret: true).flatMap { $0.isEmpty ? nil : $0 } ?? "sqlite::memory:",
+            databaseURL: reader(environment).string(.databaseUrl) ?? "sqlite::memory:",
             isDemo: true,
             warnings: ["DEMO MODE: signing with a throw-away key generated at start-up. The App Store will refuse these signatures. Do not use in production."],
             adminTokens: adminTokens
@@ -240,32 +240,27 @@ public struct ServiceConfiguration: Sendable {
     public static let demoBundleIdentifier = "com.example.offersigner.demo"
 
     static func reader(_ environment: [String: String]) -> ConfigReader {
-        ConfigReader(provider: EnvironmentVariablesProvider(
-            environmentVariables: environment,
-            secretsSpecifier: .dynamic { name, _ in
-                (name.hasPrefix(KeyLoader.keyPrefix) && !name.hasSuffix("_FILE")) || name == "OFFER_SIGNER_ADMIN_TOKENS"
-                    || name == "OFFER_SIGNER_DATABASE_URL"
-            }))
+        ConfigurationVariable.reader(environment)
     }
 
     static func connectionLimits(_ config: ConfigReader) throws(ConfigurationError) -> ConnectionLimits {
-        func number(_ key: ConfigKey, _ variable: String, _ range: ClosedRange<Int>, _ unit: String) throws(ConfigurationError) -> Int? {
-            guard let text = config.string(forKey: key), !text.isEmpty else { return nil }
+        func number(_ key: ConfigurationVariable, _ variable: String, _ range: ClosedRange<Int>, _ unit: String) throws(ConfigurationError) -> Int? {
+            guard let text = config.string(key) else { return nil }
             guard let value = Int(text.trimmingCharacters(in: CharacterSet.whitespaces)), range.contains(value) else {
                 throw ConfigurationError("\(variable)=\(text.prefix(20)) is not a whole number of \(unit) from \(range.lowerBound) to \(range.upperBound).")
             }
             return value
         }
         var limits = ConnectionLimits()
-        if let seconds = try number("offerSigner.idleTimeout", "OFFER_SIGNER_IDLE_TIMEOUT", 1...3_600, "seconds") { limits.idleTimeout = .seconds(seconds) }
-        if let seconds = try number("offerSigner.requestTimeout", "OFFER_SIGNER_REQUEST_TIMEOUT", 1...600, "seconds") { limits.requestTimeout = .seconds(seconds) }
-        if let count = try number("offerSigner.maxConnections", "OFFER_SIGNER_MAX_CONNECTIONS", 1...1_000_000, "connections") { limits.maximumConnections = count }
+        if let seconds = try number(.idleTimeout, "OFFER_SIGNER_IDLE_TIMEOUT", 1...3_600, "seconds") { limits.idleTimeout = .seconds(seconds) }
+        if let seconds = try number(.requestTimeout, "OFFER_SIGNER_REQUEST_TIMEOUT", 1...600, "seconds") { limits.requestTimeout = .seconds(seconds) }
+        if let count = try number(.maxConnections, "OFFER_SIGNER_MAX_CONNECTIONS", 1...1_000_000, "connections") { limits.maximumConnections = count }
         return limits
     }
 
     static func listenAddress(_ config: ConfigReader) throws(ConfigurationError) -> (String, Int) {
-        let host = config.string(forKey: "offerSigner.host", default: "127.0.0.1")
-        guard let portText = config.string(forKey: "offerSigner.port") else { return (host, 8080) }
+        let host = config.string(.host) ?? "127.0.0.1"
+        guard let portText = config.string(.port) else { return (host, 8080) }
         guard let port = Int(portText), (0...65535).contains(port) else {
             throw ConfigurationError("OFFER_SIGNER_PORT=\(portText.prefix(20)) is not a port number (0–65535).")
         }

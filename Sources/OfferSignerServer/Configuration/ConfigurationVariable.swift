@@ -1,0 +1,77 @@
+import Configuration
+import Foundation
+import Logging
+
+/// Every configuration variable the service and its command line read, in one place. Everything is read
+/// through swift-configuration (`ConfigReader` over the environment, secrets marked and never printed); the
+/// README's configuration table is checked against ``allCases`` by a test, so a variable cannot be added
+/// without being documented. Keys by identifier (`OFFER_SIGNER_KEY_<KEYID>`, `…_FILE`) are found by prefix
+/// (``KeyLoader``), since swift-configuration has no key enumeration.
+public enum ConfigurationVariable: String, CaseIterable, Sendable {
+    case bundleId = "offerSigner.bundleId"
+    case keysDir = "offerSigner.keysDir"
+    case activeKeyId = "offerSigner.activeKeyId"
+    case host = "offerSigner.host"
+    case port = "offerSigner.port"
+    case issuerId = "offerSigner.issuerId"
+    case policy = "offerSigner.policy"
+    case databaseUrl = "offerSigner.databaseUrl"
+    case environments = "offerSigner.environments"
+    case appAppleId = "offerSigner.appAppleId"
+    case trustedRoots = "offerSigner.trustedRoots"
+    case adminTokens = "offerSigner.adminTokens"
+    case stateFile = "offerSigner.stateFile"
+    case idleTimeout = "offerSigner.idleTimeout"
+    case requestTimeout = "offerSigner.requestTimeout"
+    case maxConnections = "offerSigner.maxConnections"
+    case logLevel = "log.level"
+    /// The command line's admin client: the service's URL and an admin token.
+    case url = "offerSigner.url"
+    case adminToken = "offerSigner.adminToken"
+
+    /// The key swift-configuration reads.
+    public var key: ConfigKey { ConfigKey(rawValue) }
+
+    /// The environment variable: the key's components in upper snake case (`offerSigner.bundleId` is
+    /// `OFFER_SIGNER_BUNDLE_ID`), as swift-configuration's environment provider maps them.
+    public var environmentName: String {
+        rawValue.split(separator: ".").map { component in
+            component.reduce(into: "") { name, character in
+                if character.isUppercase { name += "_" }
+                name += character.uppercased()
+            }
+        }.joined(separator: "_")
+    }
+
+    /// Whether the value is a secret (never printed by swift-configuration's access reporting).
+    public var isSecret: Bool {
+        [.adminTokens, .adminToken, .databaseUrl].contains(self)
+    }
+
+    /// A reader over `environment`, with keys, tokens and the database URL marked secret.
+    public static func reader(_ environment: [String: String]) -> ConfigReader {
+        let secrets = Set(allCases.filter(\.isSecret).map(\.environmentName))
+        return ConfigReader(provider: EnvironmentVariablesProvider(
+            environmentVariables: environment,
+            secretsSpecifier: .dynamic { name, _ in
+                (name.hasPrefix(KeyLoader.keyPrefix) && !name.hasSuffix("_FILE")) || secrets.contains(name)
+            }))
+    }
+}
+
+extension ConfigReader {
+    /// The variable's value; an empty value counts as unset.
+    public func string(_ variable: ConfigurationVariable) -> String? {
+        string(forKey: variable.key, isSecret: variable.isSecret).flatMap { $0.isEmpty ? nil : $0 }
+    }
+}
+
+/// The log level `LOG_LEVEL` names (`trace` … `critical`; default `info`).
+/// - Throws: ``ConfigurationError`` for a name that is not a level.
+public func configuredLogLevel(_ environment: [String: String]) throws(ConfigurationError) -> Logger.Level {
+    guard let text = ConfigurationVariable.reader(environment).string(.logLevel) else { return .info }
+    guard let level = Logger.Level(rawValue: text.lowercased()) else {
+        throw ConfigurationError("LOG_LEVEL=\(text.prefix(20)) is not a log level; use one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
+    }
+    return level
+}

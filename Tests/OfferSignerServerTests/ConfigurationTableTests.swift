@@ -1,0 +1,46 @@
+import Foundation
+import Logging
+import OfferSignerServer
+import Testing
+
+/// The README's configuration table and the variables the code reads (``ConfigurationVariable``) are the
+/// same set: a variable cannot be added, renamed or removed without the table following.
+@Suite struct ConfigurationTableTests {
+    /// The variable names in the first column of the README's `## Configuration` table.
+    static func documentedVariables() throws -> Set<String> {
+        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("README.md")
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        let section = try #require(text.components(separatedBy: "\n## Configuration\n").dropFirst().first?.components(separatedBy: "\n## ").first)
+        var names: Set<String> = []
+        for line in section.split(separator: "\n") where line.hasPrefix("| `") {
+            let firstColumn = line.split(separator: "|", omittingEmptySubsequences: true).first ?? ""
+            for part in firstColumn.split(separator: "`") where part.allSatisfy({ $0.isUppercase || $0 == "_" || $0.isNumber }) && !part.isEmpty {
+                names.insert(String(part))
+            }
+        }
+        return names
+    }
+
+    @Test func theReadmeTableListsExactlyTheVariablesTheCodeReads() throws {
+        let documented = try Self.documentedVariables()
+        let read = Set(ConfigurationVariable.allCases.map(\.environmentName))
+        #expect(!documented.isEmpty)
+        for name in read.subtracting(documented).sorted() { Issue.record("\(name) is read but not in the README's configuration table") }
+        for name in documented.subtracting(read).sorted() { Issue.record("\(name) is in the README's configuration table but nothing reads it") }
+    }
+
+    @Test func environmentNamesFollowSwiftConfigurationsMapping() {
+        #expect(ConfigurationVariable.bundleId.environmentName == "OFFER_SIGNER_BUNDLE_ID")
+        #expect(ConfigurationVariable.databaseUrl.environmentName == "OFFER_SIGNER_DATABASE_URL")
+        #expect(ConfigurationVariable.logLevel.environmentName == "LOG_LEVEL")
+        let reader = ConfigurationVariable.reader(["OFFER_SIGNER_MAX_CONNECTIONS": "12", "LOG_LEVEL": "debug"])
+        #expect(reader.string(.maxConnections) == "12")
+        #expect(reader.string(.logLevel) == "debug")
+    }
+
+    @Test func anUnknownLogLevelIsAConfigurationError() {
+        #expect(throws: ConfigurationError.self) { try configuredLogLevel(["LOG_LEVEL": "verbose"]) }
+        #expect((try? configuredLogLevel(["LOG_LEVEL": "DEBUG"])) == .debug)
+        #expect((try? configuredLogLevel([:])) == .info)
+    }
+}
