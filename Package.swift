@@ -261,29 +261,6 @@ if ProcessInfo.processInfo.environment["OFFER_SIGNER_FUZZ"] != nil {
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             path: "Fuzz/OfferSignerFuzz",
-            swiftSettings: swiftSettings
-        )
-    )
-}
-
-// Fuzz targets (libFuzzer) stay out of the default build: set OFFER_SIGNER_FUZZ=1 to add them, then build with
-// the sanitizer as scripts/fuzz.sh does (docs/fuzzing.md).
-if ProcessInfo.processInfo.environment["OFFER_SIGNER_FUZZ"] != nil {
-    package.products.append(.executable(name: "offer-signer-fuzz", targets: ["offer-signer-fuzz"]))
-    package.targets.append(
-        .executableTarget(
-            name: "offer-signer-fuzz",
-            dependencies: [
-                "OfferSigning",
-                "OfferEligibility",
-                "OfferSignerServer",
-                "AppStoreNotifications",
-                "AppStoreTestSupport",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-            ],
-            path: "Fuzz/OfferSignerFuzz",
             swiftSettings: swiftSettings + [.enableExperimentalFeature("Extern")]
         )
     )
