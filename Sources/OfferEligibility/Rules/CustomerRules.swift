@@ -50,15 +50,8 @@ public struct CapRule: EligibilityRule {
     public var lookback: TimeInterval? { window }
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
-        let since = Int64((context.now.timeIntervalSince1970 - window) * 1000)
-        let issued = context.issuedSignatures.filter {
-            $0.productIdentifier == context.productIdentifier && $0.offerIdentifier == context.offerIdentifier && $0.timestamp >= since
-        }.count
-        return require(issued < count, "cap_reached", "This offer was signed \(issued) times for this customer in the last \(Self.describe(window)); the cap is \(count).")
-    }
-
-    static func describe(_ window: TimeInterval) -> String {
-        window.truncatingRemainder(dividingBy: 86_400) == 0 ? "\(Int(window / 86_400)) days" : "\(Int(window / 3_600)) hours"
+        let issued = context.issuedSignatures(within: window, sameOfferOnly: true).count
+        return require(issued < count, "cap_reached", "This offer was signed \(issued) times for this customer in the last \(describeDuration(window)); the cap is \(count).")
     }
 }
 
@@ -77,13 +70,9 @@ public struct CoolDownRule: EligibilityRule {
     public var lookback: TimeInterval? { window }
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
-        let since = Int64((context.now.timeIntervalSince1970 - window) * 1000)
-        let last = context.issuedSignatures.first {
-            $0.timestamp >= since && (!sameOfferOnly || ($0.productIdentifier == context.productIdentifier && $0.offerIdentifier == context.offerIdentifier))
-        }
-        guard let last else { return .eligible() }
-        let wait = Int((Double(last.timestamp) / 1000 + window - context.now.timeIntervalSince1970) / 60) + 1
-        return .notEligible([reason("cooling_down", "An offer was signed for this customer less than \(CapRule.describe(window)) ago; try again in \(wait) minutes.")])
+        guard let last = context.issuedSignatures(within: window, sameOfferOnly: sameOfferOnly).first else { return .eligible() }
+        let wait = Double(last.timestamp) / 1000 + window - context.now.timeIntervalSince1970
+        return .notEligible([reason("cooling_down", "An offer was signed for this customer less than \(describeDuration(window)) ago; try again in \(describeDuration(max(wait, 60), roundingUp: true)).")])
     }
 }
 

@@ -28,11 +28,34 @@ public struct EligibilityContext: Sendable {
         self.now = now
     }
 
+    /// The customer's signatures issued less than `window` seconds before ``now``, newest first; only those of
+    /// this offer when `sameOfferOnly`.
+    public func issuedSignatures(within window: TimeInterval, sameOfferOnly: Bool) -> [IssuedSignature] {
+        let since = Int64((now.timeIntervalSince1970 - window) * 1000)
+        return issuedSignatures.filter {
+            $0.timestamp >= since && (!sameOfferOnly || ($0.productIdentifier == productIdentifier && $0.offerIdentifier == offerIdentifier))
+        }
+    }
+
     /// The customer's subscription in the offer's group (by group, else by product).
     public var subscription: SubscriptionFacts? {
         if let group = subscriptionGroupIdentifier, let facts = facts.subscription(inGroup: group) { return facts }
         return facts.subscription(forProduct: productIdentifier)
     }
+}
+
+/// A duration for people: "30 days", "36 hours", "12 minutes".
+/// - Parameter roundingUp: a wait: the largest unit that fits, rounded up ("try again in 2 days"); otherwise
+///   a window: the largest unit that divides it exactly ("36 hours", not "1 day").
+public func describeDuration(_ seconds: TimeInterval, roundingUp: Bool = false) -> String {
+    let units: [(TimeInterval, String)] = [(86_400, "day"), (3_600, "hour"), (60, "minute")]
+    guard seconds.isFinite, seconds < 1e15 else { return "a very long time" }
+    for (size, name) in units where seconds >= size && (roundingUp || seconds.truncatingRemainder(dividingBy: size) == 0) {
+        let count = Int((seconds / size).rounded(.up))
+        return "\(count) \(name)\(count == 1 ? "" : "s")"
+    }
+    let minutes = max(1, Int((seconds / 60).rounded(.up)))
+    return "\(minutes) minute\(minutes == 1 ? "" : "s")"
 }
 
 /// Why a customer may not have an offer, in words an app or a support person can use.

@@ -41,27 +41,18 @@ struct VerifyRequest: Decodable {
     }
 }
 
-/// `POST /v1/offers/verify` answer for a legacy bundle.
-struct LegacyVerifyResponse: ResponseEncodable {
-    var format = "legacy"
-    var valid: Bool
-    var reason: String?
-    var message: String?
-    var keyIdentifier: String
-    var keyState: KeyState?
-    var payload: String
-    var validityWindow: String
-    var warnings: [String]
+/// `POST /v1/offers/verify` answer: what the verifier found (``LegacyOfferVerification`` or
+/// ``JWSOfferVerification``), with `format` beside its fields.
+struct VerifyResponse<Verification: Encodable & Sendable>: ResponseEncodable {
+    var format: String
+    var verification: Verification
 
-    init(_ result: LegacyOfferVerification) {
-        valid = result.valid
-        reason = result.reason
-        message = result.message
-        keyIdentifier = result.keyIdentifier
-        keyState = result.keyState
-        payload = result.payload
-        validityWindow = result.validityWindow
-        warnings = result.warnings
+    private enum CodingKeys: String, CodingKey { case format }
+
+    func encode(to encoder: any Encoder) throws {
+        try verification.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(format, forKey: .format)
     }
 }
 
@@ -87,32 +78,6 @@ struct EligibilityResponse: ResponseEncodable {
     /// `false` when no policy is configured: every offer is signed, and none is listed.
     var policyInForce: Bool
     var offers: [OfferEligibilityEntry]
-}
-
-/// `POST /v1/offers/verify` answer for a JWS.
-struct JWSVerifyResponse: ResponseEncodable {
-    var format = "jws"
-    var valid: Bool
-    var reason: String?
-    var message: String?
-    var keyIdentifier: String?
-    var keyState: KeyState?
-    var header: OfferJWSContents.Header?
-    var claims: OfferJWSContents.Claims?
-    var validityWindow: String?
-    var warnings: [String]
-
-    init(_ result: JWSOfferVerification) {
-        valid = result.valid
-        reason = result.reason
-        message = result.message
-        keyIdentifier = result.keyIdentifier
-        keyState = result.keyState
-        header = result.header
-        claims = result.claims
-        validityWindow = result.validityWindow
-        warnings = result.warnings
-    }
 }
 
 extension SignedLegacyOffer: ResponseEncodable {}
@@ -152,11 +117,11 @@ struct OfferRoutes<Context: RequestContext> {
         router.post("/v1/offers/verify") { request, context -> Response in
             let body = try await request.decodeJSON(as: VerifyRequest.self, context: context)
             if body.isJWS, let token = body.signature {
-                return try JWSVerifyResponse(await service.verifyJWS(token)).response(from: request, context: context)
+                return try VerifyResponse(format: "jws", verification: await service.verifyJWS(token)).response(from: request, context: context)
             }
             let only = service.apps.count == 1 ? service.apps.keys.first : nil
             let bundle = try body.legacyBundle(defaultBundleIdentifier: only)
-            return try LegacyVerifyResponse(service.verifyLegacy(bundle)).response(from: request, context: context)
+            return try VerifyResponse(format: "legacy", verification: service.verifyLegacy(bundle)).response(from: request, context: context)
         }
     }
 }
