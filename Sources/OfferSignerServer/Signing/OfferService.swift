@@ -9,43 +9,6 @@ import OfferSigning
 import OfferStore
 import Synchronization
 
-/// A sign request as the API receives it (DESIGN.md §2.1).
-public struct SignOfferRequest: Sendable, Codable {
-    /// Optional when one app is configured.
-    public var bundleIdentifier: String?
-    /// The subscription's product identifier.
-    public var productIdentifier: String
-    /// The promotional offer identifier.
-    public var offerIdentifier: String
-    /// The customer: hashed account id or appAccountToken.
-    public var applicationUsername: String
-    /// `legacy` (default) or `jws`.
-    public var format: OfferSignatureFormat?
-    /// For JWS: the customer's transaction.
-    public var transactionId: String?
-    /// A StoreKit 2 signed transaction proving a past purchase.
-    public var signedTransaction: String?
-
-    /// Creates a request.
-    public init(bundleIdentifier: String? = nil, productIdentifier: String, offerIdentifier: String, applicationUsername: String, format: OfferSignatureFormat? = nil, transactionId: String? = nil, signedTransaction: String? = nil) {
-        self.bundleIdentifier = bundleIdentifier
-        self.productIdentifier = productIdentifier
-        self.offerIdentifier = offerIdentifier
-        self.applicationUsername = applicationUsername
-        self.format = format
-        self.transactionId = transactionId
-        self.signedTransaction = signedTransaction
-    }
-}
-
-/// The signature formats of `POST /v1/offers/sign`.
-public enum OfferSignatureFormat: String, Sendable, Codable {
-    /// The legacy bundle (StoreKit 1 `SKPaymentDiscount`, StoreKit 2 `promotionalOffer(offerID:keyID:nonce:signature:timestamp:)`).
-    case legacy
-    /// A compact JWS (StoreKit 2 promotional offer V2).
-    case jws
-}
-
 /// What the HTTP routes call: resolves the app, the product and the offer, applies the eligibility policy to
 /// what the store knows of the customer, signs with the app's active key, self-verifies, records the
 /// signature in the store before returning it, counts. No HTTP types here, so tests and the CLI use it too.
@@ -349,12 +312,4 @@ public final class OfferService: Sendable {
     public func verifyLegacy(_ bundle: SignedLegacyOffer, now: Date = Date()) -> LegacyOfferVerification {
         LegacyOfferVerifier.verify(bundle, keyRing: keys.current, now: now)
     }
-}
-
-/// One offer's decision, as `POST /v1/offers/eligibility` lists it.
-public struct OfferEligibilityEntry: Sendable, Codable, Hashable {
-    public var productIdentifier: String
-    public var offerIdentifier: String
-    public var eligible: Bool
-    public var reasons: [EligibilityReason]
 }
