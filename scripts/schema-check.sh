@@ -8,8 +8,8 @@
 #
 # The budget: SCHEMA_CHECK_MAX_EXAMPLES examples per operation (default 40) and SCHEMA_CHECK_MAX_TIME seconds
 # for the whole run (default 150); raise both for a longer campaign (docs/fuzzing.md). SCHEMA_CHECK_SEED
-# replays a run. The report (JUnit, and a cassette of every request) goes to SCHEMA_CHECK_REPORT_DIR (default
-# .build/schema-check).
+# replays a run. The report (JUnit; SCHEMA_CHECK_REPORTS=junit,vcr adds a cassette of every request and response,
+# tens of MB) and the server's log go to SCHEMA_CHECK_REPORT_DIR (default .build/schema-check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,8 +20,10 @@ report_dir=${SCHEMA_CHECK_REPORT_DIR:-.build/schema-check}
 venv=${OFFER_SIGNER_VENV:-.venv}
 
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -c 'import schemathesis' 2>/dev/null \
+pinned=$(sed -n 's/^schemathesis==//p' scripts/requirements-schema.txt)
+"$venv/bin/python" -c "import sys, importlib.metadata as m; sys.exit(m.version('schemathesis') != '$pinned')" 2>/dev/null \
   || "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-schema.txt
+venv=$(cd "$venv" && pwd)
 
 port=$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 token="schema-check-$("$venv/bin/python" -c 'import secrets; print(secrets.token_hex(16))')"
@@ -50,14 +52,15 @@ seed_option=()
 started=$(date +%s)
 status=0
 # One worker: hypothesis's lambda descriptions are not thread-safe on CPython 3.11 ("AST constructor recursion
-# depth mismatch" with two).
-"$venv/bin/st" --no-color --config-file scripts/schemathesis.toml run "$base/openapi.yaml" \
+# depth mismatch" with two). Run from the report folder, where schemathesis keeps its cache (.schemathesis/).
+root=$(pwd)
+(cd "$report_dir" && "$venv/bin/st" --no-color --config-file "$root/scripts/schemathesis.toml" run "$base/openapi.yaml" \
   --header "Authorization: Bearer $token" \
   --phases examples,coverage,fuzzing \
   --max-examples "$max_examples" --max-time "$max_time" --workers 1 \
   --request-timeout 10 \
-  --report junit,vcr --report-dir "$report_dir" \
-  "${seed_option[@]}" || status=$?
+  --report "${SCHEMA_CHECK_REPORTS:-junit}" --report-dir . \
+  "${seed_option[@]}") || status=$?
 echo "schema-check: schemathesis finished in $(( $(date +%s) - started )) s with status $status (report in $report_dir)"
 
 # The server must have survived the campaign, and answer.
