@@ -35,6 +35,7 @@ public func buildRouter(
     metricsRegistry: PrometheusCollectorRegistry? = nil
 ) -> Router<OfferSignerRequestContext> {
     let router = Router(context: OfferSignerRequestContext.self)
+    router.add(middleware: RequestLoggingMiddleware())  // outermost: the request ID and the access log (docs/observability.md)
     // Metrics outside the error mapping, so that they label the status actually sent (a 400 from the signing
     // core is a 400 in the metrics, not the 500 an unmapped error would count as).
     router.add(middleware: MetricsMiddleware())

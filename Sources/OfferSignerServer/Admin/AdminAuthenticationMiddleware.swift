@@ -36,7 +36,7 @@ struct AdminAuthenticationMiddleware: RouterMiddleware {
         } catch let error as APIError where error.status == .unauthorized || error.status == .forbidden {
             switch failures.take(client) {
             case .allowed:
-                context.logger.warning("admin authentication failed", metadata: ["client": "\(client)", "code": "\(error.code)", "path": "\(request.uri.path.prefix(100))"])
+                context.logger.warning("admin authentication failed", metadata: ["client": "\(client)", "code": "\(error.code)", "route": "\(context.endpointPath ?? "-")"])
                 throw error
             case .limited(let retryAfter):
                 context.logger.warning("admin authentication throttled", metadata: ["client": "\(client)", "retryAfterSeconds": "\(retryAfter)"])

@@ -25,6 +25,10 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
     case requestTimeout = "offerSigner.requestTimeout"
     case maxConnections = "offerSigner.maxConnections"
     case logLevel = "log.level"
+    /// `json` or `text` (``LogFormat``).
+    case logFormat = "log.format"
+    /// The key of the customer hashes in logs (``CustomerHash``).
+    case logHashKey = "offerSigner.logHashKey"
     /// The command line's admin client: the service's URL and an admin token.
     case url = "offerSigner.url"
     case adminToken = "offerSigner.adminToken"
@@ -45,7 +49,7 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
 
     /// Whether the value is a secret (never printed by swift-configuration's access reporting).
     public var isSecret: Bool {
-        [.adminTokens, .adminToken, .databaseUrl].contains(self)
+        [.adminTokens, .adminToken, .databaseUrl, .logHashKey].contains(self)
     }
 
     /// A reader over `environment`, with keys, tokens and the database URL marked secret.

@@ -7,8 +7,15 @@ import NIOCore
 /// `signedTransaction` or an App Store notification is a few KiB) and the API's JSON encoder.
 public struct OfferSignerRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
-    /// The admin making an `/admin` request (the name of their token), set by the admin middleware.
-    public var adminName: String?
+    /// What the access log reports once the response is known (the credential, the admin), shared by every
+    /// copy of this context.
+    public let requestLog = RequestLogRecord()
+    /// The admin making an `/admin` request (the name of their token), set by the admin middleware; kept in
+    /// ``requestLog`` so that the access log sees it too.
+    public var adminName: String? {
+        get { requestLog.admin }
+        set { requestLog.admin = newValue }
+    }
     /// The client's address (`nil` in router tests).
     public let remoteAddress: SocketAddress?
 
