@@ -12,9 +12,11 @@ cat >"$work/post.lua" <<'LUA'
 wrk.method = "POST"
 wrk.body   = '{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-0001"}'
 wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer bench-client-key-0123456789abcdef"
 LUA
 port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 export OFFER_SIGNER_HOST=127.0.0.1 OFFER_SIGNER_PORT=$port OFFER_SIGNER_BUNDLE_ID=com.example.app
+export OFFER_SIGNER_API_KEYS=bench:bench-client-key-0123456789abcdef  # the credential compare.sh sends
 OFFER_SIGNER_KEY_BENCHKEY01=$(cat "$work/key.p8"); export OFFER_SIGNER_KEY_BENCHKEY01
 wait_up() { for _ in $(seq 100); do curl -s -o /dev/null -X POST "http://127.0.0.1:$port/v1/offers/sign" && return; sleep 0.1; done; }
 load() { wrk -t1 -c"$conns" -s "$work/post.lua" "$@" "http://127.0.0.1:$port/v1/offers/sign"; }

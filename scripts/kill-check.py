@@ -24,7 +24,7 @@ with socket.socket() as s:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
 env = dict(os.environ, OFFER_SIGNER_PORT=str(port), OFFER_SIGNER_BUNDLE_ID="com.example.app",
-           OFFER_SIGNER_KEY_KILLTEST01=key, OFFER_SIGNER_DATABASE_URL=f"sqlite:{database}")
+           OFFER_SIGNER_KEY_KILLTEST01=key, OFFER_SIGNER_API_KEYS="kill:kill-check-key-0123456789", OFFER_SIGNER_DATABASE_URL=f"sqlite:{database}")
 server = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 for _ in range(200):
     try:
@@ -42,7 +42,7 @@ def client():
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     while not stop.is_set():
         try:
-            connection.request("POST", "/v1/offers/sign", body=body, headers={"Content-Type": "application/json"})
+            connection.request("POST", "/v1/offers/sign", body=body, headers={"Content-Type": "application/json", "Authorization": "Bearer kill-check-key-0123456789"})
             response = connection.getresponse()
             payload = response.read()
             if response.status == 200:

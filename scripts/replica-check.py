@@ -87,7 +87,8 @@ class Process:
         self.log = open(os.path.join(work, f"{name}.log"), "w")
         env = dict(os.environ, OFFER_SIGNER_PORT=str(self.port), OFFER_SIGNER_DATABASE_URL=DATABASE_URL,
                    OFFER_SIGNER_POLICY=policy, OFFER_SIGNER_KEYS_DIR=os.path.join(work, "keys"),
-                   OFFER_SIGNER_ACTIVE_KEY_ID=KEYS[0], OFFER_SIGNER_ADMIN_TOKENS=f"replica-check:{TOKEN}")
+                   OFFER_SIGNER_ACTIVE_KEY_ID=KEYS[0], OFFER_SIGNER_ADMIN_TOKENS=f"replica-check:{TOKEN}",
+                   OFFER_SIGNER_CLIENT_AUTH="none")
         env.pop("OFFER_SIGNER_STATE_FILE", None)  # key states in the shared store: what replicas must use
         env.pop("OFFER_SIGNER_BUNDLE_ID", None)
         self.process = subprocess.Popen([BINARY, "serve"], env=env, stdout=self.log, stderr=subprocess.STDOUT)

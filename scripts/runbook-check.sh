@@ -19,7 +19,7 @@ mkdir -p "$work/keys"
 
 start() {
   OFFER_SIGNER_PORT=$port OFFER_SIGNER_BUNDLE_ID=com.example.app OFFER_SIGNER_DATABASE_URL="sqlite:$work/store.sqlite" OFFER_SIGNER_KEYS_DIR="$work/keys" \
-  OFFER_SIGNER_ADMIN_TOKENS="runbook:$OFFER_SIGNER_ADMIN_TOKEN" OFFER_SIGNER_STATE_FILE="$work/key-states.json" \
+  OFFER_SIGNER_ADMIN_TOKENS="runbook:$OFFER_SIGNER_ADMIN_TOKEN" OFFER_SIGNER_CLIENT_AUTH=none OFFER_SIGNER_STATE_FILE="$work/key-states.json" \
     "$bin" serve >>"$work/serve.log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do curl -fs "$OFFER_SIGNER_URL/readyz" >/dev/null && return; sleep 0.1; done

@@ -8,6 +8,7 @@ import AppStoreNotifications
 import OfferEligibility
 import OfferStore
 import ServiceLifecycle
+import UnixSignals
 
 /// Closes the store (flushing queued records) when the service shuts down.
 struct StoreCloser: Service {
@@ -24,15 +25,30 @@ struct StoreCloser: Service {
     }
 }
 
-/// Builds the router with every route of the API.
+/// Which routes a listener serves.
+public enum RouterPart: Sendable {
+    /// Everything on one port (no `OFFER_SIGNER_ADMIN_PORT`).
+    case all
+    /// The public port when an operations listener is configured: `/v1/*`, `/healthz`, `/readyz`,
+    /// `/openapi.yaml`, `/.well-known/jwks.json`.
+    case publicOnly
+    /// The operations listener: `/admin/*`, `/metrics`, `/healthz`, `/readyz`.
+    case operationsOnly
+}
+
+/// Builds the router with the routes of the API.
 /// - Parameters:
 ///   - service: the signing service.
-///   - metricsRegistry: where `/metrics` reads from; `nil` leaves `/metrics` out (tests).
 ///   - keyManager: enables the admin key routes (`/admin/keys…`); `nil` leaves them out.
 ///   - adminTokens: who may call `/admin`.
+///   - metricsRegistry: where `/metrics` reads from; `nil` leaves `/metrics` out (tests).
+///   - authenticator: checks `/v1/offers/*` credentials; `nil` is the open mode (tests).
+///   - rateLimits: the limits of this replica.
+///   - part: which routes (one port serves all; with an operations listener each port serves its part).
 public func buildRouter(
-    service: OfferService, keyManager: KeyManager? = nil, adminTokens: AdminTokens = .none,
-    metricsRegistry: PrometheusCollectorRegistry? = nil
+    service: OfferService, keyManager: KeyManager? = nil, adminTokens: BearerTokens = .none,
+    metricsRegistry: PrometheusCollectorRegistry? = nil, authenticator: ClientAuthenticator? = nil,
+    rateLimits: RateLimits = RateLimits(.none), part: RouterPart = .all
 ) -> Router<OfferSignerRequestContext> {
     let router = Router(context: OfferSignerRequestContext.self)
     router.add(middleware: RequestLoggingMiddleware())  // outermost: the request ID and the access log (docs/observability.md)
@@ -40,17 +56,37 @@ public func buildRouter(
     // core is a 400 in the metrics, not the 500 an unmapped error would count as).
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: ErrorMappingMiddleware())
-    OfferRoutes(service: service).register(on: router)
-    KeyRoutes(service: service).register(on: router)
-    OperationsRoutes(service: service, metricsRegistry: metricsRegistry).register(on: router)
-    let admin = router.group("/admin").add(middleware: AdminAuthenticationMiddleware(tokens: adminTokens))
-    if let keyManager {
-        AdminKeyRoutes(service: service, manager: keyManager).register(on: admin)
+    OperationsRoutes(service: service, metricsRegistry: part == .publicOnly ? nil : metricsRegistry, servesDocuments: part != .operationsOnly).register(on: router)
+    if part != .operationsOnly {
+        let offers = router.group("/v1/offers")
+        if let authenticator {
+            offers.add(middleware: ClientAuthenticationMiddleware(authenticator: authenticator, limits: rateLimits))
+        } else {
+            offers.add(middleware: OpenClientMiddleware())
+        }
+        OfferRoutes(service: service, limits: rateLimits).register(on: offers)
+        AppStoreRoutes(service: service, limits: rateLimits).register(on: router)
+        KeyRoutes(service: service).register(on: router)
     }
-    if let store = service.store {
-        AdminCustomerRoutes(service: service, store: store).register(on: admin)
+    if part != .publicOnly {
+        let admin = router.group("/admin").add(middleware: AdminAuthenticationMiddleware(tokens: adminTokens))
+        if let keyManager {
+            AdminKeyRoutes(service: service, manager: keyManager).register(on: admin)
+        }
+        if let store = service.store {
+            AdminCustomerRoutes(service: service, store: store).register(on: admin)
+        }
     }
     return router
+}
+
+/// The open mode's identity for every `/v1/offers/*` request (no authenticator: tests, embedders).
+struct OpenClientMiddleware: RouterMiddleware {
+    func handle(_ request: Request, context: OfferSignerRequestContext, next: (Request, OfferSignerRequestContext) async throws -> Response) async throws -> Response {
+        var context = context
+        context.identity = .open
+        return try await next(request, context)
+    }
 }
 
 /// Opens the store `OFFER_SIGNER_DATABASE_URL` names (if any) and the App Store verification of every app
@@ -79,6 +115,27 @@ public func openStore(configuration: ServiceConfiguration, logger: Logger) async
         }
     }
     return (store, verifiers.isEmpty ? nil : NotificationIngestor(verifiers: verifiers, store: store, logger: logger))
+}
+
+/// Re-reads the login-JWT public keys (`OFFER_SIGNER_CLIENT_JWT_KEYS`) on SIGHUP, with the signing keys.
+struct ClientKeyReloader: Service {
+    let authenticator: ClientAuthenticator
+    let logger: Logger
+
+    func run() async throws {
+        guard authenticator.configuration.jwtKeysPath != nil else {
+            try? await gracefulShutdown()
+            return
+        }
+        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+            do {
+                try await authenticator.reloadPublicKeys()
+                logger.notice("login-token public keys reloaded (OFFER_SIGNER_CLIENT_JWT_KEYS)")
+            } catch {
+                logger.error("login-token public keys not reloaded; the previous ones keep serving", metadata: ["error": "\(error.message)"])
+            }
+        }
+    }
 }
 
 /// Builds the application for a configuration.
@@ -119,14 +176,36 @@ public func buildApplication(
         try? await store?.close()  // an open store must be closed before it is dropped
         throw ConfigurationError(KeyManager.describe(error))
     }
-    var services: [any Service] = [SIGHUPKeyReloader(manager: manager)]
+    let authenticator: ClientAuthenticator
+    do {
+        authenticator = try await ClientAuthenticator(configuration.clientAuth)
+    } catch {
+        try? await store?.close()
+        throw error
+    }
+    let rateLimits = RateLimits(configuration.rateLimits)
+    var services: [any Service] = [SIGHUPKeyReloader(manager: manager), ClientKeyReloader(authenticator: authenticator, logger: logger)]
     if let store { services.append(StoreCloser(store: store, logger: logger)) }
     if configuration.stateFilePath == nil, store != nil { services.append(KeyStateRefresher(manager: manager)) }
     if let directory = configuration.keysDirectory {
         services.append(KeyDirectoryWatcher(directory: directory, interval: keysDirectoryPollInterval, manager: manager))
     }
+    func router(_ part: RouterPart) -> Router<OfferSignerRequestContext> {
+        buildRouter(
+            service: service, keyManager: manager, adminTokens: configuration.adminTokens, metricsRegistry: metricsRegistry,
+            authenticator: authenticator, rateLimits: rateLimits, part: part)
+    }
+    if let listener = configuration.operationsListener {
+        // The operations listener (/admin/*, /metrics) runs beside the public one, as one more service.
+        services.append(Application(
+            router: router(.operationsOnly),
+            server: OfferSignerHTTP1Channel.server(limits: configuration.connectionLimits),
+            configuration: .init(address: .hostname(listener.host, port: listener.port), serverName: "offer-signer-operations"),
+            logger: logger))
+        logger.notice("operations listener", metadata: ["address": "\(listener.host):\(listener.port)", "serves": "/admin/*, /metrics, /healthz, /readyz"])
+    }
     return Application(
-        router: buildRouter(service: service, keyManager: manager, adminTokens: configuration.adminTokens, metricsRegistry: metricsRegistry),
+        router: router(configuration.operationsListener == nil ? .all : .publicOnly),
         server: OfferSignerHTTP1Channel.server(limits: configuration.connectionLimits),
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "offer-signer",

@@ -24,13 +24,15 @@ struct ServeCommand: AsyncParsableCommand {
         let configuration: ServiceConfiguration
         do {
             _ = try configuredLogLevel(environment)
+            _ = try LogFormat.configured(environment)
+            if let key = try configuredLogHashKey(environment) { CustomerHash.configure(key: key) }
             configuration = demo ? try .demo(environment: environment) : try ServiceConfiguration(environment: environment)
         } catch {
             logger.critical("cannot start: \(error.message)")
             throw ExitCode(78)  // EX_CONFIG
         }
         let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        MetricsSystem.bootstrap(PrometheusMetricsFactory.offerSigner(registry: registry))
 
         if configuration.isDemo {
             let banner = String(repeating: "!", count: 78)
@@ -52,11 +54,12 @@ struct ServeCommand: AsyncParsableCommand {
     }
 }
 
+/// Bootstraps logging: `LOG_FORMAT` (JSON lines unless standard error is a terminal) at `LOG_LEVEL`. A bad value
+/// of either falls back here (the default format, `info`) so that the refusal to start is itself logged, then stops start-up.
 func makeLogger() -> Logger {
-    LoggingSystem.bootstrap { label in
-        var handler = StreamLogHandler.standardError(label: label)
-        handler.logLevel = (try? configuredLogLevel(ProcessInfo.processInfo.environment)) ?? .info
-        return handler
-    }
+    let environment = ProcessInfo.processInfo.environment
+    let format = (try? LogFormat.configured(environment)) ?? .forStandardError
+    let level = (try? configuredLogLevel(environment)) ?? .info
+    LoggingSystem.bootstrap({ label, provider in format.standardErrorHandler(label: label, level: level, metadataProvider: provider) }, metadataProvider: RequestMetadata.provider)
     return Logger(label: "offer-signer")
 }

@@ -17,7 +17,7 @@ import Testing
     }
 
     @Test func anInlineKeyAndTheBundleIdAreEnough() throws {
-        let configuration = try ServiceConfiguration(environment: ["OFFER_SIGNER_BUNDLE_ID": "com.example.app", "OFFER_SIGNER_KEY_ABC123DEFG": pem])
+        let configuration = try ServiceConfiguration(environment: ["OFFER_SIGNER_CLIENT_AUTH": "none", "OFFER_SIGNER_BUNDLE_ID": "com.example.app", "OFFER_SIGNER_KEY_ABC123DEFG": pem])
         #expect(configuration.host == "127.0.0.1")
         #expect(configuration.port == 8080)
         #expect(try configuration.keyRing.activeKey().keyIdentifier == "ABC123DEFG")
@@ -39,6 +39,7 @@ import Testing
         try SigningKey.generate(keyIdentifier: "X").pkcs8PEMRepresentation.write(to: file, atomically: true, encoding: .utf8)
 
         let configuration = try ServiceConfiguration(environment: [
+            "OFFER_SIGNER_CLIENT_AUTH": "none",
             "OFFER_SIGNER_BUNDLE_ID": "com.example.app",
             "OFFER_SIGNER_KEYS_DIR": directory.path,
             "OFFER_SIGNER_KEY_FILEKEY001_FILE": file.path,
@@ -66,6 +67,13 @@ import Testing
         Failure(name: "missing folder", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEYS_DIR": "/nonexistent/keys"], mentions: ["OFFER_SIGNER_KEYS_DIR", "/nonexistent/keys"]),
         Failure(name: "unknown active key", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_ACTIVE_KEY_ID": "K2"], mentions: ["K2", "K1"]),
         Failure(name: "bad port", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_PORT": "eighty"], mentions: ["OFFER_SIGNER_PORT"]),
+        Failure(name: "no client authentication", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM], mentions: ["OFFER_SIGNER_API_KEYS", "OFFER_SIGNER_CLIENT_JWT_SECRET", "OFFER_SIGNER_CLIENT_AUTH=none"]),
+        Failure(name: "an API key without a name", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_API_KEYS": "0123456789abcdef0123"], mentions: ["OFFER_SIGNER_API_KEYS", "name:token"]),
+        Failure(name: "a short API key", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_API_KEYS": "backend:short"], mentions: ["OFFER_SIGNER_API_KEYS", "backend", "16"]),
+        Failure(name: "a short JWT secret", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_CLIENT_JWT_SECRET": "tiny"], mentions: ["OFFER_SIGNER_CLIENT_JWT_SECRET", "32"]),
+        Failure(name: "an unknown client auth mode", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_CLIENT_AUTH": "maybe"], mentions: ["OFFER_SIGNER_CLIENT_AUTH", "none"]),
+        Failure(name: "a rate that is not one", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_CLIENT_AUTH": "none", "OFFER_SIGNER_RATE_LIMIT_CUSTOMER": "lots"], mentions: ["OFFER_SIGNER_RATE_LIMIT_CUSTOMER", "20/min"]),
+        Failure(name: "the admin port is the public port", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_CLIENT_AUTH": "none", "OFFER_SIGNER_PORT": "9000", "OFFER_SIGNER_ADMIN_PORT": "9000"], mentions: ["OFFER_SIGNER_ADMIN_PORT"]),
     ]
 
     @Test("configuration problems stop start-up with a message that names the culprit and no key", arguments: failures)
@@ -79,7 +87,7 @@ import Testing
     }
 
     @Test func twoKeysWithoutAnActiveOneStopStartUp() async throws {
-        let configuration = try ServiceConfiguration(environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.validPEM, "OFFER_SIGNER_KEY_K2": pem, "OFFER_SIGNER_DATABASE_URL": "sqlite::memory:"])
+        let configuration = try ServiceConfiguration(environment: ["OFFER_SIGNER_CLIENT_AUTH": "none", "OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.validPEM, "OFFER_SIGNER_KEY_K2": pem, "OFFER_SIGNER_DATABASE_URL": "sqlite::memory:"])
         let error = await #expect(throws: ConfigurationError.self) {
             _ = try await buildApplication(configuration: configuration, logger: Logger(label: "test"))
         }
@@ -92,6 +100,7 @@ import Testing
         let stateFile = directory.appendingPathComponent("states.json").path
         #expect(try await FileKeyStateStore(path: stateFile).save(KeyStates(version: 1, activeKeyIdentifier: "K2", revokedKeyIdentifiers: ["K1"])))
         let configuration = try ServiceConfiguration(environment: [
+            "OFFER_SIGNER_CLIENT_AUTH": "none",
             "OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.validPEM, "OFFER_SIGNER_KEY_K2": pem, "OFFER_SIGNER_STATE_FILE": stateFile, "OFFER_SIGNER_DATABASE_URL": "sqlite::memory:",
         ])
         let app = try await buildApplication(configuration: configuration, logger: Logger(label: "test"))

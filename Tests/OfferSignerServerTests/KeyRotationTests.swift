@@ -61,7 +61,7 @@ struct RotationFixture {
 
     var application: some ApplicationProtocol {
         Application(
-            router: buildRouter(service: service, keyManager: manager, adminTokens: try! AdminTokens(parsing: "alice:\(Self.token),bob:bob-token-0123456789abcdef")),
+            router: buildRouter(service: service, keyManager: manager, adminTokens: try! BearerTokens(parsing: "alice:\(Self.token),bob:bob-token-0123456789abcdef")),
             logger: Logger(label: "test"))
     }
 
@@ -108,14 +108,14 @@ extension TestClientProtocol {
     }
 
     @Test func tokensAreParsedAndShortOnesRefused() throws {
-        let tokens = try AdminTokens(parsing: "alice:aaaaaaaaaaaaaaaa1, bbbbbbbbbbbbbbbb2")
+        let tokens = try BearerTokens(parsing: "alice:aaaaaaaaaaaaaaaa1, bbbbbbbbbbbbbbbb2")
         #expect(tokens.admin(presenting: "aaaaaaaaaaaaaaaa1") == "alice")
         #expect(tokens.admin(presenting: "bbbbbbbbbbbbbbbb2") == "admin2")
         #expect(tokens.admin(presenting: "aaaaaaaaaaaaaaaa") == nil)
-        let error = #expect(throws: ConfigurationError.self) { try AdminTokens(parsing: "carol:short") }
+        let error = #expect(throws: ConfigurationError.self) { try BearerTokens(parsing: "carol:short") }
         #expect(error?.message.contains("carol") == true)
         #expect(error?.message.contains("short") == true)  // "shorter than", not the token
-        #expect(throws: ConfigurationError.self) { try AdminTokens(parsing: "a:aaaaaaaaaaaaaaaa1,a:bbbbbbbbbbbbbbbb2") }
+        #expect(throws: ConfigurationError.self) { try BearerTokens(parsing: "a:aaaaaaaaaaaaaaaa1,a:bbbbbbbbbbbbbbbb2") }
     }
 }
 

@@ -21,7 +21,7 @@ import Yams
         let manager = try await KeyManager(
             holder: service.keys, loadKeys: { [.init(key: key, source: "test")] }, configuredActiveKeyIdentifier: "TESTKEY001",
             stateStore: InMemoryKeyStateStore(), logger: Logger(label: "test"))
-        let router = buildRouter(service: service, keyManager: manager, adminTokens: try AdminTokens(parsing: "t:0123456789abcdef0123"), metricsRegistry: PrometheusCollectorRegistry())
+        let router = buildRouter(service: service, keyManager: manager, adminTokens: try BearerTokens(parsing: "t:0123456789abcdef0123"), metricsRegistry: PrometheusCollectorRegistry())
         try await store.close()
         return Set(router.routes.map { route in
             let path = route.path.description.split(separator: "/").map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")

@@ -78,7 +78,7 @@ struct StoreFixture {
     }
 
     var application: some ApplicationProtocol {
-        Application(router: buildRouter(service: service, adminTokens: try! AdminTokens(parsing: "carol:\(Self.adminToken)")), logger: Logger(label: "test"))
+        Application(router: buildRouter(service: service, adminTokens: try! BearerTokens(parsing: "carol:\(Self.adminToken)")), logger: Logger(label: "test"))
     }
 
     func transaction(_ token: String, expires: Date, signedDate: Date, introductory: Bool = false) -> JWSTransactionDecodedPayload {

@@ -13,7 +13,7 @@ import Logging
 /// guessing tokens runs at a few attempts a minute.
 struct AdminAuthenticationMiddleware: RouterMiddleware {
     typealias Context = OfferSignerRequestContext
-    let tokens: AdminTokens
+    let tokens: BearerTokens
     let failures: TokenBuckets
 
     /// Failures allowed at once from one address.
@@ -21,7 +21,7 @@ struct AdminAuthenticationMiddleware: RouterMiddleware {
     /// Then one failure per this many seconds.
     static let secondsPerFailure = 6.0
 
-    init(tokens: AdminTokens, failures: TokenBuckets = TokenBuckets(rate: 1 / Self.secondsPerFailure, burst: Self.failureBurst)) {
+    init(tokens: BearerTokens, failures: TokenBuckets = TokenBuckets(rate: 1 / Self.secondsPerFailure, burst: Self.failureBurst)) {
         self.tokens = tokens
         self.failures = failures
     }

@@ -1,28 +1,34 @@
 import Crypto
 import Foundation
 
-/// The admin bearer tokens of `OFFER_SIGNER_ADMIN_TOKENS`: `name:token` pairs, comma-separated (a token
-/// without a name is called `admin1`, `admin2`, … in the audit). Tokens must be at least 16 characters.
+/// Named bearer tokens — the admin tokens of `OFFER_SIGNER_ADMIN_TOKENS` and the client API keys of
+/// `OFFER_SIGNER_API_KEYS`: `name:token` pairs, comma-separated. Tokens must be at least 16 characters; a
+/// name is required for API keys (it is the credential's name in logs and metrics) and optional for admin
+/// tokens (`admin1`, `admin2`, … in the audit).
 ///
 /// Only the SHA-256 of each token is kept. A presented token is hashed and compared with every configured
 /// digest, without stopping at a match, using swift-crypto's constant-time digest comparison.
-public struct AdminTokens: Sendable {
+public struct BearerTokens: Sendable {
     private let digests: [(name: String, digest: SHA256.Digest)]
 
     /// The shortest token accepted.
     public static let minimumLength = 16
 
     /// No admin tokens: the admin API refuses everyone.
-    public static let none = AdminTokens(digests: [])
+    public static let none = BearerTokens(digests: [])
 
     private init(digests: [(name: String, digest: SHA256.Digest)]) {
         self.digests = digests
     }
 
-    /// Parses `OFFER_SIGNER_ADMIN_TOKENS`.
-    /// - Throws: ``ConfigurationError`` for a token shorter than ``minimumLength`` or a name used twice (the
-    ///   message names the entry by position and name, never the token).
-    public init(parsing value: String) throws(ConfigurationError) {
+    /// Parses a `name:token,…` list.
+    /// - Parameters:
+    ///   - value: the variable's value.
+    ///   - variable: its name, for messages.
+    ///   - requireNames: refuse an entry without `name:`.
+    /// - Throws: ``ConfigurationError`` for a token shorter than ``minimumLength``, a missing or repeated name
+    ///   (the message names the entry by position and name, never the token).
+    public init(parsing value: String, variable: String = "OFFER_SIGNER_ADMIN_TOKENS", requireNames: Bool = false) throws(ConfigurationError) {
         var parsed: [(String, SHA256.Digest)] = []
         for (position, entry) in value.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).enumerated() where !entry.isEmpty {
             let name: String
@@ -31,14 +37,20 @@ public struct AdminTokens: Sendable {
                 name = String(entry[..<colon])
                 token = String(entry[entry.index(after: colon)...])
             } else {
+                guard !requireNames else {
+                    throw ConfigurationError("\(variable) entry \(position + 1) has no name; write name:token (the name appears in logs and metrics, the token never does).")
+                }
                 name = "admin\(position + 1)"
                 token = entry
             }
+            guard !name.isEmpty, name.count <= 64, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }) else {
+                throw ConfigurationError("\(variable) entry \(position + 1) has a name that is not 1–64 letters, digits, '-', '_' or '.'.")
+            }
             guard token.count >= Self.minimumLength else {
-                throw ConfigurationError("OFFER_SIGNER_ADMIN_TOKENS entry \(position + 1) (\(name)) is shorter than \(Self.minimumLength) characters; use a long random token (openssl rand -hex 32).")
+                throw ConfigurationError("\(variable) entry \(position + 1) (\(name)) is shorter than \(Self.minimumLength) characters; use a long random token (openssl rand -hex 32).")
             }
             guard !parsed.contains(where: { $0.0 == name }) else {
-                throw ConfigurationError("OFFER_SIGNER_ADMIN_TOKENS names \(name) twice; give each admin their own name.")
+                throw ConfigurationError("\(variable) names \(name) twice; give each its own name.")
             }
             parsed.append((name, SHA256.hash(data: Data(token.utf8))))
         }
@@ -48,7 +60,7 @@ public struct AdminTokens: Sendable {
     /// Whether any token is configured.
     public var isEmpty: Bool { digests.isEmpty }
 
-    /// The name of the admin whose token this is, or `nil`.
+    /// The name of the holder of this token, or `nil`.
     public func admin(presenting token: String) -> String? {
         let presented = SHA256.hash(data: Data(token.utf8))
         var match: String?

@@ -57,7 +57,7 @@ public struct ServiceConfiguration: Sendable {
     /// `OFFER_SIGNER_KEYS_DIR`, watched for changes.
     public var keysDirectory: String?
     /// `OFFER_SIGNER_ADMIN_TOKENS`.
-    public var adminTokens: AdminTokens
+    public var adminTokens: BearerTokens
     /// `OFFER_SIGNER_STATE_FILE`: where admins' key states live; `nil` keeps them in the store (shared by
     /// replicas), or in memory without a store.
     public var stateFilePath: String?
@@ -69,6 +69,14 @@ public struct ServiceConfiguration: Sendable {
     public var environments: Set<AppStoreEnvironment> = [.production]
     /// Things worth saying at start-up that do not stop it.
     public var warnings: [String]
+    /// How `/v1/offers/*` callers authenticate (`OFFER_SIGNER_API_KEYS`, `OFFER_SIGNER_CLIENT_JWT_*`,
+    /// `OFFER_SIGNER_CLIENT_AUTH`).
+    public var clientAuth = ClientAuthConfiguration.open
+    /// `OFFER_SIGNER_RATE_LIMIT_*`.
+    public var rateLimits = RateLimitConfiguration()
+    /// `OFFER_SIGNER_ADMIN_HOST`/`OFFER_SIGNER_ADMIN_PORT`: the operations listener for `/admin/*` and
+    /// `/metrics`; `nil` serves everything on the public port.
+    public var operationsListener: (host: String, port: Int)?
     /// Timeouts and the connection limit (`OFFER_SIGNER_IDLE_TIMEOUT`, `OFFER_SIGNER_REQUEST_TIMEOUT`,
     /// `OFFER_SIGNER_MAX_CONNECTIONS`).
     public var connectionLimits = ConnectionLimits()
@@ -77,7 +85,7 @@ public struct ServiceConfiguration: Sendable {
     public init(
         host: String = "127.0.0.1", port: Int = 8080, apps: [AppConfiguration], keyRing: KeyRing, databaseURL: String? = nil,
         isDemo: Bool = false, warnings: [String] = [], loadKeys: KeyManager.KeyLoading? = nil,
-        configuredActiveKeyIdentifier: String? = nil, keysDirectory: String? = nil, adminTokens: AdminTokens = .none,
+        configuredActiveKeyIdentifier: String? = nil, keysDirectory: String? = nil, adminTokens: BearerTokens = .none,
         stateFilePath: String? = nil, policy: OfferPolicy? = nil
     ) {
         self.policy = policy
@@ -182,7 +190,7 @@ public struct ServiceConfiguration: Sendable {
         } catch {
             throw ConfigurationError("\(error)")
         }
-        let adminTokens = try AdminTokens(parsing: config.string(.adminTokens) ?? "")
+        let adminTokens = try BearerTokens(parsing: config.string(.adminTokens) ?? "")
         let stateFile = config.string(.stateFile).flatMap { $0.isEmpty ? nil : $0 }
         var warnings: [String] = []
         if policy == nil {
@@ -207,13 +215,19 @@ public struct ServiceConfiguration: Sendable {
         self.trustedRoots = trustedRoots
         self.environments = environments
         self.connectionLimits = try Self.connectionLimits(config)
+        self.clientAuth = try Self.clientAuth(config)
+        self.rateLimits = try Self.rateLimits(config)
+        self.operationsListener = try Self.operationsListener(config, publicPort: port)
+        if clientAuth.isOpen {
+            self.warnings.append("OPEN CLIENT MODE (OFFER_SIGNER_CLIENT_AUTH=none): /v1/offers/* signs for anyone who can reach it, for any customer they name. For local development only.")
+        }
     }
 
     /// The `serve --demo` configuration: a freshly generated throw-away key (`DEMOKEY001`), the demo app
     /// `com.example.offersigner.demo`, and the listen address from the environment.
     public static func demo(environment: [String: String] = [:]) throws(ConfigurationError) -> ServiceConfiguration {
         let (host, port) = try listenAddress(reader(environment))
-        let adminTokens = try AdminTokens(parsing: reader(environment).string(.adminTokens) ?? "")
+        let adminTokens = try BearerTokens(parsing: reader(environment).string(.adminTokens) ?? "")
         let keyRing: KeyRing
         do {
             keyRing = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "DEMOKEY001"), source: "generated for --demo")])
@@ -230,6 +244,9 @@ public struct ServiceConfiguration: Sendable {
             adminTokens: adminTokens
         )
         configuration.connectionLimits = try connectionLimits(reader(environment))
+        configuration.rateLimits = try rateLimits(reader(environment))
+        configuration.operationsListener = try operationsListener(reader(environment), publicPort: port)
+        configuration.warnings.append("The demo's client mode is open: /v1/offers/* needs no credential.")
         return configuration
     }
 
@@ -241,6 +258,60 @@ public struct ServiceConfiguration: Sendable {
 
     static func reader(_ environment: [String: String]) -> ConfigReader {
         ConfigurationVariable.reader(environment)
+    }
+
+    static func clientAuth(_ config: ConfigReader) throws(ConfigurationError) -> ClientAuthConfiguration {
+        var auth = ClientAuthConfiguration()
+        auth.apiKeys = try BearerTokens(parsing: config.string(.apiKeys) ?? "", variable: "OFFER_SIGNER_API_KEYS", requireNames: true)
+        if let secret = config.string(.clientJwtSecret) {
+            guard secret.utf8.count >= 32 else {
+                throw ConfigurationError("OFFER_SIGNER_CLIENT_JWT_SECRET is shorter than 32 bytes; use the HS256 secret your login service signs with (at least 256 bits).")
+            }
+            auth.jwtSecret = secret
+        }
+        auth.jwtKeysPath = config.string(.clientJwtKeys)
+        auth.issuer = config.string(.clientJwtIssuer)
+        auth.audience = config.string(.clientJwtAudience)
+        auth.customerClaim = config.string(.clientJwtCustomerClaim) ?? "sub"
+        switch config.string(.clientAuth)?.lowercased() {
+        case nil: break
+        case "none": auth.isOpen = true
+        case let other?:
+            throw ConfigurationError("OFFER_SIGNER_CLIENT_AUTH=\(other.prefix(20)) is not understood; the only value is none (the open mode for local development). Configure credentials with OFFER_SIGNER_API_KEYS or OFFER_SIGNER_CLIENT_JWT_SECRET / OFFER_SIGNER_CLIENT_JWT_KEYS.")
+        }
+        guard auth.hasCredentials || auth.isOpen else {
+            throw ConfigurationError("No client authentication is configured, so anyone could ask for any customer's signature. Set OFFER_SIGNER_API_KEYS=name:key (your backend) and/or OFFER_SIGNER_CLIENT_JWT_SECRET or OFFER_SIGNER_CLIENT_JWT_KEYS (your app's login tokens); for local development only, OFFER_SIGNER_CLIENT_AUTH=none. See the README, \"Securing it\".")
+        }
+        return auth
+    }
+
+    static func rateLimits(_ config: ConfigReader) throws(ConfigurationError) -> RateLimitConfiguration {
+        var limits = RateLimitConfiguration()
+        if let text = config.string(.rateLimitClient) {
+            limits.client = try Rate.parse(text, variable: "OFFER_SIGNER_RATE_LIMIT_CLIENT")
+            limits.clientExplicit = true
+        }
+        if let text = config.string(.rateLimitCustomer) {
+            limits.customer = try Rate.parse(text, variable: "OFFER_SIGNER_RATE_LIMIT_CUSTOMER")
+            limits.customerExplicit = true
+        }
+        if let text = config.string(.rateLimitAppStore) {
+            limits.appStore = try Rate.parse(text, variable: "OFFER_SIGNER_RATE_LIMIT_APP_STORE")
+        }
+        return limits
+    }
+
+    static func operationsListener(_ config: ConfigReader, publicPort: Int) throws(ConfigurationError) -> (host: String, port: Int)? {
+        guard let text = config.string(.adminPort) else {
+            if config.string(.adminHost) != nil {
+                throw ConfigurationError("OFFER_SIGNER_ADMIN_HOST is set without OFFER_SIGNER_ADMIN_PORT; set the port of the operations listener too.")
+            }
+            return nil
+        }
+        guard let port = Int(text), (0...65535).contains(port), port == 0 || port != publicPort else {
+            throw ConfigurationError("OFFER_SIGNER_ADMIN_PORT=\(text.prefix(20)) is not a port number (0–65535) other than OFFER_SIGNER_PORT.")
+        }
+        return (config.string(.adminHost) ?? "127.0.0.1", port)
     }
 
     static func connectionLimits(_ config: ConfigReader) throws(ConfigurationError) -> ConnectionLimits {

@@ -87,8 +87,10 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         let status: HTTPResponse.Status
         var headers: HTTPFields = [:]
         switch error.code {
-        case .unknownApp, .unknownProduct, .unknownOffer: status = .notFound
-        case .notEligible: status = .forbidden
+        case .unknownApp, .unknownProduct, .unknownOffer, .unknownTransaction: status = .notFound
+        case .notEligible, .customerMismatch: status = .forbidden
+        case .unauthorized: status = .unauthorized
+        case .transactionClaimed: status = .conflict
         case .storeUnavailable:
             status = .serviceUnavailable
             headers[.retryAfter] = "1"

@@ -16,6 +16,8 @@ public struct OfferSignerRequestContext: RequestContext, RemoteAddressRequestCon
         get { requestLog.admin }
         set { requestLog.admin = newValue }
     }
+    /// Who is calling `/v1/offers/*`, set by the client authentication middleware.
+    public var identity: ClientIdentity?
     /// The client's address (`nil` in router tests).
     public let remoteAddress: SocketAddress?
 

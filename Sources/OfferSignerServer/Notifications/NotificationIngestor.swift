@@ -73,7 +73,7 @@ public struct NotificationIngestor: Sendable {
             (applied ? processed : duplicates).increment()
             logger.info("App Store notification", metadata: [
                 "type": "\(notification.notificationType?.rawValue ?? "-")", "subtype": "\(notification.subtype?.rawValue ?? "-")",
-                "notificationUUID": "\(uuid)", "customer": "\(key)", "outcome": "\(applied ? "processed" : "duplicate")",
+                "notificationUUID": "\(uuid)", "customer": "\(CustomerHash.of(key))", "outcome": "\(applied ? "processed" : "duplicate")",
             ])
             return applied ? .processed : .duplicate
         } catch {

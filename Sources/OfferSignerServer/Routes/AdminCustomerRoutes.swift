@@ -57,7 +57,7 @@ struct AdminCustomerRoutes {
                     for (name, value) in body.flags { facts.flags[name] = value }
                 }
             }
-            try await audit(context, action: "customer.flags", target: "\(key)", details: body.flags.mapValues { $0 ?? "(removed)" })
+            try await audit(context, action: "customer.flags", target: "\(key)", logTarget: CustomerHash.of(key), details: body.flags.mapValues { $0 ?? "(removed)" })
             return CustomerAnswer(known: true, facts: facts)
         }
         group.post("/customers/:bundleIdentifier/:applicationUsername/grants") { request, context -> CustomerAnswer in
@@ -75,7 +75,7 @@ struct AdminCustomerRoutes {
                 productIdentifier: body.productIdentifier, offerIdentifier: body.offerIdentifier, grantedBy: admin,
                 expiresAt: Date().addingTimeInterval(TimeInterval(days) * 86_400))
             let facts = try await storeCall { try await store.updateCustomer(key) { $0.grants.append(grant) } }
-            try await audit(context, action: "customer.grant", target: "\(key)", details: [
+            try await audit(context, action: "customer.grant", target: "\(key)", logTarget: CustomerHash.of(key), details: [
                 "grant": grant.id, "productIdentifier": grant.productIdentifier, "offerIdentifier": grant.offerIdentifier, "expiresInDays": "\(days)",
             ])
             return CustomerAnswer(known: true, facts: facts)
@@ -123,10 +123,11 @@ struct AdminCustomerRoutes {
         return CustomerKey(bundleIdentifier: bundle, applicationUsername: username)
     }
 
-    private func audit(_ context: OfferSignerRequestContext, action: String, target: String, details: [String: String]) async throws {
+    private func audit(_ context: OfferSignerRequestContext, action: String, target: String, logTarget: String, details: [String: String]) async throws {
         let event = AuditEvent(actor: context.adminName ?? "unknown", action: action, target: target, details: details)
         try await storeCall { try await store.appendAudit(event) }
-        context.logger.notice("audit: \(action)", metadata: ["admin": "\(event.actor)", "target": "\(target)"])
+        // The audit row keeps the customer (admins query it); the log line has its hash (docs/observability.md).
+        context.logger.notice("audit: \(action)", metadata: ["admin": "\(event.actor)", "target": "\(logTarget)"])
     }
 }
 

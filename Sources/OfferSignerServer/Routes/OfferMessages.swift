@@ -22,6 +22,22 @@ public struct SignOfferRequest: Sendable, Codable {
     /// A StoreKit 2 signed transaction proving a past purchase.
     public var signedTransaction: String?
 
+    private enum CodingKeys: String, CodingKey {
+        case bundleIdentifier, productIdentifier, offerIdentifier, applicationUsername, format, transactionId, signedTransaction
+    }
+
+    /// Decodes a request; `applicationUsername` may be left out when a login JWT names the customer.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        bundleIdentifier = try container.decodeIfPresent(String.self, forKey: .bundleIdentifier)
+        productIdentifier = try container.decode(String.self, forKey: .productIdentifier)
+        offerIdentifier = try container.decode(String.self, forKey: .offerIdentifier)
+        applicationUsername = try container.decodeIfPresent(String.self, forKey: .applicationUsername) ?? ""
+        format = try container.decodeIfPresent(OfferSignatureFormat.self, forKey: .format)
+        transactionId = try container.decodeIfPresent(String.self, forKey: .transactionId)
+        signedTransaction = try container.decodeIfPresent(String.self, forKey: .signedTransaction)
+    }
+
     /// Creates a request.
     public init(bundleIdentifier: String? = nil, productIdentifier: String, offerIdentifier: String, applicationUsername: String, format: OfferSignatureFormat? = nil, transactionId: String? = nil, signedTransaction: String? = nil) {
         self.bundleIdentifier = bundleIdentifier
@@ -77,14 +93,33 @@ public struct SignedJWSOfferResponse: Sendable, Codable, ResponseEncodable {
 public struct IntroductoryEligibilityRequest: Sendable, Codable {
     public var bundleIdentifier: String?
     public var productIdentifier: String
+    /// A transaction of the customer's; the decision is made for the customer who owns it.
     public var transactionId: String
+    /// The customer (may be left out when a login JWT names it).
     public var applicationUsername: String
+    /// Optional: StoreKit 2's `jwsRepresentation` of the customer's transaction, verified and recorded first,
+    /// which also links `transactionId` to this customer.
+    public var signedTransaction: String?
 
-    public init(bundleIdentifier: String? = nil, productIdentifier: String, transactionId: String, applicationUsername: String) {
+    private enum CodingKeys: String, CodingKey {
+        case bundleIdentifier, productIdentifier, transactionId, applicationUsername, signedTransaction
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        bundleIdentifier = try container.decodeIfPresent(String.self, forKey: .bundleIdentifier)
+        productIdentifier = try container.decode(String.self, forKey: .productIdentifier)
+        transactionId = try container.decode(String.self, forKey: .transactionId)
+        applicationUsername = try container.decodeIfPresent(String.self, forKey: .applicationUsername) ?? ""
+        signedTransaction = try container.decodeIfPresent(String.self, forKey: .signedTransaction)
+    }
+
+    public init(bundleIdentifier: String? = nil, productIdentifier: String, transactionId: String, applicationUsername: String, signedTransaction: String? = nil) {
         self.bundleIdentifier = bundleIdentifier
         self.productIdentifier = productIdentifier
         self.transactionId = transactionId
         self.applicationUsername = applicationUsername
+        self.signedTransaction = signedTransaction
     }
 }
 

@@ -68,8 +68,18 @@ struct NotificationResponse: ResponseEncodable {
 /// The body of `POST /v1/offers/eligibility`.
 struct EligibilityRequest: Decodable {
     var bundleIdentifier: String?
+    /// May be left out when a login JWT names the customer.
     var applicationUsername: String
     var productIdentifier: String?
+
+    private enum CodingKeys: String, CodingKey { case bundleIdentifier, applicationUsername, productIdentifier }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        bundleIdentifier = try container.decodeIfPresent(String.self, forKey: .bundleIdentifier)
+        applicationUsername = try container.decodeIfPresent(String.self, forKey: .applicationUsername) ?? ""
+        productIdentifier = try container.decodeIfPresent(String.self, forKey: .productIdentifier)
+    }
 }
 
 /// Its answer: every offer of the policy (of the product, if given) with its decision.
@@ -82,13 +92,25 @@ struct EligibilityResponse: ResponseEncodable {
 
 extension SignedLegacyOffer: ResponseEncodable {}
 
-/// The app-facing routes: sign and verify.
-struct OfferRoutes<Context: RequestContext> {
+/// The app-facing routes (`/v1/offers/*`, behind the client credential): sign, eligibility, introductory
+/// eligibility, verify. Each names its customer through ``customer(_:_:)``: a login JWT's own customer, or
+/// the one the request names, then the per-customer rate limit.
+struct OfferRoutes {
     let service: OfferService
+    let limits: RateLimits
 
-    func register(on router: Router<Context>) {
-        router.post("/v1/offers/sign") { request, context -> Response in
-            let body = try await request.decodeJSON(as: SignOfferRequest.self, context: context)
+    /// The customer the request acts for, checked against the credential and admitted by the rate limit.
+    private func customer(_ requested: String, _ context: OfferSignerRequestContext) throws -> String {
+        let identity = context.identity ?? .open
+        guard let customer = try identity.customer(naming: requested) else { return "" }
+        try limits.admit(customer: customer.lowercased(), identity: identity)
+        return customer
+    }
+
+    func register(on group: RouterGroup<OfferSignerRequestContext>) {
+        group.post("/sign") { request, context -> Response in
+            var body = try await request.decodeJSON(as: SignOfferRequest.self, context: context)
+            body.applicationUsername = try customer(body.applicationUsername, context)
             switch body.format ?? .legacy {
             case .legacy:
                 return try await service.signLegacy(body).response(from: request, context: context)
@@ -96,25 +118,18 @@ struct OfferRoutes<Context: RequestContext> {
                 return try await service.signJWS(body).response(from: request, context: context)
             }
         }
-        router.post("/v1/notifications/appstore") { request, context -> NotificationResponse in
-            let body = try await request.decodeJSON(as: NotificationRequest.self, context: context)
-            guard let notifications = service.notifications else {
-                throw APIError(
-                    status: .serviceUnavailable, code: "store_unavailable",
-                    message: "App Store notifications are not accepted: the service has no customer store or no app it can verify notifications for (appAppleId is needed for Production).")
-            }
-            return NotificationResponse(outcome: try await notifications.ingest(signedPayload: body.signedPayload))
-        }
-        router.post("/v1/offers/eligibility") { request, context -> EligibilityResponse in
-            let body = try await request.decodeJSON(as: EligibilityRequest.self, context: context)
+        group.post("/eligibility") { request, context -> EligibilityResponse in
+            var body = try await request.decodeJSON(as: EligibilityRequest.self, context: context)
+            body.applicationUsername = try customer(body.applicationUsername, context)
             let offers = try await service.eligibility(bundleIdentifier: body.bundleIdentifier, applicationUsername: body.applicationUsername, productIdentifier: body.productIdentifier)
             return EligibilityResponse(applicationUsername: body.applicationUsername.lowercased(), policyInForce: service.policy != nil, offers: offers)
         }
-        router.post("/v1/offers/introductory-eligibility") { request, context -> IntroductoryEligibilityResponse in
-            let body = try await request.decodeJSON(as: IntroductoryEligibilityRequest.self, context: context)
+        group.post("/introductory-eligibility") { request, context -> IntroductoryEligibilityResponse in
+            var body = try await request.decodeJSON(as: IntroductoryEligibilityRequest.self, context: context)
+            body.applicationUsername = try customer(body.applicationUsername, context)
             return try await service.signIntroductoryOfferEligibility(body)
         }
-        router.post("/v1/offers/verify") { request, context -> Response in
+        group.post("/verify") { request, context -> Response in
             let body = try await request.decodeJSON(as: VerifyRequest.self, context: context)
             if body.isJWS, let token = body.signature {
                 return try VerifyResponse(format: "jws", verification: await service.verifyJWS(token)).response(from: request, context: context)
@@ -122,6 +137,27 @@ struct OfferRoutes<Context: RequestContext> {
             let only = service.apps.count == 1 ? service.apps.keys.first : nil
             let bundle = try body.legacyBundle(defaultBundleIdentifier: only)
             return try VerifyResponse(format: "legacy", verification: service.verifyLegacy(bundle)).response(from: request, context: context)
+        }
+    }
+}
+
+/// The App Store's endpoint: Server Notifications V2. Open (the payload's signature is the credential),
+/// rate-limited per client address.
+struct AppStoreRoutes {
+    let service: OfferService
+    let limits: RateLimits
+
+    func register(on router: Router<OfferSignerRequestContext>) {
+        router.post("/v1/notifications/appstore") { request, context -> NotificationResponse in
+            try limits.admit(appStoreAddress: context.remoteAddress?.ipAddress ?? "unknown")
+            let body = try await request.decodeJSON(as: NotificationRequest.self, context: context)
+            guard let notifications = service.notifications else {
+                throw APIError(
+                    status: .serviceUnavailable, code: "store_unavailable",
+                    message: "App Store notifications are not accepted: the service has no customer store or no app it can verify notifications for (appAppleId is needed for Production).",
+                    headers: [.retryAfter: "3600"])
+            }
+            return NotificationResponse(outcome: try await notifications.ingest(signedPayload: body.signedPayload))
         }
     }
 }

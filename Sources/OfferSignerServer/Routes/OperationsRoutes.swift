@@ -14,13 +14,17 @@ struct HealthResponse: ResponseEncodable {
 struct OperationsRoutes<Context: RequestContext> {
     let service: OfferService
     let metricsRegistry: PrometheusCollectorRegistry?
+    /// Whether `/openapi.yaml` is served here (the public port, or the only one).
+    var servesDocuments = true
 
     func register(on router: Router<Context>) {
         router.get("/healthz") { _, _ in HealthResponse(status: "ok") }
-        router.get("/openapi.yaml") { _, _ -> Response in
-            Response(
-                status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+        if servesDocuments {
+            router.get("/openapi.yaml") { _, _ -> Response in
+                Response(
+                    status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"],
+                    body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+            }
         }
         router.get("/readyz") { _, _ -> HealthResponse in
             let key = try service.keys.current.activeKey()

@@ -28,7 +28,6 @@ public final class OfferService: Sendable {
     private let signaturesIssued: Counter
     private let jwsIssued: Counter
     let selfCheckFailures: Counter
-    private let refusals: Counter
     private let issuedByKey = Mutex<[String: Int]>([:])
 
     /// Signatures made by this process, by key identifier.
@@ -60,7 +59,6 @@ public final class OfferService: Sendable {
         self.signaturesIssued = Counter(label: "offer_signer_signatures_issued_total", dimensions: [("format", "legacy")])
         self.jwsIssued = Counter(label: "offer_signer_signatures_issued_total", dimensions: [("format", "jws")])
         self.selfCheckFailures = Counter(label: "offer_signer_signature_self_check_failures_total")
-        self.refusals = Counter(label: "offer_signer_eligibility_refusals_total")
     }
 
     /// The app a request is for: the named one, or the only one.
@@ -123,7 +121,7 @@ public final class OfferService: Sendable {
     /// Refuses with 403 `not_eligible` and the reasons, unless `decision` is a yes.
     func requireEligible(_ decision: EligibilityDecision) throws(OfferServiceError) {
         guard decision.isEligible else {
-            refusals.increment()
+            PipelineMetrics.countRefusal(decision.reasons)
             throw OfferServiceError(.notEligible, "This customer may not have this offer; see reasons.", reasons: decision.reasons)
         }
     }

@@ -25,6 +25,15 @@ public struct OfferServiceError: Error, Hashable, Sendable, CustomStringConverti
         public static let storeUnavailable = Code("store_unavailable")
         /// JWS signatures need the app's issuer ID, which is not configured.
         public static let issuerNotConfigured = Code("issuer_not_configured")
+        /// No client credential, or one that does not verify (expired, unknown, malformed).
+        public static let unauthorized = Code("unauthorized")
+        /// A login JWT acts for one customer; the request named another.
+        public static let customerMismatch = Code("customer_mismatch")
+        /// A signed transaction without an appAccountToken whose original transaction another customer has
+        /// already claimed.
+        public static let transactionClaimed = Code("transaction_claimed")
+        /// A `transactionId` no verified App Store data links to a customer of this app.
+        public static let unknownTransaction = Code("unknown_transaction")
         /// An App Store `signedPayload` did not verify.
         public static let invalidSignedPayload = Code("invalid_signed_payload")
     }

@@ -50,7 +50,7 @@ extension OfferService {
         if let store, flow.rule?.dependsOnIssuedOffers == true {
             let signed: SignedOutput<Output>
             do {
-                signed = try await store.withCustomerTransaction(flow.customer, issuedSince: since) { snapshot in
+                signed = try await PipelineMetrics.time(PipelineMetrics.customerTransactionWrite) { try await store.withCustomerTransaction(flow.customer, issuedSince: since) { snapshot in
                     let facts = snapshot.facts ?? CustomerFacts(key: flow.customer)
                     let decision = try self.decide(flow, facts: facts, issued: snapshot.issuedSignatures, now: now)
                     let signed = try await self.sign(flow, decision)
@@ -61,7 +61,7 @@ extension OfferService {
                         spent = updated
                     }
                     return CustomerCommit(value: signed, facts: spent, record: signed.record)
-                }
+                } }
             } catch let error as OfferServiceError {
                 throw error
             } catch let error as OfferSigningError {
@@ -87,7 +87,7 @@ extension OfferService {
         let signed = try await sign(flow, decision)
         if let store {
             try await storeCall {
-                try await store.record(signed.record)
+                try await PipelineMetrics.time(PipelineMetrics.groupCommitWrite) { try await store.record(signed.record) }
                 // A rule of one's own that spends a grant without declaring `dependsOnIssuedOffers` still spends it.
                 if let grant = decision.grant {
                     try await store.updateCustomer(flow.customer) { facts in
@@ -116,7 +116,7 @@ extension OfferService {
     private func sign<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision) async throws -> SignedOutput<Output> {
         let key = try keys.current.activeKey(forApp: flow.app.bundleIdentifier)
         do {
-            return try await flow.sign(key, decision)
+            return try await PipelineMetrics.time(PipelineMetrics.signing) { try await flow.sign(key, decision) }
         } catch let error as OfferSigningError {
             if error.code == .selfCheckFailed { selfCheckFailures.increment() }
             throw error

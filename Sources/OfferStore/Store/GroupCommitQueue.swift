@@ -1,3 +1,4 @@
+import Metrics
 import Synchronization
 
 /// Group commit: callers submit items and wait; one writer at a time takes everything queued (up to
@@ -23,6 +24,8 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
     private let state = Mutex(State())
     private let maximumBatch: Int
     private let write: Write
+    /// Items per batch written (docs/observability.md): near 1 when idle, growing with load.
+    private let batchSize = Recorder(label: "offer_signer_store_commit_batch_size")
 
     init(maximumBatch: Int, write: @escaping Write) {
         self.maximumBatch = maximumBatch
@@ -42,7 +45,7 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
             switch next {
             case .refuse: continuation.resume(throwing: OfferStoreError(code: .unavailable, message: "The store is closed."))
             case .wait: break
-            case .startWriter: Task { await self.writeUntilEmpty() }
+            case .startWriter: Task.detached { await self.writeUntilEmpty() }  // serves every caller: no task-locals of the first
             }
         }
     }
@@ -73,6 +76,7 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
                 for closer in closers { closer.resume() }
                 return
             }
+            batchSize.record(batch.count)
             do {
                 let outcomes = try await write(batch.map(\.0))
                 for (index, (_, continuation)) in batch.enumerated() {

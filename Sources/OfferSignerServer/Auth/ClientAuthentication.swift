@@ -1,0 +1,276 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JWTKit
+import Logging
+import OfferSigning
+import Synchronization
+
+/// Who is calling `/v1/offers/*`, as the client credential says.
+public enum ClientIdentity: Sendable, Hashable {
+    /// The developer's backend, with an API key (`OFFER_SIGNER_API_KEYS`): it has authenticated its user
+    /// itself and may name any customer.
+    case apiKey(name: String)
+    /// The app, with the developer's login JWT: it may act only for the customer the token names
+    /// (lower-cased, as an `applicationUsername` is).
+    case customer(String)
+    /// No credential: the explicit open mode (`OFFER_SIGNER_CLIENT_AUTH=none`, `serve --demo`).
+    case open
+
+    /// The name used in logs and metrics: the API key's name, `jwt`, or `open`. Never a token or a customer.
+    public var credentialName: String {
+        switch self {
+        case .apiKey(let name): name
+        case .customer: "jwt"
+        case .open: "open"
+        }
+    }
+
+    /// The customer a request acts for: the one it names, checked against a login JWT's customer (403
+    /// `customer_mismatch` when they differ); a request that names none acts for the JWT's customer.
+    /// - Throws: ``OfferServiceError``.
+    public func customer(naming requested: String?) throws(OfferServiceError) -> String? {
+        let named = requested.flatMap { $0.isEmpty ? nil : $0 }
+        guard case .customer(let own) = self else { return named }
+        guard let named else { return own }
+        guard named.lowercased() == own else {
+            throw OfferServiceError(.customerMismatch, "This login token acts for one customer only; applicationUsername names another. Leave applicationUsername out, or send the signed-in customer's own.", field: "applicationUsername")
+        }
+        return own
+    }
+}
+
+/// How `/v1/offers/*` callers authenticate (README "Securing it").
+public struct ClientAuthConfiguration: Sendable {
+    /// `OFFER_SIGNER_API_KEYS`.
+    public var apiKeys: BearerTokens
+    /// `OFFER_SIGNER_CLIENT_JWT_SECRET`: an HS256 secret for the developer's login JWTs.
+    public var jwtSecret: String?
+    /// `OFFER_SIGNER_CLIENT_JWT_KEYS`: a PEM public key (ES256 or RS256) or a JWK Set file.
+    public var jwtKeysPath: String?
+    /// `OFFER_SIGNER_CLIENT_JWT_ISSUER`: the `iss` login JWTs must carry, if set.
+    public var issuer: String?
+    /// `OFFER_SIGNER_CLIENT_JWT_AUDIENCE`: an `aud` login JWTs must contain, if set.
+    public var audience: String?
+    /// `OFFER_SIGNER_CLIENT_JWT_CUSTOMER_CLAIM`: the claim naming the customer (default `sub`).
+    public var customerClaim: String
+    /// `OFFER_SIGNER_CLIENT_AUTH=none` (or `serve --demo`): no credential is asked for.
+    public var isOpen: Bool
+    /// Clock skew allowed for `exp` and `nbf`.
+    public var leeway: TimeInterval
+
+    public init(apiKeys: BearerTokens = .none, jwtSecret: String? = nil, jwtKeysPath: String? = nil, issuer: String? = nil, audience: String? = nil, customerClaim: String = "sub", isOpen: Bool = false, leeway: TimeInterval = 60) {
+        self.apiKeys = apiKeys
+        self.jwtSecret = jwtSecret
+        self.jwtKeysPath = jwtKeysPath
+        self.issuer = issuer
+        self.audience = audience
+        self.customerClaim = customerClaim
+        self.isOpen = isOpen
+        self.leeway = leeway
+    }
+
+    /// The open mode, for the demo and tests.
+    public static let open = ClientAuthConfiguration(isOpen: true)
+
+    /// Whether any credential is configured.
+    public var hasCredentials: Bool { !apiKeys.isEmpty || jwtSecret != nil || jwtKeysPath != nil }
+}
+
+/// Checks client credentials: API keys by constant-time digest comparison, login JWTs with jwt-kit (HS256 with
+/// the secret; ES256/RS256 with the configured public keys, reloaded with the signing keys).
+public final class ClientAuthenticator: Sendable {
+    /// The configuration.
+    public let configuration: ClientAuthConfiguration
+    private let secretKeys: JWTKeyCollection?
+    private let publicKeys: Mutex<JWTKeyCollection?>
+
+    /// Builds the authenticator, reading `OFFER_SIGNER_CLIENT_JWT_KEYS`.
+    /// - Throws: ``ConfigurationError`` when the key file cannot be read or holds no usable key.
+    public init(_ configuration: ClientAuthConfiguration) async throws(ConfigurationError) {
+        self.configuration = configuration
+        if let secret = configuration.jwtSecret {
+            let keys = JWTKeyCollection()
+            await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+            secretKeys = keys
+        } else {
+            secretKeys = nil
+        }
+        if let path = configuration.jwtKeysPath {
+            publicKeys = Mutex(try await Self.loadPublicKeys(path))
+        } else {
+            publicKeys = Mutex(nil)
+        }
+    }
+
+    /// Re-reads `OFFER_SIGNER_CLIENT_JWT_KEYS` (with the signing keys: SIGHUP, the admin reload); a bad file
+    /// keeps the previous keys and throws.
+    public func reloadPublicKeys() async throws(ConfigurationError) {
+        guard let path = configuration.jwtKeysPath else { return }
+        let keys = try await Self.loadPublicKeys(path)
+        publicKeys.withLock { $0 = keys }
+    }
+
+    static func loadPublicKeys(_ path: String) async throws(ConfigurationError) -> JWTKeyCollection {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationError("OFFER_SIGNER_CLIENT_JWT_KEYS=\(path) cannot be read; point it at a PEM public key or a JWK Set file.")
+        }
+        let keys = JWTKeyCollection()
+        do {
+            if text.trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("{") {
+                try await keys.add(jwksJSON: text)
+            } else if let key = try? ES256PublicKey(pem: text) {
+                await keys.add(ecdsa: key)
+            } else {
+                await keys.add(rsa: try Insecure.RSA.PublicKey(pem: text), digestAlgorithm: .sha256)
+            }
+        } catch {
+            throw ConfigurationError("OFFER_SIGNER_CLIENT_JWT_KEYS=\(path) holds no ES256 or RS256 public key (a PEM \"PUBLIC KEY\" or a JWK Set with kid on each key).")
+        }
+        return keys
+    }
+
+    /// Who presents `authorization` (the `Authorization` header).
+    /// - Throws: ``OfferServiceError`` `unauthorized` for a missing, unknown, malformed, expired or
+    ///   not-yet-valid credential.
+    public func authenticate(authorization: String?) async throws(OfferServiceError) -> ClientIdentity {
+        if configuration.isOpen, authorization == nil { return .open }
+        guard let authorization, authorization.count <= 8 * 1024, authorization.lowercased().hasPrefix("bearer ") else {
+            throw OfferServiceError(.unauthorized, "Send a client credential: Authorization: Bearer <an API key of OFFER_SIGNER_API_KEYS, or the signed-in customer's login JWT>.")
+        }
+        let token = authorization.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
+        if let name = configuration.apiKeys.admin(presenting: token) { return .apiKey(name: name) }
+        if configuration.isOpen { return .open }
+        guard token.split(separator: ".", omittingEmptySubsequences: false).count == 3 else {
+            throw OfferServiceError(.unauthorized, "The bearer token is neither an API key of this service nor a JWT.")
+        }
+        return .customer(try await verifyJWT(token))
+    }
+
+    /// The customer a login JWT names, after its signature, `exp`, `nbf`, `iss` and `aud` are checked.
+    private func verifyJWT(_ token: String) async throws(OfferServiceError) -> String {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard let headerData = Data(base64URLEncodedString: parts[0]),
+              let header = try? JSONDecoder().decode(AlgorithmHeader.self, from: headerData)
+        else {
+            throw OfferServiceError(.unauthorized, "The login token's header is not base64url JSON.")
+        }
+        let keys: JWTKeyCollection?
+        switch header.alg {
+        case "HS256": keys = secretKeys
+        case "ES256", "RS256": keys = publicKeys.withLock { $0 }
+        default: keys = nil
+        }
+        guard let keys else {
+            throw OfferServiceError(.unauthorized, "The login token's algorithm (\(header.alg.prefix(10))) is not accepted here; this service takes HS256 with OFFER_SIGNER_CLIENT_JWT_SECRET, ES256 or RS256 with OFFER_SIGNER_CLIENT_JWT_KEYS.")
+        }
+        let claims: LoginClaims
+        do {
+            claims = try await keys.verify(token, as: LoginClaims.self)
+        } catch {
+            throw OfferServiceError(.unauthorized, "The login token's signature does not verify with the configured keys.")
+        }
+        let now = Date().timeIntervalSince1970
+        guard let exp = claims.exp, exp.isFinite else {
+            throw OfferServiceError(.unauthorized, "The login token has no exp; issue tokens that expire.")
+        }
+        guard exp + configuration.leeway > now else { throw OfferServiceError(.unauthorized, "The login token has expired; sign the customer in again.") }
+        if let nbf = claims.nbf, nbf.isFinite, nbf - configuration.leeway > now {
+            throw OfferServiceError(.unauthorized, "The login token is not valid yet (nbf).")
+        }
+        if let issuer = configuration.issuer, claims.iss != issuer {
+            throw OfferServiceError(.unauthorized, "The login token's issuer is not the one this service accepts.")
+        }
+        if let audience = configuration.audience, !claims.aud.contains(audience) {
+            throw OfferServiceError(.unauthorized, "The login token is not for this audience.")
+        }
+        guard let customer = claims.strings[configuration.customerClaim], !customer.isEmpty else {
+            throw OfferServiceError(.unauthorized, "The login token has no \(configuration.customerClaim) claim naming the customer.")
+        }
+        do {
+            try PayloadField.validateApplicationUsername(customer, named: configuration.customerClaim)
+        } catch {
+            throw OfferServiceError(.unauthorized, "The login token's \(configuration.customerClaim) claim cannot be an applicationUsername: \(error.message)")
+        }
+        return customer.lowercased()
+    }
+
+    private struct AlgorithmHeader: Decodable {
+        var alg: String
+    }
+
+    /// A login JWT's claims: the registered ones this service checks, and every string claim by name (the
+    /// customer claim is configurable). jwt-kit checks the signature; the claims are judged above.
+    struct LoginClaims: JWTPayload {
+        var exp: Double?
+        var nbf: Double?
+        var iss: String?
+        var aud: [String] = []
+        var strings: [String: String] = [:]
+
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Key.self)
+            for key in container.allKeys {
+                if let text = try? container.decode(String.self, forKey: key) { strings[key.stringValue] = text }
+            }
+            exp = try? container.decode(Double.self, forKey: Key(stringValue: "exp"))
+            nbf = try? container.decode(Double.self, forKey: Key(stringValue: "nbf"))
+            iss = strings["iss"]
+            if let one = strings["aud"] {
+                aud = [one]
+            } else if let many = try? container.decode([String].self, forKey: Key(stringValue: "aud")) {
+                aud = many
+            }
+        }
+
+        func encode(to encoder: any Encoder) throws {}
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+}
+
+extension Data {
+    /// Decodes base64url without padding.
+    init?(base64URLEncodedString text: some StringProtocol) {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        self.init(base64Encoded: base64)
+    }
+}
+
+/// Authenticates every request of the group it guards (`/v1/offers/*`) and applies the per-credential rate
+/// limit; puts the ``ClientIdentity`` in the context. 401 `unauthorized` with `WWW-Authenticate`; 429
+/// `rate_limited` with `Retry-After`.
+struct ClientAuthenticationMiddleware: RouterMiddleware {
+    typealias Context = OfferSignerRequestContext
+    let authenticator: ClientAuthenticator
+    let limits: RateLimits
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let identity: ClientIdentity
+        do {
+            identity = try await authenticator.authenticate(authorization: request.headers[.authorization])
+        } catch {
+            var failure = APIError(error)
+            failure.headers[.wwwAuthenticate] = "Bearer realm=\"offer-signer\""
+            throw failure
+        }
+        let credential: String
+        switch identity {
+        case .apiKey(let name): credential = "key:\(name)"
+        case .customer(let customer): credential = "jwt:\(customer)"
+        case .open: credential = "open:\(context.remoteAddress?.ipAddress ?? "unknown")"
+        }
+        try limits.admit(credential: credential, identity: identity)
+        var context = context
+        context.identity = identity
+        return try await next(request, context)
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A log handler that writes one JSON object per line (JSON Lines):
+///
+///     {"time":"2026-01-02T03:04:05.678Z","level":"info","label":"offer-signer","message":"request","method":"POST",…}
+///
+/// `time` is RFC 3339 in UTC with milliseconds; `level`, `label` and `message` come next, then every metadata
+/// value as a string field (the handler's, the metadata provider's, then the line's own), keys sorted. A
+/// metadata key that would shadow one of the four fixed fields is written as `metadata.<key>`. Strings are
+/// escaped as RFC 8259 requires (quotes, backslashes, control characters), so a message cannot break a line
+/// or forge a field.
+public struct JSONLogHandler: LogHandler {
+    /// Where a finished line goes (without its newline).
+    public typealias Output = @Sendable (String) -> Void
+
+    public var logLevel: Logger.Level = .info
+    public var metadata: Logger.Metadata = [:]
+    public var metadataProvider: Logger.MetadataProvider?
+    private let label: String
+    private let output: Output
+
+    /// A handler writing to standard error.
+    public static func standardError(label: String, metadataProvider: Logger.MetadataProvider? = nil) -> JSONLogHandler {
+        JSONLogHandler(label: label, metadataProvider: metadataProvider, output: StandardErrorLines.emit)
+    }
+
+    /// A handler writing each line to `output`.
+    public init(label: String, metadataProvider: Logger.MetadataProvider? = nil, output: @escaping Output) {
+        self.label = label
+        self.metadataProvider = metadataProvider
+        self.output = output
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var merged = metadata
+        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
+        if let own = event.metadata { merged.merge(own) { _, new in new } }
+        output(Self.line(time: Date(), level: event.level, label: label, message: "\(event.message)", metadata: merged))
+    }
+
+    /// One line of JSON (no newline).
+    public static func line(time: Date, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata) -> String {
+        var line = "{\"time\":\"\(rfc3339(time))\",\"level\":\"\(level.rawValue)\",\"label\":"
+        appendString(label, to: &line)
+        line += ",\"message\":"
+        appendString(message, to: &line)
+        for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
+            line += ","
+            appendString(["time", "level", "label", "message"].contains(key) ? "metadata.\(key)" : key, to: &line)
+            line += ":"
+            appendString(Self.text(value), to: &line)
+        }
+        line += "}"
+        return line
+    }
+
+    /// A metadata value as text: strings as they are, the rest as swift-log prints them.
+    static func text(_ value: Logger.Metadata.Value) -> String {
+        switch value {
+        case .string(let string): string
+        case .stringConvertible(let convertible): convertible.description
+        case .dictionary, .array: value.description
+        }
+    }
+
+    /// Appends `string` as a JSON string literal.
+    static func appendString(_ string: String, to line: inout String) {
+        line += "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": line += "\\\""
+            case "\\": line += "\\\\"
+            case "\n": line += "\\n"
+            case "\r": line += "\\r"
+            case "\t": line += "\\t"
+            case "\u{2028}", "\u{2029}", "\u{7F}":  // valid JSON, but not every line-oriented reader agrees
+                line += String(format: "\\u%04x", scalar.value)
+            default:
+                if scalar.value < 0x20 {
+                    line += String(format: "\\u%04x", scalar.value)
+                } else {
+                    line.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        line += "\""
+    }
+
+    /// `2026-01-02T03:04:05.678Z`.
+    public static func rfc3339(_ date: Date) -> String {
+        let interval = date.timeIntervalSince1970
+        var seconds = time_t(interval.rounded(.down))
+        var milliseconds = Int(((interval - Double(seconds)) * 1000).rounded(.down))
+        if milliseconds >= 1000 { milliseconds = 999 }
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+            Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+            Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), milliseconds)
+    }
+}
+
+/// Whole lines to standard error, one `write` each, never interleaved.
+private enum StandardErrorLines {
+    static let lock = Mutex(())
+
+    @Sendable static func emit(_ line: String) {
+        var bytes = Array(line.utf8)
+        bytes.append(UInt8(ascii: "\n"))
+        lock.withLock { _ in
+            bytes.withUnsafeBytes { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let written = write(2, buffer.baseAddress! + offset, buffer.count - offset)
+                    if written > 0 {
+                        offset += written
+                    } else if written < 0, errno == EINTR {
+                        continue
+                    } else {
+                        return
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The log format `LOG_FORMAT` names.
+public enum LogFormat: String, Sendable, CaseIterable {
+    /// One JSON object per line (``JSONLogHandler``): for log collectors.
+    case json
+    /// swift-log's human-readable lines: for a terminal.
+    case text
+
+    /// The default: `text` when standard error is a terminal, else `json`.
+    public static var forStandardError: LogFormat { isatty(2) != 0 ? .text : .json }
+
+    /// The format `LOG_FORMAT` names; unset: `json` unless standard error is a terminal.
+    /// - Parameter standardErrorIsTerminal: whether standard error is a terminal (`isatty(2)`).
+    /// - Throws: ``ConfigurationError`` for a name that is not a format.
+    public static func configured(_ environment: [String: String], standardErrorIsTerminal: Bool = isatty(2) != 0) throws(ConfigurationError) -> LogFormat {
+        guard let text = ConfigurationVariable.reader(environment).string(.logFormat) else {
+            return standardErrorIsTerminal ? .text : .json
+        }
+        guard let format = LogFormat(rawValue: text.lowercased()) else {
+            throw ConfigurationError("LOG_FORMAT=\(text.prefix(20)) is not a log format; use json or text.")
+        }
+        return format
+    }
+
+    /// A handler of this format writing to standard error.
+    public func standardErrorHandler(label: String, level: Logger.Level, metadataProvider: Logger.MetadataProvider? = RequestMetadata.provider) -> any LogHandler {
+        switch self {
+        case .json:
+            var handler = JSONLogHandler.standardError(label: label, metadataProvider: metadataProvider)
+            handler.logLevel = level
+            return handler
+        case .text:
+            var handler = StreamLogHandler.standardError(label: label, metadataProvider: metadataProvider)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}
+
+/// The key of ``CustomerHash`` that `OFFER_SIGNER_LOG_HASH_KEY` sets (16 characters at least), or `nil` (a random
+/// key per process).
+/// - Throws: ``ConfigurationError`` for a key shorter than 16 characters.
+public func configuredLogHashKey(_ environment: [String: String]) throws(ConfigurationError) -> String? {
+    guard let key = ConfigurationVariable.reader(environment).string(.logHashKey) else { return nil }
+    guard key.count >= 16 else {
+        throw ConfigurationError("OFFER_SIGNER_LOG_HASH_KEY is shorter than 16 characters; use a long random value (for example `openssl rand -hex 32`), the same on every replica.")
+    }
+    return key
+}

@@ -1,0 +1,109 @@
+import Foundation
+import HTTPTypes
+
+/// A rate: `count` requests per `seconds`, written `2000/s`, `20/min`, `1000/h`; `none` is unlimited.
+public struct Rate: Sendable, Hashable, CustomStringConvertible {
+    /// Requests allowed per period (also the burst).
+    public var count: Int
+    /// The period in seconds.
+    public var seconds: Double
+
+    public init(count: Int, seconds: Double) {
+        self.count = count
+        self.seconds = seconds
+    }
+
+    /// Parses `N/s`, `N/min`, `N/h` (N from 1 to 1,000,000); `nil` for `none`.
+    /// - Throws: ``ConfigurationError`` naming `variable`.
+    public static func parse(_ text: String, variable: String) throws(ConfigurationError) -> Rate? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        if trimmed == "none" || trimmed == "off" { return nil }
+        let parts = trimmed.split(separator: "/")
+        let periods: [String: Double] = ["s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3_600, "hour": 3_600]
+        guard parts.count == 2, let count = Int(parts[0]), (1...1_000_000).contains(count), let seconds = periods[String(parts[1])] else {
+            throw ConfigurationError("\(variable)=\(text.prefix(30)) is not a rate; write N/s, N/min or N/h (for example 2000/s or 20/min), or none.")
+        }
+        return Rate(count: count, seconds: seconds)
+    }
+
+    public var description: String {
+        "\(count)/\(seconds == 1 ? "s" : seconds == 60 ? "min" : "h")"
+    }
+
+    /// Token buckets for this rate.
+    func buckets() -> TokenBuckets {
+        TokenBuckets(rate: Double(count) / seconds, burst: Double(count))
+    }
+}
+
+/// The rate limits of one replica (README "Securing it"): per client credential and per customer on
+/// `/v1/offers/*`, per client address on the App Store endpoints. Over a limit: 429 `rate_limited` with
+/// `Retry-After`, and nothing is signed or recorded.
+public struct RateLimitConfiguration: Sendable, Hashable {
+    /// `OFFER_SIGNER_RATE_LIMIT_CLIENT`: per credential (an API key, a login JWT's customer, or in open mode
+    /// the client address). Default 600/min for login JWTs; API keys (your own servers) and the open mode
+    /// are limited only when the variable is set.
+    public var client: Rate?
+    /// `OFFER_SIGNER_RATE_LIMIT_CUSTOMER`: per customer. Default 20/min for requests with a login JWT (an app
+    /// calling directly); with an API key or in the open mode only when the variable is set.
+    public var customer: Rate?
+    /// Whether the variables were set (then they apply to API keys too).
+    public var clientExplicit: Bool
+    public var customerExplicit: Bool
+    /// `OFFER_SIGNER_RATE_LIMIT_APP_STORE`: per client address on the notification and retention endpoints.
+    public var appStore: Rate?
+
+    public init(client: Rate? = Rate(count: 600, seconds: 60), customer: Rate? = Rate(count: 20, seconds: 60), clientExplicit: Bool = false, customerExplicit: Bool = false, appStore: Rate? = Rate(count: 100, seconds: 1)) {
+        self.client = client
+        self.customer = customer
+        self.clientExplicit = clientExplicit
+        self.customerExplicit = customerExplicit
+        self.appStore = appStore
+    }
+
+    /// No limits at all (tests, the demo's benchmarks).
+    public static let none = RateLimitConfiguration(client: nil, customer: nil, clientExplicit: true, customerExplicit: true, appStore: nil)
+}
+
+/// The token buckets of the configured limits; one limited key never slows another.
+public final class RateLimits: Sendable {
+    public let configuration: RateLimitConfiguration
+    private let clients: TokenBuckets?
+    private let customers: TokenBuckets?
+    private let appStore: TokenBuckets?
+
+    public init(_ configuration: RateLimitConfiguration) {
+        self.configuration = configuration
+        clients = configuration.client?.buckets()
+        customers = configuration.customer?.buckets()
+        appStore = configuration.appStore?.buckets()
+    }
+
+    /// Admits a request of a client credential.
+    /// - Throws: ``APIError`` 429 `rate_limited`.
+    func admit(credential: String, identity: ClientIdentity) throws(APIError) {
+        if case .customer = identity {} else if !configuration.clientExplicit { return }
+        try take(clients, credential, what: "this client credential", rate: configuration.client)
+    }
+
+    /// Admits a request for a customer.
+    func admit(customer: String, identity: ClientIdentity) throws(APIError) {
+        if case .customer = identity {} else if !configuration.customerExplicit { return }
+        try take(customers, customer, what: "this customer", rate: configuration.customer)
+    }
+
+    /// Admits a request to an App Store endpoint from `address`.
+    func admit(appStoreAddress address: String) throws(APIError) {
+        try take(appStore, address, what: "this address", rate: configuration.appStore)
+    }
+
+    private func take(_ buckets: TokenBuckets?, _ key: String, what: String, rate: Rate?) throws(APIError) {
+        guard let buckets, let rate else { return }
+        if case .limited(let seconds) = buckets.take(key) {
+            throw APIError(
+                status: .tooManyRequests, code: "rate_limited",
+                message: "Too many requests for \(what) (limit \(rate)); nothing was signed. Try again in \(seconds) second\(seconds == 1 ? "" : "s").",
+                headers: [.retryAfter: "\(seconds)"])
+        }
+    }
+}

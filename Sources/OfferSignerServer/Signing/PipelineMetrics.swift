@@ -1,0 +1,52 @@
+import Metrics
+import OfferEligibility
+import Prometheus
+
+/// The pipeline's latency histograms and refusal counters (docs/observability.md). Created on first use, after
+/// `serve` has bootstrapped the metrics system. Labels are bounded: a path, a rule name, a rule's code — never
+/// a customer.
+enum PipelineMetrics {
+    /// Signing plus the self-verification, per signature.
+    static let signing = Timer(label: "offer_signer_signing_duration_seconds", preferredDisplayUnit: .seconds)
+    /// Recording an issued signature through the group commit (queueing, the batch's insert and its commit).
+    static let groupCommitWrite = Timer(
+        label: "offer_signer_store_write_duration_seconds", dimensions: [("path", "group_commit")], preferredDisplayUnit: .seconds)
+    /// A locked customer transaction (lock, load, decide, sign, record, commit), for rules that depend on issued
+    /// offers.
+    static let customerTransactionWrite = Timer(
+        label: "offer_signer_store_write_duration_seconds", dimensions: [("path", "customer_transaction")], preferredDisplayUnit: .seconds)
+
+    /// Counts a refused offer: once per reason, by the rule that said no and its code.
+    static func countRefusal(_ reasons: [EligibilityReason]) {
+        for reason in reasons.isEmpty ? [EligibilityReason(rule: "unknown", code: "unknown", message: "")] : reasons {
+            Counter(label: "offer_signer_eligibility_refusals_total", dimensions: [
+                ("rule", String(reason.rule.prefix(64))), ("code", String(reason.code.prefix(64))),
+            ]).increment()
+        }
+    }
+
+    /// Runs `body`, recording its duration in `timer` (also when it throws).
+    static func time<T>(_ timer: Timer, _ body: () async throws -> T) async rethrows -> T {
+        let start = ContinuousClock.now
+        defer { timer.record(duration: ContinuousClock.now - start) }
+        return try await body()
+    }
+}
+
+extension PrometheusMetricsFactory {
+    /// A factory whose histograms fit what they measure: signing takes well under a millisecond (the default
+    /// buckets start at 5 ms), a store write a few milliseconds, a commit batch 1 to the backend's maximum.
+    public static func offerSigner(registry: PrometheusCollectorRegistry) -> PrometheusMetricsFactory {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets["offer_signer_signing_duration_seconds"] = [
+            .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2),
+            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        ]
+        factory.durationHistogramBuckets["offer_signer_store_write_duration_seconds"] = [
+            .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5),
+        ]
+        factory.valueHistogramBuckets["offer_signer_store_commit_batch_size"] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000]
+        return factory
+    }
+}
