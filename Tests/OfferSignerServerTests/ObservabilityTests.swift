@@ -153,6 +153,8 @@ enum RequestLoggingMiddlewareProbe {
     static let adminToken = "scan-admin-token-6d1f0c2b9a8e7f"
     static let wrongAdminToken = "scan-wrong-token-0a9b8c7d6e5f"
     static let clientToken = "scan-client-api-key-3e4f5a6b7c8d"
+    static let wrongClientToken = "scan-stolen-api-key-9f8e7d6c5b4a"
+    static let jwtSecret = "scan-jwt-secret-0123456789abcdef0123456789abcdef"
 
     @Test("no secret and no raw customer in the log of a full run", arguments: StoreBackend.available)
     func scan(_ backend: StoreBackend) async throws {
@@ -207,7 +209,9 @@ enum RequestLoggingMiddlewareProbe {
             holder: service.keys, loadKeys: loadKeys, configuredActiveKeyIdentifier: nil,
             stateStore: StoreKeyStateStore(store: store, documentName: "scan-\(bundle)"), logger: logger)
         let app = Application(
-            router: buildRouter(service: service, keyManager: manager, adminTokens: try BearerTokens(parsing: "carol:\(Self.adminToken)")),
+            router: buildRouter(
+                service: service, keyManager: manager, adminTokens: try BearerTokens(parsing: "carol:\(Self.adminToken)"),
+                authenticator: try await ClientAuthenticator(ClientAuthConfiguration(apiKeys: try BearerTokens(parsing: "backend:\(Self.clientToken)"), jwtSecret: Self.jwtSecret))),
             logger: logger)
 
         let counter = Atomic<Int>(0)
@@ -235,7 +239,7 @@ enum RequestLoggingMiddlewareProbe {
             #expect(try await sign("once", sent).status == .forbidden)
             // Eligibility, introductory eligibility.
             #expect(try await call(.post, "/v1/offers/eligibility", #"{"applicationUsername":"\#(sent)"}"#).status == .ok)
-            #expect(try await call(.post, "/v1/offers/introductory-eligibility", #"{"productIdentifier":"\#(TestPayloads.productId)","transactionId":"2000000123456789","applicationUsername":"\#(sent)"}"#).status == .ok)
+            #expect(try await call(.post, "/v1/offers/introductory-eligibility", #"{"productIdentifier":"\#(TestPayloads.productId)","transactionId":"2000000123456789","applicationUsername":"\#(sent)"}"#).status.code < 500)  // decided or refused (an unknown transaction), never a failure
 
             // A notification for a customer known by appAccountToken, and a signed transaction with a sign request.
             let now = Date()
@@ -268,6 +272,8 @@ enum RequestLoggingMiddlewareProbe {
             #expect(try await sign("no_such_offer", sent).status == .notFound)
             #expect(try await sign("everyone", String(repeating: sent, count: 30)).status == .badRequest)
             #expect(try await call(.get, "/v1/customers/\(sent)").status == .notFound)
+            #expect(try await call(.post, "/v1/offers/eligibility", #"{"applicationUsername":"\#(sent)"}"#, token: nil).status == .unauthorized)
+            #expect(try await call(.post, "/v1/offers/eligibility", #"{"applicationUsername":"\#(sent)"}"#, token: Self.wrongClientToken).status == .unauthorized)
             #expect(try await call(.get, "/admin/customers/\(bundle)/\(encodedTarget)", token: nil).status == .unauthorized)
             #expect(try await call(.get, "/admin/customers/\(bundle)/\(encodedTarget)", token: Self.wrongAdminToken).status == .forbidden)
             let forged = try await TestJWSSigner(chain: try TestCertificateChain()).signNotification(.subscribed, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleId: bundle)
@@ -280,6 +286,7 @@ enum RequestLoggingMiddlewareProbe {
         #expect(all.count > requests)
         var forbidden: [(String, String)] = [
             ("the admin token", Self.adminToken), ("a wrong admin token", Self.wrongAdminToken), ("the client's bearer token", Self.clientToken),
+            ("a wrong client token", Self.wrongClientToken), ("the login JWT secret", Self.jwtSecret),
         ]
         for line in pem.split(separator: "\n") where !line.isEmpty { forbidden.append(("a PEM line of the key", String(line))) }
         for customer in customers {
@@ -301,6 +308,7 @@ enum RequestLoggingMiddlewareProbe {
         #expect(access.contains { $0["route"]?.hasPrefix("/admin/customers/") == true && $0["route"]?.hasSuffix("/flags") == true && $0["admin"] == "carol" }, "\(access)")
         #expect(objects.contains { $0["message"] == "App Store notification" && $0["requestId"] == "notification-1" && $0["customer"] == "\(bundle)/\(CustomerHash.of(notified))" })
         #expect(objects.contains { $0["message"] == "audit: customer.grant" && $0["requestId"] == "admin-call" && $0["target"] == "\(bundle)/\(CustomerHash.of(adminTarget))" })
+        #expect(access.contains { $0["route"] == "/v1/offers/sign" && $0["status"] == "200" && $0["credential"] == "backend" }, "\(access)")
         #expect(objects.contains { $0["level"] == "trace" || $0["level"] == "debug" })
     }
 }

@@ -17,7 +17,10 @@ public struct OfferSignerRequestContext: RequestContext, RemoteAddressRequestCon
         set { requestLog.admin = newValue }
     }
     /// Who is calling `/v1/offers/*`, set by the client authentication middleware.
-    public var identity: ClientIdentity?
+    public var identity: ClientIdentity? {
+        get { requestLog.identity }
+        set { requestLog.identity = newValue }
+    }
     /// The client's address (`nil` in router tests).
     public let remoteAddress: SocketAddress?
 

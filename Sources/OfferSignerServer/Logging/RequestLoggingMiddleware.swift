@@ -22,15 +22,15 @@ public enum RequestMetadata {
 /// known: shared by every copy of the request's context (a context is a value; a middleware's changes are
 /// seen only by what it calls, not by the middleware that called it).
 public final class RequestLogRecord: Sendable {
-    private let state = Mutex<(credential: String?, admin: String?)>((nil, nil))
+    private let state = Mutex<(identity: ClientIdentity?, admin: String?)>((nil, nil))
 
     public init() {}
 
-    /// The name of the credential the client authenticated with (an API key's or a login JWT issuer's name;
-    /// never the secret itself), set by the client authentication.
-    public var credential: String? {
-        get { state.withLock { $0.credential } }
-        set { state.withLock { $0.credential = newValue } }
+    /// Who is calling `/v1/offers/*`, set by the client authentication; the access log shows its
+    /// ``ClientIdentity/credentialName`` (an API key's name, `jwt` or `open`; never a token or a customer).
+    public var identity: ClientIdentity? {
+        get { state.withLock { $0.identity } }
+        set { state.withLock { $0.identity = newValue } }
     }
 
     /// The admin making an `/admin` request (the name of their token).
@@ -101,7 +101,7 @@ struct RequestLoggingMiddleware: RouterMiddleware {
             "status": .stringConvertible(status.code),
             "durationMs": .string(String(format: "%.3f", milliseconds)),
         ]
-        if let credential = context.requestLog.credential { metadata["credential"] = .string(credential) }
+        if let identity = context.requestLog.identity { metadata["credential"] = .string(identity.credentialName) }
         if let admin = context.requestLog.admin { metadata["admin"] = .string(admin) }
         context.logger.info("request", metadata: metadata)
     }
