@@ -262,21 +262,57 @@ struct StoreFixture {
         try await fixture.store.close()
     }
 
-    @Test("introductory-offer eligibility follows the customer store", arguments: StoreBackend.available)
+    @Test("introductory-offer eligibility follows the customer store, for the customer who owns the transaction", arguments: StoreBackend.available)
     func introductoryEligibilityFromTheStore(_ backend: StoreBackend) async throws {
         let fixture = try await StoreFixture(backend)
         try await fixture.application.test(.router) { client in
-            func allow(_ username: String) async throws -> Bool? {
-                let response = try await client.post("/v1/offers/introductory-eligibility", json: #"{"productIdentifier":"\#(TestPayloads.productId)","transactionId":"2000000123456789","applicationUsername":"\#(username)"}"#)
+            func ask(_ username: String, _ transactionId: String, signedTransaction: String? = nil) async throws -> TestResponse {
+                let signed = signedTransaction.map { #","signedTransaction":"\#($0)""# } ?? ""
+                return try await client.post("/v1/offers/introductory-eligibility", json: #"{"productIdentifier":"\#(TestPayloads.productId)","transactionId":"\#(transactionId)","applicationUsername":"\#(username)"\#(signed)}"#)
+            }
+            func allow(_ response: TestResponse) throws -> Bool? {
                 let answer = try response.decode(JWSAnswer.self)
                 let claims = try #require(JWSOfferVerifier.decode(answer.signature)).claims
                 #expect(claims.allowIntroductoryOffer == answer.allowIntroductoryOffer)
                 return answer.allowIntroductoryOffer
             }
-            #expect(try await allow("fresh") == true)
+            // A transaction nothing links to a customer is refused, never decided on empty facts.
+            let unknown = try await ask("fresh", "2000000123456789")
+            #expect(unknown.status == .notFound)
+            #expect(try unknown.decode(ErrorBody.self).error.code == "unknown_transaction")
+            // The customer's own signed transaction links it: decided for them.
+            let fresh = fixture.transaction("fresh", expires: Date() + 86_400, signedDate: Date())
+            let freshJWS = try await fixture.signer.sign(fresh)
+            #expect(try allow(try await ask("fresh", try #require(fresh.originalTransactionId), signedTransaction: freshJWS)) == true)
+            // A notification links another one; that customer had an introductory offer.
             let transaction = fixture.transaction("had-intro", expires: Date() + 86_400, signedDate: Date(), introductory: true)
             _ = try await fixture.notify(client, .subscribed, .initialBuy, transaction: transaction, signedDate: Date())
-            #expect(try await allow("had-intro") == false)
+            let original = try #require(transaction.originalTransactionId)
+            #expect(try allow(try await ask("had-intro", original)) == false)
+            // Someone else asking with that customer's transaction is refused.
+            let stolen = try await ask("fresh", original)
+            #expect(stolen.status == .forbidden)
+            #expect(try stolen.decode(ErrorBody.self).error.code == "customer_mismatch")
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("a signed transaction without appAccountToken stays with the customer who presented it first", arguments: StoreBackend.available)
+    func unclaimedTransactionsAreClaimedOnce(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        try await fixture.application.test(.router) { client in
+            var transaction = fixture.transaction("ignored", expires: Date() + 86_400, signedDate: Date())
+            transaction.appAccountToken = nil
+            let jws = try await fixture.signer.sign(transaction)
+            let first = try await fixture.sign(client, "everyone", "first-owner", extra: #","signedTransaction":"\#(jws)""#)
+            #expect(first.status == .ok)
+            let second = try await fixture.sign(client, "everyone", "second-comer", extra: #","signedTransaction":"\#(jws)""#)
+            #expect(second.status == .conflict)
+            #expect(try second.decode(ErrorBody.self).error.code == "transaction_claimed")
+            let again = try await fixture.sign(client, "everyone", "first-owner", extra: #","signedTransaction":"\#(jws)""#)
+            #expect(again.status == .ok)
+            let owners = try await fixture.store.customers(withOriginalTransactionId: try #require(transaction.originalTransactionId))
+            #expect(owners.map(\.applicationUsername) == ["first-owner"])
         }
         try await fixture.store.close()
     }

@@ -123,6 +123,19 @@ public struct NotificationIngestor: Sendable {
         if let token = transaction.appAccountToken, token.lowercased() != key.applicationUsername {
             throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction belongs to another customer (its appAccountToken is not this applicationUsername).")
         }
+        // Without an appAccountToken nothing in the transaction names its customer: the first customer that
+        // presented it (or that the App Store's notifications were filed under) keeps it.
+        if transaction.appAccountToken == nil, let original = transaction.originalTransactionId {
+            let owners: [CustomerKey]
+            do {
+                owners = try await store.customers(withOriginalTransactionId: original).filter { $0.bundleIdentifier == key.bundleIdentifier }
+            } catch {
+                throw OfferServiceError.storeUnavailable
+            }
+            if !owners.isEmpty, !owners.contains(key) {
+                throw OfferServiceError(.transactionClaimed, "This subscription's original transaction is already claimed by another customer of this app; a signed transaction without an appAccountToken cannot move it. Set appAccountToken on purchases to tie them to your accounts.", field: "signedTransaction")
+            }
+        }
         do {
             try await store.updateCustomer(key) { facts in
                 SubscriptionFolding.fold(transaction: transaction, into: &facts)

@@ -170,7 +170,12 @@ public final class OfferService: Sendable {
 
     /// Verifies and records the request's `signedTransaction`, if any, before the rules look at the customer.
     func ingestSignedTransaction(_ request: SignOfferRequest, app: AppConfiguration) async throws(OfferServiceError) {
-        guard let signedTransaction = request.signedTransaction else { return }
+        try await ingestSignedTransaction(request.signedTransaction, app: app, applicationUsername: request.applicationUsername)
+    }
+
+    /// Verifies and records a StoreKit 2 signed transaction for a customer (nothing when `nil`).
+    func ingestSignedTransaction(_ signedTransaction: String?, app: AppConfiguration, applicationUsername: String) async throws(OfferServiceError) {
+        guard let signedTransaction else { return }
         guard let notifications else {
             throw OfferServiceError(
                 .storeUnavailable,
@@ -179,7 +184,7 @@ public final class OfferService: Sendable {
         guard signedTransaction.utf8.count <= 16 * 1024 else {
             throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction is longer than 16 KiB.")
         }
-        try await notifications.ingest(signedTransaction: signedTransaction, for: CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: request.applicationUsername))
+        try await notifications.ingest(signedTransaction: signedTransaction, for: CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername))
     }
 
     /// The issuer ID JWS signatures of `app` need.
@@ -225,6 +230,28 @@ public final class OfferService: Sendable {
         })
     }
 
+    /// The decision is made for the customer who owns `transactionId`: the request's customer must be the one
+    /// verified App Store data (a notification, or a signed transaction — the request's own `signedTransaction`
+    /// is verified and recorded first) links that original transaction to. An unknown transaction is refused,
+    /// never decided on empty facts.
+    /// - Throws: ``OfferServiceError`` `unknown_transaction`, `customer_mismatch`, `store_unavailable`.
+    func requireOwnership(of transactionId: String, by customer: CustomerKey, signedTransaction: String?, app: AppConfiguration) async throws(OfferServiceError) {
+        guard let store else {
+            throw OfferServiceError(.storeUnavailable, "Introductory-offer eligibility under a policy is decided from the customer store; configure OFFER_SIGNER_DATABASE_URL.")
+        }
+        guard !transactionId.isEmpty, transactionId.count <= 64, transactionId.allSatisfy(\.isNumber) else {
+            throw OfferServiceError.invalidRequest(field: "transactionId", "transactionId must be a transaction identifier: 1 to 64 decimal digits.")
+        }
+        try await ingestSignedTransaction(signedTransaction, app: app, applicationUsername: customer.applicationUsername)
+        let owners = try await storeCall { try await store.customers(withOriginalTransactionId: transactionId) }.filter { $0.bundleIdentifier == app.bundleIdentifier }
+        guard !owners.isEmpty else {
+            throw OfferServiceError(.unknownTransaction, "No verified App Store data links transaction \(transactionId) to a customer of \(app.bundleIdentifier). Send the customer's signedTransaction (StoreKit 2 jwsRepresentation) with the request, or wait for the App Store's notification.", field: "transactionId")
+        }
+        guard owners.contains(customer) else {
+            throw OfferServiceError(.customerMismatch, "Transaction \(transactionId) belongs to another customer; introductory-offer eligibility is decided only for the customer who owns the transaction.", field: "transactionId")
+        }
+    }
+
     /// Signs an introductory-offer eligibility JWS; `allowIntroductoryOffer` comes from the override if any,
     /// else the product's introductory-offer policy applied to the customer's facts, else yes.
     public func signIntroductoryOfferEligibility(_ request: IntroductoryEligibilityRequest) async throws -> IntroductoryEligibilityResponse {
@@ -233,6 +260,9 @@ public final class OfferService: Sendable {
         try PayloadField.validate(request.productIdentifier, named: "productIdentifier")
         let issuer = try issuerIdentifier(of: app)
         let customer = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: request.applicationUsername)
+        if introductoryOfferDecision == nil, policy != nil {
+            try await requireOwnership(of: request.transactionId, by: customer, signedTransaction: request.signedTransaction, app: app)
+        }
         var product: OfferPolicy.Product?
         var rule: (any EligibilityRule)?
         var fixedVerdict: IntroductoryOfferVerdict?
