@@ -47,7 +47,7 @@ public final class RequestLogRecord: Sendable {
 ///   handling the request carries it, and back to the client as `X-Request-Id` on every response, errors
 ///   included.
 /// - One line per request at `info`, message `request`: `method`, `route` (the endpoint's path pattern, such as
-///   `/admin/customers/:bundleIdentifier/:applicationUsername`, never the raw path, which can hold a customer),
+///   `/admin/customers/{bundleIdentifier}/{applicationUsername}`, never the raw path, which can hold a customer),
 ///   `status`, `durationMs`, and `credential` / `admin` when the request authenticated. Never a header value.
 struct RequestLoggingMiddleware: RouterMiddleware {
     typealias Context = OfferSignerRequestContext
