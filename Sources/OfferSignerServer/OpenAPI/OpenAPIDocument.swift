@@ -22,6 +22,7 @@ enum OpenAPIDocument {
       /v1/offers/sign:
         post:
           operationId: signOffer
+          security: [{ client: [] }, {}]
           summary: Sign a promotional offer (legacy bundle or StoreKit 2 JWS) after the eligibility policy
           description: >-
             With a policy, the app, product and offer must be listed (else 404) and the offer's rules must hold
@@ -42,6 +43,9 @@ enum OpenAPIDocument {
                       - $ref: "#/components/schemas/LegacyBundle"
                       - $ref: "#/components/schemas/SignedJWSOffer"
             "400": { $ref: "#/components/responses/BadRequest" }
+            "401": { $ref: "#/components/responses/Unauthorized" }
+            "409": { $ref: "#/components/responses/KeyStateConflict" }
+            "429": { $ref: "#/components/responses/RateLimited" }
             "403": { $ref: "#/components/responses/NotEligible" }
             "404": { $ref: "#/components/responses/NotFound" }
             "413": { $ref: "#/components/responses/PayloadTooLarge" }
@@ -51,6 +55,7 @@ enum OpenAPIDocument {
       /v1/offers/eligibility:
         post:
           operationId: offerEligibility
+          security: [{ client: [] }, {}]
           summary: Every offer of the policy (of the product, when given) with its decision for a customer
           requestBody:
             required: true
@@ -64,6 +69,9 @@ enum OpenAPIDocument {
                 application/json:
                   schema: { $ref: "#/components/schemas/EligibilityResponse" }
             "400": { $ref: "#/components/responses/BadRequest" }
+            "401": { $ref: "#/components/responses/Unauthorized" }
+            "403": { $ref: "#/components/responses/Forbidden" }
+            "429": { $ref: "#/components/responses/RateLimited" }
             "404": { $ref: "#/components/responses/NotFound" }
             "413": { $ref: "#/components/responses/PayloadTooLarge" }
             "415": { $ref: "#/components/responses/UnsupportedMediaType" }
@@ -72,6 +80,7 @@ enum OpenAPIDocument {
       /v1/offers/introductory-eligibility:
         post:
           operationId: introductoryEligibility
+          security: [{ client: [] }, {}]
           summary: An introductory-offer eligibility JWS, decided by the product's introductory-offer policy
           requestBody:
             required: true
@@ -85,6 +94,9 @@ enum OpenAPIDocument {
                 application/json:
                   schema: { $ref: "#/components/schemas/IntroductoryEligibilityResponse" }
             "400": { $ref: "#/components/responses/BadRequest" }
+            "401": { $ref: "#/components/responses/Unauthorized" }
+            "403": { $ref: "#/components/responses/Forbidden" }
+            "429": { $ref: "#/components/responses/RateLimited" }
             "404": { $ref: "#/components/responses/NotFound" }
             "413": { $ref: "#/components/responses/PayloadTooLarge" }
             "415": { $ref: "#/components/responses/UnsupportedMediaType" }
@@ -93,6 +105,7 @@ enum OpenAPIDocument {
       /v1/offers/verify:
         post:
           operationId: verifyOffer
+          security: [{ client: [] }, {}]
           summary: Verify a legacy bundle or {"signature":<compact JWS>}, showing what was checked
           description: >-
             A body without keyIdentifier, nonce and timestamp whose signature contains "." is a JWS; any other body
@@ -117,6 +130,8 @@ enum OpenAPIDocument {
                       - $ref: "#/components/schemas/LegacyVerification"
                       - $ref: "#/components/schemas/JWSVerification"
             "400": { $ref: "#/components/responses/BadRequest" }
+            "401": { $ref: "#/components/responses/Unauthorized" }
+            "429": { $ref: "#/components/responses/RateLimited" }
             "413": { $ref: "#/components/responses/PayloadTooLarge" }
             "415": { $ref: "#/components/responses/UnsupportedMediaType" }
             "500": { $ref: "#/components/responses/InternalError" }
@@ -148,6 +163,7 @@ enum OpenAPIDocument {
                     properties:
                       outcome: { type: string, enum: [processed, duplicate, ignored] }
             "400": { $ref: "#/components/responses/BadRequest" }
+            "429": { $ref: "#/components/responses/RateLimited" }
             "413": { $ref: "#/components/responses/PayloadTooLarge" }
             "415": { $ref: "#/components/responses/UnsupportedMediaType" }
             "500": { $ref: "#/components/responses/InternalError" }
@@ -482,6 +498,14 @@ enum OpenAPIDocument {
                   schema: { type: object, required: [openapi, info, paths] }
     components:
       securitySchemes:
+        client:
+          type: http
+          scheme: bearer
+          description: >-
+            /v1/offers/* take a client credential: an API key of OFFER_SIGNER_API_KEYS (a backend; it may name any
+            customer), or the developer's login JWT (the app; it acts for the customer its customer claim names,
+            and naming another is a 403 customer_mismatch). No credential, or a bad or expired one, is a 401 with
+            WWW-Authenticate. Only the explicit open mode (OFFER_SIGNER_CLIENT_AUTH=none, serve --demo) takes none.
         admin:
           type: http
           scheme: bearer
@@ -634,7 +658,7 @@ enum OpenAPIDocument {
           description: Unix time in milliseconds (up to the end of year 9999)
         SignRequest:
           type: object
-          required: [productIdentifier, offerIdentifier, applicationUsername]
+          required: [productIdentifier, offerIdentifier]
           examples:
             - { productIdentifier: com.example.monthly, offerIdentifier: winback_50, applicationUsername: 8C1D6A9E-0B2F-4C3D-9E8F-1A2B3C4D5E6F }
             - { productIdentifier: com.example.monthly, offerIdentifier: winback_50, applicationUsername: user-0001, format: jws, transactionId: "2000000123456789" }
@@ -649,7 +673,10 @@ enum OpenAPIDocument {
               type: string
               minLength: 1
               maxLength: 255
-              description: Lower-cased before signing; the length is checked after lower-casing; U+0130 and U+03A3 are refused
+              description: >-
+                Lower-cased before signing; the length is checked after lower-casing; U+0130 and U+03A3 are refused.
+                Required with an API key or in the open mode (400 when missing); with a login JWT it may be left out
+                (the token's customer is used) and must otherwise be that customer (403 customer_mismatch).
             format:
               type: [string, "null"]
               enum: [legacy, jws, null]
@@ -662,7 +689,7 @@ enum OpenAPIDocument {
               description: StoreKit 2 jwsRepresentation of one of the customer's transactions, verified like notifications (needs a store and a verifiable app, else 503)
         EligibilityRequest:
           type: object
-          required: [applicationUsername]
+          description: applicationUsername may be left out with a login JWT (its customer is used)
           examples:
             - { applicationUsername: user-0001, productIdentifier: com.example.monthly }
           properties:
@@ -673,7 +700,11 @@ enum OpenAPIDocument {
             productIdentifier: { type: [string, "null"], description: "Only this product's offers" }
         IntroductoryEligibilityRequest:
           type: object
-          required: [productIdentifier, transactionId, applicationUsername]
+          required: [productIdentifier, transactionId]
+          description: >-
+            Decided for the customer who owns transactionId (an original transaction a notification or a verified
+            signed transaction linked to them): 404 unknown_transaction when nothing links it, 403
+            customer_mismatch when another customer owns it. applicationUsername may be left out with a login JWT.
           examples:
             - { productIdentifier: com.example.monthly, transactionId: "2000000123456789", applicationUsername: user-0001 }
           properties:
@@ -681,6 +712,9 @@ enum OpenAPIDocument {
             productIdentifier: { type: string, minLength: 1, maxLength: 255 }
             transactionId: { type: string, pattern: "^[0-9]{1,64}$" }
             applicationUsername: { type: string, minLength: 1, maxLength: 255 }
+            signedTransaction:
+              type: [string, "null"]
+              description: StoreKit 2 jwsRepresentation of the customer's transaction, verified and recorded first (links transactionId to the customer)
         VerifyLegacyRequest:
           type: object
           description: The fields of a legacy bundle (what sign returned); bundleIdentifier is optional when one app is configured
