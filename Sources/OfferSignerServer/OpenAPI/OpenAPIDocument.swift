@@ -251,7 +251,7 @@ enum OpenAPIDocument {
           security: [{ admin: [] }]
           parameters:
             - $ref: "#/components/parameters/KeyIdentifier"
-          responses:
+          responses: &keyActionResponses  # the same for activate, retire and revoke
             "200": { $ref: "#/components/responses/AdminKeyList" }
             "401": { $ref: "#/components/responses/Unauthorized" }
             "403": { $ref: "#/components/responses/Forbidden" }
@@ -267,15 +267,7 @@ enum OpenAPIDocument {
           security: [{ admin: [] }]
           parameters:
             - $ref: "#/components/parameters/KeyIdentifier"
-          responses:
-            "200": { $ref: "#/components/responses/AdminKeyList" }
-            "401": { $ref: "#/components/responses/Unauthorized" }
-            "403": { $ref: "#/components/responses/Forbidden" }
-            "404": { $ref: "#/components/responses/NotFound" }
-            "409": { $ref: "#/components/responses/KeyStateConflict" }
-            "429": { $ref: "#/components/responses/RateLimited" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+          responses: *keyActionResponses
       /admin/keys/{keyIdentifier}/revoke:
         post:
           operationId: adminRevokeKey
@@ -283,15 +275,7 @@ enum OpenAPIDocument {
           security: [{ admin: [] }]
           parameters:
             - $ref: "#/components/parameters/KeyIdentifier"
-          responses:
-            "200": { $ref: "#/components/responses/AdminKeyList" }
-            "401": { $ref: "#/components/responses/Unauthorized" }
-            "403": { $ref: "#/components/responses/Forbidden" }
-            "404": { $ref: "#/components/responses/NotFound" }
-            "409": { $ref: "#/components/responses/KeyStateConflict" }
-            "429": { $ref: "#/components/responses/RateLimited" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+          responses: *keyActionResponses
       /admin/customers/{bundleIdentifier}/{applicationUsername}:
         get:
           operationId: adminCustomerFacts
