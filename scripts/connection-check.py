@@ -8,7 +8,8 @@ Each check opens raw sockets on loopback, so it sees exactly what a client sees:
 - an HTTP/1.0 request without keep-alive gets its answer and the connection is closed;
 - more connections than OFFER_SIGNER_MAX_CONNECTIONS (held open, idle) do not kill the process, and
   /healthz answers again once the idle ones time out;
-- SIGTERM stops the process within 3 seconds.
+- SIGTERM stops the process within 3 seconds;
+- a port in use exits 78, an unreachable database 69 within the start-up timeout (15 s).
 
 Usage: scripts/connection-check.py PATH/TO/offer-signer     (exit status 0 when every check passes)
 """
@@ -159,6 +160,23 @@ finally:
     if server.poll() is None:
         server.kill()
         server.wait()
+
+# Start-up fails fast and clearly: a port in use is a configuration error (78); a database that does not
+# answer is an unavailable dependency (69) within the start-up timeout, and its password is never printed.
+with socket.socket() as taken:
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    busy = subprocess.run([BINARY, "serve", "--demo"], env=dict(os.environ, OFFER_SIGNER_PORT=str(taken.getsockname()[1]), LOG_FORMAT="text"),
+                          capture_output=True, text=True, timeout=60)
+check(busy.returncode == 78 and "OFFER_SIGNER_PORT" in busy.stderr, f"a port in use stops start-up with 78 and names OFFER_SIGNER_PORT ({busy.returncode})")
+key = subprocess.run([BINARY, "keys", "generate"], capture_output=True, text=True, check=True).stdout
+start = time.monotonic()
+unreachable = subprocess.run([BINARY, "serve"], env=dict(os.environ, OFFER_SIGNER_BUNDLE_ID="com.example.app", OFFER_SIGNER_KEY_K1=key,
+                             OFFER_SIGNER_CLIENT_AUTH="none", OFFER_SIGNER_DATABASE_URL="postgres://u:hunter2secret@127.0.0.1:1/db", LOG_FORMAT="text"),
+                             capture_output=True, text=True, timeout=90)
+elapsed = time.monotonic() - start
+check(unreachable.returncode == 69 and elapsed < 30 and "OFFER_SIGNER_DATABASE_URL" in unreachable.stderr and "hunter2secret" not in unreachable.stderr,
+      f"an unreachable database stops start-up with 69 in {elapsed:.0f} s, naming the variable, not the password ({unreachable.returncode})")
 
 print(f"\n{len(failures)} failure(s)" if failures else "\nall connection checks passed")
 sys.exit(1 if failures else 0)

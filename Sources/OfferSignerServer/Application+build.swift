@@ -89,6 +89,9 @@ struct OpenClientMiddleware: RouterMiddleware {
     }
 }
 
+/// How long start-up waits for the database before giving up (exit 69).
+public let storeStartupTimeout: Duration = .seconds(15)
+
 /// Opens the store `OFFER_SIGNER_DATABASE_URL` names (if any) and the App Store verification of every app
 /// that can verify (Production needs the app's appAppleId): what `serve`, `eligibility explain` and
 /// `notifications import` share.
@@ -97,8 +100,14 @@ public func openStore(configuration: ServiceConfiguration, logger: Logger) async
     guard let url = configuration.databaseURL else { return (nil, nil) }
     let store: any OfferStore
     do {
-        store = try await makeOfferStore(databaseURL: url, logger: logger)
+        guard let opened = try await withDeadline(storeStartupTimeout, { try await makeOfferStore(databaseURL: url, logger: logger) }) else {
+            throw DependencyUnavailableError("OFFER_SIGNER_DATABASE_URL: the database did not answer within \(storeStartupTimeout.components.seconds) seconds; check that it runs, that this host can reach it, and the host and port in the URL.")
+        }
+        store = opened
     } catch let error as OfferStoreError {
+        if error.code == .unavailable {
+            throw DependencyUnavailableError("OFFER_SIGNER_DATABASE_URL: \(error.message)")
+        }
         throw ConfigurationError("OFFER_SIGNER_DATABASE_URL: \(error.message)")
     }
     logger.info("customer store open", metadata: ["backend": "\(url.hasPrefix("sqlite:") ? "sqlite" : "postgres")"])

@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import Logging
 import Metrics
+import NIOCore
 import OfferSignerServer
 import OfferSigning
 import Prometheus
@@ -49,8 +50,22 @@ struct ServeCommand: AsyncParsableCommand {
                 "fingerprint": "\(entry.key.fingerprint)", "source": "\(entry.source)",
             ])
         }
-        let app = try await buildApplication(configuration: configuration, logger: logger, metricsRegistry: registry)
-        try await app.runService()
+        let app: any ApplicationProtocol
+        do {
+            app = try await buildApplication(configuration: configuration, logger: logger, metricsRegistry: registry)
+        } catch let error as DependencyUnavailableError {
+            logger.critical("cannot start: \(error.message)")
+            throw ExitCode(69)  // EX_UNAVAILABLE
+        } catch let error as ConfigurationError {
+            logger.critical("cannot start: \(error.message)")
+            throw ExitCode(78)  // EX_CONFIG
+        }
+        do {
+            try await app.runService()
+        } catch let error as IOError where error.errnoCode == EADDRINUSE || error.errnoCode == EADDRNOTAVAIL || error.errnoCode == EACCES {
+            logger.critical("cannot start: cannot listen on \(configuration.host):\(configuration.port) (\(String(cString: strerror(error.errnoCode)))); set OFFER_SIGNER_HOST/OFFER_SIGNER_PORT (and OFFER_SIGNER_ADMIN_PORT) to a free address, or stop what holds it.")
+            throw ExitCode(78)  // EX_CONFIG
+        }
     }
 }
 
