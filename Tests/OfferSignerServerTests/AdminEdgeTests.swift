@@ -46,4 +46,21 @@ import Testing
         }
         try await fixture.store.close()
     }
+
+    @Test func badAuditLimitsAndEmptyGrantIdentifiersAre400() async throws {
+        let fixture = try await StoreFixture(.sqlite)
+        try await fixture.application.test(.router) { client in
+            let headers: HTTPFields = [.authorization: "Bearer \(StoreFixture.adminToken)", .contentType: "application/json"]
+            for limit in ["abc", "0", "10001", "-5"] {
+                let response = try await client.execute(uri: "/admin/audit?limit=\(limit)", method: .get, headers: headers)
+                #expect(response.status == .badRequest, "limit=\(limit)")
+                #expect(try response.decode(ErrorBody.self).error.field == "limit")
+            }
+            #expect(try await client.execute(uri: "/admin/audit?limit=5", method: .get, headers: headers).status == .ok)
+            let grant = try await client.execute(uri: "/admin/customers/\(fixture.bundle)/u/grants", method: .post, headers: headers, body: ByteBuffer(string: #"{"productIdentifier":"","offerIdentifier":""}"#))
+            #expect(grant.status == .badRequest)
+            #expect(try grant.decode(ErrorBody.self).error.field == "productIdentifier")
+        }
+        try await fixture.store.close()
+    }
 }

@@ -127,4 +127,17 @@ import Testing
             }
         }
     }
+
+    @Test(arguments: ["1.5", "1e30", "-1e300", "9223372036854775808"])
+    func aNonIntegerTimestampIsA400NamingTheField(timestamp: String) async throws {
+        let body = """
+            {"bundleIdentifier":"com.example.app","productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u",
+             "keyIdentifier":"TESTKEY001","nonce":"\(UUID().uuidString.lowercased())","timestamp":\(timestamp),"signature":"MEUCIQ=="}
+            """
+        try await TestService().application.test(.router) { client in
+            let response = try await client.post("/v1/offers/verify", json: body)
+            #expect(response.status == .badRequest)
+            #expect(try response.decode(ErrorBody.self).error.field == "timestamp")
+        }
+    }
 }

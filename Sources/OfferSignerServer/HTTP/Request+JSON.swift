@@ -23,10 +23,34 @@ extension Request {
                 status: .badRequest, code: "duplicate_key", message: "The key \(key.prefix(64)) appears twice in one JSON object; send each key once.",
                 field: String(key.prefix(64)))
         }
+        let data = Data(buffer.readableBytesView)
         do {
-            return try JSONDecoder().decode(Value.self, from: Data(buffer.readableBytesView))
+            return try JSONDecoder().decode(Value.self, from: data)
         } catch let error as DecodingError {
+            // Foundation reports a number it cannot read as the requested integer (1.5, 1e30) as "not valid
+            // JSON" with no field; name the field when the body is valid JSON after all.
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty, let field = Self.firstNonInteger(in: data) {
+                throw APIError.invalidRequest(field: field, "\(field) must be a whole number within range (no fraction or exponent beyond 64 bits).")
+            }
             throw APIError(error)
+        }
+    }
+
+    /// The first top-level field of a JSON object whose value is a number that is not an exact 64-bit
+    /// integer, or `nil` (not an object, not JSON, or no such number).
+    static func firstNonInteger(in data: Data) -> String? {
+        guard let object = try? JSONDecoder().decode([String: NumberProbe].self, from: data) else { return nil }
+        return object.filter(\.value.isNonInteger).keys.sorted().first
+    }
+
+    /// Whether a JSON value is a number that is not an exact 64-bit integer.
+    private struct NumberProbe: Decodable {
+        var isNonInteger = false
+
+        init(from decoder: any Decoder) throws {
+            guard let container = try? decoder.singleValueContainer() else { return }
+            if (try? container.decode(Int64.self)) != nil { return }
+            isNonInteger = (try? container.decode(Double.self)) != nil
         }
     }
 

@@ -65,6 +65,12 @@ struct AdminCustomerRoutes {
             let body = try await request.decodeJSON(as: GrantRequest.self, context: context)
             let days = body.expiresInDays ?? 14
             guard (1...365).contains(days) else { throw APIError.invalidRequest(field: "expiresInDays", "expiresInDays is 1 to 365.") }
+            do throws(OfferSigningError) {
+                try PayloadField.validate(body.productIdentifier, named: "productIdentifier")
+                try PayloadField.validate(body.offerIdentifier, named: "offerIdentifier")
+            } catch {
+                throw APIError(error)
+            }
             if let policy = service.policy {
                 guard policy.app(key.bundleIdentifier)?.product(body.productIdentifier)?.offer(body.offerIdentifier) != nil else {
                     throw APIError(status: .notFound, code: "unknown_offer", message: "The policy lists no offer \(body.offerIdentifier) of \(body.productIdentifier) for \(key.bundleIdentifier).")
@@ -97,8 +103,14 @@ struct AdminCustomerRoutes {
             return SignatureList(signatures: try await storeCall { try await store.issuedSignatures(matching: query) })
         }
         group.get("/audit") { request, _ -> AuditList in
-            let limit = request.uri.queryParameters["limit"].flatMap { Int(String($0)) } ?? 100
-            return AuditList(events: try await storeCall { try await store.auditEvents(limit: min(max(limit, 1), 10_000), since: nil) })
+            var limit = 100
+            if let text = request.uri.queryParameters["limit"] {
+                guard let number = Int(String(text)), (1...10_000).contains(number) else {
+                    throw APIError.invalidRequest(field: "limit", "limit is a whole number from 1 to 10000.")
+                }
+                limit = number
+            }
+            return AuditList(events: try await storeCall { try await store.auditEvents(limit: limit, since: nil) })
         }
     }
 
