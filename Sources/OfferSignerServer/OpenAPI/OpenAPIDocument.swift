@@ -417,10 +417,8 @@ enum OpenAPIDocument {
             - name: limit
               in: query
               required: false
-              description: >-
-                At most this many: an integer, clamped to 1-10000 (default 100). Any other value is ignored and means
-                the default (unlike /admin/signatures, which refuses it with a 400).
-              schema: { type: string }
+              description: At most this many, 1-10000 (default 100); anything else is a 400 naming limit
+              schema: { type: integer, minimum: 1, maximum: 10000 }
           responses:
             "200":
               description: The events
@@ -433,6 +431,7 @@ enum OpenAPIDocument {
                       events:
                         type: array
                         items: { $ref: "#/components/schemas/AuditEvent" }
+            "400": { $ref: "#/components/responses/BadRequest" }
             "401": { $ref: "#/components/responses/Unauthorized" }
             "403": { $ref: "#/components/responses/Forbidden" }
             "429": { $ref: "#/components/responses/RateLimited" }
