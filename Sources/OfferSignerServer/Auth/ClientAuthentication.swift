@@ -151,7 +151,7 @@ public final class ClientAuthenticator: Sendable {
     /// The customer a login JWT names, after its signature, `exp`, `nbf`, `iss` and `aud` are checked.
     private func verifyJWT(_ token: String) async throws(OfferServiceError) -> String {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard let headerData = Data(base64URLEncodedString: parts[0]),
+        guard let headerData = Data(base64URLEncoded: parts[0]),
               let header = try? JSONDecoder().decode(AlgorithmHeader.self, from: headerData)
         else {
             throw OfferServiceError(.unauthorized, "The login token's header is not base64url JSON.")
@@ -233,15 +233,6 @@ public final class ClientAuthenticator: Sendable {
 
         func encode(to encoder: any Encoder) throws {}
         func verify(using algorithm: some JWTAlgorithm) async throws {}
-    }
-}
-
-extension Data {
-    /// Decodes base64url without padding.
-    init?(base64URLEncodedString text: some StringProtocol) {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        self.init(base64Encoded: base64)
     }
 }
 

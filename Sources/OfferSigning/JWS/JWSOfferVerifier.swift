@@ -141,8 +141,8 @@ public enum JWSOfferVerifier {
 }
 
 extension Data {
-    /// Decodes base64url without padding (RFC 7515 §2).
-    init?(base64URLEncoded text: some StringProtocol) {
+    /// Decodes base64url without padding (RFC 7515 §2); the inverse of ``base64URLEncodedString()``.
+    public init?(base64URLEncoded text: some StringProtocol) {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
         self.init(base64Encoded: base64)
