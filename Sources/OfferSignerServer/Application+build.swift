@@ -66,6 +66,7 @@ public func buildRouter(
         }
         OfferRoutes(service: service, limits: rateLimits).register(on: offers)
         AppStoreRoutes(service: service, limits: rateLimits).register(on: router)
+        RetentionRoutes(service: service, limits: rateLimits).register(on: router)
         KeyRoutes(service: service).register(on: router)
     }
     if part != .publicOnly {
@@ -168,7 +169,7 @@ public func buildApplication(
     let (store, notifications) = try await openStore(configuration: configuration, logger: logger)
     let service = OfferService(
         apps: configuration.apps, keyRing: configuration.keyRing, policy: configuration.policy, store: store,
-        notifications: notifications)
+        notifications: notifications, retentionDeadline: configuration.retentionDeadline)
     // Where admins' key states live: the file if one is configured, else the store (shared by replicas).
     let stateStore: any KeyStateStore =
         configuration.stateFilePath.map { FileKeyStateStore(path: $0) } ?? store.map { StoreKeyStateStore(store: $0) } ?? InMemoryKeyStateStore()

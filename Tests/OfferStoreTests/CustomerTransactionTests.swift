@@ -159,6 +159,46 @@ import Testing
         try await store.close()
     }
 
+    @Test("an answer key makes a transaction idempotent: the first answer is stored, a retry sees it and writes nothing", arguments: Backend.available)
+    func answerKeyIsIdempotent(_ backend: Backend) async throws {
+        let stores = try await stores(backend)
+        let key = CustomerKey(bundleIdentifier: app, applicationUsername: "retried")
+        let requestIdentifier = UUID().uuidString.lowercased()
+        // 20 concurrent deliveries of one request (over two stores on PostgreSQL): one signs, the others see its answer.
+        let answers = try await withThrowingTaskGroup(of: String.self) { group in
+            for attempt in 0..<20 {
+                let store = stores[attempt % stores.count]
+                var record = signature(key, offer: "retention")
+                record.channel = "retention"
+                record.requestIdentifier = requestIdentifier
+                let nonce = record.nonce
+                group.addTask {
+                    try await store.withCustomerTransaction(key, issuedSince: nil, answerKey: "retention:\(requestIdentifier)") { snapshot in
+                        if let stored = snapshot.storedAnswer {
+                            #expect(snapshot.issuedSignatures.isEmpty)
+                            return CustomerCommit(value: stored, record: record)   // ignored: a stored answer writes nothing
+                        }
+                        try await Task.sleep(for: .milliseconds(2))
+                        return CustomerCommit(value: nonce, record: record, answer: nonce)
+                    }
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0.append($1) }
+        }
+        #expect(Set(answers).count == 1)
+        let issued = try await stores[0].issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app, applicationUsername: "retried"))
+        #expect(issued.count == 1)
+        #expect(issued.first?.nonce == answers.first)
+        #expect(issued.first?.channel == "retention")
+        #expect(issued.first?.requestIdentifier == requestIdentifier)
+        // Another key answers afresh; without a key nothing is stored.
+        let fresh = try await stores[0].withCustomerTransaction(key, issuedSince: nil, answerKey: "retention:other-\(requestIdentifier)") { snapshot in
+            CustomerCommit(value: snapshot.storedAnswer == nil, answer: "second")
+        }
+        #expect(fresh)
+        for store in stores { try await store.close() }
+    }
+
     // MARK: migrations
 
     /// The `schema_migrations` rows, through the store's own connection.

@@ -168,6 +168,41 @@ public struct SignedDataVerifier: Sendable {
         return renewalInfo
     }
 
+    /// Verifies and decodes the `signedPayload` of a Retention Messaging real-time request.
+    ///
+    /// The request carries no bundle identifier: it must carry this verifier's `appAppleId` (in every environment,
+    /// so a verifier without one refuses every request), an accepted environment, and every field Apple documents.
+    ///
+    /// - Parameter signedPayload: The `signedPayload` field of the request body.
+    /// - Returns: The decoded request.
+    /// - Throws: ``SignedDataVerificationError``: the chain or signature (as for notifications),
+    ///   ``SignedDataVerificationError/Code/wrongAppAppleId``, ``SignedDataVerificationError/Code/wrongEnvironment``,
+    ///   ``SignedDataVerificationError/Code/malformedPayload`` for a missing or malformed field.
+    public func verifyAndDecodeRealtimeRequest(
+        _ signedPayload: String
+    ) async throws(SignedDataVerificationError) -> DecodedRealtimeRequestBody {
+        let request = try await chainVerifier.verify(signedPayload, as: DecodedRealtimeRequestBody.self)
+        guard let requestAppAppleId = request.appAppleId, let appAppleId, requestAppAppleId == appAppleId else {
+            throw SignedDataVerificationError(
+                .wrongAppAppleId,
+                "appAppleId \(request.appAppleId.map(String.init) ?? "none") is not the configured \(appAppleId.map(String.init) ?? "none (set the app's appAppleId)")")
+        }
+        try check(environment: request.environment)
+        guard let original = request.originalTransactionId, !original.isEmpty, original.utf8.count <= 64, original.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+            throw SignedDataVerificationError(.malformedPayload, "originalTransactionId is missing or not 1 to 64 decimal digits")
+        }
+        guard let product = request.productId, !product.isEmpty, product.utf8.count <= 255 else {
+            throw SignedDataVerificationError(.malformedPayload, "productId is missing or longer than 255 bytes")
+        }
+        guard let identifier = request.requestIdentifier, identifier.utf8.count <= 64, identifier.allSatisfy({ $0.isASCII && ($0.isHexDigit || $0 == "-") }), !identifier.isEmpty else {
+            throw SignedDataVerificationError(.malformedPayload, "requestIdentifier is missing or not a UUID")
+        }
+        guard request.userLocale.map({ $0.utf8.count <= 35 }) ?? true else {
+            throw SignedDataVerificationError(.malformedPayload, "userLocale is longer than 35 bytes")
+        }
+        return request
+    }
+
     private func check(bundleId: String?, environment: AppStoreEnvironment?) throws(SignedDataVerificationError) {
         guard bundleId == self.bundleId else {
             throw SignedDataVerificationError(

@@ -28,6 +28,9 @@ public struct OfferPolicy: Sendable {
         public var offers: [Offer]
         /// Who may have the product's introductory offer; `nil` allows everyone.
         public var introductoryOffer: AllRules?
+        /// What to answer the App Store's real-time retention requests for this product, in order (empty: no
+        /// answer, Apple shows its default message). See ``RetentionEntry``.
+        public var retention: [RetentionEntry] = []
 
         public func offer(_ offerIdentifier: String) -> Offer? { offers.first { $0.offerIdentifier == offerIdentifier } }
     }
@@ -67,7 +70,7 @@ public struct OfferPolicy: Sendable {
 
     /// The longest look back at issued signatures any rule needs (caps, cool-downs), in seconds.
     public var lookback: TimeInterval {
-        apps.flatMap(\.products).flatMap { $0.offers.map(\.rule) + ($0.introductoryOffer.map { [$0] } ?? []) }.compactMap(\.lookback).max() ?? 0
+        apps.flatMap(\.products).flatMap { $0.offers.map(\.rule) + $0.retention.map(\.rule) + ($0.introductoryOffer.map { [$0] } ?? []) }.compactMap(\.lookback).max() ?? 0
     }
 
     /// Reads a policy file.
@@ -101,8 +104,9 @@ public struct OfferPolicy: Sendable {
                 appAppleId = value
             }
             var products: [Product] = []
-            for productNode in try (appNode["products"]?.list() ?? []) {
-                try productNode.requireOnlyKeys(["productIdentifier", "subscriptionGroupIdentifier", "offers", "introductoryOffer"])
+            let productNodes = try (appNode["products"]?.list() ?? [])
+            for productNode in productNodes {
+                try productNode.requireOnlyKeys(["productIdentifier", "subscriptionGroupIdentifier", "offers", "introductoryOffer", "retention"])
                 let productIdentifier = try Self.required(productNode, "productIdentifier")
                 guard !products.contains(where: { $0.productIdentifier == productIdentifier }) else {
                     throw PolicyError("\(productNode.location): product \(productIdentifier) is listed twice in \(bundleIdentifier)")
@@ -126,6 +130,10 @@ public struct OfferPolicy: Sendable {
                     subscriptionGroupIdentifier: try Self.optional(productNode, "subscriptionGroupIdentifier"),
                     offers: offers, introductoryOffer: introductory))
             }
+            for (index, productNode) in productNodes.enumerated() {
+                guard let retentionNode = productNode["retention"] else { continue }
+                products[index].retention = try Self.retentionEntries(retentionNode, product: products[index], appProducts: products, registry: registry)
+            }
             apps.append(App(
                 bundleIdentifier: bundleIdentifier, issuerIdentifier: try Self.optional(appNode, "issuerIdentifier"),
                 appAppleId: appAppleId, activeKeyIdentifier: try Self.optional(appNode, "activeKeyIdentifier", maximumLength: 64), products: products))
@@ -136,12 +144,12 @@ public struct OfferPolicy: Sendable {
 
     /// A required identifier, validated as the signing core validates a payload field (length, no U+2063, no
     /// control or invisible characters), so that a policy that loads never makes a request fail later.
-    private static func required(_ node: PolicyNode, _ key: String, maximumLength: Int = PayloadField.maximumLength) throws(PolicyError) -> String {
+    static func required(_ node: PolicyNode, _ key: String, maximumLength: Int = PayloadField.maximumLength) throws(PolicyError) -> String {
         guard node[key] != nil else { throw PolicyError("\(node.location): '\(key)' is required") }
         return try optional(node, key, maximumLength: maximumLength)!
     }
 
-    private static func optional(_ node: PolicyNode, _ key: String, maximumLength: Int = PayloadField.maximumLength) throws(PolicyError) -> String? {
+    static func optional(_ node: PolicyNode, _ key: String, maximumLength: Int = PayloadField.maximumLength) throws(PolicyError) -> String? {
         guard let value = node[key] else { return nil }
         let text = try value.string()
         do {
@@ -152,7 +160,7 @@ public struct OfferPolicy: Sendable {
         return text
     }
 
-    private static func rules(_ node: PolicyNode?, registry: RuleRegistry) throws(PolicyError) -> AllRules {
+    static func rules(_ node: PolicyNode?, registry: RuleRegistry) throws(PolicyError) -> AllRules {
         guard let node else { return AllRules([]) }
         var rules: [any EligibilityRule] = []
         for item in try node.list() { rules.append(try registry.rule(from: item)) }

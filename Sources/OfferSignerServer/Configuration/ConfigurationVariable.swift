@@ -24,6 +24,7 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
     case idleTimeout = "offerSigner.idleTimeout"
     case requestTimeout = "offerSigner.requestTimeout"
     case maxConnections = "offerSigner.maxConnections"
+    case retentionDeadline = "offerSigner.retentionDeadline"
     case apiKeys = "offerSigner.apiKeys"
     case clientJwtSecret = "offerSigner.clientJwtSecret"
     case clientJwtKeys = "offerSigner.clientJwtKeys"

@@ -80,6 +80,9 @@ public struct ServiceConfiguration: Sendable {
     /// Timeouts and the connection limit (`OFFER_SIGNER_IDLE_TIMEOUT`, `OFFER_SIGNER_REQUEST_TIMEOUT`,
     /// `OFFER_SIGNER_MAX_CONNECTIONS`).
     public var connectionLimits = ConnectionLimits()
+    /// `OFFER_SIGNER_RETENTION_DEADLINE`: how long a retention request may take before the fallback message is
+    /// answered (Apple gives up after 700 ms).
+    public var retentionDeadline: Duration = .milliseconds(500)
 
     /// Creates a configuration from values.
     public init(
@@ -215,6 +218,7 @@ public struct ServiceConfiguration: Sendable {
         self.trustedRoots = trustedRoots
         self.environments = environments
         self.connectionLimits = try Self.connectionLimits(config)
+        self.retentionDeadline = try Self.retentionDeadline(config)
         self.clientAuth = try Self.clientAuth(config)
         self.rateLimits = try Self.rateLimits(config)
         self.operationsListener = try Self.operationsListener(config, publicPort: port)
@@ -244,6 +248,7 @@ public struct ServiceConfiguration: Sendable {
             adminTokens: adminTokens
         )
         configuration.connectionLimits = try connectionLimits(reader(environment))
+        configuration.retentionDeadline = try retentionDeadline(reader(environment))
         configuration.rateLimits = try rateLimits(reader(environment))
         configuration.operationsListener = try operationsListener(reader(environment), publicPort: port)
         configuration.warnings.append("The demo's client mode is open: /v1/offers/* needs no credential.")
@@ -327,6 +332,14 @@ public struct ServiceConfiguration: Sendable {
         if let seconds = try number(.requestTimeout, "OFFER_SIGNER_REQUEST_TIMEOUT", 1...600, "seconds") { limits.requestTimeout = .seconds(seconds) }
         if let count = try number(.maxConnections, "OFFER_SIGNER_MAX_CONNECTIONS", 1...1_000_000, "connections") { limits.maximumConnections = count }
         return limits
+    }
+
+    static func retentionDeadline(_ config: ConfigReader) throws(ConfigurationError) -> Duration {
+        guard let text = config.string(.retentionDeadline) else { return .milliseconds(500) }
+        guard let milliseconds = Int(text.trimmingCharacters(in: CharacterSet.whitespaces)), (10...5_000).contains(milliseconds) else {
+            throw ConfigurationError("OFFER_SIGNER_RETENTION_DEADLINE=\(text.prefix(20)) is not a whole number of milliseconds from 10 to 5000 (Apple gives up after 700).")
+        }
+        return .milliseconds(milliseconds)
     }
 
     static func listenAddress(_ config: ConfigReader) throws(ConfigurationError) -> (String, Int) {

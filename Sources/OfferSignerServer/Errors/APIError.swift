@@ -87,7 +87,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         let status: HTTPResponse.Status
         var headers: HTTPFields = [:]
         switch error.code {
-        case .unknownApp, .unknownProduct, .unknownOffer, .unknownTransaction: status = .notFound
+        case .unknownApp, .unknownProduct, .unknownOffer, .unknownTransaction, .noRetentionAnswer: status = .notFound
         case .notEligible, .customerMismatch: status = .forbidden
         case .unauthorized: status = .unauthorized
         case .transactionClaimed: status = .conflict
@@ -97,6 +97,9 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         case .issuerNotConfigured:
             status = .serviceUnavailable
             headers[.retryAfter] = "3600"
+        case .retentionTimedOut:
+            status = .serviceUnavailable
+            headers[.retryAfter] = "1"
         default: status = .badRequest
         }
         self.init(status: status, code: error.code.rawValue, message: error.message, field: error.field, reasons: error.reasons, headers: headers)

@@ -145,15 +145,25 @@ public struct NotificationIngestor: Sendable {
         }
     }
 
-    /// Tries the verifier of every configured app (the payload names its app; a verifier checks it is its own).
-    private func verify<T: Sendable>(field: String? = nil, _ body: (SignedDataVerifier) async throws -> T) async throws(OfferServiceError) -> T {
+    /// Verifies a Retention Messaging real-time request and finds its app: the one whose `appAppleId` it carries.
+    /// - Returns: the app's bundle identifier and the decoded request.
+    /// - Throws: ``OfferServiceError`` 400 `invalid_signed_payload` saying what did not verify.
+    public func verifyRealtimeRequest(signedPayload: String) async throws(OfferServiceError) -> (bundleIdentifier: String, request: DecodedRealtimeRequestBody) {
+        try await verify(nextAppOn: .wrongAppAppleId) { verifier in
+            (verifier.bundleId, try await verifier.verifyAndDecodeRealtimeRequest(signedPayload))
+        }
+    }
+
+    /// Tries the verifier of every configured app (the payload names its app; a verifier checks it is its own
+    /// and refuses with `nextAppOn` when it is another app's).
+    private func verify<T: Sendable>(field: String? = nil, nextAppOn: SignedDataVerificationError.Code = .wrongBundleId, _ body: (SignedDataVerifier) async throws -> T) async throws(OfferServiceError) -> T {
         var lastError: SignedDataVerificationError?
-        for verifier in verifiers.values {
+        for verifier in verifiers.values.sorted(by: { $0.bundleId < $1.bundleId }) {
             do {
                 return try await body(verifier)
             } catch let error as SignedDataVerificationError {
                 lastError = error
-                if error.code != .wrongBundleId { break }
+                if error.code != nextAppOn { break }
             } catch {
                 break
             }

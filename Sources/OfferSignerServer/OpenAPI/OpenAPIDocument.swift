@@ -168,6 +168,75 @@ enum OpenAPIDocument {
             "415": { $ref: "#/components/responses/UnsupportedMediaType" }
             "500": { $ref: "#/components/responses/InternalError" }
             "503": { $ref: "#/components/responses/ServiceUnavailable" }
+      /v1/retention/appstore:
+        post:
+          operationId: retentionMessage
+          summary: Retention Messaging — answer the App Store's real-time Get Retention Message request
+          description: >-
+            The App Store calls this while a subscriber is about to cancel. The signedPayload is verified like a
+            notification and must carry a served app's appAppleId (else 400 invalid_signed_payload). The product's
+            retention entries in the policy are tried in order for the customer who owns originalTransactionId;
+            the answer holds exactly one of message, alternateProduct or promotionalOffer (a V2 JWS whose
+            transactionId is the originalTransactionId, or a V1 signature). The same requestIdentifier gets the
+            same answer. 404 no_retention_answer when the policy has no answer for the product or customer;
+            503 retention_timed_out when the deadline passed and there is no fallback message. Any non-200 makes
+            the App Store show its default message.
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  type: object
+                  required: [signedPayload]
+                  properties:
+                    signedPayload: { type: string, description: "A compact JWS signed by the App Store (x5c chain)" }
+          responses:
+            "200":
+              description: Apple's RealtimeResponseBody, exactly one field
+              content:
+                application/json:
+                  schema:
+                    type: object
+                    minProperties: 1
+                    maxProperties: 1
+                    properties:
+                      message:
+                        type: object
+                        required: [messageIdentifier]
+                        properties:
+                          messageIdentifier: { type: string }
+                      alternateProduct:
+                        type: object
+                        required: [messageIdentifier, productId]
+                        properties:
+                          messageIdentifier: { type: string }
+                          productId: { type: string }
+                      promotionalOffer:
+                        type: object
+                        required: [messageIdentifier]
+                        minProperties: 2
+                        maxProperties: 2
+                        properties:
+                          messageIdentifier: { type: string }
+                          promotionalOfferSignatureV2: { type: string, description: "Compact JWS (ES256)" }
+                          promotionalOfferSignatureV1:
+                            type: object
+                            required: [encodedSignature, productId, nonce, timestamp, keyId, offerIdentifier]
+                            properties:
+                              encodedSignature: { type: string }
+                              productId: { type: string }
+                              nonce: { type: string, format: uuid }
+                              timestamp: { type: integer, format: int64, description: "Unix milliseconds" }
+                              keyId: { type: string }
+                              offerIdentifier: { type: string }
+                              appAccountToken: { type: string, format: uuid }
+            "400": { $ref: "#/components/responses/BadRequest" }
+            "404": { $ref: "#/components/responses/NotFound" }
+            "429": { $ref: "#/components/responses/RateLimited" }
+            "413": { $ref: "#/components/responses/PayloadTooLarge" }
+            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
       /v1/keys:
         get:
           operationId: publicKeys

@@ -29,6 +29,11 @@ public final class OfferService: Sendable {
     private let jwsIssued: Counter
     let selfCheckFailures: Counter
     private let issuedByKey = Mutex<[String: Int]>([:])
+    /// How long a retention request may take before the fallback message is answered (`OFFER_SIGNER_RETENTION_DEADLINE`).
+    public let retentionDeadline: Duration
+    /// The products whose retention requests got no answer, logged once each.
+    let retentionUnanswered = Mutex<Set<String>>([])
+    let retentionLogger = Logger(label: "offer-signer.retention")
 
     /// Signatures made by this process, by key identifier.
     public var signatureCountsByKey: [String: Int] { issuedByKey.withLock { $0 } }
@@ -40,11 +45,15 @@ public final class OfferService: Sendable {
     ///   - policy: the eligibility policy, or `nil`.
     ///   - store: the customer store, or `nil`.
     ///   - introductoryOfferDecision: an override of the introductory-offer decision.
+    ///   - notifications: the App Store data verifier and ingestor, or `nil`.
+    ///   - retentionDeadline: how long a retention request may take before the fallback message is answered.
     public init(
         apps: [AppConfiguration], keyRing: KeyRing, policy: OfferPolicy? = nil, store: (any OfferStore)? = nil,
-        introductoryOfferDecision: IntroductoryOfferDecision? = nil, notifications: NotificationIngestor? = nil
+        introductoryOfferDecision: IntroductoryOfferDecision? = nil, notifications: NotificationIngestor? = nil,
+        retentionDeadline: Duration = .milliseconds(500)
     ) {
         self.notifications = notifications
+        self.retentionDeadline = retentionDeadline
         var all = Dictionary(apps.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
         for app in policy?.apps ?? [] {
             var configured = all[app.bundleIdentifier] ?? AppConfiguration(bundleIdentifier: app.bundleIdentifier)
@@ -135,7 +144,7 @@ public final class OfferService: Sendable {
     /// The pipeline's flow for an offer of the policy: the customer, the offer's rule, refusing a no.
     private func offerFlow<Output: Sendable>(
         app: AppConfiguration, productIdentifier: String, offerIdentifier: String, applicationUsername: String,
-        sign: @escaping @Sendable (SigningKey, EligibilityDecision) async throws -> SignedOutput<Output>
+        sign: @escaping @Sendable (SigningKey, EligibilityDecision, EligibilityContext) async throws -> SignedOutput<Output>
     ) throws(OfferServiceError) -> SigningFlow<Output> {
         let (product, rule) = try offerRule(app: app, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier)
         return SigningFlow(
@@ -159,7 +168,7 @@ public final class OfferService: Sendable {
         return try await run(offerFlow(
             app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier,
             applicationUsername: request.applicationUsername
-        ) { key, _ in
+        ) { key, _, _ in
             let bundle = try OfferSigner.signLegacy(offer, with: key)
             return SignedOutput(output: bundle, record: IssuedSignature(
                 nonce: bundle.nonce, keyIdentifier: bundle.keyIdentifier, bundleIdentifier: bundle.bundleIdentifier,
@@ -213,7 +222,7 @@ public final class OfferService: Sendable {
         return try await run(offerFlow(
             app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier,
             applicationUsername: request.applicationUsername
-        ) { key, _ in
+        ) { key, _, _ in
             let signed = try await JWSOfferSigner.signPromotionalOffer(
                 bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
                 offerIdentifier: request.offerIdentifier, transactionId: request.transactionId,
@@ -284,7 +293,7 @@ public final class OfferService: Sendable {
         let flow = SigningFlow(
             app: app, customer: customer, productIdentifier: request.productIdentifier, offerIdentifier: "",
             subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier, rule: rule, refusesWhenNotEligible: false
-        ) { key, decision in
+        ) { key, decision, _ in
             let verdict = verdictGiven ?? IntroductoryOfferVerdict(
                 allow: decision.isEligible,
                 reason: decision.isEligible ? "The product's introductory-offer policy allows it." : decision.reasons.map(\.message).joined(separator: " "))

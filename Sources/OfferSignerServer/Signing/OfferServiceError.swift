@@ -36,6 +36,11 @@ public struct OfferServiceError: Error, Hashable, Sendable, CustomStringConverti
         public static let unknownTransaction = Code("unknown_transaction")
         /// An App Store `signedPayload` did not verify.
         public static let invalidSignedPayload = Code("invalid_signed_payload")
+        /// The policy has no retention answer for this product (or none whose rules hold, and no fallback): the
+        /// App Store shows its default message.
+        public static let noRetentionAnswer = Code("no_retention_answer")
+        /// A retention request was not decided within the deadline and there is no fallback message to give.
+        public static let retentionTimedOut = Code("retention_timed_out")
     }
 
     /// What kind of failure.

@@ -26,14 +26,27 @@ struct SigningFlow<Output: Sendable>: Sendable {
     /// Whether a no refuses with 403 `not_eligible` (offers), or goes to `sign` as a signed no
     /// (introductory-offer eligibility).
     var refusesWhenNotEligible: Bool
-    /// Signs with the key given, once the decision is made; returns the answer and the record to log.
-    var sign: @Sendable (SigningKey, EligibilityDecision) async throws -> SignedOutput<Output>
+    /// Signs with the key given, once the decision is made over the context shown; returns the answer and the
+    /// record to log.
+    var sign: @Sendable (SigningKey, EligibilityDecision, EligibilityContext) async throws -> SignedOutput<Output>
+    /// Makes the flow idempotent per key (the App Store's `requestIdentifier`): the first answer is stored with
+    /// its record, and a repeated request gets it back without a second signature. `nil`: every request answers
+    /// afresh.
+    var idempotency: FlowIdempotency<Output>?
 }
 
-/// A flow's signed answer and the issued-signature record that must be durable before it is returned.
+/// How an idempotent flow stores its answer: the key, and the answer as text and back.
+struct FlowIdempotency<Output: Sendable>: Sendable {
+    var key: String
+    var encode: @Sendable (Output) throws -> String
+    var decode: @Sendable (String) throws -> Output
+}
+
+/// A flow's answer and the issued-signature record that must be durable before it is returned (`nil` when the
+/// answer signs nothing, e.g. a retention message).
 struct SignedOutput<Output: Sendable>: Sendable {
     var output: Output
-    var record: IssuedSignature
+    var record: IssuedSignature?
 }
 
 extension OfferService {
@@ -47,20 +60,23 @@ extension OfferService {
     /// grant is spent once. Other flows read without a lock and record through the group commit.
     func run<Output: Sendable>(_ flow: SigningFlow<Output>, now: Date = Date()) async throws -> Output {
         let since = flow.rule?.lookback.map { Int64((now.timeIntervalSince1970 - $0) * 1000) }
-        if let store, flow.rule?.dependsOnIssuedOffers == true {
+        if let store, flow.rule?.dependsOnIssuedOffers == true || flow.idempotency != nil {
             let signed: SignedOutput<Output>
             do {
-                signed = try await PipelineMetrics.time(PipelineMetrics.customerTransactionWrite) { try await store.withCustomerTransaction(flow.customer, issuedSince: since) { snapshot in
+                signed = try await PipelineMetrics.time(PipelineMetrics.customerTransactionWrite) { try await store.withCustomerTransaction(flow.customer, issuedSince: since, answerKey: flow.idempotency?.key) { snapshot in
+                    if let stored = snapshot.storedAnswer, let idempotency = flow.idempotency {
+                        return CustomerCommit(value: SignedOutput(output: try idempotency.decode(stored), record: nil))
+                    }
                     let facts = snapshot.facts ?? CustomerFacts(key: flow.customer)
-                    let decision = try self.decide(flow, facts: facts, issued: snapshot.issuedSignatures, now: now)
-                    let signed = try await self.sign(flow, decision)
+                    let (decision, context) = try self.decide(flow, facts: facts, issued: snapshot.issuedSignatures, now: now)
+                    let signed = try await self.sign(flow, decision, context)
                     var spent: CustomerFacts?
                     if let grant = decision.grant, let index = facts.grants.firstIndex(where: { $0.id == grant }) {
                         var updated = facts
                         updated.grants[index].usedAt = now
                         spent = updated
                     }
-                    return CustomerCommit(value: signed, facts: spent, record: signed.record)
+                    return CustomerCommit(value: signed, facts: spent, record: signed.record, answer: try flow.idempotency?.encode(signed.output))
                 } }
             } catch let error as OfferServiceError {
                 throw error
@@ -69,7 +85,7 @@ extension OfferService {
             } catch {
                 throw OfferServiceError.storeUnavailable
             }
-            countIssued(signed.record)
+            if let record = signed.record { countIssued(record) }
             return signed.output
         }
         var facts = CustomerFacts(key: flow.customer)
@@ -84,11 +100,13 @@ extension OfferService {
                     since: since, limit: 10_000)))
             }
         }
-        let decision = try decide(flow, facts: facts, issued: issued, now: now)
-        let signed = try await sign(flow, decision)
+        let (decision, context) = try decide(flow, facts: facts, issued: issued, now: now)
+        let signed = try await sign(flow, decision, context)
         if let store {
             try await storeCall {
-                try await PipelineMetrics.time(PipelineMetrics.groupCommitWrite) { try await store.record(signed.record) }
+                if let record = signed.record {
+                    try await PipelineMetrics.time(PipelineMetrics.groupCommitWrite) { try await store.record(record) }
+                }
                 // A rule of one's own that spends a grant without declaring `dependsOnIssuedOffers` still spends it.
                 if let grant = decision.grant {
                     try await store.updateCustomer(flow.customer) { facts in
@@ -97,27 +115,27 @@ extension OfferService {
                 }
             }
         }
-        countIssued(signed.record)
+        if let record = signed.record { countIssued(record) }
         return signed.output
     }
 
-    /// The rule's decision over the facts; a no refuses when the flow says so.
-    private func decide<Output>(_ flow: SigningFlow<Output>, facts: CustomerFacts, issued: [IssuedSignature], now: Date) throws(OfferServiceError) -> EligibilityDecision {
-        guard let rule = flow.rule else { return .eligible() }
+    /// The rule's decision over the facts, and the context it saw; a no refuses when the flow says so.
+    private func decide<Output>(_ flow: SigningFlow<Output>, facts: CustomerFacts, issued: [IssuedSignature], now: Date) throws(OfferServiceError) -> (EligibilityDecision, EligibilityContext) {
         let context = EligibilityContext(
             bundleIdentifier: flow.app.bundleIdentifier, productIdentifier: flow.productIdentifier,
             offerIdentifier: flow.offerIdentifier, subscriptionGroupIdentifier: flow.subscriptionGroupIdentifier,
             facts: facts, issuedSignatures: issued, now: now)
+        guard let rule = flow.rule else { return (.eligible(), context) }
         let decision = rule.evaluate(context)
         if flow.refusesWhenNotEligible { try requireEligible(decision) }
-        return decision
+        return (decision, context)
     }
 
     /// Signs with the app's active key; a failed self-check is counted and never returned.
-    private func sign<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision) async throws -> SignedOutput<Output> {
+    private func sign<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision, _ context: EligibilityContext) async throws -> SignedOutput<Output> {
         let key = try keys.current.activeKey(forApp: flow.app.bundleIdentifier)
         do {
-            return try await PipelineMetrics.time(PipelineMetrics.signing) { try await flow.sign(key, decision) }
+            return try await PipelineMetrics.time(PipelineMetrics.signing) { try await flow.sign(key, decision, context) }
         } catch let error as OfferSigningError {
             if error.code == .selfCheckFailed { selfCheckFailures.increment() }
             throw error

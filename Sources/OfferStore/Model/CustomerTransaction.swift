@@ -6,11 +6,15 @@ public struct CustomerSnapshot: Sendable, Hashable {
     /// The signatures issued to this customer (any product, any offer) since the transaction's `since`, newest
     /// first.
     public var issuedSignatures: [IssuedSignature]
+    /// The answer stored earlier under the transaction's `answerKey`, if any: the body should return it, and
+    /// nothing it decides is written (empty `issuedSignatures` then).
+    public var storedAnswer: String?
 
     /// Creates a snapshot.
-    public init(facts: CustomerFacts?, issuedSignatures: [IssuedSignature]) {
+    public init(facts: CustomerFacts?, issuedSignatures: [IssuedSignature], storedAnswer: String? = nil) {
         self.facts = facts
         self.issuedSignatures = issuedSignatures
+        self.storedAnswer = storedAnswer
     }
 }
 
@@ -23,12 +27,15 @@ public struct CustomerCommit<T: Sendable>: Sendable {
     public var facts: CustomerFacts?
     /// The signature issued to this customer, to record, or `nil` (the offer was refused).
     public var record: IssuedSignature?
+    /// The answer to store under the transaction's `answerKey` (an idempotent request's response), or `nil`.
+    public var answer: String?
 
     /// Creates a commit.
-    public init(value: T, facts: CustomerFacts? = nil, record: IssuedSignature? = nil) {
+    public init(value: T, facts: CustomerFacts? = nil, record: IssuedSignature? = nil, answer: String? = nil) {
         self.value = value
         self.facts = facts
         self.record = record
+        self.answer = answer
     }
 }
 

@@ -75,31 +75,48 @@ final class SQLOfferStore: OfferStore {
     }
 
     func withCustomerTransaction<T: Sendable>(
-        _ key: CustomerKey, issuedSince since: Int64?,
+        _ key: CustomerKey, issuedSince since: Int64?, answerKey: String?,
         _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>
     ) async throws -> T {
         try await inCustomerTransaction { database in
             let locked = try await Self.lockCustomer(key, on: database)
-            let issued = try await Self.selectSignatures(
+            var storedAnswer: String?
+            if let answerKey {
+                storedAnswer = try await database.select().column("answer").from("stored_answers")
+                    .where("answer_key", .equal, answerKey).first(decodingColumn: "answer", as: String.self)
+            }
+            // A stored answer is returned as it is: nothing the body decides is written.
+            let issued = storedAnswer != nil ? [] : try await Self.selectSignatures(
                 IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, since: since),
                 limit: nil, on: database)
             let commit: CustomerCommit<T>
             do {
-                commit = try await body(CustomerSnapshot(facts: locked.facts, issuedSignatures: issued))
+                commit = try await body(CustomerSnapshot(facts: locked.facts, issuedSignatures: issued, storedAnswer: storedAnswer))
             } catch {
                 throw CallerError(error: error)
             }
-            if var facts = commit.facts {
+            if storedAnswer == nil, var facts = commit.facts {
                 try await Self.write(&facts, of: key, on: database)
             } else if locked.placeholder {
                 try await database.delete(from: "customers").where(customer: key).run()
             }
+            guard storedAnswer == nil else { return commit.value }
             if let record = commit.record, try await Self.insert([record], on: database).isEmpty {
                 throw OfferStoreError.duplicateNonce(record.nonce)
+            }
+            if let answerKey, let answer = commit.answer {
+                let now = Date().unixMilliseconds
+                try await database.delete(from: "stored_answers")
+                    .where("created_at", .lessThan, SQLBind(now - Self.storedAnswerLifetime)).run()
+                try await database.insert(into: "stored_answers").columns("answer_key", "answer", "created_at")
+                    .values(SQLBind(answerKey), SQLBind(answer), SQLBind(now)).run()
             }
             return commit.value
         }
     }
+
+    /// How long an answer stays stored for a retried request (Unix ms): 7 days, far beyond any retry.
+    static let storedAnswerLifetime: Int64 = 7 * 24 * 3600 * 1000
 
     /// A write transaction whose callers' errors come out unchanged.
     private func inCustomerTransaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
@@ -179,10 +196,11 @@ final class SQLOfferStore: OfferStore {
     /// each once.
     private static func insert(_ records: [IssuedSignature], on database: any SQLDatabase) async throws -> Set<String> {
         let rows = try await database.insert(into: "issued_signatures")
-            .columns("nonce", "key_identifier", "bundle_identifier", "product_identifier", "offer_identifier", "application_username", "timestamp", "format")
+            .columns("nonce", "key_identifier", "bundle_identifier", "product_identifier", "offer_identifier", "application_username", "timestamp", "format", "channel", "request_identifier")
             .rows(records.map { record -> [any SQLExpression] in
                 [SQLBind(record.nonce), SQLBind(record.keyIdentifier), SQLBind(record.bundleIdentifier), SQLBind(record.productIdentifier),
-                 SQLBind(record.offerIdentifier), SQLBind(record.applicationUsername), SQLBind(record.timestamp), SQLBind(record.format)]
+                 SQLBind(record.offerIdentifier), SQLBind(record.applicationUsername), SQLBind(record.timestamp), SQLBind(record.format),
+                 SQLBind(record.channel), SQLBind(record.requestIdentifier)]
             })
             .ignoringConflicts(with: "nonce").returning("nonce").all(decodingColumn: "nonce", as: String.self)
         return Set(rows)

@@ -49,6 +49,18 @@ enum StoreSchema {
         (4, [
             "ALTER TABLE documents ADD COLUMN version \(bigint) NOT NULL DEFAULT 0",
         ]),
+        // Retention Messaging (issue 14): who asked for a signature, the App Store's request identifier, and the
+        // answer given to each real-time request, so a retried request gets the same answer without a second
+        // signature.
+        (5, [
+            "ALTER TABLE issued_signatures ADD COLUMN channel TEXT NOT NULL DEFAULT 'api'",
+            "ALTER TABLE issued_signatures ADD COLUMN request_identifier TEXT",
+            """
+            CREATE TABLE IF NOT EXISTS stored_answers (
+                answer_key TEXT PRIMARY KEY, answer TEXT NOT NULL, created_at \(bigint) NOT NULL)
+            """,
+            "CREATE INDEX IF NOT EXISTS stored_answers_by_time ON stored_answers (created_at)",
+        ]),
     ]
 
     static let migrationsTable: SQLQueryString =

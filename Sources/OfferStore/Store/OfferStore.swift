@@ -59,8 +59,13 @@ public protocol OfferStore: Sendable {
     /// this customer can read. An error thrown by `body` rolls everything back and is rethrown unchanged.
     /// - Throws: ``OfferStoreError`` `duplicateNonce` when the record's nonce was recorded before (nothing is
     ///   written), `unavailable`.
+    ///
+    /// With an `answerKey` (an idempotency key, e.g. the App Store's `requestIdentifier`), the answer the first
+    /// transaction under that key committed (``CustomerCommit/answer``) is shown to every later one
+    /// (``CustomerSnapshot/storedAnswer``), which then writes nothing: a retried request gets the same answer and
+    /// no second signature. Answers are kept 7 days.
     func withCustomerTransaction<T: Sendable>(
-        _ key: CustomerKey, issuedSince since: Int64?,
+        _ key: CustomerKey, issuedSince since: Int64?, answerKey: String?,
         _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>) async throws -> T
 
     /// Records an issued signature and returns only once the record is durable (group commit: concurrent
@@ -93,6 +98,15 @@ public protocol OfferStore: Sendable {
 
     /// Flushes what is queued and closes connections.
     func close() async throws
+}
+
+extension OfferStore {
+    /// ``withCustomerTransaction(_:issuedSince:answerKey:_:)`` without an idempotency key.
+    public func withCustomerTransaction<T: Sendable>(
+        _ key: CustomerKey, issuedSince since: Int64?,
+        _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>) async throws -> T {
+        try await withCustomerTransaction(key, issuedSince: since, answerKey: nil, body)
+    }
 }
 
 /// A named document as stored, with the version its last compare-and-set gave it.

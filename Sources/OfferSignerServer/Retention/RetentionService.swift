@@ -1,0 +1,200 @@
+import AppStoreNotifications
+import Foundation
+import Logging
+import OfferEligibility
+import OfferModel
+import OfferSigning
+import OfferStore
+import Synchronization
+
+/// What the policy says for one real-time retention request, and why (`offer-signer retention explain`).
+public struct RetentionExplanation: Sendable {
+    /// The customer the request was matched to.
+    public var customer: CustomerKey
+    /// Whether the store knew the customer (a stranger is judged on empty facts).
+    public var customerKnown: Bool
+    /// Every entry looked at, in order, with its decision; the chosen one is the last eligible.
+    public var choice: OfferPolicy.RetentionChoice
+}
+
+extension OfferService {
+    /// Answers the App Store's real-time "Get Retention Message" request (`POST /v1/retention/appstore`).
+    ///
+    /// The `signedPayload` is verified like a notification (chain, markers, `signedDate`, environment) and must
+    /// carry the `appAppleId` of a served app. The product's `retention` entries are tried in order for the
+    /// customer who owns the request's `originalTransactionId` (a stranger: empty facts); the first that holds
+    /// is the answer. A promotional offer is signed (V2 with `transactionId` = the original transaction, or V1),
+    /// self-verified and recorded with channel `retention` and the `requestIdentifier`; the answer is stored, so a
+    /// repeated `requestIdentifier` gets the same answer and no second signature. When the answer is not ready
+    /// within ``retentionDeadline``, the product's fallback message is answered instead.
+    /// - Throws: ``OfferServiceError`` 400 `invalid_signed_payload`, 404 `no_retention_answer` (the App Store shows
+    ///   its default message), 503 `retention_timed_out` / `store_unavailable` / `issuer_not_configured`.
+    public func answerRetention(signedPayload: String) async throws -> RealtimeResponseBody {
+        guard let notifications else {
+            throw OfferServiceError(.storeUnavailable, "Retention requests are not answered: the service has no customer store or no app it can verify App Store data for (set the app's appAppleId and OFFER_SIGNER_ENVIRONMENTS).")
+        }
+        let (bundleIdentifier, request) = try await notifications.verifyRealtimeRequest(signedPayload: signedPayload)
+        return try await answerRetention(request, bundleIdentifier: bundleIdentifier)
+    }
+
+    /// Answers a verified real-time retention request for the app `bundleIdentifier` (see
+    /// ``answerRetention(signedPayload:)``).
+    public func answerRetention(_ request: DecodedRealtimeRequestBody, bundleIdentifier: String, now: Date = Date()) async throws -> RealtimeResponseBody {
+        let app = try app(named: bundleIdentifier)
+        let (product, entries) = try retentionEntries(app: app, productIdentifier: request.productId ?? "")
+        let answer: RealtimeResponseBody?
+        do {
+            answer = try await withDeadline(retentionDeadline) {
+                try await self.decideRetention(request, app: app, product: product, entries: entries, now: now)
+            }
+        } catch let error as OfferServiceError where error.code == .noRetentionAnswer {
+            logNoRetentionAnswer(app: app, productIdentifier: product.productIdentifier, why: error.message)
+            throw error
+        }
+        if let answer { return answer }
+        guard let fallback = entries.first(where: \.isFallback) else {
+            throw OfferServiceError(.retentionTimedOut, "The retention answer was not ready within \(retentionDeadline) and \(product.productIdentifier) has no fallback message; the App Store shows its default message.")
+        }
+        retentionLogger.warning("retention answer not ready within the deadline; answered the fallback", metadata: [
+            "productIdentifier": "\(product.productIdentifier)", "deadline": "\(retentionDeadline)",
+        ])
+        return Self.retentionAnswer(fallback, signed: nil)
+    }
+
+    /// Which entry the policy chooses for a request and why, read without a lock and without signing.
+    public func explainRetention(_ request: DecodedRealtimeRequestBody, bundleIdentifier: String, now: Date = Date()) async throws -> RetentionExplanation {
+        let app = try app(named: bundleIdentifier)
+        let (product, entries) = try retentionEntries(app: app, productIdentifier: request.productId ?? "")
+        let (customer, known) = try await retentionCustomer(app: app, originalTransactionId: request.originalTransactionId ?? "")
+        let selection = RetentionSelection(entries)
+        let base = try await context(app: app, product: product, offerIdentifier: "", applicationUsername: customer.applicationUsername, lookback: selection.lookback, now: now)
+        return RetentionExplanation(customer: customer, customerKnown: known, choice: OfferPolicy.chooseRetention(entries, in: base))
+    }
+
+    /// The app of a retention request for a verified `appAppleId` (the CLI: from a decoded request).
+    public func app(appAppleId: Int64) -> AppConfiguration? {
+        guard let bundle = notifications?.verifiers.values.first(where: { $0.appAppleId == appAppleId })?.bundleId
+                ?? policy?.apps.first(where: { $0.appAppleId == appAppleId })?.bundleIdentifier else { return nil }
+        return apps[bundle]
+    }
+
+    /// The product's retention entries.
+    /// - Throws: 404 `no_retention_answer` when the policy lists none for it.
+    private func retentionEntries(app: AppConfiguration, productIdentifier: String) throws(OfferServiceError) -> (OfferPolicy.Product, [OfferPolicy.RetentionEntry]) {
+        guard let product = policy?.app(app.bundleIdentifier)?.product(productIdentifier), !product.retention.isEmpty else {
+            let error = OfferServiceError(.noRetentionAnswer, "The policy has no retention entries for \(productIdentifier.prefix(PayloadField.maximumLength)) of \(app.bundleIdentifier); the App Store shows its default message. Add a retention: list to the product (docs/retention.md).")
+            logNoRetentionAnswer(app: app, productIdentifier: String(productIdentifier.prefix(PayloadField.maximumLength)), why: error.message)
+            throw error
+        }
+        return (product, product.retention)
+    }
+
+    /// The customer who owns an original transaction: one known by an account (appAccountToken / the app's
+    /// applicationUsername) first, else the one notifications filed under `otid:`; a stranger is keyed `otid:` too,
+    /// so the signature counts against the customer the next notification creates.
+    private func retentionCustomer(app: AppConfiguration, originalTransactionId: String) async throws(OfferServiceError) -> (CustomerKey, known: Bool) {
+        let stranger = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: "otid:\(originalTransactionId)")
+        guard let store else { return (stranger, false) }
+        let owners = try await storeCall { try await store.customers(withOriginalTransactionId: originalTransactionId) }
+            .filter { $0.bundleIdentifier == app.bundleIdentifier }
+        if let owner = owners.first(where: { !$0.applicationUsername.hasPrefix("otid:") }) ?? owners.first { return (owner, true) }
+        return (stranger, false)
+    }
+
+    /// The pipeline's retention flow: the customer, the entries as one rule, an answer signed only for a
+    /// promotional offer, idempotent per `requestIdentifier`.
+    private func decideRetention(_ request: DecodedRealtimeRequestBody, app: AppConfiguration, product: OfferPolicy.Product, entries: [OfferPolicy.RetentionEntry], now: Date) async throws -> RealtimeResponseBody {
+        let originalTransactionId = request.originalTransactionId ?? ""
+        let requestIdentifier = (request.requestIdentifier ?? "").lowercased()
+        let (customer, _) = try await retentionCustomer(app: app, originalTransactionId: originalTransactionId)
+        let issuer = entries.contains { if case .promotionalOffer(_, .v2) = $0.answer { true } else { false } } ? try issuerIdentifier(of: app) : ""
+        let flow = SigningFlow<RealtimeResponseBody>(
+            app: app, customer: customer, productIdentifier: product.productIdentifier, offerIdentifier: "",
+            subscriptionGroupIdentifier: product.subscriptionGroupIdentifier, rule: RetentionSelection(entries),
+            refusesWhenNotEligible: false,
+            sign: { key, _, context in
+                let choice = OfferPolicy.chooseRetention(entries, in: context)
+                guard let entry = choice.entry else {
+                    PipelineMetrics.countRefusal(choice.decision.reasons)
+                    throw OfferServiceError(.noRetentionAnswer, "No retention entry of \(product.productIdentifier) holds for this customer and there is no fallback; the App Store shows its default message.", reasons: choice.decision.reasons)
+                }
+                guard case .promotionalOffer(let offerIdentifier, let format) = entry.answer else {
+                    return SignedOutput(output: Self.retentionAnswer(entry, signed: nil), record: nil)
+                }
+                switch format {
+                case .v2:
+                    let signed = try await JWSOfferSigner.signPromotionalOffer(
+                        bundleIdentifier: app.bundleIdentifier, productIdentifier: product.productIdentifier,
+                        offerIdentifier: offerIdentifier, transactionId: originalTransactionId, issuerIdentifier: issuer, key: key)
+                    return SignedOutput(
+                        output: Self.retentionAnswer(entry, signed: .v2(signed.token)),
+                        record: IssuedSignature(
+                            nonce: signed.claims.nonce, keyIdentifier: signed.keyIdentifier, bundleIdentifier: app.bundleIdentifier,
+                            productIdentifier: signed.claims.productId, offerIdentifier: signed.claims.offerIdentifier,
+                            applicationUsername: customer.applicationUsername, timestamp: signed.claims.iat * 1000, format: "jws",
+                            channel: "retention", requestIdentifier: requestIdentifier))
+                case .v1:
+                    // The legacy signature covers an applicationUsername: the customer's appAccountToken when they
+                    // are known by one (Apple's V1 answer carries it), else nothing.
+                    let token = UUID(uuidString: customer.applicationUsername) != nil ? customer.applicationUsername : nil
+                    let bundle = try OfferSigner.signLegacy(PromotionalOffer(
+                        bundleIdentifier: app.bundleIdentifier, productIdentifier: product.productIdentifier,
+                        offerIdentifier: offerIdentifier, applicationUsername: token ?? ""), with: key)
+                    let signature = PromotionalOfferSignatureV1(
+                        encodedSignature: bundle.signature, productId: bundle.productIdentifier, nonce: bundle.nonce,
+                        timestamp: bundle.timestamp, keyId: bundle.keyIdentifier, offerIdentifier: bundle.offerIdentifier,
+                        appAccountToken: token)
+                    return SignedOutput(
+                        output: Self.retentionAnswer(entry, signed: .v1(signature)),
+                        record: IssuedSignature(
+                            nonce: bundle.nonce, keyIdentifier: bundle.keyIdentifier, bundleIdentifier: app.bundleIdentifier,
+                            productIdentifier: bundle.productIdentifier, offerIdentifier: bundle.offerIdentifier,
+                            applicationUsername: customer.applicationUsername, timestamp: bundle.timestamp, format: "legacy",
+                            channel: "retention", requestIdentifier: requestIdentifier))
+                }
+            },
+            idempotency: FlowIdempotency(
+                key: "retention:\(app.bundleIdentifier):\(requestIdentifier)",
+                encode: { String(decoding: try Self.answerEncoder.encode($0), as: UTF8.self) },
+                decode: { try JSONDecoder().decode(RealtimeResponseBody.self, from: Data($0.utf8)) }))
+        return try await run(flow, now: now)
+    }
+
+    private enum RetentionSignature {
+        case v1(PromotionalOfferSignatureV1)
+        case v2(String)
+    }
+
+    private static let answerEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+
+    /// The response body for an entry: exactly one field set.
+    private static func retentionAnswer(_ entry: OfferPolicy.RetentionEntry, signed: RetentionSignature?) -> RealtimeResponseBody {
+        switch entry.answer {
+        case .message:
+            return RealtimeResponseBody(message: RetentionMessage(messageIdentifier: entry.messageIdentifier))
+        case .alternateProduct(let productIdentifier):
+            return RealtimeResponseBody(alternateProduct: RetentionAlternateProduct(messageIdentifier: entry.messageIdentifier, productId: productIdentifier))
+        case .promotionalOffer:
+            var offer = RetentionPromotionalOffer(messageIdentifier: entry.messageIdentifier)
+            switch signed {
+            case .v1(let signature): offer.promotionalOfferSignatureV1 = signature
+            case .v2(let token): offer.promotionalOfferSignatureV2 = token
+            case nil: break
+            }
+            return RealtimeResponseBody(promotionalOffer: offer)
+        }
+    }
+
+    /// Logs, once per app and product, why retention requests for it get no answer.
+    private func logNoRetentionAnswer(app: AppConfiguration, productIdentifier: String, why: String) {
+        let first = retentionUnanswered.withLock { $0.count < 1_000 && $0.insert("\(app.bundleIdentifier)/\(productIdentifier)").inserted }
+        guard first else { return }
+        retentionLogger.warning("retention requests get no answer (logged once per product)", metadata: [
+            "bundleIdentifier": "\(app.bundleIdentifier)", "productIdentifier": "\(productIdentifier)", "why": "\(why)",
+        ])
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import Hummingbird
+
+/// The body of `POST /v1/retention/appstore`: Apple's `RealtimeRequestBody`.
+struct RealtimeRequestBody: Decodable {
+    var signedPayload: String
+}
+
+/// The answer to the App Store's real-time "Get Retention Message" request: Apple's `RealtimeResponseBody`, with
+/// exactly one of its fields set.
+public struct RealtimeResponseBody: Codable, Sendable, Hashable, ResponseEncodable {
+    /// A text message.
+    public var message: RetentionMessage?
+    /// A switch-plan suggestion.
+    public var alternateProduct: RetentionAlternateProduct?
+    /// A signed promotional offer.
+    public var promotionalOffer: RetentionPromotionalOffer?
+
+    public init(message: RetentionMessage? = nil, alternateProduct: RetentionAlternateProduct? = nil, promotionalOffer: RetentionPromotionalOffer? = nil) {
+        self.message = message
+        self.alternateProduct = alternateProduct
+        self.promotionalOffer = promotionalOffer
+    }
+}
+
+/// Apple's `Message`: a message uploaded with the Retention Messaging API.
+public struct RetentionMessage: Codable, Sendable, Hashable {
+    public var messageIdentifier: String
+}
+
+/// Apple's `AlternateProduct`: a message and the product of the same subscription group it suggests.
+public struct RetentionAlternateProduct: Codable, Sendable, Hashable {
+    public var messageIdentifier: String
+    public var productId: String
+}
+
+/// Apple's `PromotionalOffer`: a message and exactly one signature.
+public struct RetentionPromotionalOffer: Codable, Sendable, Hashable {
+    public var messageIdentifier: String
+    /// A promotional offer V2 JWS whose `transactionId` is the request's `originalTransactionId`.
+    public var promotionalOfferSignatureV2: String?
+    /// A legacy promotional-offer signature.
+    public var promotionalOfferSignatureV1: PromotionalOfferSignatureV1?
+}
+
+/// Apple's `PromotionalOfferSignatureV1`.
+public struct PromotionalOfferSignatureV1: Codable, Sendable, Hashable {
+    /// The Base64 ECDSA signature.
+    public var encodedSignature: String
+    public var productId: String
+    /// A lower-case UUID.
+    public var nonce: String
+    /// UNIX time in milliseconds.
+    public var timestamp: Int64
+    public var keyId: String
+    public var offerIdentifier: String
+    /// The customer's appAccountToken (lower case), when the customer is known by one; it is the
+    /// applicationUsername the signature covers (empty otherwise).
+    public var appAccountToken: String?
+}
+
+/// The App Store's real-time retention endpoint. Open like the notification endpoint (the payload's signature
+/// is the credential), rate-limited per client address, answered within the retention deadline.
+struct RetentionRoutes {
+    let service: OfferService
+    let limits: RateLimits
+
+    func register(on router: Router<OfferSignerRequestContext>) {
+        router.post("/v1/retention/appstore") { request, context -> RealtimeResponseBody in
+            try limits.admit(appStoreAddress: context.remoteAddress?.ipAddress ?? "unknown")
+            let body = try await request.decodeJSON(as: RealtimeRequestBody.self, context: context)
+            guard body.signedPayload.utf8.count <= 64 * 1024 else {
+                throw APIError(OfferServiceError.invalidRequest(field: "signedPayload", "signedPayload is longer than 64 KiB."))
+            }
+            return try await service.answerRetention(signedPayload: body.signedPayload)
+        }
+    }
+}
