@@ -168,9 +168,10 @@ import Testing
         let answers = try await withThrowingTaskGroup(of: String.self) { group in
             for attempt in 0..<20 {
                 let store = stores[attempt % stores.count]
-                var record = signature(key, offer: "retention")
-                record.channel = "retention"
-                record.requestIdentifier = requestIdentifier
+                var draft = signature(key, offer: "retention")
+                draft.channel = "retention"
+                draft.requestIdentifier = requestIdentifier
+                let record = draft
                 let nonce = record.nonce
                 group.addTask {
                     try await store.withCustomerTransaction(key, issuedSince: nil, answerKey: "retention:\(requestIdentifier)") { snapshot in

@@ -26,12 +26,19 @@ public struct RealtimeResponseBody: Codable, Sendable, Hashable, ResponseEncodab
 /// Apple's `Message`: a message uploaded with the Retention Messaging API.
 public struct RetentionMessage: Codable, Sendable, Hashable {
     public var messageIdentifier: String
+
+    public init(messageIdentifier: String) { self.messageIdentifier = messageIdentifier }
 }
 
 /// Apple's `AlternateProduct`: a message and the product of the same subscription group it suggests.
 public struct RetentionAlternateProduct: Codable, Sendable, Hashable {
     public var messageIdentifier: String
     public var productId: String
+
+    public init(messageIdentifier: String, productId: String) {
+        self.messageIdentifier = messageIdentifier
+        self.productId = productId
+    }
 }
 
 /// Apple's `PromotionalOffer`: a message and exactly one signature.
@@ -41,6 +48,12 @@ public struct RetentionPromotionalOffer: Codable, Sendable, Hashable {
     public var promotionalOfferSignatureV2: String?
     /// A legacy promotional-offer signature.
     public var promotionalOfferSignatureV1: PromotionalOfferSignatureV1?
+
+    public init(messageIdentifier: String, promotionalOfferSignatureV2: String? = nil, promotionalOfferSignatureV1: PromotionalOfferSignatureV1? = nil) {
+        self.messageIdentifier = messageIdentifier
+        self.promotionalOfferSignatureV2 = promotionalOfferSignatureV2
+        self.promotionalOfferSignatureV1 = promotionalOfferSignatureV1
+    }
 }
 
 /// Apple's `PromotionalOfferSignatureV1`.
@@ -57,6 +70,16 @@ public struct PromotionalOfferSignatureV1: Codable, Sendable, Hashable {
     /// The customer's appAccountToken (lower case), when the customer is known by one; it is the
     /// applicationUsername the signature covers (empty otherwise).
     public var appAccountToken: String?
+
+    public init(encodedSignature: String, productId: String, nonce: String, timestamp: Int64, keyId: String, offerIdentifier: String, appAccountToken: String? = nil) {
+        self.encodedSignature = encodedSignature
+        self.productId = productId
+        self.nonce = nonce
+        self.timestamp = timestamp
+        self.keyId = keyId
+        self.offerIdentifier = offerIdentifier
+        self.appAccountToken = appAccountToken
+    }
 }
 
 /// The App Store's real-time retention endpoint. Open like the notification endpoint (the payload's signature

@@ -1,0 +1,332 @@
+import AppStoreNotifications
+import AppStoreTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import OfferEligibility
+import OfferModel
+import OfferSignerServer
+import OfferSigning
+import OfferStore
+import Testing
+
+/// A service that answers the App Store's real-time retention requests: a policy with retention entries, a store,
+/// and App Store verification (by appAppleId) against a test chain.
+struct RetentionFixture {
+    static let appAppleId: Int64 = 1_234_567_890
+    static let monthly = TestPayloads.productId
+    static let weekly = "com.example.offersigner.weekly"
+    static let annual = "com.example.offersigner.annual"
+    static let plain = "com.example.offersigner.plain"
+    static let issuer = "57246542-96fe-1a63-e053-0824d011072a"
+    let bundle: String
+    let store: any OfferStore
+    let service: OfferService
+    let key: SigningKey
+    let signer: TestJWSSigner
+
+    init(_ backend: StoreBackend, deadline: Duration = .milliseconds(500), slowRule: Duration? = nil, fallback: Bool = true) async throws {
+        bundle = "com.example.rm-\(UUID().uuidString.prefix(8).lowercased())"
+        store = try await backend.open()
+        key = try SigningKey.generate(keyIdentifier: "TESTKEY001")
+        var options = TestCertificateChain.Options()
+        options.leafValidity = Date().addingTimeInterval(-365 * 86_400)...Date().addingTimeInterval(365 * 86_400)
+        let chain = try TestCertificateChain(options)
+        signer = TestJWSSigner(chain: chain)
+        var registry = RuleRegistry.builtIn
+        if let slowRule {
+            // A rule that takes its time (a stand-in for a slow decision), to run into the deadline.
+            registry.register("slow") { _ throws(PolicyError) in SlowRule(delay: slowRule) }
+        }
+        let policy = try OfferPolicy(text: """
+            apps:
+              - bundleIdentifier: \(bundle)
+                issuerIdentifier: \(Self.issuer)
+                appAppleId: \(Self.appAppleId)
+                products:
+                  - productIdentifier: \(Self.monthly)
+                    subscriptionGroupIdentifier: "21000001"
+                    offers:
+                      - offerIdentifier: retention_30
+                        rules: [auto-renew-off, { cap: { count: 3, days: 30 } }]
+                    retention:
+                      - promotionalOffer: retention_30
+                        messageIdentifier: RM-SAVE-30
+                        \(slowRule != nil ? "rules: [slow]" : "")
+                      - alternateProduct: \(Self.annual)
+                        messageIdentifier: RM-SWITCH-ANNUAL
+                        rules: [active-subscriber, { loyalty: { minRenewals: 1 } }]
+                      \(fallback ? "- messageIdentifier: RM-THANKS" : "")
+                  - productIdentifier: \(Self.weekly)
+                    subscriptionGroupIdentifier: "21000001"
+                    offers:
+                      - offerIdentifier: retention_v1
+                        rules: [auto-renew-off]
+                    retention:
+                      - promotionalOffer: retention_v1
+                        messageIdentifier: RM-SAVE-V1
+                        signature: v1
+                      - messageIdentifier: RM-THANKS
+                  - productIdentifier: \(Self.annual)
+                    subscriptionGroupIdentifier: "21000001"
+                  - productIdentifier: \(Self.plain)
+            """, registry: registry)
+        let verifier = try SignedDataVerifier(bundleId: bundle, appAppleId: Self.appAppleId, environments: [.sandbox], trustedRoots: [chain.root])
+        let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: Logger(label: "test"))
+        service = OfferService(
+            apps: [], keyRing: try KeyRing(keys: [.init(key: key, source: "test")]), policy: policy, store: store,
+            notifications: ingestor, retentionDeadline: deadline)
+    }
+
+    var application: some ApplicationProtocol {
+        Application(router: buildRouter(service: service), logger: Logger(label: "test"))
+    }
+
+    /// A customer known from notifications: subscribed (and renewed when `renewed`), auto-renew as given.
+    func subscribe(_ client: some TestClientProtocol, token: String?, originalTransactionId: String, renewed: Bool = false, autoRenew: AutoRenewStatus) async throws {
+        let now = Date()
+        var transaction = TestPayloads.transaction(
+            originalTransactionId: originalTransactionId, appAccountToken: token, expiresDate: now + 20 * 86_400, bundleId: bundle,
+            signedDate: now - 40 * 86_400)
+        transaction.subscriptionGroupIdentifier = "21000001"
+        try await notify(client, .subscribed, .initialBuy, transaction, autoRenew: .on, signedDate: now - 40 * 86_400)
+        if renewed { try await notify(client, .didRenew, nil, transaction, autoRenew: .on, signedDate: now - 10 * 86_400) }
+        if autoRenew == .off { try await notify(client, .didChangeRenewalStatus, .autoRenewDisabled, transaction, autoRenew: .off, signedDate: now - 86_400) }
+    }
+
+    private func notify(_ client: some TestClientProtocol, _ type: NotificationType, _ subtype: NotificationSubtype?, _ transaction: JWSTransactionDecodedPayload, autoRenew: AutoRenewStatus, signedDate: Date) async throws {
+        let payload = try await signer.signNotification(
+            type, subtype: subtype, transaction: transaction,
+            renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: autoRenew, signedDate: signedDate),
+            bundleId: bundle, environment: .sandbox, signedDate: signedDate)
+        let response = try await client.post("/v1/notifications/appstore", json: "{\"signedPayload\":\"\(payload)\"}")
+        #expect(response.status == .ok, "\(response.text)")
+    }
+
+    /// A real-time request as the App Store signs it.
+    func request(originalTransactionId: String, productId: String = RetentionFixture.monthly, requestIdentifier: String = UUID().uuidString.lowercased(), appAppleId: Int64 = RetentionFixture.appAppleId, signer: TestJWSSigner? = nil) async throws -> String {
+        let body = DecodedRealtimeRequestBody(
+            originalTransactionId: originalTransactionId, appAppleId: appAppleId, productId: productId, userLocale: "en-US",
+            requestIdentifier: requestIdentifier, environment: .sandbox, signedDate: Date().appStoreMilliseconds)
+        return try await (signer ?? self.signer).sign(body)
+    }
+
+    func ask(_ client: some TestClientProtocol, _ signedPayload: String) async throws -> TestResponse {
+        try await client.post("/v1/retention/appstore", json: "{\"signedPayload\":\"\(signedPayload)\"}")
+    }
+}
+
+/// A rule that blocks for a while and says yes.
+private struct SlowRule: EligibilityRule {
+    let name = "slow"
+    let delay: Duration
+    func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
+        Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+        return .eligible()
+    }
+}
+
+@Suite struct RetentionTests {
+    static func otid() -> String { "\(Int.random(in: 2_000_000_000_000_000...2_999_999_999_999_999))" }
+
+    @Test("auto-renew off: a promotional offer V2 whose transactionId is the original transaction, verified, recorded, idempotent", arguments: StoreBackend.available)
+    func autoRenewOffGetsTheSignedOffer(_ backend: StoreBackend) async throws {
+        let fixture = try await RetentionFixture(backend)
+        let token = UUID().uuidString.lowercased()
+        let original = Self.otid()
+        try await fixture.application.test(.router) { client in
+            try await fixture.subscribe(client, token: token, originalTransactionId: original, autoRenew: .off)
+            let requestIdentifier = UUID().uuidString.lowercased()
+            let signed = try await fixture.request(originalTransactionId: original, requestIdentifier: requestIdentifier)
+            let response = try await fixture.ask(client, signed)
+            #expect(response.status == .ok, "\(response.text)")
+            let answer = try response.decode(RealtimeResponseBody.self)
+            #expect(answer.message == nil && answer.alternateProduct == nil)
+            let offer = try #require(answer.promotionalOffer)
+            #expect(offer.messageIdentifier == "RM-SAVE-30")
+            #expect(offer.promotionalOfferSignatureV1 == nil)
+            let jws = try #require(offer.promotionalOfferSignatureV2)
+            // Exactly one field on the wire.
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(response.text.utf8)) as? [String: Any])
+            #expect(Array(object.keys) == ["promotionalOffer"])
+
+            let verification = await fixture.service.verifyJWS(jws)
+            #expect(verification.valid, "\(verification.message ?? "")")
+            #expect(verification.claims?.transactionId == original)
+            #expect(verification.claims?.offerIdentifier == "retention_30")
+            #expect(verification.claims?.productId == RetentionFixture.monthly)
+            #expect(verification.claims?.bid == fixture.bundle)
+            #expect(verification.claims?.iss == RetentionFixture.issuer)
+            #expect(verification.header?.kid == "TESTKEY001")
+
+            // Recorded for the customer, with the channel and the request identifier.
+            let logged = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle))
+            #expect(logged.count == 1)
+            #expect(logged.first?.nonce == verification.claims?.nonce)
+            #expect(logged.first?.applicationUsername == token)
+            #expect(logged.first?.channel == "retention")
+            #expect(logged.first?.requestIdentifier == requestIdentifier)
+            #expect(logged.first?.format == "jws")
+
+            // Apple's retry: the same answer, no second signature.
+            let again = try await fixture.ask(client, signed)
+            #expect(again.status == .ok)
+            #expect(try again.decode(RealtimeResponseBody.self) == answer)
+            #expect(try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle)) == 1)
+
+            // A new request is a new decision: signed again, and counted against the offer's cap (3).
+            for _ in 0..<2 {
+                let next = try await fixture.ask(client, try await fixture.request(originalTransactionId: original))
+                #expect(try next.decode(RealtimeResponseBody.self).promotionalOffer != nil)
+            }
+            let capped = try await fixture.ask(client, try await fixture.request(originalTransactionId: original))
+            #expect(try capped.decode(RealtimeResponseBody.self).message?.messageIdentifier == "RM-THANKS")
+            #expect(try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle)) == 3)
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("signature: v1 answers a legacy signature over the appAccountToken, with the nonce and timestamp given", arguments: StoreBackend.available)
+    func version1Signature(_ backend: StoreBackend) async throws {
+        let fixture = try await RetentionFixture(backend)
+        let token = UUID().uuidString.lowercased()
+        let original = Self.otid()
+        try await fixture.application.test(.router) { client in
+            try await fixture.subscribe(client, token: token, originalTransactionId: original, autoRenew: .off)
+            let response = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, productId: RetentionFixture.weekly))
+            #expect(response.status == .ok, "\(response.text)")
+            let offer = try #require(try response.decode(RealtimeResponseBody.self).promotionalOffer)
+            #expect(offer.messageIdentifier == "RM-SAVE-V1")
+            #expect(offer.promotionalOfferSignatureV2 == nil)
+            let v1 = try #require(offer.promotionalOfferSignatureV1)
+            #expect(v1.appAccountToken == token)
+            #expect(v1.productId == RetentionFixture.weekly)
+            #expect(v1.offerIdentifier == "retention_v1")
+            #expect(v1.keyId == "TESTKEY001")
+            #expect(UUID(uuidString: v1.nonce) != nil && v1.nonce == v1.nonce.lowercased())
+            #expect(abs(Double(v1.timestamp) / 1000 - Date().timeIntervalSince1970) < 60)
+            let verification = fixture.service.verifyLegacy(SignedLegacyOffer(
+                bundleIdentifier: fixture.bundle, productIdentifier: v1.productId, offerIdentifier: v1.offerIdentifier,
+                applicationUsername: token, keyIdentifier: v1.keyId, nonce: v1.nonce, timestamp: v1.timestamp, signature: v1.encodedSignature))
+            #expect(verification.valid, "\(verification.message ?? "")")
+            let logged = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle))
+            #expect(logged.map(\.nonce) == [v1.nonce])
+            #expect(logged.first?.format == "legacy")
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("an active loyal customer gets the alternate product; a stranger the fallback; no entries is 404", arguments: StoreBackend.available)
+    func alternateProductFallbackAndNoEntries(_ backend: StoreBackend) async throws {
+        let fixture = try await RetentionFixture(backend)
+        let original = Self.otid()
+        try await fixture.application.test(.router) { client in
+            // Known without an appAccountToken (filed under the original transaction), renewed, auto-renew on.
+            try await fixture.subscribe(client, token: nil, originalTransactionId: original, renewed: true, autoRenew: .on)
+            let loyal = try await fixture.ask(client, try await fixture.request(originalTransactionId: original))
+            #expect(loyal.status == .ok, "\(loyal.text)")
+            #expect(try loyal.decode(RealtimeResponseBody.self) == RealtimeResponseBody(alternateProduct: RetentionAlternateProduct(messageIdentifier: "RM-SWITCH-ANNUAL", productId: RetentionFixture.annual)))
+
+            let stranger = try await fixture.ask(client, try await fixture.request(originalTransactionId: Self.otid()))
+            #expect(stranger.status == .ok)
+            #expect(try stranger.decode(RealtimeResponseBody.self) == RealtimeResponseBody(message: RetentionMessage(messageIdentifier: "RM-THANKS")))
+
+            let none = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, productId: RetentionFixture.plain))
+            #expect(none.status == .notFound)
+            #expect(try none.decode(RefusalBody.self).error.code == "no_retention_answer")
+            #expect(try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle)) == 0)
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("wrong appAppleId, a tampered payload and an untrusted chain are refused with 400 and sign nothing", arguments: StoreBackend.available)
+    func refusals(_ backend: StoreBackend) async throws {
+        let fixture = try await RetentionFixture(backend)
+        let token = UUID().uuidString.lowercased()
+        let original = Self.otid()
+        try await fixture.application.test(.router) { client in
+            try await fixture.subscribe(client, token: token, originalTransactionId: original, autoRenew: .off)
+            func refused(_ payload: String, saying fragment: String) async throws {
+                let response = try await fixture.ask(client, payload)
+                #expect(response.status == .badRequest, "\(response.text)")
+                let error = try response.decode(RefusalBody.self).error
+                #expect(error.code == "invalid_signed_payload")
+                #expect(error.message.contains(fragment), "\(error.message)")
+            }
+            try await refused(try await fixture.request(originalTransactionId: original, appAppleId: 987_654_321), saying: "appAppleId")
+            let untrusted = TestJWSSigner(chain: try TestCertificateChain())
+            try await refused(try await fixture.request(originalTransactionId: original, signer: untrusted), saying: "untrusted_root")
+            // Tampered: the payload of another request under the first one's signature.
+            let genuine = try await fixture.request(originalTransactionId: original).split(separator: ".")
+            let other = try await fixture.request(originalTransactionId: Self.otid()).split(separator: ".")
+            try await refused("\(genuine[0]).\(other[1]).\(genuine[2])", saying: "signature")
+            #expect(try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle)) == 0)
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("past the deadline the fallback message is answered; without a fallback, 503 retention_timed_out")
+    func deadline() async throws {
+        for fallback in [true, false] {
+            let fixture = try await RetentionFixture(.sqlite, deadline: .milliseconds(50), slowRule: .milliseconds(400), fallback: fallback)
+            let token = UUID().uuidString.lowercased()
+            let original = Self.otid()
+            try await fixture.application.test(.router) { client in
+                try await fixture.subscribe(client, token: token, originalTransactionId: original, autoRenew: .off)
+                let started = ContinuousClock.now
+                let response = try await fixture.ask(client, try await fixture.request(originalTransactionId: original))
+                #expect(ContinuousClock.now - started < .milliseconds(350))
+                if fallback {
+                    #expect(response.status == .ok, "\(response.text)")
+                    #expect(try response.decode(RealtimeResponseBody.self) == RealtimeResponseBody(message: RetentionMessage(messageIdentifier: "RM-THANKS")))
+                } else {
+                    #expect(response.status == .serviceUnavailable)
+                    #expect(response.headers[.retryAfter] != nil)
+                    #expect(try response.decode(RefusalBody.self).error.code == "retention_timed_out")
+                }
+            }
+            try await Task.sleep(for: .milliseconds(450))  // the slow decision finishes before the store closes
+            try await fixture.store.close()
+        }
+    }
+
+    @Test("retention entries are validated when the policy loads")
+    func policyValidation() throws {
+        func problem(_ entries: String) -> String? {
+            // Entries written from column 0, placed under `retention:`.
+            let retention = entries.split(separator: "\n").map { "              " + $0 }.joined(separator: "\n")
+            do {
+                _ = try OfferPolicy(text: """
+                    apps:
+                      - bundleIdentifier: com.example.app
+                        products:
+                          - productIdentifier: com.example.monthly
+                            subscriptionGroupIdentifier: "1"
+                            offers:
+                              - offerIdentifier: save
+                            retention:
+                    \(retention)
+                          - productIdentifier: com.example.annual
+                            subscriptionGroupIdentifier: "1"
+                          - productIdentifier: com.example.other
+                            subscriptionGroupIdentifier: "2"
+                    """)
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        #expect(problem("- promotionalOffer: save\n  messageIdentifier: A\n- alternateProduct: com.example.annual\n  messageIdentifier: B\n  rules: [active-subscriber]\n- messageIdentifier: C") == nil)
+        #expect(problem("- promotionalOffer: nope\n  messageIdentifier: A")?.contains("'nope' is not an offer of com.example.monthly; its offers: save") == true)
+        #expect(problem("- alternateProduct: com.example.missing\n  messageIdentifier: A")?.contains("must be another product of this app") == true)
+        #expect(problem("- alternateProduct: com.example.other\n  messageIdentifier: A")?.contains("same group") == true)
+        #expect(problem("- messageIdentifier: A\n- messageIdentifier: B")?.contains("comes after the fallback") == true)
+        #expect(problem("- messageIdentifier: A\n- promotionalOffer: save\n  messageIdentifier: B")?.contains("would never be chosen") == true)
+        #expect(problem("- promotionalOffer: save\n  messageIdentifier: A\n  signature: v3")?.contains("v2 (the default) or v1") == true)
+        #expect(problem("- promotionalOffer: save\n  alternateProduct: com.example.annual\n  messageIdentifier: A")?.contains("not both") == true)
+        #expect(problem("- promotionalOffer: save")?.contains("'messageIdentifier' is required") == true)
+        #expect(problem("- messageIdentifier: A\n  signature: v1")?.contains("promotionalOffer entries only") == true)
+    }
+}
