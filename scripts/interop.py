@@ -213,5 +213,77 @@ finally:
     server.wait(timeout=10)
 check("DEMO" in server.stderr.read(), "serve --demo says loudly that it is a demo")
 
+# 6. Retention Messaging: a live service answers a real-time request signed by a test App Store chain; the V2
+#    signature verifies with PyJWT and has the header and claims Apple's PromotionalOfferV2SignatureCreator makes
+#    for the same inputs (nonce and iat aside), with transactionId = the request's originalTransactionId.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+chain = harness.AppStoreTestChain()
+open(os.path.join(work, "root.pem"), "w").write(chain.root_pem())
+open(os.path.join(work, "retention-policy.yaml"), "w").write(f"""
+apps:
+  - bundleIdentifier: com.example.app
+    issuerIdentifier: {issuer}
+    appAppleId: 1234567890
+    products:
+      - productIdentifier: com.example.monthly
+        subscriptionGroupIdentifier: "21000001"
+        offers:
+          - offerIdentifier: retention_30
+            rules: [auto-renew-off]
+        retention:
+          - promotionalOffer: retention_30
+            messageIdentifier: 9f2b8d1e-3c4a-4b5d-8e6f-7a8b9c0d1e2f
+          - messageIdentifier: 0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0
+""")
+port = harness.free_port()
+env = dict(os.environ, OFFER_SIGNER_PORT=str(port), OFFER_SIGNER_HOST="127.0.0.1", OFFER_SIGNER_KEYS_DIR=os.path.dirname(key_path),
+           OFFER_SIGNER_POLICY=os.path.join(work, "retention-policy.yaml"), OFFER_SIGNER_DATABASE_URL=f"sqlite:{work}/retention.sqlite",
+           OFFER_SIGNER_ENVIRONMENTS="Sandbox", OFFER_SIGNER_TRUSTED_ROOTS=os.path.join(work, "root.pem"),
+           OFFER_SIGNER_API_KEYS="interop:interop-client-key-0123456789abcdef")
+for variable in ("OFFER_SIGNER_CLIENT_AUTH", "OFFER_SIGNER_BUNDLE_ID"):
+    env.pop(variable, None)
+server = harness.start_server(BINARY, env)
+try:
+    base = f"http://127.0.0.1:{port}"
+
+    def post_json(path, body):
+        request = urllib.request.Request(base + path, method="POST", headers={"Content-Type": "application/json"}, data=json.dumps(body).encode())
+        try:
+            response = urllib.request.urlopen(request, timeout=5)
+            return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"{}")
+
+    original, token, now = "2000000987654321", str(uuid.uuid4()), int(time.time() * 1000)
+    transaction = {"originalTransactionId": original, "transactionId": original, "bundleId": "com.example.app", "productId": "com.example.monthly",
+                   "subscriptionGroupIdentifier": "21000001", "purchaseDate": now - 86_400_000, "expiresDate": now + 29 * 86_400_000,
+                   "type": "Auto-Renewable Subscription", "environment": "Sandbox", "appAccountToken": token, "signedDate": now}
+    renewal = {"originalTransactionId": original, "productId": "com.example.monthly", "autoRenewProductId": "com.example.monthly",
+               "autoRenewStatus": 0, "environment": "Sandbox", "signedDate": now}
+    status, _ = post_json("/v1/notifications/appstore", harness.notification(chain, "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", "com.example.app", transaction, renewal))
+    check(status == 200, "a live service takes a notification signed by a trusted test chain (auto-renew off)")
+    status, answer = post_json("/v1/retention/appstore", harness.realtime_request(chain, original, "com.example.monthly", 1234567890, str(uuid.uuid4())))
+    check(status == 200 and list(answer) == ["promotionalOffer"], f"the retention endpoint answers a promotional offer, and only that ({status})")
+    token_v2 = answer.get("promotionalOffer", {}).get("promotionalOfferSignatureV2", "")
+    ours_header, ours = jwt.get_unverified_header(token_v2), jwt.decode(token_v2, public_key, algorithms=["ES256"], audience="promotional-offer")
+    apple_token = PromotionalOfferV2SignatureCreator(pem, key_id, issuer, "com.example.app").create_signature("com.example.monthly", "retention_30", original)
+    apple_header, apple = jwt.get_unverified_header(apple_token), jwt.decode(apple_token, public_key, algorithms=["ES256"], audience="promotional-offer")
+    check(ours_header == apple_header, f"the retention V2 JWS header is Apple's ({ours_header} vs {apple_header})")
+    drop = lambda claims: {k: v for k, v in claims.items() if k not in ("nonce", "iat")}
+    check(drop(ours) == drop(apple), f"PyJWT verifies the retention V2 JWS; its claims are Apple's for the same inputs, nonce and iat aside ({drop(ours)})")
+    check(ours["transactionId"] == original and isinstance(ours["iat"], int), "transactionId is the request's originalTransactionId; iat an integer")
+    status, refused = post_json("/v1/retention/appstore", harness.realtime_request(chain, original, "com.example.monthly", 999, str(uuid.uuid4())))
+    check(status == 400 and refused["error"]["code"] == "invalid_signed_payload", "a request for another appAppleId is refused with 400")
+    request_file = os.path.join(work, "retention-request.json")
+    open(request_file, "w").write(json.dumps({"originalTransactionId": original, "appAppleId": 1234567890, "productId": "com.example.monthly"}))
+    explained = subprocess.run([BINARY, "retention", "explain", request_file], env=env, capture_output=True, text=True, timeout=60)
+    check(explained.returncode == 0 and "chosen       1. promotionalOffer retention_30 (v2)" in explained.stdout,
+          f"offer-signer retention explain names the chosen entry: {explained.stdout.strip()} {explained.stderr.strip()}")
+finally:
+    server.terminate()
+    server.wait(timeout=10)
+
 print(f"\n{len(failures)} failure(s)" if failures else "\nall interoperability checks passed")
 sys.exit(1 if failures else 0)

@@ -33,6 +33,10 @@ struct PolicyCommand: ParsableCommand {
                             let rules = offer.rule.rules.map(\.name)
                             print("    \(offer.offerIdentifier): \(rules.isEmpty ? "no rules (everyone)" : rules.joined(separator: ", "))")
                         }
+                        for (position, entry) in product.retention.enumerated() {
+                            let rules = entry.rules.rules.map(\.name)
+                            print("    retention \(position + 1): \(RetentionCommand.Explain.describe(entry))\(rules.isEmpty ? "" : " when \(rules.joined(separator: ", "))")")
+                        }
                     }
                 }
                 print("\(path): valid")

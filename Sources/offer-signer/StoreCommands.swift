@@ -8,7 +8,7 @@ import OfferSigning
 import OfferStore
 
 /// Opens what the store commands need from the same OFFER_SIGNER_* variables as `serve` (keys not needed).
-private func openForTools() async throws -> (ServiceConfiguration, (any OfferStore)?, NotificationIngestor?) {
+func openForTools() async throws -> (ServiceConfiguration, (any OfferStore)?, NotificationIngestor?) {
     var logger = Logger(label: "offer-signer")
     logger.logLevel = .warning
     let configuration: ServiceConfiguration

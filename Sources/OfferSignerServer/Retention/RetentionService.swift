@@ -71,11 +71,35 @@ extension OfferService {
         return RetentionExplanation(customer: customer, customerKnown: known, choice: OfferPolicy.chooseRetention(entries, in: base))
     }
 
-    /// The app of a retention request for a verified `appAppleId` (the CLI: from a decoded request).
-    public func app(appAppleId: Int64) -> AppConfiguration? {
-        guard let bundle = notifications?.verifiers.values.first(where: { $0.appAppleId == appAppleId })?.bundleId
-                ?? policy?.apps.first(where: { $0.appAppleId == appAppleId })?.bundleIdentifier else { return nil }
-        return apps[bundle]
+    /// Explains a request given as a file would hold it (`offer-signer retention explain`): Apple's body
+    /// `{"signedPayload": …}` or a bare signed payload (verified like a live request), or a decoded request
+    /// (`DecodedRealtimeRequestBody` JSON, not verified; its app is found by `appAppleId`, else the only app).
+    /// - Throws: ``OfferServiceError`` 400 for what cannot be read or does not verify.
+    public func explainRetention(document text: String, now: Date = Date()) async throws -> RetentionExplanation {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        struct Body: Decodable { var signedPayload: String? }
+        var signedPayload: String?
+        if trimmed.hasPrefix("{") {
+            guard let body = try? JSONDecoder().decode(Body.self, from: Data(trimmed.utf8)) else {
+                throw OfferServiceError.invalidRequest(field: "file", "The file is not JSON: give {\"signedPayload\": …}, a signed payload, or a decoded request.")
+            }
+            signedPayload = body.signedPayload
+        } else {
+            signedPayload = trimmed
+        }
+        if let signedPayload {
+            guard let notifications else {
+                throw OfferServiceError(.storeUnavailable, "A signedPayload is verified like a live request: configure the store, the app's appAppleId, OFFER_SIGNER_ENVIRONMENTS (and OFFER_SIGNER_TRUSTED_ROOTS for test chains), or give the decoded request instead.")
+            }
+            let (bundleIdentifier, request) = try await notifications.verifyRealtimeRequest(signedPayload: signedPayload)
+            return try await explainRetention(request, bundleIdentifier: bundleIdentifier, now: now)
+        }
+        guard let request = try? JSONDecoder().decode(DecodedRealtimeRequestBody.self, from: Data(trimmed.utf8)),
+              request.originalTransactionId != nil, request.productId != nil else {
+            throw OfferServiceError.invalidRequest(field: "file", "A decoded request needs originalTransactionId (a string) and productId; appAppleId picks the app when several are served.")
+        }
+        let bundleIdentifier = request.appAppleId.flatMap { id in policy?.apps.first(where: { $0.appAppleId == id })?.bundleIdentifier }
+        return try await explainRetention(request, bundleIdentifier: try app(named: bundleIdentifier).bundleIdentifier, now: now)
     }
 
     /// The product's retention entries.

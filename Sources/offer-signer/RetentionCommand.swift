@@ -1,0 +1,62 @@
+import ArgumentParser
+import Foundation
+import OfferEligibility
+import OfferSignerServer
+import OfferSigning
+import OfferStore
+
+struct RetentionCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "retention",
+        abstract: "Works with Retention Messaging (the App Store's real-time retention requests).",
+        subcommands: [Explain.self]
+    )
+
+    struct Explain: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Shows which retention entry the policy chooses for a request, and why, from the store (OFFER_SIGNER_POLICY, OFFER_SIGNER_DATABASE_URL). Signs nothing.")
+
+        @Argument(help: "A file with {\"signedPayload\": …}, a bare signedPayload (both verified), or a decoded request (DecodedRealtimeRequestBody JSON); - reads standard input.")
+        var file: String
+
+        func run() async throws {
+            let text: String
+            if file == "-" {
+                text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            } else {
+                guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("Cannot read \(file).") }
+                text = String(decoding: data, as: UTF8.self)
+            }
+            let (configuration, store, notifications) = try await openForTools()
+            guard configuration.policy != nil else {
+                throw ValidationError("No policy (OFFER_SIGNER_POLICY): there are no retention entries to explain.")
+            }
+            let service = OfferService(apps: configuration.apps, keyRing: .empty, policy: configuration.policy, store: store, notifications: notifications)
+            let explanation: RetentionExplanation
+            do {
+                explanation = try await service.explainRetention(document: text)
+            } catch let error as OfferServiceError {
+                try? await store?.close()
+                throw ValidationError(error.message)
+            }
+            try await store?.close()
+            print("\(explanation.customer)\(explanation.customerKnown ? "" : " (not known to the store: judged on empty facts)")")
+            for (position, considered) in explanation.choice.considered.enumerated() {
+                let chosen = position == explanation.choice.index
+                print("  \(chosen ? "chosen      " : "not chosen  ") \(position + 1). \(Self.describe(considered.entry))")
+                for reason in considered.decision.reasons { print("      \(reason.rule): \(reason.message) [\(reason.code)]") }
+            }
+            if explanation.choice.index == nil {
+                print("  no entry holds and there is no fallback: the App Store shows its default message")
+            }
+        }
+
+        static func describe(_ entry: OfferPolicy.RetentionEntry) -> String {
+            switch entry.answer {
+            case .message: "message \(entry.messageIdentifier)\(entry.isFallback ? " (fallback)" : "")"
+            case .alternateProduct(let product): "alternateProduct \(product), message \(entry.messageIdentifier)"
+            case .promotionalOffer(let offer, let signature): "promotionalOffer \(offer) (\(signature.rawValue)), message \(entry.messageIdentifier)"
+            }
+        }
+    }
+}

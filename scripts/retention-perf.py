@@ -1,0 +1,148 @@
+"""Apple's Retention Messaging performance test, played locally: N signed real-time requests at a given
+concurrency against a running `offer-signer serve`, reporting p50/p90/p95/p99 and the success rate, as
+Apple's `Get Performance Test Results` does (docs/retention.md). Apple requires answers within 700 ms.
+
+    scripts/retention-perf.sh [REQUESTS] [CONCURRENCY] [DATABASE_URL]
+
+The service gets a policy with retention entries, trusts a test App Store chain made here, and knows 200
+customers from signed notifications (half with auto-renew off, so that half the answers are signed
+promotional offers; the others an alternate product or the fallback message); a tenth of the requests are for
+customers it has never seen.
+"""
+import http.client
+import json
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+binary = os.path.abspath(sys.argv[1])
+requests_total = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
+concurrency = int(sys.argv[3]) if len(sys.argv) > 3 else 32
+database_url = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
+bundle, app_apple_id, product = "com.example.app", 1234567890, "com.example.monthly"
+
+work = tempfile.mkdtemp(prefix="offer-signer-retention-perf-")
+chain = harness.AppStoreTestChain()
+open(f"{work}/root.pem", "w").write(chain.root_pem())
+open(f"{work}/policy.yaml", "w").write(f"""
+apps:
+  - bundleIdentifier: {bundle}
+    issuerIdentifier: 57246542-96fe-1a63-e053-0824d011072a
+    appAppleId: {app_apple_id}
+    products:
+      - productIdentifier: {product}
+        subscriptionGroupIdentifier: "21000001"
+        offers:
+          - offerIdentifier: retention_30
+            rules: [auto-renew-off]
+        retention:
+          - promotionalOffer: retention_30
+            messageIdentifier: 9f2b8d1e-3c4a-4b5d-8e6f-7a8b9c0d1e2f
+          - alternateProduct: com.example.annual
+            messageIdentifier: 1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
+            rules: [active-subscriber]
+          - messageIdentifier: 0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0
+      - productIdentifier: com.example.annual
+        subscriptionGroupIdentifier: "21000001"
+""")
+key = harness.subprocess.run([binary, "keys", "generate"], capture_output=True, text=True, check=True).stdout
+port = harness.free_port()
+env = dict(os.environ, OFFER_SIGNER_PORT=str(port), OFFER_SIGNER_HOST="127.0.0.1", OFFER_SIGNER_KEY_PERFKEY001=key,
+           OFFER_SIGNER_POLICY=f"{work}/policy.yaml", OFFER_SIGNER_DATABASE_URL=database_url or f"sqlite:{work}/store.sqlite",
+           OFFER_SIGNER_ENVIRONMENTS="Sandbox", OFFER_SIGNER_TRUSTED_ROOTS=f"{work}/root.pem", OFFER_SIGNER_API_KEYS="perf:perf-client-key-0123456789abcdef",
+           OFFER_SIGNER_RATE_LIMIT_APP_STORE="100000/s", LOG_LEVEL="warning")
+for variable in ("OFFER_SIGNER_CLIENT_AUTH", "OFFER_SIGNER_BUNDLE_ID"):
+    env.pop(variable, None)
+log = open(f"{work}/server.log", "w")
+server = harness.start_server(binary, env, log=log)
+
+
+def post(connection, body, path="/v1/retention/appstore"):
+    connection.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+    response = connection.getresponse()
+    return response.status, response.read()
+
+
+try:
+    # 200 customers known from notifications: even ones with auto-renew off, odd ones active.
+    now = int(time.time() * 1000)
+    customers = []
+    seed = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    for index in range(200):
+        original = str(3_000_000_000_000_000 + random.randrange(10**15))
+        transaction = {"originalTransactionId": original, "transactionId": original, "bundleId": bundle, "productId": product,
+                       "subscriptionGroupIdentifier": "21000001", "purchaseDate": now - 40 * 86_400_000, "expiresDate": now + 20 * 86_400_000,
+                       "type": "Auto-Renewable Subscription", "inAppOwnershipType": "PURCHASED", "environment": "Sandbox", "signedDate": now,
+                       "appAccountToken": str(uuid.uuid4())}
+        renewal = {"originalTransactionId": original, "autoRenewProductId": product, "productId": product, "environment": "Sandbox",
+                   "autoRenewStatus": 0 if index % 2 == 0 else 1, "signedDate": now}
+        kind = ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED") if index % 2 == 0 else ("SUBSCRIBED", "INITIAL_BUY")
+        status, text = post(seed, harness.notification(chain, kind[0], kind[1], bundle, transaction, renewal), "/v1/notifications/appstore")
+        if status != 200:
+            raise SystemExit(f"seeding a customer failed: {status} {text[:300]!r}")
+        customers.append(original)
+    seed.close()
+
+    bodies = []
+    for _ in range(requests_total):
+        original = random.choice(customers) if random.random() >= 0.1 else str(4_000_000_000_000_000 + random.randrange(10**15))
+        bodies.append(harness.realtime_request(chain, original, product, app_apple_id, str(uuid.uuid4())))
+
+    latencies, outcomes, lock = [], {}, threading.Lock()
+    queue = iter(range(requests_total))
+    queue_lock = threading.Lock()
+
+    def worker():
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        while True:
+            with queue_lock:
+                index = next(queue, None)
+            if index is None:
+                break
+            started = time.perf_counter()
+            try:
+                status, text = post(connection, bodies[index])
+                answer = json.loads(text) if status == 200 else {}
+                outcome = next(iter(answer)) if status == 200 and len(answer) == 1 else f"HTTP {status}"
+            except Exception as error:  # a timeout or a dropped connection is a failure, as for Apple
+                outcome = type(error).__name__
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            elapsed = (time.perf_counter() - started) * 1000
+            with lock:
+                latencies.append(elapsed)
+                outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        connection.close()
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    duration = time.perf_counter() - started
+finally:
+    server.terminate()
+    server.wait(timeout=10)
+
+latencies.sort()
+
+
+def percentile(p):
+    return latencies[min(len(latencies) - 1, int(round(p / 100 * len(latencies) + 0.5)) - 1)]
+
+
+succeeded = sum(count for outcome, count in outcomes.items() if outcome in ("message", "alternateProduct", "promotionalOffer"))
+within = sum(1 for latency in latencies if latency <= 700)
+print(f"{requests_total} requests, concurrency {concurrency}, {duration:.1f} s ({requests_total / duration:.0f}/s), store {'PostgreSQL' if database_url else 'SQLite'}")
+print(f"p50 {percentile(50):.1f} ms  p90 {percentile(90):.1f} ms  p95 {percentile(95):.1f} ms  p99 {percentile(99):.1f} ms  max {latencies[-1]:.1f} ms")
+print(f"success rate {100 * succeeded / requests_total:.2f} % (200 with exactly one answer), within 700 ms {100 * within / requests_total:.2f} %")
+print("answers: " + ", ".join(f"{outcome} {count}" for outcome, count in sorted(outcomes.items())))
+sys.exit(0 if succeeded == requests_total and within == requests_total else 1)
