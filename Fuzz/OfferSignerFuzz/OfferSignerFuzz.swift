@@ -164,6 +164,7 @@ func fuzzSignedData(_ data: Data) {
         _ = try? await signed.verifier.verifyAndDecodeNotificationContents(token)
         _ = try? await signed.verifier.verifyAndDecodeTransaction(token)
         _ = try? await signed.verifier.verifyAndDecodeRenewalInfo(token)
+        _ = try? await signed.verifier.verifyAndDecodeRealtimeRequest(token)
     }
 }
 
