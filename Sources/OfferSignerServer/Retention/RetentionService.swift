@@ -48,13 +48,19 @@ extension OfferService {
                 try await self.decideRetention(request, app: app, product: product, entries: entries, now: now)
             }
         } catch let error as OfferServiceError where error.code == .noRetentionAnswer {
+            PipelineMetrics.countRetentionAnswer("no_answer")
             logNoRetentionAnswer(app: app, productIdentifier: product.productIdentifier, why: error.message)
             throw error
         }
-        if let answer { return answer }
+        if let answer {
+            PipelineMetrics.countRetentionAnswer(answer.promotionalOffer != nil ? "promotionalOffer" : answer.alternateProduct != nil ? "alternateProduct" : "message")
+            return answer
+        }
         guard let fallback = entries.first(where: \.isFallback) else {
+            PipelineMetrics.countRetentionAnswer("timed_out")
             throw OfferServiceError(.retentionTimedOut, "The retention answer was not ready within \(retentionDeadline) and \(product.productIdentifier) has no fallback message; the App Store shows its default message.")
         }
+        PipelineMetrics.countRetentionAnswer("fallback_after_deadline")
         retentionLogger.warning("retention answer not ready within the deadline; answered the fallback", metadata: [
             "productIdentifier": "\(product.productIdentifier)", "deadline": "\(retentionDeadline)",
         ])
@@ -106,6 +112,7 @@ extension OfferService {
     /// - Throws: 404 `no_retention_answer` when the policy lists none for it.
     private func retentionEntries(app: AppConfiguration, productIdentifier: String) throws(OfferServiceError) -> (OfferPolicy.Product, [OfferPolicy.RetentionEntry]) {
         guard let product = policy?.app(app.bundleIdentifier)?.product(productIdentifier), !product.retention.isEmpty else {
+            PipelineMetrics.countRetentionAnswer("no_answer")
             let error = OfferServiceError(.noRetentionAnswer, "The policy has no retention entries for \(productIdentifier.prefix(PayloadField.maximumLength)) of \(app.bundleIdentifier); the App Store shows its default message. Add a retention: list to the product (docs/retention.md).")
             logNoRetentionAnswer(app: app, productIdentifier: String(productIdentifier.prefix(PayloadField.maximumLength)), why: error.message)
             throw error

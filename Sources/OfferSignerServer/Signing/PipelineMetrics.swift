@@ -16,6 +16,12 @@ enum PipelineMetrics {
     static let customerTransactionWrite = Timer(
         label: "offer_signer_store_write_duration_seconds", dimensions: [("path", "customer_transaction")], preferredDisplayUnit: .seconds)
 
+    /// Counts an answer to a retention request: `message`, `alternateProduct`, `promotionalOffer`,
+    /// `fallback_after_deadline`, `no_answer`, `timed_out`.
+    static func countRetentionAnswer(_ answer: String) {
+        Counter(label: "offer_signer_retention_answers_total", dimensions: [("answer", answer)]).increment()
+    }
+
     /// Counts a refused offer: once per reason, by the rule that said no and its code.
     static func countRefusal(_ reasons: [EligibilityReason]) {
         for reason in reasons.isEmpty ? [EligibilityReason(rule: "unknown", code: "unknown", message: "")] : reasons {
