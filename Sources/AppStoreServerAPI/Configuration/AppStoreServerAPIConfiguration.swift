@@ -186,3 +186,27 @@ extension AppStoreServerAPIConfiguration {
         }
     }
 }
+
+extension AppStoreServerAPIConfiguration: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The configuration in words, without the key: safe to log.
+    public var description: String {
+        "App Store Server API: key ID \(keyId), issuer ID \(issuerId), bundle ID \(bundleId), environments "
+            + environments.map(\.rawValue).joined(separator: " then ")
+            + ", timeout \(timeout), cache \(cacheTimeToLive)"
+    }
+
+    /// Same as ``description``: the key is never printed.
+    public var debugDescription: String { description }
+
+    /// Every property but the key, which shows as `<redacted>` (so `dump` and string interpolation of a containing
+    /// value do not print it).
+    public var customMirror: Mirror {
+        Mirror(self, children: [
+            "keyId": keyId, "privateKeyPEM": "<redacted>", "issuerId": issuerId, "bundleId": bundleId,
+            "environments": environments, "baseURLs": baseURLs, "timeout": timeout, "cacheTimeToLive": cacheTimeToLive,
+            "cacheCapacity": cacheCapacity, "rateLimit": rateLimit, "retry": retry,
+            "maximumHistoryPages": maximumHistoryPages, "maximumResponseBytes": maximumResponseBytes,
+            "tokenLifetime": tokenLifetime, "tokenRefreshMargin": tokenRefreshMargin,
+        ])
+    }
+}

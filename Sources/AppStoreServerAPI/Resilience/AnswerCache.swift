@@ -84,7 +84,12 @@ actor AnswerCache<Value: Sendable> {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
                 // Runs in this actor's turn: the flight registered above (or joined) is still in flight.
                 guard case .inFlight(var flight) = entries[key] else {
-                    continuation.resume(throwing: cancellationError)
+                    // Not reached while the turn is not interrupted; if it were, take what the flight left.
+                    if case .ready(let value, _, _) = entries[key] {
+                        continuation.resume(returning: value)
+                    } else {
+                        continuation.resume(throwing: cancellationError)
+                    }
                     return
                 }
                 let timer = Task {

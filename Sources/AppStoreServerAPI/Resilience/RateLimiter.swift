@@ -43,13 +43,13 @@ actor RateLimiter {
         return wait
     }
 
-    /// Lets no request through before `until` (the App Store said so with `Retry-After`).
+    /// Lets no request through before `until` (the App Store said so with `Retry-After`), then one, then the rate.
     func pause(_ key: Key, until: ContinuousClock.Instant, now: ContinuousClock.Instant = .now) {
         let rate = self.rate(key.environment)
         guard rate.isFinite, rate > 0 else { return }
         var bucket = refilled(key, now: now, rate: rate)
         if until > bucket.last { bucket.last = until }
-        bucket.tokens = min(bucket.tokens, 0)
+        bucket.tokens = min(bucket.tokens, 1)   // one request at `until`, the rest at the bucket's rate after it
         buckets[key] = bucket
     }
 

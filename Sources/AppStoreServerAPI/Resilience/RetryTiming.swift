@@ -26,14 +26,19 @@ enum RetryTiming {
     static func retryAfter(_ value: String?, now: Date = Date()) -> Duration? {
         guard let value else { return nil }
         let trimmed = value.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 20, let number = Int64(trimmed), number >= 0 else { return nil }
+        // Digits with at most one decimal point (some servers write "1.5"); no sign, exponent, hex, inf or nan.
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 24,
+              trimmed.utf8.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".") }),
+              trimmed.utf8.filter({ $0 == UInt8(ascii: ".") }).count <= 1,
+              let number = Double(trimmed), number.isFinite
+        else { return nil }
         let seconds: Double
         if number >= 1_000_000_000_000 {
-            seconds = Double(number) / 1000 - now.timeIntervalSince1970
+            seconds = number / 1000 - now.timeIntervalSince1970
         } else if number >= 1_000_000_000 {
-            seconds = Double(number) - now.timeIntervalSince1970
+            seconds = number - now.timeIntervalSince1970
         } else {
-            seconds = Double(number)
+            seconds = number
         }
         guard seconds.isFinite else { return nil }
         return .seconds(min(max(seconds, 0), 86_400 * 365))
