@@ -188,7 +188,7 @@ import Testing
             let elapsed = ContinuousClock.now - started
             #expect(error?.code == .appStoreUnavailable)
             #expect(elapsed >= .milliseconds(450))
-            #expect(elapsed < .milliseconds(500) + .seconds(1))
+            #expect(elapsed < .milliseconds(500) + .milliseconds(1500))   // loose: 2 cores, tests in parallel
         }
     }
 
