@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "OfferSigning", targets: ["OfferSigning"]),
         .library(name: "OfferSignerServer", targets: ["OfferSignerServer"]),
         .library(name: "AppStoreNotifications", targets: ["AppStoreNotifications"]),
+        .library(name: "AppStoreServerAPI", targets: ["AppStoreServerAPI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -72,6 +73,23 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The App Store Server API as a source of facts: Get All Subscription Statuses and Get Transaction History,
+        // authenticated with the In-App Purchase key, every signed item verified like a notification. No server
+        // types, no database.
+        .target(
+            name: "AppStoreServerAPI",
+            dependencies: [
+                "AppStoreNotifications",
+                "OfferModel",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -197,6 +215,25 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AppStoreServerAPITests",
+            dependencies: [
+                "AppStoreServerAPI",
+                "AppStoreNotifications",
+                "AppStoreTestSupport",
+                "OfferModel",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
