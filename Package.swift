@@ -166,10 +166,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The executable: serve, sign, verify, keys.
+        // The executable: serve, sign, verify, keys. (AppStoreTestSupport: the chain `serve --demo` signs
+        // its App Store data with.)
         .executableTarget(
             name: "offer-signer",
             dependencies: [
+                "AppStoreTestSupport",
                 "OfferSigning",
                 "OfferEligibility",
                 "OfferStore",

@@ -20,9 +20,9 @@ mkdir -p "$work/keys"
 start() {
   OFFER_SIGNER_PORT=$port OFFER_SIGNER_BUNDLE_ID=com.example.app OFFER_SIGNER_DATABASE_URL="sqlite:$work/store.sqlite" OFFER_SIGNER_KEYS_DIR="$work/keys" \
   OFFER_SIGNER_ADMIN_TOKENS="runbook:$OFFER_SIGNER_ADMIN_TOKEN" OFFER_SIGNER_CLIENT_AUTH=none OFFER_SIGNER_STATE_FILE="$work/key-states.json" \
-    "$bin" serve >>"$work/serve.log" 2>&1 &
+    "$bin" serve --pid-file "$work/offer-signer.pid" >>"$work/serve.log" 2>&1 &
   pid=$!
-  for _ in $(seq 100); do curl -fs "$OFFER_SIGNER_URL/readyz" >/dev/null && return; sleep 0.1; done
+  for _ in $(seq 100); do curl -fs "$OFFER_SIGNER_URL/readyz" >/dev/null && { [ "$(cat "$work/offer-signer.pid")" = "$pid" ] || fail "--pid-file holds $(cat "$work/offer-signer.pid"), not $pid"; return; }; sleep 0.1; done
   cat "$work/serve.log"; fail "the service did not become ready"
 }
 sign() {
@@ -37,7 +37,7 @@ start
 
 # Planned rotation, step 1-2: put the new key file in the folder, reload with SIGHUP.
 "$bin" keys generate --output "$work/keys/SubscriptionKey_NEWKEY0001.p8"
-kill -HUP "$pid"
+kill -HUP "$(cat "$work/offer-signer.pid")"   # the runbook's way: this process only, by its PID file
 for _ in $(seq 50); do [ "$(state NEWKEY0001 2>/dev/null)" = retired ] && break; sleep 0.1; done
 [ "$(state NEWKEY0001)" = retired ] && ok "SIGHUP loaded NEWKEY0001 (retired: verifies, does not sign yet)"
 [ "$(sign)" = OLDKEY0001 ] && ok "still signing with OLDKEY0001"
@@ -62,6 +62,7 @@ rm "$work/keys/SubscriptionKey_BROKEN0001.p8"
 
 # Restart: the states survive.
 kill "$pid"; wait "$pid" 2>/dev/null || true
+[ ! -e "$work/offer-signer.pid" ] && ok "the PID file is removed when the service stops"
 start
 [ "$(sign)" = NEWKEY0001 ] && [ "$(state OLDKEY0001)" = revoked ] && ok "after a restart: NEWKEY0001 active, OLDKEY0001 revoked"
 python3 -c "import json;h=json.load(open('$work/key-states.json'))['history'];assert [c['action'] for c in h]==['activate','revoke'] and all(c['admin']=='runbook' for c in h)" \

@@ -17,6 +17,7 @@ venv=${OFFER_SIGNER_VENV:-.venv}
 "$venv/bin/python" -c 'import cryptography, appstoreserverlibrary, openapi_spec_validator, yaml' 2>/dev/null \
   || "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-interop.txt
 "$venv/bin/python" scripts/interop.py "$(swift build --show-bin-path)/offer-signer"
+"$venv/bin/python" scripts/readme-check.py "$(swift build --show-bin-path)/offer-signer"
 scripts/runbook-check.sh "$(swift build --show-bin-path)/offer-signer"
 python3 scripts/kill-check.py "$(swift build --show-bin-path)/offer-signer"
 python3 scripts/connection-check.py "$(swift build --show-bin-path)/offer-signer"

@@ -48,14 +48,15 @@ public enum RouterPart: Sendable {
 public func buildRouter(
     service: OfferService, keyManager: KeyManager? = nil, adminTokens: BearerTokens = .none,
     metricsRegistry: PrometheusCollectorRegistry? = nil, authenticator: ClientAuthenticator? = nil,
-    rateLimits: RateLimits = RateLimits(.none), part: RouterPart = .all
+    rateLimits: RateLimits = RateLimits(.none), part: RouterPart = .all, demo: DemoAppStore? = nil
 ) -> Router<OfferSignerRequestContext> {
     let router = Router(context: OfferSignerRequestContext.self)
     router.add(middleware: RequestLoggingMiddleware())  // outermost: the request ID and the access log (docs/observability.md)
     // Metrics outside the error mapping, so that they label the status actually sent (a 400 from the signing
     // core is a 400 in the metrics, not the 500 an unmapped error would count as).
     router.add(middleware: MetricsMiddleware())
-    router.add(middleware: ErrorMappingMiddleware())
+    let allowedMethods = AllowedMethods()
+    router.add(middleware: ErrorMappingMiddleware(allowedMethods: allowedMethods))
     OperationsRoutes(service: service, metricsRegistry: part == .publicOnly ? nil : metricsRegistry, servesDocuments: part != .operationsOnly).register(on: router)
     if part != .operationsOnly {
         let offers = router.group("/v1/offers")
@@ -68,6 +69,7 @@ public func buildRouter(
         AppStoreRoutes(service: service, limits: rateLimits).register(on: router)
         RetentionRoutes(service: service, limits: rateLimits).register(on: router)
         KeyRoutes(service: service).register(on: router)
+        if let demo { DemoRoutes(service: service, appStore: demo).register(on: router) }
     }
     if part != .publicOnly {
         let admin = router.group("/admin").add(middleware: AdminAuthenticationMiddleware(tokens: adminTokens))
@@ -78,6 +80,7 @@ public func buildRouter(
             AdminCustomerRoutes(service: service, store: store).register(on: admin)
         }
     }
+    allowedMethods.record(router.routes.map { (path: $0.path.description, method: $0.method.rawValue) })
     return router
 }
 
@@ -167,6 +170,14 @@ public func buildApplication(
     keysDirectoryPollInterval: Duration = .seconds(2)
 ) async throws -> some ApplicationProtocol {
     let (store, notifications) = try await openStore(configuration: configuration, logger: logger)
+    if let appStore = configuration.demoAppStore, let notifications {
+        do {
+            try await Demo.seed(notifications, appStore: appStore)
+        } catch {
+            try? await store?.close()
+            throw ConfigurationError("the demo could not seed its customers: \(error)")
+        }
+    }
     let service = OfferService(
         apps: configuration.apps, keyRing: configuration.keyRing, policy: configuration.policy, store: store,
         notifications: notifications, retentionDeadline: configuration.retentionDeadline)
@@ -203,7 +214,7 @@ public func buildApplication(
     func router(_ part: RouterPart) -> Router<OfferSignerRequestContext> {
         buildRouter(
             service: service, keyManager: manager, adminTokens: configuration.adminTokens, metricsRegistry: metricsRegistry,
-            authenticator: authenticator, rateLimits: rateLimits, part: part)
+            authenticator: authenticator, rateLimits: rateLimits, part: part, demo: configuration.demoAppStore)
     }
     if let listener = configuration.operationsListener {
         // The operations listener (/admin/*, /metrics) runs beside the public one, as one more service.

@@ -1,3 +1,4 @@
+import AppStoreTestSupport
 import ArgumentParser
 import Configuration
 import Foundation
@@ -19,6 +20,35 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Start with a freshly generated throw-away key and a demo app. Never for production.")
     var demo = false
 
+    @Option(name: .customLong("pid-file"), help: "Write the process ID to this file once the service is configured (removed on exit), so that `kill -HUP \"$(cat FILE)\"` reloads the keys of this process only.")
+    var pidFile: String?
+
+    /// The demo's App Store: a chain generated now, shaped like Apple's, that only this process trusts.
+    private func makeDemoAppStore() throws(ConfigurationError) -> DemoAppStore {
+        do {
+            // Valid for a year either side of now: the demo's customers have histories months long.
+            var options = TestCertificateChain.Options()
+            let window = Date().addingTimeInterval(-366 * 86_400)...Date().addingTimeInterval(366 * 86_400)
+            (options.rootValidity, options.intermediateValidity, options.leafValidity) = (window, window, window)
+            options.rootCommonName = "OfferSigner Demo App Store Root (serve --demo only)"
+            let signer = TestJWSSigner(chain: try TestCertificateChain(options))
+            return DemoAppStore(root: signer.chain.root) { payload in try await signer.sign(payload) }
+        } catch {
+            throw ConfigurationError("the demo could not make its certificate chain: \(error)")
+        }
+    }
+
+    /// The commands the demo suggests at start-up (the README's quick start runs the same).
+    private func demoCommands(base: String) -> [String] {
+        let json = "-H 'Content-Type: application/json'"
+        return [
+            "curl -s \(base)/v1/offers/eligibility \(json) -d '{\"applicationUsername\":\"lapsed-user\"}'",
+            "curl -s \(base)/v1/offers/sign \(json) -d '{\"productIdentifier\":\"com.example.monthly\",\"offerIdentifier\":\"winback_50\",\"applicationUsername\":\"lapsed-user\"}'",
+            "curl -s \(base)/demo/notifications \(json) -d '{\"applicationUsername\":\"loyal-user\",\"event\":\"auto-renew-off\"}' | curl -s \(base)/v1/notifications/appstore \(json) -d @-",
+            "curl -s \(base)/demo/retention \(json) -d '{\"applicationUsername\":\"leaving-user\"}' | curl -s \(base)/v1/retention/appstore \(json) -d @-",
+        ]
+    }
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let logger = makeLogger()
@@ -27,7 +57,7 @@ struct ServeCommand: AsyncParsableCommand {
             _ = try configuredLogLevel(environment)
             _ = try LogFormat.configured(environment)
             if let key = try configuredLogHashKey(environment) { CustomerHash.configure(key: key) }
-            configuration = demo ? try .demo(environment: environment) : try ServiceConfiguration(environment: environment)
+            configuration = demo ? try .demo(environment: environment, appStore: try makeDemoAppStore()) : try ServiceConfiguration(environment: environment)
         } catch {
             logger.critical("cannot start: \(error.message)")
             throw ExitCode(78)  // EX_CONFIG
@@ -40,7 +70,9 @@ struct ServeCommand: AsyncParsableCommand {
             logger.warning("\(banner)")
             for warning in configuration.warnings { logger.warning("\(warning)") }
             logger.warning("\(banner)")
-            logger.notice("try: curl -s -X POST http://\(configuration.host):\(configuration.port)/v1/offers/sign -H 'Content-Type: application/json' -d '{\"productIdentifier\":\"com.example.monthly\",\"offerIdentifier\":\"winback_50\",\"applicationUsername\":\"user-0001\"}'")
+            let base = "http://\(configuration.host):\(configuration.port)"
+            logger.notice("demo customers: lapsed-user (left 40 days ago), leaving-user (auto-renew off), loyal-user (8 renewals), new-user (unknown). Try:")
+            for line in demoCommands(base: base) { logger.notice("  \(line)") }
         } else {
             for warning in configuration.warnings { logger.warning("\(warning)") }
         }
@@ -60,6 +92,15 @@ struct ServeCommand: AsyncParsableCommand {
             logger.critical("cannot start: \(error.message)")
             throw ExitCode(78)  // EX_CONFIG
         }
+        if let pidFile {
+            do {
+                try "\(getpid())\n".write(toFile: pidFile, atomically: true, encoding: .utf8)
+            } catch {
+                logger.critical("cannot start: cannot write the --pid-file \(pidFile); give a path in a writable directory.")
+                throw ExitCode(78)  // EX_CONFIG
+            }
+        }
+        defer { if let pidFile { try? FileManager.default.removeItem(atPath: pidFile) } }
         do {
             try await app.runService()
         } catch let error as IOError where error.errnoCode == EADDRINUSE || error.errnoCode == EADDRNOTAVAIL || error.errnoCode == EACCES {

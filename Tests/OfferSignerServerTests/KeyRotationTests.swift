@@ -18,7 +18,8 @@ struct AdminKeys: Decodable {
         var state: String
         var fingerprint: String
         var source: String
-        var loadedAt: String
+        /// Unix milliseconds, as every timestamp of the API.
+        var loadedAt: Int64
         var signaturesIssued: Int
     }
     var activeKeyIdentifier: String?

@@ -312,3 +312,20 @@ enum RequestLoggingMiddlewareProbe {
         #expect(objects.contains { $0["level"] == "trace" || $0["level"] == "debug" })
     }
 }
+
+@Suite struct MethodNotAllowedTests {
+    @Test("a known path with another method is 405 with Allow; an unknown path stays 404")
+    func wrongMethodIs405() async throws {
+        try await TestService().application.test(.router) { client in
+            let sign = try await client.execute(uri: "/v1/offers/sign", method: .get)
+            #expect(sign.status == .methodNotAllowed)
+            #expect(sign.headers[.allow] == "POST")
+            #expect(try sign.decode(ErrorBody.self).error.code == "method_not_allowed")
+            #expect(sign.text.contains("accepts POST"))
+            let keys = try await client.execute(uri: "/v1/keys", method: .delete)
+            #expect(keys.status == .methodNotAllowed && keys.headers[.allow] == "GET")
+            let unknown = try await client.execute(uri: "/v1/offers/nothing", method: .get)
+            #expect(unknown.status == .notFound)
+        }
+    }
+}

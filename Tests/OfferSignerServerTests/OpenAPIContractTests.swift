@@ -1,3 +1,4 @@
+import AppStoreTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -21,7 +22,10 @@ import Yams
         let manager = try await KeyManager(
             holder: service.keys, loadKeys: { [.init(key: key, source: "test")] }, configuredActiveKeyIdentifier: "TESTKEY001",
             stateStore: InMemoryKeyStateStore(), logger: Logger(label: "test"))
-        let router = buildRouter(service: service, keyManager: manager, adminTokens: try BearerTokens(parsing: "t:0123456789abcdef0123"), metricsRegistry: PrometheusCollectorRegistry())
+        let signer = TestJWSSigner(chain: try TestCertificateChain())
+        let router = buildRouter(
+            service: service, keyManager: manager, adminTokens: try BearerTokens(parsing: "t:0123456789abcdef0123"), metricsRegistry: PrometheusCollectorRegistry(),
+            demo: DemoAppStore(root: signer.chain.root) { try await signer.sign($0) })
         try await store.close()
         return Set(router.routes.map { route in
             let path = route.path.description.split(separator: "/").map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")

@@ -254,6 +254,14 @@ struct StoreFixture {
             #expect(log.text.contains("\"offerIdentifier\":\"sorry\""))
             let audit = try await admin(.get, "/admin/audit?limit=50")
             #expect(audit.text.contains("customer.grant") && audit.text.contains("customer.flags"))
+            // One time format: every timestamp of every admin answer is Unix milliseconds, an integer near now.
+            for (route, response) in [("customer", facts), ("signatures", log), ("audit", audit), ("flags", flagged), ("grant", granted)] {
+                let stamps = try Timestamps.all(in: response.text)
+                #expect(!stamps.isEmpty, "\(route) has timestamps")
+                for (name, value) in stamps {
+                    #expect(Timestamps.isUnixMilliseconds(value, near: Date()), "\(route).\(name) = \(value) is not Unix milliseconds")
+                }
+            }
             let bad = try await admin(.get, "/admin/signatures?since=yesterday")
             #expect(try bad.decode(ErrorBody.self).error.field == "since")
             let unauthorized = try await client.execute(uri: "/admin/signatures", method: .get)
@@ -336,5 +344,31 @@ struct StoreFixture {
         let facts = try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "replayed"))
         #expect(facts?.subscriptions.first?.renewalCount == 1)
         try await fixture.store.close()
+    }
+}
+
+/// The timestamps of a JSON answer: every value under a key the API uses for a time.
+enum Timestamps {
+    static let names: Set<String> = ["updatedAt", "expiresDate", "originalPurchaseDate", "lastSignedDate", "grantedAt", "expiresAt", "usedAt", "at", "timestamp", "loadedAt"]
+
+    static func all(in text: String) throws -> [(String, Any)] {
+        var found: [(String, Any)] = []
+        func walk(_ value: Any) {
+            if let object = value as? [String: Any] {
+                for (key, inner) in object {
+                    if names.contains(key) { found.append((key, inner)) } else { walk(inner) }
+                }
+            } else if let array = value as? [Any] {
+                array.forEach(walk)
+            }
+        }
+        walk(try JSONSerialization.jsonObject(with: Data(text.utf8)))
+        return found
+    }
+
+    /// An integer of milliseconds within ten years of `now` (a grant expires in days, a subscription in months).
+    static func isUnixMilliseconds(_ value: Any, near now: Date) -> Bool {
+        guard let number = value as? NSNumber, number.doubleValue == Double(number.int64Value) else { return false }
+        return abs(Double(number.int64Value) / 1000 - now.timeIntervalSince1970) < 10 * 365 * 86_400
     }
 }

@@ -97,7 +97,7 @@ public struct LoyaltyRule: EligibilityRule {
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         let renewals = context.subscription?.renewalCount ?? 0
-        return require(renewals >= minimumRenewals, "not_loyal_enough", "The customer has renewed \(renewals) times; this offer needs \(minimumRenewals).")
+        return require(renewals >= minimumRenewals, "not_loyal_enough", "The customer has renewed \(renewals) time\(renewals == 1 ? "" : "s"); this offer needs \(minimumRenewals).")
     }
 }
 

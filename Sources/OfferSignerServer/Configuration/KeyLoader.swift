@@ -1,7 +1,7 @@
 import Foundation
 import OfferSigning
 
-/// Reads subscription keys from the places DESIGN.md §3 names:
+/// Reads subscription keys from the places docs/design.md §3 names:
 ///
 /// | variable | meaning |
 /// |---|---|

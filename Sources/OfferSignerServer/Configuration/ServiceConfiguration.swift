@@ -23,7 +23,7 @@ public struct AppConfiguration: Sendable, Hashable {
     }
 }
 
-/// Everything the service needs to start, read from the environment (DESIGN.md §3).
+/// Everything the service needs to start, read from the environment (docs/design.md §3).
 ///
 /// ## Usage
 ///
@@ -83,6 +83,8 @@ public struct ServiceConfiguration: Sendable {
     /// `OFFER_SIGNER_RETENTION_DEADLINE`: how long a retention request may take before the fallback message is
     /// answered (Apple gives up after 700 ms).
     public var retentionDeadline: Duration = .milliseconds(500)
+    /// `serve --demo`: the demo's stand-in for the App Store (signs notifications and retention requests).
+    public var demoAppStore: DemoAppStore?
 
     /// Creates a configuration from values.
     public init(
@@ -228,25 +230,39 @@ public struct ServiceConfiguration: Sendable {
     }
 
     /// The `serve --demo` configuration: a freshly generated throw-away key (`DEMOKEY001`), the demo app
-    /// `com.example.offersigner.demo`, and the listen address from the environment.
-    public static func demo(environment: [String: String] = [:]) throws(ConfigurationError) -> ServiceConfiguration {
+    /// `com.example.offersigner.demo` with the demo policy (offers, rules, retention entries), an in-memory store,
+    /// and — with `appStore` — App Store data (Sandbox) signed by the demo's own chain, whose root is the only one
+    /// trusted; the listen address from the environment.
+    public static func demo(environment: [String: String] = [:], appStore: DemoAppStore? = nil) throws(ConfigurationError) -> ServiceConfiguration {
         let (host, port) = try listenAddress(reader(environment))
         let adminTokens = try BearerTokens(parsing: reader(environment).string(.adminTokens) ?? "")
         let keyRing: KeyRing
+        let policy: OfferPolicy
         do {
             keyRing = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "DEMOKEY001"), source: "generated for --demo")])
         } catch {
             throw ConfigurationError(error.message)
         }
+        do {
+            policy = try OfferPolicy(text: Demo.policyText)
+        } catch {
+            throw ConfigurationError("the demo policy: \(error.message)")
+        }
         var configuration = ServiceConfiguration(
             host: host, port: port,
-            apps: [AppConfiguration(bundleIdentifier: demoBundleIdentifier, issuerIdentifier: "00000000-0000-0000-0000-000000000000")],
+            apps: [AppConfiguration(bundleIdentifier: demoBundleIdentifier, issuerIdentifier: Demo.issuerIdentifier, appAppleId: Demo.appAppleId)],
             keyRing: keyRing,
             databaseURL: reader(environment).string(.databaseUrl) ?? "sqlite::memory:",
             isDemo: true,
-            warnings: ["DEMO MODE: signing with a throw-away key generated at start-up. The App Store will refuse these signatures. Do not use in production."],
-            adminTokens: adminTokens
+            warnings: ["DEMO MODE: signing with a throw-away key generated at start-up, for a made-up issuer; App Store data is trusted only from the demo's own certificate chain. The App Store will refuse these signatures. Do not use in production."],
+            adminTokens: adminTokens,
+            policy: policy
         )
+        if let appStore {
+            configuration.trustedRoots = [appStore.root]
+            configuration.environments = [.sandbox]
+            configuration.demoAppStore = appStore
+        }
         configuration.connectionLimits = try connectionLimits(reader(environment))
         configuration.retentionDeadline = try retentionDeadline(reader(environment))
         configuration.rateLimits = try rateLimits(reader(environment))

@@ -6,7 +6,7 @@ import OfferEligibility
 import OfferKeys
 import OfferSigning
 
-/// The one error shape of the HTTP API (DESIGN.md §2):
+/// The one error shape of the HTTP API (docs/design.md §2):
 ///
 ///     {"error": {"code": "<snake_case>", "message": "<for humans>", ...details}}
 ///
@@ -181,9 +181,15 @@ struct ErrorEnvelope: Encodable {
 
 extension JSONEncoder {
     /// The API's encoder: sorted keys, `/` not escaped (base64 signatures stay readable).
+    /// The API's encoder: sorted keys, and every date as Unix milliseconds, an integer (the one time format of
+    /// the API, as in Apple's APIs and the legacy signature's timestamp).
     static var api: JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(Int64((date.timeIntervalSince1970 * 1000).rounded(.down)))
+        }
         return encoder
     }
 }

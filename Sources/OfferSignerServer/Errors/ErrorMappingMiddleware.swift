@@ -8,6 +8,9 @@ import OfferSigning
 /// 500 or a framework-specific body. Unknown errors are logged (type only, never request bodies or keys) and
 /// answered with 500 `internal`.
 struct ErrorMappingMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// The methods each path accepts: a known path with another method is 405 with `Allow`, not 404.
+    var allowedMethods: AllowedMethods?
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
@@ -25,6 +28,12 @@ struct ErrorMappingMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch is NIOTooManyBytesError {
             throw APIError.payloadTooLarge(limit: context.maxUploadSize)
         } catch let error as HTTPError {
+            if error.status == .notFound, let allowed = allowedMethods?.methods(for: request.uri.path), !allowed.isEmpty {
+                throw APIError(
+                    status: .methodNotAllowed, code: "method_not_allowed",
+                    message: "\(request.method.rawValue) is not accepted here; this endpoint accepts \(allowed.joined(separator: ", ")).",
+                    headers: [.allow: allowed.joined(separator: ", ")])
+            }
             throw APIError(httpError: error)
         } catch is HTTPParserError {
             throw APIError(

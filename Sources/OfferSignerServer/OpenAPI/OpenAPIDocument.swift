@@ -1,4 +1,4 @@
-/// The OpenAPI description of the HTTP API, served at `GET /openapi.yaml` (DESIGN.md §2.3).
+/// The OpenAPI description of the HTTP API, served at `GET /openapi.yaml` (docs/design.md §2.3).
 ///
 /// Precise enough for a schema-driven fuzzer (scripts/schema-check.sh runs schemathesis against it): every
 /// request body with its fields, types, required lists and bounds, every response status a route can return,
@@ -233,6 +233,56 @@ enum OpenAPIDocument {
             "400": { $ref: "#/components/responses/BadRequest" }
             "404": { $ref: "#/components/responses/NotFound" }
             "429": { $ref: "#/components/responses/RateLimited" }
+            "413": { $ref: "#/components/responses/PayloadTooLarge" }
+            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+      /demo/notifications:
+        post:
+          operationId: demoNotification
+          tags: [demo]
+          summary: "serve --demo only: a notification signed by the demo's App Store"
+          description: >-
+            Signs an App Store Server Notification V2 for a demo customer with the demo's own certificate chain
+            (Sandbox). POST the answer to /v1/notifications/appstore, which verifies it like Apple's, to move the
+            customer between cohorts. Only `serve --demo` registers this route.
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  type: object
+                  required: [applicationUsername, event]
+                  properties:
+                    applicationUsername: { type: string, description: "lapsed-user, leaving-user, loyal-user, new-user, or any name" }
+                    event: { type: string, enum: [subscribe, renew, auto-renew-off, auto-renew-on, expire, refund] }
+          responses:
+            "200": { $ref: "#/components/responses/DemoSignedPayload" }
+            "400": { $ref: "#/components/responses/BadRequest" }
+            "413": { $ref: "#/components/responses/PayloadTooLarge" }
+            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+      /demo/retention:
+        post:
+          operationId: demoRetentionRequest
+          tags: [demo]
+          summary: "serve --demo only: a Retention Messaging request signed by the demo's App Store"
+          description: >-
+            Signs a real-time retention request for a demo customer's subscription; POST the answer to
+            /v1/retention/appstore. Only `serve --demo` registers this route.
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  type: object
+                  required: [applicationUsername]
+                  properties:
+                    applicationUsername: { type: string }
+          responses:
+            "200": { $ref: "#/components/responses/DemoSignedPayload" }
+            "400": { $ref: "#/components/responses/BadRequest" }
             "413": { $ref: "#/components/responses/PayloadTooLarge" }
             "415": { $ref: "#/components/responses/UnsupportedMediaType" }
             "500": { $ref: "#/components/responses/InternalError" }
@@ -610,8 +660,17 @@ enum OpenAPIDocument {
           content:
             application/json:
               schema: { $ref: "#/components/schemas/ErrorEnvelope" }
+        DemoSignedPayload:
+          description: The body to POST to the App Store endpoint
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [signedPayload]
+                properties:
+                  signedPayload: { type: string, description: "A compact JWS signed by the demo's App Store chain" }
         NotFound:
-          description: unknown_app, unknown_product, unknown_offer, unknown_key
+          description: unknown_app, unknown_product, unknown_offer, unknown_key, no_retention_answer
           content:
             application/json:
               schema: { $ref: "#/components/schemas/ErrorEnvelope" }
@@ -909,11 +968,12 @@ enum OpenAPIDocument {
                   state: { $ref: "#/components/schemas/KeyState" }
                   fingerprint: { $ref: "#/components/schemas/Fingerprint" }
                   source: { type: string }
-                  loadedAt: { type: string, format: date-time }
+                  loadedAt: { $ref: "#/components/schemas/UnixMilliseconds" }
                   signaturesIssued: { type: integer, minimum: 0 }
-        ReferenceDate:
-          type: number
-          description: Seconds since 2001-01-01T00:00:00Z (Foundation's reference date)
+        UnixMilliseconds:
+          type: integer
+          format: int64
+          description: Unix time in milliseconds (every timestamp in this API, as in Apple's APIs and the signature's timestamp)
         CustomerFacts:
           type: object
           required: [key, subscriptions, flags, grants, updatedAt]
@@ -936,13 +996,13 @@ enum OpenAPIDocument {
                   state: { type: string, enum: [active, expired, inBillingRetry, inGracePeriod, revoked] }
                   autoRenewEnabled: { type: boolean }
                   autoRenewProductIdentifier: { type: string }
-                  expiresDate: { $ref: "#/components/schemas/ReferenceDate" }
-                  originalPurchaseDate: { $ref: "#/components/schemas/ReferenceDate" }
+                  expiresDate: { $ref: "#/components/schemas/UnixMilliseconds" }
+                  originalPurchaseDate: { $ref: "#/components/schemas/UnixMilliseconds" }
                   renewalCount: { type: integer }
                   hadIntroductoryOffer: { type: boolean }
                   expirationIntent: { type: integer }
                   downgraded: { type: boolean }
-                  lastSignedDate: { $ref: "#/components/schemas/ReferenceDate" }
+                  lastSignedDate: { $ref: "#/components/schemas/UnixMilliseconds" }
             storefront: { type: string }
             flags:
               type: object
@@ -957,10 +1017,10 @@ enum OpenAPIDocument {
                   productIdentifier: { type: string }
                   offerIdentifier: { type: string }
                   grantedBy: { type: string }
-                  grantedAt: { $ref: "#/components/schemas/ReferenceDate" }
-                  expiresAt: { $ref: "#/components/schemas/ReferenceDate" }
-                  usedAt: { $ref: "#/components/schemas/ReferenceDate" }
-            updatedAt: { $ref: "#/components/schemas/ReferenceDate" }
+                  grantedAt: { $ref: "#/components/schemas/UnixMilliseconds" }
+                  expiresAt: { $ref: "#/components/schemas/UnixMilliseconds" }
+                  usedAt: { $ref: "#/components/schemas/UnixMilliseconds" }
+            updatedAt: { $ref: "#/components/schemas/UnixMilliseconds" }
         IssuedSignature:
           type: object
           required: [nonce, keyIdentifier, bundleIdentifier, productIdentifier, offerIdentifier, applicationUsername, timestamp, format]
@@ -971,14 +1031,16 @@ enum OpenAPIDocument {
             productIdentifier: { type: string }
             offerIdentifier: { type: string, description: "Empty for introductory-offer eligibility" }
             applicationUsername: { type: string }
-            timestamp: { type: integer, format: int64 }
+            timestamp: { $ref: "#/components/schemas/UnixMilliseconds" }
             format: { type: string, enum: [legacy, jws, introductory-eligibility] }
+            channel: { type: string, enum: [api, retention], description: "Who asked: the app's backend (api) or the App Store's retention request" }
+            requestIdentifier: { type: string, description: "The App Store's requestIdentifier (retention)" }
         AuditEvent:
           type: object
           required: [id, at, actor, action, target, details]
           properties:
             id: { type: string }
-            at: { $ref: "#/components/schemas/ReferenceDate" }
+            at: { $ref: "#/components/schemas/UnixMilliseconds" }
             actor: { type: string }
             action: { type: string }
             target: { type: string }

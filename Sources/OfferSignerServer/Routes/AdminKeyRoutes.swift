@@ -11,7 +11,8 @@ struct AdminKeyDescription: Codable, Sendable {
     var state: KeyState
     var fingerprint: String
     var source: String
-    var loadedAt: String
+    /// When the key was loaded (Unix milliseconds on the wire).
+    var loadedAt: Date
     /// Signatures made with this key by this process since it started.
     var signaturesIssued: Int
 }
@@ -75,13 +76,12 @@ struct AdminKeyRoutes {
 
     private func list(_ ring: KeyRing) -> AdminKeyList {
         let counts = service.signatureCountsByKey
-        let formatter = ISO8601DateFormatter()
         return AdminKeyList(
             activeKeyIdentifier: ring.activeKeyIdentifier,
             keys: ring.entries.map { entry in
                 AdminKeyDescription(
                     keyIdentifier: entry.key.keyIdentifier, state: ring.state(of: entry.key.keyIdentifier) ?? .retired,
-                    fingerprint: entry.key.fingerprint, source: entry.source, loadedAt: formatter.string(from: entry.loadedAt),
+                    fingerprint: entry.key.fingerprint, source: entry.source, loadedAt: entry.loadedAt,
                     signaturesIssued: counts[entry.key.keyIdentifier, default: 0])
             })
     }

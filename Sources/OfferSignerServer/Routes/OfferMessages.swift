@@ -5,7 +5,7 @@ import OfferSigning
 
 // The request and response bodies of the app-facing routes (OfferRoutes), beside them.
 
-/// A sign request as the API receives it (DESIGN.md §2.1).
+/// A sign request as the API receives it (docs/design.md §2.1).
 public struct SignOfferRequest: Sendable, Codable {
     /// Optional when one app is configured.
     public var bundleIdentifier: String?

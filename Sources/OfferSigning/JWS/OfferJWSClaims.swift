@@ -1,6 +1,6 @@
 import JWTKit
 
-/// The claims of a StoreKit 2 promotional offer signature (DESIGN.md §1.2), audience `promotional-offer`.
+/// The claims of a StoreKit 2 promotional offer signature (docs/design.md §1.2), audience `promotional-offer`.
 ///
 /// Names as Apple's libraries write them. `iat` is an integer number of seconds and `nonce` a lower-case
 /// UUID — Apple's Swift library writes a fractional `iat` and an upper-case nonce; Apple's Python, Node and
@@ -42,7 +42,7 @@ public struct PromotionalOfferV2Claims: JWTPayload, Equatable {
     public func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
 
-/// The claims of an introductory-offer eligibility signature (DESIGN.md §1.2), audience
+/// The claims of an introductory-offer eligibility signature (docs/design.md §1.2), audience
 /// `introductory-offer-eligibility`.
 public struct IntroductoryOfferEligibilityClaims: JWTPayload, Equatable {
     /// The App Store Connect issuer ID.

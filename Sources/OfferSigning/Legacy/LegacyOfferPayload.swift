@@ -1,6 +1,6 @@
 import Foundation
 
-/// The bytes a legacy promotional offer signature covers (DESIGN.md §1.1).
+/// The bytes a legacy promotional offer signature covers (docs/design.md §1.1).
 ///
 /// Seven fields joined by U+2063 INVISIBLE SEPARATOR, UTF-8 encoded:
 ///

@@ -21,7 +21,7 @@ public enum OfferSigner {
         Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
     }
 
-    /// Signs a legacy promotional offer (DESIGN.md §1.1) and self-verifies the signature.
+    /// Signs a legacy promotional offer (docs/design.md §1.1) and self-verifies the signature.
     ///
     /// - Parameters:
     ///   - offer: what to sign; validated first.

@@ -27,7 +27,7 @@ public struct IssuedSignatureQuery: Sendable, Hashable {
     }
 }
 
-/// The customer store and issued-signature log (DESIGN.md §4): SQLite embedded by default, PostgreSQL when
+/// The customer store and issued-signature log (docs/design.md §4): SQLite embedded by default, PostgreSQL when
 /// several replicas share it. Both implementations pass one test suite.
 public protocol OfferStore: Sendable {
     /// Creates or upgrades the schema (versioned migrations); safe to run on every start.
