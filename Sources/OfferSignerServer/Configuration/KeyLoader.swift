@@ -30,6 +30,9 @@ public enum KeyLoader {
             var keyIdentifier = String(name.dropFirst(keyPrefix.count))
             if keyIdentifier.hasSuffix("_FILE") {
                 keyIdentifier.removeLast("_FILE".count)
+                guard !value.trimmingCharacters(in: .whitespaces).isEmpty else {
+                    throw ConfigurationError("\(name) is set but empty: give the path of the key's .p8 file, or unset it.")
+                }
                 let pem = try readFile(atPath: value, keyIdentifier: keyIdentifier)
                 entries.append(try entry(keyIdentifier, pem, source: "file \(value) (\(name))", now: now))
             } else {

@@ -219,6 +219,9 @@ public struct ServiceConfiguration: Sendable {
         )
         self.trustedRoots = trustedRoots
         self.environments = environments
+        if let url = databaseURL, !(url.hasPrefix("sqlite:") || url.hasPrefix("postgres://") || url.hasPrefix("postgresql://")) {
+            throw ConfigurationError("OFFER_SIGNER_DATABASE_URL is neither sqlite:PATH nor postgres://user:password@host:port/database; see docs/store.md.")
+        }
         self.connectionLimits = try Self.connectionLimits(config)
         self.retentionDeadline = try Self.retentionDeadline(config)
         self.clientAuth = try Self.clientAuth(config)
