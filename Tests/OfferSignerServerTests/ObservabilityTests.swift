@@ -329,3 +329,19 @@ enum RequestLoggingMiddlewareProbe {
         }
     }
 }
+
+@Suite struct PlainMessageTests {
+    @Test("a lone signature that is not a JWS, and a format that is not one, are explained with the allowed values")
+    func verifyAndFormatMessages() async throws {
+        try await TestService().application.test(.router) { client in
+            let verify = try await client.execute(uri: "/v1/offers/verify", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: #"{"signature":"not-a-jws"}"#))
+            let verifyError = try verify.decode(ErrorBody.self).error
+            #expect(verify.status == .badRequest && verifyError.field == "signature")
+            #expect(verifyError.message.contains("not a compact JWS") && verifyError.message.contains("keyIdentifier, nonce, timestamp"))
+            let sign = try await client.execute(uri: "/v1/offers/sign", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"xml"}"#))
+            let signError = try sign.decode(ErrorBody.self).error
+            #expect(sign.status == .badRequest && signError.field == "format")
+            #expect(signError.message.contains("\"legacy\"") && signError.message.contains("\"jws\""))
+        }
+    }
+}

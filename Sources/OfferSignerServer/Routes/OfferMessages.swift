@@ -33,7 +33,14 @@ public struct SignOfferRequest: Sendable, Codable {
         productIdentifier = try container.decode(String.self, forKey: .productIdentifier)
         offerIdentifier = try container.decode(String.self, forKey: .offerIdentifier)
         applicationUsername = try container.decodeIfPresent(String.self, forKey: .applicationUsername) ?? ""
-        format = try container.decodeIfPresent(OfferSignatureFormat.self, forKey: .format)
+        if let text = try container.decodeIfPresent(String.self, forKey: .format) {
+            guard let parsed = OfferSignatureFormat(rawValue: text) else {
+                throw APIError.invalidRequest(field: "format", "format must be \"legacy\" (the default) or \"jws\", not \"\(text.prefix(20))\".")
+            }
+            format = parsed
+        } else {
+            format = nil
+        }
         transactionId = try container.decodeIfPresent(String.self, forKey: .transactionId)
         signedTransaction = try container.decodeIfPresent(String.self, forKey: .signedTransaction)
     }

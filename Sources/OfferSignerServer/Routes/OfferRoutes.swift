@@ -21,6 +21,12 @@ struct VerifyRequest: Decodable {
 
     /// The legacy bundle, or a 400 naming the first missing field.
     func legacyBundle(defaultBundleIdentifier: String?) throws(APIError) -> SignedLegacyOffer {
+        // A lone signature that is not a compact JWS: say what it is not, rather than which bundle field is missing.
+        if let signature, keyIdentifier == nil, nonce == nil, timestamp == nil, productIdentifier == nil {
+            throw APIError.invalidRequest(
+                field: "signature",
+                "signature \(signature.isEmpty ? "is empty" : "is not a compact JWS (three base64url parts separated by dots)"); to verify a legacy bundle, send all its fields: bundleIdentifier, productIdentifier, offerIdentifier, applicationUsername, keyIdentifier, nonce, timestamp and signature.")
+        }
         func require<T>(_ value: T?, _ field: String) throws(APIError) -> T {
             guard let value else { throw APIError.invalidRequest(field: field, "\(field) is required to verify a legacy bundle.") }
             return value
