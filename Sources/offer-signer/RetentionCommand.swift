@@ -20,13 +20,7 @@ struct RetentionCommand: AsyncParsableCommand {
         var file: String
 
         func run() async throws {
-            let text: String
-            if file == "-" {
-                text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-            } else {
-                guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("Cannot read \(file).") }
-                text = String(decoding: data, as: UTF8.self)
-            }
+            let text = String(decoding: try readInput(file), as: UTF8.self)
             let (configuration, store, notifications) = try await openForTools()
             guard configuration.policy != nil else {
                 throw ValidationError("No policy (OFFER_SIGNER_POLICY): there are no retention entries to explain.")

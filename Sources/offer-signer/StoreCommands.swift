@@ -21,6 +21,13 @@ func openForTools() async throws -> (ServiceConfiguration, (any OfferStore)?, No
     return (configuration, store, notifications)
 }
 
+/// A command's input file; `-` is standard input.
+func readInput(_ file: String) throws -> Data {
+    if file == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+    guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("Cannot read \(file).") }
+    return data
+}
+
 struct EligibilityCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "eligibility",
@@ -84,13 +91,7 @@ struct NotificationsCommand: AsyncParsableCommand {
             guard let store, let notifications else {
                 throw ValidationError("Notifications need a store (OFFER_SIGNER_DATABASE_URL) and an app that can verify them (OFFER_SIGNER_ENVIRONMENTS, appAppleId for Production).")
             }
-            let data: Data
-            if file == "-" {
-                data = FileHandle.standardInput.readDataToEndOfFile()
-            } else {
-                guard let read = FileManager.default.contents(atPath: file) else { throw ValidationError("Cannot read \(file).") }
-                data = read
-            }
+            let data = try readInput(file)
             let summary = await notifications.replay(String(decoding: data, as: UTF8.self))
             for problem in summary.problems { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
             try await store.close()
