@@ -83,6 +83,9 @@ public struct ServiceConfiguration: Sendable {
     /// `OFFER_SIGNER_RETENTION_DEADLINE`: how long a retention request may take before the fallback message is
     /// answered (Apple gives up after 700 ms).
     public var retentionDeadline: Duration = .milliseconds(500)
+    /// `OFFER_SIGNER_APP_STORE_API_*`: asks Apple for the facts of customers the store does not know; `nil` (no key
+    /// ID) never asks.
+    public var appStoreAPI: AppStoreAPISettings?
 
     /// Creates a configuration from values.
     public init(
@@ -222,6 +225,10 @@ public struct ServiceConfiguration: Sendable {
         self.clientAuth = try Self.clientAuth(config)
         self.rateLimits = try Self.rateLimits(config)
         self.operationsListener = try Self.operationsListener(config, publicPort: port)
+        self.appStoreAPI = try AppStoreAPISettings.read(config, environment: environment)
+        if let appStoreAPI {
+            for app in apps { _ = try appStoreAPI.clientConfiguration(for: app, environments: environments) }
+        }
         if clientAuth.isOpen {
             self.warnings.append("OPEN CLIENT MODE (OFFER_SIGNER_CLIENT_AUTH=none): /v1/offers/* signs for anyone who can reach it, for any customer they name. For local development only.")
         }
