@@ -27,7 +27,9 @@ struct RetentionFixture {
     let key: SigningKey
     let signer: TestJWSSigner
 
-    init(_ backend: StoreBackend, deadline: Duration = .milliseconds(500), slowRule: Duration? = nil, fallback: Bool = true) async throws {
+    /// `deadline`: generous by default, so that tests about the decision do not answer the fallback on a loaded
+    /// machine (the whole suite runs in parallel on few cores); the deadline test sets its own.
+    init(_ backend: StoreBackend, deadline: Duration = .seconds(5), slowRule: Duration? = nil, fallback: Bool = true) async throws {
         bundle = "com.example.rm-\(UUID().uuidString.prefix(8).lowercased())"
         store = try await backend.open()
         key = try SigningKey.generate(keyIdentifier: "TESTKEY001")
