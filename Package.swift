@@ -105,6 +105,22 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // A local fake of Apple's App Store Server API on loopback, for the tests of the client and of the server that
+        // calls it (in no product).
+        .target(
+            name: "AppStoreServerAPITestSupport",
+            dependencies: [
+                "AppStoreNotifications",
+                "AppStoreTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The value types rules, stores and App Store folding share: customers, their facts, issued signatures.
         // No dependencies, so that the rules link no database driver.
         .target(
@@ -143,7 +159,9 @@ let package = Package(
             name: "OfferSignerServer",
             dependencies: [
                 "AppStoreNotifications",
+                "AppStoreServerAPI",
                 .product(name: "X509", package: "swift-certificates"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 "OfferSigning",
                 "OfferKeys",
                 "OfferModel",
@@ -172,6 +190,9 @@ let package = Package(
             name: "offer-signer",
             dependencies: [
                 "AppStoreTestSupport",
+                "AppStoreNotifications",
+                "AppStoreServerAPI",
+                "OfferModel",
                 "OfferSigning",
                 "OfferEligibility",
                 "OfferStore",
@@ -224,6 +245,7 @@ let package = Package(
             name: "AppStoreServerAPITests",
             dependencies: [
                 "AppStoreServerAPI",
+                "AppStoreServerAPITestSupport",
                 "AppStoreNotifications",
                 "AppStoreTestSupport",
                 "OfferModel",
@@ -243,6 +265,8 @@ let package = Package(
             name: "OfferSignerServerTests",
             dependencies: [
                 "AppStoreNotifications",
+                "AppStoreServerAPI",
+                "AppStoreServerAPITestSupport",
                 "AppStoreTestSupport",
                 "OfferSigning",
                 "OfferKeys",

@@ -1,3 +1,5 @@
+import AppStoreServerAPI
+import AsyncHTTPClient
 import Hummingbird
 import Logging
 import NIOCore
@@ -115,6 +117,13 @@ public func openStore(configuration: ServiceConfiguration, logger: Logger) async
         throw ConfigurationError("OFFER_SIGNER_DATABASE_URL: \(error.message)")
     }
     logger.info("customer store open", metadata: ["backend": "\(url.hasPrefix("sqlite:") ? "sqlite" : "postgres")"])
+    let verifiers = appStoreVerifiers(configuration: configuration, logger: logger)
+    return (store, verifiers.isEmpty ? nil : NotificationIngestor(verifiers: verifiers, store: store, logger: logger))
+}
+
+/// The App Store signed-data verifier of every app that can verify (Production needs the app's appAppleId), by
+/// bundle identifier: what notifications, signed transactions and the App Store Server API's answers are checked with.
+public func appStoreVerifiers(configuration: ServiceConfiguration, logger: Logger) -> [String: SignedDataVerifier] {
     var verifiers: [String: SignedDataVerifier] = [:]
     for app in configuration.apps {
         do {
@@ -127,7 +136,41 @@ public func openStore(configuration: ServiceConfiguration, logger: Logger) async
             ])
         }
     }
-    return (store, verifiers.isEmpty ? nil : NotificationIngestor(verifiers: verifiers, store: store, logger: logger))
+    return verifiers
+}
+
+/// One App Store Server API client per app that has a verifier, when `OFFER_SIGNER_APP_STORE_API_KEY_ID` is set
+/// (none otherwise: the API is never asked).
+/// - Parameters:
+///   - configuration: the service configuration (``ServiceConfiguration/appStoreAPI``).
+///   - verifiers: the apps' verifiers (the notification ingestor's), which check every answer.
+///   - httpClient: the HTTP client the clients send with.
+///   - logger: where to log.
+/// - Throws: ``ConfigurationError`` naming the variable at fault.
+public func makeAppStoreClients(
+    configuration: ServiceConfiguration, verifiers: [String: SignedDataVerifier], httpClient: HTTPClient = .shared, logger: Logger
+) throws(ConfigurationError) -> [String: AppStoreServerAPIClient] {
+    guard let settings = configuration.appStoreAPI else { return [:] }
+    var clients: [String: AppStoreServerAPIClient] = [:]
+    for app in configuration.apps {
+        guard let verifier = verifiers[app.bundleIdentifier] else {
+            logger.warning("the App Store Server API is not asked for this app: its App Store data cannot be verified (appAppleId, OFFER_SIGNER_ENVIRONMENTS)", metadata: [
+                "bundleIdentifier": "\(app.bundleIdentifier)",
+            ])
+            continue
+        }
+        let clientConfiguration = try settings.clientConfiguration(for: app, environments: configuration.environments)
+        do {
+            clients[app.bundleIdentifier] = try AppStoreServerAPIClient(
+                configuration: clientConfiguration, verifier: verifier, httpClient: httpClient, logger: logger)
+        } catch {
+            throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_KEY_ID / OFFER_SIGNER_APP_STORE_API_KEY_FILE: \(error.message).")
+        }
+        logger.info("App Store Server API asked for customers the store does not know", metadata: [
+            "bundleIdentifier": "\(app.bundleIdentifier)", "settings": "\(settings)",
+        ])
+    }
+    return clients
 }
 
 /// Re-reads the login-JWT public keys (`OFFER_SIGNER_CLIENT_JWT_KEYS`) on SIGHUP, with the signing keys.
@@ -178,9 +221,16 @@ public func buildApplication(
             throw ConfigurationError("the demo could not seed its customers: \(error)")
         }
     }
+    let appStoreClients: [String: AppStoreServerAPIClient]
+    do {
+        appStoreClients = try makeAppStoreClients(configuration: configuration, verifiers: notifications?.verifiers ?? [:], logger: logger)
+    } catch {
+        try? await store?.close()
+        throw error
+    }
     let service = OfferService(
         apps: configuration.apps, keyRing: configuration.keyRing, policy: configuration.policy, store: store,
-        notifications: notifications, retentionDeadline: configuration.retentionDeadline)
+        notifications: notifications, retentionDeadline: configuration.retentionDeadline, appStoreClients: appStoreClients)
     // Where admins' key states live: the file if one is configured, else the store (shared by replicas).
     let stateStore: any KeyStateStore =
         configuration.stateFilePath.map { FileKeyStateStore(path: $0) } ?? store.map { StoreKeyStateStore(store: $0) } ?? InMemoryKeyStateStore()

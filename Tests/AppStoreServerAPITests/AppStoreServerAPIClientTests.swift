@@ -1,5 +1,6 @@
 import AppStoreNotifications
 import AppStoreServerAPI
+import AppStoreServerAPITestSupport
 import AppStoreTestSupport
 import Crypto
 import Foundation

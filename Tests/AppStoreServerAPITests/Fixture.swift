@@ -1,5 +1,6 @@
 import AppStoreNotifications
 import AppStoreServerAPI
+import AppStoreServerAPITestSupport
 import AppStoreTestSupport
 import Crypto
 import Foundation
@@ -97,36 +98,6 @@ struct Fixture {
             revision: revision, hasMore: hasMore, bundleId: TestPayloads.bundleId, appAppleId: FakeAppStore.appAppleId,
             environment: environment.rawValue, signedTransactions: signed))
     }
-}
-
-/// StatusResponse as Apple documents it.
-struct StatusBody: Encodable {
-    struct Group: Encodable {
-        var subscriptionGroupIdentifier: String
-        var lastTransactions: [Item]
-    }
-
-    struct Item: Encodable {
-        var status: Int32
-        var originalTransactionId: String
-        var signedTransactionInfo: String
-        var signedRenewalInfo: String
-    }
-
-    var environment: String
-    var bundleId: String
-    var appAppleId: Int64
-    var data: [Group]
-}
-
-/// HistoryResponse as Apple documents it.
-struct HistoryBody: Encodable {
-    var revision: String
-    var hasMore: Bool
-    var bundleId: String
-    var appAppleId: Int64
-    var environment: String
-    var signedTransactions: [String]
 }
 
 /// A P-256 key for token tests.

@@ -1,5 +1,6 @@
 import AppStoreNotifications
 @testable import AppStoreServerAPI
+import AppStoreServerAPITestSupport
 import Foundation
 import Testing
 

@@ -14,6 +14,11 @@ import Testing
     static let broken: [Broken] = [
         Broken(name: "not YAML", text: "apps: [", mentions: ["not valid YAML"]),
         Broken(name: "no apps", text: "offers: []", mentions: ["unknown key 'offers'"]),
+        Broken(name: "unknown appStoreUnavailable", text: """
+            appStoreUnavailable: allow
+            apps:
+              - bundleIdentifier: a
+            """, mentions: ["line 1", "appStoreUnavailable must be refuse or allow-from-store", "'allow'"]),
         Broken(name: "unknown rule", text: """
             apps:
               - bundleIdentifier: a

@@ -109,9 +109,12 @@ extension TestClientProtocol {
     }
 
     @Test func tokensAreParsedAndShortOnesRefused() throws {
-        let tokens = try BearerTokens(parsing: "alice:aaaaaaaaaaaaaaaa1, bbbbbbbbbbbbbbbb2")
+        let tokens = try BearerTokens(parsing: "alice:aaaaaaaaaaaaaaaa1, bob:bbbbbbbbbbbbbbbb2")
         #expect(tokens.admin(presenting: "aaaaaaaaaaaaaaaa1") == "alice")
-        #expect(tokens.admin(presenting: "bbbbbbbbbbbbbbbb2") == "admin2")
+        #expect(tokens.admin(presenting: "bbbbbbbbbbbbbbbb2") == "bob")
+        // A token without a name is refused: the name is what logs and the audit show.
+        let unnamed = #expect(throws: ConfigurationError.self) { try BearerTokens(parsing: "alice:aaaaaaaaaaaaaaaa1, bbbbbbbbbbbbbbbb2") }
+        #expect(unnamed?.message.contains("entry 2 has no name") == true)
         #expect(tokens.admin(presenting: "aaaaaaaaaaaaaaaa") == nil)
         let error = #expect(throws: ConfigurationError.self) { try BearerTokens(parsing: "carol:short") }
         #expect(error?.message.contains("carol") == true)

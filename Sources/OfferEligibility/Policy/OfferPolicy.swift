@@ -46,8 +46,20 @@ public struct OfferPolicy: Sendable {
         public func product(_ productIdentifier: String) -> Product? { products.first { $0.productIdentifier == productIdentifier } }
     }
 
+    /// What to do when the App Store Server API cannot be asked in time about a customer the store does not know
+    /// (`appStoreUnavailable:`, a top-level key).
+    public enum AppStoreUnavailable: String, Sendable, CaseIterable {
+        /// Refuse the request (503 `app_store_unavailable`, with `Retry-After`): no decision on missing facts.
+        case refuse
+        /// Decide on what the store has (for a customer it does not know: no subscription).
+        case allowFromStore = "allow-from-store"
+    }
+
     /// The apps.
     public var apps: [App]
+
+    /// What to do when the App Store Server API cannot be asked in time; default ``AppStoreUnavailable/refuse``.
+    public var appStoreUnavailable: AppStoreUnavailable = .refuse
 
     /// The result of looking an offer up.
     public enum Lookup: Sendable {
@@ -89,7 +101,14 @@ public struct OfferPolicy: Sendable {
     /// Parses a policy (YAML, or JSON).
     public init(text: String, registry: RuleRegistry = .builtIn) throws(PolicyError) {
         let root = try PolicyNode.parse(text)
-        try root.requireOnlyKeys(["apps"])
+        try root.requireOnlyKeys(["apps", "appStoreUnavailable"])
+        if let node = root["appStoreUnavailable"] {
+            let text = try node.string()
+            guard let value = AppStoreUnavailable(rawValue: text) else {
+                throw PolicyError("\(node.location): appStoreUnavailable must be \(AppStoreUnavailable.allCases.map(\.rawValue).joined(separator: " or ")), not '\(text.prefix(40))'")
+            }
+            appStoreUnavailable = value
+        }
         guard let appsNode = root["apps"] else { throw PolicyError("\(root.location): a policy starts with apps:") }
         var apps: [App] = []
         for appNode in try appsNode.list() {

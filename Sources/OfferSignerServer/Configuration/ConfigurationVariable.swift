@@ -35,6 +35,13 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
     case rateLimitClient = "offerSigner.rateLimitClient"
     case rateLimitCustomer = "offerSigner.rateLimitCustomer"
     case rateLimitAppStore = "offerSigner.rateLimitAppStore"
+    /// The App Store Server API (docs/app-store-api.md): the In-App Purchase key's ID and file, a base URL for
+    /// tests and proxies, the time budget and the answer cache.
+    case appStoreApiKeyId = "offerSigner.appStoreApiKeyId"
+    case appStoreApiKeyFile = "offerSigner.appStoreApiKeyFile"
+    case appStoreApiUrl = "offerSigner.appStoreApiUrl"
+    case appStoreApiTimeout = "offerSigner.appStoreApiTimeout"
+    case appStoreApiCacheTtl = "offerSigner.appStoreApiCacheTtl"
     case adminHost = "offerSigner.adminHost"
     case adminPort = "offerSigner.adminPort"
     case logLevel = "log.level"

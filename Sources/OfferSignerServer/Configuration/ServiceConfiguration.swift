@@ -85,6 +85,9 @@ public struct ServiceConfiguration: Sendable {
     public var retentionDeadline: Duration = .milliseconds(500)
     /// `serve --demo`: the demo's stand-in for the App Store (signs notifications and retention requests).
     public var demoAppStore: DemoAppStore?
+    /// `OFFER_SIGNER_APP_STORE_API_*`: asks Apple for the facts of customers the store does not know; `nil` (no key
+    /// ID) never asks.
+    public var appStoreAPI: AppStoreAPISettings?
 
     /// Creates a configuration from values.
     public init(
@@ -227,6 +230,10 @@ public struct ServiceConfiguration: Sendable {
         self.clientAuth = try Self.clientAuth(config)
         self.rateLimits = try Self.rateLimits(config)
         self.operationsListener = try Self.operationsListener(config, publicPort: port)
+        self.appStoreAPI = try AppStoreAPISettings.read(config, environment: environment)
+        if let appStoreAPI {
+            for app in apps { _ = try appStoreAPI.clientConfiguration(for: app, environments: environments) }
+        }
         if clientAuth.isOpen {
             self.warnings.append("OPEN CLIENT MODE (OFFER_SIGNER_CLIENT_AUTH=none): /v1/offers/* signs for anyone who can reach it, for any customer they name. For local development only.")
         }

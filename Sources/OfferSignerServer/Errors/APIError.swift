@@ -82,7 +82,8 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     }
 
     /// Maps an error of the request pipeline: 400 `invalid_request` / `invalid_signed_payload`, 403
-    /// `not_eligible`, 404 `unknown_*`, 503 `store_unavailable` / `issuer_not_configured` (with `Retry-After`).
+    /// `not_eligible` / `customer_mismatch`, 404 `unknown_*`, 409 `transaction_claimed`, 503 `store_unavailable` /
+    /// `issuer_not_configured` / `app_store_unavailable` / `app_store_api_not_configured` (with `Retry-After`).
     public init(_ error: OfferServiceError) {
         let status: HTTPResponse.Status
         var headers: HTTPFields = [:]
@@ -100,6 +101,12 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         case .retentionTimedOut:
             status = .serviceUnavailable
             headers[.retryAfter] = "1"
+        case .appStoreUnavailable:
+            status = .serviceUnavailable
+            headers[.retryAfter] = "5"
+        case .appStoreNotConfigured:
+            status = .serviceUnavailable
+            headers[.retryAfter] = "3600"
         default: status = .badRequest
         }
         self.init(status: status, code: error.code.rawValue, message: error.message, field: error.field, reasons: error.reasons, headers: headers)

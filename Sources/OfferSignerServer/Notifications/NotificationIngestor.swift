@@ -115,7 +115,9 @@ public struct NotificationIngestor: Sendable {
 
     /// Verifies a StoreKit 2 signed transaction an app sent with a sign request and folds it into that
     /// customer's facts.
-    public func ingest(signedTransaction: String, for key: CustomerKey) async throws(OfferServiceError) {
+    /// - Returns: the verified transaction.
+    @discardableResult
+    public func ingest(signedTransaction: String, for key: CustomerKey) async throws(OfferServiceError) -> JWSTransactionDecodedPayload {
         let transaction = try await verify(field: "signedTransaction") { verifier in try await verifier.verifyAndDecodeTransaction(signedTransaction) }
         guard transaction.bundleId == key.bundleIdentifier else {
             throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction is for another app (\(transaction.bundleId ?? "none")).")
@@ -143,6 +145,7 @@ public struct NotificationIngestor: Sendable {
         } catch {
             throw OfferServiceError.storeUnavailable
         }
+        return transaction
     }
 
     /// Verifies a Retention Messaging real-time request and finds its app: the one whose `appAppleId` it carries.

@@ -27,7 +27,12 @@ enum OpenAPIDocument {
           description: >-
             With a policy, the app, product and offer must be listed (else 404) and the offer's rules must hold
             (else 403 not_eligible with reasons). The signature is recorded before it is returned (else 503
-            store_unavailable). With "format":"jws", transactionId (when given) is 1-64 decimal digits.
+            store_unavailable). With "format":"jws", transactionId (when given) is 1-64 decimal digits. When the App
+            Store Server API is configured and the store knows no subscription of the customer (in the offer's group),
+            a transactionId (or a signedTransaction's original transaction) is looked up at Apple first and the
+            facts are stored: 403 customer_mismatch when Apple's answer carries another customer's appAccountToken,
+            409 transaction_claimed when another customer already owns the subscription, 503 app_store_unavailable
+            (with Retry-After) when Apple cannot be asked in time and the policy's appStoreUnavailable is refuse.
           requestBody:
             required: true
             content:
@@ -57,6 +62,10 @@ enum OpenAPIDocument {
           operationId: offerEligibility
           security: [{ client: [] }, {}]
           summary: Every offer of the policy (of the product, when given) with its decision for a customer
+          description: >-
+            With transactionId and the App Store Server API configured, a customer the store knows no subscription of
+            is looked up at Apple first, as for signing (403 customer_mismatch, 409 transaction_claimed, 503
+            app_store_unavailable).
           requestBody:
             required: true
             content:
@@ -71,6 +80,7 @@ enum OpenAPIDocument {
             "400": { $ref: "#/components/responses/BadRequest" }
             "401": { $ref: "#/components/responses/Unauthorized" }
             "403": { $ref: "#/components/responses/Forbidden" }
+            "409": { $ref: "#/components/responses/TransactionClaimed" }
             "429": { $ref: "#/components/responses/RateLimited" }
             "404": { $ref: "#/components/responses/NotFound" }
             "413": { $ref: "#/components/responses/PayloadTooLarge" }
@@ -96,6 +106,7 @@ enum OpenAPIDocument {
             "400": { $ref: "#/components/responses/BadRequest" }
             "401": { $ref: "#/components/responses/Unauthorized" }
             "403": { $ref: "#/components/responses/Forbidden" }
+            "409": { $ref: "#/components/responses/TransactionClaimed" }
             "429": { $ref: "#/components/responses/RateLimited" }
             "404": { $ref: "#/components/responses/NotFound" }
             "413": { $ref: "#/components/responses/PayloadTooLarge" }
@@ -483,6 +494,30 @@ enum OpenAPIDocument {
             "429": { $ref: "#/components/responses/RateLimited" }
             "500": { $ref: "#/components/responses/InternalError" }
             "503": { $ref: "#/components/responses/ServiceUnavailable" }
+      /admin/customers/{bundleIdentifier}/{applicationUsername}/refresh:
+        post:
+          operationId: adminRefreshCustomer
+          summary: Ask the App Store Server API again about the customer's known subscriptions and store the facts
+          description: >-
+            For every original transaction the store knows of the customer, Apple's statuses and history are fetched
+            (answers cached by the client within OFFER_SIGNER_APP_STORE_API_CACHE_TTL are reused), verified, folded
+            into the customer's facts and stored; audited as customer.refresh. 404 unknown_transaction when the
+            store knows no original transaction of the customer, 403 customer_mismatch when Apple's answer carries
+            another customer's appAccountToken, 503 app_store_api_not_configured or app_store_unavailable.
+          security: [{ admin: [] }]
+          parameters:
+            - $ref: "#/components/parameters/PathBundleIdentifier"
+            - $ref: "#/components/parameters/PathApplicationUsername"
+          responses:
+            "200": { $ref: "#/components/responses/CustomerAnswer" }
+            "400": { $ref: "#/components/responses/BadRequest" }
+            "401": { $ref: "#/components/responses/Unauthorized" }
+            "403": { $ref: "#/components/responses/Forbidden" }
+            "404": { $ref: "#/components/responses/NotFound" }
+            "409": { $ref: "#/components/responses/TransactionClaimed" }
+            "429": { $ref: "#/components/responses/RateLimited" }
+            "500": { $ref: "#/components/responses/InternalError" }
+            "503": { $ref: "#/components/responses/ServiceUnavailable" }
       /admin/signatures:
         get:
           operationId: adminIssuedSignatures
@@ -656,7 +691,7 @@ enum OpenAPIDocument {
             application/json:
               schema: { $ref: "#/components/schemas/ErrorEnvelope" }
         NotEligible:
-          description: not_eligible, with every reason
+          description: not_eligible, with every reason; or customer_mismatch (the request names another customer than its credential or the App Store data)
           content:
             application/json:
               schema: { $ref: "#/components/schemas/ErrorEnvelope" }
@@ -670,12 +705,19 @@ enum OpenAPIDocument {
                 properties:
                   signedPayload: { type: string, description: "A compact JWS signed by the demo's App Store chain" }
         NotFound:
-          description: unknown_app, unknown_product, unknown_offer, unknown_key, no_retention_answer
+          description: unknown_app, unknown_product, unknown_offer, unknown_key, unknown_transaction, no_retention_answer
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/ErrorEnvelope" }
+        TransactionClaimed:
+          description: >-
+            transaction_claimed: the subscription's original transaction is already another customer's, and neither
+            the signed transaction nor the App Store's answer carries this customer's appAccountToken
           content:
             application/json:
               schema: { $ref: "#/components/schemas/ErrorEnvelope" }
         KeyStateConflict:
-          description: key_state_conflict (for example revoking or retiring the active key)
+          description: key_state_conflict (for example revoking or retiring the active key), or transaction_claimed
           content:
             application/json:
               schema: { $ref: "#/components/schemas/ErrorEnvelope" }
@@ -704,7 +746,10 @@ enum OpenAPIDocument {
             application/json:
               schema: { $ref: "#/components/schemas/ErrorEnvelope" }
         ServiceUnavailable:
-          description: no_signing_key, issuer_not_configured, store_unavailable (store_unavailable from the store carries Retry-After)
+          description: >-
+            no_signing_key, issuer_not_configured, store_unavailable, app_store_unavailable (the App Store Server API
+            could not be asked in time about a customer the store does not know, under appStoreUnavailable: refuse),
+            app_store_api_not_configured (an admin refresh without the API's key); each carries Retry-After
           headers:
             Retry-After:
               required: false
@@ -794,7 +839,10 @@ enum OpenAPIDocument {
               description: legacy (the default) or jws (StoreKit 2 promotional offer V2)
             transactionId:
               type: [string, "null"]
-              description: For jws, a transaction of the customer's, 1-64 decimal digits (ignored for legacy)
+              description: >-
+                For jws, a transaction of the customer's, 1-64 decimal digits, signed into the JWS. For both formats,
+                with the App Store Server API configured, asked about when the store knows no subscription of the
+                customer
             signedTransaction:
               type: [string, "null"]
               description: StoreKit 2 jwsRepresentation of one of the customer's transactions, verified like notifications (needs a store and a verifiable app, else 503)
@@ -809,13 +857,20 @@ enum OpenAPIDocument {
               description: Optional when one app is configured; another app is a 404 unknown_app
             applicationUsername: { type: string, minLength: 1, maxLength: 255 }
             productIdentifier: { type: [string, "null"], description: "Only this product's offers" }
+            transactionId:
+              type: [string, "null"]
+              description: >-
+                A transaction of the customer's (decimal digits): when the store knows no subscription of theirs and
+                the App Store Server API is configured, Apple is asked first
         IntroductoryEligibilityRequest:
           type: object
           required: [productIdentifier, transactionId]
           description: >-
             Decided for the customer who owns transactionId (an original transaction a notification or a verified
-            signed transaction linked to them): 404 unknown_transaction when nothing links it, 403
-            customer_mismatch when another customer owns it. applicationUsername may be left out with a login JWT.
+            signed transaction linked to them, or, with the App Store Server API configured, Apple's answer for it:
+            an appAccountToken that is this customer's, or a subscription nobody has claimed): 404
+            unknown_transaction when nothing links it, 403 customer_mismatch when another customer owns it, 409
+            transaction_claimed, 503 app_store_unavailable. applicationUsername may be left out with a login JWT.
           examples:
             - { productIdentifier: com.example.monthly, transactionId: "2000000123456789", applicationUsername: user-0001 }
           properties:

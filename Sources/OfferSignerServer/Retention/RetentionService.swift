@@ -42,11 +42,14 @@ extension OfferService {
     public func answerRetention(_ request: DecodedRealtimeRequestBody, bundleIdentifier: String, now: Date = Date()) async throws -> RealtimeResponseBody {
         let app = try app(named: bundleIdentifier)
         let (product, entries) = try retentionEntries(app: app, productIdentifier: request.productId ?? "")
-        let answer: RealtimeResponseBody?
+        var answer: RealtimeResponseBody?
         do {
             answer = try await withDeadline(retentionDeadline) {
                 try await self.decideRetention(request, app: app, product: product, entries: entries, now: now)
             }
+        } catch let error as OfferServiceError where error.code == .appStoreUnavailable {
+            // The App Store could not be asked about a stranger within its budget: as when the deadline passes.
+            answer = nil
         } catch let error as OfferServiceError where error.code == .noRetentionAnswer {
             PipelineMetrics.countRetentionAnswer("no_answer")
             logNoRetentionAnswer(app: app, productIdentifier: product.productIdentifier, why: error.message)
@@ -137,13 +140,15 @@ extension OfferService {
     private func decideRetention(_ request: DecodedRealtimeRequestBody, app: AppConfiguration, product: OfferPolicy.Product, entries: [OfferPolicy.RetentionEntry], now: Date) async throws -> RealtimeResponseBody {
         let originalTransactionId = request.originalTransactionId ?? ""
         let requestIdentifier = (request.requestIdentifier ?? "").lowercased()
-        let (customer, _) = try await retentionCustomer(app: app, originalTransactionId: originalTransactionId)
+        let (stranger, known) = try await retentionCustomer(app: app, originalTransactionId: originalTransactionId)
         let issuer = entries.contains { if case .promotionalOffer(_, .v2) = $0.answer { true } else { false } } ? try issuerIdentifier(of: app) : ""
-        let flow = SigningFlow<RealtimeResponseBody>(
-            app: app, customer: customer, productIdentifier: product.productIdentifier, offerIdentifier: "",
+        var flow = SigningFlow<RealtimeResponseBody>(
+            app: app, customer: stranger, productIdentifier: product.productIdentifier, offerIdentifier: "",
             subscriptionGroupIdentifier: product.subscriptionGroupIdentifier, rule: RetentionSelection(entries),
             refusesWhenNotEligible: false,
             sign: { key, _, context in
+                // The customer the decision was made for: the store's, or the one the App Store's answer named.
+                let customer = context.facts.key
                 let choice = OfferPolicy.chooseRetention(entries, in: context)
                 guard let entry = choice.entry else {
                     PipelineMetrics.countRefusal(choice.decision.reasons)
@@ -188,6 +193,10 @@ extension OfferService {
                 key: "retention:\(app.bundleIdentifier):\(requestIdentifier)",
                 encode: { String(decoding: try Self.answerEncoder.encode($0), as: UTF8.self) },
                 decode: { try JSONDecoder().decode(RealtimeResponseBody.self, from: Data($0.utf8)) }))
+        if !known {
+            // A subscription the store has never seen: the App Store's facts, filed under the customer they name.
+            flow.appStoreLookup = AppStoreLookup(transactionId: originalTransactionId, owner: .answer, field: "originalTransactionId")
+        }
         return try await run(flow, now: now)
     }
 

@@ -33,7 +33,7 @@ struct AuditList: ResponseEncodable {
 }
 
 /// `/admin/customers/…`, `/admin/signatures`, `/admin/audit`: what the rules see, flags, customer-service
-/// grants, the issued-signature log and the audit. Every change is audited with the admin who made it.
+/// grants, a refresh from the App Store, the issued-signature log and the audit. Every change is audited with the admin who made it.
 struct AdminCustomerRoutes {
     let service: OfferService
     let store: any OfferStore
@@ -83,6 +83,14 @@ struct AdminCustomerRoutes {
             let facts = try await storeCall { try await store.updateCustomer(key) { $0.grants.append(grant) } }
             try await audit(context, action: "customer.grant", target: "\(key)", logTarget: CustomerHash.of(key), details: [
                 "grant": grant.id, "productIdentifier": grant.productIdentifier, "offerIdentifier": grant.offerIdentifier, "expiresInDays": "\(days)",
+            ])
+            return CustomerAnswer(known: true, facts: facts)
+        }
+        group.post("/customers/:bundleIdentifier/:applicationUsername/refresh") { _, context -> CustomerAnswer in
+            let key = try customerKey(context)
+            let facts = try await service.refreshFromAppStore(key)
+            try await audit(context, action: "customer.refresh", target: "\(key)", logTarget: CustomerHash.of(key), details: [
+                "subscriptions": "\(facts.subscriptions.count)",
             ])
             return CustomerAnswer(known: true, facts: facts)
         }

@@ -77,14 +77,17 @@ struct EligibilityRequest: Decodable {
     /// May be left out when a login JWT names the customer.
     var applicationUsername: String
     var productIdentifier: String?
+    /// A transaction of the customer's: when the store knows no subscription of theirs, the App Store is asked.
+    var transactionId: String?
 
-    private enum CodingKeys: String, CodingKey { case bundleIdentifier, applicationUsername, productIdentifier }
+    private enum CodingKeys: String, CodingKey { case bundleIdentifier, applicationUsername, productIdentifier, transactionId }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         bundleIdentifier = try container.decodeIfPresent(String.self, forKey: .bundleIdentifier)
         applicationUsername = try container.decodeIfPresent(String.self, forKey: .applicationUsername) ?? ""
         productIdentifier = try container.decodeIfPresent(String.self, forKey: .productIdentifier)
+        transactionId = try container.decodeIfPresent(String.self, forKey: .transactionId)
     }
 }
 
@@ -127,7 +130,7 @@ struct OfferRoutes {
         group.post("/eligibility") { request, context -> EligibilityResponse in
             var body = try await request.decodeJSON(as: EligibilityRequest.self, context: context)
             body.applicationUsername = try customer(body.applicationUsername, context)
-            let offers = try await service.eligibility(bundleIdentifier: body.bundleIdentifier, applicationUsername: body.applicationUsername, productIdentifier: body.productIdentifier)
+            let offers = try await service.eligibility(bundleIdentifier: body.bundleIdentifier, applicationUsername: body.applicationUsername, productIdentifier: body.productIdentifier, transactionId: body.transactionId)
             return EligibilityResponse(applicationUsername: body.applicationUsername.lowercased(), policyInForce: service.policy != nil, offers: offers)
         }
         group.post("/introductory-eligibility") { request, context -> IntroductoryEligibilityResponse in

@@ -1,3 +1,5 @@
+import AppStoreNotifications
+import AppStoreServerAPI
 import Foundation
 import HTTPTypes
 import Logging
@@ -25,6 +27,9 @@ public final class OfferService: Sendable {
     public let introductoryOfferDecision: IntroductoryOfferDecision?
     /// Verifies App Store signed data and feeds the store; `nil` when there is no store or no app can verify.
     public let notifications: NotificationIngestor?
+    /// The App Store Server API client of each app, by bundle identifier: asked for the facts of a customer the
+    /// store does not know (``fetchMissingFacts(_:app:subscriptionGroupIdentifier:)``). Empty: never asked.
+    public let appStoreClients: [String: AppStoreServerAPIClient]
     private let signaturesIssued: Counter
     private let jwsIssued: Counter
     let selfCheckFailures: Counter
@@ -47,12 +52,14 @@ public final class OfferService: Sendable {
     ///   - introductoryOfferDecision: an override of the introductory-offer decision.
     ///   - notifications: the App Store data verifier and ingestor, or `nil`.
     ///   - retentionDeadline: how long a retention request may take before the fallback message is answered.
+    ///   - appStoreClients: the App Store Server API client of each app (by bundle identifier), or none.
     public init(
         apps: [AppConfiguration], keyRing: KeyRing, policy: OfferPolicy? = nil, store: (any OfferStore)? = nil,
         introductoryOfferDecision: IntroductoryOfferDecision? = nil, notifications: NotificationIngestor? = nil,
-        retentionDeadline: Duration = .milliseconds(500)
+        retentionDeadline: Duration = .milliseconds(500), appStoreClients: [String: AppStoreServerAPIClient] = [:]
     ) {
         self.notifications = notifications
+        self.appStoreClients = appStoreClients
         self.retentionDeadline = retentionDeadline
         var all = Dictionary(apps.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
         for app in policy?.apps ?? [] {
@@ -144,13 +151,16 @@ public final class OfferService: Sendable {
     /// The pipeline's flow for an offer of the policy: the customer, the offer's rule, refusing a no.
     private func offerFlow<Output: Sendable>(
         app: AppConfiguration, productIdentifier: String, offerIdentifier: String, applicationUsername: String,
+        transactionId: String?,
         sign: @escaping @Sendable (SigningKey, EligibilityDecision, EligibilityContext) async throws -> SignedOutput<Output>
     ) throws(OfferServiceError) -> SigningFlow<Output> {
         let (product, rule) = try offerRule(app: app, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier)
+        let customer = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)
         return SigningFlow(
-            app: app, customer: CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername),
+            app: app, customer: customer,
             productIdentifier: productIdentifier, offerIdentifier: offerIdentifier,
-            subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier, rule: rule, refusesWhenNotEligible: true, sign: sign)
+            subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier, rule: rule, refusesWhenNotEligible: true, sign: sign,
+            appStoreLookup: transactionId.map { AppStoreLookup(transactionId: $0, owner: .customer(customer), field: "transactionId") })
     }
 
     /// Signs a legacy promotional offer with the app's active key, after the eligibility policy, and
@@ -164,10 +174,10 @@ public final class OfferService: Sendable {
             bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
             offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
         try offer.validate()
-        try await ingestSignedTransaction(request, app: app)
+        let presented = try await ingestSignedTransaction(request, app: app)
         return try await run(offerFlow(
             app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier,
-            applicationUsername: request.applicationUsername
+            applicationUsername: request.applicationUsername, transactionId: request.transactionId ?? presented
         ) { key, _, _ in
             let bundle = try OfferSigner.signLegacy(offer, with: key)
             return SignedOutput(output: bundle, record: IssuedSignature(
@@ -178,13 +188,17 @@ public final class OfferService: Sendable {
     }
 
     /// Verifies and records the request's `signedTransaction`, if any, before the rules look at the customer.
-    func ingestSignedTransaction(_ request: SignOfferRequest, app: AppConfiguration) async throws(OfferServiceError) {
+    /// - Returns: its original transaction identifier.
+    @discardableResult
+    func ingestSignedTransaction(_ request: SignOfferRequest, app: AppConfiguration) async throws(OfferServiceError) -> String? {
         try await ingestSignedTransaction(request.signedTransaction, app: app, applicationUsername: request.applicationUsername)
     }
 
     /// Verifies and records a StoreKit 2 signed transaction for a customer (nothing when `nil`).
-    func ingestSignedTransaction(_ signedTransaction: String?, app: AppConfiguration, applicationUsername: String) async throws(OfferServiceError) {
-        guard let signedTransaction else { return }
+    /// - Returns: its original transaction identifier.
+    @discardableResult
+    func ingestSignedTransaction(_ signedTransaction: String?, app: AppConfiguration, applicationUsername: String) async throws(OfferServiceError) -> String? {
+        guard let signedTransaction else { return nil }
         guard let notifications else {
             throw OfferServiceError(
                 .storeUnavailable,
@@ -193,7 +207,7 @@ public final class OfferService: Sendable {
         guard signedTransaction.utf8.count <= 16 * 1024 else {
             throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction is longer than 16 KiB.")
         }
-        try await notifications.ingest(signedTransaction: signedTransaction, for: CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername))
+        return try await notifications.ingest(signedTransaction: signedTransaction, for: CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)).originalTransactionId
     }
 
     /// The issuer ID JWS signatures of `app` need.
@@ -217,11 +231,11 @@ public final class OfferService: Sendable {
         try PayloadField.validate(request.productIdentifier, named: "productIdentifier")
         try PayloadField.validate(request.offerIdentifier, named: "offerIdentifier")
         let issuer = try issuerIdentifier(of: app)
-        try await ingestSignedTransaction(request, app: app)
+        let presented = try await ingestSignedTransaction(request, app: app)
         let customer = request.applicationUsername.lowercased()
         return try await run(offerFlow(
             app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier,
-            applicationUsername: request.applicationUsername
+            applicationUsername: request.applicationUsername, transactionId: request.transactionId ?? presented
         ) { key, _, _ in
             let signed = try await JWSOfferSigner.signPromotionalOffer(
                 bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
@@ -253,6 +267,13 @@ public final class OfferService: Sendable {
         }
         try await ingestSignedTransaction(signedTransaction, app: app, applicationUsername: customer.applicationUsername)
         let owners = try await storeCall { try await store.customers(withOriginalTransactionId: transactionId) }.filter { $0.bundleIdentifier == app.bundleIdentifier }
+        // A transaction the store does not know: the App Store's answer, attached only if it can be this
+        // customer's (appAccountToken, or a subscription nobody has claimed), links it.
+        if owners.isEmpty, case .stored(let owner, _) = try await fetchMissingFacts(
+            AppStoreLookup(transactionId: transactionId, owner: .customer(customer), field: "transactionId", evenWhenFactsKnown: true),
+            app: app, subscriptionGroupIdentifier: nil), owner == customer {
+            return
+        }
         guard !owners.isEmpty else {
             throw OfferServiceError(.unknownTransaction, "No verified App Store data links transaction \(transactionId) to a customer of \(app.bundleIdentifier). Send the customer's signedTransaction (StoreKit 2 jwsRepresentation) with the request, or wait for the App Store's notification.", field: "transactionId")
         }
@@ -315,7 +336,9 @@ public final class OfferService: Sendable {
     }
 
     /// Every offer of the policy (of one product, or all) with its decision for a customer.
-    public func eligibility(bundleIdentifier: String?, applicationUsername: String, productIdentifier: String?) async throws -> [OfferEligibilityEntry] {
+    /// - Parameter transactionId: a transaction of the customer's: when the store knows no subscription of theirs,
+    ///   the App Store is asked first (``fetchMissingFacts(_:app:subscriptionGroupIdentifier:)``).
+    public func eligibility(bundleIdentifier: String?, applicationUsername: String, productIdentifier: String?, transactionId: String? = nil) async throws -> [OfferEligibilityEntry] {
         let app = try app(named: bundleIdentifier)
         try PayloadField.validateApplicationUsername(applicationUsername)
         guard let policy, let appPolicy = policy.app(app.bundleIdentifier) else { return [] }
@@ -325,6 +348,12 @@ public final class OfferService: Sendable {
                 throw Self.unknownProduct(productIdentifier, app: app)
             }
             products = [product]
+        }
+        if let transactionId {
+            let customer = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)
+            _ = try await fetchMissingFacts(
+                AppStoreLookup(transactionId: transactionId, owner: .customer(customer), field: "transactionId"),
+                app: app, subscriptionGroupIdentifier: products.count == 1 ? products[0].subscriptionGroupIdentifier : nil)
         }
         let lookback = policy.lookback
         var entries: [OfferEligibilityEntry] = []

@@ -41,6 +41,12 @@ public struct OfferServiceError: Error, Hashable, Sendable, CustomStringConverti
         public static let noRetentionAnswer = Code("no_retention_answer")
         /// A retention request was not decided within the deadline and there is no fallback message to give.
         public static let retentionTimedOut = Code("retention_timed_out")
+        /// The store does not know the customer's subscription and the App Store Server API could not be asked in
+        /// time (or gave no usable answer); the policy's `appStoreUnavailable: refuse` says not to decide without it.
+        public static let appStoreUnavailable = Code("app_store_unavailable")
+        /// An App Store refresh was asked for an app without an App Store Server API key
+        /// (`OFFER_SIGNER_APP_STORE_API_KEY_ID`).
+        public static let appStoreNotConfigured = Code("app_store_api_not_configured")
     }
 
     /// What kind of failure.

@@ -7,8 +7,8 @@ import OfferSigning
 import OfferStore
 
 /// What one signing flow (legacy offer, JWS offer, introductory-offer eligibility, retention offer) tells the
-/// pipeline: who the customer is, which rule decides, and how to sign. Everything else — loading the facts,
-/// deciding, signing with the app's active key, recording, counting — is the pipeline's, written once in
+/// pipeline: who the customer is, which rule decides, and how to sign. Everything else — completing missing facts
+/// from the App Store, loading the facts, deciding, signing with the app's active key, recording, counting — is the pipeline's, written once in
 /// ``OfferService/run(_:now:)``.
 struct SigningFlow<Output: Sendable>: Sendable {
     /// The app, resolved.
@@ -33,6 +33,9 @@ struct SigningFlow<Output: Sendable>: Sendable {
     /// its record, and a repeated request gets it back without a second signature. `nil`: every request answers
     /// afresh.
     var idempotency: FlowIdempotency<Output>?
+    /// The transaction to ask the App Store Server API about when the store has no subscription facts for the
+    /// customer (``OfferService/fetchMissingFacts(_:app:subscriptionGroupIdentifier:)``); `nil`: never asked.
+    var appStoreLookup: AppStoreLookup? = nil
 }
 
 /// How an idempotent flow stores its answer: the key, and the answer as text and back.
@@ -50,15 +53,23 @@ struct SignedOutput<Output: Sendable>: Sendable {
 }
 
 extension OfferService {
-    /// The request pipeline every signing flow runs: load facts → decide → sign (self-verified) → record →
-    /// answer.
+    /// The request pipeline every signing flow runs: (facts the store lacks, from the App Store) → load facts →
+    /// decide → sign (self-verified) → record → answer.
     ///
     /// When the flow's rule depends on issued offers (caps, cool-downs, customer-service grants) and there
     /// is a store, the decision and the record are one atomic step per customer
     /// (``OfferStore/withCustomerTransaction(_:issuedSince:_:)``): concurrent requests — on this replica or
     /// another sharing PostgreSQL — see each other's signatures, so a cap of 1 yields one signature and a
     /// grant is spent once. Other flows read without a lock and record through the group commit.
-    func run<Output: Sendable>(_ flow: SigningFlow<Output>, now: Date = Date()) async throws -> Output {
+    func run<Output: Sendable>(_ given: SigningFlow<Output>, now: Date = Date()) async throws -> Output {
+        var completed = given
+        // Facts the store lacks, from the App Store (stored before the decision reads them); a rule-less flow
+        // reads no facts, so it asks nothing.
+        if let lookup = given.appStoreLookup, given.rule != nil,
+           case .stored(let owner, _) = try await fetchMissingFacts(lookup, app: given.app, subscriptionGroupIdentifier: given.subscriptionGroupIdentifier) {
+            completed.customer = owner
+        }
+        let flow = completed
         let since = flow.rule?.lookback.map { Int64((now.timeIntervalSince1970 - $0) * 1000) }
         if let store, flow.rule?.dependsOnIssuedOffers == true || flow.idempotency != nil {
             let signed: SignedOutput<Output>

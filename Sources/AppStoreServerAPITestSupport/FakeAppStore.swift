@@ -1,5 +1,4 @@
 import AppStoreNotifications
-import AppStoreServerAPI
 import AppStoreTestSupport
 import Crypto
 import Foundation
@@ -8,36 +7,46 @@ import Hummingbird
 import HummingbirdTesting
 import JWTKit
 import NIOCore
-import Testing
 
 /// A request the fake received, after its token checked out.
-struct FakeRequest: Sendable {
-    enum Endpoint: String, Sendable { case statuses, history }
+public struct FakeRequest: Sendable {
+    public enum Endpoint: String, Sendable { case statuses, history }
 
     /// `production` or `sandbox` (the first path segment of the base URL).
-    let environment: String
-    let endpoint: Endpoint
-    let transactionId: String
-    let query: [String: String]
+    public let environment: String
+    public let endpoint: Endpoint
+    public let transactionId: String
+    public let query: [String: String]
 }
 
 /// What the fake answers.
-struct FakeResponse: Sendable {
-    var status: HTTPResponse.Status = .ok
-    var headers: [(String, String)] = []
-    var body: String = ""
+public struct FakeResponse: Sendable {
+    public var status: HTTPResponse.Status = .ok
+    public var headers: [(String, String)] = []
+    public var body: String = ""
     /// Hold the request until the test ends (or 10 s).
-    var hang = false
+    public var hang = false
     /// Answer after this delay.
-    var delay: Duration = .zero
+    public var delay: Duration = .zero
 
-    static func json(_ value: some Encodable) -> FakeResponse {
+    /// An answer.
+    public init(status: HTTPResponse.Status = .ok, headers: [(String, String)] = [], body: String = "", hang: Bool = false, delay: Duration = .zero) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.hang = hang
+        self.delay = delay
+    }
+
+    /// A 200 with `value` as JSON.
+    public static func json(_ value: some Encodable) -> FakeResponse {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes]
         return FakeResponse(body: String(decoding: (try? encoder.encode(value)) ?? Data(), as: UTF8.self))
     }
 
-    static func error(_ status: HTTPResponse.Status, code: Int64, headers: [(String, String)] = []) -> FakeResponse {
+    /// An error answer as Apple shapes it.
+    public static func error(_ status: HTTPResponse.Status, code: Int64, headers: [(String, String)] = []) -> FakeResponse {
         FakeResponse(
             status: status, headers: [("Content-Type", "application/json")] + headers,
             body: #"{"errorCode":\#(code),"errorMessage":"fake"}"#)
@@ -45,12 +54,12 @@ struct FakeResponse: Sendable {
 }
 
 /// What the fake saw.
-actor FakeLedger {
-    private(set) var calls: [String: Int] = [:]
-    private(set) var tokens: Set<String> = []
-    private(set) var rejectedTokens = 0
-    private(set) var released = false
-    private(set) var revisions: [String?] = []
+public actor FakeLedger {
+    public private(set) var calls: [String: Int] = [:]
+    public private(set) var tokens: Set<String> = []
+    public private(set) var rejectedTokens = 0
+    public private(set) var released = false
+    public private(set) var revisions: [String?] = []
 
     func record(_ request: FakeRequest, token: String) {
         calls["\(request.environment) \(request.endpoint.rawValue)", default: 0] += 1
@@ -58,46 +67,51 @@ actor FakeLedger {
         if request.endpoint == .history { revisions.append(request.query["revision"]) }
     }
 
-    func rejected() { rejectedTokens += 1 }
-    func release() { released = true }
+    public func rejected() { rejectedTokens += 1 }
+    public func release() { released = true }
 
-    func count(_ environment: String, _ endpoint: FakeRequest.Endpoint) -> Int {
+    public func count(_ environment: String, _ endpoint: FakeRequest.Endpoint) -> Int {
         calls["\(environment) \(endpoint.rawValue)", default: 0]
     }
 
-    var total: Int { calls.values.reduce(0, +) }
+    public var total: Int { calls.values.reduce(0, +) }
 }
 
 /// A local stand-in for Apple's App Store Server API on loopback: checks the bearer token as Apple documents it
 /// (ES256 with the In-App Purchase key's public key, `kid`, `typ`, `iss`, `aud`, `bid`, `exp` at most an hour
 /// after `iat`), counts calls, and answers what the test's `respond` says. Base URLs are
 /// `http://localhost:<port>/production` and `…/sandbox`.
-struct FakeAppStore: Sendable {
-    static let keyId = "FAKEKEY123"
-    static let issuerId = "57246542-96fe-1a63-e053-0824d011072a"
-    static let appAppleId: Int64 = 1_234_567_890
+public struct FakeAppStore: Sendable {
+    public static let keyId = "FAKEKEY123"
+    public static let issuerId = "57246542-96fe-1a63-e053-0824d011072a"
+    public static let appAppleId: Int64 = 1_234_567_890
 
     /// The In-App Purchase key the fake trusts.
-    let appKey: P256.Signing.PrivateKey
-    let ledger = FakeLedger()
-    let respond: @Sendable (FakeRequest) async throws -> FakeResponse
+    public let appKey: P256.Signing.PrivateKey
+    /// The bundle ID tokens must carry (`bid`).
+    public let bundleId: String
+    public let ledger = FakeLedger()
+    public let respond: @Sendable (FakeRequest) async throws -> FakeResponse
 
-    init(appKey: P256.Signing.PrivateKey = P256.Signing.PrivateKey(), respond: @escaping @Sendable (FakeRequest) async throws -> FakeResponse) {
+    /// A fake that trusts `appKey` for the app `bundleId` and answers what `respond` says.
+    public init(appKey: P256.Signing.PrivateKey = P256.Signing.PrivateKey(), bundleId: String = TestPayloads.bundleId, respond: @escaping @Sendable (FakeRequest) async throws -> FakeResponse) {
         self.appKey = appKey
+        self.bundleId = bundleId
         self.respond = respond
     }
 
     /// Runs the fake for the duration of `body`, which gets the port.
-    func run<T: Sendable>(_ body: @escaping @Sendable (Int) async throws -> T) async throws -> T {
+    public func run<T: Sendable>(_ body: @escaping @Sendable (Int) async throws -> T) async throws -> T {
         let keys = JWTKeyCollection()
         await keys.add(ecdsa: try ES256PublicKey(backing: appKey.publicKey), kid: JWKIdentifier(string: Self.keyId))
         let router = Router()
         let ledger = self.ledger
+        let bundleId = self.bundleId
         let respond = self.respond
         let handle: @Sendable (Request, BasicRequestContext, FakeRequest.Endpoint) async throws -> Response = { request, context, endpoint in
             let environment = context.parameters.get("environment") ?? ""
             let transactionId = context.parameters.get("transactionId") ?? ""
-            guard let token = await Self.checkedToken(request, keys: keys) else {
+            guard let token = await Self.checkedToken(request, keys: keys, bundleId: bundleId) else {
                 await ledger.rejected()
                 return Response(status: .unauthorized)
             }
@@ -126,7 +140,7 @@ struct FakeAppStore: Sendable {
         }
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         return try await app.test(.live) { client in
-            let port = try #require(client.port)
+            guard let port = client.port else { throw FakeAppStoreError() }
             defer { Task { await ledger.release() } }
             let result = try await body(port)
             await ledger.release()
@@ -135,7 +149,7 @@ struct FakeAppStore: Sendable {
     }
 
     /// The bearer token, if it is what Apple requires; `nil` otherwise.
-    private static func checkedToken(_ request: Request, keys: JWTKeyCollection) async -> String? {
+    private static func checkedToken(_ request: Request, keys: JWTKeyCollection, bundleId: String) async -> String? {
         guard let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer ") else { return nil }
         let token = String(authorization.dropFirst("Bearer ".count))
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
@@ -143,7 +157,7 @@ struct FakeAppStore: Sendable {
               let header = try? JSONDecoder().decode(TokenHeader.self, from: headerData),
               header.alg == "ES256", header.kid == keyId, header.typ == "JWT",
               let claims = try? await keys.verify(token, as: AppStoreClaims.self),
-              claims.iss.value == issuerId, claims.aud.value == ["appstoreconnect-v1"], claims.bid == TestPayloads.bundleId,
+              claims.iss.value == issuerId, claims.aud.value == ["appstoreconnect-v1"], claims.bid == bundleId,
               claims.exp.value.timeIntervalSince(claims.iat.value) <= 3600,
               claims.iat.value <= Date().addingTimeInterval(60)
         else { return nil }
@@ -169,9 +183,12 @@ struct FakeAppStore: Sendable {
     }
 }
 
+/// The fake could not start.
+struct FakeAppStoreError: Error {}
+
 extension Data {
     /// Decodes base64url without padding.
-    init?(base64URL: String) {
+    public init?(base64URL: String) {
         var base64 = base64URL.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
         self.init(base64Encoded: base64)

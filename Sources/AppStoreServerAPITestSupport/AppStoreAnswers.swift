@@ -1,0 +1,91 @@
+import AppStoreNotifications
+import AppStoreTestSupport
+import Foundation
+
+/// Get All Subscription Statuses' answer (`StatusResponse`) as Apple documents it, for the fake to send.
+public struct StatusBody: Encodable, Sendable {
+    public struct Group: Encodable, Sendable {
+        public var subscriptionGroupIdentifier: String
+        public var lastTransactions: [Item]
+
+        public init(subscriptionGroupIdentifier: String, lastTransactions: [Item]) {
+            self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
+            self.lastTransactions = lastTransactions
+        }
+    }
+
+    public struct Item: Encodable, Sendable {
+        public var status: Int32
+        public var originalTransactionId: String
+        public var signedTransactionInfo: String
+        public var signedRenewalInfo: String
+
+        public init(status: Int32, originalTransactionId: String, signedTransactionInfo: String, signedRenewalInfo: String) {
+            self.status = status
+            self.originalTransactionId = originalTransactionId
+            self.signedTransactionInfo = signedTransactionInfo
+            self.signedRenewalInfo = signedRenewalInfo
+        }
+    }
+
+    public var environment: String
+    public var bundleId: String
+    public var appAppleId: Int64
+    public var data: [Group]
+
+    public init(environment: String, bundleId: String, appAppleId: Int64, data: [Group]) {
+        self.environment = environment
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.data = data
+    }
+}
+
+/// Get Transaction History's answer (`HistoryResponse`) as Apple documents it.
+public struct HistoryBody: Encodable, Sendable {
+    public var revision: String
+    public var hasMore: Bool
+    public var bundleId: String
+    public var appAppleId: Int64
+    public var environment: String
+    public var signedTransactions: [String]
+
+    public init(revision: String, hasMore: Bool, bundleId: String, appAppleId: Int64, environment: String, signedTransactions: [String]) {
+        self.revision = revision
+        self.hasMore = hasMore
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environment = environment
+        self.signedTransactions = signedTransactions
+    }
+}
+
+extension FakeResponse {
+    /// A statuses answer with one subscription per transaction, each signed by `signer`.
+    public static func statuses(
+        _ items: [(status: SubscriptionStatus, transaction: JWSTransactionDecodedPayload, renewalInfo: JWSRenewalInfoDecodedPayload)],
+        signer: TestJWSSigner, environment: AppStoreEnvironment, bundleId: String, appAppleId: Int64 = FakeAppStore.appAppleId
+    ) async throws -> FakeResponse {
+        var groups: [String: [StatusBody.Item]] = [:]
+        for item in items {
+            groups[item.transaction.subscriptionGroupIdentifier ?? "", default: []].append(StatusBody.Item(
+                status: item.status.rawValue, originalTransactionId: item.transaction.originalTransactionId ?? "",
+                signedTransactionInfo: try await signer.sign(item.transaction), signedRenewalInfo: try await signer.sign(item.renewalInfo)))
+        }
+        return .json(StatusBody(
+            environment: environment.rawValue, bundleId: bundleId, appAppleId: appAppleId,
+            data: groups.sorted { $0.key < $1.key }.map { StatusBody.Group(subscriptionGroupIdentifier: $0.key, lastTransactions: $0.value) }))
+    }
+
+    /// One complete page of history, signed by `signer`.
+    public static func history(
+        _ transactions: [JWSTransactionDecodedPayload], signer: TestJWSSigner, environment: AppStoreEnvironment, bundleId: String,
+        appAppleId: Int64 = FakeAppStore.appAppleId
+    ) async throws -> FakeResponse {
+        var signed: [String] = []
+        for transaction in transactions { signed.append(try await signer.sign(transaction)) }
+        return .json(HistoryBody(
+            revision: "r1", hasMore: false, bundleId: bundleId, appAppleId: appAppleId, environment: environment.rawValue,
+            signedTransactions: signed))
+    }
+}

@@ -1,0 +1,126 @@
+import AppStoreNotifications
+import AppStoreServerAPI
+import Crypto
+import Configuration
+import Foundation
+import OfferSigning
+
+/// The App Store Server API settings (`OFFER_SIGNER_APP_STORE_API_*`, docs/app-store-api.md): read and checked at
+/// start-up, turned into one client configuration per app by ``clientConfiguration(for:environments:)``.
+public struct AppStoreAPISettings: Sendable {
+    /// `OFFER_SIGNER_APP_STORE_API_KEY_ID`.
+    public var keyId: String
+    /// The key: the `.p8` of `OFFER_SIGNER_APP_STORE_API_KEY_FILE`, or the signing key with the same ID.
+    public var privateKeyPEM: String
+    /// Where the key came from, for start-up messages (a path or "the signing key <ID>"), never the key.
+    public var keySource: String
+    /// `OFFER_SIGNER_ISSUER_ID`; an app's `issuerIdentifier` in the policy wins.
+    public var issuerId: String?
+    /// `OFFER_SIGNER_APP_STORE_API_URL`: one base URL for every environment; `nil` uses Apple's hosts.
+    public var baseURL: String?
+    /// `OFFER_SIGNER_APP_STORE_API_TIMEOUT`: the time budget of one lookup, retries and waits included.
+    public var timeout: Duration = .seconds(2)
+    /// `OFFER_SIGNER_APP_STORE_API_CACHE_TTL`: how long an answer is reused; `.zero` turns the cache off.
+    public var cacheTimeToLive: Duration = .seconds(60)
+
+    /// Settings from values (tests, embedders).
+    public init(keyId: String, privateKeyPEM: String, keySource: String = "given", issuerId: String?, baseURL: String? = nil, timeout: Duration = .seconds(2), cacheTimeToLive: Duration = .seconds(60)) {
+        self.keyId = keyId
+        self.privateKeyPEM = privateKeyPEM
+        self.keySource = keySource
+        self.issuerId = issuerId
+        self.baseURL = baseURL
+        self.timeout = timeout
+        self.cacheTimeToLive = cacheTimeToLive
+    }
+
+    /// Reads the settings; `nil` when `OFFER_SIGNER_APP_STORE_API_KEY_ID` is not set (the API is never asked).
+    /// - Throws: ``ConfigurationError`` naming the variable at fault.
+    static func read(_ config: ConfigReader, environment: [String: String]) throws(ConfigurationError) -> AppStoreAPISettings? {
+        guard let keyId = config.string(.appStoreApiKeyId) else {
+            if config.string(.appStoreApiKeyFile) != nil {
+                throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_KEY_FILE is set without OFFER_SIGNER_APP_STORE_API_KEY_ID; set the key's ID too (shown beside the key in App Store Connect).")
+            }
+            return nil
+        }
+        guard KeyIdentifier.isValid(keyId) else {
+            throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_KEY_ID=\(keyId.prefix(20)) is not a key ID: use the 10 letters and digits App Store Connect shows beside the In-App Purchase key.")
+        }
+        let pem: String
+        let source: String
+        if let path = config.string(.appStoreApiKeyFile) {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_KEY_FILE: cannot read \(path); point it at the SubscriptionKey_\(keyId).p8 file App Store Connect gave you.")
+            }
+            pem = String(decoding: data, as: UTF8.self)
+            source = "file \(path)"
+            do {
+                _ = try SigningKey(keyIdentifier: keyId, pemRepresentation: pem, source: "OFFER_SIGNER_APP_STORE_API_KEY_FILE")
+            } catch {
+                throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_KEY_FILE: \(error.message)")
+            }
+        } else {
+            // Without a file, the signing key of the same ID: App Store Connect's In-App Purchase keys serve both.
+            guard let entry = try KeyLoader.load(environment: environment).first(where: { $0.key.keyIdentifier == keyId }) else {
+                throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_KEY_ID=\(keyId) names no signing key and OFFER_SIGNER_APP_STORE_API_KEY_FILE is not set: set the file (SubscriptionKey_\(keyId).p8), or load that key as a signing key (OFFER_SIGNER_KEY_\(keyId)_FILE or OFFER_SIGNER_KEYS_DIR).")
+            }
+            pem = entry.key.privateKey.pemRepresentation
+            source = "the signing key \(keyId)"
+        }
+        var settings = AppStoreAPISettings(keyId: keyId, privateKeyPEM: pem, keySource: source, issuerId: config.string(.issuerId))
+        if let url = config.string(.appStoreApiUrl) {
+            guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host != nil else {
+                throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_URL=\(url.prefix(80)) is not an http or https URL (for example https://proxy.internal:8443/appstore).")
+            }
+            settings.baseURL = url
+        }
+        if let text = config.string(.appStoreApiTimeout) {
+            guard let duration = parseDuration(text), duration >= .milliseconds(100), duration <= .seconds(30) else {
+                throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_TIMEOUT=\(text.prefix(20)) is not a duration from 100ms to 30s (for example 2s or 1500ms).")
+            }
+            settings.timeout = duration
+        }
+        if let text = config.string(.appStoreApiCacheTtl) {
+            guard let duration = parseDuration(text), duration >= .zero, duration <= .seconds(86_400) else {
+                throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_CACHE_TTL=\(text.prefix(20)) is not a duration from 0s (no cache) to 86400s (for example 60s).")
+            }
+            settings.cacheTimeToLive = duration
+        }
+        return settings
+    }
+
+    /// `2s`, `1500ms`, `1.5s`, or a bare number of seconds.
+    static func parseDuration(_ text: String) -> Duration? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let (number, scale): (Substring, Double) =
+            trimmed.hasSuffix("ms") ? (trimmed.dropLast(2), 0.001) : trimmed.hasSuffix("s") ? (trimmed.dropLast(), 1) : (trimmed[...], 1)
+        guard let value = Double(number.trimmingCharacters(in: .whitespaces)), value.isFinite, value >= 0, value <= 1e6 else { return nil }
+        return .milliseconds(Int64((value * scale * 1000).rounded()))
+    }
+
+    /// The client configuration of one app: its issuer ID (the policy's, else `OFFER_SIGNER_ISSUER_ID`), Production
+    /// then Sandbox among the accepted environments.
+    /// - Throws: ``ConfigurationError`` naming `OFFER_SIGNER_ISSUER_ID` or `OFFER_SIGNER_ENVIRONMENTS`.
+    public func clientConfiguration(for app: AppConfiguration, environments: Set<AppStoreEnvironment>) throws(ConfigurationError) -> AppStoreServerAPIConfiguration {
+        guard let issuer = app.issuerIdentifier ?? issuerId, !issuer.isEmpty else {
+            throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_KEY_ID is set but \(app.bundleIdentifier) has no issuer ID: set OFFER_SIGNER_ISSUER_ID (App Store Connect > Users and Access > Integrations > In-App Purchase) or issuerIdentifier in the policy.")
+        }
+        let ordered = [AppStoreEnvironment.production, .sandbox].filter(environments.contains)
+        guard !ordered.isEmpty else {
+            throw ConfigurationError("OFFER_SIGNER_ENVIRONMENTS accepts neither Production nor Sandbox, the only environments the App Store Server API has; add one, or unset OFFER_SIGNER_APP_STORE_API_KEY_ID.")
+        }
+        var configuration = AppStoreServerAPIConfiguration(
+            keyId: keyId, privateKeyPEM: privateKeyPEM, issuerId: issuer, bundleId: app.bundleIdentifier, environments: ordered)
+        if let baseURL { configuration.baseURLs = .init(override: baseURL) }
+        configuration.timeout = timeout
+        configuration.cacheTimeToLive = cacheTimeToLive
+        return configuration
+    }
+}
+
+extension AppStoreAPISettings: CustomStringConvertible {
+    /// The settings without the key.
+    public var description: String {
+        "App Store Server API key \(keyId) (from \(keySource)), timeout \(timeout), cache \(cacheTimeToLive)\(baseURL.map { ", base URL \($0)" } ?? "")"
+    }
+}
