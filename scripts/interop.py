@@ -161,7 +161,7 @@ try:
         except Exception:
             time.sleep(0.1)
     request = urllib.request.Request(base + "/v1/offers/sign", method="POST", headers={"Content-Type": "application/json"},
-                                     data=json.dumps({"productIdentifier": "com.example.monthly", "offerIdentifier": "winback_50", "applicationUsername": "user-0001"}).encode())
+                                     data=json.dumps({"productIdentifier": "com.example.monthly", "offerIdentifier": "winback_50", "applicationUsername": "lapsed-user"}).encode())
     bundle = json.loads(urllib.request.urlopen(request, timeout=5).read())
     keys = json.loads(urllib.request.urlopen(base + "/v1/keys", timeout=5).read())
     published = next(k for k in keys if k["keyIdentifier"] == bundle["keyIdentifier"])
@@ -171,12 +171,18 @@ try:
     open(os.path.join(work, "demo.msg"), "wb").write("\u2063".join(fields).encode())
     openssl = subprocess.run(["openssl", "dgst", "-sha256", "-verify", os.path.join(work, "demo.pem"), "-signature", os.path.join(work, "demo.sig"), os.path.join(work, "demo.msg")], capture_output=True, text=True)
     check(openssl.returncode == 0 and "Verified OK" in openssl.stdout, "openssl verifies a bundle from a live `serve --demo` with the key from GET /v1/keys")
+    # The demo's lapsed customer's original transaction, read from a notification the demo's App Store signs (not sent).
+    request = urllib.request.Request(base + "/demo/notifications", method="POST", headers={"Content-Type": "application/json"},
+                                     data=json.dumps({"applicationUsername": "lapsed-user", "event": "renew"}).encode())
+    signed = json.loads(urllib.request.urlopen(request, timeout=5).read())["signedPayload"]
+    inner = jwt.decode(signed, options={"verify_signature": False})["data"]["signedTransactionInfo"]
+    demo_transaction = jwt.decode(inner, options={"verify_signature": False})["originalTransactionId"]
     request = urllib.request.Request(base + "/v1/offers/introductory-eligibility", method="POST", headers={"Content-Type": "application/json"},
-                                     data=json.dumps({"productIdentifier": "com.example.monthly", "transactionId": "2000000123456789", "applicationUsername": "user-0001"}).encode())
+                                     data=json.dumps({"productIdentifier": "com.example.monthly", "transactionId": demo_transaction, "applicationUsername": "lapsed-user"}).encode())
     answer = json.loads(urllib.request.urlopen(request, timeout=5).read())
     demo_key = serialization.load_pem_public_key(published["publicKeyPEM"].encode())
     claims = jwt.decode(answer["signature"], demo_key, algorithms=["ES256"], audience="introductory-offer-eligibility")
-    check(claims["allowIntroductoryOffer"] == answer["allowIntroductoryOffer"] and claims["transactionId"] == "2000000123456789",
+    check(claims["allowIntroductoryOffer"] == answer["allowIntroductoryOffer"] and claims["transactionId"] == demo_transaction,
           "PyJWT verifies the live service's introductory-offer eligibility JWS")
     # Client errors are counted in the metrics as the status actually sent, never as 500.
     def status_of(path, body, content_type="application/json"):
