@@ -51,9 +51,9 @@ struct AppStoreFactsFixture {
                       - offerIdentifier: winback_50
                         rules: [app-store-subscriber, { lapsed: { minDays: 0, maxDays: 365 } }]
                     retention:
-                      - messageIdentifier: RM-ACTIVE
+                      - messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e05
                         rules: [active-subscriber]
-                      - messageIdentifier: RM-THANKS
+                      - messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03
             """)
     }
 
@@ -356,7 +356,7 @@ actor CallCounter {
                 userLocale: "en-US", requestIdentifier: UUID().uuidString.lowercased(), environment: .production,
                 signedDate: Date().appStoreMilliseconds)
             let response = try await service.answerRetention(request, bundleIdentifier: fixture.bundle)
-            #expect(response.message?.messageIdentifier == "RM-ACTIVE")
+            #expect(response.message?.messageIdentifier == "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e05")
             #expect(await fake.ledger.count("production", .statuses) == 1)
             #expect(try await fixture.owners(of: "3900000000000001") == [fixture.customer("otid:3900000000000001")])
         }

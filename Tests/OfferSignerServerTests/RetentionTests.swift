@@ -51,11 +51,11 @@ struct RetentionFixture {
                         rules: [auto-renew-off, { cap: { count: 3, days: 30 } }]
                     retention:
                       - promotionalOffer: retention_30
-                        messageIdentifier: RM-SAVE-30
+                        messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e01
                       - alternateProduct: \(Self.annual)
-                        messageIdentifier: RM-SWITCH-ANNUAL
+                        messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e02
                         rules: [active-subscriber, { loyalty: { minRenewals: 1 } }]
-                      \(fallback ? "- messageIdentifier: RM-THANKS" : "")
+                      \(fallback ? "- messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03" : "")
                   - productIdentifier: \(Self.weekly)
                     subscriptionGroupIdentifier: "21000001"
                     offers:
@@ -63,9 +63,9 @@ struct RetentionFixture {
                         rules: [auto-renew-off]
                     retention:
                       - promotionalOffer: retention_v1
-                        messageIdentifier: RM-SAVE-V1
+                        messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e04
                         signature: v1
-                      - messageIdentifier: RM-THANKS
+                      - messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03
                   - productIdentifier: \(Self.annual)
                     subscriptionGroupIdentifier: "21000001"
                   - productIdentifier: \(Self.plain)
@@ -118,8 +118,9 @@ struct RetentionFixture {
     }
 }
 
-/// The real store, answering customer lookups late (a database under load): the retention decision waits on it
-/// without blocking a thread, as it would in production.
+/// The real store, slow to grant the customer's lock (a database under load), in a way cancellation cannot cut
+/// short: the retention decision waits on it without blocking a thread, as in production, and the decision is
+/// made only after the deadline passed.
 private struct SlowStore: OfferStore {
     let base: any OfferStore
     let delay: Duration
@@ -127,15 +128,16 @@ private struct SlowStore: OfferStore {
     func migrate() async throws { try await base.migrate() }
     func customerFacts(for key: CustomerKey) async throws -> CustomerFacts? { try await base.customerFacts(for: key) }
     func customers(withOriginalTransactionId originalTransactionId: String) async throws -> [CustomerKey] {
-        try await Task.sleep(for: delay)
-        return try await base.customers(withOriginalTransactionId: originalTransactionId)
+        try await base.customers(withOriginalTransactionId: originalTransactionId)
     }
     func updateCustomer(_ key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts { try await base.updateCustomer(key, body) }
     func applyNotification(notificationUUID: String, to key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool {
         try await base.applyNotification(notificationUUID: notificationUUID, to: key, body)
     }
     func withCustomerTransaction<T: Sendable>(_ key: CustomerKey, issuedSince since: Int64?, answerKey: String?, _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>) async throws -> T {
-        try await base.withCustomerTransaction(key, issuedSince: since, answerKey: answerKey, body)
+        let delay = self.delay
+        await Task.detached { try? await Task.sleep(for: delay) }.value
+        return try await base.withCustomerTransaction(key, issuedSince: since, answerKey: answerKey, body)
     }
     func record(_ signature: IssuedSignature) async throws { try await base.record(signature) }
     func issuedSignatures(matching query: IssuedSignatureQuery) async throws -> [IssuedSignature] { try await base.issuedSignatures(matching: query) }
@@ -165,7 +167,7 @@ private struct SlowStore: OfferStore {
             let answer = try response.decode(RealtimeResponseBody.self)
             #expect(answer.message == nil && answer.alternateProduct == nil)
             let offer = try #require(answer.promotionalOffer)
-            #expect(offer.messageIdentifier == "RM-SAVE-30")
+            #expect(offer.messageIdentifier == "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e01")
             #expect(offer.promotionalOfferSignatureV1 == nil)
             let jws = try #require(offer.promotionalOfferSignatureV2)
             // Exactly one field on the wire.
@@ -202,7 +204,7 @@ private struct SlowStore: OfferStore {
                 #expect(try next.decode(RealtimeResponseBody.self).promotionalOffer != nil)
             }
             let capped = try await fixture.ask(client, try await fixture.request(originalTransactionId: original))
-            #expect(try capped.decode(RealtimeResponseBody.self).message?.messageIdentifier == "RM-THANKS")
+            #expect(try capped.decode(RealtimeResponseBody.self).message?.messageIdentifier == "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03")
             #expect(try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle)) == 3)
         }
         try await fixture.store.close()
@@ -218,7 +220,7 @@ private struct SlowStore: OfferStore {
             let response = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, productId: RetentionFixture.weekly))
             #expect(response.status == .ok, "\(response.text)")
             let offer = try #require(try response.decode(RealtimeResponseBody.self).promotionalOffer)
-            #expect(offer.messageIdentifier == "RM-SAVE-V1")
+            #expect(offer.messageIdentifier == "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e04")
             #expect(offer.promotionalOfferSignatureV2 == nil)
             let v1 = try #require(offer.promotionalOfferSignatureV1)
             #expect(v1.appAccountToken == token)
@@ -247,11 +249,11 @@ private struct SlowStore: OfferStore {
             try await fixture.subscribe(client, token: nil, originalTransactionId: original, renewed: true, autoRenew: .on)
             let loyal = try await fixture.ask(client, try await fixture.request(originalTransactionId: original))
             #expect(loyal.status == .ok, "\(loyal.text)")
-            #expect(try loyal.decode(RealtimeResponseBody.self) == RealtimeResponseBody(alternateProduct: RetentionAlternateProduct(messageIdentifier: "RM-SWITCH-ANNUAL", productId: RetentionFixture.annual)))
+            #expect(try loyal.decode(RealtimeResponseBody.self) == RealtimeResponseBody(alternateProduct: RetentionAlternateProduct(messageIdentifier: "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e02", productId: RetentionFixture.annual)))
 
             let stranger = try await fixture.ask(client, try await fixture.request(originalTransactionId: Self.otid()))
             #expect(stranger.status == .ok)
-            #expect(try stranger.decode(RealtimeResponseBody.self) == RealtimeResponseBody(message: RetentionMessage(messageIdentifier: "RM-THANKS")))
+            #expect(try stranger.decode(RealtimeResponseBody.self) == RealtimeResponseBody(message: RetentionMessage(messageIdentifier: "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03")))
 
             let none = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, productId: RetentionFixture.plain))
             #expect(none.status == .notFound)
@@ -287,28 +289,70 @@ private struct SlowStore: OfferStore {
         try await fixture.store.close()
     }
 
+    @Test("20 concurrent deliveries of one request get one answer and one signature", arguments: StoreBackend.available)
+    func concurrentRetriesSignOnce(_ backend: StoreBackend) async throws {
+        let fixture = try await RetentionFixture(backend)
+        let token = UUID().uuidString.lowercased()
+        let original = Self.otid()
+        try await fixture.application.test(.router) { client in
+            try await fixture.subscribe(client, token: token, originalTransactionId: original, autoRenew: .off)
+            let signed = try await fixture.request(originalTransactionId: original)
+            let answers = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<20 { group.addTask { try await fixture.ask(client, signed).text } }
+                return try await group.reduce(into: [String]()) { $0.append($1) }
+            }
+            #expect(Set(answers).count == 1, "\(Set(answers))")
+            #expect(answers.first?.contains("promotionalOfferSignatureV2") == true)
+            #expect(try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle)) == 1)
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("V1 for a customer known without an appAccountToken: signed over an empty applicationUsername, no appAccountToken in the answer", arguments: StoreBackend.available)
+    func version1WithoutToken(_ backend: StoreBackend) async throws {
+        let fixture = try await RetentionFixture(backend)
+        let original = Self.otid()
+        try await fixture.application.test(.router) { client in
+            try await fixture.subscribe(client, token: nil, originalTransactionId: original, autoRenew: .off)
+            let response = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, productId: RetentionFixture.weekly))
+            let v1 = try #require(try response.decode(RealtimeResponseBody.self).promotionalOffer?.promotionalOfferSignatureV1, "\(response.text)")
+            #expect(v1.appAccountToken == nil)
+            #expect(!response.text.contains("appAccountToken"))
+            let verification = fixture.service.verifyLegacy(SignedLegacyOffer(
+                bundleIdentifier: fixture.bundle, productIdentifier: v1.productId, offerIdentifier: v1.offerIdentifier,
+                applicationUsername: "", keyIdentifier: v1.keyId, nonce: v1.nonce, timestamp: v1.timestamp, signature: v1.encodedSignature))
+            #expect(verification.valid, "\(verification.message ?? "")")
+            // Recorded for the customer the notifications filed the subscription under, so caps count it.
+            let logged = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle))
+            #expect(logged.map(\.applicationUsername) == ["otid:\(original)"])
+        }
+        try await fixture.store.close()
+    }
+
     @Test("past the deadline the fallback message is answered; without a fallback, 503 retention_timed_out")
     func deadline() async throws {
         for fallback in [true, false] {
-            let fixture = try await RetentionFixture(.sqlite, deadline: .milliseconds(50), slowStore: .seconds(6), fallback: fallback)
+            let fixture = try await RetentionFixture(.sqlite, deadline: .milliseconds(50), slowStore: .seconds(3), fallback: fallback)
             let token = UUID().uuidString.lowercased()
             let original = Self.otid()
             try await fixture.application.test(.router) { client in
                 try await fixture.subscribe(client, token: token, originalTransactionId: original, autoRenew: .off)
                 let started = ContinuousClock.now
                 let response = try await fixture.ask(client, try await fixture.request(originalTransactionId: original))
-                // The store answers after 6 s; the deadline (50 ms) answers long before, even on busy cores.
-                #expect(ContinuousClock.now - started < .seconds(4))
+                // The store grants the lock after 3 s; the deadline (50 ms) answers long before, even on busy cores.
+                #expect(ContinuousClock.now - started < .milliseconds(2500))
                 if fallback {
                     #expect(response.status == .ok, "\(response.text)")
-                    #expect(try response.decode(RealtimeResponseBody.self) == RealtimeResponseBody(message: RetentionMessage(messageIdentifier: "RM-THANKS")))
+                    #expect(try response.decode(RealtimeResponseBody.self) == RealtimeResponseBody(message: RetentionMessage(messageIdentifier: "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03")))
                 } else {
                     #expect(response.status == .serviceUnavailable)
                     #expect(response.headers[.retryAfter] != nil)
                     #expect(try response.decode(RefusalBody.self).error.code == "retention_timed_out")
                 }
             }
-            try await Task.sleep(for: .milliseconds(6100))  // the slow lookup finishes before the store closes
+            // The decision made after the deadline was rolled back: no signature recorded, no answer stored.
+            try await Task.sleep(for: .milliseconds(3500))
+            #expect(try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle)) == 0)
             try await fixture.store.close()
         }
     }
@@ -317,7 +361,13 @@ private struct SlowStore: OfferStore {
     func policyValidation() throws {
         func problem(_ entries: String) -> String? {
             // Entries written from column 0, placed under `retention:`.
-            let retention = entries.split(separator: "\n").map { "              " + $0 }.joined(separator: "\n")
+            let retention = entries.split(separator: "\n").map { line -> String in
+                var line = String(line)
+                for (name, digit) in [("A", "1"), ("B", "2"), ("C", "3")] where line.hasSuffix("messageIdentifier: \(name)") {
+                    line = line.replacingOccurrences(of: "messageIdentifier: \(name)", with: "messageIdentifier: 00000000-0000-4000-8000-00000000000\(digit)")
+                }
+                return "              " + line
+            }.joined(separator: "\n")
             do {
                 _ = try OfferPolicy(text: """
                     apps:
@@ -340,6 +390,7 @@ private struct SlowStore: OfferStore {
             }
         }
         #expect(problem("- promotionalOffer: save\n  messageIdentifier: A\n- alternateProduct: com.example.annual\n  messageIdentifier: B\n  rules: [active-subscriber]\n- messageIdentifier: C") == nil)
+        #expect(problem("- messageIdentifier: RM-THANKS-1")?.contains("must be the UUID of a message") == true)
         #expect(problem("- promotionalOffer: nope\n  messageIdentifier: A")?.contains("'nope' is not an offer of com.example.monthly; its offers: save") == true)
         #expect(problem("- alternateProduct: com.example.missing\n  messageIdentifier: A")?.contains("must be another product of this app") == true)
         #expect(problem("- alternateProduct: com.example.other\n  messageIdentifier: A")?.contains("same group") == true)

@@ -109,7 +109,10 @@ extension OfferPolicy {
             if let fallback = entries.first(where: \.isFallback) {
                 throw PolicyError("\(entryNode.location): this entry comes after the fallback (\(fallback.location)), an entry without rules that always answers, so it would never be chosen; move it up or give the fallback rules")
             }
-            let messageIdentifier = try required(entryNode, "messageIdentifier", maximumLength: 64)
+            let messageIdentifier = try required(entryNode, "messageIdentifier", maximumLength: 64).lowercased()
+            guard UUID(uuidString: messageIdentifier) != nil else {
+                throw PolicyError("\(entryNode.location): messageIdentifier must be the UUID of a message uploaded with the Retention Messaging API (for example 9f2b8d1e-3c4a-4b5d-8e6f-7a8b9c0d1e2f), not '\(messageIdentifier.prefix(64))'")
+            }
             let offer = try optional(entryNode, "promotionalOffer")
             let alternate = try optional(entryNode, "alternateProduct")
             let signatureText = try optional(entryNode, "signature", maximumLength: 8)

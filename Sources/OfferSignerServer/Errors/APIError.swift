@@ -187,15 +187,17 @@ struct ErrorEnvelope: Encodable {
 }
 
 extension JSONEncoder {
-    /// The API's encoder: sorted keys, `/` not escaped (base64 signatures stay readable).
-    /// The API's encoder: sorted keys, and every date as Unix milliseconds, an integer (the one time format of
-    /// the API, as in Apple's APIs and the legacy signature's timestamp).
+    /// The API's encoder: sorted keys, `/` not escaped (base64 signatures stay readable), and every date as Unix
+    /// milliseconds, an integer (the one time format of the API, as in Apple's APIs and the legacy signature's
+    /// timestamp). A date beyond what 64 bits of milliseconds hold (signed App Store data may carry one) is
+    /// clamped, never trapped on.
     static var api: JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(Int64((date.timeIntervalSince1970 * 1000).rounded(.down)))
+            let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down)
+            try container.encode(Int64(exactly: milliseconds) ?? (milliseconds > 0 ? Int64.max : Int64.min))
         }
         return encoder
     }

@@ -44,8 +44,9 @@ extension OfferService {
         let (product, entries) = try retentionEntries(app: app, productIdentifier: request.productId ?? "")
         var answer: RealtimeResponseBody?
         do {
+            let deadline = ContinuousClock.now + retentionDeadline
             answer = try await withDeadline(retentionDeadline) {
-                try await self.decideRetention(request, app: app, product: product, entries: entries, now: now)
+                try await self.decideRetention(request, app: app, product: product, entries: entries, deadline: deadline, now: now)
             }
         } catch let error as OfferServiceError where error.code == .appStoreUnavailable {
             // The App Store could not be asked about a stranger within its budget: as when the deadline passes.
@@ -137,11 +138,10 @@ extension OfferService {
 
     /// The pipeline's retention flow: the customer, the entries as one rule, an answer signed only for a
     /// promotional offer, idempotent per `requestIdentifier`.
-    private func decideRetention(_ request: DecodedRealtimeRequestBody, app: AppConfiguration, product: OfferPolicy.Product, entries: [OfferPolicy.RetentionEntry], now: Date) async throws -> RealtimeResponseBody {
+    private func decideRetention(_ request: DecodedRealtimeRequestBody, app: AppConfiguration, product: OfferPolicy.Product, entries: [OfferPolicy.RetentionEntry], deadline: ContinuousClock.Instant, now: Date) async throws -> RealtimeResponseBody {
         let originalTransactionId = request.originalTransactionId ?? ""
         let requestIdentifier = (request.requestIdentifier ?? "").lowercased()
         let (stranger, known) = try await retentionCustomer(app: app, originalTransactionId: originalTransactionId)
-        let issuer = entries.contains { if case .promotionalOffer(_, .v2) = $0.answer { true } else { false } } ? try issuerIdentifier(of: app) : ""
         var flow = SigningFlow<RealtimeResponseBody>(
             app: app, customer: stranger, productIdentifier: product.productIdentifier, offerIdentifier: "",
             subscriptionGroupIdentifier: product.subscriptionGroupIdentifier, rule: RetentionSelection(entries),
@@ -159,6 +159,8 @@ extension OfferService {
                 }
                 switch format {
                 case .v2:
+                    // Only a V2 answer needs the issuer: without one, messages and V1 answers still go out.
+                    let issuer = try self.issuerIdentifier(of: app)
                     let signed = try await JWSOfferSigner.signPromotionalOffer(
                         bundleIdentifier: app.bundleIdentifier, productIdentifier: product.productIdentifier,
                         offerIdentifier: offerIdentifier, transactionId: originalTransactionId, issuerIdentifier: issuer, key: key)
@@ -175,7 +177,7 @@ extension OfferService {
                     let token = UUID(uuidString: customer.applicationUsername) != nil ? customer.applicationUsername : nil
                     let bundle = try OfferSigner.signLegacy(PromotionalOffer(
                         bundleIdentifier: app.bundleIdentifier, productIdentifier: product.productIdentifier,
-                        offerIdentifier: offerIdentifier, applicationUsername: token ?? ""), with: key)
+                        offerIdentifier: offerIdentifier, applicationUsername: token ?? "", requiresApplicationUsername: false), with: key)
                     let signature = PromotionalOfferSignatureV1(
                         encodedSignature: bundle.signature, productId: bundle.productIdentifier, nonce: bundle.nonce,
                         timestamp: bundle.timestamp, keyId: bundle.keyIdentifier, offerIdentifier: bundle.offerIdentifier,
@@ -193,6 +195,7 @@ extension OfferService {
                 key: "retention:\(app.bundleIdentifier):\(requestIdentifier)",
                 encode: { String(decoding: try Self.answerEncoder.encode($0), as: UTF8.self) },
                 decode: { try JSONDecoder().decode(RealtimeResponseBody.self, from: Data($0.utf8)) }))
+        flow.deadline = deadline
         if !known {
             // A subscription the store has never seen: the App Store's facts, filed under the customer they name.
             flow.appStoreLookup = AppStoreLookup(transactionId: originalTransactionId, owner: .answer, field: "originalTransactionId")

@@ -36,6 +36,9 @@ struct SigningFlow<Output: Sendable>: Sendable {
     /// The transaction to ask the App Store Server API about when the store has no subscription facts for the
     /// customer (``OfferService/fetchMissingFacts(_:app:subscriptionGroupIdentifier:)``); `nil`: never asked.
     var appStoreLookup: AppStoreLookup? = nil
+    /// When the answer is no longer wanted (a retention request past its deadline): a decision that ends later is
+    /// rolled back — nothing signed is recorded, nothing is stored — instead of committed unseen. `nil`: none.
+    var deadline: ContinuousClock.Instant? = nil
 }
 
 /// How an idempotent flow stores its answer: the key, and the answer as text and back.
@@ -72,15 +75,22 @@ extension OfferService {
         let flow = completed
         let since = flow.rule?.lookback.map { Int64((now.timeIntervalSince1970 - $0) * 1000) }
         if let store, flow.rule?.dependsOnIssuedOffers == true || flow.idempotency != nil {
+            // A flow here only for idempotency, whose rules never look back, reads no signature history.
+            let issuedSince = since ?? (flow.rule?.dependsOnIssuedOffers == true ? nil : Int64.max)
             let signed: SignedOutput<Output>
             do {
-                signed = try await PipelineMetrics.time(PipelineMetrics.customerTransactionWrite) { try await store.withCustomerTransaction(flow.customer, issuedSince: since, answerKey: flow.idempotency?.key) { snapshot in
+                signed = try await PipelineMetrics.time(PipelineMetrics.customerTransactionWrite) { try await store.withCustomerTransaction(flow.customer, issuedSince: issuedSince, answerKey: flow.idempotency?.key) { snapshot in
                     if let stored = snapshot.storedAnswer, let idempotency = flow.idempotency {
                         return CustomerCommit(value: SignedOutput(output: try idempotency.decode(stored), record: nil))
                     }
                     let facts = snapshot.facts ?? CustomerFacts(key: flow.customer)
                     let (decision, context) = try self.decide(flow, facts: facts, issued: snapshot.issuedSignatures, now: now)
                     let signed = try await self.sign(flow, decision, context)
+                    // Past the deadline the caller has answered without this: roll back rather than record a
+                    // signature nobody was shown (the commit itself, milliseconds, is the only later step).
+                    if let deadline = flow.deadline, ContinuousClock.now >= deadline {
+                        throw OfferServiceError(.retentionTimedOut, "The answer was ready after the deadline; it was not recorded.")
+                    }
                     var spent: CustomerFacts?
                     if let grant = decision.grant, let index = facts.grants.firstIndex(where: { $0.id == grant }) {
                         var updated = facts

@@ -25,11 +25,21 @@ public struct PromotionalOffer: Sendable, Hashable, Codable {
     public var applicationUsername: String
 
     /// Creates an offer request.
-    public init(bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, applicationUsername: String) {
+    /// Whether an empty `applicationUsername` is refused. The sign API refuses it (every signature is for a
+    /// customer); a Retention Messaging V1 answer for a customer known by no appAccountToken signs an empty one,
+    /// as Apple's payload allows, and verification accepts one.
+    public var requiresApplicationUsername = true
+
+    private enum CodingKeys: String, CodingKey {
+        case bundleIdentifier, productIdentifier, offerIdentifier, applicationUsername
+    }
+
+    public init(bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, applicationUsername: String, requiresApplicationUsername: Bool = true) {
         self.bundleIdentifier = bundleIdentifier
         self.productIdentifier = productIdentifier
         self.offerIdentifier = offerIdentifier
         self.applicationUsername = applicationUsername
+        self.requiresApplicationUsername = requiresApplicationUsername
     }
 
     /// The longest values accepted, by field.
@@ -46,7 +56,9 @@ public struct PromotionalOffer: Sendable, Hashable, Codable {
         try PayloadField.validate(bundleIdentifier, named: "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
         try PayloadField.validate(productIdentifier, named: "productIdentifier")
         try PayloadField.validate(offerIdentifier, named: "offerIdentifier")
-        try PayloadField.validateApplicationUsername(applicationUsername)
+        if !applicationUsername.isEmpty || requiresApplicationUsername {
+            try PayloadField.validateApplicationUsername(applicationUsername)
+        }
     }
 }
 

@@ -46,7 +46,7 @@ public struct SignedLegacyOffer: Sendable, Hashable, Codable {
     public var offer: PromotionalOffer {
         PromotionalOffer(
             bundleIdentifier: bundleIdentifier, productIdentifier: productIdentifier,
-            offerIdentifier: offerIdentifier, applicationUsername: applicationUsername)
+            offerIdentifier: offerIdentifier, applicationUsername: applicationUsername, requiresApplicationUsername: false)
     }
 
     /// The payload the signature covers.
