@@ -57,13 +57,21 @@ public struct JSONLogHandler: LogHandler {
 
     /// One line of JSON (no newline).
     public static func line(time: Date, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata) -> String {
-        var line = "{\"time\":\"\(rfc3339(time))\",\"level\":\"\(level.rawValue)\",\"label\":"
+        var line = "{\"time\":\""
+        line.reserveCapacity(512)  // one allocation for a typical line
+        line += rfc3339(time)
+        line += "\",\"level\":\""
+        line += level.rawValue
+        line += "\",\"label\":"
         appendString(label, to: &line)
         line += ",\"message\":"
         appendString(message, to: &line)
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
             line += ","
-            appendString(["time", "level", "label", "message"].contains(key) ? "metadata.\(key)" : key, to: &line)
+            switch key {
+            case "time", "level", "label", "message": appendString("metadata.\(key)", to: &line)
+            default: appendString(key, to: &line)
+            }
             line += ":"
             appendString(Self.text(value), to: &line)
         }
