@@ -1,5 +1,4 @@
 import Foundation
-import OfferModel
 
 /// Identifies a customer of one app: the app's bundle identifier and the customer's `applicationUsername`
 /// (a hashed account id or an `appAccountToken`), lower-cased as it is signed.

@@ -1,5 +1,4 @@
 import Foundation
-import OfferModel
 
 /// One signature the service issued, recorded before the bundle is returned (audit, caps, cool-downs).
 public struct IssuedSignature: Sendable, Hashable, Codable {
