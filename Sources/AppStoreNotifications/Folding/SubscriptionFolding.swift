@@ -1,4 +1,3 @@
-import AppStoreNotifications
 import Foundation
 import OfferModel
 
