@@ -136,16 +136,37 @@ public final class ClientAuthenticator: Sendable {
     ///   not-yet-valid credential.
     public func authenticate(authorization: String?) async throws(OfferServiceError) -> ClientIdentity {
         if configuration.isOpen, authorization == nil { return .open }
-        guard let authorization, authorization.count <= 8 * 1024, authorization.lowercased().hasPrefix("bearer ") else {
+        guard let authorization, let token = Self.bearerToken(authorization) else {
             throw OfferServiceError(.unauthorized, "Send a client credential: Authorization: Bearer <an API key of OFFER_SIGNER_API_KEYS, or the signed-in customer's login JWT>.")
         }
-        let token = authorization.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
         if let name = configuration.apiKeys.admin(presenting: token) { return .apiKey(name: name) }
         if configuration.isOpen { return .open }
         guard token.split(separator: ".", omittingEmptySubsequences: false).count == 3 else {
             throw OfferServiceError(.unauthorized, "The bearer token is neither an API key of this service nor a JWT.")
         }
         return .customer(try await verifyJWT(token))
+    }
+
+    /// The token of an `Authorization: Bearer <token>` header (the scheme in any case, the token trimmed of
+    /// white space), or `nil` when the header is longer than 8 KiB characters or not a bearer credential.
+    static func bearerToken(_ authorization: String) -> String? {
+        let bytes = authorization.utf8
+        guard bytes.count <= 8 * 1024, bytes.allSatisfy({ $0 < 0x80 }) else {
+            // Not plain ASCII (rare): Unicode-aware, character by character.
+            guard authorization.count <= 8 * 1024, authorization.lowercased().hasPrefix("bearer ") else { return nil }
+            return authorization.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
+        }
+        // ASCII: a character is a byte, and the only ASCII white space of `.whitespaces` is space and tab.
+        let scheme = "bearer ".utf8
+        guard bytes.count >= scheme.count, zip(bytes, scheme).allSatisfy({ byte, expected in
+            expected == UInt8(ascii: " ") ? byte == expected : byte | 0x20 == expected  // a letter in either case
+        }) else {
+            return nil
+        }
+        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        let rest = bytes.dropFirst(scheme.count)
+        guard let first = rest.firstIndex(where: { !isBlank($0) }), let last = rest.lastIndex(where: { !isBlank($0) }) else { return "" }
+        return String(authorization[first...last])
     }
 
     /// The customer a login JWT names, after its signature, `exp`, `nbf`, `iss` and `aud` are checked.

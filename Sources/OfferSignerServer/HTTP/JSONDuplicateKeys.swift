@@ -32,14 +32,41 @@ enum JSONDuplicateKeys {
                 expectingKey = stack.last.map { $0 != nil } ?? false
                 index += 1
             case UInt8(ascii: "\""):
-                guard let (text, end) = string(in: bytes, from: index) else { return nil }
-                if expectingKey, let last = stack.indices.last, var keys = stack[last] {
-                    if keys.contains(text) { return text }
-                    keys.insert(text)
-                    stack[last] = keys
-                    expectingKey = false
+                guard expectingKey, let last = stack.indices.last, var keys = stack[last] else {
+                    guard let end = endOfString(in: bytes, from: index) else { return nil }  // a value: skipped, not decoded
+                    index = end
+                    continue
                 }
+                guard let (text, end) = string(in: bytes, from: index) else { return nil }
+                if keys.contains(text) { return text }
+                stack[last] = nil  // keeps `keys` uniquely referenced while it grows
+                keys.insert(text)
+                stack[last] = keys
+                expectingKey = false
                 index = end
+            default:
+                index += 1
+            }
+        }
+        return nil
+    }
+
+    /// The index after the closing quote of the string starting at the quote at `start`, or `nil` where
+    /// ``string(in:from:)`` gives up (no end, a `\u` without four hexadecimal digits).
+    private static func endOfString(in bytes: [UInt8], from start: Int) -> Int? {
+        var index = start + 1
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "\""):
+                return index + 1
+            case UInt8(ascii: "\\"):
+                guard index + 1 < bytes.count else { return nil }
+                if bytes[index + 1] == UInt8(ascii: "u") {
+                    guard index + 6 <= bytes.count, bytes[(index + 2)..<(index + 6)].allSatisfy({ hexDigit($0) != nil }) else { return nil }
+                    index += 6
+                } else {
+                    index += 2
+                }
             default:
                 index += 1
             }
@@ -49,6 +76,17 @@ enum JSONDuplicateKeys {
 
     /// The unescaped string starting at the quote at `start`, and the index after its closing quote.
     private static func string(in bytes: [UInt8], from start: Int) -> (String, Int)? {
+        // Most strings have no escape: their bytes are the string.
+        var end = start + 1
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\") { end += 1 }
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            return (String(decoding: bytes[(start + 1)..<end], as: UTF8.self), end + 1)
+        }
+        return escapedString(in: bytes, from: start)
+    }
+
+    /// ``string(in:from:)`` for a string with escapes.
+    private static func escapedString(in bytes: [UInt8], from start: Int) -> (String, Int)? {
         var scalars = String.UnicodeScalarView()
         var raw: [UInt8] = []
         var index = start + 1

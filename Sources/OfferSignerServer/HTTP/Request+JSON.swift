@@ -57,6 +57,16 @@ extension Request {
     /// Whether a Content-Type names JSON: `application/json`, with or without parameters, in any case.
     static func isJSON(_ contentType: String?) -> Bool {
         guard let contentType else { return false }
+        let bytes = contentType.utf8
+        if bytes.allSatisfy({ $0 < 0x80 }) {
+            // ASCII (every real Content-Type): compared byte by byte, without Foundation's trimming (microseconds
+            // a request). The only ASCII white space of `.whitespaces` is space and tab.
+            let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+            let mediaType = bytes.prefix { $0 != UInt8(ascii: ";") }.drop(while: isBlank).reversed().drop(while: isBlank)
+            return mediaType.elementsEqual("application/json".utf8.reversed()) { byte, expected in
+                byte == expected || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) && byte | 0x20 == expected
+            }
+        }
         let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         return mediaType == "application/json"
     }

@@ -47,21 +47,31 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
+        let provided = metadataProvider?.get()
         var merged = metadata
-        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
+        merged.reserveCapacity(metadata.count + (provided?.count ?? 0) + (event.metadata?.count ?? 0))  // one allocation
+        if let provided { merged.merge(provided) { _, new in new } }
         if let own = event.metadata { merged.merge(own) { _, new in new } }
         output(Self.line(time: Date(), level: event.level, label: label, message: "\(event.message)", metadata: merged))
     }
 
     /// One line of JSON (no newline).
     public static func line(time: Date, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata) -> String {
-        var line = "{\"time\":\"\(rfc3339(time))\",\"level\":\"\(level.rawValue)\",\"label\":"
+        var line = "{\"time\":\""
+        line.reserveCapacity(512)  // one allocation for a typical line
+        line += rfc3339(time)
+        line += "\",\"level\":\""
+        line += level.rawValue
+        line += "\",\"label\":"
         appendString(label, to: &line)
         line += ",\"message\":"
         appendString(message, to: &line)
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
             line += ","
-            appendString(["time", "level", "label", "message"].contains(key) ? "metadata.\(key)" : key, to: &line)
+            switch key {
+            case "time", "level", "label", "message": appendString("metadata.\(key)", to: &line)
+            default: appendString(key, to: &line)
+            }
             line += ":"
             appendString(Self.text(value), to: &line)
         }
@@ -81,6 +91,16 @@ public struct JSONLogHandler: LogHandler {
     /// Appends `string` as a JSON string literal.
     static func appendString(_ string: String, to line: inout String) {
         line += "\""
+        if string.utf8.allSatisfy({ byte in byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") }) {
+            line += string  // printable ASCII with nothing to escape: the common case, copied whole
+        } else {
+            appendEscaped(string, to: &line)
+        }
+        line += "\""
+    }
+
+    /// Appends `string`'s characters, escaped for the inside of a JSON string literal.
+    private static func appendEscaped(_ string: String, to line: inout String) {
         for scalar in string.unicodeScalars {
             switch scalar {
             case "\"": line += "\\\""
@@ -98,7 +118,6 @@ public struct JSONLogHandler: LogHandler {
                 }
             }
         }
-        line += "\""
     }
 
     /// `2026-01-02T03:04:05.678Z`.
@@ -109,10 +128,45 @@ public struct JSONLogHandler: LogHandler {
         if milliseconds >= 1000 { milliseconds = 999 }
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-            Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-            Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), milliseconds)
+        let year = Int(parts.tm_year) + 1900
+        guard (0...9999).contains(year) else {
+            return String(
+                format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                year, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), milliseconds)
+        }
+        // Written digit by digit: `String(format:)` costs microseconds on every log line.
+        return String(unsafeUninitializedCapacity: 24) { buffer in
+            var index = 0
+            func put(_ value: Int, digits: Int) {
+                var divisor = 1
+                for _ in 1..<digits { divisor *= 10 }
+                while divisor > 0 {
+                    buffer[index] = UInt8(ascii: "0") + UInt8(value / divisor % 10)
+                    index += 1
+                    divisor /= 10
+                }
+            }
+            func put(_ character: Unicode.Scalar) {
+                buffer[index] = UInt8(ascii: character)
+                index += 1
+            }
+            put(year, digits: 4)
+            put("-")
+            put(Int(parts.tm_mon) + 1, digits: 2)
+            put("-")
+            put(Int(parts.tm_mday), digits: 2)
+            put("T")
+            put(Int(parts.tm_hour), digits: 2)
+            put(":")
+            put(Int(parts.tm_min), digits: 2)
+            put(":")
+            put(Int(parts.tm_sec), digits: 2)
+            put(".")
+            put(milliseconds, digits: 3)
+            put("Z")
+            return index
+        }
     }
 }
 
@@ -121,10 +175,10 @@ private enum StandardErrorLines {
     static let lock = Mutex(())
 
     @Sendable static func emit(_ line: String) {
-        var bytes = Array(line.utf8)
-        bytes.append(UInt8(ascii: "\n"))
+        var text = line
+        text.append("\n")
         lock.withLock { _ in
-            bytes.withUnsafeBytes { buffer in
+            text.withUTF8 { buffer in
                 var offset = 0
                 while offset < buffer.count {
                     let written = write(2, buffer.baseAddress! + offset, buffer.count - offset)

@@ -64,7 +64,7 @@ struct RequestLoggingMiddleware: RouterMiddleware {
            }) {
             return client
         }
-        return UUID().uuidString.lowercased()
+        return RequestIDs.next()
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -93,16 +93,27 @@ struct RequestLoggingMiddleware: RouterMiddleware {
     }
 
     private func log(_ request: Request, context: Context, status: HTTPResponse.Status, since start: ContinuousClock.Instant) {
-        let elapsed = ContinuousClock.now - start
-        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         var metadata: Logger.Metadata = [
             "method": .string(request.method.rawValue),
             "route": .string(context.endpointPath ?? "-"),
             "status": .stringConvertible(status.code),
-            "durationMs": .string(String(format: "%.3f", milliseconds)),
+            "durationMs": .string(Self.milliseconds(ContinuousClock.now - start)),
         ]
         if let identity = context.requestLog.identity { metadata["credential"] = .string(identity.credentialName) }
         if let admin = context.requestLog.admin { metadata["admin"] = .string(admin) }
         context.logger.info("request", metadata: metadata)
+    }
+
+    /// A duration in milliseconds with three decimals (`2.562`), as `String(format: "%.3f")` writes it but
+    /// without Foundation's formatter (a few microseconds a request).
+    static func milliseconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0, attoseconds >= 0, seconds < Int64.max / 1_000_000 else {
+            return String(format: "%.3f", Double(seconds) * 1000 + Double(attoseconds) / 1e15)
+        }
+        // Microseconds, rounded half up (attoseconds / 1e12).
+        let microseconds = seconds * 1_000_000 + (attoseconds + 500_000_000_000) / 1_000_000_000_000
+        let fraction = String(microseconds % 1000)
+        return "\(microseconds / 1000)." + String(repeating: "0", count: 3 - fraction.utf8.count) + fraction
     }
 }

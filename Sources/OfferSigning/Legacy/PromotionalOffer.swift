@@ -88,6 +88,7 @@ public enum PayloadField {
             if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
                 throw .invalidField(field, "\(field) contains a control character; remove it.")
             }
+            if scalar.isASCII { continue }  // no ASCII character is a format or separator character (the lookup is not free)
             switch scalar.properties.generalCategory {
             case .format, .lineSeparator, .paragraphSeparator:
                 throw .invalidField(field, "\(field) contains the invisible character U+\(String(scalar.value, radix: 16, uppercase: true)) (a format or separator character); remove it.")
@@ -103,7 +104,7 @@ public enum PayloadField {
     /// - Throws: ``OfferSigningError`` `invalidField` naming `field`.
     public static func validateApplicationUsername(_ value: String, named field: String = "applicationUsername") throws(OfferSigningError) {
         try validate(value, named: field)
-        for scalar in value.unicodeScalars where scalar == "\u{03A3}" || String(scalar).lowercased().unicodeScalars.count != 1 {
+        for scalar in value.unicodeScalars where !scalar.isASCII && (scalar == "\u{03A3}" || String(scalar).lowercased().unicodeScalars.count != 1) {
             throw .invalidField(field, "\(field) contains U+\(String(scalar.value, radix: 16, uppercase: true)), whose lower case is not one fixed character; use its lower-case form or an ASCII identifier such as the appAccountToken UUID.")
         }
         try validate(value.lowercased(), named: field)
