@@ -93,6 +93,14 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(78)  // EX_CONFIG
         }
         if let pidFile {
+            // A SIGHUP that arrives before the reload handler is installed must not stop the process (SIGHUP's
+            // default action): the PID file invites one. The handler receives it all the same.
+            signal(SIGHUP, SIG_IGN)
+            if let text = try? String(contentsOfFile: pidFile, encoding: .utf8), let running = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+               running != getpid(), kill(running, 0) == 0 {
+                logger.critical("cannot start: --pid-file \(pidFile) names process \(running), which is running; stop it, or give this instance its own PID file.")
+                throw ExitCode(78)  // EX_CONFIG
+            }
             do {
                 try "\(getpid())\n".write(toFile: pidFile, atomically: true, encoding: .utf8)
             } catch {
@@ -100,7 +108,13 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ExitCode(78)  // EX_CONFIG
             }
         }
-        defer { if let pidFile { try? FileManager.default.removeItem(atPath: pidFile) } }
+        defer {
+            // Only our own PID is removed: another instance may have taken the file over.
+            if let pidFile, let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+               text.trimmingCharacters(in: .whitespacesAndNewlines) == "\(getpid())" {
+                try? FileManager.default.removeItem(atPath: pidFile)
+            }
+        }
         do {
             try await app.runService()
         } catch let error as IOError where error.errnoCode == EADDRINUSE || error.errnoCode == EADDRNOTAVAIL || error.errnoCode == EACCES {

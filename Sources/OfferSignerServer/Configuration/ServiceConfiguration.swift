@@ -262,12 +262,16 @@ public struct ServiceConfiguration: Sendable {
             host: host, port: port,
             apps: [AppConfiguration(bundleIdentifier: demoBundleIdentifier, issuerIdentifier: Demo.issuerIdentifier, appAppleId: Demo.appAppleId)],
             keyRing: keyRing,
-            databaseURL: reader(environment).string(.databaseUrl) ?? "sqlite::memory:",
+            // Always in memory: the demo seeds customers at every start and must never write into a real store.
+            databaseURL: "sqlite::memory:",
             isDemo: true,
             warnings: ["DEMO MODE: signing with a throw-away key generated at start-up, for a made-up issuer; App Store data is trusted only from the demo's own certificate chain. The App Store will refuse these signatures. Do not use in production."],
             adminTokens: adminTokens,
             policy: policy
         )
+        if reader(environment).string(.databaseUrl) != nil {
+            configuration.warnings.append("OFFER_SIGNER_DATABASE_URL is ignored by the demo: it keeps its customers in memory.")
+        }
         if let appStore {
             configuration.trustedRoots = [appStore.root]
             configuration.environments = [.sandbox]

@@ -71,12 +71,16 @@ public final class RateLimits: Sendable {
     private let clients: TokenBuckets?
     private let customers: TokenBuckets?
     private let appStore: TokenBuckets?
+    /// Retention requests, per address: ten times the App Store rate (Apple's performance test sends bursts, and a
+    /// 429 fails it; each request is still an App Store signature to verify).
+    private let retention: TokenBuckets?
 
     public init(_ configuration: RateLimitConfiguration) {
         self.configuration = configuration
         clients = configuration.client?.buckets()
         customers = configuration.customer?.buckets()
         appStore = configuration.appStore?.buckets()
+        retention = configuration.appStore.map { Rate(count: $0.count * 10, seconds: $0.seconds) }?.buckets()
     }
 
     /// Admits a request of a client credential.
@@ -92,9 +96,15 @@ public final class RateLimits: Sendable {
         try take(customers, customer, what: "this customer", rate: configuration.customer)
     }
 
-    /// Admits a request to an App Store endpoint from `address`.
+    /// Admits a request to the App Store's notification endpoint from `address`.
     func admit(appStoreAddress address: String) throws(APIError) {
         try take(appStore, address, what: "this address", rate: configuration.appStore)
+    }
+
+    /// Admits a retention request from `address`: its own buckets, at ten times the App Store rate (a burst of
+    /// notifications never starves retention requests, whose answer Apple needs within 700 ms).
+    func admit(retentionAddress address: String) throws(APIError) {
+        try take(retention, address, what: "this address", rate: configuration.appStore.map { Rate(count: $0.count * 10, seconds: $0.seconds) })
     }
 
     private func take(_ buckets: TokenBuckets?, _ key: String, what: String, rate: Rate?) throws(APIError) {

@@ -90,7 +90,7 @@ struct RetentionRoutes {
 
     func register(on router: Router<OfferSignerRequestContext>) {
         router.post("/v1/retention/appstore") { request, context -> RealtimeResponseBody in
-            try limits.admit(appStoreAddress: context.remoteAddress?.ipAddress ?? "unknown")
+            try limits.admit(retentionAddress: context.remoteAddress?.ipAddress ?? "unknown")
             let body = try await request.decodeJSON(as: RealtimeRequestBody.self, context: context)
             guard body.signedPayload.utf8.count <= 64 * 1024 else {
                 throw APIError(OfferServiceError.invalidRequest(field: "signedPayload", "signedPayload is longer than 64 KiB."))
