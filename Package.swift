@@ -93,7 +93,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Test chains and signed App Store payloads, for the tests of every target (in no product).
+        // Test chains and signed App Store payloads, for the tests of every target and the chain `serve --demo`
+        // signs with (in no library product; the executable links it for the demo).
         .target(
             name: "AppStoreTestSupport",
             dependencies: [

@@ -2,9 +2,8 @@ import Crypto
 import Foundation
 
 /// Named bearer tokens — the admin tokens of `OFFER_SIGNER_ADMIN_TOKENS` and the client API keys of
-/// `OFFER_SIGNER_API_KEYS`: `name:token` pairs, comma-separated. Tokens must be at least 16 characters; a
-/// name is required for API keys (it is the credential's name in logs and metrics) and optional for admin
-/// tokens (`admin1`, `admin2`, … in the audit).
+/// `OFFER_SIGNER_API_KEYS`: `name:token` pairs, comma-separated. Tokens must be at least 16 characters and every
+/// token needs its name (the credential's name in logs, metrics and the audit).
 ///
 /// Only the SHA-256 of each token is kept. A presented token is hashed and compared with every configured
 /// digest, without stopping at a match, using swift-crypto's constant-time digest comparison.
