@@ -87,7 +87,11 @@ try:
         renewal = {"originalTransactionId": original, "autoRenewProductId": product, "productId": product, "environment": "Sandbox",
                    "autoRenewStatus": 0 if index % 2 == 0 else 1, "signedDate": now}
         kind = ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED") if index % 2 == 0 else ("SUBSCRIBED", "INITIAL_BUY")
-        status, text = post(seed, harness.notification(chain, kind[0], kind[1], bundle, transaction, renewal), "/v1/notifications/appstore")
+        body = harness.notification(chain, kind[0], kind[1], bundle, transaction, renewal)
+        status, text = post(seed, body, "/v1/notifications/appstore")
+        while status == 429:  # the notification endpoint's default limit (100/s per address): wait it out
+            time.sleep(1)
+            status, text = post(seed, body, "/v1/notifications/appstore")
         if status != 200:
             raise SystemExit(f"seeding a customer failed: {status} {text[:300]!r}")
         customers.append(original)
