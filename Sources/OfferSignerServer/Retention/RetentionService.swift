@@ -65,7 +65,8 @@ extension OfferService {
             throw OfferServiceError(.retentionTimedOut, "The retention answer was not ready within \(retentionDeadline) and \(product.productIdentifier) has no fallback message; the App Store shows its default message.")
         }
         PipelineMetrics.countRetentionAnswer("fallback_after_deadline")
-        retentionLogger.warning("retention answer not ready within the deadline; answered the fallback", metadata: [
+        // Debug, not warning: under overload this happens on every request; the metric counts it.
+        retentionLogger.debug("retention answer not ready within the deadline; answered the fallback", metadata: [
             "productIdentifier": "\(product.productIdentifier)", "deadline": "\(retentionDeadline)",
         ])
         return Self.retentionAnswer(fallback, signed: nil)
@@ -74,7 +75,7 @@ extension OfferService {
     /// Which entry the policy chooses for a request and why, read without a lock and without signing.
     public func explainRetention(_ request: DecodedRealtimeRequestBody, bundleIdentifier: String, now: Date = Date()) async throws -> RetentionExplanation {
         let app = try app(named: bundleIdentifier)
-        let (product, entries) = try retentionEntries(app: app, productIdentifier: request.productId ?? "")
+        let (product, entries) = try retentionEntries(app: app, productIdentifier: request.productId ?? "", recording: false)
         let (customer, known) = try await retentionCustomer(app: app, originalTransactionId: request.originalTransactionId ?? "")
         let selection = RetentionSelection(entries)
         let base = try await context(app: app, product: product, offerIdentifier: "", applicationUsername: customer.applicationUsername, lookback: selection.lookback, now: now)
@@ -114,8 +115,12 @@ extension OfferService {
 
     /// The product's retention entries.
     /// - Throws: 404 `no_retention_answer` when the policy lists none for it.
-    private func retentionEntries(app: AppConfiguration, productIdentifier: String) throws(OfferServiceError) -> (OfferPolicy.Product, [OfferPolicy.RetentionEntry]) {
+    /// - Parameter recording: count and log a product without entries (live requests; not explanations).
+    private func retentionEntries(app: AppConfiguration, productIdentifier: String, recording: Bool = true) throws(OfferServiceError) -> (OfferPolicy.Product, [OfferPolicy.RetentionEntry]) {
         guard let product = policy?.app(app.bundleIdentifier)?.product(productIdentifier), !product.retention.isEmpty else {
+            guard recording else {
+                throw OfferServiceError(.noRetentionAnswer, "The policy has no retention entries for \(productIdentifier.prefix(PayloadField.maximumLength)) of \(app.bundleIdentifier).")
+            }
             PipelineMetrics.countRetentionAnswer("no_answer")
             let error = OfferServiceError(.noRetentionAnswer, "The policy has no retention entries for \(productIdentifier.prefix(PayloadField.maximumLength)) of \(app.bundleIdentifier); the App Store shows its default message. Add a retention: list to the product (docs/retention.md).")
             logNoRetentionAnswer(app: app, productIdentifier: String(productIdentifier.prefix(PayloadField.maximumLength)), why: error.message)
