@@ -97,6 +97,24 @@ struct SignedDataVerifierRefusalTests {
         #expect(await notificationRefusal(fixture.verifier, try await fixture.subscribed(signedDate: signedDate)) == .certificateNotYetValid)
     }
 
+    @Test("a chain remembered after it verified still refuses a signedDate outside its certificates' validity")
+    func rememberedChainStillChecksDates() async throws {
+        let now = Date()
+        var options = TestCertificateChain.Options(now: now)
+        options.leafValidity = now.addingTimeInterval(-86_400)...now.addingTimeInterval(86_400)
+        let fixture = try Fixture(options)
+        // Verified once (and remembered), then again from memory.
+        _ = try await fixture.verifier.verifyAndDecodeNotificationContents(try await fixture.subscribed(signedDate: now))
+        _ = try await fixture.verifier.verifyAndDecodeNotificationContents(try await fixture.subscribed(signedDate: now.addingTimeInterval(60)))
+        // The same certificates, signed at dates outside the leaf's validity: refused as without the memory.
+        #expect(await notificationRefusal(fixture.verifier, try await fixture.subscribed(signedDate: now.addingTimeInterval(2 * 86_400))) == .certificateExpired)
+        #expect(await notificationRefusal(fixture.verifier, try await fixture.subscribed(signedDate: now.addingTimeInterval(-2 * 86_400))) == .certificateNotYetValid)
+        // And a forged signature over the remembered chain is still a forged signature.
+        let genuine = try await fixture.subscribed(signedDate: now).split(separator: ".")
+        let other = try await fixture.subscribed(signedDate: now.addingTimeInterval(5)).split(separator: ".")
+        #expect(await notificationRefusal(fixture.verifier, "\(genuine[0]).\(other[1]).\(genuine[2])") == .invalidSignature)
+    }
+
     @Test("a wrong bundle ID, in a notification and in a transaction")
     func wrongBundleId() async throws {
         let fixture = try Fixture()

@@ -2,6 +2,7 @@ import Crypto
 import SwiftASN1
 import Foundation
 import JWTKit
+import Synchronization
 @_spi(FixedExpiryValidationTime) import X509
 
 /// Verifies a compact JWS signed by the App Store, the way Apple's `SignedDataVerifier` does, and decodes its payload.
@@ -14,8 +15,14 @@ import JWTKit
 ///    ends at;
 /// 4. jwt-kit verifies the ES256 signature with the leaf's key;
 /// 5. only then is the payload decoded as the expected type.
+///
+/// A chain that verified is remembered by its exact `x5c` text (as Apple's libraries cache verified chains): the next
+/// JWS with the same certificates skips parsing and chain building when its `signedDate` falls inside all three
+/// certificates' validity — the only part of the chain check that depends on the payload. A chain that failed is
+/// never remembered.
 struct SignedDataChainVerifier: Sendable {
     private let trustedRoots: CertificateStore
+    private let verifiedChains = VerifiedChains()
 
     init(trustedRoots: [Certificate]) {
         self.trustedRoots = CertificateStore(trustedRoots)
@@ -40,17 +47,28 @@ struct SignedDataChainVerifier: Sendable {
             throw SignedDataVerificationError(
                 .unsupportedAlgorithm, "alg must be ES256, found \(header.alg.map { "\"\($0)\"" } ?? "none")")
         }
-        let certificates = try Self.certificates(in: header)
+        let chainKey = header.x5c.flatMap { $0.count == 3 ? $0.joined(separator: ",") : nil }
+        let remembered = chainKey.flatMap { verifiedChains.entry(for: $0) }
+        let certificates = remembered == nil ? try Self.certificates(in: header) : []
         // A signedDate outside what a certificate's validity can express (years 1970 to 3000) is refused before
         // any date arithmetic: swift-certificates traps on dates it cannot encode.
         if let signedDate = unverified.signedDate, !(0...32_503_680_000_000).contains(signedDate) {
             throw SignedDataVerificationError(.malformedPayload, "signedDate \(signedDate) is not Unix time in milliseconds between 1970 and 3000")
         }
         let validationTime = unverified.signedDate.map { Date(appStoreMilliseconds: $0) } ?? Date()
-        try await verifyChain(certificates, at: validationTime)
-
-        guard let leafKey = P256.Signing.PublicKey(certificates[0].publicKey) else {
-            throw SignedDataVerificationError(.invalidCertificateChain, "the leaf certificate's key is not a P-256 key")
+        let leafKey: P256.Signing.PublicKey
+        if let remembered, remembered.validity.contains(validationTime) {
+            leafKey = remembered.leafKey
+        } else {
+            let certificates = certificates.isEmpty ? try Self.certificates(in: header) : certificates
+            try await verifyChain(certificates, at: validationTime)
+            guard let key = P256.Signing.PublicKey(certificates[0].publicKey) else {
+                throw SignedDataVerificationError(.invalidCertificateChain, "the leaf certificate's key is not a P-256 key")
+            }
+            leafKey = key
+            if let chainKey, let from = certificates.map(\.notValidBefore).max(), let until = certificates.map(\.notValidAfter).min(), from <= until {
+                verifiedChains.remember(chainKey, VerifiedChains.Entry(validity: from...until, leafKey: key))
+            }
         }
         let verified: SignedBody<Payload>
         do {
@@ -102,6 +120,26 @@ struct SignedDataChainVerifier: Sendable {
             }
         case .couldNotValidate(let failures):
             throw ChainFailure.error(for: failures, at: validationTime)
+        }
+    }
+}
+
+/// Chains that verified, by their `x5c` text: the leaf's key and the span in which all three certificates are
+/// valid. Bounded (64 chains; the App Store signs with a handful at a time), emptied when full.
+final class VerifiedChains: Sendable {
+    struct Entry: Sendable {
+        let validity: ClosedRange<Date>
+        let leafKey: P256.Signing.PublicKey
+    }
+
+    private let entries = Mutex<[String: Entry]>([:])
+
+    func entry(for key: String) -> Entry? { entries.withLock { $0[key] } }
+
+    func remember(_ key: String, _ entry: Entry) {
+        entries.withLock { entries in
+            if entries.count >= 64 { entries.removeAll() }
+            entries[key] = entry
         }
     }
 }
