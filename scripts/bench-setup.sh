@@ -1,11 +1,17 @@
-# Sourced by the HTTP benchmark scripts: the release build, a scratch folder removed on exit, a throw-away
+# Sourced by the HTTP benchmark scripts: the release build (or OFFER_SIGNER_BIN), a scratch folder removed on exit, a throw-away
 # P-256 key ($work/key.p8), the wrk script posting the sign request of compare.sh ($work/post.lua), a free port,
 # the server's configuration exported (only OFFER_SIGNER_DATABASE_URL is left to each run), and:
 #   wait_up       until POST /v1/offers/sign answers on $port (any server: ours or a peer)
 #   load ARGS…    wrk with the script's connections against the sign endpoint
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 2; }
-swift build -c release --product offer-signer >/dev/null
-bin=$(swift build -c release --show-bin-path)/offer-signer
+# The release build in .build-release (as compare.sh and retention-perf.sh), or OFFER_SIGNER_BIN to measure a
+# binary built elsewhere (another checkout, an older commit).
+if [ -n "${OFFER_SIGNER_BIN:-}" ]; then
+  bin=$OFFER_SIGNER_BIN
+else
+  swift build -c release --scratch-path .build-release --product offer-signer >/dev/null
+  bin=$(swift build -c release --scratch-path .build-release --show-bin-path)/offer-signer
+fi
 work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$work/key.p8"
 cat >"$work/post.lua" <<'LUA'
