@@ -83,7 +83,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
 
     /// Maps an error of the request pipeline: 400 `invalid_request` / `invalid_signed_payload`, 403
     /// `not_eligible` / `customer_mismatch`, 404 `unknown_*`, 409 `transaction_claimed`, 503 `store_unavailable` /
-    /// `issuer_not_configured` / `app_store_unavailable` / `app_store_api_not_configured` (with `Retry-After`).
+    /// `issuer_not_configured` / `app_store_unavailable` (with `Retry-After`), 409 `app_store_api_not_configured`.
     public init(_ error: OfferServiceError) {
         let status: HTTPResponse.Status
         var headers: HTTPFields = [:]
@@ -105,8 +105,8 @@ public struct APIError: Error, HTTPResponseError, Sendable {
             status = .serviceUnavailable
             headers[.retryAfter] = "5"
         case .appStoreNotConfigured:
-            status = .serviceUnavailable
-            headers[.retryAfter] = "3600"
+            // Not a failure of the service and nothing a retry fixes: the request needs configuration it lacks.
+            status = .conflict
         default: status = .badRequest
         }
         self.init(status: status, code: error.code.rawValue, message: error.message, field: error.field, reasons: error.reasons, headers: headers)

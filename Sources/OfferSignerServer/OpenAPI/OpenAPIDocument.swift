@@ -503,7 +503,8 @@ enum OpenAPIDocument {
             (answers cached by the client within OFFER_SIGNER_APP_STORE_API_CACHE_TTL are reused), verified, folded
             into the customer's facts and stored; audited as customer.refresh. 404 unknown_transaction when the
             store knows no original transaction of the customer, 403 customer_mismatch when Apple's answer carries
-            another customer's appAccountToken, 503 app_store_api_not_configured or app_store_unavailable.
+            another customer's appAccountToken, 409 app_store_api_not_configured when the app has no App Store Server
+            API key, 503 app_store_unavailable.
           security: [{ admin: [] }]
           parameters:
             - $ref: "#/components/parameters/PathBundleIdentifier"
@@ -514,7 +515,7 @@ enum OpenAPIDocument {
             "401": { $ref: "#/components/responses/Unauthorized" }
             "403": { $ref: "#/components/responses/Forbidden" }
             "404": { $ref: "#/components/responses/NotFound" }
-            "409": { $ref: "#/components/responses/TransactionClaimed" }
+            "409": { $ref: "#/components/responses/RefreshConflict" }
             "429": { $ref: "#/components/responses/RateLimited" }
             "500": { $ref: "#/components/responses/InternalError" }
             "503": { $ref: "#/components/responses/ServiceUnavailable" }
@@ -709,6 +710,13 @@ enum OpenAPIDocument {
           content:
             application/json:
               schema: { $ref: "#/components/schemas/ErrorEnvelope" }
+        RefreshConflict:
+          description: >-
+            transaction_claimed (Apple's answer names a subscription another customer holds), or
+            app_store_api_not_configured (the app has no App Store Server API key: OFFER_SIGNER_APP_STORE_API_KEY_ID)
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/ErrorEnvelope" }
         TransactionClaimed:
           description: >-
             transaction_claimed: the subscription's original transaction is already another customer's, and neither
@@ -749,7 +757,8 @@ enum OpenAPIDocument {
           description: >-
             no_signing_key, issuer_not_configured, store_unavailable, app_store_unavailable (the App Store Server API
             could not be asked in time about a customer the store does not know, under appStoreUnavailable: refuse),
-            app_store_api_not_configured (an admin refresh without the API's key); each carries Retry-After
+            retention_timed_out;
+            each carries Retry-After
           headers:
             Retry-After:
               required: false
