@@ -74,6 +74,11 @@ enum Demo {
         ("loyal-user", [(.subscribe, 250)] + (1...8).map { (.renew, 250 - 30 * Double($0)) }),
     ]
 
+    /// The demo customer's original transaction: the one the store knows, else a stable made-up one.
+    static func originalTransactionId(for username: String, known facts: CustomerFacts?) -> String {
+        facts?.subscriptions.first { $0.subscriptionGroupIdentifier == group }?.originalTransactionId ?? originalTransactionId(for: username)
+    }
+
     /// A stable original transaction identifier for a demo customer.
     static func originalTransactionId(for username: String) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -84,7 +89,7 @@ enum Demo {
     /// A signed notification of `event` for `username`, consistent with what the store knows of them, dated `at`.
     static func notification(_ event: Event, for username: String, known facts: CustomerFacts?, at date: Date, appStore: DemoAppStore) async throws -> String {
         let subscription = facts?.subscriptions.first { $0.subscriptionGroupIdentifier == group }
-        let original = subscription?.originalTransactionId ?? originalTransactionId(for: username)
+        let original = originalTransactionId(for: username, known: facts)
         let now = date.appStoreMilliseconds
         let day: Int64 = 86_400_000
         let currentExpiry = subscription?.expiresDate?.appStoreMilliseconds ?? now + 30 * day
@@ -148,7 +153,7 @@ enum Demo {
 
     /// A signed Retention Messaging request for `username`'s subscription, as the App Store sends it.
     static func retentionRequest(for username: String, known facts: CustomerFacts?, appStore: DemoAppStore) async throws -> String {
-        let original = facts?.subscriptions.first { $0.subscriptionGroupIdentifier == group }?.originalTransactionId ?? originalTransactionId(for: username)
+        let original = originalTransactionId(for: username, known: facts)
         return try await appStore.sign(DecodedRealtimeRequestBody(
             originalTransactionId: original, appAppleId: appAppleId, productId: monthly, userLocale: "en-US",
             requestIdentifier: UUID().uuidString.lowercased(), environment: .sandbox, signedDate: Date().appStoreMilliseconds))

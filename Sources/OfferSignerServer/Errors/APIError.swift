@@ -86,29 +86,20 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     /// `issuer_not_configured` / `app_store_unavailable` (with `Retry-After`), 409 `app_store_api_not_configured`.
     public init(_ error: OfferServiceError) {
         let status: HTTPResponse.Status
-        var headers: HTTPFields = [:]
+        var retryAfter: String?  // every 503 says when to try again
         switch error.code {
         case .unknownApp, .unknownProduct, .unknownOffer, .unknownTransaction, .noRetentionAnswer: status = .notFound
         case .notEligible, .customerMismatch: status = .forbidden
         case .unauthorized: status = .unauthorized
-        case .transactionClaimed: status = .conflict
-        case .storeUnavailable:
-            status = .serviceUnavailable
-            headers[.retryAfter] = "1"
-        case .issuerNotConfigured:
-            status = .serviceUnavailable
-            headers[.retryAfter] = "3600"
-        case .retentionTimedOut:
-            status = .serviceUnavailable
-            headers[.retryAfter] = "1"
-        case .appStoreUnavailable:
-            status = .serviceUnavailable
-            headers[.retryAfter] = "5"
-        case .appStoreNotConfigured:
-            // Not a failure of the service and nothing a retry fixes: the request needs configuration it lacks.
-            status = .conflict
+        // app_store_api_not_configured: nothing a retry fixes; the request needs configuration it lacks.
+        case .transactionClaimed, .appStoreNotConfigured: status = .conflict
+        case .storeUnavailable, .retentionTimedOut: (status, retryAfter) = (.serviceUnavailable, "1")
+        case .appStoreUnavailable: (status, retryAfter) = (.serviceUnavailable, "5")
+        case .issuerNotConfigured: (status, retryAfter) = (.serviceUnavailable, "3600")
         default: status = .badRequest
         }
+        var headers: HTTPFields = [:]
+        if let retryAfter { headers[.retryAfter] = retryAfter }
         self.init(status: status, code: error.code.rawValue, message: error.message, field: error.field, reasons: error.reasons, headers: headers)
     }
 

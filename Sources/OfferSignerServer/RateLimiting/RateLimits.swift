@@ -73,6 +73,7 @@ public final class RateLimits: Sendable {
     private let appStore: TokenBuckets?
     /// Retention requests, per address: ten times the App Store rate (Apple's performance test sends bursts, and a
     /// 429 fails it; each request is still an App Store signature to verify).
+    private let retentionRate: Rate?
     private let retention: TokenBuckets?
 
     public init(_ configuration: RateLimitConfiguration) {
@@ -80,7 +81,8 @@ public final class RateLimits: Sendable {
         clients = configuration.client?.buckets()
         customers = configuration.customer?.buckets()
         appStore = configuration.appStore?.buckets()
-        retention = configuration.appStore.map { Rate(count: $0.count * 10, seconds: $0.seconds) }?.buckets()
+        retentionRate = configuration.appStore.map { Rate(count: $0.count * 10, seconds: $0.seconds) }  // count ≤ 10^6: no overflow
+        retention = retentionRate?.buckets()
     }
 
     /// Admits a request of a client credential.
@@ -104,7 +106,7 @@ public final class RateLimits: Sendable {
     /// Admits a retention request from `address`: its own buckets, at ten times the App Store rate (a burst of
     /// notifications never starves retention requests, whose answer Apple needs within 700 ms).
     func admit(retentionAddress address: String) throws(APIError) {
-        try take(retention, address, what: "this address", rate: configuration.appStore.map { Rate(count: $0.count * 10, seconds: $0.seconds) })
+        try take(retention, address, what: "this address", rate: retentionRate)
     }
 
     private func take(_ buckets: TokenBuckets?, _ key: String, what: String, rate: Rate?) throws(APIError) {

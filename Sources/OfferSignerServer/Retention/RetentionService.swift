@@ -30,18 +30,30 @@ extension OfferService {
     /// - Throws: ``OfferServiceError`` 400 `invalid_signed_payload`, 404 `no_retention_answer` (the App Store shows
     ///   its default message), 503 `retention_timed_out` / `store_unavailable` / `issuer_not_configured`.
     public func answerRetention(signedPayload: String) async throws -> RealtimeResponseBody {
-        guard let notifications else {
-            throw OfferServiceError(.storeUnavailable, "Retention requests are not answered: the service has no customer store or no app it can verify App Store data for (set the app's appAppleId and OFFER_SIGNER_ENVIRONMENTS).")
-        }
-        let (bundleIdentifier, request) = try await notifications.verifyRealtimeRequest(signedPayload: signedPayload)
+        let (bundleIdentifier, request) = try await verifiedRetentionRequest(signedPayload)
         return try await answerRetention(request, bundleIdentifier: bundleIdentifier)
+    }
+
+    /// A retention request's `signedPayload`, verified, and the app whose `appAppleId` it carries.
+    private func verifiedRetentionRequest(_ signedPayload: String) async throws(OfferServiceError) -> (bundleIdentifier: String, request: DecodedRealtimeRequestBody) {
+        guard let notifications else {
+            throw OfferServiceError(.storeUnavailable, "Retention requests cannot be verified: the service has no customer store or no app it can verify App Store data for (set the app's appAppleId, OFFER_SIGNER_ENVIRONMENTS, and OFFER_SIGNER_TRUSTED_ROOTS for test chains).")
+        }
+        return try await notifications.verifyRealtimeRequest(signedPayload: signedPayload)
     }
 
     /// Answers a verified real-time retention request for the app `bundleIdentifier` (see
     /// ``answerRetention(signedPayload:)``).
     public func answerRetention(_ request: DecodedRealtimeRequestBody, bundleIdentifier: String, now: Date = Date()) async throws -> RealtimeResponseBody {
         let app = try app(named: bundleIdentifier)
-        let (product, entries) = try retentionEntries(app: app, productIdentifier: request.productId ?? "")
+        let product: OfferPolicy.Product
+        let entries: [OfferPolicy.RetentionEntry]
+        do {
+            (product, entries) = try retentionEntries(app: app, productIdentifier: request.productId ?? "")
+        } catch {
+            noteNoRetentionAnswer(error, app: app, productIdentifier: request.productId ?? "")
+            throw error
+        }
         var answer: RealtimeResponseBody?
         do {
             let deadline = ContinuousClock.now + retentionDeadline
@@ -52,8 +64,7 @@ extension OfferService {
             // The App Store could not be asked about a stranger within its budget: as when the deadline passes.
             answer = nil
         } catch let error as OfferServiceError where error.code == .noRetentionAnswer {
-            PipelineMetrics.countRetentionAnswer("no_answer")
-            logNoRetentionAnswer(app: app, productIdentifier: product.productIdentifier, why: error.message)
+            noteNoRetentionAnswer(error, app: app, productIdentifier: product.productIdentifier)
             throw error
         }
         if let answer {
@@ -75,7 +86,7 @@ extension OfferService {
     /// Which entry the policy chooses for a request and why, read without a lock and without signing.
     public func explainRetention(_ request: DecodedRealtimeRequestBody, bundleIdentifier: String, now: Date = Date()) async throws -> RetentionExplanation {
         let app = try app(named: bundleIdentifier)
-        let (product, entries) = try retentionEntries(app: app, productIdentifier: request.productId ?? "", recording: false)
+        let (product, entries) = try retentionEntries(app: app, productIdentifier: request.productId ?? "")
         let (customer, known) = try await retentionCustomer(app: app, originalTransactionId: request.originalTransactionId ?? "")
         let selection = RetentionSelection(entries)
         let base = try await context(app: app, product: product, offerIdentifier: "", applicationUsername: customer.applicationUsername, lookback: selection.lookback, now: now)
@@ -99,10 +110,7 @@ extension OfferService {
             signedPayload = trimmed
         }
         if let signedPayload {
-            guard let notifications else {
-                throw OfferServiceError(.storeUnavailable, "A signedPayload is verified like a live request: configure the store, the app's appAppleId, OFFER_SIGNER_ENVIRONMENTS (and OFFER_SIGNER_TRUSTED_ROOTS for test chains), or give the decoded request instead.")
-            }
-            let (bundleIdentifier, request) = try await notifications.verifyRealtimeRequest(signedPayload: signedPayload)
+            let (bundleIdentifier, request) = try await verifiedRetentionRequest(signedPayload)
             return try await explainRetention(request, bundleIdentifier: bundleIdentifier, now: now)
         }
         guard let request = try? JSONDecoder().decode(DecodedRealtimeRequestBody.self, from: Data(trimmed.utf8)),
@@ -115,16 +123,9 @@ extension OfferService {
 
     /// The product's retention entries.
     /// - Throws: 404 `no_retention_answer` when the policy lists none for it.
-    /// - Parameter recording: count and log a product without entries (live requests; not explanations).
-    private func retentionEntries(app: AppConfiguration, productIdentifier: String, recording: Bool = true) throws(OfferServiceError) -> (OfferPolicy.Product, [OfferPolicy.RetentionEntry]) {
+    private func retentionEntries(app: AppConfiguration, productIdentifier: String) throws(OfferServiceError) -> (OfferPolicy.Product, [OfferPolicy.RetentionEntry]) {
         guard let product = policy?.app(app.bundleIdentifier)?.product(productIdentifier), !product.retention.isEmpty else {
-            guard recording else {
-                throw OfferServiceError(.noRetentionAnswer, "The policy has no retention entries for \(productIdentifier.prefix(PayloadField.maximumLength)) of \(app.bundleIdentifier).")
-            }
-            PipelineMetrics.countRetentionAnswer("no_answer")
-            let error = OfferServiceError(.noRetentionAnswer, "The policy has no retention entries for \(productIdentifier.prefix(PayloadField.maximumLength)) of \(app.bundleIdentifier); the App Store shows its default message. Add a retention: list to the product (docs/retention.md).")
-            logNoRetentionAnswer(app: app, productIdentifier: String(productIdentifier.prefix(PayloadField.maximumLength)), why: error.message)
-            throw error
+            throw OfferServiceError(.noRetentionAnswer, "The policy has no retention entries for \(productIdentifier.prefix(PayloadField.maximumLength)) of \(app.bundleIdentifier); the App Store shows its default message. Add a retention: list to the product (docs/retention.md).")
         }
         return (product, product.retention)
     }
@@ -172,9 +173,7 @@ extension OfferService {
                     return SignedOutput(
                         output: Self.retentionAnswer(entry, signed: .v2(signed.token)),
                         record: IssuedSignature(
-                            nonce: signed.claims.nonce, keyIdentifier: signed.keyIdentifier, bundleIdentifier: app.bundleIdentifier,
-                            productIdentifier: signed.claims.productId, offerIdentifier: signed.claims.offerIdentifier,
-                            applicationUsername: customer.applicationUsername, timestamp: signed.claims.iat * 1000, format: "jws",
+                            signed, bundleIdentifier: app.bundleIdentifier, customer: customer.applicationUsername,
                             channel: "retention", requestIdentifier: requestIdentifier))
                 case .v1:
                     // The legacy signature covers an applicationUsername: the customer's appAccountToken when they
@@ -189,11 +188,7 @@ extension OfferService {
                         appAccountToken: token)
                     return SignedOutput(
                         output: Self.retentionAnswer(entry, signed: .v1(signature)),
-                        record: IssuedSignature(
-                            nonce: bundle.nonce, keyIdentifier: bundle.keyIdentifier, bundleIdentifier: app.bundleIdentifier,
-                            productIdentifier: bundle.productIdentifier, offerIdentifier: bundle.offerIdentifier,
-                            applicationUsername: customer.applicationUsername, timestamp: bundle.timestamp, format: "legacy",
-                            channel: "retention", requestIdentifier: requestIdentifier))
+                        record: IssuedSignature(bundle, customer: customer.applicationUsername, channel: "retention", requestIdentifier: requestIdentifier))
                 }
             },
             idempotency: FlowIdempotency(
@@ -237,12 +232,15 @@ extension OfferService {
         }
     }
 
-    /// Logs, once per app and product, why retention requests for it get no answer.
-    private func logNoRetentionAnswer(app: AppConfiguration, productIdentifier: String, why: String) {
-        let first = retentionUnanswered.withLock { $0.count < 1_000 && $0.insert("\(app.bundleIdentifier)/\(productIdentifier)").inserted }
+    /// Counts a live request that gets no answer and logs why, once per app and product; other errors pass.
+    private func noteNoRetentionAnswer(_ error: OfferServiceError, app: AppConfiguration, productIdentifier: String) {
+        guard error.code == .noRetentionAnswer else { return }
+        PipelineMetrics.countRetentionAnswer("no_answer")
+        let product = String(productIdentifier.prefix(PayloadField.maximumLength))
+        let first = retentionUnanswered.withLock { $0.count < 1_000 && $0.insert("\(app.bundleIdentifier)/\(product)").inserted }
         guard first else { return }
         retentionLogger.warning("retention requests get no answer (logged once per product)", metadata: [
-            "bundleIdentifier": "\(app.bundleIdentifier)", "productIdentifier": "\(productIdentifier)", "why": "\(why)",
+            "bundleIdentifier": "\(app.bundleIdentifier)", "productIdentifier": "\(product)", "why": "\(error.message)",
         ])
     }
 }

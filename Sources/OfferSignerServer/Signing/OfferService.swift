@@ -180,10 +180,7 @@ public final class OfferService: Sendable {
             applicationUsername: request.applicationUsername, transactionId: request.transactionId ?? presented
         ) { key, _, _ in
             let bundle = try OfferSigner.signLegacy(offer, with: key)
-            return SignedOutput(output: bundle, record: IssuedSignature(
-                nonce: bundle.nonce, keyIdentifier: bundle.keyIdentifier, bundleIdentifier: bundle.bundleIdentifier,
-                productIdentifier: bundle.productIdentifier, offerIdentifier: bundle.offerIdentifier,
-                applicationUsername: bundle.applicationUsername, timestamp: bundle.timestamp, format: "legacy"))
+            return SignedOutput(output: bundle, record: IssuedSignature(bundle, customer: bundle.applicationUsername))
         })
     }
 
@@ -246,10 +243,7 @@ public final class OfferService: Sendable {
                     bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
                     offerIdentifier: signed.claims.offerIdentifier, keyIdentifier: signed.keyIdentifier,
                     nonce: signed.claims.nonce, signature: signed.token),
-                record: IssuedSignature(
-                    nonce: signed.claims.nonce, keyIdentifier: signed.keyIdentifier, bundleIdentifier: app.bundleIdentifier,
-                    productIdentifier: signed.claims.productId, offerIdentifier: signed.claims.offerIdentifier,
-                    applicationUsername: customer, timestamp: signed.claims.iat * 1000, format: "jws"))
+                record: IssuedSignature(signed, bundleIdentifier: app.bundleIdentifier, customer: customer))
         })
     }
 
