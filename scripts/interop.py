@@ -16,7 +16,6 @@ Usage: scripts/interop.py PATH/TO/offer-signer   (exit status 0 when every check
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from appstoreserverlibrary.promotional_offer import PromotionalOfferSignatureCreator
 from appstoreserverlibrary.jws_signature_creator import IntroductoryOfferEligibilitySignatureCreator, PromotionalOfferV2SignatureCreator
 import jwt  # PyJWT, a dependency of Apple's library
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402  (server start-up and an App Store test chain, shared by the live checks)
 
 BINARY = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else ".build/debug/offer-signer"
 failures = []
@@ -147,19 +149,12 @@ for name, apple_token in [
     check(run("verify", "--key-file", key_path, stdin=json.dumps({"signature": f"{head}.{forged}.{sig}"})).returncode == 1, f"offer-signer verify refuses Apple's {name} JWS with tampered claims")
 
 # 5. A live demo service, verified with the openssl command line.
-with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
+port = harness.free_port()
 env = dict(os.environ, OFFER_SIGNER_PORT=str(port), OFFER_SIGNER_HOST="127.0.0.1")
-server = subprocess.Popen([BINARY, "serve", "--demo"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+demo_log = open(os.path.join(work, "demo.log"), "w+")
+server = harness.start_server(BINARY, env, args=("serve", "--demo"), log=demo_log)
 try:
     base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(base + "/readyz", timeout=1)
-            break
-        except Exception:
-            time.sleep(0.1)
     request = urllib.request.Request(base + "/v1/offers/sign", method="POST", headers={"Content-Type": "application/json"},
                                      data=json.dumps({"productIdentifier": "com.example.monthly", "offerIdentifier": "winback_50", "applicationUsername": "lapsed-user"}).encode())
     bundle = json.loads(urllib.request.urlopen(request, timeout=5).read())
@@ -217,14 +212,12 @@ try:
 finally:
     server.terminate()
     server.wait(timeout=10)
-check("DEMO" in server.stderr.read(), "serve --demo says loudly that it is a demo")
+demo_log.seek(0)
+check("DEMO" in demo_log.read(), "serve --demo says loudly that it is a demo")
 
 # 6. Retention Messaging: a live service answers a real-time request signed by a test App Store chain; the V2
 #    signature verifies with PyJWT and has the header and claims Apple's PromotionalOfferV2SignatureCreator makes
 #    for the same inputs (nonce and iat aside), with transactionId = the request's originalTransactionId.
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-
 chain = harness.AppStoreTestChain()
 open(os.path.join(work, "root.pem"), "w").write(chain.root_pem())
 open(os.path.join(work, "retention-policy.yaml"), "w").write(f"""
