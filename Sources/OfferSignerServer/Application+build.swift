@@ -275,13 +275,30 @@ public func buildApplication(
             logger: logger))
         logger.notice("operations listener", metadata: ["address": "\(listener.host):\(listener.port)", "serves": "/admin/*, /metrics, /healthz, /readyz"])
     }
-    return Application(
+    return makeApplication(
         router: router(configuration.operationsListener == nil ? .all : .publicOnly),
-        server: OfferSignerHTTP1Channel.server(limits: configuration.connectionLimits),
+        signing: EventLoopSigning(service: service, authenticator: authenticator, limits: rateLimits, serverName: "offer-signer"),
+        limits: configuration.connectionLimits,
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "offer-signer",
             availableConnectionsDelegate: .maximum(configuration.connectionLimits.maximumConnections, logger: logger)),
         services: services,
         logger: logger
     )
+}
+
+/// The public listener's application: the router behind the service's HTTP/1 channel, with the event-loop path of
+/// `POST /v1/offers/sign` (``EventLoopSigning``) in every connection's pipeline. What `serve` runs, and what the
+/// HTTP tests run live to check that path against the router's answers.
+/// - Parameters:
+///   - router: the routes (``buildRouter(service:keyManager:adminTokens:metricsRegistry:authenticator:rateLimits:part:demo:)``).
+///   - signing: the event-loop signing path; `nil`: the router serves every request.
+///   - limits: idle and request timeouts.
+public func makeApplication(
+    router: Router<OfferSignerRequestContext>, signing: EventLoopSigning?, limits: ConnectionLimits = ConnectionLimits(),
+    configuration: ApplicationConfiguration = ApplicationConfiguration(), services: [any Service] = [], logger: Logger
+) -> Application<RouterResponder<OfferSignerRequestContext>> {
+    Application(
+        router: router, server: OfferSignerHTTP1Channel.server(limits: limits, signing: signing),
+        configuration: configuration, services: services, logger: logger)
 }

@@ -30,10 +30,13 @@ import Testing
         return try await keys.sign(Login(sub: customer, exp: Int(Date().timeIntervalSince1970 + expiresIn), iss: issuer, aud: audience))
     }
 
-    static func application(_ configuration: ClientAuthConfiguration, limits: RateLimitConfiguration = RateLimitConfiguration()) async throws -> some ApplicationProtocol {
+    static func application(_ configuration: ClientAuthConfiguration, limits: RateLimitConfiguration = RateLimitConfiguration(), frontEnd: FrontEnd = .router) async throws -> some ApplicationProtocol {
         let test = try TestService()
         let authenticator = try await ClientAuthenticator(configuration)
-        return Application(router: buildRouter(service: test.service, authenticator: authenticator, rateLimits: RateLimits(limits)), logger: Logger(label: "test"))
+        let rateLimits = RateLimits(limits)
+        return frontEnd.application(
+            router: buildRouter(service: test.service, authenticator: authenticator, rateLimits: rateLimits),
+            service: test.service, authenticator: authenticator, limits: rateLimits)
     }
 
     static let both = ClientAuthConfiguration(
@@ -48,8 +51,9 @@ import Testing
                                         body: ByteBuffer(string: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50"\#(named)}"#))
     }
 
-    @Test func aStrangerIsRefusedWith401AndWWWAuthenticate() async throws {
-        try await Self.application(Self.both).test(.router) { client in
+    @Test(arguments: FrontEnd.allCases)
+    func aStrangerIsRefusedWith401AndWWWAuthenticate(_ frontEnd: FrontEnd) async throws {
+        try await Self.application(Self.both, frontEnd: frontEnd).test(frontEnd.setup) { client in
             for authorization in [nil, "Bearer not-a-key-0123456789", "Basic dXNlcjpwYXNz", "Bearer a.b.c"] {
                 let response = try await sign(client, authorization: authorization, customer: "user-1")
                 #expect(response.status == .unauthorized, "\(authorization ?? "none")")
@@ -59,8 +63,9 @@ import Testing
         }
     }
 
-    @Test func aBackendWithAnAPIKeyIsServedForAnyCustomer() async throws {
-        try await Self.application(Self.both).test(.router) { client in
+    @Test(arguments: FrontEnd.allCases)
+    func aBackendWithAnAPIKeyIsServedForAnyCustomer(_ frontEnd: FrontEnd) async throws {
+        try await Self.application(Self.both, frontEnd: frontEnd).test(frontEnd.setup) { client in
             for customer in ["user-1", "user-2"] {
                 let response = try await sign(client, authorization: "Bearer \(Self.apiKey)", customer: customer)
                 #expect(response.status == .ok)
@@ -69,9 +74,10 @@ import Testing
         }
     }
 
-    @Test func anAppWithALoginJWTIsServedForItsOwnCustomerOnly() async throws {
+    @Test(arguments: FrontEnd.allCases)
+    func anAppWithALoginJWTIsServedForItsOwnCustomerOnly(_ frontEnd: FrontEnd) async throws {
         let token = try await Self.hs256(customer: "User-1")
-        try await Self.application(Self.both).test(.router) { client in
+        try await Self.application(Self.both, frontEnd: frontEnd).test(frontEnd.setup) { client in
             let own = try await sign(client, authorization: "Bearer \(token)", customer: "user-1")
             #expect(own.status == .ok)
             let unnamed = try await sign(client, authorization: "Bearer \(token)", customer: nil)
@@ -85,7 +91,8 @@ import Testing
         }
     }
 
-    @Test func expiredForgedOrMisdirectedLoginTokensAre401() async throws {
+    @Test(arguments: FrontEnd.allCases)
+    func expiredForgedOrMisdirectedLoginTokensAre401(_ frontEnd: FrontEnd) async throws {
         let expired = try await Self.hs256(customer: "user-1", expiresIn: -3_600)
         let otherIssuer = try await Self.hs256(customer: "user-1", issuer: "https://evil.example.com")
         let otherAudience = try await Self.hs256(customer: "user-1", audience: "someone-else")
@@ -93,7 +100,7 @@ import Testing
         let parts = good.split(separator: ".")
         let unsigned = "\(parts[0]).\(parts[1])."
         let none = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.\(parts[1])."
-        try await Self.application(Self.both).test(.router) { client in
+        try await Self.application(Self.both, frontEnd: frontEnd).test(frontEnd.setup) { client in
             for token in [expired, otherIssuer, otherAudience, unsigned, none, "\(parts[0]).\(parts[1]).AAAA"] {
                 let response = try await sign(client, authorization: "Bearer \(token)", customer: nil)
                 #expect(response.status == .unauthorized)
@@ -117,10 +124,11 @@ import Testing
         }
     }
 
-    @Test func aFloodForOneCustomerIsThrottledWhileAnotherIsServed() async throws {
+    @Test(arguments: FrontEnd.allCases)
+    func aFloodForOneCustomerIsThrottledWhileAnotherIsServed(_ frontEnd: FrontEnd) async throws {
         let flooder = try await Self.hs256(customer: "flooder")
         let calm = try await Self.hs256(customer: "calm")
-        try await Self.application(Self.both, limits: RateLimitConfiguration(customer: Rate(count: 5, seconds: 60))).test(.router) { client in
+        try await Self.application(Self.both, limits: RateLimitConfiguration(customer: Rate(count: 5, seconds: 60)), frontEnd: frontEnd).test(frontEnd.setup) { client in
             var statuses: [HTTPResponse.Status] = []
             for _ in 0..<8 { statuses.append(try await sign(client, authorization: "Bearer \(flooder)", customer: nil).status) }
             #expect(statuses.prefix(5).allSatisfy { $0 == .ok })
@@ -129,6 +137,25 @@ import Testing
             #expect(Int(limited.headers[.retryAfter] ?? "") ?? 0 >= 1)
             #expect(try limited.decode(ErrorBody.self).error.code == "rate_limited")
             #expect(try await sign(client, authorization: "Bearer \(calm)", customer: nil).status == .ok)
+        }
+    }
+
+    @Test("an API key's customers are throttled by the configured limits, and so is the key", arguments: FrontEnd.allCases)
+    func anAPIKeyIsThrottledPerCustomerAndPerKey(_ frontEnd: FrontEnd) async throws {
+        let limits = RateLimitConfiguration(client: Rate(count: 8, seconds: 60), customer: Rate(count: 3, seconds: 60), clientExplicit: true, customerExplicit: true)
+        try await Self.application(Self.both, limits: limits, frontEnd: frontEnd).test(frontEnd.setup) { client in
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<5 { statuses.append(try await sign(client, authorization: "Bearer \(Self.apiKey)", customer: "flooder").status) }
+            #expect(statuses == [.ok, .ok, .ok, .tooManyRequests, .tooManyRequests])
+            let limited = try await sign(client, authorization: "Bearer \(Self.apiKey)", customer: "Flooder")
+            #expect(limited.status == .tooManyRequests)
+            #expect(Int(limited.headers[.retryAfter] ?? "") ?? 0 >= 1)
+            #expect(limited.headers[HTTPField.Name("X-Request-Id")!] != nil)
+            #expect(try limited.decode(ErrorBody.self).error.code == "rate_limited")
+            // Six requests so far spent six of the key's eight; two more customers are served, then the key is throttled.
+            #expect(try await sign(client, authorization: "Bearer \(Self.apiKey)", customer: "calm-1").status == .ok)
+            #expect(try await sign(client, authorization: "Bearer \(Self.apiKey)", customer: "calm-2").status == .ok)
+            #expect(try await sign(client, authorization: "Bearer \(Self.apiKey)", customer: "calm-3").status == .tooManyRequests)
         }
     }
 

@@ -11,10 +11,10 @@ import Testing
 @Suite struct SignRouteTests {
     static let validBody = #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"User-0001"}"#
 
-    @Test("a sign request returns a bundle that verifies with the key it names", arguments: [TestingSetup.router, .live])
-    func signReturnsVerifiableBundle(_ setup: TestingSetup) async throws {
+    @Test("a sign request returns a bundle that verifies with the key it names", arguments: FrontEnd.allCases)
+    func signReturnsVerifiableBundle(_ frontEnd: FrontEnd) async throws {
         let test = try TestService()
-        try await test.application.test(setup) { client in
+        try await test.application(frontEnd).test(frontEnd.setup) { client in
             let response = try await client.post("/v1/offers/sign", json: Self.validBody)
             #expect(response.status == .ok)
             #expect(response.headers[.contentType]?.hasPrefix("application/json") == true)
@@ -29,8 +29,10 @@ import Testing
         }
     }
 
-    @Test func namingTheConfiguredAppWorksAndAnotherIs404() async throws {
-        try await TestService().application.test(.router) { client in
+    @Test(arguments: FrontEnd.allCases)
+    func namingTheConfiguredAppWorksAndAnotherIs404(_ frontEnd: FrontEnd) async throws {
+        let test = try TestService()
+        try await test.application(frontEnd).test(frontEnd.setup) { client in
             let named = try await client.post("/v1/offers/sign", json: #"{"bundleIdentifier":"com.example.app","productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u"}"#)
             #expect(named.status == .ok)
             let other = try await client.post("/v1/offers/sign", json: #"{"bundleIdentifier":"com.example.other","productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u"}"#)
@@ -39,8 +41,10 @@ import Testing
         }
     }
 
-    @Test func withSeveralAppsTheBundleIdentifierIsRequired() async throws {
-        try await TestService(apps: ["com.example.a", "com.example.b"]).application.test(.router) { client in
+    @Test(arguments: FrontEnd.allCases)
+    func withSeveralAppsTheBundleIdentifierIsRequired(_ frontEnd: FrontEnd) async throws {
+        let test = try TestService(apps: ["com.example.a", "com.example.b"])
+        try await test.application(frontEnd).test(frontEnd.setup) { client in
             let response = try await client.post("/v1/offers/sign", json: Self.validBody)
             #expect(response.status == .badRequest)
             let error = try response.decode(ErrorBody.self).error
@@ -87,9 +91,10 @@ import Testing
         BadRequest(name: "oversized body", body: "{\"productIdentifier\":\"\(String(repeating: "x", count: 70_000))\"}", status: .contentTooLarge, code: "payload_too_large", field: nil),
     ]
 
-    @Test("bad requests get the error shape with the right status, code and field", arguments: badRequests)
-    func badRequestsAreRefused(_ bad: BadRequest) async throws {
-        try await TestService().application.test(.router) { client in
+    @Test("bad requests get the error shape with the right status, code and field", arguments: badRequests, FrontEnd.allCases)
+    func badRequestsAreRefused(_ bad: BadRequest, _ frontEnd: FrontEnd) async throws {
+        let test = try TestService()
+        try await test.application(frontEnd).test(frontEnd.setup) { client in
             let response = try await client.post("/v1/offers/sign", json: bad.body)
             #expect(response.status == bad.status)
             let error = try response.decode(ErrorBody.self).error
@@ -99,17 +104,20 @@ import Testing
         }
     }
 
-    @Test func anOversizedBodyOverALiveConnectionIs413() async throws {
-        try await TestService().application.test(.live) { client in
+    @Test(arguments: FrontEnd.allCases)
+    func anOversizedBodyOverALiveConnectionIs413(_ frontEnd: FrontEnd) async throws {
+        let test = try TestService()
+        try await test.application(frontEnd).test(.live) { client in
             let response = try await client.post("/v1/offers/sign", json: "{\"productIdentifier\":\"\(String(repeating: "x", count: 200_000))\"}")
             #expect(response.status == .contentTooLarge)
             #expect(try response.decode(ErrorBody.self).error.code == "payload_too_large")
         }
     }
 
-    @Test func severalKeysWithoutAnActiveOneIs503NoSigningKey() async throws {
+    @Test(arguments: FrontEnd.allCases)
+    func severalKeysWithoutAnActiveOneIs503NoSigningKey(_ frontEnd: FrontEnd) async throws {
         let keys = [try SigningKey.generate(keyIdentifier: "KEYA"), try SigningKey.generate(keyIdentifier: "KEYB")]
-        try await TestService(keys: keys).application.test(.router) { client in
+        try await TestService(keys: keys).application(frontEnd).test(frontEnd.setup) { client in
             let response = try await client.post("/v1/offers/sign", json: Self.validBody)
             #expect(response.status == .serviceUnavailable)
             #expect(try response.decode(ErrorBody.self).error.code == "no_signing_key")
@@ -126,9 +134,10 @@ import Testing
         }
     }
 
-    @Test func errorResponsesNeverContainKeyMaterial() async throws {
+    @Test(arguments: FrontEnd.allCases)
+    func errorResponsesNeverContainKeyMaterial(_ frontEnd: FrontEnd) async throws {
         let test = try TestService()
-        try await test.application.test(.router) { client in
+        try await test.application(frontEnd).test(frontEnd.setup) { client in
             for body in Self.badRequests.map(\.body) + [Self.validBody] {
                 let response = try await client.post("/v1/offers/sign", json: body)
                 #expect(!response.text.contains("PRIVATE KEY"))

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import OfferSignerServer
 import OfferSigning
+import Testing
 
 /// A service with one generated key for `com.example.app`, and helpers to call it.
 struct TestService {
@@ -21,6 +22,39 @@ struct TestService {
 
     var application: some ApplicationProtocol {
         Application(router: buildRouter(service: service), logger: Logger(label: "test"))
+    }
+
+    /// The service's application served by `frontEnd` (open mode, no rate limits).
+    func application(_ frontEnd: FrontEnd) -> Application<RouterResponder<OfferSignerRequestContext>> {
+        frontEnd.application(router: buildRouter(service: service), service: service)
+    }
+}
+
+/// The two front ends of the public listener, for the HTTP tests of `POST /v1/offers/sign`: Hummingbird's router
+/// (in process), and the event-loop signing path in front of it on a live socket, as `serve` runs it. A test run
+/// against both checks that the event-loop path answers as the router does.
+enum FrontEnd: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case router
+    case eventLoop
+
+    var testDescription: String { rawValue }
+
+    /// How HummingbirdTesting runs it.
+    var setup: TestingSetup { self == .router ? .router : .live }
+
+    /// The application of `router` (built over `service`, `authenticator` and `limits`) for this front end.
+    func application(
+        router: Router<OfferSignerRequestContext>, service: OfferService, authenticator: ClientAuthenticator? = nil,
+        limits: RateLimits = RateLimits(.none), logger: Logger = Logger(label: "test")
+    ) -> Application<RouterResponder<OfferSignerRequestContext>> {
+        switch self {
+        case .router:
+            return Application(router: router, logger: logger)
+        case .eventLoop:
+            return makeApplication(
+                router: router, signing: EventLoopSigning(service: service, authenticator: authenticator, limits: limits, serverName: "offer-signer"),
+                logger: logger)
+        }
     }
 }
 

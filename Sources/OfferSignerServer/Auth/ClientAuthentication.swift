@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import JWTKit
 import Logging
+import NIOCore
 import OfferSigning
 import Synchronization
 
@@ -24,6 +25,16 @@ public enum ClientIdentity: Sendable, Hashable {
         case .apiKey(let name): name
         case .customer: "jwt"
         case .open: "open"
+        }
+    }
+
+    /// The rate limit's bucket of this credential: an API key's name, a JWT's customer, or (open) the client's
+    /// address.
+    func rateLimitCredential(remoteAddress: SocketAddress?) -> String {
+        switch self {
+        case .apiKey(let name): "key:\(name)"
+        case .customer(let customer): "jwt:\(customer)"
+        case .open: "open:\(remoteAddress?.ipAddress ?? "unknown")"
         }
     }
 
@@ -135,16 +146,25 @@ public final class ClientAuthenticator: Sendable {
     /// - Throws: ``OfferServiceError`` `unauthorized` for a missing, unknown, malformed, expired or
     ///   not-yet-valid credential.
     public func authenticate(authorization: String?) async throws(OfferServiceError) -> ClientIdentity {
-        if configuration.isOpen, authorization == nil { return .open }
+        if let identity = immediateIdentity(authorization: authorization) { return identity }
         guard let authorization, let token = Self.bearerToken(authorization) else {
             throw OfferServiceError(.unauthorized, "Send a client credential: Authorization: Bearer <an API key of OFFER_SIGNER_API_KEYS, or the signed-in customer's login JWT>.")
         }
-        if let name = configuration.apiKeys.admin(presenting: token) { return .apiKey(name: name) }
         if configuration.isOpen { return .open }
         guard token.split(separator: ".", omittingEmptySubsequences: false).count == 3 else {
             throw OfferServiceError(.unauthorized, "The bearer token is neither an API key of this service nor a JWT.")
         }
         return .customer(try await verifyJWT(token))
+    }
+
+    /// The identity that needs no suspension to establish — the open mode without a credential, a known API key,
+    /// any bearer token in the open mode — or `nil` (a login JWT to verify, or a failure that
+    /// ``authenticate(authorization:)`` reports). What the event-loop signing path accepts.
+    public func immediateIdentity(authorization: String?) -> ClientIdentity? {
+        guard let authorization else { return configuration.isOpen ? .open : nil }
+        guard let token = Self.bearerToken(authorization) else { return nil }
+        if let name = configuration.apiKeys.admin(presenting: token) { return .apiKey(name: name) }
+        return configuration.isOpen ? .open : nil
     }
 
     /// The token of an `Authorization: Bearer <token>` header (the scheme in any case, the token trimmed of
@@ -274,13 +294,7 @@ struct ClientAuthenticationMiddleware: RouterMiddleware {
             failure.headers[.wwwAuthenticate] = "Bearer realm=\"offer-signer\""
             throw failure
         }
-        let credential: String
-        switch identity {
-        case .apiKey(let name): credential = "key:\(name)"
-        case .customer(let customer): credential = "jwt:\(customer)"
-        case .open: credential = "open:\(context.remoteAddress?.ipAddress ?? "unknown")"
-        }
-        try limits.admit(credential: credential, identity: identity)
+        try limits.admit(credential: identity.rateLimitCredential(remoteAddress: context.remoteAddress), identity: identity)
         var context = context
         context.identity = identity
         return try await next(request, context)

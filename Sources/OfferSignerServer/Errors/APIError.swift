@@ -160,10 +160,15 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let data = try JSONEncoder.api.encode(ErrorEnvelope(error: .init(code: code, message: message, field: field, reasons: reasons)))
         var headers = self.headers
         headers[.contentType] = "application/json; charset=utf-8"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: body))
+    }
+
+    /// The error envelope, `{"error": {"code", "message", "field"?, "reasons"?}}`, as sent.
+    var body: ByteBuffer {
+        // Strings, an optional string and an array of string pairs: the encoder cannot fail on them.
+        ByteBuffer(bytes: (try? JSONEncoder.api.encode(ErrorEnvelope(error: .init(code: code, message: message, field: field, reasons: reasons)))) ?? Data())
     }
 }
 

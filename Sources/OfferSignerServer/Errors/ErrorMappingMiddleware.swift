@@ -19,10 +19,7 @@ struct ErrorMappingMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as OfferServiceError {
             throw APIError(error)
         } catch let error as OfferSigningError {
-            if error.code == .selfCheckFailed || APIError(error).code == "internal" {
-                context.logger.error("signing failed", metadata: ["code": "\(error.code)", "message": "\(error.message)"])
-            }
-            throw APIError(error)
+            throw APIError(signing: error, logger: context.logger)
         } catch let error as DecodingError {
             throw APIError(error)
         } catch is NIOTooManyBytesError {
@@ -47,6 +44,29 @@ struct ErrorMappingMiddleware<Context: RequestContext>: RouterMiddleware {
 }
 
 extension APIError {
+    /// The API error of a signing error; an internal one (a failed self-check, a broken key) is logged — code
+    /// and message, never key material.
+    init(signing error: OfferSigningError, logger: Logger) {
+        self.init(error)
+        if error.code == .selfCheckFailed || code == "internal" {
+            logger.error("signing failed", metadata: ["code": "\(error.code)", "message": "\(error.message)"])
+        }
+    }
+
+    /// The API error of anything the signing pipeline throws (the event-loop path's mapping, the same as this
+    /// middleware's); anything unknown is logged by type and is 500 `internal`.
+    init(pipeline error: any Error, logger: Logger) {
+        switch error {
+        case let error as APIError: self = error
+        case let error as OfferServiceError: self.init(error)
+        case let error as OfferSigningError: self.init(signing: error, logger: logger)
+        case let error as DecodingError: self.init(error)
+        default:
+            logger.error("unexpected error", metadata: ["type": "\(type(of: error))"])
+            self = .internal
+        }
+    }
+
     init(httpError: HTTPError) {
         switch httpError.status {
         case .notFound:

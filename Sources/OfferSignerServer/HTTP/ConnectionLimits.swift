@@ -99,19 +99,21 @@ final class HTTP10ConnectionCloseHandler: ChannelInboundHandler, RemovableChanne
 }
 
 /// Hummingbird's HTTP/1 channel with the service's connection handling added: the request deadline (after
-/// the HTTP codec) and the HTTP/1.0 close (before it).
+/// the HTTP codec), the HTTP/1.0 close (before it) and, on the public listener, the event-loop signing path
+/// (after Hummingbird's connection-state handler).
 struct OfferSignerHTTP1Channel: HTTPChannelHandler {
     typealias Value = HTTP1Channel.Value
     let inner: HTTP1Channel
+    let signing: EventLoopSigning?
 
     var responder: Responder { inner.responder }
 
-    /// The server builder for `Application(server:)`.
-    static func server(limits: ConnectionLimits) -> HTTPServerBuilder {
+    /// The server builder for `Application(server:)`; `signing`: the event-loop path of `POST /v1/offers/sign`.
+    static func server(limits: ConnectionLimits, signing: EventLoopSigning? = nil) -> HTTPServerBuilder {
         HTTPServerBuilder { responder in
             OfferSignerHTTP1Channel(inner: HTTP1Channel(responder: responder, configuration: .init(
                 additionalChannelHandlers: [RequestDeadlineHandler(timeout: limits.requestTimeout)],
-                idleTimeout: TimeAmount(limits.idleTimeout))))
+                idleTimeout: TimeAmount(limits.idleTimeout))), signing: signing)
         }
     }
 
@@ -120,6 +122,10 @@ struct OfferSignerHTTP1Channel: HTTPChannelHandler {
             let operations = channel.pipeline.syncOperations
             let codec = try operations.handler(type: HTTP1ToHTTPServerCodec.self)
             try operations.addHandler(HTTP10ConnectionCloseHandler(), position: .before(codec))
+            if let signing {
+                let state = try operations.handler(type: HTTPConnectionStateHandler.self)
+                try operations.addHandler(EventLoopSigningHandler(signing: signing, logger: logger), position: .after(state))
+            }
             return value
         }
     }

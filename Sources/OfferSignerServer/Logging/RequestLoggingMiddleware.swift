@@ -93,15 +93,23 @@ struct RequestLoggingMiddleware: RouterMiddleware {
     }
 
     private func log(_ request: Request, context: Context, status: HTTPResponse.Status, since start: ContinuousClock.Instant) {
+        Self.log(
+            method: request.method, route: context.endpointPath, status: status, since: start,
+            identity: context.requestLog.identity, admin: context.requestLog.admin, logger: context.logger)
+    }
+
+    /// Writes one access-log line (this middleware's, and the event-loop signing path's).
+    static func log(method: HTTPRequest.Method, route: String?, status: HTTPResponse.Status, since start: ContinuousClock.Instant, identity: ClientIdentity?, admin: String? = nil, logger: Logger) {
+        guard logger.logLevel <= .info else { return }
         var metadata: Logger.Metadata = [
-            "method": .string(request.method.rawValue),
-            "route": .string(context.endpointPath ?? "-"),
+            "method": .string(method.rawValue),
+            "route": .string(route ?? "-"),
             "status": .stringConvertible(status.code),
             "durationMs": .string(Self.milliseconds(ContinuousClock.now - start)),
         ]
-        if let identity = context.requestLog.identity { metadata["credential"] = .string(identity.credentialName) }
-        if let admin = context.requestLog.admin { metadata["admin"] = .string(admin) }
-        context.logger.info("request", metadata: metadata)
+        if let identity { metadata["credential"] = .string(identity.credentialName) }
+        if let admin { metadata["admin"] = .string(admin) }
+        logger.info("request", metadata: metadata)
     }
 
     /// A duration in milliseconds with three decimals (`2.562`), as `String(format: "%.3f")` writes it but

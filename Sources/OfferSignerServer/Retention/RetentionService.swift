@@ -152,7 +152,7 @@ extension OfferService {
             app: app, customer: stranger, productIdentifier: product.productIdentifier, offerIdentifier: "",
             subscriptionGroupIdentifier: product.subscriptionGroupIdentifier, rule: RetentionSelection(entries),
             refusesWhenNotEligible: false,
-            sign: { key, _, context in
+            sign: .suspending { key, _, context in
                 // The customer the decision was made for: the store's, or the one the App Store's answer named.
                 let customer = context.facts.key
                 let choice = OfferPolicy.chooseRetention(entries, in: context)

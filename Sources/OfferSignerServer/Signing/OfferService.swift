@@ -151,8 +151,7 @@ public final class OfferService: Sendable {
     /// The pipeline's flow for an offer of the policy: the customer, the offer's rule, refusing a no.
     private func offerFlow<Output: Sendable>(
         app: AppConfiguration, productIdentifier: String, offerIdentifier: String, applicationUsername: String,
-        transactionId: String?,
-        sign: @escaping @Sendable (SigningKey, EligibilityDecision, EligibilityContext) async throws -> SignedOutput<Output>
+        transactionId: String?, sign: FlowSigning<Output>
     ) throws(OfferServiceError) -> SigningFlow<Output> {
         let (product, rule) = try offerRule(app: app, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier)
         let customer = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)
@@ -169,19 +168,39 @@ public final class OfferService: Sendable {
     ///   ``OfferSigningError`` for invalid fields, no signing key or a failed self-check (counted in
     ///   `offer_signer_signature_self_check_failures_total`).
     public func signLegacy(_ request: SignOfferRequest) async throws -> SignedLegacyOffer {
+        let offer = try legacyOffer(request)
+        let presented = try await ingestSignedTransaction(request, app: try app(named: request.bundleIdentifier))
+        return try await run(legacyFlow(offer, transactionId: request.transactionId ?? presented))
+    }
+
+    /// ``signLegacy(_:)`` as a step that does not suspend, for a request that needs nothing to wait for (no
+    /// `signedTransaction`, a flow ``immediateRun(_:now:)`` takes); `nil` otherwise. Throws what ``signLegacy(_:)``
+    /// throws before it signs (unknown app, product or offer; invalid fields) without any effect.
+    func immediateLegacySigning(_ request: SignOfferRequest) throws -> (() throws -> SignedOutput<SignedLegacyOffer>)? {
+        let offer = try legacyOffer(request)
+        guard request.signedTransaction == nil else { return nil }
+        return try immediateRun(legacyFlow(offer, transactionId: request.transactionId))
+    }
+
+    /// The offer a legacy request asks for, for the app it names, validated.
+    private func legacyOffer(_ request: SignOfferRequest) throws -> PromotionalOffer {
         let app = try app(named: request.bundleIdentifier)
         let offer = PromotionalOffer(
             bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
             offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
         try offer.validate()
-        let presented = try await ingestSignedTransaction(request, app: app)
-        return try await run(offerFlow(
-            app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier,
-            applicationUsername: request.applicationUsername, transactionId: request.transactionId ?? presented
-        ) { key, _, _ in
-            let bundle = try OfferSigner.signLegacy(offer, with: key)
-            return SignedOutput(output: bundle, record: IssuedSignature(bundle, customer: bundle.applicationUsername))
-        })
+        return offer
+    }
+
+    /// The legacy format's flow for a validated offer, signed without suspending.
+    private func legacyFlow(_ offer: PromotionalOffer, transactionId: String?) throws -> SigningFlow<SignedLegacyOffer> {
+        try offerFlow(
+            app: try app(named: offer.bundleIdentifier), productIdentifier: offer.productIdentifier, offerIdentifier: offer.offerIdentifier,
+            applicationUsername: offer.applicationUsername, transactionId: transactionId,
+            sign: .immediate { key, _, _ in
+                let bundle = try OfferSigner.signLegacy(offer, with: key)
+                return SignedOutput(output: bundle, record: IssuedSignature(bundle, customer: bundle.applicationUsername))
+            })
     }
 
     /// Verifies and records the request's `signedTransaction`, if any, before the rules look at the customer.
@@ -232,8 +251,8 @@ public final class OfferService: Sendable {
         let customer = request.applicationUsername.lowercased()
         return try await run(offerFlow(
             app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier,
-            applicationUsername: request.applicationUsername, transactionId: request.transactionId ?? presented
-        ) { key, _, _ in
+            applicationUsername: request.applicationUsername, transactionId: request.transactionId ?? presented,
+            sign: .suspending { key, _, _ in
             let signed = try await JWSOfferSigner.signPromotionalOffer(
                 bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
                 offerIdentifier: request.offerIdentifier, transactionId: request.transactionId,
@@ -245,6 +264,7 @@ public final class OfferService: Sendable {
                     nonce: signed.claims.nonce, signature: signed.token),
                 record: IssuedSignature(signed, bundleIdentifier: app.bundleIdentifier, customer: customer))
         })
+        )
     }
 
     /// The decision is made for the customer who owns `transactionId`: the request's customer must be the one
@@ -307,8 +327,8 @@ public final class OfferService: Sendable {
         let verdictGiven = fixedVerdict
         let flow = SigningFlow(
             app: app, customer: customer, productIdentifier: request.productIdentifier, offerIdentifier: "",
-            subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier, rule: rule, refusesWhenNotEligible: false
-        ) { key, decision, _ in
+            subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier, rule: rule, refusesWhenNotEligible: false,
+            sign: .suspending { key, decision, _ in
             let verdict = verdictGiven ?? IntroductoryOfferVerdict(
                 allow: decision.isEligible,
                 reason: decision.isEligible ? "The product's introductory-offer policy allows it." : decision.reasons.map(\.message).joined(separator: " "))
@@ -325,7 +345,7 @@ public final class OfferService: Sendable {
                     nonce: signed.claims.nonce, keyIdentifier: signed.keyIdentifier, bundleIdentifier: app.bundleIdentifier,
                     productIdentifier: signed.claims.productId, offerIdentifier: "",
                     applicationUsername: customer.applicationUsername, timestamp: signed.claims.iat * 1000, format: "introductory-eligibility"))
-        }
+        })
         return try await run(flow)
     }
 

@@ -28,7 +28,7 @@ struct SigningFlow<Output: Sendable>: Sendable {
     var refusesWhenNotEligible: Bool
     /// Signs with the key given, once the decision is made over the context shown; returns the answer and the
     /// record to log.
-    var sign: @Sendable (SigningKey, EligibilityDecision, EligibilityContext) async throws -> SignedOutput<Output>
+    var sign: FlowSigning<Output>
     /// Makes the flow idempotent per key (the App Store's `requestIdentifier`): the first answer is stored with
     /// its record, and a repeated request gets it back without a second signature. `nil`: every request answers
     /// afresh.
@@ -39,6 +39,16 @@ struct SigningFlow<Output: Sendable>: Sendable {
     /// When the answer is no longer wanted (a retention request past its deadline): a decision that ends later is
     /// rolled back — nothing signed is recorded, nothing is stored — instead of committed unseen. `nil`: none.
     var deadline: ContinuousClock.Instant? = nil
+}
+
+/// How a flow signs, once the decision is made: with the key given, over the context shown; returns the answer
+/// and the record to log.
+enum FlowSigning<Output: Sendable>: Sendable {
+    /// Without suspending (the legacy format): the flow can run on an event loop
+    /// (``OfferService/immediateRun(_:now:)``).
+    case immediate(@Sendable (SigningKey, EligibilityDecision, EligibilityContext) throws -> SignedOutput<Output>)
+    /// With suspension points (jwt-kit's signer, which is `async`).
+    case suspending(@Sendable (SigningKey, EligibilityDecision, EligibilityContext) async throws -> SignedOutput<Output>)
 }
 
 /// How an idempotent flow stores its answer: the key, and the answer as text and back.
@@ -109,9 +119,15 @@ extension OfferService {
             if let record = signed.record { countIssued(record) }
             return signed.output
         }
+        if let immediate = try immediateRun(flow, now: now) {
+            let signed = try immediate()
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                commit(signed.record) { continuation.resume(with: $0.mapError { $0 as any Error }) }
+            }
+            return signed.output
+        }
         var facts = CustomerFacts(key: flow.customer)
         var issued: [IssuedSignature] = []
-        // No rule (no policy): nothing to decide, so nothing to read — one store hop less per signature.
         if let store, flow.rule != nil {
             (facts, issued) = try await storeCall {
                 let facts = try await store.customerFacts(for: flow.customer) ?? facts
@@ -140,6 +156,53 @@ extension OfferService {
         return signed.output
     }
 
+    /// The pipeline for a flow that needs nothing it would wait for — no policy rule reading the store, no App
+    /// Store lookup, no idempotency or deadline, a signer that does not suspend — as a step that runs without
+    /// suspending (on an event loop): decide → sign (self-verified); the caller then ``commit(_:completion:)``s
+    /// the record before answering. `nil`: the flow needs ``run(_:now:)``. Checking costs nothing and has no
+    /// effect, so a caller can ask before it spends anything (a rate-limit token) on the request.
+    func immediateRun<Output: Sendable>(_ flow: SigningFlow<Output>, now: Date = Date()) throws(OfferServiceError) -> (() throws -> SignedOutput<Output>)? {
+        guard case .immediate(let signer) = flow.sign, flow.idempotency == nil, flow.deadline == nil,
+              flow.rule == nil || (store == nil && flow.appStoreLookup == nil) else { return nil }
+        return {
+            // No store behind the rule (or no rule): it decides over what the request says alone.
+            let (decision, context) = try self.decide(flow, facts: CustomerFacts(key: flow.customer), issued: [], now: now)
+            let key = try self.keys.current.activeKey(forApp: flow.app.bundleIdentifier)
+            let start = ContinuousClock.now
+            defer { PipelineMetrics.signing.record(duration: ContinuousClock.now - start) }
+            do {
+                return try signer(key, decision, context)
+            } catch let error as OfferSigningError {
+                if error.code == .selfCheckFailed { self.selfCheckFailures.increment() }
+                throw error
+            }
+        }
+    }
+
+    /// Records a signature through the store's group commit and calls `completion` once it is durable (at once
+    /// without a store), then counts it; a store failure is 503 `store_unavailable`. `completion` runs on a
+    /// store thread: an event-loop caller hops back itself.
+    func commit(_ record: IssuedSignature?, completion: @escaping @Sendable (Result<Void, OfferServiceError>) -> Void) {
+        guard let record else { return completion(.success(())) }
+        guard let store else {
+            countIssued(record)
+            return completion(.success(()))
+        }
+        let start = ContinuousClock.now
+        store.record(record) { result in
+            PipelineMetrics.groupCommitWrite.record(duration: ContinuousClock.now - start)
+            switch result {
+            case .success:
+                self.countIssued(record)
+                completion(.success(()))
+            case .failure(let error as OfferServiceError):
+                completion(.failure(error))
+            case .failure:
+                completion(.failure(.storeUnavailable))
+            }
+        }
+    }
+
     /// The rule's decision over the facts, and the context it saw; a no refuses when the flow says so.
     private func decide<Output>(_ flow: SigningFlow<Output>, facts: CustomerFacts, issued: [IssuedSignature], now: Date) throws(OfferServiceError) -> (EligibilityDecision, EligibilityContext) {
         let context = EligibilityContext(
@@ -156,7 +219,12 @@ extension OfferService {
     private func sign<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision, _ context: EligibilityContext) async throws -> SignedOutput<Output> {
         let key = try keys.current.activeKey(forApp: flow.app.bundleIdentifier)
         do {
-            return try await PipelineMetrics.time(PipelineMetrics.signing) { try await flow.sign(key, decision, context) }
+            return try await PipelineMetrics.time(PipelineMetrics.signing) {
+                switch flow.sign {
+                case .immediate(let signer): try signer(key, decision, context)
+                case .suspending(let signer): try await signer(key, decision, context)
+                }
+            }
         } catch let error as OfferSigningError {
             if error.code == .selfCheckFailed { selfCheckFailures.increment() }
             throw error

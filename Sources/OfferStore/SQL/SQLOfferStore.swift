@@ -185,6 +185,10 @@ final class SQLOfferStore: OfferStore {
         try await recorder.submit(signature)
     }
 
+    func record(_ signature: IssuedSignature, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        recorder.submit(signature, completion: completion)
+    }
+
     /// Writes one group-commit batch with one statement and one commit; each record's outcome (`nil`: written).
     private static func recordBatch(_ records: [IssuedSignature], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
         do {

@@ -9,8 +9,11 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
     /// Writes a batch durably. Returns one outcome per item (`nil`: written); throwing fails the whole batch.
     typealias Write = @Sendable ([Item]) async throws -> [(any Error)?]
 
+    /// Told an item's outcome once its batch is written (or has failed).
+    typealias Completion = @Sendable (Result<Void, any Error>) -> Void
+
     private struct State {
-        var waiting: [(Item, CheckedContinuation<Void, any Error>)] = []
+        var waiting: [(Item, Completion)] = []
         /// A writer task is running.
         var flushing = false
         /// ``close()`` was called: new items are refused.
@@ -35,18 +38,24 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
     /// Queues `item` and returns once it is written; throws its own error or its batch's.
     func submit(_ item: Item) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let next = state.withLock { state -> SubmitOutcome in
-                if state.closed { return .refuse }
-                state.waiting.append((item, continuation))
-                if state.flushing { return .wait }
-                state.flushing = true
-                return .startWriter
-            }
-            switch next {
-            case .refuse: continuation.resume(throwing: OfferStoreError(code: .unavailable, message: "The store is closed."))
-            case .wait: break
-            case .startWriter: Task.detached { await self.writeUntilEmpty() }  // serves every caller: no task-locals of the first
-            }
+            submit(item) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// Queues `item` and calls `completion` once it is written, with its own error or its batch's — without
+    /// a task of the caller's (the event-loop signing path). `completion` runs on the writer's thread.
+    func submit(_ item: Item, completion: @escaping Completion) {
+        let next = state.withLock { state -> SubmitOutcome in
+            if state.closed { return .refuse }
+            state.waiting.append((item, completion))
+            if state.flushing { return .wait }
+            state.flushing = true
+            return .startWriter
+        }
+        switch next {
+        case .refuse: completion(.failure(OfferStoreError(code: .unavailable, message: "The store is closed.")))
+        case .wait: break
+        case .startWriter: Task.detached { await self.writeUntilEmpty() }  // serves every caller: no task-locals of the first
         }
     }
 
@@ -79,15 +88,15 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
             batchSize.record(batch.count)
             do {
                 let outcomes = try await write(batch.map(\.0))
-                for (index, (_, continuation)) in batch.enumerated() {
+                for (index, (_, completion)) in batch.enumerated() {
                     if index < outcomes.count, let error = outcomes[index] {
-                        continuation.resume(throwing: error)
+                        completion(.failure(error))
                     } else {
-                        continuation.resume()
+                        completion(.success(()))
                     }
                 }
             } catch {
-                for (_, continuation) in batch { continuation.resume(throwing: error) }
+                for (_, completion) in batch { completion(.failure(error)) }
             }
         }
     }

@@ -73,6 +73,10 @@ public protocol OfferStore: Sendable {
     /// - Throws: ``OfferStoreError`` `duplicateNonce` when the nonce was recorded before.
     func record(_ signature: IssuedSignature) async throws
 
+    /// ``record(_:)`` without suspending the caller: `completion` is called once the record is durable (or has
+    /// failed), on a thread of the store's. For callers that are not tasks (the event-loop signing path).
+    func record(_ signature: IssuedSignature, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+
     /// Issued signatures, newest first.
     func issuedSignatures(matching query: IssuedSignatureQuery) async throws -> [IssuedSignature]
 
@@ -149,4 +153,18 @@ public struct OfferStoreError: Error, Hashable, Sendable, CustomStringConvertibl
     }
 
     public var description: String { "\(code): \(message)" }
+}
+
+extension OfferStore {
+    /// The default for a store without a callback-based group commit: one task per record.
+    public func record(_ signature: IssuedSignature, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        Task {
+            do {
+                try await record(signature)
+                completion(.success(()))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
 }

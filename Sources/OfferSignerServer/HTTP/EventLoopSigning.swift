@@ -1,0 +1,361 @@
+import Dispatch
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import Metrics
+import NIOCore
+import NIOHTTPTypes
+import OfferSigning
+import Synchronization
+
+/// `POST /v1/offers/sign` answered on the connection's event loop, without a task: the route's common case (a
+/// legacy signature for an API key or the open mode, no policy rule that reads the store, no signed transaction)
+/// decoded, authenticated, rate-limited, signed, self-verified and queued for the group commit, its answer
+/// written when the commit completes. Everything else — a login JWT, a JWS, a rule over stored facts, every
+/// request the checks below would refuse — goes to the router unchanged, which answers it through the same
+/// pipeline; so do all other routes. See docs/architecture.md ("The event-loop signing path").
+///
+/// Every step is the router's own: ``ClientAuthenticator/immediateIdentity(authorization:)``,
+/// ``Request/decodeJSON(as:from:)``, ``RateLimits``, ``OfferService/immediateLegacySigning(_:)`` (the pipeline's
+/// ``OfferService/immediateRun(_:now:)``), ``OfferService/commit(_:completion:)``, the error mapping
+/// (``APIError/init(pipeline:logger:)``), the access log, the request ID and the metrics labels. What this adds is
+/// only the transport.
+public struct EventLoopSigning: Sendable {
+    /// The route it serves.
+    static let path = "/v1/offers/sign"
+
+    let service: OfferService
+    /// `nil`: the open mode of ``buildRouter(service:keyManager:adminTokens:metricsRegistry:authenticator:rateLimits:part:demo:)``
+    /// without an authenticator (every caller is `open`, no per-credential limit).
+    let authenticator: ClientAuthenticator?
+    let limits: RateLimits
+    /// The `Server` header, as the application's configuration sets it.
+    let serverName: String?
+
+    /// Creates the path for the application's public listener.
+    public init(service: OfferService, authenticator: ClientAuthenticator?, limits: RateLimits, serverName: String?) {
+        self.service = service
+        self.authenticator = authenticator
+        self.limits = limits
+        self.serverName = serverName
+    }
+
+    /// Whether a request head is for this path (the exact route, `POST`, a JSON body); its body decides the rest.
+    func takes(_ head: HTTPRequest) -> Bool {
+        head.method == .post && head.path == Self.path && Request.isJSON(head.headerFields[.contentType])
+    }
+
+    /// What the path does with a complete request.
+    enum Outcome {
+        /// The router answers it (the parts are passed on as they came).
+        case handOver
+        /// Answered here: an error, already final.
+        case refused(APIError, Answering)
+        /// Signed: the answer, once its record is committed.
+        case signed(SignedOutput<SignedLegacyOffer>, Answering)
+    }
+
+    /// The request's ID, logger and credential, for its answer and access-log line.
+    struct Answering: Sendable {
+        var requestID: String
+        var logger: Logger
+        var identity: ClientIdentity
+    }
+
+    /// Decides a complete request. Every check that can hand the request over runs before anything is spent on
+    /// it (a rate-limit token, a signature), so the router sees a handed-over request as if it came first.
+    func outcome(head: HTTPRequest, body: ByteBuffer, remoteAddress: SocketAddress?, logger base: Logger) -> Outcome {
+        let authorization = head.headerFields[.authorization]
+        let identity: ClientIdentity
+        if let authenticator {
+            guard let known = authenticator.immediateIdentity(authorization: authorization) else { return .handOver }
+            identity = known
+        } else {
+            identity = .open
+        }
+        guard var request = try? Request.decodeJSON(as: SignOfferRequest.self, from: body),
+              request.format ?? .legacy == .legacy,
+              let named = try? identity.customer(naming: request.applicationUsername)
+        else { return .handOver }
+        request.applicationUsername = named
+        let signing: (() throws -> SignedOutput<SignedLegacyOffer>)
+        do {
+            guard let immediate = try service.immediateLegacySigning(request) else { return .handOver }
+            signing = immediate
+        } catch {
+            return .handOver
+        }
+        var logger = base
+        let requestID = RequestLoggingMiddleware.requestID(from: head.headerFields[RequestLoggingMiddleware.header])
+        logger[metadataKey: "requestId"] = .string(requestID)
+        let answering = Answering(requestID: requestID, logger: logger, identity: identity)
+        do {
+            // The router's order: the credential's limit (authentication middleware), then the customer's (route).
+            if authenticator != nil {
+                try limits.admit(credential: identity.rateLimitCredential(remoteAddress: remoteAddress), identity: identity)
+            }
+            try limits.admit(customer: named.lowercased(), identity: identity)
+            return .signed(try signing(), answering)
+        } catch {
+            return .refused(APIError(pipeline: error, logger: logger), answering)
+        }
+    }
+
+    /// A response's head and body, with the headers the router's responses carry.
+    func response(status: HTTPResponse.Status, headers extra: HTTPFields = [:], body: ByteBuffer, requestID: String, keepAlive: Bool) -> HTTPResponse {
+        var fields = extra
+        fields[.contentType] = "application/json; charset=utf-8"
+        fields[.contentLength] = String(body.readableBytes)
+        fields[RequestLoggingMiddleware.header] = requestID
+        fields[.date] = HTTPDate.now()
+        if let serverName { fields[.server] = serverName }
+        if !keepAlive { fields[.connection] = "close" }
+        return HTTPResponse(status: status, headerFields: fields)
+    }
+}
+
+/// The event-loop signing path in a connection's pipeline, right after Hummingbird's connection-state handler
+/// (which so sees every request and response, for its idle timeout and graceful shutdown): takes the requests
+/// ``EventLoopSigning`` serves and passes every other part on.
+///
+/// HTTP/1 answers in order: a request is taken only when no request handed to the router is still unanswered, and
+/// while an answer is pending, reading stops and what was already read waits, to be handled after the answer.
+final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private enum State {
+        case idle
+        /// A request of ours, its body arriving.
+        case collecting(HTTPRequest, ByteBuffer, ContinuousClock.Instant)
+        /// The parts of the current request go to the router.
+        case forwarding
+        /// Our answer is pending (its record committing).
+        case answering
+    }
+
+    private let signing: EventLoopSigning
+    private let logger: Logger
+    private var state = State.idle
+    /// Requests handed to the router whose response has not ended.
+    private var routerRequests = 0
+    /// Parts read while an answer was pending.
+    private var waiting = CircularBuffer<HTTPRequestPart>()
+    private var readRequested = false
+    private var active = true
+
+    init(signing: EventLoopSigning, logger: Logger) {
+        self.signing = signing
+        self.logger = logger
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        if isAnswering {
+            waiting.append(part)
+        } else {
+            handle(part, context: context)
+        }
+    }
+
+    private func handle(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
+        switch (state, part) {
+        case (.idle, .head(let head)):
+            if routerRequests == 0, signing.takes(head) {
+                state = .collecting(head, context.channel.allocator.buffer(capacity: 512), .now)
+            } else {
+                routerRequests += 1
+                state = .forwarding
+                context.fireChannelRead(wrapInboundOut(part))
+            }
+        case (.collecting(let head, var body, let start), .body(let chunk)):
+            guard body.readableBytes + chunk.readableBytes <= OfferSignerRequestContext.maximumBodySize else {
+                // Too large for us: the router reads it and answers 413, as for any route.
+                handOver(head, body, context: context)
+                state = .forwarding
+                context.fireChannelRead(wrapInboundOut(part))
+                return
+            }
+            state = .idle  // no second reference to the buffer while it grows
+            body.writeImmutableBuffer(chunk)
+            state = .collecting(head, body, start)
+        case (.collecting(let head, let body, let start), .end):
+            answer(head, body, since: start, context: context)
+        case (.forwarding, .end):
+            state = .idle
+            context.fireChannelRead(wrapInboundOut(part))
+        default:
+            context.fireChannelRead(wrapInboundOut(part))
+        }
+    }
+
+    /// Passes a request read so far to the router, as it came.
+    private func handOver(_ head: HTTPRequest, _ body: ByteBuffer, context: ChannelHandlerContext) {
+        routerRequests += 1
+        context.fireChannelRead(wrapInboundOut(.head(head)))
+        if body.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(.body(body))) }
+    }
+
+    private func answer(_ head: HTTPRequest, _ body: ByteBuffer, since start: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        let keepAlive = head.headerFields[.connection]?.lowercased() != "close"
+        switch signing.outcome(head: head, body: body, remoteAddress: context.channel.remoteAddress, logger: logger) {
+        case .handOver:
+            handOver(head, body, context: context)
+            state = .idle
+            context.fireChannelRead(wrapInboundOut(.end(nil)))
+        case .refused(let error, let answering):
+            state = .answering
+            finish(error: error, answering, since: start, keepAlive: keepAlive, context: context)
+        case .signed(let signed, let answering):
+            state = .answering
+            EventLoopSigningMetrics.active.increment()
+            let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let eventLoop = context.eventLoop
+            signing.service.commit(signed.record) { result in
+                eventLoop.execute {
+                    let (handler, context) = loop.value
+                    EventLoopSigningMetrics.active.decrement()
+                    switch result {
+                    case .success:
+                        handler.finish(signed.output, answering, since: start, keepAlive: keepAlive, context: context)
+                    case .failure(let error):
+                        handler.finish(error: APIError(error), answering, since: start, keepAlive: keepAlive, context: context)
+                    }
+                }
+            }
+        }
+    }
+
+    private func finish(_ offer: SignedLegacyOffer, _ answering: EventLoopSigning.Answering, since start: ContinuousClock.Instant, keepAlive: Bool, context: ChannelHandlerContext) {
+        let body: ByteBuffer
+        do {
+            body = ByteBuffer(bytes: try JSONEncoder.api.encode(offer))
+        } catch {
+            return finish(error: .internal, answering, since: start, keepAlive: keepAlive, context: context)
+        }
+        write(signing.response(status: .ok, body: body, requestID: answering.requestID, keepAlive: keepAlive), body, keepAlive: keepAlive, context: context)
+        EventLoopSigningMetrics.answered(.ok, since: start)
+        RequestLoggingMiddleware.log(method: .post, route: EventLoopSigning.path, status: .ok, since: start, identity: answering.identity, logger: answering.logger)
+    }
+
+    private func finish(error: APIError, _ answering: EventLoopSigning.Answering, since start: ContinuousClock.Instant, keepAlive: Bool, context: ChannelHandlerContext) {
+        let body = error.body
+        write(signing.response(status: error.status, headers: error.headers, body: body, requestID: answering.requestID, keepAlive: keepAlive), body, keepAlive: keepAlive, context: context)
+        EventLoopSigningMetrics.refused(error.status)
+        RequestLoggingMiddleware.log(method: .post, route: EventLoopSigning.path, status: error.status, since: start, identity: answering.identity, logger: answering.logger)
+    }
+
+    /// Writes an answer, then goes on with what was read meanwhile (or closes, for `Connection: close`).
+    private func write(_ head: HTTPResponse, _ body: ByteBuffer, keepAlive: Bool, context: ChannelHandlerContext) {
+        state = .idle
+        guard active else { return }
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.write(wrapOutboundOut(.body(body)), promise: nil)
+        if keepAlive {
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        } else {
+            let loop = NIOLoopBound(context, eventLoop: context.eventLoop)
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in loop.value.close(promise: nil) }
+            waiting.removeAll()
+            return
+        }
+        if !waiting.isEmpty {
+            // Until the next answer of ours (which queues the rest again).
+            while !isAnswering, let part = waiting.popFirst() {
+                handle(part, context: context)
+            }
+            // What was handed on is delivered to the router at the end of a read (NIOAsyncChannel batches reads).
+            context.fireChannelReadComplete()
+        }
+        if readRequested, !isAnswering {
+            readRequested = false
+            context.read()
+        }
+    }
+
+    private var isAnswering: Bool {
+        if case .answering = state { true } else { false }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if isAnswering {
+            readRequested = true
+        } else {
+            context.read()
+        }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { routerRequests = max(routerRequests - 1, 0) }
+        context.write(data, promise: promise)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        active = false
+        context.fireChannelInactive()
+    }
+}
+
+/// The metrics the router's `MetricsMiddleware` keeps for a request, kept the same way (same labels) for the
+/// requests the event-loop path answers.
+enum EventLoopSigningMetrics {
+    static let active = Meter(label: "http.server.active_requests", dimensions: [("http.request.method", "POST")])
+
+    private struct Endpoint: Sendable {
+        var counter: Counter
+        var timer: Timer
+        var errors: Counter
+    }
+
+    private static let endpoints = Mutex<[Int: Endpoint]>([:])
+
+    private static func endpoint(_ status: HTTPResponse.Status) -> Endpoint {
+        endpoints.withLock { cache in
+            if let known = cache[status.code] { return known }
+            let dimensions = [("http.route", EventLoopSigning.path), ("http.request.method", "POST"), ("http.response.status_code", String(status.code))]
+            let made = Endpoint(
+                counter: Counter(label: "hb.requests", dimensions: dimensions),
+                timer: Timer(label: "http.server.request.duration", dimensions: dimensions, preferredDisplayUnit: .seconds),
+                errors: Counter(label: "hb.request.errors", dimensions: [
+                    ("http.route", EventLoopSigning.path), ("http.request.method", "POST"), ("error.type", String(status.code)),
+                ]))
+            cache[status.code] = made
+            return made
+        }
+    }
+
+    static func answered(_ status: HTTPResponse.Status, since start: ContinuousClock.Instant) {
+        let endpoint = endpoint(status)
+        endpoint.counter.increment()
+        endpoint.timer.record(duration: ContinuousClock.now - start)
+    }
+
+    static func refused(_ status: HTTPResponse.Status) {
+        let endpoint = endpoint(status)
+        endpoint.counter.increment()
+        endpoint.errors.increment()
+    }
+}
+
+/// The `Date` header (RFC 9110 IMF-fixdate), formatted once a second.
+enum HTTPDate {
+    private static let cache = Mutex<(second: Int, text: String)>((-1, ""))
+    private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    static func now() -> String {
+        var seconds = time(nil)
+        return cache.withLock { cache in
+            if cache.second == seconds { return cache.text }
+            var parts = tm()
+            gmtime_r(&seconds, &parts)
+            func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+            let text = "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+            cache = (seconds, text)
+            return text
+        }
+    }
+}

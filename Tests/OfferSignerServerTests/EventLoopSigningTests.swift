@@ -1,0 +1,172 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import OfferKeys
+import OfferModel
+import OfferSignerServer
+import OfferSigning
+import OfferStore
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The event-loop path of `POST /v1/offers/sign` (issue 17), beyond the route tests every front end runs: which
+/// requests it takes, that a signature is durable in the store before its reply, HTTP/1 order when requests are
+/// pipelined past it, and `Connection: close`.
+@Suite struct EventLoopSigningTests {
+    static let body = #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1"}"#
+
+    /// Hummingbird's request logger adds `hb.request.id`; the event-loop path has no Hummingbird request, so its
+    /// access-log line has none: that tells which front end answered.
+    @Test func itAnswersLegacySigningAndHandsEverythingElseToTheRouter() async throws {
+        let test = try TestService()
+        let lines = LogLines()
+        let app = FrontEnd.eventLoop.application(router: buildRouter(service: test.service), service: test.service, logger: lines.logger("offer-signer"))
+        try await app.test(.live) { client in
+            let signed = try await client.post("/v1/offers/sign", json: Self.body)
+            let jws = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"jws"}"#)
+            let invalid = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"p","offerIdentifier":"o"}"#)
+            let query = try await client.execute(uri: "/v1/offers/sign?x=1", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: Self.body))
+            // A JWS without an issuer is the router's 503; the query string is the router's too.
+            #expect([signed.status, jws.status, invalid.status, query.status] == [.ok, .serviceUnavailable, .badRequest, .ok])
+        }
+        let access = try lines.objects().filter { $0["message"] == "request" }
+        #expect(access.map { $0["status"] } == ["200", "503", "400", "200"])
+        #expect(access.map { $0["hb.request.id"] == nil } == [true, false, false, false])
+        #expect(access.allSatisfy { $0["route"] == "/v1/offers/sign" && $0["credential"] == "open" && $0["requestId"] != nil })
+    }
+
+    @Test("every signature it returns is already in the store's log", arguments: StoreBackend.available)
+    func signaturesAreDurableBeforeTheReply(_ backend: StoreBackend) async throws {
+        let store = try await backend.open()
+        let key = try SigningKey.generate(keyIdentifier: "TESTKEY001")
+        let bundle = "com.example.el-\(UUID().uuidString.prefix(8).lowercased())"
+        let service = OfferService(apps: [AppConfiguration(bundleIdentifier: bundle)], keyRing: try KeyRing(keys: [.init(key: key, source: "test")]), store: store)
+        let app = FrontEnd.eventLoop.application(router: buildRouter(service: service), service: service)
+        try await app.test(.live) { client in
+            let one = try await client.post("/v1/offers/sign", json: Self.body).decode(SignedLegacyOffer.self)
+            let logged = try await store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: bundle))
+            #expect(logged.map(\.nonce) == [one.nonce])
+            let nonces = try await withThrowingTaskGroup(of: String.self) { group in
+                for index in 0..<20 {
+                    group.addTask {
+                        let response = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"many-\#(index)"}"#)
+                        let offer = try response.decode(SignedLegacyOffer.self)
+                        // Durable before the reply: the record is there the moment the answer arrives.
+                        let found: [IssuedSignature] = try await store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: bundle, applicationUsername: "many-\(index)"))
+                        #expect(found.map(\.nonce) == [offer.nonce])
+                        return offer.nonce
+                    }
+                }
+                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+            }
+            #expect(nonces.count == 20)
+            let count = try await store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: bundle))
+            #expect(count == 21)
+            #expect(service.signatureCountsByKey["TESTKEY001"] == 21)
+        }
+        try await store.close()
+    }
+
+    @Test func aClosedStoreIs503AndNoSignatureIsReturned() async throws {
+        let store = try await StoreBackend.sqlite.open()
+        let test = try TestService()
+        let service = OfferService(apps: [AppConfiguration(bundleIdentifier: "com.example.app")], keyRing: test.service.keys.current, store: store)
+        try await store.close()
+        let app = FrontEnd.eventLoop.application(router: buildRouter(service: service), service: service)
+        try await app.test(.live) { client in
+            let response = try await client.post("/v1/offers/sign", json: Self.body)
+            #expect(response.status == .serviceUnavailable)
+            #expect(try response.decode(ErrorBody.self).error.code == "store_unavailable")
+            #expect(!response.text.contains("signature\":"))
+        }
+    }
+
+    /// Requests pipelined on one connection — signed here, handed to the router, signed again — are answered in the
+    /// order they were sent.
+    @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
+        let test = try TestService()
+        try await test.application(.eventLoop).test(.live) { client in
+            let port = try #require(client.port)
+            func sign(_ customer: String) -> String {
+                let body = #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"\#(customer)"}"#
+                return "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            }
+            let requests = sign("first") + "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n" + sign("second") + sign("third")
+            let answer = try RawHTTP.exchange(port: port, send: requests, responses: 4)
+            let order = answer.components(separatedBy: "HTTP/1.1 ").dropFirst().map { response in
+                ["first", "second", "third"].first { response.contains(#""applicationUsername":"\#($0)""#) } ?? (response.hasPrefix("200") ? "health" : "?")
+            }
+            #expect(order == ["first", "health", "second", "third"])
+        }
+    }
+
+    @Test func connectionCloseIsHonoured() async throws {
+        let test = try TestService()
+        try await test.application(.eventLoop).test(.live) { client in
+            let port = try #require(client.port)
+            let request = "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \(Self.body.utf8.count)\r\n\r\n\(Self.body)"
+            // `exchange` reads until the server closes the connection.
+            let answer = try RawHTTP.exchange(port: port, send: request, responses: nil)
+            #expect(answer.hasPrefix("HTTP/1.1 200"))
+            #expect(answer.lowercased().contains("connection: close"))
+        }
+    }
+}
+
+/// A blocking HTTP/1.1 exchange over a plain socket, for what a test client cannot send (pipelined requests).
+enum RawHTTP {
+    struct Failure: Error { var message: String }
+
+    /// Sends `text` to 127.0.0.1:`port` and reads until `responses` complete responses (by Content-Length) have
+    /// arrived, or (`nil`) until the server closes; gives up after 10 s.
+    static func exchange(port: Int, send text: String, responses: Int?) throws -> String {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw Failure(message: "socket") }
+        defer { close(descriptor) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw Failure(message: "connect") }
+        let bytes = Array(text.utf8)
+        guard Glibc.send(descriptor, bytes, bytes.count, 0) == bytes.count else { throw Failure(message: "send") }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            if let responses, complete(received) >= responses { break }
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            received.append(contentsOf: buffer[0..<count])
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
+    /// How many complete responses (head and Content-Length body) `bytes` holds.
+    private static func complete(_ bytes: [UInt8]) -> Int {
+        let text = String(decoding: bytes, as: UTF8.self)
+        var count = 0
+        var rest = Substring(text)
+        while let headEnd = rest.range(of: "\r\n\r\n") {
+            let head = rest[..<headEnd.lowerBound].lowercased()
+            let length = head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+                .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+            let body = rest[headEnd.upperBound...]
+            guard body.utf8.count >= length else { break }
+            count += 1
+            rest = body.dropFirst(0)[body.utf8.index(body.startIndex, offsetBy: length)...]
+        }
+        return count
+    }
+}
