@@ -88,25 +88,26 @@ import Testing
 
     static let notJSON: [String?] = [nil, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonp"]
 
-    @Test(arguments: notJSON)
-    func aBodyNotDeclaredAsJSONIsA415AndNothingIsSigned(contentType: String?) async throws {
+    @Test(arguments: notJSON, FrontEnd.allCases)
+    func aBodyNotDeclaredAsJSONIsA415AndNothingIsSigned(contentType: String?, frontEnd: FrontEnd) async throws {
         let headers: HTTPFields = contentType.map { [.contentType: $0] } ?? [:]
-        try await TestService().application.test(.router) { client in
+        try await TestService().application(frontEnd).test(frontEnd.setup) { client in
             let response = try await client.execute(uri: "/v1/offers/sign", method: .post, headers: headers, body: ByteBuffer(string: SignRouteTests.validBody))
             #expect(response.status == .unsupportedMediaType)
             #expect(try response.decode(ErrorBody.self).error.code == "unsupported_media_type")
         }
     }
 
-    @Test(arguments: ["application/json", "application/json; charset=utf-8", "Application/JSON;charset=UTF-8"])
-    func jsonWithParametersIsAccepted(contentType: String) async throws {
-        try await TestService().application.test(.router) { client in
+    @Test(arguments: ["application/json", "application/json; charset=utf-8", "Application/JSON;charset=UTF-8"], FrontEnd.allCases)
+    func jsonWithParametersIsAccepted(contentType: String, frontEnd: FrontEnd) async throws {
+        try await TestService().application(frontEnd).test(frontEnd.setup) { client in
             let response = try await client.execute(uri: "/v1/offers/sign", method: .post, headers: [.contentType: contentType], body: ByteBuffer(string: SignRouteTests.validBody))
             #expect(response.status == .ok)
         }
     }
 
-    @Test func noErrorMessageNamesASwiftType() async throws {
+    @Test(arguments: FrontEnd.allCases)
+    func noErrorMessageNamesASwiftType(_ frontEnd: FrontEnd) async throws {
         let bodies = [
             #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"xml"}"#,
             #"{"productIdentifier":{"a":1},"offerIdentifier":"o","applicationUsername":"u"}"#,
@@ -114,7 +115,7 @@ import Testing
             #"{"productIdentifier":1.5,"offerIdentifier":"o","applicationUsername":"u"}"#,
             "[1]",
         ]
-        try await TestService().application.test(.router) { client in
+        try await TestService().application(frontEnd).test(frontEnd.setup) { client in
             for body in bodies {
                 let response = try await client.post("/v1/offers/sign", json: body)
                 #expect(response.status == .badRequest)

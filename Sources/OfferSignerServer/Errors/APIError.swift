@@ -187,7 +187,9 @@ extension JSONEncoder {
     /// milliseconds, an integer (the one time format of the API, as in Apple's APIs and the legacy signature's
     /// timestamp). A date beyond what 64 bits of milliseconds hold (signed App Store data may carry one) is
     /// clamped, never trapped on.
-    static var api: JSONEncoder {
+    /// One instance, made once: an encoder whose options never change is safe to share (a fresh one cost
+    /// microseconds a response).
+    static let api: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
@@ -196,5 +198,5 @@ extension JSONEncoder {
             try container.encode(Int64(exactly: milliseconds) ?? (milliseconds > 0 ? Int64.max : Int64.min))
         }
         return encoder
-    }
+    }()
 }
