@@ -142,8 +142,16 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var state = State.idle
     /// Requests handed to the router whose response has not ended.
     private var routerRequests = 0
-    /// Parts read while an answer was pending.
-    private var waiting = CircularBuffer<HTTPRequestPart>()
+    /// What arrived while an answer was pending, in order: request parts, and the errors (a parse error) and events
+    /// (the client's half-close) that must reach the router after them, never ahead of the pending answer.
+    private var waiting = CircularBuffer<Inbound>()
+    private var replaying = false
+
+    private enum Inbound {
+        case part(HTTPRequestPart)
+        case error(any Error)
+        case event(Any)
+    }
     private var readRequested = false
     private var active = true
 
@@ -154,10 +162,28 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = unwrapInboundIn(data)
+        guard active else { return }  // closing after a `Connection: close` answer
         if isAnswering {
-            waiting.append(part)
+            waiting.append(.part(part))
         } else {
             handle(part, context: context)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard active else { return }
+        if isAnswering {
+            waiting.append(.error(error))
+        } else {
+            context.fireErrorCaught(error)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if isAnswering {
+            waiting.append(.event(event))
+        } else {
+            context.fireUserInboundEventTriggered(event)
         }
     }
 
@@ -182,8 +208,8 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
             state = .idle  // no second reference to the buffer while it grows
             body.writeImmutableBuffer(chunk)
             state = .collecting(head, body, start)
-        case (.collecting(let head, let body, let start), .end):
-            answer(head, body, since: start, context: context)
+        case (.collecting(let head, let body, let start), .end(let trailers)):
+            answer(head, body, trailers: trailers, since: start, context: context)
         case (.forwarding, .end):
             state = .idle
             context.fireChannelRead(wrapInboundOut(part))
@@ -199,13 +225,13 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
         if body.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(.body(body))) }
     }
 
-    private func answer(_ head: HTTPRequest, _ body: ByteBuffer, since start: ContinuousClock.Instant, context: ChannelHandlerContext) {
+    private func answer(_ head: HTTPRequest, _ body: ByteBuffer, trailers: HTTPFields?, since start: ContinuousClock.Instant, context: ChannelHandlerContext) {
         let keepAlive = head.headerFields[.connection]?.lowercased() != "close"
         switch signing.outcome(head: head, body: body, remoteAddress: context.channel.remoteAddress, logger: logger) {
         case .handOver:
             handOver(head, body, context: context)
             state = .idle
-            context.fireChannelRead(wrapInboundOut(.end(nil)))
+            context.fireChannelRead(wrapInboundOut(.end(trailers)))
         case .refused(let error, let answering):
             state = .answering
             finish(error: error, answering, since: start, keepAlive: keepAlive, context: context)
@@ -259,13 +285,28 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
         } else {
             let loop = NIOLoopBound(context, eventLoop: context.eventLoop)
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in loop.value.close(promise: nil) }
+            // Nothing after it is answered (the router would not answer it either).
+            active = false
             waiting.removeAll()
             return
         }
+        resume(context: context)
+    }
+
+    /// Goes on with what arrived while an answer was pending, until the next answer of ours (which queues the rest
+    /// again); then reads on. An answer made while replaying (a refusal) returns here instead of replaying itself,
+    /// so the stack does not grow with the queue.
+    private func resume(context: ChannelHandlerContext) {
+        guard !replaying else { return }
+        replaying = true
+        defer { replaying = false }
         if !waiting.isEmpty {
-            // Until the next answer of ours (which queues the rest again).
-            while !isAnswering, let part = waiting.popFirst() {
-                handle(part, context: context)
+            while !isAnswering, let next = waiting.popFirst() {
+                switch next {
+                case .part(let part): handle(part, context: context)
+                case .error(let error): context.fireErrorCaught(error)
+                case .event(let event): context.fireUserInboundEventTriggered(event)
+                }
             }
             // What was handed on is delivered to the router at the end of a read (NIOAsyncChannel batches reads).
             context.fireChannelReadComplete()
