@@ -5,6 +5,27 @@
 /// and the response bodies. What a schema cannot say (control and format characters refused, lengths checked
 /// after lower-casing) is said in the descriptions. Keep it in step with the routes: docs/fuzzing.md.
 enum OpenAPIDocument {
+    /// An operation's `responses:` entries that refer to shared response components, one per line at the
+    /// document's indentation of such an entry: what many operations list alike, written once.
+    private static func sharedResponses(_ entries: KeyValuePairs<String, String>) -> String {
+        entries.map { status, component in ##""\##(status)": { $ref: "#/components/responses/\##(component)" }"## }
+            .joined(separator: "\n" + String(repeating: " ", count: 8))
+    }
+
+    /// What every operation with a JSON body can answer besides its own: too large, not JSON, and the server's 500 and 503.
+    private static let jsonBodyFailures = sharedResponses([
+        "413": "PayloadTooLarge", "415": "UnsupportedMediaType", "500": "InternalError", "503": "ServiceUnavailable",
+    ])
+
+    /// What every admin operation can answer besides its own: no or an unknown token, a token without the right,
+    /// throttled, and the server's 500 and 503.
+    private static let adminFailures = sharedResponses([
+        "401": "Unauthorized", "403": "Forbidden", "429": "RateLimited", "500": "InternalError", "503": "ServiceUnavailable",
+    ])
+
+    /// What every other operation can answer besides its own: the server's 500 and 503.
+    private static let serverFailures = sharedResponses(["500": "InternalError", "503": "ServiceUnavailable"])
+
     static let yaml = #"""
     openapi: 3.1.0
     info:
@@ -53,10 +74,7 @@ enum OpenAPIDocument {
             "429": { $ref: "#/components/responses/RateLimited" }
             "403": { $ref: "#/components/responses/NotEligible" }
             "404": { $ref: "#/components/responses/NotFound" }
-            "413": { $ref: "#/components/responses/PayloadTooLarge" }
-            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(jsonBodyFailures)
       /v1/offers/eligibility:
         post:
           operationId: offerEligibility
@@ -83,10 +101,7 @@ enum OpenAPIDocument {
             "409": { $ref: "#/components/responses/TransactionClaimed" }
             "429": { $ref: "#/components/responses/RateLimited" }
             "404": { $ref: "#/components/responses/NotFound" }
-            "413": { $ref: "#/components/responses/PayloadTooLarge" }
-            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(jsonBodyFailures)
       /v1/offers/introductory-eligibility:
         post:
           operationId: introductoryEligibility
@@ -109,10 +124,7 @@ enum OpenAPIDocument {
             "409": { $ref: "#/components/responses/TransactionClaimed" }
             "429": { $ref: "#/components/responses/RateLimited" }
             "404": { $ref: "#/components/responses/NotFound" }
-            "413": { $ref: "#/components/responses/PayloadTooLarge" }
-            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(jsonBodyFailures)
       /v1/offers/verify:
         post:
           operationId: verifyOffer
@@ -175,10 +187,7 @@ enum OpenAPIDocument {
                       outcome: { type: string, enum: [processed, duplicate, ignored] }
             "400": { $ref: "#/components/responses/BadRequest" }
             "429": { $ref: "#/components/responses/RateLimited" }
-            "413": { $ref: "#/components/responses/PayloadTooLarge" }
-            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(jsonBodyFailures)
       /v1/retention/appstore:
         post:
           operationId: retentionMessage
@@ -244,10 +253,7 @@ enum OpenAPIDocument {
             "400": { $ref: "#/components/responses/BadRequest" }
             "404": { $ref: "#/components/responses/NotFound" }
             "429": { $ref: "#/components/responses/RateLimited" }
-            "413": { $ref: "#/components/responses/PayloadTooLarge" }
-            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(jsonBodyFailures)
       /demo/notifications:
         post:
           operationId: demoNotification
@@ -270,10 +276,7 @@ enum OpenAPIDocument {
           responses:
             "200": { $ref: "#/components/responses/DemoSignedPayload" }
             "400": { $ref: "#/components/responses/BadRequest" }
-            "413": { $ref: "#/components/responses/PayloadTooLarge" }
-            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(jsonBodyFailures)
       /demo/retention:
         post:
           operationId: demoRetentionRequest
@@ -294,10 +297,7 @@ enum OpenAPIDocument {
           responses:
             "200": { $ref: "#/components/responses/DemoSignedPayload" }
             "400": { $ref: "#/components/responses/BadRequest" }
-            "413": { $ref: "#/components/responses/PayloadTooLarge" }
-            "415": { $ref: "#/components/responses/UnsupportedMediaType" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(jsonBodyFailures)
       /v1/keys:
         get:
           operationId: publicKeys
@@ -372,8 +372,7 @@ enum OpenAPIDocument {
                 application/json:
                   schema: { $ref: "#/components/schemas/ErrorEnvelope" }
             "429": { $ref: "#/components/responses/RateLimited" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(serverFailures)
       /admin/keys/{keyIdentifier}/activate:
         post:
           operationId: adminActivateKey
@@ -388,8 +387,7 @@ enum OpenAPIDocument {
             "404": { $ref: "#/components/responses/NotFound" }
             "409": { $ref: "#/components/responses/KeyStateConflict" }
             "429": { $ref: "#/components/responses/RateLimited" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(serverFailures)
       /admin/keys/{keyIdentifier}/retire:
         post:
           operationId: adminRetireKey
@@ -417,11 +415,7 @@ enum OpenAPIDocument {
           responses:
             "200": { $ref: "#/components/responses/CustomerAnswer" }
             "400": { $ref: "#/components/responses/BadRequest" }
-            "401": { $ref: "#/components/responses/Unauthorized" }
-            "403": { $ref: "#/components/responses/Forbidden" }
-            "429": { $ref: "#/components/responses/RateLimited" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(adminFailures)
       /admin/customers/{bundleIdentifier}/{applicationUsername}/flags:
         post:
           operationId: adminSetCustomerFlags
@@ -455,8 +449,7 @@ enum OpenAPIDocument {
             "413": { $ref: "#/components/responses/PayloadTooLarge" }
             "415": { $ref: "#/components/responses/UnsupportedMediaType" }
             "429": { $ref: "#/components/responses/RateLimited" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(serverFailures)
       /admin/customers/{bundleIdentifier}/{applicationUsername}/grants:
         post:
           operationId: adminGrantOffer
@@ -492,8 +485,7 @@ enum OpenAPIDocument {
             "413": { $ref: "#/components/responses/PayloadTooLarge" }
             "415": { $ref: "#/components/responses/UnsupportedMediaType" }
             "429": { $ref: "#/components/responses/RateLimited" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(serverFailures)
       /admin/customers/{bundleIdentifier}/{applicationUsername}/refresh:
         post:
           operationId: adminRefreshCustomer
@@ -517,8 +509,7 @@ enum OpenAPIDocument {
             "404": { $ref: "#/components/responses/NotFound" }
             "409": { $ref: "#/components/responses/RefreshConflict" }
             "429": { $ref: "#/components/responses/RateLimited" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(serverFailures)
       /admin/signatures:
         get:
           operationId: adminIssuedSignatures
@@ -558,11 +549,7 @@ enum OpenAPIDocument {
                         type: array
                         items: { $ref: "#/components/schemas/IssuedSignature" }
             "400": { $ref: "#/components/responses/BadRequest" }
-            "401": { $ref: "#/components/responses/Unauthorized" }
-            "403": { $ref: "#/components/responses/Forbidden" }
-            "429": { $ref: "#/components/responses/RateLimited" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(adminFailures)
       /admin/audit:
         get:
           operationId: adminAudit
@@ -587,11 +574,7 @@ enum OpenAPIDocument {
                         type: array
                         items: { $ref: "#/components/schemas/AuditEvent" }
             "400": { $ref: "#/components/responses/BadRequest" }
-            "401": { $ref: "#/components/responses/Unauthorized" }
-            "403": { $ref: "#/components/responses/Forbidden" }
-            "429": { $ref: "#/components/responses/RateLimited" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(adminFailures)
       /healthz:
         get:
           operationId: healthz
@@ -612,8 +595,7 @@ enum OpenAPIDocument {
               content:
                 application/json:
                   schema: { $ref: "#/components/schemas/Health" }
-            "500": { $ref: "#/components/responses/InternalError" }
-            "503": { $ref: "#/components/responses/ServiceUnavailable" }
+            \#(serverFailures)
       /metrics:
         get:
           operationId: metrics
