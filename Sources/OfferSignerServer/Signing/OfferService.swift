@@ -168,34 +168,34 @@ public final class OfferService: Sendable {
     ///   ``OfferSigningError`` for invalid fields, no signing key or a failed self-check (counted in
     ///   `offer_signer_signature_self_check_failures_total`).
     public func signLegacy(_ request: SignOfferRequest) async throws -> SignedLegacyOffer {
-        let offer = try legacyOffer(request)
-        let presented = try await ingestSignedTransaction(request, app: try app(named: request.bundleIdentifier))
-        return try await run(legacyFlow(offer, transactionId: request.transactionId ?? presented))
+        let (app, offer) = try legacyOffer(request)
+        let presented = try await ingestSignedTransaction(request, app: app)
+        return try await run(legacyFlow(offer, app: app, transactionId: request.transactionId ?? presented))
     }
 
     /// ``signLegacy(_:)`` as a step that does not suspend, for a request that needs nothing to wait for (no
     /// `signedTransaction`, a flow ``immediateRun(_:now:)`` takes); `nil` otherwise. Throws what ``signLegacy(_:)``
     /// throws before it signs (unknown app, product or offer; invalid fields) without any effect.
     func immediateLegacySigning(_ request: SignOfferRequest) throws -> (() throws -> SignedOutput<SignedLegacyOffer>)? {
-        let offer = try legacyOffer(request)
+        let (app, offer) = try legacyOffer(request)
         guard request.signedTransaction == nil else { return nil }
-        return try immediateRun(legacyFlow(offer, transactionId: request.transactionId))
+        return try immediateRun(legacyFlow(offer, app: app, transactionId: request.transactionId))
     }
 
-    /// The offer a legacy request asks for, for the app it names, validated.
-    private func legacyOffer(_ request: SignOfferRequest) throws -> PromotionalOffer {
+    /// The app a legacy request names, and the offer it asks for, validated.
+    private func legacyOffer(_ request: SignOfferRequest) throws -> (AppConfiguration, PromotionalOffer) {
         let app = try app(named: request.bundleIdentifier)
         let offer = PromotionalOffer(
             bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
             offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
         try offer.validate()
-        return offer
+        return (app, offer)
     }
 
     /// The legacy format's flow for a validated offer, signed without suspending.
-    private func legacyFlow(_ offer: PromotionalOffer, transactionId: String?) throws -> SigningFlow<SignedLegacyOffer> {
+    private func legacyFlow(_ offer: PromotionalOffer, app: AppConfiguration, transactionId: String?) throws -> SigningFlow<SignedLegacyOffer> {
         try offerFlow(
-            app: try app(named: offer.bundleIdentifier), productIdentifier: offer.productIdentifier, offerIdentifier: offer.offerIdentifier,
+            app: app, productIdentifier: offer.productIdentifier, offerIdentifier: offer.offerIdentifier,
             applicationUsername: offer.applicationUsername, transactionId: transactionId,
             sign: .immediate { key, _, _ in
                 let bundle = try OfferSigner.signLegacy(offer, with: key)

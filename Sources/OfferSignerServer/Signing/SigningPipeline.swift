@@ -167,15 +167,7 @@ extension OfferService {
         return {
             // No store behind the rule (or no rule): it decides over what the request says alone.
             let (decision, context) = try self.decide(flow, facts: CustomerFacts(key: flow.customer), issued: [], now: now)
-            let key = try self.keys.current.activeKey(forApp: flow.app.bundleIdentifier)
-            let start = ContinuousClock.now
-            defer { PipelineMetrics.signing.record(duration: ContinuousClock.now - start) }
-            do {
-                return try signer(key, decision, context)
-            } catch let error as OfferSigningError {
-                if error.code == .selfCheckFailed { self.selfCheckFailures.increment() }
-                throw error
-            }
+            return try self.sign(flow, with: signer, decision, context)
         }
     }
 
@@ -217,17 +209,38 @@ extension OfferService {
 
     /// Signs with the app's active key; a failed self-check is counted and never returned.
     private func sign<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision, _ context: EligibilityContext) async throws -> SignedOutput<Output> {
-        let key = try keys.current.activeKey(forApp: flow.app.bundleIdentifier)
-        do {
-            return try await PipelineMetrics.time(PipelineMetrics.signing) {
-                switch flow.sign {
-                case .immediate(let signer): try signer(key, decision, context)
-                case .suspending(let signer): try await signer(key, decision, context)
-                }
+        switch flow.sign {
+        case .immediate(let signer):
+            return try sign(flow, with: signer, decision, context)
+        case .suspending(let signer):
+            let key = try keys.current.activeKey(forApp: flow.app.bundleIdentifier)
+            do {
+                return try await PipelineMetrics.time(PipelineMetrics.signing) { try await signer(key, decision, context) }
+            } catch {
+                countSelfCheckFailure(error)
+                throw error
             }
-        } catch let error as OfferSigningError {
-            if error.code == .selfCheckFailed { selfCheckFailures.increment() }
+        }
+    }
+
+    /// ``sign(_:_:_:)`` for a signer that does not suspend, itself without suspending (``immediateRun(_:now:)``).
+    private func sign<Output>(
+        _ flow: SigningFlow<Output>, with signer: (SigningKey, EligibilityDecision, EligibilityContext) throws -> SignedOutput<Output>,
+        _ decision: EligibilityDecision, _ context: EligibilityContext
+    ) throws -> SignedOutput<Output> {
+        let key = try keys.current.activeKey(forApp: flow.app.bundleIdentifier)
+        let start = ContinuousClock.now
+        defer { PipelineMetrics.signing.record(duration: ContinuousClock.now - start) }
+        do {
+            return try signer(key, decision, context)
+        } catch {
+            countSelfCheckFailure(error)
             throw error
         }
+    }
+
+    /// Counts a failed self-check (`offer_signer_signature_self_check_failures_total`); the error is rethrown.
+    private func countSelfCheckFailure(_ error: any Error) {
+        if let error = error as? OfferSigningError, error.code == .selfCheckFailed { selfCheckFailures.increment() }
     }
 }
