@@ -9,7 +9,11 @@ command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2
 if [ -n "${OFFER_SIGNER_BIN:-}" ]; then
   bin=$OFFER_SIGNER_BIN
 else
-  swift build -c release --scratch-path .build-release --product offer-signer >/dev/null
+  # SwiftPM waits by itself if another build holds .build-release; a failed build shows its log.
+  build_log=$(mktemp)
+  swift build -c release --scratch-path .build-release --product offer-signer >"$build_log" 2>&1 ||
+    { cat "$build_log" >&2; rm -f "$build_log"; exit 1; }
+  rm -f "$build_log"
   bin=$(swift build -c release --scratch-path .build-release --show-bin-path)/offer-signer
 fi
 work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT

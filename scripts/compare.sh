@@ -28,31 +28,14 @@ if ! "$venv/bin/python" -c 'import flask, gunicorn, appstoreserverlibrary' 2>/de
   "$venv/bin/pip" install -q -r bench/requirements.txt
 fi
 
-# The release build (SwiftPM waits by itself if another build holds .build-release), unless OFFER_SIGNER_BIN
-# names a binary to measure instead.
-if [ -n "${OFFER_SIGNER_BIN:-}" ]; then
-  bin=$OFFER_SIGNER_BIN
-else
-  build_log=$(mktemp)
-  swift build -c release --scratch-path .build-release --product offer-signer >"$build_log" 2>&1 ||
-    { cat "$build_log" >&2; rm -f "$build_log"; exit 1; }
-  rm -f "$build_log"
-  bin=$(swift build -c release --scratch-path .build-release --show-bin-path)/offer-signer
-fi
-
-work=$(mktemp -d)
+# The release build (or OFFER_SIGNER_BIN), $work with a throw-away key and the wrk script (post.lua), as the other
+# benchmark scripts; its exported server configuration is what offer-signer is started with below.
+. scripts/bench-setup.sh
 stop() {  # the servers this script started, and their workers
   local p; for p in $(jobs -p); do kill $(pgrep -P "$p") "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true; rm -rf "$work"
 }
 trap stop EXIT
-openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$work/key.p8"
-cat >"$work/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body   = '{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-0001"}'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer bench-client-key-0123456789abcdef"
-LUA
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 url() { echo "http://127.0.0.1:$1/v1/offers/sign"; }
@@ -69,12 +52,10 @@ ticks() {
 }
 
 # Start the three servers; each is idle while another one is loaded.
+unset port  # bench-setup.sh's single port: here one per server
 declare -A port pid
 port[offer-signer]=$(free_port)
-OFFER_SIGNER_HOST=127.0.0.1 OFFER_SIGNER_PORT=${port[offer-signer]} OFFER_SIGNER_BUNDLE_ID=com.example.app \
-  OFFER_SIGNER_KEY_BENCHKEY01="$(cat "$work/key.p8")" \
-  OFFER_SIGNER_API_KEYS=bench:bench-client-key-0123456789abcdef \
-  OFFER_SIGNER_DATABASE_URL="sqlite:$work/store.sqlite" \
+OFFER_SIGNER_PORT=${port[offer-signer]} OFFER_SIGNER_DATABASE_URL="sqlite:$work/store.sqlite" \
   "$bin" serve >"$work/offer-signer.log" 2>&1 &
 pid[offer-signer]=$!
 port[node]=$(free_port)
