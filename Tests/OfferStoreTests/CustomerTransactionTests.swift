@@ -243,4 +243,49 @@ import Testing
         #expect(try #require(applied[3]) > 1_790_000_000_000)
         try await reopened.close()
     }
+
+    @Test("a version-5 log (nonce primary key) is rebuilt keyed by (timestamp, nonce), every row kept")
+    func logRebuiltOnVersion6() async throws {
+        let (store, path) = try await Backend.sqlite.open()
+        let sql = try #require(store as? SQLOfferStore)
+        let key = CustomerKey(bundleIdentifier: app, applicationUsername: "upgraded")
+        let old = [signature(key, at: 1_700_000_000_002), signature(key, offer: "other", at: 1_700_000_000_001)]
+        // As version 5 left the table: the nonce the primary key, three secondary indexes, the retention columns.
+        let version5 = StoreSchema.migrations.filter { $0.version <= 5 }.flatMap(\.statements)
+            .filter { "\($0)".contains("issued_signatures") }
+        try await sql.backend.transaction { database in
+            try await database.run("DROP TABLE issued_signatures")
+            for statement in version5 { try await database.run(statement) }
+            for record in old {
+                try await database.run("""
+                    INSERT INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier,
+                        application_username, timestamp, format, channel, request_identifier)
+                    VALUES (\(bind: record.nonce), 'KEY1', \(bind: app), \(bind: record.productIdentifier), \(bind: record.offerIdentifier),
+                        'upgraded', \(bind: record.timestamp), 'legacy', 'retention', 'request-1')
+                    """)
+            }
+            try await database.run("DELETE FROM schema_migrations WHERE version = 6")
+        }
+        try await store.close()
+
+        let (reopened, _) = try await Backend.sqlite.open(path: path)
+        #expect(try await appliedMigrations(reopened)[6] != nil)
+        let kept = try await reopened.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app, limit: 10))
+        #expect(kept.map(\.nonce) == old.map(\.nonce))
+        #expect(kept.allSatisfy { $0.channel == "retention" && $0.requestIdentifier == "request-1" })
+        let (indexes, unique) = try #require(try await (reopened as? SQLOfferStore)?.backend.reading { database in
+            (try await database.raw("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'issued_signatures'")
+                .all(decodingColumn: "name", as: String.self),
+             try await database.raw("SELECT name FROM pragma_index_info('sqlite_autoindex_issued_signatures_1') ORDER BY seqno")
+                .all(decodingColumn: "name", as: String.self))
+        })
+        #expect(Set(indexes) == ["issued_by_customer", "issued_by_key", "sqlite_autoindex_issued_signatures_1"])
+        #expect(unique == ["timestamp", "nonce"])
+        // A record written again is still refused; a new one is written.
+        let error = await #expect(throws: OfferStoreError.self) { try await reopened.record(old[0]) }
+        #expect(error?.code == .duplicateNonce)
+        try await reopened.record(signature(key, at: 1_700_000_000_003))
+        #expect(try await reopened.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app)) == 3)
+        try await reopened.close()
+    }
 }

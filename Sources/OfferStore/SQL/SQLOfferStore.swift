@@ -12,9 +12,10 @@ import SQLKit
 ///
 /// A transaction is durable when COMMIT returns (SQLite: WAL with `synchronous=FULL`; PostgreSQL:
 /// `synchronous_commit = on`). `record(_:)` does not pay one flush per signature: callers queue their records,
-/// one writer takes everything queued, inserts it with one multi-row `INSERT … ON CONFLICT (nonce) DO NOTHING
-/// RETURNING nonce` and commits once, then resumes every waiting caller; a nonce not returned was a duplicate and
-/// fails only its own caller.
+/// one writer takes everything queued, inserts it with one multi-row `INSERT … ON CONFLICT (timestamp, nonce) DO
+/// NOTHING RETURNING timestamp, nonce` and commits once, then resumes every waiting caller; a record not returned
+/// was recorded before and fails only its own caller. A record is identified by its (timestamp, nonce) pair, what
+/// its signature covers (schema version 6: an index that grows at its right edge, not one random page a record).
 ///
 /// ## One customer at a time
 ///
@@ -192,21 +193,27 @@ final class SQLOfferStore: OfferStore {
     /// Writes one group-commit batch with one statement and one commit; each record's outcome (`nil`: written).
     private static func recordBatch(_ records: [IssuedSignature], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
         do {
-            let insert: @Sendable (any SQLDatabase) async throws -> Set<String> = { try await Self.insert(records, on: $0) }
+            let insert: @Sendable (any SQLDatabase) async throws -> Set<RecordIdentity> = { try await Self.insert(records, on: $0) }
             var inserted = backend.batchInTransaction
                 ? try await backend.transaction(insert)
                 : try await backend.mappingErrors { try await backend.write(insert) }
-            return records.map { inserted.remove($0.nonce) != nil ? nil : OfferStoreError.duplicateNonce($0.nonce) }
+            return records.map { inserted.remove(RecordIdentity($0)) != nil ? nil : OfferStoreError.duplicateNonce($0.nonce) }
         } catch {
             logger.error("issued-signature batch not recorded", metadata: ["count": "\(records.count)", "error": "\(error)"])
             throw error
         }
     }
 
-    /// Inserts records with one multi-row statement; returns the nonces inserted (any other was recorded before),
+    /// Inserts records with one multi-row statement; returns the records inserted (any other was recorded before),
     /// each once.
-    private static func insert(_ records: [IssuedSignature], on database: any SQLDatabase) async throws -> Set<String> {
-        Set(try await database.raw("\(IssuedSignatureInsert(records: records))").all(decodingColumn: "nonce", as: String.self))
+    private static func insert(_ records: [IssuedSignature], on database: any SQLDatabase) async throws -> Set<RecordIdentity> {
+        Set(try await database.raw("\(IssuedSignatureInsert(records: records))").all(decoding: RecordIdentity.self))
+    }
+
+    /// What identifies a record in the log: its timestamp and nonce (the unique index of schema version 6).
+    private struct RecordIdentity: Hashable, Decodable {
+        var timestamp: Int64, nonce: String
+        init(_ record: IssuedSignature) { (timestamp, nonce) = (record.timestamp, record.nonce) }
     }
 
     func issuedSignatures(matching query: IssuedSignatureQuery) async throws -> [IssuedSignature] {
@@ -321,8 +328,8 @@ extension SQLPredicateBuilder {
     }
 }
 
-/// The group commit's statement, `INSERT INTO issued_signatures (…) VALUES (…), (…) ON CONFLICT (nonce) DO
-/// NOTHING RETURNING nonce`, as the query builder renders it for both dialects (`.ignoringConflicts(with:)`,
+/// The group commit's statement, `INSERT INTO issued_signatures (…) VALUES (…), (…) ON CONFLICT (timestamp, nonce) DO
+/// NOTHING RETURNING timestamp, nonce`, as the query builder renders it for both dialects (`.ignoringConflicts(with:)`,
 /// `.returning(_:)`), written out: the builder's generic rows (an expression per value, each identifier escaped
 /// again for every statement) cost several microseconds per record on the hot path. The values are still bound
 /// with the dialect's placeholders.
@@ -348,7 +355,7 @@ struct IssuedSignatureInsert: SQLExpression {
             serializer.write(bind: record.requestIdentifier)
             serializer.write(")")
         }
-        serializer.write(" ON CONFLICT (nonce) DO NOTHING RETURNING nonce")
+        serializer.write(" ON CONFLICT (timestamp, nonce) DO NOTHING RETURNING timestamp, nonce")
     }
 }
 

@@ -61,6 +61,31 @@ enum StoreSchema {
             """,
             "CREATE INDEX IF NOT EXISTS stored_answers_by_time ON stored_answers (created_at)",
         ]),
+        // The log's write amplification (issue 17, docs/PERFORMANCE.md "The log's write amplification"): a record
+        // is identified by its (timestamp, nonce) pair — what its signature covers, so a record written twice is
+        // still refused — whose index grows at its right edge, instead of by the random nonce alone, whose index
+        // took a random page per record; that index also serves queries by time, so `issued_by_time` goes. On
+        // SQLite a primary key cannot be changed in place: the table is rebuilt, its rows copied in time order.
+        (6, [
+            """
+            CREATE TABLE issued_signatures_v6 (
+                nonce TEXT NOT NULL, key_identifier TEXT NOT NULL, bundle_identifier TEXT NOT NULL,
+                product_identifier TEXT NOT NULL, offer_identifier TEXT NOT NULL, application_username TEXT NOT NULL,
+                timestamp \(bigint) NOT NULL, format TEXT NOT NULL, channel TEXT NOT NULL DEFAULT 'api',
+                request_identifier TEXT, UNIQUE (timestamp, nonce))
+            """,
+            """
+            INSERT INTO issued_signatures_v6 (nonce, key_identifier, bundle_identifier, product_identifier,
+                offer_identifier, application_username, timestamp, format, channel, request_identifier)
+            SELECT nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier,
+                application_username, timestamp, format, channel, request_identifier
+            FROM issued_signatures ORDER BY timestamp, nonce
+            """,
+            "DROP TABLE issued_signatures",
+            "ALTER TABLE issued_signatures_v6 RENAME TO issued_signatures",
+            "CREATE INDEX IF NOT EXISTS issued_by_customer ON issued_signatures (bundle_identifier, application_username, timestamp)",
+            "CREATE INDEX IF NOT EXISTS issued_by_key ON issued_signatures (key_identifier, timestamp)",
+        ]),
     ]
 
     static let migrationsTable: SQLQueryString =
