@@ -54,6 +54,12 @@ final class PostgresBackend: SQLStoreBackend {
         (error as? PSQLError)?.serverInfo?[.message] ?? "\(type(of: error))"
     }
 
+    /// SQLSTATE 23505, `unique_violation`: the server refused the statement (not a lost connection, whose
+    /// statement's outcome would be unknown).
+    func isUniqueViolation(_ error: any Error) -> Bool {
+        (error as? PSQLError)?.serverInfo?[.sqlState] == "23505"
+    }
+
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await client.withConnection { connection in try await body(connection.sql(queryLogLevel: nil)) }
     }

@@ -31,6 +31,10 @@ protocol SQLStoreBackend: Sendable {
     /// A driver error, in words (never a password).
     func describe(_ error: any Error) -> String
 
+    /// Whether a driver error is a statement refused by a unique index (the statement wrote nothing; the
+    /// connection and its transaction, if any, go on).
+    func isUniqueViolation(_ error: any Error) -> Bool
+
     /// Closes the connections.
     func close() async throws
 }

@@ -62,6 +62,11 @@ final class SQLiteBackend: SQLStoreBackend {
 
     func describe(_ error: any Error) -> String { Self.describe(error) }
 
+    func isUniqueViolation(_ error: any Error) -> Bool {
+        guard let reason = (error as? SQLiteError)?.reason else { return false }
+        return [.constraint, .constraintUniqueFailed, .constraintPrimaryKeyFailed].contains(reason)
+    }
+
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let reader = self.reader
         return try await readGate.withGate { try await body(reader.sql(queryLogLevel: nil)) }
