@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import OfferModel
 import PostgresKit
 import PostgresNIO
 import SQLKit
@@ -59,6 +60,9 @@ final class PostgresBackend: SQLStoreBackend {
     func isUniqueViolation(_ error: any Error) -> Bool {
         (error as? PSQLError)?.serverInfo?[.sqlState] == "23505"
     }
+
+    /// PostgreSQL's batch is the store's one multi-row INSERT, its own transaction.
+    func recordIssuedSignatures(_ records: [IssuedSignature]) async throws -> [(any Error)?]? { nil }
 
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await client.withConnection { connection in try await body(connection.sql(queryLogLevel: nil)) }

@@ -195,6 +195,7 @@ final class SQLOfferStore: OfferStore {
     /// Writes one group-commit batch with one statement and one commit; each record's outcome (`nil`: written).
     private static func recordBatch(_ records: [IssuedSignature], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
         do {
+            if let outcomes = try await backend.recordIssuedSignatures(records) { return outcomes }
             let insert: @Sendable (any SQLDatabase) async throws -> Set<RecordIdentity> = { database in
                 do {
                     try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: false))").run()

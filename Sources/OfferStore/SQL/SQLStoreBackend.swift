@@ -1,4 +1,5 @@
 import Logging
+import OfferModel
 import SQLKit
 
 /// What differs between the two databases under ``SQLOfferStore``: how a connection is had, how a write
@@ -24,6 +25,11 @@ protocol SQLStoreBackend: Sendable {
 
     /// Runs `body` on a connection that no other transaction uses until `body` returns.
     func write<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+
+    /// Writes a group-commit batch of issued signatures in one transaction, durably, when this backend has a way
+    /// of its own (a SQLite file: ``SQLiteLogWriter``): one outcome per record (`nil`: written, or
+    /// `duplicateNonce`). `nil`: it has none, and the store writes the batch with ``IssuedSignatureInsert``.
+    func recordIssuedSignatures(_ records: [IssuedSignature]) async throws -> [(any Error)?]?
 
     /// Keeps migrators of several processes apart, inside a migration's transaction.
     func lockMigrations(on database: any SQLDatabase) async throws

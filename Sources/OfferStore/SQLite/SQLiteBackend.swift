@@ -1,4 +1,5 @@
 import Logging
+import OfferModel
 import SQLKit
 import SQLiteKit
 import SQLiteNIO
@@ -6,13 +7,16 @@ import SQLiteNIO
 /// The embedded database: one SQLite file, nothing to install (the default).
 ///
 /// The file is in WAL mode with `synchronous=FULL`: a transaction is on disk (the WAL fsynced) when COMMIT
-/// returns, so a killed process — or a power cut — loses nothing that was acknowledged. All writes go through one
-/// connection, one transaction at a time (an ``AsyncGate``), each opened with `BEGIN IMMEDIATE`; reads of a file
-/// use a second connection, which WAL lets read while a write is in progress.
+/// returns, so a killed process — or a power cut — loses nothing that was acknowledged. Writes go one transaction
+/// at a time (an ``AsyncGate``), each opened with `BEGIN IMMEDIATE`: the group commit's batches of a file on the
+/// ``SQLiteLogWriter``'s own connection (statements prepared once), everything else on sqlite-nio's writer
+/// connection; reads of a file use a third connection, which WAL lets read while a write is in progress.
 final class SQLiteBackend: SQLStoreBackend {
     private let writer: SQLiteConnection
     private let reader: SQLiteConnection
     private let writeGate = AsyncGate()
+    /// The group commit's writer of a file (`nil` in memory: a second connection would open another database).
+    private let logWriter: SQLiteLogWriter?
     private let readGate: AsyncGate
 
     let name = "SQLite"
@@ -39,10 +43,12 @@ final class SQLiteBackend: SQLStoreBackend {
                 reader = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
                 _ = try await reader.query("PRAGMA busy_timeout=5000")
                 readGate = AsyncGate()
+                logWriter = SQLiteLogWriter(path: path)
             } else {
                 writer = try await SQLiteConnection.open(storage: .memory, logger: logger)
                 reader = writer
                 readGate = writeGate
+                logWriter = nil
             }
         } catch {
             throw OfferStoreError(code: .unavailable, message: "Cannot open the SQLite store\(path.map { " at \($0)" } ?? ""): \(Self.describe(error)).")
@@ -77,11 +83,19 @@ final class SQLiteBackend: SQLStoreBackend {
         return try await writeGate.withGate { try await body(writer.sql(queryLogLevel: nil)) }
     }
 
+    /// A file's batch goes through ``SQLiteLogWriter``, inside the write gate: the two writer connections never
+    /// write at once, so neither waits on the other's lock.
+    func recordIssuedSignatures(_ records: [IssuedSignature]) async throws -> [(any Error)?]? {
+        guard let logWriter else { return nil }
+        return try await writeGate.withGate { try await logWriter.write(records) }
+    }
+
     /// `BEGIN IMMEDIATE` already holds the file's write lock, which keeps other processes' migrators out.
     func lockMigrations(on database: any SQLDatabase) async throws {}
 
     func close() async throws {
-        try await writeGate.withGate { [writer, reader] in
+        try await writeGate.withGate { [writer, reader, logWriter] in
+            await logWriter?.close()
             if reader !== writer { try await reader.close() }
             try await writer.close()
         }

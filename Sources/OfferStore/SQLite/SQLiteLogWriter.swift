@@ -1,0 +1,183 @@
+import Dispatch
+import OfferModel
+// sqlite-nio's copy of SQLite (its C target, reached through SQLiteNIO): the same library as every other
+// connection of the process, so SQLite's file locks see each other — a second copy of SQLite in one process would
+// not, and could corrupt the file.
+import VaporCSQLite
+
+/// The group commit's writer for a SQLite file: a batch of issued signatures in one transaction on a connection
+/// of its own, with its statements prepared once, on a serial queue of its own.
+///
+/// Through SQLKit and sqlite-nio a batch cost three trips to sqlite-nio's thread pool (BEGIN, INSERT, COMMIT),
+/// a fresh parse of a multi-row INSERT, every value encoded twice, and a trip to the event loop for every row
+/// returned: ~55 µs a signature, four fifths of the log's cost, against ~5 µs for the disk itself (measured:
+/// docs/PERFORMANCE.md, "The log's writer"). Here a batch is one trip: `BEGIN IMMEDIATE`, the prepared INSERT
+/// bound and stepped once per record, `COMMIT` — durable when it returns (WAL, `synchronous=FULL`, like the
+/// store's other connection).
+///
+/// A record refused by the unique index (its timestamp and nonce were recorded before) fails alone: its INSERT is
+/// undone by SQLite, the others go on. Any other error rolls the batch back and fails it whole.
+///
+/// The store's writer connection and this one never write at once: ``SQLiteBackend`` runs each batch inside its
+/// write gate, so neither waits on the other's lock.
+final class SQLiteLogWriter: @unchecked Sendable {
+    // @unchecked: the connection and its statements are touched only by blocks on `queue`, one at a time.
+    private let queue = DispatchQueue(label: "offer-signer.sqlite-log-writer")
+    private let path: String
+    private var connection: OpaquePointer?
+    private var begin: OpaquePointer?
+    private var insert: OpaquePointer?
+    private var commit: OpaquePointer?
+    private var rollback: OpaquePointer?
+    private var closed = false
+
+    /// - Parameter path: the SQLite file; opened at the first batch (after the migrations have made the table).
+    init(path: String) {
+        self.path = path
+    }
+
+    /// Writes `records` in one transaction; one outcome per record (`nil`: written, or `duplicateNonce`). Throws
+    /// when the batch is not written at all.
+    func write(_ records: [IssuedSignature]) async throws -> [(any Error)?] {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                continuation.resume(with: Result { try self.writeOnQueue(records) })
+            }
+        }
+    }
+
+    /// Closes the connection; a later ``write(_:)`` fails.
+    func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                self.closeOnQueue()
+                continuation.resume()
+            }
+        }
+    }
+
+    deinit {
+        // Nothing else holds the writer here: no block of `queue` can be running.
+        closeOnQueue()
+    }
+
+    // MARK: on the queue
+
+    private func writeOnQueue(_ records: [IssuedSignature]) throws -> [(any Error)?] {
+        guard !closed else { throw OfferStoreError(code: .unavailable, message: "The store is closed.") }
+        if connection == nil { try open() }
+        try run(begin)
+        do {
+            var outcomes: [(any Error)?] = []
+            outcomes.reserveCapacity(records.count)
+            for record in records {
+                outcomes.append(try append(record))
+            }
+            try run(commit)
+            return outcomes
+        } catch {
+            sqlite_nio_sqlite3_step(rollback)
+            sqlite_nio_sqlite3_reset(rollback)
+            throw error
+        }
+    }
+
+    /// Inserts one record: `nil`, or `duplicateNonce` when the unique index refuses it.
+    private func append(_ record: IssuedSignature) throws -> (any Error)? {
+        defer {
+            sqlite_nio_sqlite3_reset(insert)
+            sqlite_nio_sqlite3_clear_bindings(insert)
+        }
+        let texts = [record.nonce, record.keyIdentifier, record.bundleIdentifier, record.productIdentifier,
+                     record.offerIdentifier, record.applicationUsername]
+        for (index, text) in texts.enumerated() { try bind(text, at: Int32(index + 1)) }
+        try check(sqlite_nio_sqlite3_bind_int64(insert, 7, record.timestamp))
+        try bind(record.format, at: 8)
+        try bind(record.channel, at: 9)
+        if let requestIdentifier = record.requestIdentifier {
+            try bind(requestIdentifier, at: 10)
+        } else {
+            try check(sqlite_nio_sqlite3_bind_null(insert, 10))
+        }
+        let result = sqlite_nio_sqlite3_step(insert)
+        if result == SQLITE_DONE { return nil }
+        if result & 0xff == SQLITE_CONSTRAINT { return OfferStoreError.duplicateNonce(record.nonce) }
+        throw failure(result)
+    }
+
+    private func bind(_ text: String, at index: Int32) throws {
+        var text = text
+        let result = text.withUTF8 { bytes in
+            bytes.withMemoryRebound(to: CChar.self) {
+                sqlite_nio_sqlite3_bind_text64(insert, index, $0.baseAddress, UInt64($0.count), SQLITE_TRANSIENT, UInt8(SQLITE_UTF8))
+            }
+        }
+        try check(result)
+    }
+
+    private func run(_ statement: OpaquePointer?) throws {
+        defer { sqlite_nio_sqlite3_reset(statement) }
+        let result = sqlite_nio_sqlite3_step(statement)
+        guard result == SQLITE_DONE else { throw failure(result) }
+    }
+
+    private func check(_ result: Int32) throws {
+        guard result == SQLITE_OK else { throw failure(result) }
+    }
+
+    private func failure(_ result: Int32) -> OfferStoreError {
+        let message = connection.flatMap { sqlite_nio_sqlite3_errmsg($0) }.map { String(cString: $0) }
+            ?? String(cString: sqlite_nio_sqlite3_errstr(result))
+        return OfferStoreError(code: .unavailable, message: "SQLite store: \(message).")
+    }
+
+    private func open() throws {
+        var handle: OpaquePointer?
+        let opened = sqlite_nio_sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
+        connection = handle
+        guard opened == SQLITE_OK else {
+            let error = failure(opened)
+            closeOnQueue()
+            closed = false
+            throw error
+        }
+        do {
+            // As the store's writer connection: durable at COMMIT, wait for another process's lock, keep the
+            // statement journal (one INSERT's undo) in memory.
+            for pragma in ["PRAGMA synchronous=FULL", "PRAGMA busy_timeout=5000", "PRAGMA temp_store=MEMORY"] {
+                try check(sqlite_nio_sqlite3_exec(connection, pragma, nil, nil, nil))
+            }
+            begin = try prepare("BEGIN IMMEDIATE")
+            insert = try prepare("""
+                INSERT INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier,
+                    offer_identifier, application_username, timestamp, format, channel, request_identifier)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            commit = try prepare("COMMIT")
+            rollback = try prepare("ROLLBACK")
+        } catch {
+            closeOnQueue()
+            closed = false
+            throw error
+        }
+    }
+
+    private func prepare(_ sql: String) throws -> OpaquePointer? {
+        var statement: OpaquePointer?
+        try check(sqlite_nio_sqlite3_prepare_v3(connection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil))
+        return statement
+    }
+
+    private func closeOnQueue() {
+        for statement in [begin, insert, commit, rollback] where statement != nil {
+            sqlite_nio_sqlite3_finalize(statement)
+        }
+        (begin, insert, commit, rollback) = (nil, nil, nil, nil)
+        if let connection { sqlite_nio_sqlite3_close_v2(connection) }
+        connection = nil
+        closed = true
+    }
+}
+
+/// SQLite's "copy the value now" destructor (a macro in sqlite3.h, which Swift does not import).
+private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
