@@ -4,20 +4,21 @@ import OfferModel
 import SQLKit
 
 /// The store, written once with SQLKit's query builder over either database: the embedded SQLite file (the
-/// default) or PostgreSQL shared by replicas (the group commit's insert, the hot path, is one hand-written
-/// ``IssuedSignatureInsert`` for both). The ``SQLStoreBackend`` supplies connections and the few things
-/// that really differ (PRAGMAs, how a write transaction begins, the migration lock).
+/// default) or PostgreSQL shared by replicas. The group commit's insert, the hot path, is the one exception: a
+/// SQLite file's batches go through ``SQLiteLogWriter`` (prepared statements on a connection of its own), the
+/// others through one hand-written ``IssuedSignatureInsert``. The ``SQLStoreBackend`` supplies connections and the
+/// few things that really differ (PRAGMAs, how a write transaction begins, the migration lock).
 ///
 /// ## Durability and group commit
 ///
 /// A transaction is durable when COMMIT returns (SQLite: WAL with `synchronous=FULL`; PostgreSQL:
 /// `synchronous_commit = on`). `record(_:)` does not pay one flush per signature: callers queue their records,
-/// one writer takes everything queued, inserts it with one multi-row `INSERT` and commits once, then resumes every
-/// waiting caller. Should the insert meet a record written before (the unique index refuses the statement, which
-/// writes nothing), the batch is inserted again with `ON CONFLICT (timestamp, nonce) DO NOTHING RETURNING
-/// timestamp, nonce`: a record not returned fails only its own caller. (Rows returned cost a hop each in
-/// sqlite-nio; the plain insert returns none: +4 % req/s, docs/PERFORMANCE.md.) A record is identified by its (timestamp, nonce) pair, what
-/// its signature covers (schema version 6: an index that grows at its right edge, not one random page a record).
+/// one writer takes everything queued, writes it in one transaction and commits once, then resumes every waiting
+/// caller; a record written before fails only its own caller. A record is identified by its (timestamp, nonce)
+/// pair, what its signature covers (schema version 6: an index that grows at its right edge, not one random page
+/// a record). A SQLite file's batch: ``SQLiteLogWriter``. Otherwise one multi-row `INSERT`; should a unique index
+/// refuse it (the statement writes nothing), the batch is inserted again with `ON CONFLICT (timestamp, nonce) DO
+/// NOTHING RETURNING timestamp, nonce`, and a record not returned fails alone.
 ///
 /// ## One customer at a time
 ///
@@ -192,7 +193,7 @@ final class SQLOfferStore: OfferStore {
         recorder.submit(signature, completion: completion)
     }
 
-    /// Writes one group-commit batch with one statement and one commit; each record's outcome (`nil`: written).
+    /// Writes one group-commit batch in one transaction; each record's outcome (`nil`: written).
     private static func recordBatch(_ records: [IssuedSignature], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
         do {
             if let outcomes = try await backend.recordIssuedSignatures(records) { return outcomes }

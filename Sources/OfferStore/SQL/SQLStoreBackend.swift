@@ -12,12 +12,13 @@ protocol SQLStoreBackend: Sendable {
     /// The statement that opens a write transaction (`BEGIN IMMEDIATE` takes SQLite's write lock at once).
     var beginTransaction: String { get }
 
-    /// Whether a group-commit batch — one multi-row INSERT — is wrapped in `BEGIN … COMMIT`. SQLite: yes, so
+    /// Whether a group-commit batch written with ``IssuedSignatureInsert`` (one multi-row INSERT) is wrapped in
+    /// `BEGIN … COMMIT`. SQLite: yes, so
     /// that the batch fails rather than silently joining a transaction left open on the writer. PostgreSQL: no,
     /// the single statement is its own transaction (one round trip instead of three).
     var batchInTransaction: Bool { get }
 
-    /// The largest group-commit batch: one multi-row INSERT of 8 parameters a row.
+    /// The largest group-commit batch (a multi-row INSERT has 10 parameters a row).
     var recordsPerBatch: Int { get }
 
     /// Runs `body` on a connection for reads.

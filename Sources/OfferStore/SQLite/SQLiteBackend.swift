@@ -23,7 +23,8 @@ final class SQLiteBackend: SQLStoreBackend {
     let beginTransaction = "BEGIN IMMEDIATE"
     let batchInTransaction = true
     /// sqlite-nio builds SQLite with `SQLITE_MAX_VARIABLE_NUMBER=250000` (32,766 is SQLite's own default):
-    /// 500 rows of 8 parameters fit either way.
+    /// 500 rows of 10 parameters fit either way (the in-memory store's batches; a file's are prepared one-row
+    /// INSERTs).
     let recordsPerBatch = 500
 
     /// Opens (or creates) the database.
@@ -35,10 +36,11 @@ final class SQLiteBackend: SQLStoreBackend {
                 _ = try await writer.query("PRAGMA journal_mode=WAL")
                 _ = try await writer.query("PRAGMA synchronous=FULL")
                 _ = try await writer.query("PRAGMA busy_timeout=5000")
-                // The group commit's `INSERT … ON CONFLICT (nonce) DO NOTHING` inside `BEGIN IMMEDIATE` keeps a
-                // statement journal (the pages it changes, to undo the statement alone); past 64 KiB SQLite spills
-                // it to a temporary file — several writes a batch, ~10 µs a signature measured. In memory it is
-                // a copy. It only ever undoes a statement: durability is the WAL's.
+                // A statement inside `BEGIN IMMEDIATE` that may fail alone (an INSERT a unique index refuses)
+                // keeps a statement journal (the pages it changes, to undo that statement); past 64 KiB SQLite
+                // spills it to a temporary file — several writes a batch, ~10 µs a signature measured when batches
+                // were one multi-row INSERT. In memory it is a copy. It only ever undoes a statement: durability
+                // is the WAL's. (The log writer's connection sets the same.)
                 _ = try await writer.query("PRAGMA temp_store=MEMORY")
                 reader = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
                 _ = try await reader.query("PRAGMA busy_timeout=5000")

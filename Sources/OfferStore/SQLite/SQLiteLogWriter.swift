@@ -11,7 +11,7 @@ import VaporCSQLite
 /// Through SQLKit and sqlite-nio a batch cost three trips to sqlite-nio's thread pool (BEGIN, INSERT, COMMIT),
 /// a fresh parse of a multi-row INSERT, every value encoded twice, and a trip to the event loop for every row
 /// returned: ~55 µs a signature, four fifths of the log's cost, against ~5 µs for the disk itself (measured:
-/// docs/PERFORMANCE.md, "The log's writer"). Here a batch is one trip: `BEGIN IMMEDIATE`, the prepared INSERT
+/// docs/PERFORMANCE.md, "The log's writer (issue 17)"). Here a batch is one trip: `BEGIN IMMEDIATE`, the prepared INSERT
 /// bound and stepped once per record, `COMMIT` — durable when it returns (WAL, `synchronous=FULL`, like the
 /// store's other connection).
 ///
@@ -76,8 +76,14 @@ final class SQLiteLogWriter: @unchecked Sendable {
             try run(commit)
             return outcomes
         } catch {
-            sqlite_nio_sqlite3_step(rollback)
+            let rolledBack = sqlite_nio_sqlite3_step(rollback)
             sqlite_nio_sqlite3_reset(rollback)
+            if rolledBack != SQLITE_DONE || sqlite_nio_sqlite3_get_autocommit(connection) == 0 {
+                // Still inside the transaction (a failed ROLLBACK): it would hold the file's write lock and fail
+                // every later BEGIN. Closing the connection ends it; the next batch opens a fresh one.
+                closeOnQueue()
+                closed = false
+            }
             throw error
         }
     }
@@ -101,15 +107,22 @@ final class SQLiteLogWriter: @unchecked Sendable {
         }
         let result = sqlite_nio_sqlite3_step(insert)
         if result == SQLITE_DONE { return nil }
-        if result & 0xff == SQLITE_CONSTRAINT { return OfferStoreError.duplicateNonce(record.nonce) }
+        // Extended result codes (the connection is opened with them): the unique index's refusal, not NOT NULL.
+        if result == SQLITE_CONSTRAINT_UNIQUE || result == SQLITE_CONSTRAINT_PRIMARYKEY {
+            return OfferStoreError.duplicateNonce(record.nonce)
+        }
         throw failure(result)
     }
 
     private func bind(_ text: String, at index: Int32) throws {
         var text = text
         let result = text.withUTF8 { bytes in
-            bytes.withMemoryRebound(to: CChar.self) {
-                sqlite_nio_sqlite3_bind_text64(insert, index, $0.baseAddress, UInt64($0.count), SQLITE_TRANSIENT, UInt8(SQLITE_UTF8))
+            bytes.withMemoryRebound(to: CChar.self) { characters in
+                // A nil pointer would bind NULL: an empty string binds as "" (SQLite reads none of it).
+                withUnsafePointer(to: CChar(0)) { empty in
+                    sqlite_nio_sqlite3_bind_text64(insert, index, characters.baseAddress ?? empty, UInt64(characters.count),
+                                                   SQLITE_TRANSIENT, UInt8(SQLITE_UTF8))
+                }
             }
         }
         try check(result)
@@ -133,7 +146,9 @@ final class SQLiteLogWriter: @unchecked Sendable {
 
     private func open() throws {
         var handle: OpaquePointer?
-        let opened = sqlite_nio_sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
+        // As sqlite-nio opens its connections (URI paths, extended result codes), without CREATE: the file exists.
+        let opened = sqlite_nio_sqlite3_open_v2(
+            path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI | SQLITE_OPEN_EXRESCODE, nil)
         connection = handle
         guard opened == SQLITE_OK else {
             let error = failure(opened)
@@ -179,5 +194,10 @@ final class SQLiteLogWriter: @unchecked Sendable {
     }
 }
 
-/// SQLite's "copy the value now" destructor (a macro in sqlite3.h, which Swift does not import).
+// Macros of sqlite3.h that Swift does not import.
+/// The "copy the value now" destructor.
 private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+/// `SQLITE_CONSTRAINT | (8 << 8)`: a UNIQUE index refused the row.
+private let SQLITE_CONSTRAINT_UNIQUE = SQLITE_CONSTRAINT | (8 << 8)
+/// `SQLITE_CONSTRAINT | (6 << 8)`: a PRIMARY KEY refused the row.
+private let SQLITE_CONSTRAINT_PRIMARYKEY = SQLITE_CONSTRAINT | (6 << 8)

@@ -1,0 +1,71 @@
+import Foundation
+import Logging
+import OfferModel
+@testable import OfferStore
+import SQLKit
+import Testing
+
+/// The SQLite file's group-commit writer on its own: what it refuses, and that a failure leaves it usable.
+@Suite struct SQLiteLogWriterTests {
+    /// A SQLite file whose `issued_signatures` has the store's columns and unique key, plus a CHECK that refuses a
+    /// product named `refused` — an error of another kind than a duplicate.
+    private func database() async throws -> (SQLiteBackend, String) {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("log-writer-\(UUID().uuidString).sqlite").path
+        let backend = try await SQLiteBackend(path: path, logger: Logger(label: "test"))
+        try await backend.write { database in
+            try await database.run("""
+                CREATE TABLE issued_signatures (
+                    nonce TEXT NOT NULL, key_identifier TEXT NOT NULL, bundle_identifier TEXT NOT NULL,
+                    product_identifier TEXT NOT NULL CHECK (product_identifier <> 'refused'), offer_identifier TEXT NOT NULL,
+                    application_username TEXT NOT NULL, timestamp INTEGER NOT NULL, format TEXT NOT NULL,
+                    channel TEXT NOT NULL DEFAULT 'api', request_identifier TEXT, UNIQUE (timestamp, nonce))
+                """)
+        }
+        return (backend, path)
+    }
+
+    private func record(product: String = "com.example.monthly", username: String = "user", at timestamp: Int64) -> IssuedSignature {
+        IssuedSignature(nonce: UUID().uuidString.lowercased(), keyIdentifier: "KEY1", bundleIdentifier: "com.example.app",
+                        productIdentifier: product, offerIdentifier: "offer", applicationUsername: username,
+                        timestamp: timestamp, format: "legacy")
+    }
+
+    private func rows(_ backend: SQLiteBackend) async throws -> [String] {
+        try await backend.read { database in
+            try await database.raw("SELECT application_username FROM issued_signatures ORDER BY timestamp")
+                .all(decodingColumn: "application_username", as: String.self)
+        }
+    }
+
+    @Test("a record written before fails alone; an empty customer name is stored as empty, not NULL")
+    func duplicatesFailAlone() async throws {
+        let (backend, path) = try await database()
+        let writer = SQLiteLogWriter(path: path)
+        let first = record(username: "", at: 1)
+        #expect(try await writer.write([first]).allSatisfy { $0 == nil })
+        let outcomes = try await writer.write([record(at: 2), first, record(at: 3)])
+        #expect(outcomes[0] == nil && outcomes[2] == nil)
+        #expect((outcomes[1] as? OfferStoreError)?.code == .duplicateNonce)
+        #expect(try await rows(backend) == ["", "user", "user"])
+        await writer.close()
+        try await backend.close()
+    }
+
+    @Test("any other refusal fails the whole batch, writes none of it, and the next batch is written")
+    func otherErrorsRollBack() async throws {
+        let (backend, path) = try await database()
+        let writer = SQLiteLogWriter(path: path)
+        let error = await #expect(throws: OfferStoreError.self) {
+            _ = try await writer.write([self.record(at: 1), self.record(product: "refused", at: 2)])
+        }
+        #expect(error?.code == .unavailable)
+        #expect(error?.message.contains("CHECK constraint failed") == true)
+        #expect(try await rows(backend).isEmpty)
+        #expect(try await writer.write([record(username: "after", at: 3)]).allSatisfy { $0 == nil })
+        #expect(try await rows(backend) == ["after"])
+        await writer.close()
+        let closed = await #expect(throws: OfferStoreError.self) { _ = try await writer.write([self.record(at: 4)]) }
+        #expect(closed?.code == .unavailable)
+        try await backend.close()
+    }
+}
