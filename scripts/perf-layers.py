@@ -6,8 +6,8 @@
     perf script -i perf.data -F comm,ip,sym > stacks.txt
     scripts/perf-layers.py stacks.txt
 
-Each sample goes to the first layer whose marker appears in its stack (the order below), SQLite's thread pool and
-Swift's cooperative pool by thread name.
+Each sample goes to the first layer whose marker appears in its stack (the order below); the SQLite log writer's
+queue by its frames, sqlite-nio's thread pool and Swift's cooperative pool by thread name.
 """
 import collections, sys
 samples=open(sys.argv[1]).read().split('\n\n')
@@ -26,8 +26,9 @@ for smp in samples:
     tot+=1
     comm=lines[0].split()[0]
     stack=" ".join(lines[1:])
-    if comm.startswith("SGLTN-TP"): cats["log: SQLite (B-tree inserts, WAL, fsync) on its thread pool"]+=1; continue
-    if "default-qos" in comm: cats["log: group-commit writer task (SQLKit statement, continuations)"]+=1; continue
+    if "SQLiteLogWriter" in stack: cats["log: SQLiteLogWriter (INSERTs, WAL, fsync) on its queue"]+=1; continue
+    if comm.startswith("SGLTN-TP"): cats["log: SQLite through sqlite-nio's thread pool"]+=1; continue
+    if "default-qos" in comm: cats["log: group-commit writer task (batching, the write gate, continuations)"]+=1; continue
     for name,key in rules:
         if key in stack: cats[name]+=1; break
     else: cats["other event-loop work (epoll, scheduling, commit callbacks)" if comm.startswith("NIO") else "other: "+comm]+=1
