@@ -33,7 +33,7 @@ public enum JWSOfferSigner {
     ///   the token does not verify with the key's public key.
     public static func signPromotionalOffer(
         bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, transactionId: String?,
-        issuerIdentifier: String, key: SigningKey, nonce: UUID = UUID(), issuedAt: Date = Date()
+        issuerIdentifier: String, key: SigningKey, nonce: UUID = .randomVersion4(), issuedAt: Date = Date()
     ) async throws(OfferSigningError) -> SignedJWS<PromotionalOfferV2Claims> {
         try PayloadField.validate(bundleIdentifier, named: "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
         try PayloadField.validate(productIdentifier, named: "productIdentifier")
@@ -51,7 +51,7 @@ public enum JWSOfferSigner {
     /// - Throws: ``OfferSigningError`` as ``signPromotionalOffer(bundleIdentifier:productIdentifier:offerIdentifier:transactionId:issuerIdentifier:key:nonce:issuedAt:)``.
     public static func signIntroductoryOfferEligibility(
         bundleIdentifier: String, productIdentifier: String, allowIntroductoryOffer: Bool, transactionId: String,
-        issuerIdentifier: String, key: SigningKey, nonce: UUID = UUID(), issuedAt: Date = Date()
+        issuerIdentifier: String, key: SigningKey, nonce: UUID = .randomVersion4(), issuedAt: Date = Date()
     ) async throws(OfferSigningError) -> SignedJWS<IntroductoryOfferEligibilityClaims> {
         try PayloadField.validate(bundleIdentifier, named: "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
         try PayloadField.validate(productIdentifier, named: "productIdentifier")

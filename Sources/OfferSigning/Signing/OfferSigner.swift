@@ -35,7 +35,7 @@ public enum OfferSigner {
     public static func signLegacy(
         _ offer: PromotionalOffer,
         with key: SigningKey,
-        nonce: UUID = UUID(),
+        nonce: UUID = .randomVersion4(),
         timestamp: Int64 = currentTimestamp()
     ) throws(OfferSigningError) -> SignedLegacyOffer {
         try signLegacy(offer, with: key, nonce: nonce, timestamp: timestamp, selfCheckKey: key.publicKey)
