@@ -15,6 +15,7 @@ cats=collections.Counter(); tot=0
 rules=[("sign + self-verify (P-256 sign and verify, payload, DER, base64, UUID nonce)","signLegacy"),
 ("JSON decode of the request (duplicate-key scan, JSONDecoder)","decodeJSON"),
 ("JSON encode of the answer","JSONEncoder"),
+("JSON encode of the answer","apiJSON"),
 ("access-log line","RequestLoggingMiddlewareV3log"),
 ("writing the response (headers, socket write)","EventLoopSigningHandlerC5write"),
 ("auth, validation, rate limits, pipeline bookkeeping","EventLoopSigningV7outcome"),

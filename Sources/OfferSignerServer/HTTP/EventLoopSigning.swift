@@ -256,12 +256,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     private func finish(_ offer: SignedLegacyOffer, _ answering: EventLoopSigning.Answering, since start: ContinuousClock.Instant, keepAlive: Bool, context: ChannelHandlerContext) {
-        let body: ByteBuffer
-        do {
-            body = ByteBuffer(bytes: try JSONEncoder.api.encode(offer))
-        } catch {
-            return finish(error: .internal, answering, since: start, keepAlive: keepAlive, context: context)
-        }
+        let body = offer.apiJSON
         write(signing.response(status: .ok, body: body, requestID: answering.requestID, keepAlive: keepAlive), body, keepAlive: keepAlive, context: context)
         EventLoopSigningMetrics.answered(.ok, since: start)
         RequestLoggingMiddleware.log(method: .post, route: EventLoopSigning.path, status: .ok, since: start, identity: answering.identity, logger: answering.logger)

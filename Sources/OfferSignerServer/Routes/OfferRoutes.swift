@@ -99,7 +99,7 @@ struct EligibilityResponse: ResponseEncodable {
     var offers: [OfferEligibilityEntry]
 }
 
-extension SignedLegacyOffer: ResponseEncodable {}
+
 
 /// The app-facing routes (`/v1/offers/*`, behind the client credential): sign, eligibility, introductory
 /// eligibility, verify. Each names its customer through ``customer(_:_:)``: a login JWT's own customer, or
