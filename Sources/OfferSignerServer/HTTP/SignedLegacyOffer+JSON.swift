@@ -5,7 +5,7 @@ import OfferSigning
 
 extension SignedLegacyOffer: ResponseGenerator {
     /// The answer of `POST /v1/offers/sign` (legacy), for both front ends: ``apiJSON`` with the router's JSON
-    /// content type.
+    /// content type. (It does not follow the request context's `responseEncoder`: should that change, change this.)
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: apiJSON))
     }
@@ -22,7 +22,7 @@ extension SignedLegacyOffer: ResponseGenerator {
             (",\"signature\":", signature),
         ]
         var buffer = ByteBuffer()
-        buffer.reserveCapacity(fields.reduce(128) { $0 + $1.value.utf8.count })
+        buffer.reserveCapacity(fields.reduce(200) { $0 + $1.value.utf8.count })  // keys, quotes, digits: ~182
         for (key, value) in fields {
             buffer.writeStaticString(key)
             Self.writeString(value, to: &buffer)

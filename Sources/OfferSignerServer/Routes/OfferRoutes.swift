@@ -99,8 +99,6 @@ struct EligibilityResponse: ResponseEncodable {
     var offers: [OfferEligibilityEntry]
 }
 
-
-
 /// The app-facing routes (`/v1/offers/*`, behind the client credential): sign, eligibility, introductory
 /// eligibility, verify. Each names its customer through ``customer(_:_:)``: a login JWT's own customer, or
 /// the one the request names, then the per-customer rate limit.

@@ -6,7 +6,7 @@ extension UUID {
     /// The same kind of value as `UUID()`, made more cheaply: on Linux `UUID()` opens, reads and closes
     /// `/dev/urandom` for every UUID (~7 µs of a signature, 3 % of the server's CPU in a profile:
     /// docs/PERFORMANCE.md), where `SystemRandomNumberGenerator` asks the kernel with `getrandom`, no file.
-    public static func randomVersion4() -> UUID {
+    @usableFromInline static func randomVersion4() -> UUID {  // the signers' default nonce, not API
         var generator = SystemRandomNumberGenerator()
         return version4(high: generator.next(), low: generator.next())
     }
