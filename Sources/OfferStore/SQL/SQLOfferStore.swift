@@ -340,8 +340,8 @@ extension SQLPredicateBuilder {
 }
 
 /// The group commit's statement, `INSERT INTO issued_signatures (…) VALUES (…), (…)` — with `ignoringDuplicates`,
-/// followed by `ON CONFLICT (timestamp, nonce) DO NOTHING RETURNING timestamp, nonce` — as the query builder renders it for both dialects (`.ignoringConflicts(with:)`,
-/// `.returning(_:)`), written out: the builder's generic rows (an expression per value, each identifier escaped
+/// followed by `ON CONFLICT (timestamp, nonce) DO NOTHING RETURNING timestamp, nonce` — as the query builder
+/// renders it for both dialects (`.ignoringConflicts(with:)`, `.returning(_:)`), written out: the builder's generic rows (an expression per value, each identifier escaped
 /// again for every statement) cost several microseconds per record on the hot path. The values are still bound
 /// with the dialect's placeholders.
 struct IssuedSignatureInsert: SQLExpression {
@@ -349,8 +349,11 @@ struct IssuedSignatureInsert: SQLExpression {
     /// Skip the records written before and return those inserted, instead of failing the statement on the first.
     var ignoringDuplicates: Bool
 
+    /// The columns a record fills, in the order its values are bound (also ``SQLiteLogWriter``'s INSERT).
+    static let columns = "nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format, channel, request_identifier"
+
     func serialize(to serializer: inout SQLSerializer) {
-        serializer.write("INSERT INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format, channel, request_identifier) VALUES ")
+        serializer.write("INSERT INTO issued_signatures (\(Self.columns)) VALUES ")
         for (index, record) in records.enumerated() {
             serializer.write(index == 0 ? "(" : ", (")
             serializer.write(bind: record.nonce)

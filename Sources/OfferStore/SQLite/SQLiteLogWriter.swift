@@ -11,7 +11,7 @@ import VaporCSQLite
 /// Through SQLKit and sqlite-nio a batch cost three trips to sqlite-nio's thread pool (BEGIN, INSERT, COMMIT),
 /// a fresh parse of a multi-row INSERT, every value encoded twice, and a trip to the event loop for every row
 /// returned: ~55 µs a signature, four fifths of the log's cost, against ~5 µs for the disk itself (measured:
-/// docs/PERFORMANCE.md, "The log's writer (issue 17)"). Here a batch is one trip: `BEGIN IMMEDIATE`, the prepared INSERT
+/// docs/PERFORMANCE.md, "The log's writer"). Here a batch is one trip: `BEGIN IMMEDIATE`, the prepared INSERT
 /// bound and stepped once per record, `COMMIT` — durable when it returns (WAL, `synchronous=FULL`, like the
 /// store's other connection).
 ///
@@ -163,11 +163,7 @@ final class SQLiteLogWriter: @unchecked Sendable {
                 try check(sqlite_nio_sqlite3_exec(connection, pragma, nil, nil, nil))
             }
             begin = try prepare("BEGIN IMMEDIATE")
-            insert = try prepare("""
-                INSERT INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier,
-                    offer_identifier, application_username, timestamp, format, channel, request_identifier)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
+            insert = try prepare("INSERT INTO issued_signatures (\(IssuedSignatureInsert.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             commit = try prepare("COMMIT")
             rollback = try prepare("ROLLBACK")
         } catch {
