@@ -17,7 +17,8 @@ import Synchronization
 /// pipeline; so do all other routes. See docs/architecture.md ("The event-loop signing path").
 ///
 /// Every step is the router's own: ``ClientAuthenticator/immediateIdentity(authorization:)``,
-/// ``Request/decodeJSON(as:from:)``, ``RateLimits``, ``OfferService/immediateLegacySigning(_:)`` (the pipeline's
+/// ``Request/decodeJSON(as:from:)`` (after ``SignOfferRequest/init(plainJSON:)``, which reads the common shape
+/// the same way or declines), ``RateLimits``, ``OfferService/immediateLegacySigning(_:)`` (the pipeline's
 /// ``OfferService/immediateRun(_:now:)``), ``OfferService/commit(_:completion:)``, the error mapping
 /// (``APIError/init(pipeline:logger:)``), the access log, the request ID and the metrics labels. What this adds is
 /// only the transport.
@@ -74,7 +75,7 @@ public struct EventLoopSigning: Sendable {
         } else {
             identity = .open
         }
-        guard var request = try? Request.decodeJSON(as: SignOfferRequest.self, from: body),
+        guard var request = SignOfferRequest(plainJSON: body) ?? (try? Request.decodeJSON(as: SignOfferRequest.self, from: body)),
               request.format ?? .legacy == .legacy,
               let named = try? identity.customer(naming: request.applicationUsername)
         else { return .handOver }
