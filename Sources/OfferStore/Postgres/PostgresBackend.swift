@@ -62,7 +62,7 @@ final class PostgresBackend: SQLStoreBackend {
     }
 
     /// PostgreSQL's batch is the store's one multi-row INSERT, its own transaction.
-    func recordIssuedSignatures(_ records: [IssuedSignature]) async throws -> [(any Error)?]? { nil }
+    let issuedSignatureWriter: IssuedSignatureWriter? = nil
 
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await client.withConnection { connection in try await body(connection.sql(queryLogLevel: nil)) }

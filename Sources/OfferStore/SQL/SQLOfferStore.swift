@@ -16,7 +16,7 @@ import SQLKit
 /// one writer takes everything queued, writes it in one transaction and commits once, then resumes every waiting
 /// caller; a record written before fails only its own caller. A record is identified by its (timestamp, nonce)
 /// pair, what its signature covers (schema version 6: an index that grows at its right edge, not one random page
-/// a record). A SQLite file's batch: ``SQLiteLogWriter``. Otherwise one multi-row `INSERT`; should a unique index
+/// a record). A SQLite file's batch: ``SQLiteLogWriter``, on whose queue the writer runs (no task). Otherwise one multi-row `INSERT`; should a unique index
 /// refuse it (the statement writes nothing), the batch is inserted again with `ON CONFLICT (timestamp, nonce) DO
 /// NOTHING RETURNING timestamp, nonce`, and a record not returned fails alone.
 ///
@@ -33,8 +33,19 @@ final class SQLOfferStore: OfferStore {
 
     init(backend: any SQLStoreBackend, logger: Logger) {
         self.backend = backend
-        recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch) { records in
-            try await Self.recordBatch(records, backend: backend, logger: logger)
+        if let writer = backend.issuedSignatureWriter {
+            recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch, queue: writer.queue) { records in
+                do {
+                    return try writer.write(records)
+                } catch {
+                    Self.logBatchFailure(records, error, logger: logger)
+                    throw error
+                }
+            }
+        } else {
+            recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch) { records in
+                try await Self.recordBatch(records, backend: backend, logger: logger)
+            }
         }
     }
 
@@ -196,7 +207,6 @@ final class SQLOfferStore: OfferStore {
     /// Writes one group-commit batch in one transaction; each record's outcome (`nil`: written).
     private static func recordBatch(_ records: [IssuedSignature], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
         do {
-            if let outcomes = try await backend.recordIssuedSignatures(records) { return outcomes }
             let insert: @Sendable (any SQLDatabase) async throws -> Set<RecordIdentity> = { database in
                 do {
                     try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: false))").run()
@@ -210,9 +220,13 @@ final class SQLOfferStore: OfferStore {
                 : try await backend.mappingErrors { try await backend.write(insert) }
             return records.map { inserted.remove(RecordIdentity($0)) != nil ? nil : OfferStoreError.duplicateNonce($0.nonce) }
         } catch {
-            logger.error("issued-signature batch not recorded", metadata: ["count": "\(records.count)", "error": "\(error)"])
+            logBatchFailure(records, error, logger: logger)
             throw error
         }
+    }
+
+    private static func logBatchFailure(_ records: [IssuedSignature], _ error: any Error, logger: Logger) {
+        logger.error("issued-signature batch not recorded", metadata: ["count": "\(records.count)", "error": "\(error)"])
     }
 
     /// Inserts records with one multi-row statement; returns the records inserted (any other was recorded before),

@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import OfferModel
 import SQLKit
@@ -27,10 +28,9 @@ protocol SQLStoreBackend: Sendable {
     /// Runs `body` on a connection that no other transaction uses until `body` returns.
     func write<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
 
-    /// Writes a group-commit batch of issued signatures in one transaction, durably, when this backend has a way
-    /// of its own (a SQLite file: ``SQLiteLogWriter``): one outcome per record (`nil`: written, or
-    /// `duplicateNonce`). `nil`: it has none, and the store writes the batch with ``IssuedSignatureInsert``.
-    func recordIssuedSignatures(_ records: [IssuedSignature]) async throws -> [(any Error)?]?
+    /// The backend's own writer of group-commit batches, when it has one (a SQLite file: ``SQLiteLogWriter``);
+    /// `nil`: the store writes each batch with ``IssuedSignatureInsert`` from a task.
+    var issuedSignatureWriter: IssuedSignatureWriter? { get }
 
     /// Keeps migrators of several processes apart, inside a migration's transaction.
     func lockMigrations(on database: any SQLDatabase) async throws
@@ -96,4 +96,12 @@ extension SQLDatabase {
     func run(_ statement: SQLQueryString) async throws {
         try await execute(sql: statement) { _ in }
     }
+}
+
+/// A backend's writer of group-commit batches of issued signatures: `write` runs on `queue` (serial), blocking its
+/// thread, and writes a batch in one transaction, durably — one outcome per record (`nil`: written, or
+/// `duplicateNonce`); throwing fails the whole batch.
+struct IssuedSignatureWriter: Sendable {
+    var queue: DispatchQueue
+    var write: @Sendable ([IssuedSignature]) throws -> [(any Error)?]
 }

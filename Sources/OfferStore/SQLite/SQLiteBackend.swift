@@ -85,11 +85,14 @@ final class SQLiteBackend: SQLStoreBackend {
         return try await writeGate.withGate { try await body(writer.sql(queryLogLevel: nil)) }
     }
 
-    /// A file's batch goes through ``SQLiteLogWriter``, inside the write gate: the two writer connections never
-    /// write at once, so neither waits on the other's lock.
-    func recordIssuedSignatures(_ records: [IssuedSignature]) async throws -> [(any Error)?]? {
+    /// A file's batches go through ``SQLiteLogWriter``, on its queue, inside the write gate (waited for blocking
+    /// that queue): the two writer connections never write at once, so neither waits on the other's lock.
+    var issuedSignatureWriter: IssuedSignatureWriter? {
         guard let logWriter else { return nil }
-        return try await writeGate.withGate { try await logWriter.write(records) }
+        let gate = writeGate
+        return IssuedSignatureWriter(queue: logWriter.queue) { records in
+            try gate.withGateBlocking { try logWriter.writeOnQueue(records) }
+        }
     }
 
     /// `BEGIN IMMEDIATE` already holds the file's write lock, which keeps other processes' migrators out.

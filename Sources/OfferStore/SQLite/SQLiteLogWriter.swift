@@ -22,7 +22,8 @@ import VaporCSQLite
 /// write gate, so neither waits on the other's lock.
 final class SQLiteLogWriter: @unchecked Sendable {
     // @unchecked: the connection and its statements are touched only by blocks on `queue`, one at a time.
-    private let queue = DispatchQueue(label: "offer-signer.sqlite-log-writer")
+    /// The queue every use of the connection runs on (``writeOnQueue(_:)`` is called on it by the group commit).
+    let queue = DispatchQueue(label: "offer-signer.sqlite-log-writer")
     private let path: String
     private var connection: OpaquePointer?
     private var begin: OpaquePointer?
@@ -63,7 +64,9 @@ final class SQLiteLogWriter: @unchecked Sendable {
 
     // MARK: on the queue
 
-    private func writeOnQueue(_ records: [IssuedSignature]) throws -> [(any Error)?] {
+    /// ``write(_:)`` on ``queue`` itself: called only from a block running on it.
+    func writeOnQueue(_ records: [IssuedSignature]) throws -> [(any Error)?] {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !closed else { throw OfferStoreError(code: .unavailable, message: "The store is closed.") }
         if connection == nil { try open() }
         try run(begin)

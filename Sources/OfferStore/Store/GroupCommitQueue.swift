@@ -1,3 +1,4 @@
+import Dispatch
 import Metrics
 import Synchronization
 
@@ -5,9 +6,20 @@ import Synchronization
 /// `maximumBatch`) and writes it as one batch (one transaction, one flush), then resumes every caller of that
 /// batch with its own outcome. Under load the next batch fills while the previous one is being written; when idle
 /// an item is written at once.
+///
+/// The writer is a task (``init(maximumBatch:write:)``), or a serial dispatch queue that writes each batch without
+/// suspending (``init(maximumBatch:queue:write:)``: a SQLite file's log writer, which so costs no hop to a task and
+/// back per batch).
 final class GroupCommitQueue<Item: Sendable>: Sendable {
     /// Writes a batch durably. Returns one outcome per item (`nil`: written); throwing fails the whole batch.
     typealias Write = @Sendable ([Item]) async throws -> [(any Error)?]
+    /// ``Write`` for a writer that blocks its thread instead of suspending.
+    typealias BlockingWrite = @Sendable ([Item]) throws -> [(any Error)?]
+
+    private enum Writer {
+        case task(Write)
+        case queue(DispatchQueue, BlockingWrite)
+    }
 
     /// Told an item's outcome once its batch is written (or has failed).
     typealias Completion = @Sendable (Result<Void, any Error>) -> Void
@@ -26,13 +38,19 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
 
     private let state = Mutex(State())
     private let maximumBatch: Int
-    private let write: Write
+    private let writer: Writer
     /// Items per batch written (docs/observability.md): near 1 when idle, growing with load.
     private let batchSize = Recorder(label: "offer_signer_store_commit_batch_size")
 
     init(maximumBatch: Int, write: @escaping Write) {
         self.maximumBatch = maximumBatch
-        self.write = write
+        self.writer = .task(write)
+    }
+
+    /// A queue whose writer runs on `queue` (serial), calling `write` there for each batch.
+    init(maximumBatch: Int, queue: DispatchQueue, write: @escaping BlockingWrite) {
+        self.maximumBatch = maximumBatch
+        self.writer = .queue(queue, write)
     }
 
     /// Queues `item` and returns once it is written; throws its own error or its batch's.
@@ -55,7 +73,13 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
         switch next {
         case .refuse: completion(.failure(OfferStoreError(code: .unavailable, message: "The store is closed.")))
         case .wait: break
-        case .startWriter: Task.detached { await self.writeUntilEmpty() }  // serves every caller: no task-locals of the first
+        case .startWriter:
+            switch writer {
+            case .task(let write):
+                Task.detached { await self.writeUntilEmpty(write) }  // serves every caller: no task-locals of the first
+            case .queue(let queue, let write):
+                queue.async { self.writeUntilEmpty(write) }
+            }
         }
     }
 
@@ -71,33 +95,55 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
         }
     }
 
-    private func writeUntilEmpty() async {
-        while true {
-            let (batch, closers) = state.withLock { state in
-                let taken = Array(state.waiting.prefix(maximumBatch))
-                state.waiting.removeFirst(taken.count)
-                guard taken.isEmpty else { return (taken, [CheckedContinuation<Void, Never>]()) }
-                state.flushing = false
-                defer { state.closers = [] }
-                return (taken, state.closers)
-            }
-            if batch.isEmpty {
-                for closer in closers { closer.resume() }
-                return
-            }
-            batchSize.record(batch.count)
+    private func writeUntilEmpty(_ write: Write) async {
+        while let batch = nextBatch() {
+            let outcomes: Result<[(any Error)?], any Error>
             do {
-                let outcomes = try await write(batch.map(\.0))
-                for (index, (_, completion)) in batch.enumerated() {
-                    if index < outcomes.count, let error = outcomes[index] {
-                        completion(.failure(error))
-                    } else {
-                        completion(.success(()))
-                    }
-                }
+                outcomes = .success(try await write(batch.map(\.0)))
             } catch {
-                for (_, completion) in batch { completion(.failure(error)) }
+                outcomes = .failure(error)
             }
+            complete(batch, outcomes)
+        }
+    }
+
+    private func writeUntilEmpty(_ write: BlockingWrite) {
+        while let batch = nextBatch() {
+            complete(batch, Result { try write(batch.map(\.0)) })
+        }
+    }
+
+    /// The next batch to write; `nil` when nothing is queued, and the writer is then done (the closers resumed).
+    private func nextBatch() -> [(Item, Completion)]? {
+        let (batch, closers) = state.withLock { state in
+            let taken = Array(state.waiting.prefix(maximumBatch))
+            state.waiting.removeFirst(taken.count)
+            guard taken.isEmpty else { return (taken, [CheckedContinuation<Void, Never>]()) }
+            state.flushing = false
+            defer { state.closers = [] }
+            return (taken, state.closers)
+        }
+        if batch.isEmpty {
+            for closer in closers { closer.resume() }
+            return nil
+        }
+        batchSize.record(batch.count)
+        return batch
+    }
+
+    /// Tells each caller of a written (or failed) batch its outcome.
+    private func complete(_ batch: [(Item, Completion)], _ outcomes: Result<[(any Error)?], any Error>) {
+        switch outcomes {
+        case .success(let outcomes):
+            for (index, (_, completion)) in batch.enumerated() {
+                if index < outcomes.count, let error = outcomes[index] {
+                    completion(.failure(error))
+                } else {
+                    completion(.success(()))
+                }
+            }
+        case .failure(let error):
+            for (_, completion) in batch { completion(.failure(error)) }
         }
     }
 }
