@@ -180,8 +180,71 @@ enum RawHTTP {
         return String(decoding: received, as: UTF8.self)
     }
 
+    /// What ``session(port:sends:responses:)`` saw.
+    struct Session: Sendable {
+        /// Everything read.
+        var text: String
+        /// Seconds from the first send to the server's close (a failed send, or the end of the stream); `nil`: open.
+        var closedSinceStart: Double?
+        /// Seconds from the last send that went through to the server's close.
+        var closedSinceLastSend: Double?
+    }
+
+    /// Sends each text on one connection after its pause (stopping when a send fails: the server closed), then
+    /// reads until `responses` complete responses have arrived, or (`nil`) until the server closes; gives up 10 s
+    /// after the last send.
+    static func session(port: Int, sends: [(pause: Double, text: String)], responses: Int?) async throws -> Session {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Session, any Error>) in
+            Thread {
+                continuation.resume(with: Result { try blockingSession(port: port, sends: sends, responses: responses) })
+            }.start()
+        }
+    }
+
+    private static func blockingSession(port: Int, sends: [(pause: Double, text: String)], responses: Int?) throws -> Session {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw Failure(message: "socket") }
+        defer { close(descriptor) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw Failure(message: "connect") }
+        let start = ContinuousClock.now
+        var lastSend = start
+        func seconds(since instant: ContinuousClock.Instant) -> Double {
+            let elapsed = ContinuousClock.now - instant
+            return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        }
+        var received: [UInt8] = []
+        for (pause, text) in sends {
+            Thread.sleep(forTimeInterval: pause)
+            let bytes = Array(text.utf8)
+            guard Glibc.send(descriptor, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else {
+                return Session(text: "", closedSinceStart: seconds(since: start), closedSinceLastSend: seconds(since: lastSend))
+            }
+            lastSend = .now
+        }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            if let responses, complete(received) >= responses { return Session(text: String(decoding: received, as: UTF8.self)) }
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count == 0 || (count < 0 && errno == ECONNRESET) {
+                return Session(text: String(decoding: received, as: UTF8.self), closedSinceStart: seconds(since: start),
+                               closedSinceLastSend: seconds(since: lastSend))
+            }
+            if count < 0 { throw Failure(message: "recv (timed out)") }
+            received.append(contentsOf: buffer[0..<count])
+        }
+    }
+
     /// How many complete responses (head and Content-Length body) `bytes` holds.
-    private static func complete(_ bytes: [UInt8]) -> Int {
+    static func complete(_ bytes: [UInt8]) -> Int {
         let text = String(decoding: bytes, as: UTF8.self)
         var count = 0
         var rest = Substring(text)

@@ -98,12 +98,112 @@ final class HTTP10ConnectionCloseHandler: ChannelInboundHandler, RemovableChanne
     }
 }
 
-/// Hummingbird's HTTP/1 channel with the service's connection handling added: the request deadline (after
-/// the HTTP codec), the HTTP/1.0 close (before it) and, on the public listener, the event-loop signing path
-/// (after Hummingbird's connection-state handler).
+/// Closes a connection that has been idle for the idle timeout: Hummingbird's connection-state handler's rule
+/// (the same state, kept the same way), at the front of the pipeline where it sees every request — the event-loop
+/// signing path's too, which the handlers after the conversion to HTTP types never see. The timer runs from the
+/// connection's start and from each response's end; a part read moves it on; it never closes a connection whose
+/// request is read and not yet answered.
+final class HTTP1IdleTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let idleTimeout: Duration
+    private var requestsInProgress = 0
+    private var isRequestBeingRead = false
+    private var lastActiveTime = ContinuousClock.now
+    private var isActive = false
+    private var timer: Scheduled<Void>?
+
+    init(idleTimeout: Duration) {
+        self.idleTimeout = idleTimeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { becameActive(context: context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        becameActive(context: context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        isActive = false
+        timer?.cancel()
+        timer = nil
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        lastActiveTime = .now
+        switch unwrapInboundIn(data) {
+        case .head:
+            isRequestBeingRead = true
+            requestsInProgress += 1
+        case .body:
+            break
+        case .end:
+            isRequestBeingRead = false
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) {
+            requestsInProgress = max(requestsInProgress - 1, 0)
+            if requestsInProgress == 0, isActive {
+                lastActiveTime = .now
+                schedule(at: lastActiveTime + idleTimeout, context: context)
+            }
+        }
+        context.write(data, promise: promise)
+    }
+
+    private func becameActive(context: ChannelHandlerContext) {
+        guard !isActive else { return }
+        isActive = true
+        lastActiveTime = .now
+        schedule(at: lastActiveTime + idleTimeout, context: context)
+    }
+
+    private func schedule(at deadline: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        guard timer == nil else { return }  // the running timer reschedules itself from `lastActiveTime`
+        let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(in: TimeAmount(deadline - .now)) {
+            let (handler, context) = loop.value
+            handler.timer = nil
+            handler.timedOut(context: context)
+        }
+    }
+
+    private func timedOut(context: ChannelHandlerContext) {
+        guard isActive else { return }
+        // A request read and not yet answered: its response's end starts the timer again.
+        if !isRequestBeingRead, requestsInProgress > 0 { return }
+        let deadline = lastActiveTime + idleTimeout
+        if ContinuousClock.now >= deadline {
+            context.close(promise: nil)
+        } else {
+            schedule(at: deadline, context: context)
+        }
+    }
+}
+
+/// Hummingbird's HTTP/1 channel with the service's connection handling added: the idle timeout
+/// (``HTTP1IdleTimeoutHandler``, right after the HTTP/1 decoder, instead of Hummingbird's), the request deadline
+/// (after the conversion to HTTP types), the HTTP/1.0 close (before it) and, on the public listener, the
+/// event-loop signing path (after the idle timeout, before everything else).
 struct OfferSignerHTTP1Channel: HTTPChannelHandler {
     typealias Value = HTTP1Channel.Value
     let inner: HTTP1Channel
+    let limits: ConnectionLimits
     let signing: EventLoopSigning?
 
     var responder: Responder { inner.responder }
@@ -111,9 +211,10 @@ struct OfferSignerHTTP1Channel: HTTPChannelHandler {
     /// The server builder for `Application(server:)`; `signing`: the event-loop path of `POST /v1/offers/sign`.
     static func server(limits: ConnectionLimits, signing: EventLoopSigning? = nil) -> HTTPServerBuilder {
         HTTPServerBuilder { responder in
+            // No idle timeout of Hummingbird's: its handler would not see the event-loop path's requests.
             OfferSignerHTTP1Channel(inner: HTTP1Channel(responder: responder, configuration: .init(
                 additionalChannelHandlers: [RequestDeadlineHandler(timeout: limits.requestTimeout)],
-                idleTimeout: TimeAmount(limits.idleTimeout))), signing: signing)
+                idleTimeout: nil)), limits: limits, signing: signing)
         }
     }
 
@@ -122,9 +223,12 @@ struct OfferSignerHTTP1Channel: HTTPChannelHandler {
             let operations = channel.pipeline.syncOperations
             let codec = try operations.handler(type: HTTP1ToHTTPServerCodec.self)
             try operations.addHandler(HTTP10ConnectionCloseHandler(), position: .before(codec))
+            let decoder = try operations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            let idle = HTTP1IdleTimeoutHandler(idleTimeout: limits.idleTimeout)
+            try operations.addHandler(idle, position: .after(decoder))
             if let signing {
-                let state = try operations.handler(type: HTTPConnectionStateHandler.self)
-                try operations.addHandler(EventLoopSigningHandler(signing: signing, logger: logger), position: .after(state))
+                try operations.addHandler(
+                    EventLoopSigningHandler(signing: signing, requestTimeout: limits.requestTimeout, logger: logger), position: .after(idle))
             }
             return value
         }

@@ -5,7 +5,7 @@ import Hummingbird
 import Logging
 import Metrics
 import NIOCore
-import NIOHTTPTypes
+import NIOHTTP1
 import OfferSigning
 import Synchronization
 
@@ -42,9 +42,33 @@ public struct EventLoopSigning: Sendable {
         self.serverName = serverName
     }
 
-    /// Whether a request head is for this path (the exact route, `POST`, a JSON body); its body decides the rest.
-    func takes(_ head: HTTPRequest) -> Bool {
-        head.method == .post && head.path == Self.path && Request.isJSON(head.headerFields[.contentType])
+    /// The headers the path reads, from a request head it takes.
+    struct Head {
+        var authorization: String?
+        var requestID: String?
+        var keepAlive: Bool
+    }
+
+    /// A request head this path takes (the exact route, `POST`, a JSON body; its body decides the rest), with the
+    /// headers it reads; `nil`: the router's. A header the path reads that is sent twice is the router's too
+    /// (HTTP types would join the values; the router answers as it does for any request).
+    func takes(_ head: HTTPRequestHead) -> Head? {
+        guard head.method == .POST, head.uri == Self.path,
+              let contentType = Self.single("content-type", in: head.headers), let type = contentType, Request.isJSON(type),
+              let authorization = Self.single("authorization", in: head.headers),
+              let requestID = Self.single(RequestLoggingMiddleware.header.rawName, in: head.headers)
+        else { return nil }
+        return Head(authorization: authorization, requestID: requestID, keepAlive: head.isKeepAlive)
+    }
+
+    /// A header's value: `.some(nil)` when absent, `nil` when sent more than once.
+    private static func single(_ name: String, in headers: HTTPHeaders) -> String?? {
+        var found: String?
+        for (fieldName, value) in headers where fieldName.utf8.count == name.utf8.count && fieldName.lowercased() == name.lowercased() {
+            if found != nil { return nil }
+            found = value
+        }
+        return .some(found)
     }
 
     /// What the path does with a complete request.
@@ -66,8 +90,8 @@ public struct EventLoopSigning: Sendable {
 
     /// Decides a complete request. Every check that can hand the request over runs before anything is spent on
     /// it (a rate-limit token, a signature), so the router sees a handed-over request as if it came first.
-    func outcome(head: HTTPRequest, body: ByteBuffer, remoteAddress: SocketAddress?, logger base: Logger) -> Outcome {
-        let authorization = head.headerFields[.authorization]
+    func outcome(head: Head, body: ByteBuffer, remoteAddress: SocketAddress?, logger base: Logger) -> Outcome {
+        let authorization = head.authorization
         let identity: ClientIdentity
         if let authenticator {
             guard let known = authenticator.immediateIdentity(authorization: authorization) else { return .handOver }
@@ -88,7 +112,7 @@ public struct EventLoopSigning: Sendable {
             return .handOver
         }
         var logger = base
-        let requestID = RequestLoggingMiddleware.requestID(from: head.headerFields[RequestLoggingMiddleware.header])
+        let requestID = RequestLoggingMiddleware.requestID(from: head.requestID)
         logger[metadataKey: "requestId"] = .string(requestID)
         let answering = Answering(requestID: requestID, logger: logger, identity: identity)
         do {
@@ -103,35 +127,42 @@ public struct EventLoopSigning: Sendable {
         }
     }
 
-    /// A response's head and body, with the headers the router's responses carry.
-    func response(status: HTTPResponse.Status, headers extra: HTTPFields = [:], body: ByteBuffer, requestID: String, keepAlive: Bool) -> HTTPResponse {
-        var fields = extra
-        fields[.contentType] = "application/json; charset=utf-8"
-        fields[.contentLength] = String(body.readableBytes)
-        fields[RequestLoggingMiddleware.header] = requestID
-        fields[.date] = HTTPDate.now()
-        if let serverName { fields[.server] = serverName }
-        if !keepAlive { fields[.connection] = "close" }
-        return HTTPResponse(status: status, headerFields: fields)
+    /// A response's head, with the headers the router's responses carry, in their order and spelling (as
+    /// Hummingbird's conversion from HTTP types writes them: HTTP/1.1, each field's name as given).
+    func response(status: HTTPResponse.Status, headers extra: HTTPFields = [:], body: ByteBuffer, requestID: String, keepAlive: Bool) -> HTTPResponseHead {
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(extra.count + 6)
+        for field in extra { headers.add(name: field.name.rawName, value: field.value) }
+        headers.add(name: HTTPField.Name.contentType.rawName, value: "application/json; charset=utf-8")
+        headers.add(name: HTTPField.Name.contentLength.rawName, value: String(body.readableBytes))
+        headers.add(name: RequestLoggingMiddleware.header.rawName, value: requestID)
+        headers.add(name: HTTPField.Name.date.rawName, value: HTTPDate.now())
+        if let serverName { headers.add(name: HTTPField.Name.server.rawName, value: serverName) }
+        if !keepAlive { headers.add(name: HTTPField.Name.connection.rawName, value: "close") }
+        return HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status.code, reasonPhrase: status.reasonPhrase), headers: headers)
     }
 }
 
-/// The event-loop signing path in a connection's pipeline, right after Hummingbird's connection-state handler
-/// (which so sees every request and response, for its idle timeout and graceful shutdown): takes the requests
-/// ``EventLoopSigning`` serves and passes every other part on.
+/// The event-loop signing path in a connection's pipeline, right after the HTTP/1 decoder, before the conversion
+/// to HTTP types (which, with the handlers after it, cost ~5 % of a signing request): takes the requests
+/// ``EventLoopSigning`` serves and passes every other part on as it came. What the handlers after it do for a
+/// request, it does for its own: the request deadline (``RequestDeadlineHandler``: armed only when a read ends
+/// with the body still incomplete), `Connection: close` and HTTP/1.0 (``HTTP10ConnectionCloseHandler``: the head's
+/// keep-alive), and graceful shutdown (Hummingbird's connection-state handler: a quiesce event waits behind a
+/// request being read or answered here). The idle timeout is ``HTTP1IdleTimeoutHandler``'s, before it.
 ///
 /// HTTP/1 answers in order: a request is taken only when no request handed to the router is still unanswered, and
 /// while an answer is pending, reading stops and what was already read waits, to be handled after the answer.
 final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
 
     private enum State {
         case idle
         /// A request of ours, its body arriving.
-        case collecting(HTTPRequest, ByteBuffer, ContinuousClock.Instant)
+        case collecting(HTTPRequestHead, EventLoopSigning.Head, ByteBuffer, ContinuousClock.Instant)
         /// The parts of the current request go to the router.
         case forwarding
         /// Our answer is pending (its record committing).
@@ -140,24 +171,31 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     private let signing: EventLoopSigning
     private let logger: Logger
+    private let requestTimeout: TimeAmount
     private var state = State.idle
+    /// Closes the connection when a body being collected has not arrived within the request timeout.
+    private var deadline: Scheduled<Void>?
     /// Requests handed to the router whose response has not ended.
     private var routerRequests = 0
     /// What arrived while an answer was pending, in order: request parts, and the errors (a parse error) and events
     /// (the client's half-close) that must reach the router after them, never ahead of the pending answer.
     private var waiting = CircularBuffer<Inbound>()
+    /// Events that arrived while a request of ours was being read (graceful shutdown's quiesce, which would close
+    /// a connection the handlers after this one see as idle): passed on once it is answered or handed over.
+    private var held: [Any] = []
     private var replaying = false
 
     private enum Inbound {
-        case part(HTTPRequestPart)
+        case part(HTTPServerRequestPart)
         case error(any Error)
         case event(Any)
     }
     private var readRequested = false
     private var active = true
 
-    init(signing: EventLoopSigning, logger: Logger) {
+    init(signing: EventLoopSigning, requestTimeout: Duration, logger: Logger) {
         self.signing = signing
+        self.requestTimeout = TimeAmount(requestTimeout)
         self.logger = logger
     }
 
@@ -169,6 +207,14 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
         } else {
             handle(part, context: context)
         }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if case .collecting = state, deadline == nil {
+            let loop = NIOLoopBound(context, eventLoop: context.eventLoop)
+            deadline = context.eventLoop.scheduleTask(in: requestTimeout) { loop.value.close(promise: nil) }
+        }
+        context.fireChannelReadComplete()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -183,34 +229,38 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if isAnswering {
             waiting.append(.event(event))
+        } else if isCollecting {
+            held.append(event)
         } else {
             context.fireUserInboundEventTriggered(event)
         }
     }
 
-    private func handle(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
+    private func handle(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
         switch (state, part) {
         case (.idle, .head(let head)):
-            if routerRequests == 0, signing.takes(head) {
-                state = .collecting(head, context.channel.allocator.buffer(capacity: 512), .now)
+            if routerRequests == 0, let taken = signing.takes(head) {
+                state = .collecting(head, taken, context.channel.allocator.buffer(capacity: 512), .now)
             } else {
                 routerRequests += 1
                 state = .forwarding
                 context.fireChannelRead(wrapInboundOut(part))
             }
-        case (.collecting(let head, var body, let start), .body(let chunk)):
+        case (.collecting(let head, let taken, var body, let start), .body(let chunk)):
             guard body.readableBytes + chunk.readableBytes <= OfferSignerRequestContext.maximumBodySize else {
                 // Too large for us: the router reads it and answers 413, as for any route.
                 handOver(head, body, context: context)
                 state = .forwarding
                 context.fireChannelRead(wrapInboundOut(part))
+                passHeldEvents(context: context)
                 return
             }
             state = .idle  // no second reference to the buffer while it grows
             body.writeImmutableBuffer(chunk)
-            state = .collecting(head, body, start)
-        case (.collecting(let head, let body, let start), .end(let trailers)):
-            answer(head, body, trailers: trailers, since: start, context: context)
+            state = .collecting(head, taken, body, start)
+        case (.collecting(let head, let taken, let body, let start), .end(let trailers)):
+            cancelDeadline()
+            answer(head, taken, body, trailers: trailers, since: start, context: context)
         case (.forwarding, .end):
             state = .idle
             context.fireChannelRead(wrapInboundOut(part))
@@ -220,19 +270,21 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     /// Passes a request read so far to the router, as it came.
-    private func handOver(_ head: HTTPRequest, _ body: ByteBuffer, context: ChannelHandlerContext) {
+    private func handOver(_ head: HTTPRequestHead, _ body: ByteBuffer, context: ChannelHandlerContext) {
+        cancelDeadline()
         routerRequests += 1
         context.fireChannelRead(wrapInboundOut(.head(head)))
         if body.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(.body(body))) }
     }
 
-    private func answer(_ head: HTTPRequest, _ body: ByteBuffer, trailers: HTTPFields?, since start: ContinuousClock.Instant, context: ChannelHandlerContext) {
-        let keepAlive = head.headerFields[.connection]?.lowercased() != "close"
-        switch signing.outcome(head: head, body: body, remoteAddress: context.channel.remoteAddress, logger: logger) {
+    private func answer(_ head: HTTPRequestHead, _ taken: EventLoopSigning.Head, _ body: ByteBuffer, trailers: HTTPHeaders?, since start: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        let keepAlive = taken.keepAlive
+        switch signing.outcome(head: taken, body: body, remoteAddress: context.channel.remoteAddress, logger: logger) {
         case .handOver:
             handOver(head, body, context: context)
             state = .idle
             context.fireChannelRead(wrapInboundOut(.end(trailers)))
+            passHeldEvents(context: context)
         case .refused(let error, let answering):
             state = .answering
             finish(error: error, answering, since: start, keepAlive: keepAlive, context: context)
@@ -271,11 +323,11 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     /// Writes an answer, then goes on with what was read meanwhile (or closes, for `Connection: close`).
-    private func write(_ head: HTTPResponse, _ body: ByteBuffer, keepAlive: Bool, context: ChannelHandlerContext) {
+    private func write(_ head: HTTPResponseHead, _ body: ByteBuffer, keepAlive: Bool, context: ChannelHandlerContext) {
         state = .idle
         guard active else { return }
         context.write(wrapOutboundOut(.head(head)), promise: nil)
-        context.write(wrapOutboundOut(.body(body)), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         if keepAlive {
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         } else {
@@ -289,19 +341,21 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
         resume(context: context)
     }
 
-    /// Goes on with what arrived while an answer was pending, until the next answer of ours (which queues the rest
-    /// again); then reads on. An answer made while replaying (a refusal) returns here instead of replaying itself,
-    /// so the stack does not grow with the queue.
+    /// Goes on with what arrived while an answer was pending (or a request of ours was read), until the next answer
+    /// of ours (which queues the rest again); then reads on. An answer made while replaying (a refusal) returns here
+    /// instead of replaying itself, so the stack does not grow with the queue.
     private func resume(context: ChannelHandlerContext) {
         guard !replaying else { return }
         replaying = true
         defer { replaying = false }
+        passHeldEvents(context: context)
         if !waiting.isEmpty {
             while !isAnswering, let next = waiting.popFirst() {
                 switch next {
                 case .part(let part): handle(part, context: context)
                 case .error(let error): context.fireErrorCaught(error)
-                case .event(let event): context.fireUserInboundEventTriggered(event)
+                case .event(let event):
+                    if isCollecting { held.append(event) } else { context.fireUserInboundEventTriggered(event) }
                 }
             }
             // What was handed on is delivered to the router at the end of a read (NIOAsyncChannel batches reads).
@@ -313,8 +367,25 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
         }
     }
 
+    /// Passes on the events held while a request of ours was read, once it is neither read nor answered here.
+    private func passHeldEvents(context: ChannelHandlerContext) {
+        guard !held.isEmpty, !isAnswering, !isCollecting else { return }
+        let events = held
+        held = []
+        for event in events { context.fireUserInboundEventTriggered(event) }
+    }
+
     private var isAnswering: Bool {
         if case .answering = state { true } else { false }
+    }
+
+    private var isCollecting: Bool {
+        if case .collecting = state { true } else { false }
+    }
+
+    private func cancelDeadline() {
+        deadline?.cancel()
+        deadline = nil
     }
 
     func read(context: ChannelHandlerContext) {
@@ -332,7 +403,12 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     func channelInactive(context: ChannelHandlerContext) {
         active = false
+        cancelDeadline()
         context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        cancelDeadline()
     }
 }
 
