@@ -51,6 +51,23 @@ import Testing
                                         body: ByteBuffer(string: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50"\#(named)}"#))
     }
 
+    /// HTTP types join a repeated field's values ("Bearer k, Bearer k": no credential); the event-loop path, which
+    /// reads NIOHTTP1's headers, hands such a request to the router instead of reading the first.
+    @Test(arguments: FrontEnd.allCases)
+    func anAuthorizationHeaderSentTwiceIsNoCredential(_ frontEnd: FrontEnd) async throws {
+        try await Self.application(Self.both, frontEnd: frontEnd).test(frontEnd.setup) { client in
+            var headers: HTTPFields = [.contentType: "application/json"]
+            headers.append(HTTPField(name: .authorization, value: "Bearer \(Self.apiKey)"))
+            headers.append(HTTPField(name: .authorization, value: "Bearer \(Self.apiKey)"))
+            let response = try await client.execute(
+                uri: "/v1/offers/sign", method: .post, headers: headers,
+                body: ByteBuffer(string: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1"}"#))
+            #expect(response.status == .unauthorized)
+            let once = try await sign(client, authorization: "Bearer \(Self.apiKey)", customer: "user-1")
+            #expect(once.status == .ok)
+        }
+    }
+
     @Test(arguments: FrontEnd.allCases)
     func aStrangerIsRefusedWith401AndWWWAuthenticate(_ frontEnd: FrontEnd) async throws {
         try await Self.application(Self.both, frontEnd: frontEnd).test(frontEnd.setup) { client in
