@@ -89,4 +89,18 @@ import Testing
     func controlCharactersAreRefused(_ value: String) {
         #expect(throws: OfferSigningError.self) { try offer(setting: "offerIdentifier", to: value).validate() }
     }
+
+    @Test("the signed bytes are the payload string's UTF-8, and only upper case is lowered")
+    func bytesAreTheStringsUTF8() {
+        let usernames = ["user-1", "User-ONE", "ÄÖÜ-ünïcödé", "漢字-ID", "8C1D6B2E-0000-4000-8000-0123456789AB", "a"]
+        for username in usernames {
+            let offer = PromotionalOffer(bundleIdentifier: "com.example.app", productIdentifier: "com.example.monthly",
+                                         offerIdentifier: "winback_50", applicationUsername: username)
+            let payload = LegacyOfferPayload(offer: offer, keyIdentifier: "ABC123DEFG", nonce: "F0E1D2C3-B4A5-4687-9887-A6B5C4D3E2F1",
+                                             timestamp: 1_795_480_209_343)
+            #expect(payload.bytes == Array(payload.string.utf8))
+            #expect(payload.applicationUsername == username.lowercased())
+            #expect(payload.nonce == "f0e1d2c3-b4a5-4687-9887-a6b5c4d3e2f1")
+        }
+    }
 }

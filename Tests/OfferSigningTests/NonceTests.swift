@@ -34,4 +34,15 @@ import Testing
         #expect(first.nonce == first.nonce.lowercased() && first.nonce.count == 36)
         #expect(Array(first.nonce)[14] == "4")
     }
+
+    @Test("the payload's lower-case nonce text is uuidString lower-cased")
+    func lowercasedString() {
+        var uuids = [UUID.version4(high: .max, low: .max), UUID.version4(high: 0, low: 0),
+                     UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+                     UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255))]
+        uuids += (0..<1_000).map { _ in UUID() }
+        for uuid in uuids {
+            #expect(uuid.lowercasedString == uuid.uuidString.lowercased())
+        }
+    }
 }

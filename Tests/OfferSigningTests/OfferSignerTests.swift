@@ -87,4 +87,24 @@ import Testing
             #expect(text.contains("Verified OK"))
         }
     }
+
+    @Test("the DER written from r and s is swift-crypto's, for 2,000 signatures and the edge values")
+    func derBytesMatchSwiftCrypto() throws {
+        let key = P256.Signing.PrivateKey()
+        var signatures = try (0..<2_000).map { _ in try key.signature(for: Data(UInt64.random(in: 0...UInt64.max).description.utf8)) }
+        // r and s with leading zero bytes, a high first bit, one, zero.
+        let halves: [[UInt8]] = [
+            [0x80] + [UInt8](repeating: 0x11, count: 31), [0x7F] + [UInt8](repeating: 0xFF, count: 31),
+            [0, 0, 0x80] + [UInt8](repeating: 0x22, count: 29), [0, 0, 0x01] + [UInt8](repeating: 0x33, count: 29),
+            [UInt8](repeating: 0, count: 31) + [1], [UInt8](repeating: 0, count: 31) + [0x80], [UInt8](repeating: 0, count: 32),
+        ]
+        for r in halves {
+            for s in halves {
+                signatures.append(try P256.Signing.ECDSASignature(rawRepresentation: r + s))
+            }
+        }
+        for signature in signatures {
+            #expect(signature.derBytes == [UInt8](signature.derRepresentation))
+        }
+    }
 }

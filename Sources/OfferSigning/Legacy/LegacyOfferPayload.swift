@@ -30,8 +30,8 @@ public struct LegacyOfferPayload: Sendable, Hashable {
         self.keyIdentifier = keyIdentifier
         self.productIdentifier = offer.productIdentifier
         self.offerIdentifier = offer.offerIdentifier
-        self.applicationUsername = offer.applicationUsername.lowercased()
-        self.nonce = nonce.lowercased()
+        self.applicationUsername = Self.lowercased(offer.applicationUsername)
+        self.nonce = Self.lowercased(nonce)
         self.timestamp = timestamp
     }
 
@@ -41,8 +41,24 @@ public struct LegacyOfferPayload: Sendable, Hashable {
             .joined(separator: "\u{2063}")
     }
 
-    /// The UTF-8 bytes that are signed.
-    public var bytes: [UInt8] { Array(string.utf8) }
+    /// The UTF-8 bytes that are signed (``string``'s), written field by field.
+    public var bytes: [UInt8] {
+        let separator: [UInt8] = [0xE2, 0x81, 0xA3]  // U+2063 in UTF-8
+        let fields = [bundleIdentifier, keyIdentifier, productIdentifier, offerIdentifier, applicationUsername, nonce]
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(fields.reduce(20 + 6 * separator.count) { $0 + $1.utf8.count })
+        for field in fields {
+            bytes.append(contentsOf: field.utf8)
+            bytes.append(contentsOf: separator)
+        }
+        bytes.append(contentsOf: String(timestamp).utf8)
+        return bytes
+    }
+
+    /// `text.lowercased()`, without a copy when it has no upper-case ASCII letter and nothing beyond ASCII.
+    private static func lowercased(_ text: String) -> String {
+        text.utf8.allSatisfy({ $0 < 0x80 && !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) ? text : text.lowercased()
+    }
 
     /// The payload with each separator written as `\u2063`, for people comparing payloads while debugging
     /// StoreKit's opaque `invalidSignature`.

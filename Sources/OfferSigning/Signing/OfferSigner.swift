@@ -54,15 +54,16 @@ public enum OfferSigner {
             throw .invalidField("timestamp", "timestamp must be a positive Unix time in milliseconds.")
         }
         let payload = LegacyOfferPayload(
-            offer: offer, keyIdentifier: key.keyIdentifier, nonce: nonce.uuidString, timestamp: timestamp)
-        let bytes = payload.bytes
+            offer: offer, keyIdentifier: key.keyIdentifier, nonce: nonce.lowercasedString, timestamp: timestamp)
+        // Hashed once for both: signing and verifying `bytes` hash them with SHA-256 first.
+        let digest = SHA256.hash(data: payload.bytes)
         let signature: P256.Signing.ECDSASignature
         do {
-            signature = try key.privateKey.signature(for: bytes)
+            signature = try key.privateKey.signature(for: digest)
         } catch {
             throw OfferSigningError(code: .selfCheckFailed, message: "Signing with key \(key.keyIdentifier) failed.")
         }
-        guard selfCheckKey.isValidSignature(signature, for: bytes) else {
+        guard selfCheckKey.isValidSignature(signature, for: digest) else {
             throw OfferSigningError(
                 code: .selfCheckFailed,
                 message: "The signature made with key \(key.keyIdentifier) did not verify with its public key; the bundle was not returned."
@@ -76,7 +77,30 @@ public enum OfferSigner {
             keyIdentifier: payload.keyIdentifier,
             nonce: payload.nonce,
             timestamp: payload.timestamp,
-            signature: signature.derRepresentation.base64EncodedString()
+            signature: Data(signature.derBytes).base64EncodedString()
         )
+    }
+}
+
+extension P256.Signing.ECDSASignature {
+    /// ``derRepresentation``, written from the raw `r ‖ s` without BoringSSL's encoder: SEQUENCE { INTEGER r,
+    /// INTEGER s }, each integer in the fewest bytes, with a zero byte before a first byte whose high bit is set
+    /// (compared with ``derRepresentation`` in `OfferSignerTests`).
+    var derBytes: [UInt8] {
+        let raw = [UInt8](rawRepresentation)
+        guard raw.count == 64 else { return [UInt8](derRepresentation) }
+        var der: [UInt8] = [0x30, 0]  // the sequence's length is set at the end (at most 70: one byte)
+        der.reserveCapacity(72)
+        for half in [raw[0..<32], raw[32..<64]] {
+            var digits = half.drop { $0 == 0 }
+            if digits.isEmpty { digits = half.suffix(1) }
+            let pad = digits.first! & 0x80 != 0
+            der.append(0x02)
+            der.append(UInt8(digits.count + (pad ? 1 : 0)))
+            if pad { der.append(0) }
+            der.append(contentsOf: digits)
+        }
+        der[1] = UInt8(der.count - 2)
+        return der
     }
 }

@@ -22,4 +22,25 @@ extension UUID {
         }
         return UUID(uuid: uuid)
     }
+
+    /// The UUID as a lower-case string with dashes (`uuidString.lowercased()`), written in one pass: what a
+    /// signature's payload carries.
+    var lowercasedString: String {
+        withUnsafeBytes(of: uuid) { bytes in
+            String(unsafeUninitializedCapacity: 36) { text in
+                let digits = Array("0123456789abcdef".utf8)
+                var index = 0
+                for (position, byte) in bytes.enumerated() {
+                    if position == 4 || position == 6 || position == 8 || position == 10 {
+                        text[index] = UInt8(ascii: "-")
+                        index += 1
+                    }
+                    text[index] = digits[Int(byte >> 4)]
+                    text[index + 1] = digits[Int(byte & 0x0F)]
+                    index += 2
+                }
+                return index
+            }
+        }
+    }
 }
