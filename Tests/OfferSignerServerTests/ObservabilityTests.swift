@@ -56,6 +56,25 @@ final class LogLines: Sendable {
         #expect(object["level"] == "warning" && object["label"] == "offer-signer")
     }
 
+    @Test("metadata: the handler's, the provider's, then the line's own, a later one winning a key, keys sorted")
+    func metadataPrecedence() throws {
+        let lines = Mutex<[String]>([])
+        let provider = Logger.MetadataProvider { ["b": "provider", "c": "provider", "p": "only-provider"] }
+        var handler = JSONLogHandler(label: "t", metadataProvider: provider) { line in lines.withLock { $0.append(line) } }
+        handler.metadata = ["a": "handler", "b": "handler", "c": "handler", "h": "only-handler"]
+        var logger = Logger(label: "t") { _ in handler }
+        logger[metadataKey: "z"] = "logger"
+        logger.info("m", metadata: ["c": "own", "o": "only-own", "d": .stringConvertible(4)])
+        let line = try #require(lines.withLock { $0.first })
+        let object = try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])
+        #expect(object["a"] == "handler" && object["h"] == "only-handler" && object["z"] == "logger")
+        #expect(object["b"] == "provider" && object["p"] == "only-provider")
+        #expect(object["c"] == "own" && object["o"] == "only-own" && object["d"] == "4")
+        // Each key once, in order after the four fixed fields.
+        let keys = line.split(separator: ",").compactMap { $0.split(separator: ":").first.map { String($0).trimmingCharacters(in: CharacterSet(charactersIn: "{\"")) } }
+        #expect(Array(keys.dropFirst(4)) == ["a", "b", "c", "d", "h", "o", "p", "z"])
+    }
+
     @Test("the time is RFC 3339 in UTC with milliseconds")
     func time() {
         #expect(JSONLogHandler.rfc3339(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")

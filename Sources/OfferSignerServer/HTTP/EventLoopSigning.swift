@@ -84,8 +84,17 @@ public struct EventLoopSigning: Sendable {
     /// The request's ID, logger and credential, for its answer and access-log line.
     struct Answering: Sendable {
         var requestID: String
-        var logger: Logger
+        /// The connection's logger, without the request ID (which the access line takes as its own metadata:
+        /// no copy of the logger's metadata a request).
+        var base: Logger
         var identity: ClientIdentity
+
+        /// The logger with the request ID, for what the pipeline logs about a refusal.
+        var logger: Logger {
+            var logger = base
+            logger[metadataKey: "requestId"] = .string(requestID)
+            return logger
+        }
     }
 
     /// Decides a complete request. Every check that can hand the request over runs before anything is spent on
@@ -111,10 +120,7 @@ public struct EventLoopSigning: Sendable {
         } catch {
             return .handOver
         }
-        var logger = base
-        let requestID = RequestLoggingMiddleware.requestID(from: head.requestID)
-        logger[metadataKey: "requestId"] = .string(requestID)
-        let answering = Answering(requestID: requestID, logger: logger, identity: identity)
+        let answering = Answering(requestID: RequestLoggingMiddleware.requestID(from: head.requestID), base: base, identity: identity)
         do {
             // The router's order: the credential's limit (authentication middleware), then the customer's (route).
             if authenticator != nil {
@@ -123,7 +129,7 @@ public struct EventLoopSigning: Sendable {
             try limits.admit(customer: named.lowercased(), identity: identity)
             return .signed(try signing(), answering)
         } catch {
-            return .refused(APIError(pipeline: error, logger: logger), answering)
+            return .refused(APIError(pipeline: error, logger: answering.logger), answering)
         }
     }
 
@@ -312,14 +318,14 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
         let body = offer.apiJSON
         write(signing.response(status: .ok, body: body, requestID: answering.requestID, keepAlive: keepAlive), body, keepAlive: keepAlive, context: context)
         EventLoopSigningMetrics.answered(.ok, since: start)
-        RequestLoggingMiddleware.log(method: .post, route: EventLoopSigning.path, status: .ok, since: start, identity: answering.identity, logger: answering.logger)
+        RequestLoggingMiddleware.log(method: .post, route: EventLoopSigning.path, status: .ok, since: start, identity: answering.identity, requestID: answering.requestID, logger: answering.base)
     }
 
     private func finish(error: APIError, _ answering: EventLoopSigning.Answering, since start: ContinuousClock.Instant, keepAlive: Bool, context: ChannelHandlerContext) {
         let body = error.body
         write(signing.response(status: error.status, headers: error.headers, body: body, requestID: answering.requestID, keepAlive: keepAlive), body, keepAlive: keepAlive, context: context)
         EventLoopSigningMetrics.refused(error.status)
-        RequestLoggingMiddleware.log(method: .post, route: EventLoopSigning.path, status: error.status, since: start, identity: answering.identity, logger: answering.logger)
+        RequestLoggingMiddleware.log(method: .post, route: EventLoopSigning.path, status: error.status, since: start, identity: answering.identity, requestID: answering.requestID, logger: answering.base)
     }
 
     /// Writes an answer, then goes on with what was read meanwhile (or closes, for `Connection: close`).

@@ -47,16 +47,30 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
+        // The handler's metadata, the provider's, the line's own — a later one wins a key — sorted by key, without
+        // merging dictionaries (an access line a request: docs/PERFORMANCE.md).
         let provided = metadataProvider?.get()
-        var merged = metadata
-        merged.reserveCapacity(metadata.count + (provided?.count ?? 0) + (event.metadata?.count ?? 0))  // one allocation
-        if let provided { merged.merge(provided) { _, new in new } }
-        if let own = event.metadata { merged.merge(own) { _, new in new } }
-        output(Self.line(time: Date(), level: event.level, label: label, message: "\(event.message)", metadata: merged))
+        var fields: [(key: String, rank: Int, value: Logger.Metadata.Value)] = []
+        fields.reserveCapacity(metadata.count + (provided?.count ?? 0) + (event.metadata?.count ?? 0))
+        for (rank, source) in [metadata, provided, event.metadata].enumerated() {
+            for (key, value) in source ?? [:] { fields.append((key, rank, value)) }
+        }
+        fields.sort { $0.key != $1.key ? $0.key < $1.key : $0.rank < $1.rank }
+        var unique: [(key: String, value: Logger.Metadata.Value)] = []
+        unique.reserveCapacity(fields.count)
+        for (index, field) in fields.enumerated() where index + 1 == fields.count || fields[index + 1].key != field.key {
+            unique.append((field.key, field.value))
+        }
+        output(Self.line(time: Date(), level: event.level, label: label, message: "\(event.message)", fields: unique))
     }
 
     /// One line of JSON (no newline).
     public static func line(time: Date, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata) -> String {
+        line(time: time, level: level, label: label, message: message, fields: metadata.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+    }
+
+    /// One line of JSON (no newline) with metadata fields already sorted by key, each key once.
+    static func line(time: Date, level: Logger.Level, label: String, message: String, fields: [(key: String, value: Logger.Metadata.Value)]) -> String {
         var line = "{\"time\":\""
         line.reserveCapacity(512)  // one allocation for a typical line
         line += rfc3339(time)
@@ -66,7 +80,7 @@ public struct JSONLogHandler: LogHandler {
         appendString(label, to: &line)
         line += ",\"message\":"
         appendString(message, to: &line)
-        for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
+        for (key, value) in fields {
             line += ","
             switch key {
             case "time", "level", "label", "message": appendString("metadata.\(key)", to: &line)
@@ -176,19 +190,38 @@ private enum StandardErrorLines {
 
     @Sendable static func emit(_ line: String) {
         var text = line
-        text.append("\n")
         lock.withLock { _ in
             text.withUTF8 { buffer in
-                var offset = 0
-                while offset < buffer.count {
-                    let written = write(2, buffer.baseAddress! + offset, buffer.count - offset)
-                    if written > 0 {
-                        offset += written
-                    } else if written < 0, errno == EINTR {
-                        continue
-                    } else {
-                        return
+                // The line and its newline in one `writev`, without copying the line to append the newline.
+                var newline = UInt8(ascii: "\n")
+                let written = withUnsafeMutablePointer(to: &newline) { newline in
+                    withUnsafeTemporaryAllocation(of: iovec.self, capacity: 2) { parts in
+                        parts[0] = iovec(iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress), iov_len: buffer.count)
+                        parts[1] = iovec(iov_base: UnsafeMutableRawPointer(newline), iov_len: 1)
+                        return writev(2, parts.baseAddress, 2)
                     }
+                }
+                if written == buffer.count + 1 { return }
+                if written < 0, errno != EINTR { return }
+                // Rare (a short write, an interruption): the rest, from a copy with the newline.
+                writeRest(Array(buffer) + [UInt8(ascii: "\n")], from: max(written, 0))
+            }
+        }
+    }
+
+    /// Writes `bytes` from `offset` on to standard error, retrying after a short write or an interruption; gives up
+    /// on an error.
+    private static func writeRest(_ bytes: [UInt8], from offset: Int) {
+        bytes.withUnsafeBytes { bytes in
+            var offset = offset
+            while offset < bytes.count {
+                let written = write(2, bytes.baseAddress! + offset, bytes.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0, errno == EINTR {
+                    continue
+                } else {
+                    return
                 }
             }
         }

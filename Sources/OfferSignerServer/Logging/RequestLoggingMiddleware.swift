@@ -99,7 +99,7 @@ struct RequestLoggingMiddleware: RouterMiddleware {
     }
 
     /// Writes one access-log line (this middleware's, and the event-loop signing path's).
-    static func log(method: HTTPRequest.Method, route: String?, status: HTTPResponse.Status, since start: ContinuousClock.Instant, identity: ClientIdentity?, admin: String? = nil, logger: Logger) {
+    static func log(method: HTTPRequest.Method, route: String?, status: HTTPResponse.Status, since start: ContinuousClock.Instant, identity: ClientIdentity?, admin: String? = nil, requestID: String? = nil, logger: Logger) {
         guard logger.logLevel <= .info else { return }
         var metadata: Logger.Metadata = [
             "method": .string(method.rawValue),
@@ -109,6 +109,7 @@ struct RequestLoggingMiddleware: RouterMiddleware {
         ]
         if let identity { metadata["credential"] = .string(identity.credentialName) }
         if let admin { metadata["admin"] = .string(admin) }
+        if let requestID { metadata["requestId"] = .string(requestID) }  // when the logger does not carry it
         logger.info("request", metadata: metadata)
     }
 
