@@ -173,15 +173,16 @@ extension OfferService {
 
     /// Records a signature through the store's group commit and calls `completion` once it is durable (at once
     /// without a store), then counts it; a store failure is 503 `store_unavailable`. `completion` runs on a
-    /// store thread: an event-loop caller hops back itself.
-    func commit(_ record: IssuedSignature?, completion: @escaping @Sendable (Result<Void, OfferServiceError>) -> Void) {
+    /// store thread: an event-loop caller hops back itself. `startWhenReady`: see
+    /// ``OfferStore/record(_:startWhenReady:completion:)`` (an event loop gathers a tick's records into one batch).
+    func commit(_ record: IssuedSignature?, startWhenReady: StartWhenReady? = nil, completion: @escaping @Sendable (Result<Void, OfferServiceError>) -> Void) {
         guard let record else { return completion(.success(())) }
         guard let store else {
             countIssued(record)
             return completion(.success(()))
         }
         let start = ContinuousClock.now
-        store.record(record) { result in
+        let recorded: @Sendable (Result<Void, any Error>) -> Void = { result in
             PipelineMetrics.groupCommitWrite.record(duration: ContinuousClock.now - start)
             switch result {
             case .success:
@@ -192,6 +193,11 @@ extension OfferService {
             case .failure:
                 completion(.failure(.storeUnavailable))
             }
+        }
+        if let startWhenReady {
+            store.record(record, startWhenReady: startWhenReady, completion: recorded)
+        } else {
+            store.record(record, completion: recorded)
         }
     }
 

@@ -204,6 +204,10 @@ final class SQLOfferStore: OfferStore {
         recorder.submit(signature, completion: completion)
     }
 
+    func record(_ signature: IssuedSignature, startWhenReady: @escaping StartWhenReady, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        recorder.submit(signature, startWhenReady: startWhenReady, completion: completion)
+    }
+
     /// Writes one group-commit batch in one transaction; each record's outcome (`nil`: written).
     private static func recordBatch(_ records: [IssuedSignature], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
         do {

@@ -32,9 +32,14 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
         var closed = false
         /// Callers of ``close()`` waiting for the writer to finish.
         var closers: [CheckedContinuation<Void, Never>] = []
+        /// The sizes of the last two batches: whether records arrive together (load), when a start may wait.
+        var recentBatches = (1, 1)
+
+        /// Whether either of the last two batches held more than one record.
+        var underLoad: Bool { recentBatches.0 > 1 || recentBatches.1 > 1 }
     }
 
-    private enum SubmitOutcome { case refuse, wait, startWriter }
+    private enum SubmitOutcome { case refuse, wait, startWriter, startWriterWhenReady }
 
     private let state = Mutex(State())
     private let maximumBatch: Int
@@ -62,24 +67,35 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
 
     /// Queues `item` and calls `completion` once it is written, with its own error or its batch's — without
     /// a task of the caller's (the event-loop signing path). `completion` runs on the writer's thread.
-    func submit(_ item: Item, completion: @escaping Completion) {
+    ///
+    /// `startWhenReady`: when `item` finds no writer running while records arrive together (one of the last two
+    /// batches held more than one), the writer's start is handed to it, to run once the caller has queued what else
+    /// it has at hand (an event loop: at the end of its current tick, after the other requests it read in that
+    /// tick) — they then share one batch instead of the first going alone and the rest waiting for its flush.
+    /// Items queued meanwhile, by any caller, wait for that start. When idle (batches of one), or `nil`: the writer
+    /// starts at once.
+    func submit(_ item: Item, startWhenReady: StartWhenReady? = nil, completion: @escaping Completion) {
         let next = state.withLock { state -> SubmitOutcome in
             if state.closed { return .refuse }
             state.waiting.append((item, completion))
             if state.flushing { return .wait }
             state.flushing = true
-            return .startWriter
+            return startWhenReady != nil && state.underLoad ? .startWriterWhenReady : .startWriter
         }
         switch next {
         case .refuse: completion(.failure(OfferStoreError(code: .unavailable, message: "The store is closed.")))
         case .wait: break
-        case .startWriter:
-            switch writer {
-            case .task(let write):
-                Task.detached { await self.writeUntilEmpty(write) }  // serves every caller: no task-locals of the first
-            case .queue(let queue, let write):
-                queue.async { self.writeUntilEmpty(write) }
-            }
+        case .startWriter: startWriter()
+        case .startWriterWhenReady: startWhenReady? { self.startWriter() }
+        }
+    }
+
+    private func startWriter() {
+        switch writer {
+        case .task(let write):
+            Task.detached { await self.writeUntilEmpty(write) }  // serves every caller: no task-locals of the first
+        case .queue(let queue, let write):
+            queue.async { self.writeUntilEmpty(write) }
         }
     }
 
@@ -118,7 +134,10 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
         let (batch, closers) = state.withLock { state in
             let taken = Array(state.waiting.prefix(maximumBatch))
             state.waiting.removeFirst(taken.count)
-            guard taken.isEmpty else { return (taken, [CheckedContinuation<Void, Never>]()) }
+            guard taken.isEmpty else {
+                state.recentBatches = (taken.count, state.recentBatches.0)
+                return (taken, [CheckedContinuation<Void, Never>]())
+            }
             state.flushing = false
             defer { state.closers = [] }
             return (taken, state.closers)

@@ -77,6 +77,11 @@ public protocol OfferStore: Sendable {
     /// failed), on a thread of the store's. For callers that are not tasks (the event-loop signing path).
     func record(_ signature: IssuedSignature, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
 
+    /// ``record(_:completion:)``, where a record that would start a group-commit batch alone hands the batch's start
+    /// to `startWhenReady`, which runs it once the caller has recorded what else it has at hand (an event loop: at
+    /// the end of its current tick), so those records share the batch — one flush for them all.
+    func record(_ signature: IssuedSignature, startWhenReady: @escaping StartWhenReady, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+
     /// Issued signatures, newest first.
     func issuedSignatures(matching query: IssuedSignatureQuery) async throws -> [IssuedSignature]
 
@@ -155,7 +160,15 @@ public struct OfferStoreError: Error, Hashable, Sendable, CustomStringConvertibl
     public var description: String { "\(code): \(message)" }
 }
 
+/// Runs its argument once its caller has recorded what it has at hand (``OfferStore/record(_:startWhenReady:completion:)``).
+public typealias StartWhenReady = @Sendable (_ start: @escaping @Sendable () -> Void) -> Void
+
 extension OfferStore {
+    /// The default for a store without a group commit of its own: the record goes at once.
+    public func record(_ signature: IssuedSignature, startWhenReady: @escaping StartWhenReady, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        record(signature, completion: completion)
+    }
+
     /// The default for a store without a callback-based group commit: one task per record.
     public func record(_ signature: IssuedSignature, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         Task {
