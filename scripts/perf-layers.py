@@ -13,7 +13,8 @@ import collections, sys
 samples=open(sys.argv[1]).read().split('\n\n')
 cats=collections.Counter(); tot=0
 rules=[("sign + self-verify (P-256 sign and verify, payload, DER, base64, UUID nonce)","signLegacy"),
-("JSON decode of the request (duplicate-key scan, JSONDecoder)","decodeJSON"),
+("JSON decode of the request (the plain reader, or the duplicate-key scan and JSONDecoder)","plainJSON"),
+("JSON decode of the request (the plain reader, or the duplicate-key scan and JSONDecoder)","decodeJSON"),
 ("JSON encode of the answer","JSONEncoder"),
 ("JSON encode of the answer","apiJSON"),
 ("access-log line","RequestLoggingMiddlewareV3log"),
@@ -30,6 +31,7 @@ for smp in samples:
     if "SQLiteLogWriter" in stack: cats["log: SQLiteLogWriter (INSERTs, WAL, fsync) on its queue"]+=1; continue
     if comm.startswith("SGLTN-TP"): cats["log: SQLite through sqlite-nio's thread pool"]+=1; continue
     if "default-qos" in comm: cats["log: group-commit writer task (batching, the write gate, continuations)"]+=1; continue
+    if "qos.overcommit" in comm: cats["log: the group commit on the log writer's queue (batching, the write gate, completions)"]+=1; continue
     for name,key in rules:
         if key in stack: cats[name]+=1; break
     else: cats["other event-loop work (epoll, scheduling, commit callbacks)" if comm.startswith("NIO") else "other: "+comm]+=1
