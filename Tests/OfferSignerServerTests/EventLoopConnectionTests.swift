@@ -14,12 +14,12 @@ import Testing
     static let body = #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1"}"#
     static let sign = "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
 
-    /// The live application with one-second limits.
-    private func application(_ test: TestService) -> Application<RouterResponder<OfferSignerRequestContext>> {
+    /// The live application with short limits (one second each unless given).
+    private func application(_ test: TestService, idleTimeout: Duration = .seconds(1), requestTimeout: Duration = .seconds(1)) -> Application<RouterResponder<OfferSignerRequestContext>> {
         makeApplication(
             router: buildRouter(service: test.service),
             signing: EventLoopSigning(service: test.service, authenticator: nil, limits: RateLimits(.none), serverName: nil),
-            limits: ConnectionLimits(idleTimeout: .seconds(1), requestTimeout: .seconds(1)),
+            limits: ConnectionLimits(idleTimeout: idleTimeout, requestTimeout: requestTimeout),
             logger: Logger(label: "test"))
     }
 
@@ -36,6 +36,21 @@ import Testing
             // Closed 1 s after the head, while the body still trickled (3.6 s in all).
             let closed = try #require(session.closedSinceStart)
             #expect(closed > 0.8 && closed < 2.5)
+        }
+    }
+
+    /// Found in review: the deadline was armed only at the end of a read, and a request replayed after an answer
+    /// (pipelined behind it) had no read of its own ending, so only the idle timeout closed it.
+    @Test("a sign request pipelined behind another, whose body stops arriving, is dropped after the request timeout")
+    func pipelinedBodyDeadline() async throws {
+        let test = try TestService()
+        try await application(test, idleTimeout: .seconds(4), requestTimeout: .seconds(1)).test(.live) { client in
+            let port = try #require(client.port)
+            let stalled = "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"productIdentifier\""
+            let session = try await RawHTTP.session(port: port, sends: [(0.0, Self.sign + stalled)], responses: nil)
+            #expect(session.text.hasPrefix("HTTP/1.1 200"))  // the first is answered
+            let closed = try #require(session.closedSinceLastSend)
+            #expect(closed > 0.8 && closed < 2.5)  // the request timeout (1 s), not the idle timeout (4 s)
         }
     }
 
@@ -86,13 +101,85 @@ import Testing
         _ = try? channel.finish()
     }
 
-    /// Counts the quiesce events that reach the end of the pipeline.
+    /// Found in review: the held quiesce was passed on before the requests read while the answer was pending, so
+    /// Hummingbird's connection-state handler, seeing no request, closed the connection under them.
+    @Test("a held quiesce reaches the router after the requests pipelined behind the answer")
+    func quiesceAfterPipelinedRequests() async throws {
+        let test = try TestService()
+        let events = EventRecorder()
+        let channel = try await signingChannel(test, events)
+        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v1/offers/sign")
+        head.headers.add(name: "Content-Type", value: "application/json")
+        try channel.writeInbound(HTTPServerRequestPart.head(head))
+        channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        try channel.writeInbound(HTTPServerRequestPart.body(ByteBuffer(string: Self.body)))
+        try channel.writeInbound(HTTPServerRequestPart.end(nil))  // answered once the loop runs: pending now
+        try channel.writeInbound(HTTPServerRequestPart.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/healthz")))
+        try channel.writeInbound(HTTPServerRequestPart.end(nil))
+        #expect(events.seen.isEmpty)
+        channel.embeddedEventLoop.run()
+        #expect(events.seen == ["head GET /healthz", "end", "quiesce"])
+        _ = try? channel.finish()
+    }
+
+    @Test("while a sign request is read, only a quiesce is held: the client's half-close passes at once")
+    func halfClosePasses() async throws {
+        let test = try TestService()
+        let events = EventRecorder()
+        let channel = try await signingChannel(test, events)
+        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v1/offers/sign")
+        head.headers.add(name: "Content-Type", value: "application/json")
+        try channel.writeInbound(HTTPServerRequestPart.head(head))
+        channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        #expect(events.seen == ["inputClosed"])
+        _ = try? channel.finish()
+    }
+
+    @Test("keep-alive as the router decides it: Connection exactly close, or HTTP/1.0 without keep-alive")
+    func keepAlive() {
+        func head(_ version: HTTPVersion, _ connection: [String]) -> HTTPRequestHead {
+            var head = HTTPRequestHead(version: version, method: .POST, uri: "/v1/offers/sign")
+            for value in connection { head.headers.add(name: "Connection", value: value) }
+            return head
+        }
+        #expect(EventLoopSigning.keepsAlive(head(.http1_1, [])))
+        #expect(!EventLoopSigning.keepsAlive(head(.http1_1, ["close"])))
+        // The router compares the joined value with "close" exactly; so does this path.
+        #expect(EventLoopSigning.keepsAlive(head(.http1_1, ["Close"])))
+        #expect(EventLoopSigning.keepsAlive(head(.http1_1, ["close, te"])))
+        #expect(EventLoopSigning.keepsAlive(head(.http1_1, ["close", "close"])))
+        #expect(!EventLoopSigning.keepsAlive(head(.http1_0, [])))
+        #expect(EventLoopSigning.keepsAlive(head(.http1_0, ["keep-alive"])))
+    }
+
+    /// An embedded channel with the signing handler and `events` after it.
+    private func signingChannel(_ test: TestService, _ events: EventRecorder) async throws -> EmbeddedChannel {
+        let channel = EmbeddedChannel()
+        let signing = EventLoopSigning(service: test.service, authenticator: nil, limits: RateLimits(.none), serverName: nil)
+        try channel.pipeline.syncOperations.addHandler(EventLoopSigningHandler(signing: signing, requestTimeout: .seconds(10), logger: Logger(label: "test")))
+        try channel.pipeline.syncOperations.addHandler(events)
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
+        return channel
+    }
+
+    /// What reaches the end of the pipeline, in order: request parts (as "head METHOD URI", "body", "end") and
+    /// events ("quiesce", "inputClosed").
     final class EventRecorder: ChannelInboundHandler, @unchecked Sendable {
         typealias InboundIn = HTTPServerRequestPart
-        var quiesced = 0
+        var seen: [String] = []
+        var quiesced: Int { seen.filter { $0 == "quiesce" }.count }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case .head(let head): seen.append("head \(head.method.rawValue) \(head.uri)")
+            case .body: seen.append("body")
+            case .end: seen.append("end")
+            }
+        }
 
         func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-            if event is ChannelShouldQuiesceEvent { quiesced += 1 }
+            if event is ChannelShouldQuiesceEvent { seen.append("quiesce") }
+            if case ChannelEvent.inputClosed? = event as? ChannelEvent { seen.append("inputClosed") }
             context.fireUserInboundEventTriggered(event)
         }
     }

@@ -13,13 +13,32 @@ import Testing
         func append(_ batch: [Int]) { batches.withLock { $0.append(batch) } }
     }
 
-    /// A queue whose writer runs on a queue of its own; each batch takes `pause` seconds.
-    private func queue(_ written: Written, pause: Double = 0) -> GroupCommitQueue<Int> {
+    /// A queue whose writer runs on a queue of its own; a batch holding `held` waits for `release` before it is
+    /// written (a slow flush, with the next records queued behind it).
+    private func queue(_ written: Written, holding held: Int? = nil, entered: DispatchSemaphore? = nil, until release: DispatchSemaphore? = nil) -> GroupCommitQueue<Int> {
         GroupCommitQueue(maximumBatch: 100, queue: DispatchQueue(label: "group-commit-test")) { items in
+            if let held, items.contains(held) {
+                entered?.signal()
+                release?.wait()
+            }
             written.append(items)
-            if pause > 0 { Thread.sleep(forTimeInterval: pause) }
             return items.map { _ in nil }
         }
+    }
+
+    /// Makes the queue's recent batches [1] and [2, 3]: records that arrived together, as under load.
+    private func load(_ written: Written) -> GroupCommitQueue<Int> {
+        let (entered, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let queue = queue(written, holding: 1, entered: entered, until: release)
+        let first = submit(1, to: queue)
+        #expect(entered.wait(timeout: .now() + 5) == .success)  // the writer has taken [1]
+        let behind = [submit(2, to: queue), submit(3, to: queue)]  // queued while [1] is being written
+        release.signal()
+        #expect(first.wait(timeout: .now() + 5) == .success)
+        for done in behind { #expect(done.wait(timeout: .now() + 5) == .success) }
+        #expect(written.all == [[1], [2, 3]])
+        waitUntilIdle(queue)  // completions run just before the writer marks itself idle
+        return queue
     }
 
     /// Submits `item` and returns a semaphore signalled at its completion.
@@ -54,22 +73,36 @@ import Testing
     @Test("under load the writer's start waits for its caller, and what is queued meanwhile shares the batch")
     func loadWaitsForTheCaller() {
         let written = Written()
-        let queue = queue(written, pause: 0.2)
-        // Load: records that arrive while a batch is being written make the next batch hold several.
-        let first = submit(1, to: queue)
-        Thread.sleep(forTimeInterval: 0.05)
-        let seconds = [submit(2, to: queue), submit(3, to: queue)]
-        #expect(first.wait(timeout: .now() + 5) == .success)
-        for done in seconds { #expect(done.wait(timeout: .now() + 5) == .success) }
-        #expect(written.all == [[1], [2, 3]])
-
+        let queue = load(written)
         // The writer is idle now; the next record hands its start to the caller.
         let held = HeldStart()
         let waiting = [submit(4, to: queue, startWhenReady: held.hand), submit(5, to: queue, startWhenReady: held.hand), submit(6, to: queue)]
         #expect(held.count == 1)
-        #expect(waiting[0].wait(timeout: .now() + 0.3) == .timedOut)  // nothing written before the start
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(written.all.count == 2)  // nothing written before the start
         held.release()
         for done in waiting { #expect(done.wait(timeout: .now() + 5) == .success) }
         #expect(written.all.last == [4, 5, 6])
+    }
+
+    @Test("closing the queue writes what waits behind a start its caller never ran")
+    func closeStartsAPendingWriter() async {
+        let written = Written()
+        let queue = load(written)
+        let held = HeldStart()  // never released: an event loop that stopped
+        let waiting = submit(4, to: queue, startWhenReady: held.hand)
+        #expect(held.count == 1)
+        let closing = Task { await queue.close() }
+        let written4 = waiting.wait(timeout: .now() + 5) == .success
+        #expect(written4)
+        guard written4 else { return }  // close() would never return
+        await closing.value
+        #expect(written.all.last == [4])
+        held.release()  // the start, run late, finds nothing to do
+        #expect(written.all.count == 3)
+    }
+
+    private func waitUntilIdle(_ queue: GroupCommitQueue<Int>) {
+        for _ in 0..<500 where !queue.isIdle { Thread.sleep(forTimeInterval: 0.01) }
     }
 }

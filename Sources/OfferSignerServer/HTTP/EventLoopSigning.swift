@@ -58,7 +58,15 @@ public struct EventLoopSigning: Sendable {
               let authorization = Self.single("authorization", in: head.headers),
               let requestID = Self.single(RequestLoggingMiddleware.header.rawName, in: head.headers)
         else { return nil }
-        return Head(authorization: authorization, requestID: requestID, keepAlive: head.isKeepAlive)
+        return Head(authorization: authorization, requestID: requestID, keepAlive: Self.keepsAlive(head))
+    }
+
+    /// Whether the connection stays open after the answer, as the router decides it: closed when the request's
+    /// `Connection` (its values joined, as HTTP types join them) is exactly `close`, or when an HTTP/1.0 request
+    /// did not ask for keep-alive (``HTTP10ConnectionCloseHandler`` marks it `close` for the router).
+    static func keepsAlive(_ head: HTTPRequestHead) -> Bool {
+        if head.version == .http1_0, !head.isKeepAlive { return false }
+        return head.headers["connection"].joined(separator: ", ") != "close"
     }
 
     /// A header's value: `.some(nil)` when absent, `nil` when sent more than once.
@@ -216,11 +224,15 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if case .collecting = state, deadline == nil {
-            let loop = NIOLoopBound(context, eventLoop: context.eventLoop)
-            deadline = context.eventLoop.scheduleTask(in: requestTimeout) { loop.value.close(promise: nil) }
-        }
+        if isCollecting { armDeadline(context: context) }
         context.fireChannelReadComplete()
+    }
+
+    /// Arms the request deadline of the request being read, once (a read ended with its body incomplete).
+    private func armDeadline(context: ChannelHandlerContext) {
+        guard deadline == nil else { return }
+        let loop = NIOLoopBound(context, eventLoop: context.eventLoop)
+        deadline = context.eventLoop.scheduleTask(in: requestTimeout) { loop.value.close(promise: nil) }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -235,7 +247,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if isAnswering {
             waiting.append(.event(event))
-        } else if isCollecting {
+        } else if isCollecting, event is ChannelShouldQuiesceEvent {
             held.append(event)
         } else {
             context.fireUserInboundEventTriggered(event)
@@ -269,15 +281,16 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
             answer(head, taken, body, trailers: trailers, since: start, context: context)
         case (.forwarding, .end):
             state = .idle
+            cancelDeadline()  // a request of ours handed over before its end (too large) kept its deadline until now
             context.fireChannelRead(wrapInboundOut(part))
         default:
             context.fireChannelRead(wrapInboundOut(part))
         }
     }
 
-    /// Passes a request read so far to the router, as it came.
+    /// Passes a request read so far to the router, as it came. A deadline already armed stays: the request's
+    /// time counts from its head, not from the hand-over.
     private func handOver(_ head: HTTPRequestHead, _ body: ByteBuffer, context: ChannelHandlerContext) {
-        cancelDeadline()
         routerRequests += 1
         context.fireChannelRead(wrapInboundOut(.head(head)))
         if body.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(.body(body))) }
@@ -356,19 +369,28 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
         guard !replaying else { return }
         replaying = true
         defer { replaying = false }
-        passHeldEvents(context: context)
         if !waiting.isEmpty {
             while !isAnswering, let next = waiting.popFirst() {
                 switch next {
                 case .part(let part): handle(part, context: context)
                 case .error(let error): context.fireErrorCaught(error)
                 case .event(let event):
-                    if isCollecting { held.append(event) } else { context.fireUserInboundEventTriggered(event) }
+                    if isCollecting, event is ChannelShouldQuiesceEvent {
+                        held.append(event)
+                    } else {
+                        context.fireUserInboundEventTriggered(event)
+                    }
                 }
             }
             // What was handed on is delivered to the router at the end of a read (NIOAsyncChannel batches reads).
             context.fireChannelReadComplete()
         }
+        // After the replayed requests were passed on: a quiesce passed before them would let the connection-state
+        // handler, seeing no request, close the connection under them.
+        passHeldEvents(context: context)
+        // A request of ours replayed with its body still to come: its read ended before this answer, so
+        // `channelReadComplete` will not arm its deadline.
+        if isCollecting { armDeadline(context: context) }
         if readRequested, !isAnswering {
             readRequested = false
             context.read()

@@ -34,6 +34,8 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
         var closers: [CheckedContinuation<Void, Never>] = []
         /// The sizes of the last two batches: whether records arrive together (load), when a start may wait.
         var recentBatches = (1, 1)
+        /// The writer's start was handed to a caller (``submit(_:startWhenReady:completion:)``) and has not run.
+        var startPending = false
 
         /// Whether either of the last two batches held more than one record.
         var underLoad: Bool { recentBatches.0 > 1 || recentBatches.1 > 1 }
@@ -80,14 +82,25 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
             state.waiting.append((item, completion))
             if state.flushing { return .wait }
             state.flushing = true
-            return startWhenReady != nil && state.underLoad ? .startWriterWhenReady : .startWriter
+            guard startWhenReady != nil, state.underLoad else { return .startWriter }
+            state.startPending = true
+            return .startWriterWhenReady
         }
         switch next {
         case .refuse: completion(.failure(OfferStoreError(code: .unavailable, message: "The store is closed.")))
         case .wait: break
         case .startWriter: startWriter()
-        case .startWriterWhenReady: startWhenReady? { self.startWriter() }
+        case .startWriterWhenReady: startWhenReady? { self.startPendingWriter() }
         }
+    }
+
+    /// Starts the writer whose start was handed to a caller, unless ``close()`` started it already.
+    private func startPendingWriter() {
+        let pending = state.withLock { state in
+            defer { state.startPending = false }
+            return state.startPending
+        }
+        if pending { startWriter() }
     }
 
     private func startWriter() {
@@ -102,14 +115,21 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
     /// Refuses new items and returns once everything queued is written (or has failed).
     func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let idle = state.withLock { state -> Bool in
+            let (idle, pending) = state.withLock { state -> (Bool, Bool) in
                 state.closed = true
                 if state.flushing { state.closers.append(continuation) }
-                return !state.flushing
+                defer { state.startPending = false }
+                return (!state.flushing, state.startPending)
             }
+            // A start still with its caller (an event loop that stopped before its tick ended would never run it):
+            // the records queued behind it are written now.
+            if pending { startWriter() }
             if idle { continuation.resume() }
         }
     }
+
+    /// Whether no writer is running or waiting to start (tests).
+    var isIdle: Bool { state.withLock { !$0.flushing } }
 
     private func writeUntilEmpty(_ write: Write) async {
         while let batch = nextBatch() {
