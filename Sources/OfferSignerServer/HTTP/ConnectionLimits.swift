@@ -40,7 +40,7 @@ public struct ConnectionLimits: Sendable, Hashable {
 /// Closes a connection whose request body has not arrived in full within the request timeout after its head.
 ///
 /// Installed in every HTTP/1 connection's pipeline after the HTTP codec; the head-and-idle half of the
-/// limits is Hummingbird's idle timeout, which closes a connection that has not completed a request head.
+/// limits is ``HTTP1IdleTimeoutHandler``, which closes a connection that has not completed a request head.
 final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
