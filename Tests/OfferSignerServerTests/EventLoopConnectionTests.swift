@@ -80,9 +80,7 @@ import Testing
         try channel.pipeline.syncOperations.addHandler(events)
         try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
 
-        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v1/offers/sign")
-        head.headers.add(name: "Content-Type", value: "application/json")
-        try channel.writeInbound(HTTPServerRequestPart.head(head))
+        try channel.writeInbound(HTTPServerRequestPart.head(Self.signHead))
         channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
         #expect(events.quiesced == 0)
         try channel.writeInbound(HTTPServerRequestPart.body(ByteBuffer(string: Self.body)))
@@ -108,9 +106,7 @@ import Testing
         let test = try TestService()
         let events = EventRecorder()
         let channel = try await signingChannel(test, events)
-        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v1/offers/sign")
-        head.headers.add(name: "Content-Type", value: "application/json")
-        try channel.writeInbound(HTTPServerRequestPart.head(head))
+        try channel.writeInbound(HTTPServerRequestPart.head(Self.signHead))
         channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
         try channel.writeInbound(HTTPServerRequestPart.body(ByteBuffer(string: Self.body)))
         try channel.writeInbound(HTTPServerRequestPart.end(nil))  // answered once the loop runs: pending now
@@ -127,9 +123,7 @@ import Testing
         let test = try TestService()
         let events = EventRecorder()
         let channel = try await signingChannel(test, events)
-        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v1/offers/sign")
-        head.headers.add(name: "Content-Type", value: "application/json")
-        try channel.writeInbound(HTTPServerRequestPart.head(head))
+        try channel.writeInbound(HTTPServerRequestPart.head(Self.signHead))
         channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
         #expect(events.seen == ["inputClosed"])
         _ = try? channel.finish()
@@ -150,6 +144,13 @@ import Testing
         #expect(EventLoopSigning.keepsAlive(head(.http1_1, ["close", "close"])))
         #expect(!EventLoopSigning.keepsAlive(head(.http1_0, [])))
         #expect(EventLoopSigning.keepsAlive(head(.http1_0, ["keep-alive"])))
+    }
+
+    /// The head of a sign request (its body: ``body``).
+    static var signHead: HTTPRequestHead {
+        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v1/offers/sign")
+        head.headers.add(name: "Content-Type", value: "application/json")
+        return head
     }
 
     /// An embedded channel with the signing handler and `events` after it.

@@ -153,19 +153,8 @@ enum RawHTTP {
     }
 
     private static func blockingExchange(port: Int, send text: String, responses: Int?, halfClose: Bool) throws -> String {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw Failure(message: "socket") }
+        let descriptor = try connected(port: port)
         defer { close(descriptor) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw Failure(message: "connect") }
         let bytes = Array(text.utf8)
         guard Glibc.send(descriptor, bytes, bytes.count, 0) == bytes.count else { throw Failure(message: "send") }
         if halfClose { shutdown(descriptor, Int32(SHUT_WR)) }
@@ -202,19 +191,8 @@ enum RawHTTP {
     }
 
     private static func blockingSession(port: Int, sends: [(pause: Double, text: String)], responses: Int?) throws -> Session {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw Failure(message: "socket") }
+        let descriptor = try connected(port: port)
         defer { close(descriptor) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw Failure(message: "connect") }
         let start = ContinuousClock.now
         var lastSend = start
         func seconds(since instant: ContinuousClock.Instant) -> Double {
@@ -241,6 +219,26 @@ enum RawHTTP {
             if count < 0 { throw Failure(message: "recv (timed out)") }
             received.append(contentsOf: buffer[0..<count])
         }
+    }
+
+    /// A socket connected to 127.0.0.1:`port`, reads timing out after 10 s.
+    private static func connected(port: Int) throws -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw Failure(message: "socket") }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            close(descriptor)
+            throw Failure(message: "connect")
+        }
+        return descriptor
     }
 
     /// How many complete responses (head and Content-Length body) `bytes` holds.

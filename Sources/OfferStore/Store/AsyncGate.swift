@@ -19,43 +19,30 @@ final class AsyncGate: Sendable {
 
     private let state = Mutex(State())
 
-    /// Takes the gate if it is free.
-    private func tryAcquire() -> Bool {
+    /// Takes the gate if it is free; otherwise queues `waiter` (when given), to be woken when its turn comes.
+    private func take(orQueue waiter: Waiter? = nil) -> Bool {
         state.withLock { state in
-            if state.busy { return false }
-            state.busy = true
-            return true
+            if !state.busy {
+                state.busy = true
+                return true
+            }
+            if let waiter { state.waiters.append(waiter) }
+            return false
         }
     }
 
     func acquire() async {
-        if tryAcquire() { return }
+        if take() { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let taken = state.withLock { state in
-                if !state.busy {
-                    state.busy = true
-                    return true
-                }
-                state.waiters.append(.task(continuation))
-                return false
-            }
-            if taken { continuation.resume() }
+            if take(orQueue: .task(continuation)) { continuation.resume() }
         }
     }
 
     /// Blocks the calling thread until it holds the gate. Never on a task's thread or an event loop.
     func acquireBlocking() {
-        if tryAcquire() { return }
+        if take() { return }
         let semaphore = DispatchSemaphore(value: 0)
-        let taken = state.withLock { state in
-            if !state.busy {
-                state.busy = true
-                return true
-            }
-            state.waiters.append(.thread(semaphore))
-            return false
-        }
-        if !taken { semaphore.wait() }
+        if !take(orQueue: .thread(semaphore)) { semaphore.wait() }
     }
 
     /// Hands the gate to the first waiter, or frees it.
