@@ -69,14 +69,10 @@ public struct EventLoopSigning: Sendable {
         return head.headers["connection"].joined(separator: ", ") != "close"
     }
 
-    /// A header's value: `.some(nil)` when absent, `nil` when sent more than once.
+    /// A header's value: `.some(nil)` when absent, `nil` when sent more than once (NIO's lookup, case-insensitive).
     private static func single(_ name: String, in headers: HTTPHeaders) -> String?? {
-        var found: String?
-        for (fieldName, value) in headers where fieldName.utf8.count == name.utf8.count && fieldName.lowercased() == name.lowercased() {
-            if found != nil { return nil }
-            found = value
-        }
-        return .some(found)
+        let values = headers[name]
+        return values.count > 1 ? nil : .some(values.first)
     }
 
     /// What the path does with a complete request.
