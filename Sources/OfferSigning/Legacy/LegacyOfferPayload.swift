@@ -37,21 +37,24 @@ public struct LegacyOfferPayload: Sendable, Hashable {
 
     /// The payload as a string, fields separated by U+2063.
     public var string: String {
+        fields.joined(separator: "\u{2063}")
+    }
+
+    /// The seven fields in the order they are signed.
+    private var fields: [String] {
         [bundleIdentifier, keyIdentifier, productIdentifier, offerIdentifier, applicationUsername, nonce, String(timestamp)]
-            .joined(separator: "\u{2063}")
     }
 
     /// The UTF-8 bytes that are signed (``string``'s), written field by field.
     public var bytes: [UInt8] {
         let separator: [UInt8] = [0xE2, 0x81, 0xA3]  // U+2063 in UTF-8
-        let fields = [bundleIdentifier, keyIdentifier, productIdentifier, offerIdentifier, applicationUsername, nonce]
+        let fields = self.fields
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(fields.reduce(20 + 6 * separator.count) { $0 + $1.utf8.count })
-        for field in fields {
+        bytes.reserveCapacity(fields.reduce((fields.count - 1) * separator.count) { $0 + $1.utf8.count })
+        for (index, field) in fields.enumerated() {
+            if index > 0 { bytes.append(contentsOf: separator) }
             bytes.append(contentsOf: field.utf8)
-            bytes.append(contentsOf: separator)
         }
-        bytes.append(contentsOf: String(timestamp).utf8)
         return bytes
     }
 
@@ -63,7 +66,6 @@ public struct LegacyOfferPayload: Sendable, Hashable {
     /// The payload with each separator written as `\u2063`, for people comparing payloads while debugging
     /// StoreKit's opaque `invalidSignature`.
     public var displayString: String {
-        [bundleIdentifier, keyIdentifier, productIdentifier, offerIdentifier, applicationUsername, nonce, String(timestamp)]
-            .joined(separator: "\\u2063")
+        fields.joined(separator: "\\u2063")
     }
 }
