@@ -169,7 +169,7 @@ func fuzzSignedData(_ data: Data) {
 }
 
 func fuzzJSON(_ data: Data) {
-    _ = JSONDuplicateKeys.firstDuplicate(in: data)
+    _ = StrictJSON.violation(in: data)
     do {
         let body = try JSONDecoder().decode(VerifyRequest.self, from: data)
         _ = body.isJWS

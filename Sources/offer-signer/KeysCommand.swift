@@ -14,7 +14,7 @@ struct KeysCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Generates a P-256 test key as PKCS#8 PEM (like an App Store Connect .p8). The App Store will not accept it.")
 
-        @Option(help: "Write the key to this file (created with mode 0600) instead of standard output.")
+        @Option(help: "Write the key to this new file (created with mode 0600; an existing path is refused, never replaced) instead of standard output.")
         var output: String?
 
         func run() throws {
@@ -23,8 +23,38 @@ struct KeysCommand: AsyncParsableCommand {
                 print(pem, terminator: "")
                 return
             }
-            guard FileManager.default.createFile(atPath: output, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600]) else {
-                throw ValidationError("Cannot write \(output).")
+            try Self.writeExclusively(Data(pem.utf8), to: output)
+        }
+
+        /// Creates `path` with mode 0600 and writes `data`, refusing a path that exists (a file, a link, anything):
+        /// App Store Connect lets a developer download a key once, so a key file is never replaced. `O_EXCL` with
+        /// `O_CREAT` makes the check and the creation one step (no race with another writer, no following a link).
+        static func writeExclusively(_ data: Data, to path: String) throws {
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else {
+                let reason = errno
+                if reason == EEXIST {
+                    throw ValidationError("\(path) already exists; keys generate never replaces a file (it may be the only copy of an App Store key). Choose a new path.")
+                }
+                throw ValidationError("Cannot create \(path): \(String(cString: strerror(reason))).")
+            }
+            defer { close(descriptor) }
+            var written = 0
+            try data.withUnsafeBytes { bytes in
+                while written < bytes.count {
+                    let count = write(descriptor, bytes.baseAddress! + written, bytes.count - written)
+                    if count < 0 {
+                        if errno == EINTR { continue }
+                        let reason = errno
+                        unlink(path)
+                        throw ValidationError("Cannot write \(path): \(String(cString: strerror(reason))).")
+                    }
+                    written += count
+                }
+            }
+            guard fsync(descriptor) == 0 else {
+                let reason = errno
+                throw ValidationError("Cannot write \(path) to disk: \(String(cString: strerror(reason))).")
             }
         }
     }

@@ -189,14 +189,18 @@ public final class ClientAuthenticator: Sendable {
         return String(authorization[first...last])
     }
 
-    /// The customer a login JWT names, after its signature, `exp`, `nbf`, `iss` and `aud` are checked.
+    /// The customer a login JWT names, after its header, claim types, signature, `exp`, `nbf`, `iss` and `aud` are
+    /// checked.
     private func verifyJWT(_ token: String) async throws(OfferServiceError) -> String {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard let headerData = Data(base64URLEncoded: parts[0]),
-              let header = try? JSONDecoder().decode(AlgorithmHeader.self, from: headerData)
-        else {
+        guard let headerData = Data(base64URLEncoded: parts[0]) else {
             throw OfferServiceError(.unauthorized, "The login token's header is not base64url JSON.")
         }
+        let header = try LoginHeader(headerData)
+        guard let payloadData = Data(base64URLEncoded: parts[1]) else {
+            throw OfferServiceError(.unauthorized, "The login token's claims are not base64url JSON.")
+        }
+        let claims = try LoginClaims(payloadData, customerClaim: configuration.customerClaim)
         let keys: JWTKeyCollection?
         switch header.alg {
         case "HS256": keys = secretKeys
@@ -206,18 +210,17 @@ public final class ClientAuthenticator: Sendable {
         guard let keys else {
             throw OfferServiceError(.unauthorized, "The login token's algorithm (\(header.alg.prefix(10))) is not accepted here; this service takes HS256 with OFFER_SIGNER_CLIENT_JWT_SECRET, ES256 or RS256 with OFFER_SIGNER_CLIENT_JWT_KEYS.")
         }
-        let claims: LoginClaims
         do {
-            claims = try await keys.verify(token, as: LoginClaims.self)
+            _ = try await keys.verify(token, as: SignatureOnly.self)
         } catch {
             throw OfferServiceError(.unauthorized, "The login token's signature does not verify with the configured keys.")
         }
         let now = Date().timeIntervalSince1970
-        guard let exp = claims.exp, exp.isFinite else {
+        guard let exp = claims.exp else {
             throw OfferServiceError(.unauthorized, "The login token has no exp; issue tokens that expire.")
         }
         guard exp + configuration.leeway > now else { throw OfferServiceError(.unauthorized, "The login token has expired; sign the customer in again.") }
-        if let nbf = claims.nbf, nbf.isFinite, nbf - configuration.leeway > now {
+        if let nbf = claims.nbf, nbf - configuration.leeway > now {
             throw OfferServiceError(.unauthorized, "The login token is not valid yet (nbf).")
         }
         if let issuer = configuration.issuer, claims.iss != issuer {
@@ -226,7 +229,7 @@ public final class ClientAuthenticator: Sendable {
         if let audience = configuration.audience, !claims.aud.contains(audience) {
             throw OfferServiceError(.unauthorized, "The login token is not for this audience.")
         }
-        guard let customer = claims.strings[configuration.customerClaim], !customer.isEmpty else {
+        guard let customer = claims.customer, !customer.isEmpty else {
             throw OfferServiceError(.unauthorized, "The login token has no \(configuration.customerClaim) claim naming the customer.")
         }
         do {
@@ -237,41 +240,107 @@ public final class ClientAuthenticator: Sendable {
         return customer.lowercased()
     }
 
-    private struct AlgorithmHeader: Decodable {
-        var alg: String
+    /// Reads one segment of a login JWT as strict JSON (``StrictJSON``: no duplicate claim, nothing a decoder
+    /// would forgive) into an object.
+    fileprivate static func object(_ data: Data, _ what: String) throws(OfferServiceError) -> [String: JSONValue] {
+        if let violation = StrictJSON.violation(in: data) {
+            throw OfferServiceError(.unauthorized, "The login token's \(what) is not strict JSON: \(violation.kind == .malformed ? "not RFC 8259" : "a name appears twice").")
+        }
+        guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: data) else {
+            throw OfferServiceError(.unauthorized, "The login token's \(what) is not a JSON object.")
+        }
+        return object
     }
 
-    /// A login JWT's claims: the registered ones this service checks, and every string claim by name (the
-    /// customer claim is configurable). jwt-kit checks the signature; the claims are judged above.
-    struct LoginClaims: JWTPayload {
+    /// A login JWT's header: its algorithm; a `crit` parameter is refused, since this service understands no
+    /// extension (RFC 7515 §4.1.11).
+    struct LoginHeader {
+        var alg: String
+
+        init(_ data: Data) throws(OfferServiceError) {
+            let object = try ClientAuthenticator.object(data, "header")
+            guard case .string(let alg) = object["alg"] else {
+                throw OfferServiceError(.unauthorized, "The login token's header has no alg string.")
+            }
+            if object["crit"] != nil {
+                throw OfferServiceError(.unauthorized, "The login token's header names critical extensions (crit) this service does not understand; issue tokens without crit.")
+            }
+            self.alg = alg
+        }
+    }
+
+    /// A login JWT's claims, each of the type RFC 7519 gives it: `exp`, `nbf`, `iat` numbers; `iss`, `sub` and the
+    /// customer claim strings; `aud` a string or an array of strings. A claim of another type is refused, never
+    /// read as absent.
+    struct LoginClaims {
         var exp: Double?
         var nbf: Double?
         var iss: String?
         var aud: [String] = []
-        var strings: [String: String] = [:]
+        var customer: String?
 
-        struct Key: CodingKey {
-            var stringValue: String
-            var intValue: Int? { nil }
-            init(stringValue: String) { self.stringValue = stringValue }
-            init?(intValue: Int) { nil }
+        init(_ data: Data, customerClaim: String) throws(OfferServiceError) {
+            let object = try ClientAuthenticator.object(data, "claims")
+            func number(_ name: String) throws(OfferServiceError) -> Double? {
+                guard let value = object[name] else { return nil }
+                guard case .number(let number) = value, number.isFinite else {
+                    throw OfferServiceError(.unauthorized, "The login token's \(name) claim must be a number of seconds (NumericDate).")
+                }
+                return number
+            }
+            func string(_ name: String) throws(OfferServiceError) -> String? {
+                guard let value = object[name] else { return nil }
+                guard case .string(let text) = value else {
+                    throw OfferServiceError(.unauthorized, "The login token's \(name) claim must be a string.")
+                }
+                return text
+            }
+            exp = try number("exp")
+            nbf = try number("nbf")
+            _ = try number("iat")
+            iss = try string("iss")
+            _ = try string("sub")
+            customer = try string(customerClaim)
+            switch object["aud"] {
+            case nil: aud = []
+            case .string(let one): aud = [one]
+            case .array(let many):
+                let strings = many.compactMap { if case .string(let text) = $0 { text } else { nil } }
+                guard strings.count == many.count else {
+                    throw OfferServiceError(.unauthorized, "The login token's aud claim must be a string or an array of strings.")
+                }
+                aud = strings
+            default:
+                throw OfferServiceError(.unauthorized, "The login token's aud claim must be a string or an array of strings.")
+            }
         }
+    }
+
+    /// A JSON value by its type, for claims whose type is checked rather than assumed.
+    enum JSONValue: Decodable {
+        case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
 
         init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: Key.self)
-            for key in container.allKeys {
-                if let text = try? container.decode(String.self, forKey: key) { strings[key.stringValue] = text }
-            }
-            exp = try? container.decode(Double.self, forKey: Key(stringValue: "exp"))
-            nbf = try? container.decode(Double.self, forKey: Key(stringValue: "nbf"))
-            iss = strings["iss"]
-            if let one = strings["aud"] {
-                aud = [one]
-            } else if let many = try? container.decode([String].self, forKey: Key(stringValue: "aud")) {
-                aud = many
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() {
+                self = .null
+            } else if let value = try? container.decode(Bool.self) {
+                self = .bool(value)
+            } else if let value = try? container.decode(Double.self) {
+                self = .number(value)
+            } else if let value = try? container.decode(String.self) {
+                self = .string(value)
+            } else if let value = try? container.decode([JSONValue].self) {
+                self = .array(value)
+            } else {
+                self = .object(try container.decode([String: JSONValue].self))
             }
         }
+    }
 
+    /// What jwt-kit decodes while it checks the signature: nothing (the claims are read and judged above).
+    private struct SignatureOnly: JWTPayload {
+        init(from decoder: any Decoder) throws {}
         func encode(to encoder: any Encoder) throws {}
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }

@@ -115,6 +115,17 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         }
     }
 
+    /// Maps a body that is not strict JSON (``StrictJSON``) to 400 `duplicate_key` (with the key as the field) or
+    /// `malformed_json`, with what is wrong and where.
+    init(_ violation: StrictJSON.Violation) {
+        switch violation.kind {
+        case .duplicateKey(let key):
+            self.init(status: .badRequest, code: "duplicate_key", message: violation.message, field: key)
+        case .malformed:
+            self.init(status: .badRequest, code: "malformed_json", message: violation.message)
+        }
+    }
+
     /// Maps a decoding failure of a request body to `malformed_json` or `invalid_request` with the field.
     public init(_ error: DecodingError) {
         func path(_ context: DecodingError.Context, appending key: (any CodingKey)? = nil) -> String {

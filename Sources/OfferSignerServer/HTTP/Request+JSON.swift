@@ -21,14 +21,14 @@ extension Request {
         return try Self.decodeJSON(as: type, from: buffer)
     }
 
-    /// Decodes a whole body as JSON, with the API's errors: 400 `malformed_json`, `duplicate_key`, `invalid_request`
+    /// Decodes a whole body as JSON, with the API's errors: 400 `malformed_json` for anything RFC 8259 does not allow
+    /// (``StrictJSON``: the one verdict both front ends give), `duplicate_key` for a key twice in one object at any
+    /// depth, `invalid_request`
     /// with the field (the part of ``decodeJSON(as:context:)`` after the body is read; the event-loop signing path
     /// calls it too).
     static func decodeJSON<Value: Decodable>(as type: Value.Type, from buffer: ByteBuffer) throws -> Value {
-        if let key = JSONDuplicateKeys.firstDuplicate(in: buffer.readableBytesView) {
-            throw APIError(
-                status: .badRequest, code: "duplicate_key", message: "The key \(key.prefix(64)) appears twice in one JSON object; send each key once.",
-                field: String(key.prefix(64)))
+        if let violation = buffer.withUnsafeReadableBytes({ StrictJSON.violation(in: $0) }) {
+            throw APIError(violation)
         }
         let data = Data(buffer.readableBytesView)
         do {

@@ -34,8 +34,10 @@ enum OpenAPIDocument {
       description: >-
         Signs App Store promotional offers (legacy bundles and StoreKit 2 JWS), decides eligibility from a policy,
         ingests App Store Server Notifications V2, and manages keys through a bearer-token admin API. Request bodies
-        are JSON (Content-Type: application/json, else 415), at most 65536 bytes (else 413); a JSON object that
-        names a key twice is refused (400 duplicate_key). Unknown fields are ignored. Every error is
+        are JSON (Content-Type: application/json, else 415), at most 65536 bytes (else 413), strict RFC 8259 (no
+        trailing comma, invalid escape, unpaired surrogate, raw control character or invalid UTF-8; at most 64
+        levels deep; else 400 malformed_json); a JSON object that names a key twice at any depth is refused (400
+        duplicate_key). A customer identifier must be in Unicode NFC (else 400 invalid_request). Unknown fields are ignored. Every error is
         {"error":{"code","message","field"?,"reasons"?}}. No field may contain U+2063, a control character or an
         invisible format or separator character (Unicode Cf, Zl, Zp): 400 invalid_request naming the field.
         Optional fields may be sent as null, which means absent.

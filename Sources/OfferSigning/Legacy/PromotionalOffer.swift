@@ -1,3 +1,4 @@
+import Foundation
 /// What a customer asks to be signed: an offer of a subscription product of an app, for a customer.
 ///
 /// Field names are the App Store's own. ``validate()`` enforces the bounds below; every signing path calls
@@ -100,7 +101,9 @@ public enum PayloadField {
 
     /// Validates a customer identifier: as ``validate(_:named:maximumLength:)``, and refuses characters whose
     /// lower case is not one character or depends on the context (İ U+0130, Σ U+03A3: Swift, Python and
-    /// JavaScript disagree on them), then checks the lower-cased form, which is what is signed.
+    /// JavaScript disagree on them), then checks the lower-cased form, which is what is signed; refuses a value that
+    /// is not in Unicode NFC (`cape` + U+0301 where `capé` is meant), so one visible name is one customer for caps,
+    /// grants, rate limits and the log alike. The service never rewrites it: StoreKit is handed the exact bytes.
     /// - Throws: ``OfferSigningError`` `invalidField` naming `field`.
     public static func validateApplicationUsername(_ value: String, named field: String = "applicationUsername") throws(OfferSigningError) {
         try validate(value, named: field)
@@ -108,5 +111,13 @@ public enum PayloadField {
             throw .invalidField(field, "\(field) contains U+\(String(scalar.value, radix: 16, uppercase: true)), whose lower case is not one fixed character; use its lower-case form or an ASCII identifier such as the appAccountToken UUID.")
         }
         try validate(value.lowercased(), named: field)
+        if !value.utf8.allSatisfy({ $0 < 0x80 }), !isNFC(value) || !isNFC(value.lowercased()) {
+            throw .invalidField(field, "\(field) is not in Unicode normalization form C (NFC): the same visible name can be spelled with other code points, and the signature covers the exact ones. Normalize it to NFC in the app and on the server before sending it.")
+        }
+    }
+
+    /// Whether a string's code points are already in Unicode normalization form C.
+    static func isNFC(_ value: String) -> Bool {
+        value.precomposedStringWithCanonicalMapping.unicodeScalars.elementsEqual(value.unicodeScalars)
     }
 }

@@ -1,0 +1,343 @@
+/// The verdict of RFC 8259 on a request body, given before any decoder reads it.
+///
+/// JSON parsers disagree on what they forgive — duplicate keys (Foundation keeps the first, most others the last),
+/// trailing commas, bad escapes, unpaired surrogates, raw control characters, invalid UTF-8 — so a validator in
+/// front of the service could check one value while the service signs another. Every JSON body the API reads
+/// passes this check first, on both front ends, so there is one verdict: RFC 8259's grammar and nothing more
+/// (no byte order mark, no comments, no `NaN`), valid UTF-8, every object's keys distinct at every depth —
+/// including members the service ignores — and nesting at most ``maximumDepth`` deep.
+///
+/// Two keys are the same when they are the same text after unescaping, compared as Swift compares strings
+/// (canonical equivalence), since that is how a decoder's dictionary would see them. A body that is not JSON is
+/// `malformed` wherever its duplicate key is; a duplicate is reported only in an otherwise valid text.
+///
+/// The scan is iterative (no recursion, whatever the nesting), linear in the body's size, and never traps.
+enum StrictJSON {
+    /// The deepest nesting of objects and arrays a body may have.
+    static let maximumDepth = 64
+
+    /// What is wrong with a body.
+    struct Violation: Error, Equatable {
+        enum Kind: Equatable {
+            /// Not RFC 8259 JSON.
+            case malformed
+            /// A key appears twice in one object (the key, unescaped, at most 64 characters).
+            case duplicateKey(String)
+        }
+
+        var kind: Kind
+        /// The byte offset where the problem was found.
+        var offset: Int
+        /// What is wrong, in plain words, and what to send instead.
+        var message: String
+    }
+
+    /// `nil` when `bytes` is one RFC 8259 JSON text with no duplicate key and no deeper nesting than
+    /// ``maximumDepth``; the first problem otherwise.
+    static func violation(in bytes: UnsafeRawBufferPointer) -> Violation? {
+        var scanner = Scanner(bytes: bytes)
+        do {
+            try scanner.text()
+            return scanner.duplicate
+        } catch {
+            return error
+        }
+    }
+
+    /// ``violation(in:)`` for any contiguous bytes.
+    static func violation(in bytes: some Sequence<UInt8>) -> Violation? {
+        let result = bytes.withContiguousStorageIfAvailable { buffer in violation(in: UnsafeRawBufferPointer(buffer)) }
+        if let result { return result }
+        return Array(bytes).withUnsafeBytes { violation(in: $0) }
+    }
+
+    private enum Frame {
+        case array
+        case object(Set<String>)
+    }
+
+    private struct Scanner {
+        let bytes: UnsafeRawBufferPointer
+        var index = 0
+        /// The first key found twice; reported once the whole text is known to be JSON (a malformed body is
+        /// malformed, wherever its duplicate is).
+        var duplicate: Violation?
+
+        init(bytes: UnsafeRawBufferPointer) {
+            self.bytes = bytes
+        }
+
+        private func fail(_ message: String) -> Violation {
+            Violation(kind: .malformed, offset: index, message: "The request body is not valid JSON (RFC 8259): \(message) at byte \(index); send one JSON object with Content-Type: application/json.")
+        }
+
+        private var atEnd: Bool { index >= bytes.count }
+
+        private var byte: UInt8 { bytes[index] }
+
+        private mutating func skipSpace() {
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
+        }
+
+        /// A whole JSON text: one value between optional white space.
+        mutating func text() throws(Violation) {
+            if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF {
+                throw fail("a byte order mark before the JSON text")
+            }
+            skipSpace()
+            if atEnd { throw fail(bytes.isEmpty ? "the body is empty" : "the body holds only white space") }
+            var stack: [Frame] = []
+            while true {
+                // A value starts here.
+                skipSpace()
+                guard !atEnd else { throw fail("the body ends where a value should be") }
+                var complete = true
+                switch byte {
+                case UInt8(ascii: "{"):
+                    guard stack.count < StrictJSON.maximumDepth else { throw fail("objects and arrays nested more than \(StrictJSON.maximumDepth) deep") }
+                    index += 1
+                    skipSpace()
+                    if !atEnd, byte == UInt8(ascii: "}") {
+                        index += 1
+                    } else {
+                        var keys = Set<String>()
+                        try member(into: &keys)
+                        stack.append(.object(keys))
+                        complete = false
+                    }
+                case UInt8(ascii: "["):
+                    guard stack.count < StrictJSON.maximumDepth else { throw fail("objects and arrays nested more than \(StrictJSON.maximumDepth) deep") }
+                    index += 1
+                    skipSpace()
+                    if !atEnd, byte == UInt8(ascii: "]") {
+                        index += 1
+                    } else {
+                        stack.append(.array)
+                        complete = false
+                    }
+                case UInt8(ascii: "\""):
+                    _ = try string(decoding: false)
+                case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    try number()
+                case UInt8(ascii: "t"):
+                    try literal("true")
+                case UInt8(ascii: "f"):
+                    try literal("false")
+                case UInt8(ascii: "n"):
+                    try literal("null")
+                case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                    throw fail(stack.isEmpty ? "a closing bracket with nothing open" : "a trailing comma before the closing bracket")
+                default:
+                    throw fail(byte < 0x80 ? "an unexpected character \(Self.describe(byte)) where a value should be" : "a non-ASCII byte where a value should be")
+                }
+                guard complete else { continue }
+                // After a value: close what ends here, or go on after a comma.
+                closing: while true {
+                    skipSpace()
+                    guard let top = stack.last else {
+                        guard atEnd else { throw fail("text after the JSON value") }
+                        return
+                    }
+                    guard !atEnd else { throw fail("the body ends inside an unclosed object or array") }
+                    switch (top, byte) {
+                    case (.array, UInt8(ascii: ",")):
+                        index += 1
+                        break closing
+                    case (.object(var keys), UInt8(ascii: ",")):
+                        index += 1
+                        skipSpace()
+                        stack[stack.count - 1] = .array  // keeps `keys` uniquely referenced while it grows
+                        try member(into: &keys)
+                        stack[stack.count - 1] = .object(keys)
+                        break closing
+                    case (.array, UInt8(ascii: "]")), (.object, UInt8(ascii: "}")):
+                        index += 1
+                        stack.removeLast()
+                    case (.array, _):
+                        throw fail("a missing comma or ] after an array element")
+                    case (.object, _):
+                        throw fail("a missing comma or } after an object member")
+                    }
+                }
+            }
+        }
+
+        /// A member's key and its colon; the value follows. Refuses a key already in `keys`.
+        private mutating func member(into keys: inout Set<String>) throws(Violation) {
+            guard !atEnd else { throw fail("the body ends where an object key should be") }
+            guard byte == UInt8(ascii: "\"") else {
+                throw fail(byte == UInt8(ascii: "}") ? "a trailing comma before }" : "an object key that is not a string")
+            }
+            let start = index
+            let key = try string(decoding: true) ?? ""
+            if !keys.insert(key).inserted, duplicate == nil {
+                let shown = String(key.prefix(64))
+                duplicate = Violation(kind: .duplicateKey(shown), offset: start, message: "The key \(shown) appears twice in one JSON object; send each key once.")
+            }
+            skipSpace()
+            guard !atEnd, byte == UInt8(ascii: ":") else { throw fail("a missing colon after an object key") }
+            index += 1
+        }
+
+        private mutating func literal(_ word: StaticString) throws(Violation) {
+            let count = word.utf8CodeUnitCount
+            guard index + count <= bytes.count else { throw fail("an unknown word (JSON has true, false and null)") }
+            for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] {
+                throw fail("an unknown word (JSON has true, false and null)")
+            }
+            index += count
+        }
+
+        /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
+        private mutating func number() throws(Violation) {
+            func isDigit(_ position: Int) -> Bool {
+                position < bytes.count && (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[position])
+            }
+            if byte == UInt8(ascii: "-") { index += 1 }
+            guard isDigit(index) else { throw fail("a minus sign without digits") }
+            if bytes[index] == UInt8(ascii: "0") {
+                index += 1
+                if isDigit(index) { throw fail("a number with a leading zero") }
+            } else {
+                while isDigit(index) { index += 1 }
+            }
+            if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+                index += 1
+                guard isDigit(index) else { throw fail("a decimal point without digits after it") }
+                while isDigit(index) { index += 1 }
+            }
+            if index < bytes.count, bytes[index] | 0x20 == UInt8(ascii: "e") {
+                index += 1
+                if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+                guard isDigit(index) else { throw fail("an exponent without digits") }
+                while isDigit(index) { index += 1 }
+            }
+        }
+
+        /// A string literal starting at its opening quote; its text when `decoding` (for keys), else `nil`.
+        private mutating func string(decoding: Bool) throws(Violation) -> String? {
+            index += 1  // the opening quote
+            var scalars = String.UnicodeScalarView()
+            var runStart = index
+            func flush(upTo end: Int) {
+                guard decoding, end > runStart else { return }
+                scalars.append(contentsOf: String(decoding: bytes[runStart..<end], as: UTF8.self).unicodeScalars)
+            }
+            while true {
+                guard !atEnd else { throw fail("a string without its closing quote") }
+                let lead = byte
+                switch lead {
+                case UInt8(ascii: "\""):
+                    if decoding, scalars.isEmpty {
+                        // No escape: the bytes are the text.
+                        let text = String(decoding: bytes[runStart..<index], as: UTF8.self)
+                        index += 1
+                        return text
+                    }
+                    flush(upTo: index)
+                    index += 1
+                    return decoding ? String(scalars) : nil
+                case UInt8(ascii: "\\"):
+                    flush(upTo: index)
+                    let scalar = try escape()
+                    if decoding { scalars.append(scalar) }
+                    runStart = index
+                case 0x00..<0x20:
+                    throw fail("a raw control character (U+\(Self.hex(UInt32(lead)))) inside a string; escape it")
+                case 0x20..<0x80:
+                    index += 1
+                default:
+                    try utf8Sequence()
+                }
+            }
+        }
+
+        /// One escape sequence starting at its backslash; a `\u` high surrogate must be followed by a `\u` low one.
+        private mutating func escape() throws(Violation) -> Unicode.Scalar {
+            guard index + 1 < bytes.count else { throw fail("a string that ends in a backslash") }
+            let kind = bytes[index + 1]
+            switch kind {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"):
+                index += 2
+                return Unicode.Scalar(kind)
+            case UInt8(ascii: "b"): index += 2; return "\u{08}"
+            case UInt8(ascii: "f"): index += 2; return "\u{0C}"
+            case UInt8(ascii: "n"): index += 2; return "\n"
+            case UInt8(ascii: "r"): index += 2; return "\r"
+            case UInt8(ascii: "t"): index += 2; return "\t"
+            case UInt8(ascii: "u"):
+                let high = try hex4(at: index + 2)
+                index += 6
+                switch high {
+                case 0xD800..<0xDC00:
+                    guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                        throw fail("an unpaired surrogate escape (\\u\(Self.hex(high)))")
+                    }
+                    let low = try hex4(at: index + 2)
+                    guard (0xDC00..<0xE000).contains(low) else { throw fail("an unpaired surrogate escape (\\u\(Self.hex(high)))") }
+                    index += 6
+                    return Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)) ?? "\u{FFFD}"
+                case 0xDC00..<0xE000:
+                    throw fail("an unpaired surrogate escape (\\u\(Self.hex(high)))")
+                default:
+                    return Unicode.Scalar(high) ?? "\u{FFFD}"
+                }
+            default:
+                throw fail(kind < 0x80 && kind >= 0x20 ? "an invalid escape \\\(Character(Unicode.Scalar(kind)))" : "an invalid escape")
+            }
+        }
+
+        private func hex4(at position: Int) throws(Violation) -> UInt32 {
+            guard position + 4 <= bytes.count else { throw fail("a \\u escape without four hexadecimal digits") }
+            var value: UInt32 = 0
+            for offset in 0..<4 {
+                let digit: UInt32
+                switch bytes[position + offset] {
+                case let byte where (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte): digit = UInt32(byte - UInt8(ascii: "0"))
+                case let byte where (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+                case let byte where (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+                default: throw fail("a \\u escape without four hexadecimal digits")
+                }
+                value = value << 4 | digit
+            }
+            return value
+        }
+
+        /// One well-formed UTF-8 sequence of two to four bytes (Unicode's table 3-7: no overlong form, no
+        /// surrogate, nothing above U+10FFFF).
+        private mutating func utf8Sequence() throws(Violation) {
+            let lead = byte
+            let count: Int
+            var secondRange: ClosedRange<UInt8> = 0x80...0xBF
+            switch lead {
+            case 0xC2...0xDF: count = 2
+            case 0xE0: count = 3; secondRange = 0xA0...0xBF
+            case 0xE1...0xEC, 0xEE...0xEF: count = 3
+            case 0xED: count = 3; secondRange = 0x80...0x9F
+            case 0xF0: count = 4; secondRange = 0x90...0xBF
+            case 0xF1...0xF3: count = 4
+            case 0xF4: count = 4; secondRange = 0x80...0x8F
+            default: throw fail("invalid UTF-8")
+            }
+            guard index + count <= bytes.count, secondRange.contains(bytes[index + 1]) else { throw fail("invalid UTF-8") }
+            for offset in 2..<count where !(0x80...0xBF).contains(bytes[index + offset]) {
+                throw fail("invalid UTF-8")
+            }
+            index += count
+        }
+
+        private static func describe(_ byte: UInt8) -> String {
+            (0x21..<0x7F).contains(byte) ? "'\(Character(Unicode.Scalar(byte)))'" : "U+\(hex(UInt32(byte)))"
+        }
+
+        private static func hex(_ value: UInt32) -> String {
+            let digits = String(value, radix: 16, uppercase: true)
+            return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+        }
+    }
+}
