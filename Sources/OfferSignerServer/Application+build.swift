@@ -118,7 +118,7 @@ public func openStore(configuration: ServiceConfiguration, logger: Logger) async
     }
     logger.info("customer store open", metadata: ["backend": "\(url.hasPrefix("sqlite:") ? "sqlite" : "postgres")"])
     let verifiers = appStoreVerifiers(configuration: configuration, logger: logger)
-    return (store, verifiers.isEmpty ? nil : NotificationIngestor(verifiers: verifiers, store: store, logger: logger))
+    return (store, verifiers.isEmpty ? nil : NotificationIngestor(verifiers: verifiers, store: store, logger: logger, clockSkew: configuration.appStoreClockSkew))
 }
 
 /// The App Store signed-data verifier of every app that can verify (Production needs the app's appAppleId), by
@@ -256,7 +256,10 @@ public func buildApplication(
     }
     let rateLimits = RateLimits(configuration.rateLimits)
     var services: [any Service] = [SIGHUPKeyReloader(manager: manager), ClientKeyReloader(authenticator: authenticator, logger: logger)]
-    if let store { services.append(StoreCloser(store: store, logger: logger)) }
+    if let store {
+        services.append(StoreCloser(store: store, logger: logger))
+        services.append(StorePurge(store: store, clockSkew: configuration.appStoreClockSkew, logger: logger))
+    }
     if configuration.stateFilePath == nil, store != nil { services.append(KeyStateRefresher(manager: manager)) }
     if let directory = configuration.keysDirectory {
         services.append(KeyDirectoryWatcher(directory: directory, interval: keysDirectoryPollInterval, manager: manager))

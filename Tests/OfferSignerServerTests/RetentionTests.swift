@@ -29,13 +29,18 @@ struct RetentionFixture {
 
     /// `deadline`: generous by default, so that tests about the decision do not answer the fallback on a loaded
     /// machine (the whole suite runs in parallel on few cores); the deadline test sets its own.
-    init(_ backend: StoreBackend, deadline: Duration = .seconds(5), slowStore: Duration? = nil, fallback: Bool = true) async throws {
-        bundle = "com.example.rm-\(UUID().uuidString.prefix(8).lowercased())"
+    let chain: TestCertificateChain
+
+    /// `replicaOf`: another replica of that fixture's service (same app, key, chain and database, its own store
+    /// connection and service), for the checks that must hold across replicas sharing PostgreSQL.
+    init(_ backend: StoreBackend, deadline: Duration = .seconds(5), slowStore: Duration? = nil, fallback: Bool = true, replicaOf other: RetentionFixture? = nil) async throws {
+        bundle = other?.bundle ?? "com.example.rm-\(UUID().uuidString.prefix(8).lowercased())"
         store = try await backend.open()
-        key = try SigningKey.generate(keyIdentifier: "TESTKEY001")
+        key = try other?.key ?? SigningKey.generate(keyIdentifier: "TESTKEY001")
         var options = TestCertificateChain.Options()
         options.leafValidity = Date().addingTimeInterval(-365 * 86_400)...Date().addingTimeInterval(365 * 86_400)
-        let chain = try TestCertificateChain(options)
+        let chain = try other?.chain ?? TestCertificateChain(options)
+        self.chain = chain
         signer = TestJWSSigner(chain: chain)
         let registry = RuleRegistry.builtIn
         let policy = try OfferPolicy(text: """
@@ -96,7 +101,7 @@ struct RetentionFixture {
         if autoRenew == .off { try await notify(client, .didChangeRenewalStatus, .autoRenewDisabled, transaction, autoRenew: .off, signedDate: now - 86_400) }
     }
 
-    private func notify(_ client: some TestClientProtocol, _ type: NotificationType, _ subtype: NotificationSubtype?, _ transaction: JWSTransactionDecodedPayload, autoRenew: AutoRenewStatus, signedDate: Date) async throws {
+    func notify(_ client: some TestClientProtocol, _ type: NotificationType, _ subtype: NotificationSubtype?, _ transaction: JWSTransactionDecodedPayload, autoRenew: AutoRenewStatus, signedDate: Date) async throws {
         let payload = try await signer.signNotification(
             type, subtype: subtype, transaction: transaction,
             renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: autoRenew, signedDate: signedDate),
@@ -106,10 +111,10 @@ struct RetentionFixture {
     }
 
     /// A real-time request as the App Store signs it.
-    func request(originalTransactionId: String, productId: String = RetentionFixture.monthly, requestIdentifier: String = UUID().uuidString.lowercased(), appAppleId: Int64 = RetentionFixture.appAppleId, signer: TestJWSSigner? = nil) async throws -> String {
+    func request(originalTransactionId: String, productId: String = RetentionFixture.monthly, requestIdentifier: String = UUID().uuidString.lowercased(), appAppleId: Int64 = RetentionFixture.appAppleId, signer: TestJWSSigner? = nil, signedDate: Date = Date(), userLocale: String = "en-US") async throws -> String {
         let body = DecodedRealtimeRequestBody(
-            originalTransactionId: originalTransactionId, appAppleId: appAppleId, productId: productId, userLocale: "en-US",
-            requestIdentifier: requestIdentifier, environment: .sandbox, signedDate: Date().appStoreMilliseconds)
+            originalTransactionId: originalTransactionId, appAppleId: appAppleId, productId: productId, userLocale: userLocale,
+            requestIdentifier: requestIdentifier, environment: .sandbox, signedDate: signedDate.appStoreMilliseconds)
         return try await (signer ?? self.signer).sign(body)
     }
 
@@ -133,6 +138,10 @@ private struct SlowStore: OfferStore {
     func updateCustomer(_ key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts { try await base.updateCustomer(key, body) }
     func applyNotification(notificationUUID: String, to key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool {
         try await base.applyNotification(notificationUUID: notificationUUID, to: key, body)
+    }
+    func markNotificationProcessed(notificationUUID: String) async throws -> Bool { try await base.markNotificationProcessed(notificationUUID: notificationUUID) }
+    func purgeExpired(storedAnswersBefore: Date, processedNotificationsBefore: Date) async throws -> (storedAnswers: Int, processedNotifications: Int) {
+        try await base.purgeExpired(storedAnswersBefore: storedAnswersBefore, processedNotificationsBefore: processedNotificationsBefore)
     }
     func withCustomerTransaction<T: Sendable>(_ key: CustomerKey, issuedSince since: Int64?, answerKey: String?, _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>) async throws -> T {
         let delay = self.delay

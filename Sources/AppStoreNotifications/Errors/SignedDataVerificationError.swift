@@ -78,5 +78,9 @@ extension SignedDataVerificationError {
 
         /// The payload is signed correctly but does not decode as the expected type.
         public static let malformedPayload = Self(rawValue: "malformed_payload")
+
+        /// The payload's `signedDate` is outside the window around now that the caller accepts (a real-time request
+        /// too old or too new, a notification dated in the future), or its chain is not valid now.
+        public static let notFresh = Self(rawValue: "not_fresh")
     }
 }

@@ -28,9 +28,12 @@ struct SignedDataChainVerifier: Sendable {
         self.trustedRoots = CertificateStore(trustedRoots)
     }
 
+    /// Verifies `jws` at its `signedDate` (as Apple's libraries do) and decodes its payload; with `alsoValidAt`, every
+    /// certificate of the chain must be valid at that time too (a real-time request: the chain valid now).
     func verify<Payload: Codable & Sendable>(
         _ jws: String,
-        as _: Payload.Type
+        as _: Payload.Type,
+        alsoValidAt: Date? = nil
     ) async throws(SignedDataVerificationError) -> Payload {
         let token = Array(jws.utf8)
         let parser = DefaultJWTParser(jsonDecoder: JSONDecoder())
@@ -57,8 +60,10 @@ struct SignedDataChainVerifier: Sendable {
         }
         let validationTime = unverified.signedDate.map { Date(appStoreMilliseconds: $0) } ?? Date()
         let leafKey: P256.Signing.PublicKey
+        let validity: ClosedRange<Date>?
         if let remembered, remembered.validity.contains(validationTime) {
             leafKey = remembered.leafKey
+            validity = remembered.validity
         } else {
             let certificates = certificates.isEmpty ? try Self.certificates(in: header) : certificates
             try await verifyChain(certificates, at: validationTime)
@@ -66,9 +71,15 @@ struct SignedDataChainVerifier: Sendable {
                 throw SignedDataVerificationError(.invalidCertificateChain, "the leaf certificate's key is not a P-256 key")
             }
             leafKey = key
-            if let chainKey, let from = certificates.map(\.notValidBefore).max(), let until = certificates.map(\.notValidAfter).min(), from <= until {
-                verifiedChains.remember(chainKey, VerifiedChains.Entry(validity: from...until, leafKey: key))
+            if let from = certificates.map(\.notValidBefore).max(), let until = certificates.map(\.notValidAfter).min(), from <= until {
+                validity = from...until
+                if let chainKey { verifiedChains.remember(chainKey, VerifiedChains.Entry(validity: from...until, leafKey: key)) }
+            } else {
+                validity = nil
             }
+        }
+        if let alsoValidAt, !(validity?.contains(alsoValidAt) ?? false) {
+            throw SignedDataVerificationError(.notFresh, "a certificate of the chain is not valid now (expired or not yet valid); a real-time request must be signed by a chain valid when it arrives")
         }
         let verified: SignedBody<Payload>
         do {

@@ -1,3 +1,4 @@
+import Foundation
 public import X509
 
 /// Verifies and decodes data signed by the App Store: Server Notifications V2, signed transactions (StoreKit 2's
@@ -124,16 +125,37 @@ public struct SignedDataVerifier: Sendable {
     /// - Parameter signedPayload: The `signedPayload` field of the request body.
     /// - Returns: The notification with its verified nested payloads (`nil` where the notification has none).
     /// - Throws: ``SignedDataVerificationError`` from whichever of the three is refused.
+    /// The nested payloads must be of the notification's own environment (a Sandbox notification cannot carry a
+    /// Production transaction). With `signedNoLaterThan`, the notification and its nested payloads must be signed no
+    /// later than that time (now plus the clock skew the caller allows): a payload dated ahead would otherwise win
+    /// every later ordering comparison and freeze the customer's state.
     public func verifyAndDecodeNotificationContents(
-        _ signedPayload: String
+        _ signedPayload: String, signedNoLaterThan latest: Date? = nil
     ) async throws(SignedDataVerificationError) -> DecodedNotification {
         let notification = try await verifyAndDecodeNotification(signedPayload)
         var decoded = DecodedNotification(notification: notification)
+        let environment = AppIdentity(of: notification).environment
         if let signedTransaction = notification.data?.signedTransactionInfo {
-            decoded.transaction = try await verifyAndDecodeTransaction(signedTransaction)
+            let transaction = try await verifyAndDecodeTransaction(signedTransaction)
+            guard transaction.environment == environment else {
+                throw SignedDataVerificationError(.wrongEnvironment, "the nested transaction's environment (\(transaction.environment?.rawValue ?? "none")) is not the notification's (\(environment?.rawValue ?? "none"))")
+            }
+            decoded.transaction = transaction
         }
         if let signedRenewalInfo = notification.data?.signedRenewalInfo {
-            decoded.renewalInfo = try await verifyAndDecodeRenewalInfo(signedRenewalInfo)
+            let renewalInfo = try await verifyAndDecodeRenewalInfo(signedRenewalInfo)
+            guard renewalInfo.environment == environment else {
+                throw SignedDataVerificationError(.wrongEnvironment, "the nested renewal info's environment (\(renewalInfo.environment?.rawValue ?? "none")) is not the notification's (\(environment?.rawValue ?? "none"))")
+            }
+            decoded.renewalInfo = renewalInfo
+        }
+        if let latest {
+            let bound = latest.appStoreMilliseconds
+            for (name, date) in [("notification", notification.signedDate), ("transaction", decoded.transaction?.signedDate), ("renewal info", decoded.renewalInfo?.signedDate)] {
+                if let date, date > bound {
+                    throw SignedDataVerificationError(.notFresh, "the \(name)'s signedDate is later than now plus the allowed clock skew; it is refused so that it cannot hide later notifications (the App Store retries)")
+                }
+            }
         }
         return decoded
     }
@@ -149,6 +171,11 @@ public struct SignedDataVerifier: Sendable {
     ) async throws(SignedDataVerificationError) -> JWSTransactionDecodedPayload {
         let transaction = try await chainVerifier.verify(signedTransaction, as: JWSTransactionDecodedPayload.self)
         try check(bundleId: transaction.bundleId, environment: transaction.environment)
+        for (name, identifier) in [("originalTransactionId", transaction.originalTransactionId), ("transactionId", transaction.transactionId)] {
+            if let identifier, !Self.isTransactionIdentifier(identifier) {
+                throw SignedDataVerificationError(.malformedPayload, "\(name) is not 1 to 64 decimal digits")
+            }
+        }
         return transaction
     }
 
@@ -178,29 +205,79 @@ public struct SignedDataVerifier: Sendable {
     /// - Throws: ``SignedDataVerificationError``: the chain or signature (as for notifications),
     ///   ``SignedDataVerificationError/Code/wrongAppAppleId``, ``SignedDataVerificationError/Code/wrongEnvironment``,
     ///   ``SignedDataVerificationError/Code/malformedPayload`` for a missing or malformed field.
+    /// With `freshness`, the request must be fresh: signed within `freshness.skew` of `freshness.now` (either way),
+    /// by a chain whose certificates are all valid at `freshness.now` as well as at `signedDate`. A live endpoint
+    /// passes it, so a request captured in a proxy or a log cannot be answered again once the window has passed;
+    /// explaining a captured request leaves it out.
     public func verifyAndDecodeRealtimeRequest(
-        _ signedPayload: String
+        _ signedPayload: String, freshness: Freshness? = nil
     ) async throws(SignedDataVerificationError) -> DecodedRealtimeRequestBody {
-        let request = try await chainVerifier.verify(signedPayload, as: DecodedRealtimeRequestBody.self)
+        let request = try await chainVerifier.verify(signedPayload, as: DecodedRealtimeRequestBody.self, alsoValidAt: freshness?.now)
         guard let requestAppAppleId = request.appAppleId, let appAppleId, requestAppAppleId == appAppleId else {
             throw SignedDataVerificationError(
                 .wrongAppAppleId,
                 "appAppleId \(request.appAppleId.map(String.init) ?? "none") is not the configured \(appAppleId.map(String.init) ?? "none (set the app's appAppleId)")")
         }
         try check(environment: request.environment)
-        guard let original = request.originalTransactionId, !original.isEmpty, original.utf8.count <= 64, original.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+        guard let original = request.originalTransactionId, Self.isTransactionIdentifier(original) else {
             throw SignedDataVerificationError(.malformedPayload, "originalTransactionId is missing or not 1 to 64 decimal digits")
         }
         guard let product = request.productId, !product.isEmpty, product.utf8.count <= 255 else {
             throw SignedDataVerificationError(.malformedPayload, "productId is missing or longer than 255 bytes")
         }
-        guard let identifier = request.requestIdentifier, identifier.utf8.count <= 64, identifier.allSatisfy({ $0.isASCII && ($0.isHexDigit || $0 == "-") }), !identifier.isEmpty else {
+        guard let identifier = request.requestIdentifier, identifier.utf8.count == 36, UUID(uuidString: identifier) != nil else {
             throw SignedDataVerificationError(.malformedPayload, "requestIdentifier is missing or not a UUID")
         }
-        guard request.userLocale.map({ $0.utf8.count <= 35 }) ?? true else {
-            throw SignedDataVerificationError(.malformedPayload, "userLocale is longer than 35 bytes")
+        guard request.userLocale.map(Self.isLocale) ?? true else {
+            throw SignedDataVerificationError(.malformedPayload, "userLocale is not a locale tag such as en-US (letters and digits in subtags of 1 to 8, separated by - or _, at most 35 bytes)")
+        }
+        if let freshness {
+            guard let signedDate = request.signedDate else {
+                throw SignedDataVerificationError(.notFresh, "signedDate is missing; a real-time request must say when it was signed")
+            }
+            let now = freshness.now.appStoreMilliseconds
+            let skew = Int64(freshness.skew * 1000)
+            guard signedDate >= now - skew, signedDate <= now + skew else {
+                throw SignedDataVerificationError(.notFresh, "signedDate is \(signedDate < now ? "older" : "later") than the \(Int(freshness.skew)) seconds around now a real-time request may be; a captured request is not answered again")
+            }
         }
         return request
+    }
+
+    /// The window a real-time request must be signed in: `skew` seconds either side of `now`.
+    public struct Freshness: Sendable, Hashable {
+        /// The time the request is judged at.
+        public var now: Date
+        /// How far its `signedDate` may be from `now`, in seconds, either way.
+        public var skew: TimeInterval
+
+        /// Creates a window.
+        public init(now: Date, skew: TimeInterval) {
+            self.now = now
+            self.skew = skew
+        }
+    }
+
+    /// An App Store transaction identifier: 1 to 64 ASCII decimal digits.
+    static func isTransactionIdentifier(_ text: String) -> Bool {
+        let bytes = text.utf8
+        return (1...64).contains(bytes.count) && bytes.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+    }
+
+    /// A locale tag as the App Store sends one (`en-US`, `zh-Hant-TW`, `en_GB`): BCP 47's shape, subtags of 1 to 8
+    /// ASCII letters or digits separated by `-` or `_`, the first of 2 to 3 letters, at most 35 bytes in all.
+    static func isLocale(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard (2...35).contains(bytes.count) else { return false }
+        let subtags = bytes.split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
+            .flatMap { $0.split(separator: UInt8(ascii: "_"), omittingEmptySubsequences: false) }
+        guard let first = subtags.first, (2...3).contains(first.count),
+              first.allSatisfy({ (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0 | 0x20) }) else { return false }
+        return subtags.allSatisfy { subtag in
+            (1...8).contains(subtag.count) && subtag.allSatisfy { byte in
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
+            }
+        }
     }
 
     private func check(bundleId: String?, environment: AppStoreEnvironment?) throws(SignedDataVerificationError) {

@@ -233,7 +233,7 @@ public final class ClientAuthenticator: Sendable {
             throw OfferServiceError(.unauthorized, "The login token has no \(configuration.customerClaim) claim naming the customer.")
         }
         do {
-            try PayloadField.validateApplicationUsername(customer, named: configuration.customerClaim)
+            try CustomerIdentifier.validate(customer, named: configuration.customerClaim)
         } catch {
             throw OfferServiceError(.unauthorized, "The login token's \(configuration.customerClaim) claim cannot be an applicationUsername: \(error.message)")
         }

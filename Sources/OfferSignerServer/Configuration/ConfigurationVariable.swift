@@ -25,6 +25,8 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
     case requestTimeout = "offerSigner.requestTimeout"
     case maxConnections = "offerSigner.maxConnections"
     case retentionDeadline = "offerSigner.retentionDeadline"
+    /// How far an App Store `signedDate` may be from now (seconds): real-time requests either way, notifications ahead.
+    case appStoreClockSkew = "offerSigner.appStoreClockSkew"
     case apiKeys = "offerSigner.apiKeys"
     case clientJwtSecret = "offerSigner.clientJwtSecret"
     case clientJwtKeys = "offerSigner.clientJwtKeys"

@@ -83,6 +83,9 @@ public struct ServiceConfiguration: Sendable {
     /// `OFFER_SIGNER_RETENTION_DEADLINE`: how long a retention request may take before the fallback message is
     /// answered (Apple gives up after 700 ms).
     public var retentionDeadline: Duration = .milliseconds(500)
+    /// `OFFER_SIGNER_APP_STORE_CLOCK_SKEW`: seconds an App Store `signedDate` may be from now — a real-time
+    /// retention request either way, a notification ahead (docs/retention.md, docs/notifications.md).
+    public var appStoreClockSkew: TimeInterval = NotificationIngestor.defaultClockSkew
     /// `serve --demo`: the demo's stand-in for the App Store (signs notifications and retention requests).
     public var demoAppStore: DemoAppStore?
     /// `OFFER_SIGNER_APP_STORE_API_*`: asks Apple for the facts of customers the store does not know; `nil` (no key
@@ -227,6 +230,7 @@ public struct ServiceConfiguration: Sendable {
         }
         self.connectionLimits = try Self.connectionLimits(config)
         self.retentionDeadline = try Self.retentionDeadline(config)
+        self.appStoreClockSkew = try Self.appStoreClockSkew(config)
         self.clientAuth = try Self.clientAuth(config)
         self.rateLimits = try Self.rateLimits(config)
         self.operationsListener = try Self.operationsListener(config, publicPort: port)
@@ -279,6 +283,7 @@ public struct ServiceConfiguration: Sendable {
         }
         configuration.connectionLimits = try connectionLimits(reader(environment))
         configuration.retentionDeadline = try retentionDeadline(reader(environment))
+        configuration.appStoreClockSkew = try appStoreClockSkew(reader(environment))
         configuration.rateLimits = try rateLimits(reader(environment))
         configuration.operationsListener = try operationsListener(reader(environment), publicPort: port)
         configuration.warnings.append("The demo's client mode is open: /v1/offers/* needs no credential.")
@@ -370,6 +375,14 @@ public struct ServiceConfiguration: Sendable {
             throw ConfigurationError("OFFER_SIGNER_RETENTION_DEADLINE=\(text.prefix(20)) is not a whole number of milliseconds from 10 to 5000 (Apple gives up after 700).")
         }
         return .milliseconds(milliseconds)
+    }
+
+    static func appStoreClockSkew(_ config: ConfigReader) throws(ConfigurationError) -> TimeInterval {
+        guard let text = config.string(.appStoreClockSkew) else { return NotificationIngestor.defaultClockSkew }
+        guard let seconds = Int(text.trimmingCharacters(in: CharacterSet.whitespaces)), (10...3_600).contains(seconds) else {
+            throw ConfigurationError("OFFER_SIGNER_APP_STORE_CLOCK_SKEW=\(text.prefix(20)) is not a whole number of seconds from 10 to 3600.")
+        }
+        return TimeInterval(seconds)
     }
 
     static func listenAddress(_ config: ConfigReader) throws(ConfigurationError) -> (String, Int) {

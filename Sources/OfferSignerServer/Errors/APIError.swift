@@ -82,7 +82,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     }
 
     /// Maps an error of the request pipeline: 400 `invalid_request` / `invalid_signed_payload`, 403
-    /// `not_eligible` / `customer_mismatch`, 404 `unknown_*`, 409 `transaction_claimed`, 503 `store_unavailable` /
+    /// `not_eligible` / `customer_mismatch`, 404 `unknown_*`, 409 `transaction_claimed` / `request_identifier_conflict`, 503 `store_unavailable` /
     /// `issuer_not_configured` / `app_store_unavailable` (with `Retry-After`), 409 `app_store_api_not_configured`.
     public init(_ error: OfferServiceError) {
         let status: HTTPResponse.Status
@@ -92,7 +92,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         case .notEligible, .customerMismatch: status = .forbidden
         case .unauthorized: status = .unauthorized
         // app_store_api_not_configured: nothing a retry fixes; the request needs configuration it lacks.
-        case .transactionClaimed, .appStoreNotConfigured: status = .conflict
+        case .transactionClaimed, .appStoreNotConfigured, .requestIdentifierConflict: status = .conflict
         case .storeUnavailable, .retentionTimedOut: (status, retryAfter) = (.serviceUnavailable, "1")
         case .appStoreUnavailable: (status, retryAfter) = (.serviceUnavailable, "5")
         case .issuerNotConfigured: (status, retryAfter) = (.serviceUnavailable, "3600")

@@ -4,6 +4,7 @@ import Logging
 import Metrics
 import OfferModel
 import OfferStore
+import Synchronization
 
 /// What became of one notification.
 public enum IngestOutcome: String, Sendable, Codable {
@@ -11,8 +12,12 @@ public enum IngestOutcome: String, Sendable, Codable {
     case processed
     /// Seen before (same `notificationUUID`): nothing changed.
     case duplicate
-    /// Valid, but nothing to fold (TEST, a type that does not concern eligibility, no subscription).
+    /// Valid, but nothing to fold (TEST, no notification type, no transaction, a transaction that names no
+    /// customer and no original transaction).
     case ignored
+    /// Valid and new, but older than what the store already holds for that subscription: recorded as seen,
+    /// nothing changed.
+    case stale
 }
 
 /// What a replay did, line by line.
@@ -20,6 +25,7 @@ public struct ReplaySummary: Sendable, CustomStringConvertible {
     public var processed = 0
     public var duplicate = 0
     public var ignored = 0
+    public var stale = 0
     /// Lines that did not verify or parse.
     public var refused = 0
     /// Lines the store could not take (retry them).
@@ -28,7 +34,7 @@ public struct ReplaySummary: Sendable, CustomStringConvertible {
     public var problems: [String] = []
 
     public var description: String {
-        "processed: \(processed), duplicate: \(duplicate), ignored: \(ignored), refused: \(refused), failed: \(failed)"
+        "processed: \(processed), duplicate: \(duplicate), stale: \(stale), ignored: \(ignored), refused: \(refused), failed: \(failed)"
     }
 }
 
@@ -36,50 +42,78 @@ public struct ReplaySummary: Sendable, CustomStringConvertible {
 ///
 /// Customers are found by the transaction's `appAccountToken` (the lower-cased `applicationUsername`), else by
 /// `originalTransactionId` among the customers the store knows; a subscription nobody has claimed yet is kept
-/// under `otid:<originalTransactionId>` until an app sends its signed transaction.
+/// under `otid:<originalTransactionId>` until an app sends its signed transaction. A token moves nothing it
+/// cannot prove (``CustomerBinding``): the first binding of a token to a subscription, and of a subscription to a
+/// customer, wins.
 public struct NotificationIngestor: Sendable {
     /// One verifier per app, by bundle identifier.
     let verifiers: [String: SignedDataVerifier]
     let store: any OfferStore
     let logger: Logger
+    /// How far ahead of now an App Store `signedDate` may be (clocks differ); beyond it a payload is refused.
+    public let clockSkew: TimeInterval
+    /// Now: the clock every date check reads (injected by tests).
+    let now: @Sendable () -> Date
     private let processed = Counter(label: "offer_signer_notifications_total", dimensions: [("outcome", "processed")])
     private let duplicates = Counter(label: "offer_signer_notifications_total", dimensions: [("outcome", "duplicate")])
+    private let stale = Counter(label: "offer_signer_notifications_total", dimensions: [("outcome", "stale")])
     private let ignored = Counter(label: "offer_signer_notifications_total", dimensions: [("outcome", "ignored")])
     private let invalid = Counter(label: "offer_signer_notifications_total", dimensions: [("outcome", "invalid")])
 
-    public init(verifiers: [String: SignedDataVerifier], store: any OfferStore, logger: Logger) {
+    /// The default ``clockSkew``: five minutes.
+    public static let defaultClockSkew: TimeInterval = 300
+
+    public init(verifiers: [String: SignedDataVerifier], store: any OfferStore, logger: Logger, clockSkew: TimeInterval = NotificationIngestor.defaultClockSkew, now: @escaping @Sendable () -> Date = { Date() }) {
         self.verifiers = verifiers
         self.store = store
         self.logger = logger
+        self.clockSkew = clockSkew
+        self.now = now
     }
 
     /// Verifies one `signedPayload` and folds it in, once.
     /// - Throws: ``OfferServiceError`` 400 `invalid_signed_payload` (nothing changed) or 503 `store_unavailable` (the
     ///   App Store retries).
     public func ingest(signedPayload: String) async throws(OfferServiceError) -> IngestOutcome {
-        let decoded = try await verify { verifier in try await verifier.verifyAndDecodeNotificationContents(signedPayload) }
+        let latest = now().addingTimeInterval(clockSkew)
+        let decoded = try await verify { verifier in try await verifier.verifyAndDecodeNotificationContents(signedPayload, signedNoLaterThan: latest) }
         let notification = decoded.notification
-        guard let uuid = notification.notificationUUID, let transaction = decoded.transaction,
-              notification.notificationType != .test, let bundleId = notification.data?.bundleId
+        guard let uuid = notification.notificationUUID, let transaction = decoded.transaction, let type = notification.notificationType,
+              type != .test, let bundleId = notification.data?.bundleId
         else {
             ignored.increment()
             return .ignored
         }
+        let outcome: IngestOutcome
         do {
-            let key = try await customer(for: transaction, bundleIdentifier: bundleId)
-            let applied = try await store.applyNotification(notificationUUID: uuid, to: key) { facts in
-                SubscriptionFolding.fold(decoded, into: &facts)
+            guard let binding = try await CustomerBinding.resolve(transaction, bundleIdentifier: bundleId, store: store) else {
+                // Nothing names a customer: recorded as seen, filed under no one (never a shared customer).
+                _ = try await store.markNotificationProcessed(notificationUUID: uuid)
+                ignored.increment()
+                logger.warning("App Store notification names no customer and no original transaction; nothing was filed", metadata: ["notificationUUID": "\(uuid)", "type": "\(type.rawValue)"])
+                return .ignored
             }
-            (applied ? processed : duplicates).increment()
+            try await binding.report(source: "notification", store: store, logger: logger)
+            let changed = Changed()
+            let applied = try await store.applyNotification(notificationUUID: uuid, to: binding.key) { facts in
+                if SubscriptionFolding.fold(decoded, into: &facts) { changed.set() }
+            }
+            outcome = !applied ? .duplicate : changed.value ? .processed : .stale
             logger.info("App Store notification", metadata: [
-                "type": "\(notification.notificationType?.rawValue ?? "-")", "subtype": "\(notification.subtype?.rawValue ?? "-")",
-                "notificationUUID": "\(uuid)", "customer": "\(CustomerHash.of(key))", "outcome": "\(applied ? "processed" : "duplicate")",
+                "type": "\(type.rawValue)", "subtype": "\(notification.subtype?.rawValue ?? "-")",
+                "notificationUUID": "\(uuid)", "customer": "\(CustomerHash.of(binding.key))", "outcome": "\(outcome.rawValue)",
             ])
-            return applied ? .processed : .duplicate
         } catch {
             logger.error("customer store failed while applying a notification; the App Store will retry", metadata: ["notificationUUID": "\(uuid)"])
             throw OfferServiceError.storeUnavailable
         }
+        switch outcome {
+        case .processed: processed.increment()
+        case .duplicate: duplicates.increment()
+        case .stale: stale.increment()
+        case .ignored: ignored.increment()
+        }
+        return outcome
     }
 
     /// Replays captured notifications: one `signedPayload` per line, bare or as `{"signedPayload": …}`.
@@ -104,6 +138,7 @@ public struct NotificationIngestor: Sendable {
                 case .processed: summary.processed += 1
                 case .duplicate: summary.duplicate += 1
                 case .ignored: summary.ignored += 1
+                case .stale: summary.stale += 1
                 }
             } catch {
                 if error.code == .storeUnavailable { summary.failed += 1 } else { summary.refused += 1 }
@@ -122,21 +157,20 @@ public struct NotificationIngestor: Sendable {
         guard transaction.bundleId == key.bundleIdentifier else {
             throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction is for another app (\(transaction.bundleId ?? "none")).")
         }
-        if let token = transaction.appAccountToken, token.lowercased() != key.applicationUsername {
+        if let token = CustomerBinding.token(of: transaction), token != key.applicationUsername {
             throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction belongs to another customer (its appAccountToken is not this applicationUsername).")
         }
-        // Without an appAccountToken nothing in the transaction names its customer: the first customer that
-        // presented it (or that the App Store's notifications were filed under) keeps it.
-        if transaction.appAccountToken == nil, let original = transaction.originalTransactionId {
-            let owners: [CustomerKey]
-            do {
-                owners = try await store.customers(withOriginalTransactionId: original).filter { $0.bundleIdentifier == key.bundleIdentifier }
-            } catch {
-                throw OfferServiceError.storeUnavailable
-            }
-            if !owners.isEmpty, !owners.contains(key) {
-                throw OfferServiceError(.transactionClaimed, "This subscription's original transaction is already claimed by another customer of this app; a signed transaction without an appAccountToken cannot move it. Set appAccountToken on purchases to tie them to your accounts.", field: "signedTransaction")
-            }
+        // The first customer that presented an original transaction (or that the App Store's notifications were
+        // filed under) keeps it: the same rule as for notifications.
+        let binding: CustomerBinding?
+        do {
+            binding = try await CustomerBinding.resolve(transaction, bundleIdentifier: key.bundleIdentifier, store: store, claimant: key)
+        } catch {
+            throw OfferServiceError.storeUnavailable
+        }
+        if let binding, binding.key != key {
+            try? await binding.report(source: "signed_transaction", store: store, logger: logger)
+            throw OfferServiceError(.transactionClaimed, "This subscription's original transaction is already claimed by another customer of this app, or this customer already holds another subscription of its group; a signed transaction cannot move it. Set appAccountToken on purchases to tie them to your accounts.", field: "signedTransaction")
         }
         do {
             try await store.updateCustomer(key) { facts in
@@ -151,9 +185,12 @@ public struct NotificationIngestor: Sendable {
     /// Verifies a Retention Messaging real-time request and finds its app: the one whose `appAppleId` it carries.
     /// - Returns: the app's bundle identifier and the decoded request.
     /// - Throws: ``OfferServiceError`` 400 `invalid_signed_payload` saying what did not verify.
-    public func verifyRealtimeRequest(signedPayload: String) async throws(OfferServiceError) -> (bundleIdentifier: String, request: DecodedRealtimeRequestBody) {
-        try await verify(nextAppOn: .wrongAppAppleId) { verifier in
-            (verifier.bundleId, try await verifier.verifyAndDecodeRealtimeRequest(signedPayload))
+    /// `fresh`: a live request, which must be signed within ``clockSkew`` of now by a chain valid now (a captured
+    /// one being explained need not be).
+    public func verifyRealtimeRequest(signedPayload: String, fresh: Bool = true) async throws(OfferServiceError) -> (bundleIdentifier: String, request: DecodedRealtimeRequestBody) {
+        let freshness = fresh ? SignedDataVerifier.Freshness(now: now(), skew: clockSkew) : nil
+        return try await verify(nextAppOn: .wrongAppAppleId) { verifier in
+            (verifier.bundleId, try await verifier.verifyAndDecodeRealtimeRequest(signedPayload, freshness: freshness))
         }
     }
 
@@ -180,17 +217,11 @@ public struct NotificationIngestor: Sendable {
         throw OfferServiceError(.invalidSignedPayload, "The signedPayload did not verify: \(reason)")
     }
 
-    /// The customer a transaction belongs to.
-    func customer(for transaction: JWSTransactionDecodedPayload, bundleIdentifier: String) async throws -> CustomerKey {
-        if let token = transaction.appAccountToken, !token.isEmpty {
-            return CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: token)
-        }
-        if let original = transaction.originalTransactionId {
-            if let known = try await store.customers(withOriginalTransactionId: original).first(where: { $0.bundleIdentifier == bundleIdentifier }) {
-                return known
-            }
-            return CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: "otid:\(original)")
-        }
-        return CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: "unknown")
-    }
+}
+
+/// A flag set inside a store transaction's body and read after it.
+final class Changed: Sendable {
+    private let flag = Mutex(false)
+    func set() { flag.withLock { $0 = true } }
+    var value: Bool { flag.withLock { $0 } }
 }

@@ -186,7 +186,7 @@ enum OpenAPIDocument {
                     type: object
                     required: [outcome]
                     properties:
-                      outcome: { type: string, enum: [processed, duplicate, ignored] }
+                      outcome: { type: string, enum: [processed, stale, duplicate, ignored] }
             "400": { $ref: "#/components/responses/BadRequest" }
             "429": { $ref: "#/components/responses/RateLimited" }
             \#(jsonBodyFailures)
@@ -200,7 +200,9 @@ enum OpenAPIDocument {
             retention entries in the policy are tried in order for the customer who owns originalTransactionId;
             the answer holds exactly one of message, alternateProduct or promotionalOffer (a V2 JWS whose
             transactionId is the originalTransactionId, or a V1 signature). The same requestIdentifier gets the
-            same answer. 404 no_retention_answer when the policy has no answer for the product or customer;
+            same answer for the same original transaction and product; for another, 409
+            request_identifier_conflict. A request signed outside the clock skew of now, or by a chain not valid
+            now, is 400 invalid_signed_payload. 404 no_retention_answer when the policy has no answer for the product or customer;
             503 retention_timed_out when the deadline passed and there is no fallback message. Any non-200 makes
             the App Store show its default message.
           requestBody:
@@ -254,6 +256,11 @@ enum OpenAPIDocument {
                               appAccountToken: { type: string, format: uuid }
             "400": { $ref: "#/components/responses/BadRequest" }
             "404": { $ref: "#/components/responses/NotFound" }
+            "409":
+              description: request_identifier_conflict, the requestIdentifier was answered for another request
+              content:
+                application/json:
+                  schema: { $ref: "#/components/schemas/ErrorEnvelope" }
             "429": { $ref: "#/components/responses/RateLimited" }
             \#(jsonBodyFailures)
       /demo/notifications:

@@ -30,16 +30,17 @@ extension OfferService {
     /// - Throws: ``OfferServiceError`` 400 `invalid_signed_payload`, 404 `no_retention_answer` (the App Store shows
     ///   its default message), 503 `retention_timed_out` / `store_unavailable` / `issuer_not_configured`.
     public func answerRetention(signedPayload: String) async throws -> RealtimeResponseBody {
-        let (bundleIdentifier, request) = try await verifiedRetentionRequest(signedPayload)
-        return try await answerRetention(request, bundleIdentifier: bundleIdentifier)
+        let (bundleIdentifier, request) = try await verifiedRetentionRequest(signedPayload, fresh: true)
+        return try await answerRetention(request, bundleIdentifier: bundleIdentifier, now: notifications?.now() ?? Date())
     }
 
-    /// A retention request's `signedPayload`, verified, and the app whose `appAppleId` it carries.
-    private func verifiedRetentionRequest(_ signedPayload: String) async throws(OfferServiceError) -> (bundleIdentifier: String, request: DecodedRealtimeRequestBody) {
+    /// A retention request's `signedPayload`, verified, and the app whose `appAppleId` it carries. `fresh`: signed
+    /// within the clock skew of now by a chain valid now (a live request; a captured one explained need not be).
+    private func verifiedRetentionRequest(_ signedPayload: String, fresh: Bool) async throws(OfferServiceError) -> (bundleIdentifier: String, request: DecodedRealtimeRequestBody) {
         guard let notifications else {
             throw OfferServiceError(.storeUnavailable, "Retention requests cannot be verified: the service has no customer store or no app it can verify App Store data for (set the app's appAppleId, OFFER_SIGNER_ENVIRONMENTS, and OFFER_SIGNER_TRUSTED_ROOTS for test chains).")
         }
-        return try await notifications.verifyRealtimeRequest(signedPayload: signedPayload)
+        return try await notifications.verifyRealtimeRequest(signedPayload: signedPayload, fresh: fresh)
     }
 
     /// Answers a verified real-time retention request for the app `bundleIdentifier` (see
@@ -65,6 +66,12 @@ extension OfferService {
             answer = nil
         } catch let error as OfferServiceError where error.code == .noRetentionAnswer {
             noteNoRetentionAnswer(error, app: app, productIdentifier: product.productIdentifier)
+            throw error
+        } catch let error as OfferServiceError where error.code == .requestIdentifierConflict {
+            PipelineMetrics.countRetentionAnswer("request_identifier_conflict")
+            retentionLogger.warning("a retention request reused a requestIdentifier answered for another request; refused", metadata: [
+                "productIdentifier": "\(product.productIdentifier)", "requestIdentifier": "\(request.requestIdentifier ?? "-")",
+            ])
             throw error
         }
         if let answer {
@@ -110,7 +117,7 @@ extension OfferService {
             signedPayload = trimmed
         }
         if let signedPayload {
-            let (bundleIdentifier, request) = try await verifiedRetentionRequest(signedPayload)
+            let (bundleIdentifier, request) = try await verifiedRetentionRequest(signedPayload, fresh: false)
             return try await explainRetention(request, bundleIdentifier: bundleIdentifier, now: now)
         }
         guard let request = try? JSONDecoder().decode(DecodedRealtimeRequestBody.self, from: Data(trimmed.utf8)),
@@ -147,6 +154,7 @@ extension OfferService {
     private func decideRetention(_ request: DecodedRealtimeRequestBody, app: AppConfiguration, product: OfferPolicy.Product, entries: [OfferPolicy.RetentionEntry], deadline: ContinuousClock.Instant, now: Date) async throws -> RealtimeResponseBody {
         let originalTransactionId = request.originalTransactionId ?? ""
         let requestIdentifier = (request.requestIdentifier ?? "").lowercased()
+        let binding = "\(originalTransactionId) \(product.productIdentifier)"
         let (stranger, known) = try await retentionCustomer(app: app, originalTransactionId: originalTransactionId)
         var flow = SigningFlow<RealtimeResponseBody>(
             app: app, customer: stranger, productIdentifier: product.productIdentifier, offerIdentifier: "",
@@ -193,8 +201,15 @@ extension OfferService {
             },
             idempotency: FlowIdempotency(
                 key: "retention:\(app.bundleIdentifier):\(requestIdentifier)",
-                encode: { String(decoding: try Self.answerEncoder.encode($0), as: UTF8.self) },
-                decode: { try JSONDecoder().decode(RealtimeResponseBody.self, from: Data($0.utf8)) }))
+                encode: { try StoredRetentionAnswer(request: binding, answer: $0).encoded() },
+                decode: { text in
+                    // The stored answer is given only to the request it answered: same original transaction and
+                    // product (an answer stored before answers were bound names no request, and is given to none).
+                    guard let stored = try? StoredRetentionAnswer(decoding: text), stored.request == binding else {
+                        throw OfferServiceError(.requestIdentifierConflict, "This requestIdentifier was already answered for another original transaction or product; a stored answer is given only to the request it answered.")
+                    }
+                    return stored.answer
+                }))
         flow.deadline = deadline
         if !known {
             // A subscription the store has never seen: the App Store's facts, filed under the customer they name.
@@ -208,7 +223,7 @@ extension OfferService {
         case v2(String)
     }
 
-    private static let answerEncoder: JSONEncoder = {
+    static let answerEncoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return encoder
@@ -242,5 +257,25 @@ extension OfferService {
         retentionLogger.warning("retention requests get no answer (logged once per product)", metadata: [
             "bundleIdentifier": "\(app.bundleIdentifier)", "productIdentifier": "\(product)", "why": "\(error.message)",
         ])
+    }
+}
+
+/// A stored retention answer and the request it answered (original transaction and product), so that a
+/// `requestIdentifier` reused by another request is refused instead of answered with someone else's offer.
+struct StoredRetentionAnswer: Codable {
+    var request: String
+    var answer: RealtimeResponseBody
+
+    init(request: String, answer: RealtimeResponseBody) {
+        self.request = request
+        self.answer = answer
+    }
+
+    init(decoding text: String) throws {
+        self = try JSONDecoder().decode(Self.self, from: Data(text.utf8))
+    }
+
+    func encoded() throws -> String {
+        String(decoding: try OfferService.answerEncoder.encode(self), as: UTF8.self)
     }
 }

@@ -44,7 +44,7 @@ struct DemoRoutes {
     }
 
     private func customer(_ applicationUsername: String) throws -> CustomerKey {
-        try PayloadField.validateApplicationUsername(applicationUsername)
+        try CustomerIdentifier.validate(applicationUsername)
         guard !applicationUsername.isEmpty else {
             throw APIError.invalidRequest(field: "applicationUsername", "applicationUsername is required: one of the demo's customers (lapsed-user, leaving-user, loyal-user, new-user) or any name.")
         }

@@ -94,8 +94,17 @@ extension OfferService {
             key = customer
         case .answer:
             let anchor = transactions.first { $0.originalTransactionId == lookup.transactionId } ?? transactions[0]
-            guard let notifications else { return .notAsked }
-            key = try await storeCall { try await notifications.customer(for: anchor, bundleIdentifier: app.bundleIdentifier) }
+            guard notifications != nil else { return .notAsked }
+            let binding = try await storeCall { () async throws -> CustomerBinding? in
+                let binding = try await CustomerBinding.resolve(anchor, bundleIdentifier: app.bundleIdentifier, store: store)
+                try await binding?.report(source: "app_store_answer", store: store, logger: Self.appStoreLogger)
+                return binding
+            }
+            guard let binding else {
+                Self.countLookup("no_subscription")
+                return .notFound
+            }
+            key = binding.key
         }
         try await storeCall { _ = try await store.updateCustomer(key) { facts in fetched.fold(into: &facts) } }
         Self.countLookup("stored")

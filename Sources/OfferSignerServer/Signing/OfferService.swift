@@ -189,6 +189,7 @@ public final class OfferService: Sendable {
             bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
             offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
         try offer.validate()
+        try CustomerIdentifier.refuseInternal(offer.applicationUsername)
         return (app, offer)
     }
 
@@ -243,7 +244,7 @@ public final class OfferService: Sendable {
     /// - Throws: as ``signLegacy(_:)``, and ``OfferServiceError`` 503 `issuer_not_configured`.
     public func signJWS(_ request: SignOfferRequest) async throws -> SignedJWSOfferResponse {
         let app = try app(named: request.bundleIdentifier)
-        try PayloadField.validateApplicationUsername(request.applicationUsername)
+        try CustomerIdentifier.validate(request.applicationUsername)
         try PayloadField.validate(request.productIdentifier, named: "productIdentifier")
         try PayloadField.validate(request.offerIdentifier, named: "offerIdentifier")
         let issuer = try issuerIdentifier(of: app)
@@ -300,7 +301,7 @@ public final class OfferService: Sendable {
     /// else the product's introductory-offer policy applied to the customer's facts, else yes.
     public func signIntroductoryOfferEligibility(_ request: IntroductoryEligibilityRequest) async throws -> IntroductoryEligibilityResponse {
         let app = try app(named: request.bundleIdentifier)
-        try PayloadField.validateApplicationUsername(request.applicationUsername)
+        try CustomerIdentifier.validate(request.applicationUsername)
         try PayloadField.validate(request.productIdentifier, named: "productIdentifier")
         let issuer = try issuerIdentifier(of: app)
         let customer = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: request.applicationUsername)
@@ -354,7 +355,7 @@ public final class OfferService: Sendable {
     ///   the App Store is asked first (``fetchMissingFacts(_:app:subscriptionGroupIdentifier:)``).
     public func eligibility(bundleIdentifier: String?, applicationUsername: String, productIdentifier: String?, transactionId: String? = nil) async throws -> [OfferEligibilityEntry] {
         let app = try app(named: bundleIdentifier)
-        try PayloadField.validateApplicationUsername(applicationUsername)
+        try CustomerIdentifier.validate(applicationUsername)
         guard let policy, let appPolicy = policy.app(app.bundleIdentifier) else { return [] }
         var products = appPolicy.products
         if let productIdentifier {

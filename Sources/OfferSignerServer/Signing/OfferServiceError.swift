@@ -39,6 +39,9 @@ public struct OfferServiceError: Error, Hashable, Sendable, CustomStringConverti
         /// The policy has no retention answer for this product (or none whose rules hold, and no fallback): the
         /// App Store shows its default message.
         public static let noRetentionAnswer = Code("no_retention_answer")
+        /// A retention request reused a `requestIdentifier` already answered for another original transaction or
+        /// product: the stored answer belongs to that request and is not given to this one.
+        public static let requestIdentifierConflict = Code("request_identifier_conflict")
         /// A retention request was not decided within the deadline and there is no fallback message to give.
         public static let retentionTimedOut = Code("retention_timed_out")
         /// The store does not know the customer's subscription and the App Store Server API could not be asked in

@@ -90,6 +90,24 @@ final class SQLOfferStore: OfferStore {
         }
     }
 
+    func markNotificationProcessed(notificationUUID: String) async throws -> Bool {
+        try await inCustomerTransaction { database in
+            try await database.insert(into: "processed_notifications").columns("notification_uuid", "processed_at")
+                .values(SQLBind(notificationUUID), SQLBind(Date().unixMilliseconds))
+                .ignoringConflicts(with: "notification_uuid").returning("notification_uuid").first() != nil
+        }
+    }
+
+    func purgeExpired(storedAnswersBefore: Date, processedNotificationsBefore: Date) async throws -> (storedAnswers: Int, processedNotifications: Int) {
+        try await inCustomerTransaction { database in
+            let answers = try await database.delete(from: "stored_answers")
+                .where("created_at", .lessThan, SQLBind(storedAnswersBefore.unixMilliseconds)).returning("answer_key").all().count
+            let notifications = try await database.delete(from: "processed_notifications")
+                .where("processed_at", .lessThan, SQLBind(processedNotificationsBefore.unixMilliseconds)).returning("notification_uuid").all().count
+            return (answers, notifications)
+        }
+    }
+
     func withCustomerTransaction<T: Sendable>(
         _ key: CustomerKey, issuedSince since: Int64?, answerKey: String?,
         _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>
@@ -97,9 +115,19 @@ final class SQLOfferStore: OfferStore {
         try await inCustomerTransaction { database in
             let locked = try await Self.lockCustomer(key, on: database)
             var storedAnswer: String?
+            var claimed = false
             if let answerKey {
-                storedAnswer = try await database.select().column("answer").from("stored_answers")
-                    .where("answer_key", .equal, answerKey).first(decodingColumn: "answer", as: String.self)
+                // Claim the key (an empty answer) before deciding: a concurrent first use of the same key under
+                // another customer's lock, or on another replica, waits here until this transaction ends, then
+                // reads its answer. Always after the customer's lock, so locks are taken in one order.
+                claimed = try await database.insert(into: "stored_answers").columns("answer_key", "answer", "created_at")
+                    .values(SQLBind(answerKey), SQLBind(""), SQLBind(Date().unixMilliseconds))
+                    .ignoringConflicts(with: "answer_key").returning("answer_key").first() != nil
+                if !claimed {
+                    storedAnswer = try await database.select().column("answer").from("stored_answers")
+                        .where("answer_key", .equal, answerKey).first(decodingColumn: "answer", as: String.self)
+                        .flatMap { $0.isEmpty ? nil : $0 }
+                }
             }
             // A stored answer is returned as it is: nothing the body decides is written.
             let issued = storedAnswer != nil ? [] : try await Self.selectSignatures(
@@ -120,25 +148,17 @@ final class SQLOfferStore: OfferStore {
             if let record = commit.record, try await Self.insert([record], on: database).isEmpty {
                 throw OfferStoreError.duplicateNonce(record.nonce)
             }
-            if let answerKey, let answer = commit.answer {
-                let now = Date().unixMilliseconds
-                // Expired answers go now and then (one write in 64), not on every write: concurrent transactions for
-                // different customers would otherwise wait on each other's deletes of the same old rows.
-                if Int.random(in: 0..<64) == 0 {
-                    try await database.delete(from: "stored_answers")
-                        .where("created_at", .lessThan, SQLBind(now - Self.storedAnswerLifetime)).run()
+            if let answerKey {
+                if let answer = commit.answer {
+                    try await database.update("stored_answers").set("answer", to: answer).set("created_at", to: Date().unixMilliseconds)
+                        .where("answer_key", .equal, answerKey).run()
+                } else if claimed {
+                    try await database.delete(from: "stored_answers").where("answer_key", .equal, answerKey).run()
                 }
-                // The same key under another customer's lock (a stranger, then the customer Apple's answer names)
-                // keeps the first answer rather than failing.
-                try await database.insert(into: "stored_answers").columns("answer_key", "answer", "created_at")
-                    .values(SQLBind(answerKey), SQLBind(answer), SQLBind(now)).ignoringConflicts(with: "answer_key").run()
             }
             return commit.value
         }
     }
-
-    /// How long an answer stays stored for a retried request (Unix ms): 7 days, far beyond any retry.
-    static let storedAnswerLifetime: Int64 = 7 * 24 * 3600 * 1000
 
     /// A write transaction whose callers' errors come out unchanged.
     private func inCustomerTransaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {

@@ -86,6 +86,10 @@ enum StoreSchema {
             "CREATE INDEX IF NOT EXISTS issued_by_customer ON issued_signatures (bundle_identifier, application_username, timestamp)",
             "CREATE INDEX IF NOT EXISTS issued_by_key ON issued_signatures (key_identifier, timestamp)",
         ]),
+        // Bounded tables (issue 30): processed notification UUIDs are purged by age on a schedule, by this index.
+        (7, [
+            "CREATE INDEX IF NOT EXISTS processed_notifications_by_time ON processed_notifications (processed_at)",
+        ]),
     ]
 
     static let migrationsTable: SQLQueryString =

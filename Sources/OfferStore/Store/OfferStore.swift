@@ -49,6 +49,15 @@ public protocol OfferStore: Sendable {
     /// the UUID, and when the UUID was seen before it changes nothing and returns `false`.
     func applyNotification(notificationUUID: String, to key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool
 
+    /// Records an App Store `notificationUUID` as seen without changing any customer (a notification that names
+    /// no customer). - Returns: `false` when it was seen before.
+    func markNotificationProcessed(notificationUUID: String) async throws -> Bool
+
+    /// Deletes stored answers created before `storedAnswersBefore` and processed notification UUIDs recorded before
+    /// `processedNotificationsBefore`.
+    /// - Returns: how many rows of each went.
+    func purgeExpired(storedAnswersBefore: Date, processedNotificationsBefore: Date) async throws -> (storedAnswers: Int, processedNotifications: Int)
+
     /// Runs `body` with the customer's facts and their issued signatures since `since` (Unix ms), serialized
     /// against every other `withCustomerTransaction`/`updateCustomer` for the same customer (also across
     /// processes sharing the database); what `body` returns is written in the same transaction: the facts
@@ -63,7 +72,9 @@ public protocol OfferStore: Sendable {
     /// With an `answerKey` (an idempotency key, e.g. the App Store's `requestIdentifier`), the answer the first
     /// transaction under that key committed (``CustomerCommit/answer``) is shown to every later one
     /// (``CustomerSnapshot/storedAnswer``), which then writes nothing: a retried request gets the same answer and
-    /// no second signature. Answers are kept 7 days.
+    /// no second signature. The key is claimed before the body runs, so concurrent first uses of one key — under
+    /// different customers' locks, on different replicas — wait for each other, and the later sees the earlier's
+    /// answer. Answers are kept until ``purgeExpired(storedAnswersBefore:processedNotificationsBefore:)``.
     func withCustomerTransaction<T: Sendable>(
         _ key: CustomerKey, issuedSince since: Int64?, answerKey: String?,
         _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>) async throws -> T

@@ -1,0 +1,114 @@
+import AppStoreNotifications
+import Foundation
+import Logging
+import Metrics
+import OfferModel
+import OfferSigning
+import OfferStore
+
+/// Who an App Store transaction belongs to, moving no customer it cannot prove.
+///
+/// A signed transaction proves a purchase, not whose account it is for: a modified app can set any
+/// `appAccountToken` at purchase, and the App Store then sends genuine notifications carrying it. So the first
+/// binding wins, both ways:
+/// - an original transaction already filed under a customer known by an account (not `otid:`) stays with that
+///   customer, whatever token a later payload carries;
+/// - a token whose customer already holds another original transaction of the same subscription group is not
+///   re-pointed to this one; the new transaction is kept under its own key (`otid:<originalTransactionId>`).
+///
+/// Each refusal is a ``Conflict``: audited, counted (`offer_signer_customer_binding_conflicts_total`) and logged
+/// with hashed customers. Notifications and signed transactions an app presents follow this one rule.
+struct CustomerBinding: Sendable {
+    /// Why a payload's token was not followed.
+    enum Conflict: String, Sendable {
+        /// The original transaction is already bound to another customer.
+        case transactionClaimed = "transaction_claimed"
+        /// The token's customer already holds another original transaction of this subscription group.
+        case tokenBoundElsewhere = "token_bound_elsewhere"
+    }
+
+    /// The customer to file the transaction under.
+    var key: CustomerKey
+    /// The customer the payload's token (or the caller) named, when the rule did not follow it.
+    var refused: CustomerKey?
+    var conflict: Conflict?
+
+    /// The prefix of the internal keys of subscriptions no account has claimed (`otid:<originalTransactionId>`);
+    /// no customer identifier from outside may start with it.
+    static let internalPrefix = "otid:"
+
+    /// The internal key of an original transaction no account has claimed.
+    static func unclaimed(_ originalTransactionId: String, bundleIdentifier: String) -> CustomerKey {
+        CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: internalPrefix + originalTransactionId)
+    }
+
+    /// Whether a customer is one of the internal `otid:` keys.
+    static func isUnclaimed(_ key: CustomerKey) -> Bool { key.applicationUsername.hasPrefix(internalPrefix) }
+
+    /// The transaction's `appAccountToken`, lower-cased, when it can name a customer: a valid customer identifier
+    /// (``CustomerIdentifier``: at most 255 characters, no control or invisible character, NFC, not `otid:…`).
+    /// Apple's type is a UUID; the demo's stand-in App Store uses readable names. An empty, malformed or hostile
+    /// token (a 28,000-character string, a NUL, `OTID:…`) names no one: the transaction is filed by its original
+    /// transaction instead.
+    static func token(of transaction: JWSTransactionDecodedPayload) -> String? {
+        guard let token = transaction.appAccountToken, !token.isEmpty, (try? CustomerIdentifier.validate(token, named: "appAccountToken")) != nil else { return nil }
+        return token.lowercased()
+    }
+
+    /// Where `transaction` belongs. `claimant`: the customer an app presented it for (the signed-transaction path),
+    /// who must be the one the rule gives. `nil` when nothing names a customer (no usable token, no original
+    /// transaction): such a transaction is filed under no one, never under a shared customer.
+    static func resolve(_ transaction: JWSTransactionDecodedPayload, bundleIdentifier: String, store: any OfferStore, claimant: CustomerKey? = nil) async throws -> CustomerBinding? {
+        let token = token(of: transaction)
+        let original = transaction.originalTransactionId
+        var owners: [CustomerKey] = []
+        if let original {
+            owners = try await store.customers(withOriginalTransactionId: original).filter { $0.bundleIdentifier == bundleIdentifier }
+        }
+        let accountOwners = owners.filter { !isUnclaimed($0) }
+        let fallback = accountOwners.first ?? owners.first ?? original.map { unclaimed($0, bundleIdentifier: bundleIdentifier) }
+        guard let candidate = claimant ?? token.map({ CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: $0) }) else {
+            return fallback.map { CustomerBinding(key: $0) }
+        }
+        // Without a token, nothing in the transaction names a customer: an `otid:` owner (the App Store's
+        // notifications came first) blocks a claimant as well.
+        let blocking = token == nil ? owners : accountOwners
+        if !blocking.isEmpty, !blocking.contains(candidate) {
+            return CustomerBinding(key: fallback ?? blocking[0], refused: candidate, conflict: .transactionClaimed)
+        }
+        if let original, let group = transaction.subscriptionGroupIdentifier, !accountOwners.contains(candidate),
+           let held = try await store.customerFacts(for: candidate)?.subscription(inGroup: group)?.originalTransactionId, held != original {
+            return CustomerBinding(key: fallback ?? unclaimed(original, bundleIdentifier: bundleIdentifier), refused: candidate, conflict: .tokenBoundElsewhere)
+        }
+        return CustomerBinding(key: candidate)
+    }
+
+    /// Audits, counts and logs a conflict (nothing when there is none). `source`: `notification`,
+    /// `signed_transaction` or `app_store_answer`.
+    func report(source: String, store: any OfferStore, logger: Logger) async throws {
+        guard let conflict, let refused else { return }
+        Counter(label: "offer_signer_customer_binding_conflicts_total", dimensions: [("source", source), ("conflict", conflict.rawValue)]).increment()
+        logger.warning("an App Store transaction names a customer it is not bound to; the customer was not moved", metadata: [
+            "source": "\(source)", "conflict": "\(conflict.rawValue)", "customer": "\(CustomerHash.of(refused))", "filedUnder": "\(CustomerHash.of(key))",
+        ])
+        try await store.appendAudit(AuditEvent(
+            actor: "app-store", action: "customer.binding_conflict", target: refused.description,
+            details: ["source": source, "conflict": conflict.rawValue, "filedUnder": key.description]))
+    }
+}
+
+/// Customer identifiers from outside (`applicationUsername`, a login JWT's customer claim, the admin API): what
+/// ``PayloadField/validateApplicationUsername(_:named:)`` allows, and never the prefix of an internal key.
+enum CustomerIdentifier {
+    static func validate(_ value: String, named field: String = "applicationUsername") throws(OfferSigningError) {
+        try PayloadField.validateApplicationUsername(value, named: field)
+        try refuseInternal(value, named: field)
+    }
+
+    /// Refuses an identifier that starts with the prefix of internal keys (`otid:`, in any case).
+    static func refuseInternal(_ value: String, named field: String = "applicationUsername") throws(OfferSigningError) {
+        if value.lowercased().hasPrefix(CustomerBinding.internalPrefix) {
+            throw .invalidField(field, "\(field) starts with \(CustomerBinding.internalPrefix), which this service reserves for subscriptions no account has claimed; use the customer's account identifier or appAccountToken.")
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import Logging
+import Metrics
+import OfferStore
+import ServiceLifecycle
+
+/// Keeps the store's bookkeeping tables bounded, on a schedule no traffic pattern can starve: every
+/// ``interval`` it deletes stored retention answers older than ``storedAnswerLifetime`` and processed notification
+/// UUIDs older than ``processedNotificationLifetime`` (docs/store.md "Bounded tables").
+///
+/// Both lifetimes are far longer than the windows they protect: a stored answer must outlive the clock skew a
+/// real-time request may have (after it, the request is refused as stale, so no replay signs twice); a processed
+/// UUID must outlive the App Store's retries of a notification (up to five, over about three days).
+struct StorePurge: Service {
+    let store: any OfferStore
+    let clockSkew: TimeInterval
+    let logger: Logger
+    var interval: Duration = .seconds(600)
+    let now: @Sendable () -> Date = { Date() }
+
+    /// Stored answers: 7 days, and never less than twice the clock skew.
+    var storedAnswerLifetime: TimeInterval { max(7 * 86_400, 2 * clockSkew) }
+    /// Processed notification UUIDs: 30 days (Apple retries for about 3).
+    static let processedNotificationLifetime: TimeInterval = 30 * 86_400
+
+    func run() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            await purgeOnce()
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+        }
+    }
+
+    /// One purge; a failure is logged and tried again at the next interval.
+    func purgeOnce() async {
+        let now = now()
+        do {
+            let (answers, notifications) = try await store.purgeExpired(
+                storedAnswersBefore: now.addingTimeInterval(-storedAnswerLifetime),
+                processedNotificationsBefore: now.addingTimeInterval(-Self.processedNotificationLifetime))
+            Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "stored_answers")]).increment(by: answers)
+            Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "processed_notifications")]).increment(by: notifications)
+            if answers + notifications > 0 {
+                logger.info("purged expired store rows", metadata: ["storedAnswers": "\(answers)", "processedNotifications": "\(notifications)"])
+            }
+        } catch {
+            logger.warning("could not purge expired store rows; trying again later", metadata: ["error": "\(type(of: error))"])
+        }
+    }
+}
