@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .executable(name: "offer-signer", targets: ["offer-signer"]),
         .library(name: "OfferSigning", targets: ["OfferSigning"]),
+        .library(name: "OfferApplication", targets: ["OfferApplication"]),
         .library(name: "OfferSignerServer", targets: ["OfferSignerServer"]),
         .library(name: "AppStoreNotifications", targets: ["AppStoreNotifications"]),
         .library(name: "AppStoreServerAPI", targets: ["AppStoreServerAPI"]),
@@ -155,10 +156,32 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The Hummingbird application: routes, middleware, configuration.
+        // The application, apart from HTTP: the offer service, the signing pipeline and its flows, App Store facts,
+        // retention, notification ingestion, their request and result types and their coded errors. No Hummingbird,
+        // HTTP types or NIO HTTP here: the server adapts it to HTTP, tests and the CLI call it directly.
+        .target(
+            name: "OfferApplication",
+            dependencies: [
+                "AppStoreNotifications",
+                "AppStoreServerAPI",
+                "OfferSigning",
+                "OfferKeys",
+                "OfferModel",
+                "OfferEligibility",
+                "OfferStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The HTTP adapter: routes, middleware, credentials, rate limits, connections, configuration, the OpenAPI
+        // document; maps the application's errors to HTTP in one place.
         .target(
             name: "OfferSignerServer",
             dependencies: [
+                "OfferApplication",
                 "AppStoreNotifications",
                 "AppStoreServerAPI",
                 .product(name: "X509", package: "swift-certificates"),
@@ -197,6 +220,7 @@ let package = Package(
                 "OfferSigning",
                 "OfferEligibility",
                 "OfferStore",
+                "OfferApplication",
                 "OfferSignerServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -274,6 +298,7 @@ let package = Package(
                 "OfferModel",
                 "OfferEligibility",
                 "OfferStore",
+                "OfferApplication",
                 "OfferSignerServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -321,6 +346,7 @@ if ProcessInfo.processInfo.environment["OFFER_SIGNER_FUZZ"] != nil {
             dependencies: [
                 "OfferSigning",
                 "OfferEligibility",
+                "OfferApplication",
                 "OfferSignerServer",
                 "AppStoreNotifications",
                 "AppStoreTestSupport",

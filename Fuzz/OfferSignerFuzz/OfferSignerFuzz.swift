@@ -26,6 +26,7 @@ import Crypto
 import Dispatch
 import Foundation
 import OfferEligibility
+@testable import OfferApplication
 @testable import OfferSignerServer
 import OfferSigning
 import SwiftASN1

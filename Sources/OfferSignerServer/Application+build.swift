@@ -11,6 +11,7 @@ import OfferEligibility
 import OfferStore
 import ServiceLifecycle
 import UnixSignals
+import OfferApplication
 
 /// Closes the store (flushing queued records) when the service shuts down.
 struct StoreCloser: Service {

@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import OfferModel
 import OfferSignerServer
+import OfferApplication
 
 struct CustomersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -4,6 +4,7 @@ import OfferEligibility
 import OfferSignerServer
 import OfferSigning
 import OfferStore
+import OfferApplication
 
 struct RetentionCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

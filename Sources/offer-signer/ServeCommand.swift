@@ -9,6 +9,7 @@ import NIOCore
 import OfferSignerServer
 import OfferSigning
 import Prometheus
+import OfferApplication
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

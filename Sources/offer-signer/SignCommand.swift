@@ -3,6 +3,7 @@ import Configuration
 import Foundation
 import OfferSignerServer
 import OfferSigning
+import OfferApplication
 
 /// Where the CLI gets keys: a key file given on the command line, or the service's own environment.
 struct KeyOptions: ParsableArguments {

@@ -6,6 +6,7 @@ import OfferModel
 import OfferSignerServer
 import OfferSigning
 import OfferStore
+import OfferApplication
 
 /// Opens what the store commands need from the same OFFER_SIGNER_* variables as `serve` (keys not needed).
 func openForTools() async throws -> (ServiceConfiguration, (any OfferStore)?, NotificationIngestor?) {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import OfferSignerServer
 import OfferSigning
+import OfferApplication
 
 struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

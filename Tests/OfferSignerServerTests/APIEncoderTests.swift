@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+@testable import OfferApplication
 @testable import OfferSignerServer
 import OfferSigning
 import Testing

@@ -14,6 +14,7 @@ import OfferSignerServer
 import OfferSigning
 import OfferStore
 import Testing
+import OfferApplication
 
 /// A store, an app verified against a test chain in Production, and services that ask a fake of Apple's App Store
 /// Server API (on loopback) for the facts the store lacks.

@@ -9,6 +9,7 @@ import OfferModel
 import OfferSignerServer
 import OfferStore
 import Testing
+import OfferApplication
 
 /// What a signed App Store payload proves, and no more (issue 30): retention answers bound to their request, fresh
 /// real-time requests only, tokens that cannot move a customer, identifiers validated where they enter, honest

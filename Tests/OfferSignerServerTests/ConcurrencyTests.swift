@@ -8,6 +8,7 @@ import OfferSignerServer
 import OfferSigning
 import OfferStore
 import Testing
+import OfferApplication
 
 /// Promises that must hold under concurrency (issue 11): a cap of 1 and a single grant yield one signature,
 /// on one replica and on two sharing PostgreSQL; key states never lose a change.

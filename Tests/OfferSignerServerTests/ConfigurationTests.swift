@@ -6,6 +6,7 @@ import OfferKeys
 import OfferSignerServer
 import OfferSigning
 import Testing
+import OfferApplication
 
 @Suite struct ConfigurationTests {
     let pem = try! SigningKey.generate(keyIdentifier: "X").pkcs8PEMRepresentation

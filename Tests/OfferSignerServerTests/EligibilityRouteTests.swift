@@ -8,6 +8,7 @@ import OfferEligibility
 import OfferSignerServer
 import OfferSigning
 import Testing
+import OfferApplication
 
 struct EligibilityAnswer: Decodable {
     struct Entry: Decodable {

@@ -14,6 +14,7 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+import OfferApplication
 #endif
 
 /// The event-loop path of `POST /v1/offers/sign` (issue 17), beyond the route tests every front end runs: which

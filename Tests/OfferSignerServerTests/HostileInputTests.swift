@@ -7,6 +7,7 @@ import NIOCore
 import OfferSignerServer
 import OfferSigning
 import Testing
+import OfferApplication
 
 /// Regression tests for requests that once killed the process (issue 11): every one must get an answer.
 @Suite struct HostileInputTests {

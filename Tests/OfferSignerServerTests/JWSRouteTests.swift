@@ -7,6 +7,7 @@ import NIOCore
 import OfferSignerServer
 import OfferSigning
 import Testing
+import OfferApplication
 
 struct JWSAnswer: Decodable {
     var format: String

@@ -11,6 +11,7 @@ import OfferSigning
 import Synchronization
 import OfferStore
 import Testing
+import OfferApplication
 
 struct AdminKeys: Decodable {
     struct Key: Decodable {

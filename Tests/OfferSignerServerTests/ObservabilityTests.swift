@@ -14,6 +14,7 @@ import OfferSigning
 import OfferStore
 import Synchronization
 import Testing
+import OfferApplication
 
 /// Every line a logger wrote, as the JSON handler renders it.
 final class LogLines: Sendable {

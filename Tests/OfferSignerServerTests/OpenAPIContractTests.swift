@@ -12,6 +12,7 @@ import OfferStore
 import Prometheus
 import Testing
 import Yams
+import OfferApplication
 
 /// The OpenAPI document served at `/openapi.yaml` and the router cannot drift apart: every route the fully
 /// configured router registers is described, and every operation described is registered.

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+@testable import OfferApplication
 @testable import OfferSignerServer
 import Testing
 

@@ -11,6 +11,7 @@ import OfferSignerServer
 import OfferSigning
 import OfferStore
 import Testing
+import OfferApplication
 
 /// A service that answers the App Store's real-time retention requests: a policy with retention entries, a store,
 /// and App Store verification (by appAppleId) against a test chain.

@@ -7,6 +7,7 @@ import NIOCore
 import OfferSignerServer
 import OfferSigning
 import Testing
+import OfferApplication
 
 @Suite struct SignRouteTests {
     static let validBody = #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"User-0001"}"#

@@ -12,6 +12,7 @@ import OfferSignerServer
 import OfferSigning
 import OfferStore
 import Testing
+import OfferApplication
 
 /// The stores the integration tests run on: SQLite always, PostgreSQL when OFFER_SIGNER_TEST_DATABASE_URL is set.
 enum StoreBackend: String, Sendable, CustomTestStringConvertible {

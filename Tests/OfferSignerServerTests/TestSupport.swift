@@ -6,6 +6,7 @@ import NIOCore
 import OfferSignerServer
 import OfferSigning
 import Testing
+import OfferApplication
 
 /// A service with one generated key for `com.example.app`, and helpers to call it.
 struct TestService {

@@ -6,6 +6,7 @@ import NIOCore
 import OfferSignerServer
 import OfferSigning
 import Testing
+import OfferApplication
 
 struct VerifyAnswer: Decodable {
     var format: String

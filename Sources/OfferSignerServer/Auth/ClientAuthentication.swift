@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import OfferSigning
 import Synchronization
+import OfferApplication
 
 /// Who is calling `/v1/offers/*`, as the client credential says.
 public enum ClientIdentity: Sendable, Hashable {

@@ -4,6 +4,7 @@ import Crypto
 import Configuration
 import Foundation
 import OfferSigning
+import OfferApplication
 
 /// The App Store Server API settings (`OFFER_SIGNER_APP_STORE_API_*`, docs/app-store-api.md): read and checked at
 /// start-up, turned into one client configuration per app by ``clientConfiguration(for:environments:)``.

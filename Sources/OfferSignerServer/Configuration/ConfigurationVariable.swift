@@ -1,6 +1,7 @@
 import Configuration
 import Foundation
 import Logging
+import OfferApplication
 
 /// Every configuration variable the service and its command line read, in one place. Everything is read
 /// through swift-configuration (`ConfigReader` over the environment, secrets marked and never printed); the

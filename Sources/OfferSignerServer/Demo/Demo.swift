@@ -3,6 +3,7 @@ import Foundation
 import OfferModel
 import OfferStore
 public import X509
+import OfferApplication
 
 /// What `serve --demo` signs App Store data with: a certificate chain generated at start-up, shaped like
 /// Apple's, whose root the demo trusts (and nothing else). It lets a newcomer move a demo customer between

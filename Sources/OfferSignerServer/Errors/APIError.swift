@@ -5,6 +5,7 @@ import NIOCore
 import OfferEligibility
 import OfferKeys
 import OfferSigning
+import OfferApplication
 
 /// The one error shape of the HTTP API (docs/design.md §2):
 ///

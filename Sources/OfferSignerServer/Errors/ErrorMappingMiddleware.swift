@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import OfferSigning
+import OfferApplication
 
 /// Turns every error a route throws into the API's one error shape, so that no caller ever sees an empty
 /// 500 or a framework-specific body. Unknown errors are logged (type only, never request bodies or keys) and

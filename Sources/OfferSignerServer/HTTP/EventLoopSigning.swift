@@ -8,6 +8,7 @@ import NIOCore
 import NIOHTTP1
 import OfferSigning
 import Synchronization
+import OfferApplication
 
 /// `POST /v1/offers/sign` answered on the connection's event loop, without a task: the route's common case (a
 /// legacy signature for an API key or the open mode, no policy rule that reads the store, no signed transaction)

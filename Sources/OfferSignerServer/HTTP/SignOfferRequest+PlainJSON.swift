@@ -1,4 +1,5 @@
 import NIOCore
+import OfferApplication
 
 extension SignOfferRequest {
     /// Reads the common shape of a signing request without `JSONDecoder`: one flat object whose keys are the

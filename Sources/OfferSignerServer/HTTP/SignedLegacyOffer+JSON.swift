@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import OfferSigning
+import OfferApplication
 
 extension SignedLegacyOffer: ResponseGenerator {
     /// The answer of `POST /v1/offers/sign` (legacy), for both front ends: ``apiJSON`` with the router's JSON

@@ -8,6 +8,7 @@ import Glibc
 import Musl
 #elseif canImport(Darwin)
 import Darwin
+import OfferApplication
 #endif
 
 /// A log handler that writes one JSON object per line (JSON Lines):

@@ -5,6 +5,7 @@ import OfferEligibility
 import OfferModel
 import OfferSigning
 import OfferStore
+import OfferApplication
 
 struct CustomerAnswer: ResponseEncodable {
     /// Whether the store has heard of the customer.
@@ -148,17 +149,5 @@ struct AdminCustomerRoutes {
         try await storeCall { try await store.appendAudit(event) }
         // The audit row keeps the customer (admins query it); the log line has its hash (docs/observability.md).
         context.logger.notice("audit: \(action)", metadata: ["admin": "\(event.actor)", "target": "\(logTarget)"])
-    }
-}
-
-/// Runs a store operation, mapping its failure to `store_unavailable` (503 at the edge); the pipeline's own
-/// errors pass through.
-func storeCall<T>(_ body: () async throws -> T) async throws(OfferServiceError) -> T {
-    do {
-        return try await body()
-    } catch let error as OfferServiceError {
-        throw error
-    } catch {
-        throw OfferServiceError.storeUnavailable
     }
 }

@@ -4,6 +4,7 @@ import Logging
 import OfferKeys
 import OfferSigning
 import OfferStore
+import OfferApplication
 
 /// One key as `GET /admin/keys` lists it.
 struct AdminKeyDescription: Codable, Sendable {

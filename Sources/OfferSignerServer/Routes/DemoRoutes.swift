@@ -3,6 +3,7 @@ import Hummingbird
 import OfferModel
 import OfferSigning
 import OfferStore
+import OfferApplication
 
 /// The body of `POST /demo/notifications` (demo only).
 struct DemoNotificationRequest: Decodable {

@@ -1,6 +1,7 @@
 import Hummingbird
 import OfferKeys
 import OfferSigning
+import OfferApplication
 
 /// One key as `GET /v1/keys` publishes it: public material only.
 struct PublicKeyDescription: Codable, Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import OfferEligibility
 import OfferSigning
+import OfferApplication
 
 /// The body of `POST /v1/offers/verify`: a legacy bundle, or `{"signature": <compact JWS>}`.
 struct VerifyRequest: Decodable {

@@ -4,6 +4,7 @@ import NIOCore
 import OfferSigning
 import OfferStore
 import Prometheus
+import OfferApplication
 
 struct HealthResponse: ResponseEncodable {
     var status: String

@@ -60,9 +60,9 @@ struct FlowIdempotency<Output: Sendable>: Sendable {
 
 /// A flow's answer and the issued-signature record that must be durable before it is returned (`nil` when the
 /// answer signs nothing, e.g. a retention message).
-struct SignedOutput<Output: Sendable>: Sendable {
-    var output: Output
-    var record: IssuedSignature?
+package struct SignedOutput<Output: Sendable>: Sendable {
+    package var output: Output
+    package var record: IssuedSignature?
 }
 
 extension OfferService {
@@ -175,7 +175,7 @@ extension OfferService {
     /// without a store), then counts it; a store failure is 503 `store_unavailable`. `completion` runs on a
     /// store thread: an event-loop caller hops back itself. `startWhenReady`: see
     /// ``OfferStore/record(_:startWhenReady:completion:)`` (an event loop gathers a tick's records into one batch).
-    func commit(_ record: IssuedSignature?, startWhenReady: StartWhenReady? = nil, completion: @escaping @Sendable (Result<Void, OfferServiceError>) -> Void) {
+    package func commit(_ record: IssuedSignature?, startWhenReady: StartWhenReady? = nil, completion: @escaping @Sendable (Result<Void, OfferServiceError>) -> Void) {
         guard let record else { return completion(.success(())) }
         guard let store else {
             countIssued(record)

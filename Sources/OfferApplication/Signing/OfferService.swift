@@ -1,7 +1,6 @@
 import AppStoreNotifications
 import AppStoreServerAPI
 import Foundation
-import HTTPTypes
 import Logging
 import Metrics
 import OfferEligibility
@@ -176,7 +175,7 @@ public final class OfferService: Sendable {
     /// ``signLegacy(_:)`` as a step that does not suspend, for a request that needs nothing to wait for (no
     /// `signedTransaction`, a flow ``immediateRun(_:now:)`` takes); `nil` otherwise. Throws what ``signLegacy(_:)``
     /// throws before it signs (unknown app, product or offer; invalid fields) without any effect.
-    func immediateLegacySigning(_ request: SignOfferRequest) throws -> (() throws -> SignedOutput<SignedLegacyOffer>)? {
+    package func immediateLegacySigning(_ request: SignOfferRequest) throws -> (() throws -> SignedOutput<SignedLegacyOffer>)? {
         let (app, offer) = try legacyOffer(request)
         guard request.signedTransaction == nil else { return nil }
         return try immediateRun(legacyFlow(offer, app: app, transactionId: request.transactionId))

@@ -11,7 +11,7 @@ import ServiceLifecycle
 /// Both lifetimes are far longer than the windows they protect: a stored answer must outlive the clock skew a
 /// real-time request may have (after it, the request is refused as stale, so no replay signs twice); a processed
 /// UUID must outlive the App Store's retries of a notification (up to five, over about three days).
-struct StorePurge: Service {
+package struct StorePurge: Service {
     let store: any OfferStore
     let clockSkew: TimeInterval
     let logger: Logger
@@ -23,7 +23,13 @@ struct StorePurge: Service {
     /// Processed notification UUIDs: 30 days (Apple retries for about 3).
     static let processedNotificationLifetime: TimeInterval = 30 * 86_400
 
-    func run() async throws {
+    package init(store: any OfferStore, clockSkew: TimeInterval, logger: Logger) {
+        self.store = store
+        self.clockSkew = clockSkew
+        self.logger = logger
+    }
+
+    package func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             await purgeOnce()
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }

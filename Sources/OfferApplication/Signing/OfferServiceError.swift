@@ -2,7 +2,7 @@ import OfferEligibility
 
 /// The one error type of the request pipeline (``OfferService``, ``NotificationIngestor``): a code, a sentence
 /// that says what to do, and the request field or the eligibility reasons it concerns. No HTTP here: the edge
-/// maps it once (``APIError/init(_:)-(OfferServiceError)``). Messages never contain key material or tokens.
+/// maps it once (the server's `APIError`). Messages never contain key material or tokens.
 public struct OfferServiceError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The stable codes, as the API reports them; compare errors by code.
     public struct Code: Hashable, Sendable, CustomStringConvertible {

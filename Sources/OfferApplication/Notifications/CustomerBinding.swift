@@ -99,14 +99,14 @@ struct CustomerBinding: Sendable {
 
 /// Customer identifiers from outside (`applicationUsername`, a login JWT's customer claim, the admin API): what
 /// ``PayloadField/validateApplicationUsername(_:named:)`` allows, and never the prefix of an internal key.
-enum CustomerIdentifier {
-    static func validate(_ value: String, named field: String = "applicationUsername") throws(OfferSigningError) {
+package enum CustomerIdentifier {
+    package static func validate(_ value: String, named field: String = "applicationUsername") throws(OfferSigningError) {
         try PayloadField.validateApplicationUsername(value, named: field)
         try refuseInternal(value, named: field)
     }
 
     /// Refuses an identifier that starts with the prefix of internal keys (`otid:`, in any case).
-    static func refuseInternal(_ value: String, named field: String = "applicationUsername") throws(OfferSigningError) {
+    package static func refuseInternal(_ value: String, named field: String = "applicationUsername") throws(OfferSigningError) {
         if value.lowercased().hasPrefix(CustomerBinding.internalPrefix) {
             throw .invalidField(field, "\(field) starts with \(CustomerBinding.internalPrefix), which this service reserves for subscriptions no account has claimed; use the customer's account identifier or appAccountToken.")
         }

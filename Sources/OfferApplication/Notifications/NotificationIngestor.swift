@@ -47,8 +47,8 @@ public struct ReplaySummary: Sendable, CustomStringConvertible {
 /// customer, wins.
 public struct NotificationIngestor: Sendable {
     /// One verifier per app, by bundle identifier.
-    let verifiers: [String: SignedDataVerifier]
-    let store: any OfferStore
+    package let verifiers: [String: SignedDataVerifier]
+    package let store: any OfferStore
     let logger: Logger
     /// How far ahead of now an App Store `signedDate` may be (clocks differ); beyond it a payload is refused.
     public let clockSkew: TimeInterval

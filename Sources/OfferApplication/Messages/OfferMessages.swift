@@ -1,9 +1,8 @@
 import Foundation
-import Hummingbird
 import OfferEligibility
 import OfferSigning
 
-// The request and response bodies of the app-facing routes (OfferRoutes), beside them.
+// The requests and results of the offer flows: the bodies of the app-facing routes (OfferRoutes in the server).
 
 /// A sign request as the API receives it (docs/design.md §2.1).
 public struct SignOfferRequest: Sendable, Codable {
@@ -35,7 +34,7 @@ public struct SignOfferRequest: Sendable, Codable {
         applicationUsername = try container.decodeIfPresent(String.self, forKey: .applicationUsername) ?? ""
         if let text = try container.decodeIfPresent(String.self, forKey: .format) {
             guard let parsed = OfferSignatureFormat(rawValue: text) else {
-                throw APIError.invalidRequest(field: "format", "format must be \"legacy\" (the default) or \"jws\", not \"\(text.prefix(20))\".")
+                throw OfferServiceError.invalidRequest(field: "format", "format must be \"legacy\" (the default) or \"jws\", not \"\(text.prefix(20))\".")
             }
             format = parsed
         } else {
@@ -75,7 +74,7 @@ public struct OfferEligibilityEntry: Sendable, Codable, Hashable {
 
 
 /// The 200 answer of `POST /v1/offers/sign` with `"format": "jws"`.
-public struct SignedJWSOfferResponse: Sendable, Codable, ResponseEncodable {
+public struct SignedJWSOfferResponse: Sendable, Codable {
     /// Always `"jws"`.
     public var format = "jws"
     public var bundleIdentifier: String
@@ -131,7 +130,7 @@ public struct IntroductoryEligibilityRequest: Sendable, Codable {
 }
 
 /// The 200 answer of `POST /v1/offers/introductory-eligibility`.
-public struct IntroductoryEligibilityResponse: Sendable, Codable, ResponseEncodable {
+public struct IntroductoryEligibilityResponse: Sendable, Codable {
     /// Always `"jws"`.
     public var format = "jws"
     public var bundleIdentifier: String
