@@ -196,10 +196,10 @@ final class HTTP1IdleTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 }
 
-/// Hummingbird's HTTP/1 channel with the service's connection handling added: the idle timeout
-/// (``HTTP1IdleTimeoutHandler``, right after the HTTP/1 decoder, instead of Hummingbird's), the request deadline
-/// (after the conversion to HTTP types), the HTTP/1.0 close (before it) and, on the public listener, the
-/// event-loop signing path (after the idle timeout, before everything else).
+/// Hummingbird's HTTP/1 channel with the service's connection handling added: NIO's pipelining handler right after
+/// the HTTP/1 decoder, the idle timeout (``HTTP1IdleTimeoutHandler``, after it, instead of Hummingbird's), the
+/// request deadline (after the conversion to HTTP types), the HTTP/1.0 close (before it) and, on the public
+/// listener, the event-loop signing path (after the idle timeout, before everything else).
 struct OfferSignerHTTP1Channel: HTTPChannelHandler {
     typealias Value = HTTP1Channel.Value
     let inner: HTTP1Channel
@@ -224,8 +224,13 @@ struct OfferSignerHTTP1Channel: HTTPChannelHandler {
             let codec = try operations.handler(type: HTTP1ToHTTPServerCodec.self)
             try operations.addHandler(HTTP10ConnectionCloseHandler(), position: .before(codec))
             let decoder = try operations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            // HTTP/1 pipelining by NIO's own handler, for both paths: a request is delivered only after the previous
+            // response has ended, reading pauses meanwhile, a parse error and the half-close wait behind the pending
+            // response, and graceful shutdown closes the connection once the response in flight has ended.
+            let pipelining = HTTPServerPipelineHandler()
+            try operations.addHandler(pipelining, position: .after(decoder))
             let idle = HTTP1IdleTimeoutHandler(idleTimeout: limits.idleTimeout)
-            try operations.addHandler(idle, position: .after(decoder))
+            try operations.addHandler(idle, position: .after(pipelining))
             if let signing {
                 try operations.addHandler(
                     EventLoopSigningHandler(signing: signing, requestTimeout: limits.requestTimeout, logger: logger), position: .after(idle))

@@ -1,0 +1,155 @@
+import Dispatch
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import Metrics
+import NIOCore
+import NIOHTTP1
+import OfferSigning
+import Synchronization
+import OfferApplication
+
+/// `POST /v1/offers/sign` answered on the connection's event loop, without a task: the route's common case (a
+/// legacy signature for an API key or the open mode, no policy rule that reads the store, no signed transaction)
+/// decoded, authenticated, rate-limited, signed, self-verified and queued for the group commit, its answer
+/// written when the commit completes. Everything else — a login JWT, a JWS, a rule over stored facts, every
+/// request the checks below would refuse — goes to the router unchanged, which answers it through the same
+/// pipeline; so do all other routes. See docs/architecture.md ("The event-loop signing path").
+///
+/// Every step is the router's own: ``ClientAuthenticator/immediateIdentity(authorization:)``,
+/// ``Request/decodeJSON(as:from:)`` (after ``SignOfferRequest/init(plainJSON:)``, which reads the common shape
+/// the same way or declines), ``RateLimits``, ``OfferService/immediateLegacySigning(_:)`` (the pipeline's
+/// ``OfferService/immediateRun(_:now:)``), ``OfferService/commit(_:completion:)``, the error mapping
+/// (``APIError/init(pipeline:logger:)``), the access log, the request ID and the metrics labels. What this adds is
+/// only the transport.
+public struct EventLoopSigning: Sendable {
+    /// The route it serves.
+    static let path = "/v1/offers/sign"
+
+    let service: OfferService
+    /// `nil`: the open mode of ``buildRouter(service:keyManager:adminTokens:metricsRegistry:authenticator:rateLimits:part:demo:)``
+    /// without an authenticator (every caller is `open`, no per-credential limit).
+    let authenticator: ClientAuthenticator?
+    let limits: RateLimits
+    /// The `Server` header, as the application's configuration sets it.
+    let serverName: String?
+
+    /// Creates the path for the application's public listener.
+    public init(service: OfferService, authenticator: ClientAuthenticator?, limits: RateLimits, serverName: String?) {
+        self.service = service
+        self.authenticator = authenticator
+        self.limits = limits
+        self.serverName = serverName
+    }
+
+    /// The headers the path reads, from a request head it takes.
+    struct Head {
+        var authorization: String?
+        var requestID: String?
+        var keepAlive: Bool
+    }
+
+    /// A request head this path takes (the exact route, `POST`, a JSON body; its body decides the rest), with the
+    /// headers it reads; `nil`: the router's. A header the path reads that is sent twice is the router's too
+    /// (HTTP types would join the values; the router answers as it does for any request).
+    func takes(_ head: HTTPRequestHead) -> Head? {
+        guard head.method == .POST, head.uri == Self.path,
+              let contentType = Self.single("content-type", in: head.headers), let type = contentType, Request.isJSON(type),
+              let authorization = Self.single("authorization", in: head.headers),
+              let requestID = Self.single(RequestLoggingMiddleware.header.rawName, in: head.headers)
+        else { return nil }
+        return Head(authorization: authorization, requestID: requestID, keepAlive: Self.keepsAlive(head))
+    }
+
+    /// Whether the connection stays open after the answer, as the router decides it: closed when the request's
+    /// `Connection` (its values joined, as HTTP types join them) is exactly `close`, or when an HTTP/1.0 request
+    /// did not ask for keep-alive (``HTTP10ConnectionCloseHandler`` marks it `close` for the router).
+    static func keepsAlive(_ head: HTTPRequestHead) -> Bool {
+        if head.version == .http1_0, !head.isKeepAlive { return false }
+        return head.headers["connection"].joined(separator: ", ") != "close"
+    }
+
+    /// A header's value: `.some(nil)` when absent, `nil` when sent more than once (NIO's lookup, case-insensitive).
+    private static func single(_ name: String, in headers: HTTPHeaders) -> String?? {
+        let values = headers[name]
+        return values.count > 1 ? nil : .some(values.first)
+    }
+
+    /// What the path does with a complete request.
+    enum Outcome {
+        /// The router answers it (the parts are passed on as they came).
+        case handOver
+        /// Answered here: an error, already final.
+        case refused(APIError, Answering)
+        /// Signed: the answer, once its record is committed.
+        case signed(SignedOutput<SignedLegacyOffer>, Answering)
+    }
+
+    /// The request's ID, logger and credential, for its answer and access-log line.
+    struct Answering: Sendable {
+        var requestID: String
+        /// The connection's logger, without the request ID (which the access line takes as its own metadata:
+        /// no copy of the logger's metadata a request).
+        var base: Logger
+        var identity: ClientIdentity
+
+        /// The logger with the request ID, for what the pipeline logs about a refusal.
+        var logger: Logger {
+            var logger = base
+            logger[metadataKey: "requestId"] = .string(requestID)
+            return logger
+        }
+    }
+
+    /// Decides a complete request. Every check that can hand the request over runs before anything is spent on
+    /// it (a rate-limit token, a signature), so the router sees a handed-over request as if it came first.
+    func outcome(head: Head, body: ByteBuffer, remoteAddress: SocketAddress?, logger base: Logger) -> Outcome {
+        let authorization = head.authorization
+        let identity: ClientIdentity
+        if let authenticator {
+            guard let known = authenticator.immediateIdentity(authorization: authorization) else { return .handOver }
+            identity = known
+        } else {
+            identity = .open
+        }
+        guard var request = SignOfferRequest(plainJSON: body) ?? (try? Request.decodeJSON(as: SignOfferRequest.self, from: body)),
+              request.format ?? .legacy == .legacy,
+              let named = try? identity.customer(naming: request.applicationUsername)
+        else { return .handOver }
+        request.applicationUsername = named
+        let signing: (() throws -> SignedOutput<SignedLegacyOffer>)
+        do {
+            guard let immediate = try service.immediateLegacySigning(request) else { return .handOver }
+            signing = immediate
+        } catch {
+            return .handOver
+        }
+        let answering = Answering(requestID: RequestLoggingMiddleware.requestID(from: head.requestID), base: base, identity: identity)
+        do {
+            // The router's order: the credential's limit (authentication middleware), then the customer's (route).
+            if authenticator != nil {
+                try limits.admit(credential: identity.rateLimitCredential(remoteAddress: remoteAddress), identity: identity)
+            }
+            try limits.admit(customer: named.lowercased(), identity: identity)
+            return .signed(try signing(), answering)
+        } catch {
+            return .refused(APIError(pipeline: error, logger: answering.logger), answering)
+        }
+    }
+
+    /// A response's head, with the headers the router's responses carry, in their order and spelling (as
+    /// Hummingbird's conversion from HTTP types writes them: HTTP/1.1, each field's name as given).
+    func response(status: HTTPResponse.Status, headers extra: HTTPFields = [:], body: ByteBuffer, requestID: String, keepAlive: Bool) -> HTTPResponseHead {
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(extra.count + 6)
+        for field in extra { headers.add(name: field.name.rawName, value: field.value) }
+        headers.add(name: HTTPField.Name.contentType.rawName, value: "application/json; charset=utf-8")
+        headers.add(name: HTTPField.Name.contentLength.rawName, value: String(body.readableBytes))
+        headers.add(name: RequestLoggingMiddleware.header.rawName, value: requestID)
+        headers.add(name: HTTPField.Name.date.rawName, value: HTTPDate.now())
+        if let serverName { headers.add(name: HTTPField.Name.server.rawName, value: serverName) }
+        if !keepAlive { headers.add(name: HTTPField.Name.connection.rawName, value: "close") }
+        return HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status.code, reasonPhrase: status.reasonPhrase), headers: headers)
+    }
+}

@@ -1,0 +1,171 @@
+import HTTPTypes
+import Logging
+import Metrics
+import NIOCore
+import NIOHTTP1
+import OfferApplication
+import OfferSigning
+
+/// The event-loop signing path in a connection's pipeline, after NIO's `HTTPServerPipelineHandler` and the idle
+/// timeout, before the conversion to HTTP types (which, with the handlers after it, cost ~5 % of a signing
+/// request): takes the requests ``EventLoopSigning`` serves and passes every other part on as it came. It only
+/// executes what ``SigningConnectionStateMachine`` decides: the request deadline of a body being collected (what
+/// ``RequestDeadlineHandler`` does for the router's requests), keep-alive, the hand-over of a request to the
+/// router, and the answer once its record is committed.
+final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let signing: EventLoopSigning
+    private let logger: Logger
+    private let requestTimeout: TimeAmount
+    private var machine: SigningConnectionStateMachine
+    /// Closes the connection when a body being collected has not arrived within the request timeout.
+    private var deadline: Scheduled<Void>?
+
+    init(signing: EventLoopSigning, requestTimeout: Duration, logger: Logger) {
+        self.signing = signing
+        self.requestTimeout = TimeAmount(requestTimeout)
+        self.logger = logger
+        self.machine = SigningConnectionStateMachine(maximumBodySize: OfferSignerRequestContext.maximumBodySize)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            let taken = machine.acceptsRequest ? signing.takes(head) : nil
+            switch machine.headReceived(head, taken: taken, now: .now, allocator: context.channel.allocator) {
+            case .collect, .drop: break
+            case .forward: context.fireChannelRead(data)
+            }
+        case .body(let chunk):
+            switch machine.bodyReceived(chunk) {
+            case .none, .drop: break
+            case .forward: context.fireChannelRead(data)
+            case .handOver(let head, let body):
+                forward(head, body, context: context)
+                context.fireChannelRead(data)
+            }
+        case .end(let trailers):
+            switch machine.endReceived() {
+            case .drop: break
+            case .forward(let cancel):
+                if cancel { cancelDeadline() }
+                context.fireChannelRead(data)
+            case .decide(let request, let cancel):
+                if cancel { cancelDeadline() }
+                decide(request, trailers: trailers, context: context)
+            }
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if machine.readComplete() {
+            let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            deadline = context.eventLoop.scheduleTask(in: requestTimeout) {
+                let (handler, context) = loop.value
+                handler.deadline = nil
+                if handler.machine.deadlinePassed() { context.close(promise: nil) }
+            }
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch machine.eventReceived(event) {
+        case .forward: context.fireUserInboundEventTriggered(event)
+        case .hold: break
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        machine.closed()
+        cancelDeadline()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        cancelDeadline()
+    }
+
+    /// Passes a request read so far to the router, as it came.
+    private func forward(_ head: HTTPRequestHead, _ body: ByteBuffer, context: ChannelHandlerContext) {
+        context.fireChannelRead(wrapInboundOut(.head(head)))
+        if body.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(.body(body))) }
+    }
+
+    private func decide(_ request: SigningConnectionStateMachine.Request, trailers: HTTPHeaders?, context: ChannelHandlerContext) {
+        switch signing.outcome(head: request.taken, body: request.body, remoteAddress: context.channel.remoteAddress, logger: logger) {
+        case .handOver:
+            machine.handedOver()
+            forward(request.head, request.body, context: context)
+            context.fireChannelRead(wrapInboundOut(.end(trailers)))
+        case .refused(let error, let answering):
+            machine.answering()
+            answer(error: error, answering, since: request.start, context: context)
+        case .signed(let signed, let answering):
+            machine.answering()
+            EventLoopSigningMetrics.active.increment()
+            let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let eventLoop = context.eventLoop
+            // A record that finds the log's writer idle starts it at the end of this tick, after the other requests
+            // this loop read in it: they share one batch (one flush) instead of the first going alone.
+            signing.service.commit(signed.record, startWhenReady: { start in eventLoop.execute(start) }) { result in
+                eventLoop.execute {
+                    let (handler, context) = loop.value
+                    EventLoopSigningMetrics.active.decrement()
+                    switch result {
+                    case .success:
+                        handler.answer(signed.output, answering, since: request.start, context: context)
+                    case .failure(let error):
+                        handler.answer(error: APIError(error), answering, since: request.start, context: context)
+                    }
+                }
+            }
+        }
+    }
+
+    private func answer(_ offer: SignedLegacyOffer, _ answering: EventLoopSigning.Answering, since start: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        let body = offer.apiJSON
+        write(status: .ok, headers: [:], body: body, answering, context: context)
+        EventLoopSigningMetrics.answered(.ok, since: start)
+        RequestLoggingMiddleware.log(method: .post, route: EventLoopSigning.path, status: .ok, since: start, identity: answering.identity, requestID: answering.requestID, logger: answering.base)
+    }
+
+    private func answer(error: APIError, _ answering: EventLoopSigning.Answering, since start: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        write(status: error.status, headers: error.headers, body: error.body, answering, context: context)
+        EventLoopSigningMetrics.refused(error.status)
+        RequestLoggingMiddleware.log(method: .post, route: EventLoopSigning.path, status: error.status, since: start, identity: answering.identity, requestID: answering.requestID, logger: answering.base)
+    }
+
+    /// Writes an answer as the machine says: and reads on (passing on what it held), or closes once it is written.
+    private func write(status: HTTPResponse.Status, headers: HTTPFields, body: ByteBuffer, _ answering: EventLoopSigning.Answering, context: ChannelHandlerContext) {
+        let action = machine.answerReady()
+        let keepAlive: Bool
+        switch action {
+        case .drop: return
+        case .write: keepAlive = true
+        case .writeAndClose: keepAlive = false
+        }
+        let head = signing.response(status: status, headers: headers, body: body, requestID: answering.requestID, keepAlive: keepAlive)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        switch action {
+        case .write(let release):
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            for event in release { context.fireUserInboundEventTriggered(event) }
+        case .writeAndClose:
+            let loop = NIOLoopBound(context, eventLoop: context.eventLoop)
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in loop.value.close(promise: nil) }
+        case .drop:
+            break
+        }
+    }
+
+    private func cancelDeadline() {
+        deadline?.cancel()
+        deadline = nil
+    }
+}
