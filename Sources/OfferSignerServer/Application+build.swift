@@ -96,50 +96,6 @@ struct OpenClientMiddleware: RouterMiddleware {
     }
 }
 
-/// How long start-up waits for the database before giving up (exit 69).
-public let storeStartupTimeout: Duration = .seconds(15)
-
-/// Opens the store `OFFER_SIGNER_DATABASE_URL` names (if any) and the App Store verification of every app
-/// that can verify (Production needs the app's appAppleId): what `serve`, `eligibility explain` and
-/// `notifications import` share.
-/// - Throws: ``ConfigurationError`` when the store cannot be opened.
-public func openStore(configuration: ServiceConfiguration, logger: Logger) async throws -> ((any OfferStore)?, NotificationIngestor?) {
-    guard let url = configuration.databaseURL else { return (nil, nil) }
-    let store: any OfferStore
-    do {
-        guard let opened = try await withDeadline(storeStartupTimeout, { try await makeOfferStore(databaseURL: url, logger: logger) }) else {
-            throw DependencyUnavailableError("OFFER_SIGNER_DATABASE_URL: the database did not answer within \(storeStartupTimeout.components.seconds) seconds; check that it runs, that this host can reach it, and the host and port in the URL.")
-        }
-        store = opened
-    } catch let error as OfferStoreError {
-        if error.code == .unavailable {
-            throw DependencyUnavailableError("OFFER_SIGNER_DATABASE_URL: \(error.message)")
-        }
-        throw ConfigurationError("OFFER_SIGNER_DATABASE_URL: \(error.message)")
-    }
-    logger.info("customer store open", metadata: ["backend": "\(url.hasPrefix("sqlite:") ? "sqlite" : "postgres")"])
-    let verifiers = appStoreVerifiers(configuration: configuration, logger: logger)
-    return (store, verifiers.isEmpty ? nil : NotificationIngestor(verifiers: verifiers, store: store, logger: logger, clockSkew: configuration.appStoreClockSkew))
-}
-
-/// The App Store signed-data verifier of every app that can verify (Production needs the app's appAppleId), by
-/// bundle identifier: what notifications, signed transactions and the App Store Server API's answers are checked with.
-public func appStoreVerifiers(configuration: ServiceConfiguration, logger: Logger) -> [String: SignedDataVerifier] {
-    var verifiers: [String: SignedDataVerifier] = [:]
-    for app in configuration.apps {
-        do {
-            verifiers[app.bundleIdentifier] = try SignedDataVerifier(
-                bundleId: app.bundleIdentifier, appAppleId: app.appAppleId, environments: configuration.environments,
-                trustedRoots: configuration.trustedRoots)
-        } catch {
-            logger.warning("App Store notifications and signed transactions for this app are refused", metadata: [
-                "bundleIdentifier": "\(app.bundleIdentifier)", "reason": "\(error.message)",
-            ])
-        }
-    }
-    return verifiers
-}
-
 /// One App Store Server API client per app that has a verifier, when `OFFER_SIGNER_APP_STORE_API_KEY_ID` is set
 /// (none otherwise: the API is never asked).
 /// - Parameters:

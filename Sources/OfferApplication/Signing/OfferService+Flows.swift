@@ -1,0 +1,216 @@
+import AppStoreNotifications
+import AppStoreServerAPI
+import Foundation
+import Logging
+import Metrics
+import OfferEligibility
+import OfferKeys
+import OfferModel
+import OfferSigning
+import OfferStore
+import Synchronization
+
+/// The offer flows: a legacy signature, a JWS, an introductory-offer eligibility, each through the pipeline.
+extension OfferService {
+    /// The pipeline's flow for an offer of the policy: the customer, the offer's rule, refusing a no.
+    func offerFlow<Output: Sendable>(
+        app: AppConfiguration, productIdentifier: String, offerIdentifier: String, applicationUsername: String,
+        transactionId: String?, sign: FlowSigning<Output>
+    ) throws(OfferServiceError) -> SigningFlow<Output> {
+        let (product, rule) = try offerRule(app: app, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier)
+        let customer = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)
+        return SigningFlow(
+            app: app, customer: customer,
+            productIdentifier: productIdentifier, offerIdentifier: offerIdentifier,
+            subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier, rule: rule, refusesWhenNotEligible: true, sign: sign,
+            appStoreLookup: transactionId.map { AppStoreLookup(transactionId: $0, owner: .customer(customer), field: "transactionId") })
+    }
+
+    /// Signs a legacy promotional offer with the app's active key, after the eligibility policy, and
+    /// self-verifies it.
+    /// - Throws: ``OfferServiceError`` (unknown app/product/offer, not eligible, store unavailable);
+    ///   ``OfferSigningError`` for invalid fields, no signing key or a failed self-check (counted in
+    ///   `offer_signer_signature_self_check_failures_total`).
+    public func signLegacy(_ request: SignOfferRequest) async throws -> SignedLegacyOffer {
+        let (app, offer) = try legacyOffer(request)
+        let presented = try await ingestSignedTransaction(request, app: app)
+        return try await run(legacyFlow(offer, app: app, transactionId: request.transactionId ?? presented))
+    }
+
+    /// ``signLegacy(_:)`` as a step that does not suspend, for a request that needs nothing to wait for (no
+    /// `signedTransaction`, a flow ``immediateRun(_:now:)`` takes); `nil` otherwise. Throws what ``signLegacy(_:)``
+    /// throws before it signs (unknown app, product or offer; invalid fields) without any effect.
+    package func immediateLegacySigning(_ request: SignOfferRequest) throws -> (() throws -> SignedOutput<SignedLegacyOffer>)? {
+        let (app, offer) = try legacyOffer(request)
+        guard request.signedTransaction == nil else { return nil }
+        return try immediateRun(legacyFlow(offer, app: app, transactionId: request.transactionId))
+    }
+
+    /// The app a legacy request names, and the offer it asks for, validated.
+    func legacyOffer(_ request: SignOfferRequest) throws -> (AppConfiguration, PromotionalOffer) {
+        let app = try app(named: request.bundleIdentifier)
+        let offer = PromotionalOffer(
+            bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
+            offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
+        try offer.validate()
+        try CustomerIdentifier.refuseInternal(offer.applicationUsername)
+        return (app, offer)
+    }
+
+    /// The legacy format's flow for a validated offer, signed without suspending.
+    func legacyFlow(_ offer: PromotionalOffer, app: AppConfiguration, transactionId: String?) throws -> SigningFlow<SignedLegacyOffer> {
+        try offerFlow(
+            app: app, productIdentifier: offer.productIdentifier, offerIdentifier: offer.offerIdentifier,
+            applicationUsername: offer.applicationUsername, transactionId: transactionId,
+            sign: .immediate { key, _, _ in
+                let bundle = try OfferSigner.signLegacy(offer, with: key)
+                return SignedOutput(output: bundle, record: IssuedSignature(bundle, customer: bundle.applicationUsername))
+            })
+    }
+
+    /// Verifies and records the request's `signedTransaction`, if any, before the rules look at the customer.
+    /// - Returns: its original transaction identifier.
+    @discardableResult
+    func ingestSignedTransaction(_ request: SignOfferRequest, app: AppConfiguration) async throws(OfferServiceError) -> String? {
+        try await ingestSignedTransaction(request.signedTransaction, app: app, applicationUsername: request.applicationUsername)
+    }
+
+    /// Verifies and records a StoreKit 2 signed transaction for a customer (nothing when `nil`).
+    /// - Returns: its original transaction identifier.
+    @discardableResult
+    func ingestSignedTransaction(_ signedTransaction: String?, app: AppConfiguration, applicationUsername: String) async throws(OfferServiceError) -> String? {
+        guard let signedTransaction else { return nil }
+        guard let notifications else {
+            throw OfferServiceError(
+                .storeUnavailable,
+                "signedTransaction cannot be used: this service has no customer store or cannot verify App Store data for \(app.bundleIdentifier) (see OFFER_SIGNER_DATABASE_URL, OFFER_SIGNER_ENVIRONMENTS, appAppleId).")
+        }
+        guard signedTransaction.utf8.count <= 16 * 1024 else {
+            throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction is longer than 16 KiB.")
+        }
+        return try await notifications.ingest(signedTransaction: signedTransaction, for: CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)).originalTransactionId
+    }
+
+    /// The issuer ID JWS signatures of `app` need.
+    /// - Throws: ``OfferServiceError`` 503 `issuer_not_configured` when the app has none: a JWS without the right
+    ///   issuer would be refused by the App Store, so none is made.
+    func issuerIdentifier(of app: AppConfiguration) throws(OfferServiceError) -> String {
+        guard let issuer = app.issuerIdentifier, !issuer.isEmpty else {
+            throw OfferServiceError(
+                .issuerNotConfigured,
+                "JWS signatures for \(app.bundleIdentifier) need the App Store Connect issuer ID: set OFFER_SIGNER_ISSUER_ID or issuerIdentifier in the policy (Users and Access > Integrations > In-App Purchase). Legacy signatures work without it.")
+        }
+        return issuer
+    }
+
+    /// Signs a StoreKit 2 promotional offer V2 JWS with the app's active key, after the eligibility policy,
+    /// and self-verifies it.
+    /// - Throws: as ``signLegacy(_:)``, and ``OfferServiceError`` 503 `issuer_not_configured`.
+    public func signJWS(_ request: SignOfferRequest) async throws -> SignedJWSOfferResponse {
+        let app = try app(named: request.bundleIdentifier)
+        try CustomerIdentifier.validate(request.applicationUsername)
+        try PayloadField.validate(request.productIdentifier, named: "productIdentifier")
+        try PayloadField.validate(request.offerIdentifier, named: "offerIdentifier")
+        let issuer = try issuerIdentifier(of: app)
+        let presented = try await ingestSignedTransaction(request, app: app)
+        let customer = request.applicationUsername.lowercased()
+        return try await run(offerFlow(
+            app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier,
+            applicationUsername: request.applicationUsername, transactionId: request.transactionId ?? presented,
+            sign: .suspending { key, _, _ in
+            let signed = try await JWSOfferSigner.signPromotionalOffer(
+                bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
+                offerIdentifier: request.offerIdentifier, transactionId: request.transactionId,
+                issuerIdentifier: issuer, key: key)
+            return SignedOutput(
+                output: SignedJWSOfferResponse(
+                    bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
+                    offerIdentifier: signed.claims.offerIdentifier, keyIdentifier: signed.keyIdentifier,
+                    nonce: signed.claims.nonce, signature: signed.token),
+                record: IssuedSignature(signed, bundleIdentifier: app.bundleIdentifier, customer: customer))
+        })
+        )
+    }
+
+    /// The decision is made for the customer who owns `transactionId`: the request's customer must be the one
+    /// verified App Store data (a notification, or a signed transaction — the request's own `signedTransaction`
+    /// is verified and recorded first) links that original transaction to. An unknown transaction is refused,
+    /// never decided on empty facts.
+    /// - Throws: ``OfferServiceError`` `unknown_transaction`, `customer_mismatch`, `store_unavailable`.
+    func requireOwnership(of transactionId: String, by customer: CustomerKey, signedTransaction: String?, app: AppConfiguration) async throws(OfferServiceError) {
+        guard let store else {
+            throw OfferServiceError(.storeUnavailable, "Introductory-offer eligibility under a policy is decided from the customer store; configure OFFER_SIGNER_DATABASE_URL.")
+        }
+        guard !transactionId.isEmpty, transactionId.count <= 64, transactionId.allSatisfy(\.isNumber) else {
+            throw OfferServiceError.invalidRequest(field: "transactionId", "transactionId must be a transaction identifier: 1 to 64 decimal digits.")
+        }
+        try await ingestSignedTransaction(signedTransaction, app: app, applicationUsername: customer.applicationUsername)
+        let owners = try await storeCall { try await store.customers(withOriginalTransactionId: transactionId) }.filter { $0.bundleIdentifier == app.bundleIdentifier }
+        // A transaction the store does not know: the App Store's answer, attached only if it can be this
+        // customer's (appAccountToken, or a subscription nobody has claimed), links it.
+        if owners.isEmpty, case .stored(let owner, _) = try await fetchMissingFacts(
+            AppStoreLookup(transactionId: transactionId, owner: .customer(customer), field: "transactionId", evenWhenFactsKnown: true),
+            app: app, subscriptionGroupIdentifier: nil), owner == customer {
+            return
+        }
+        guard !owners.isEmpty else {
+            throw OfferServiceError(.unknownTransaction, "No verified App Store data links transaction \(transactionId) to a customer of \(app.bundleIdentifier). Send the customer's signedTransaction (StoreKit 2 jwsRepresentation) with the request, or wait for the App Store's notification.", field: "transactionId")
+        }
+        guard owners.contains(customer) else {
+            throw OfferServiceError(.customerMismatch, "Transaction \(transactionId) belongs to another customer; introductory-offer eligibility is decided only for the customer who owns the transaction.", field: "transactionId")
+        }
+    }
+
+    /// Signs an introductory-offer eligibility JWS; `allowIntroductoryOffer` comes from the override if any,
+    /// else the product's introductory-offer policy applied to the customer's facts, else yes.
+    public func signIntroductoryOfferEligibility(_ request: IntroductoryEligibilityRequest) async throws -> IntroductoryEligibilityResponse {
+        let app = try app(named: request.bundleIdentifier)
+        try CustomerIdentifier.validate(request.applicationUsername)
+        try PayloadField.validate(request.productIdentifier, named: "productIdentifier")
+        let issuer = try issuerIdentifier(of: app)
+        let customer = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: request.applicationUsername)
+        if introductoryOfferDecision == nil, policy != nil {
+            try await requireOwnership(of: request.transactionId, by: customer, signedTransaction: request.signedTransaction, app: app)
+        }
+        var product: OfferPolicy.Product?
+        var rule: (any EligibilityRule)?
+        var fixedVerdict: IntroductoryOfferVerdict?
+        if let introductoryOfferDecision {
+            fixedVerdict = try await introductoryOfferDecision(app.bundleIdentifier, request.productIdentifier, customer.applicationUsername)
+        } else if let policy {
+            guard let found = policy.app(app.bundleIdentifier)?.product(request.productIdentifier) else {
+                throw Self.unknownProduct(request.productIdentifier, app: app)
+            }
+            product = found
+            rule = found.introductoryOffer
+            if rule == nil {
+                fixedVerdict = IntroductoryOfferVerdict(allow: true, reason: "The product has no introductory-offer policy; the App Store applies its own rule.")
+            }
+        } else {
+            fixedVerdict = try await IntroductoryOfferDecisions.allowWithoutPolicy(app.bundleIdentifier, request.productIdentifier, customer.applicationUsername)
+        }
+        let verdictGiven = fixedVerdict
+        let flow = SigningFlow(
+            app: app, customer: customer, productIdentifier: request.productIdentifier, offerIdentifier: "",
+            subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier, rule: rule, refusesWhenNotEligible: false,
+            sign: .suspending { key, decision, _ in
+            let verdict = verdictGiven ?? IntroductoryOfferVerdict(
+                allow: decision.isEligible,
+                reason: decision.isEligible ? "The product's introductory-offer policy allows it." : decision.reasons.map(\.message).joined(separator: " "))
+            let signed = try await JWSOfferSigner.signIntroductoryOfferEligibility(
+                bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
+                allowIntroductoryOffer: verdict.allow, transactionId: request.transactionId,
+                issuerIdentifier: issuer, key: key)
+            return SignedOutput(
+                output: IntroductoryEligibilityResponse(
+                    bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
+                    transactionId: signed.claims.transactionId, allowIntroductoryOffer: signed.claims.allowIntroductoryOffer,
+                    reason: verdict.reason, keyIdentifier: signed.keyIdentifier, nonce: signed.claims.nonce, signature: signed.token),
+                record: IssuedSignature(
+                    nonce: signed.claims.nonce, keyIdentifier: signed.keyIdentifier, bundleIdentifier: app.bundleIdentifier,
+                    productIdentifier: signed.claims.productId, offerIdentifier: "",
+                    applicationUsername: customer.applicationUsername, timestamp: signed.claims.iat * 1000, format: "introductory-eligibility"))
+        })
+        return try await run(flow)
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Logging
+import OfferModel
+import SQLKit
+
+extension SQLOfferStore {
+    // MARK: audit, documents, health
+
+    func appendAudit(_ event: AuditEvent) async throws {
+        let details = try StoreCoding.encode(event.details)
+        try await backend.transaction { database in
+            try await database.insert(into: "audit_events").columns("id", "at", "actor", "action", "target", "details")
+                .values(SQLBind(event.id), SQLBind(event.at.unixMilliseconds), SQLBind(event.actor), SQLBind(event.action),
+                        SQLBind(event.target), SQLBind(details))
+                .run()
+        }
+    }
+
+    func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent] {
+        let rows = try await backend.reading { database in
+            try await database.select().columns("id", "at", "actor", "action", "target", "details").from("audit_events")
+                .where("at", .greaterThanOrEqual, (since ?? Date(timeIntervalSince1970: 0)).unixMilliseconds)
+                .orderBy("at", .descending).orderBy("id").limit(limit)
+                .all(decoding: AuditRow.self)
+        }
+        return try rows.map { row in
+            AuditEvent(id: row.id, at: Date(unixMilliseconds: row.at), actor: row.actor, action: row.action, target: row.target,
+                       details: try StoreCoding.decode([String: String].self, from: row.details))
+        }
+    }
+
+    /// An `audit_events` row as stored.
+    private struct AuditRow: Decodable, Sendable {
+        var id: String, at: Int64, actor: String, action: String, target: String, details: String
+    }
+
+    func document(named name: String) async throws -> StoredDocument? {
+        try await backend.reading { database in
+            try await database.select().column("body").column("version").from("documents").where("name", .equal, name)
+                .first(decoding: DocumentRow.self).map { StoredDocument(text: $0.body, version: $0.version) }
+        }
+    }
+
+    /// A `documents` row as read.
+    private struct DocumentRow: Decodable, Sendable {
+        var body: String, version: Int64
+    }
+
+    func replaceDocument(named name: String, version: Int64, text: String) async throws -> Bool {
+        guard version >= 1 else { return false }
+        return try await backend.transaction { database in
+            let now = Date().unixMilliseconds
+            let updated = try await database.update("documents")
+                .set("body", to: SQLBind(text)).set("version", to: SQLBind(version)).set("updated_at", to: SQLBind(now))
+                .where("name", .equal, name).where("version", .equal, version - 1)
+                .returning("name").first()
+            if updated != nil { return true }
+            guard version == 1 else { return false }
+            let inserted = try await database.insert(into: "documents").columns("name", "body", "version", "updated_at")
+                .values(SQLBind(name), SQLBind(text), SQLBind(version), SQLBind(now))
+                .ignoringConflicts(with: "name")
+                .returning("name").first()
+            return inserted != nil
+        }
+    }
+
+    func ping() async throws {
+        try await backend.reading { database in try await database.run("SELECT 1") }
+    }
+
+    func close() async throws {
+        await recorder.close()
+        try await backend.close()
+    }
+}
