@@ -42,10 +42,16 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-kit", from: "2.17.0"),
     ],
     targets: [
+        // The one error shape every library shares: a coded error and its codes. No dependencies.
+        .target(
+            name: "OfferErrors",
+            swiftSettings: swiftSettings
+        ),
         // Formats, keys, key ring, sign + self-verify. No HTTP, no I/O.
         .target(
             name: "OfferSigning",
             dependencies: [
+                "OfferErrors",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
@@ -56,6 +62,7 @@ let package = Package(
         .target(
             name: "OfferKeys",
             dependencies: [
+                "OfferErrors",
                 "OfferSigning",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -69,6 +76,7 @@ let package = Package(
         .target(
             name: "AppStoreNotifications",
             dependencies: [
+                "OfferErrors",
                 "OfferModel",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -83,6 +91,7 @@ let package = Package(
         .target(
             name: "AppStoreServerAPI",
             dependencies: [
+                "OfferErrors",
                 "AppStoreNotifications",
                 "OfferModel",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -133,6 +142,7 @@ let package = Package(
         .target(
             name: "OfferStore",
             dependencies: [
+                "OfferErrors",
                 "OfferModel",
                 .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "SQLiteKit", package: "sqlite-kit"),
@@ -150,6 +160,7 @@ let package = Package(
         .target(
             name: "OfferEligibility",
             dependencies: [
+                "OfferErrors",
                 "OfferModel",
                 "OfferSigning",
                 .product(name: "Yams", package: "Yams"),
@@ -162,6 +173,7 @@ let package = Package(
         .target(
             name: "OfferApplication",
             dependencies: [
+                "OfferErrors",
                 "AppStoreNotifications",
                 "AppStoreServerAPI",
                 "OfferSigning",
@@ -181,6 +193,7 @@ let package = Package(
         .target(
             name: "OfferSignerServer",
             dependencies: [
+                "OfferErrors",
                 "OfferApplication",
                 "AppStoreNotifications",
                 "AppStoreServerAPI",
@@ -213,6 +226,7 @@ let package = Package(
         .executableTarget(
             name: "offer-signer",
             dependencies: [
+                "OfferErrors",
                 "AppStoreTestSupport",
                 "AppStoreNotifications",
                 "AppStoreServerAPI",
@@ -289,6 +303,7 @@ let package = Package(
         .testTarget(
             name: "OfferSignerServerTests",
             dependencies: [
+                "OfferErrors",
                 "AppStoreNotifications",
                 "AppStoreServerAPI",
                 "AppStoreServerAPITestSupport",

@@ -2,27 +2,13 @@ import Foundation
 import Logging
 import Metrics
 import OfferSigning
+import OfferErrors
 
 /// A key-management failure. Messages say what to do and never contain key material.
-public struct KeyManagementError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The stable codes, compared in tests and mapped to HTTP statuses at the edge.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The snake_case name, as the API reports it.
-        public let rawValue: String
-        init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+public struct KeyManagementError: CodedError, Hashable, Sendable, CustomStringConvertible {
+    /// The stable codes of this error type.
+    public typealias Code = ErrorCode<KeyManagementError>
 
-        /// No such key is loaded.
-        public static let unknownKey = Code("unknown_key")
-        /// The change contradicts the current states (revoking the active key, activating a revoked one).
-        public static let keyStateConflict = Code("key_state_conflict")
-        /// A reload was rejected; the previous keys keep serving.
-        public static let keyReloadFailed = Code("key_reload_failed")
-        /// The key states could not be read or saved.
-        public static let stateStoreUnavailable = Code("store_unavailable")
-        /// The saved key states cannot be read as key states.
-        public static let invalidKeyStates = Code("invalid_key_states")
-    }
 
     /// What kind of failure.
     public var code: Code
@@ -287,4 +273,17 @@ public actor KeyManager {
         _ = try ring.activeKey()
         return ring
     }
+}
+
+extension ErrorCode where Domain == KeyManagementError {
+    /// No such key is loaded.
+    public static var unknownKey: Self { Self("unknown_key") }
+    /// The change contradicts the current states (revoking the active key, activating a revoked one).
+    public static var keyStateConflict: Self { Self("key_state_conflict") }
+    /// A reload was rejected; the previous keys keep serving.
+    public static var keyReloadFailed: Self { Self("key_reload_failed") }
+    /// The key states could not be read or saved.
+    public static var stateStoreUnavailable: Self { Self("store_unavailable") }
+    /// The saved key states cannot be read as key states.
+    public static var invalidKeyStates: Self { Self("invalid_key_states") }
 }

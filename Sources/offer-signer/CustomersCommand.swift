@@ -6,6 +6,7 @@ import Logging
 import OfferModel
 import OfferSignerServer
 import OfferApplication
+import OfferErrors
 
 struct CustomersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

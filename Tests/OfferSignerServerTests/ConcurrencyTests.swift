@@ -9,6 +9,7 @@ import OfferSigning
 import OfferStore
 import Testing
 import OfferApplication
+import OfferErrors
 
 /// Promises that must hold under concurrency (issue 11): a cap of 1 and a single grant yield one signature,
 /// on one replica and on two sharing PostgreSQL; key states never lose a change.

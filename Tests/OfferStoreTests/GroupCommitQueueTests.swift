@@ -93,7 +93,11 @@ import Testing
         let waiting = submit(4, to: queue, startWhenReady: held.hand)
         #expect(held.count == 1)
         let closing = Task { await queue.close() }
-        let written4 = waiting.wait(timeout: .now() + 5) == .success
+        // Waited for off the cooperative pool: a blocked pool thread (two on a 2-core machine, shared by the suite's
+        // parallel tests) could keep `close()` from running at all.
+        let written4 = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: waiting.wait(timeout: .now() + 5) == .success) }
+        }
         #expect(written4)
         guard written4 else { return }  // close() would never return
         await closing.value

@@ -1,3 +1,5 @@
+import Foundation
+import OfferErrors
 /// Why a question to the App Store Server API got no usable answer.
 ///
 /// One error type for every failure, in the style of swift-certificates' `CertificateError` and of
@@ -7,7 +9,7 @@
 /// The server maps the codes to HTTP once (what a caller may do next differs: ``Code/notFound`` is an answer,
 /// ``Code/appStoreUnavailable`` and ``Code/rateLimited`` are "try later", the others are configuration or data
 /// problems).
-public struct AppStoreServerAPIError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct AppStoreServerAPIError: CodedError, Hashable, Sendable, CustomStringConvertible {
     /// What kind of failure this is.
     public let code: Code
 
@@ -25,50 +27,34 @@ public struct AppStoreServerAPIError: Error, Hashable, Sendable, CustomStringCon
     }
 
     /// `"<code>: <message>"`.
-    public var description: String { "\(code.rawValue): \(message)" }
 }
 
 extension AppStoreServerAPIError {
-    /// The kind of an ``AppStoreServerAPIError``. Extensible: new codes may be added, so do not switch exhaustively.
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        /// The snake_case name of the code, e.g. `"not_found"`.
-        public let rawValue: String
+    /// The stable codes of this error type.
+    public typealias Code = ErrorCode<AppStoreServerAPIError>
 
-        /// Wraps a code name.
-        public init(rawValue: String) {
-            self.rawValue = rawValue
-        }
+}
 
-        /// The snake_case name.
-        public var description: String { rawValue }
-
-        /// The App Store did not answer in time, answered with a server error, could not be reached, or kept failing
-        /// until the retries or the time budget ran out. Try again later.
-        public static let appStoreUnavailable = Self(rawValue: "app_store_unavailable")
-
-        /// The App Store does not know the transaction (in any accepted environment), or the customer or app.
-        public static let notFound = Self(rawValue: "not_found")
-
-        /// The App Store refused the authentication token (HTTP 401): the key ID, issuer ID, bundle ID or key is
-        /// wrong, or the key was revoked.
-        public static let unauthorized = Self(rawValue: "unauthorized")
-
-        /// The answer could not be decoded, was too large, or a signed item in it failed verification (untrusted
-        /// chain, wrong bundle, wrong environment). Nothing of such an answer is used.
-        public static let invalidResponse = Self(rawValue: "invalid_response")
-
-        /// The transaction identifier is not one the App Store could have issued (digits only, bounded length), or
-        /// the App Store said so (error 4000006).
-        public static let invalidTransactionIdentifier = Self(rawValue: "invalid_transaction_identifier")
-
-        /// The App Store's rate limit (HTTP 429) or this client's own limit left no time within the budget.
-        public static let rateLimited = Self(rawValue: "rate_limited")
-
-        /// The App Store refused the request as malformed (HTTP 400 other than an invalid transaction identifier).
-        public static let invalidRequest = Self(rawValue: "invalid_request")
-
-        /// The client's configuration is unusable: an unreadable key, an empty identifier, no environment.
-        /// Thrown by the initialiser, not by requests.
-        public static let invalidConfiguration = Self(rawValue: "invalid_configuration")
-    }
+extension ErrorCode where Domain == AppStoreServerAPIError {
+    /// The App Store did not answer in time, answered with a server error, could not be reached, or kept failing
+    /// until the retries or the time budget ran out. Try again later.
+    public static var appStoreUnavailable: Self { Self("app_store_unavailable") }
+    /// The App Store does not know the transaction (in any accepted environment), or the customer or app.
+    public static var notFound: Self { Self("not_found") }
+    /// The App Store refused the authentication token (HTTP 401): the key ID, issuer ID, bundle ID or key is
+    /// wrong, or the key was revoked.
+    public static var unauthorized: Self { Self("unauthorized") }
+    /// The answer could not be decoded, was too large, or a signed item in it failed verification (untrusted
+    /// chain, wrong bundle, wrong environment). Nothing of such an answer is used.
+    public static var invalidResponse: Self { Self("invalid_response") }
+    /// The transaction identifier is not one the App Store could have issued (digits only, bounded length), or
+    /// the App Store said so (error 4000006).
+    public static var invalidTransactionIdentifier: Self { Self("invalid_transaction_identifier") }
+    /// The App Store's rate limit (HTTP 429) or this client's own limit left no time within the budget.
+    public static var rateLimited: Self { Self("rate_limited") }
+    /// The App Store refused the request as malformed (HTTP 400 other than an invalid transaction identifier).
+    public static var invalidRequest: Self { Self("invalid_request") }
+    /// The client's configuration is unusable: an unreadable key, an empty identifier, no environment.
+    /// Thrown by the initialiser, not by requests.
+    public static var invalidConfiguration: Self { Self("invalid_configuration") }
 }

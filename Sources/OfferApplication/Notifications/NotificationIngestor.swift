@@ -5,6 +5,7 @@ import Metrics
 import OfferModel
 import OfferStore
 import Synchronization
+import OfferErrors
 
 /// What became of one notification.
 public enum IngestOutcome: String, Sendable, Codable {

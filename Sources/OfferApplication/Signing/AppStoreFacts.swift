@@ -6,6 +6,7 @@ import Metrics
 import OfferEligibility
 import OfferModel
 import OfferStore
+import OfferErrors
 
 /// Who the facts fetched from the App Store are filed under.
 enum AppStoreFactsOwner: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import Foundation
+import OfferErrors
 import Yams
 
 /// A value of the policy file with where it is: the path (`apps[0].products[1].offers[0].rules[2]`) and,
@@ -96,11 +97,24 @@ public struct PolicyNode: Sendable {
 }
 
 /// A problem in the policy file, with where it is.
-public struct PolicyError: Error, Sendable, CustomStringConvertible {
+public struct PolicyError: CodedError {
+    /// The stable codes of this error type.
+    public typealias Code = ErrorCode<PolicyError>
+    /// `invalid_policy`: the file does not say something this service can enforce.
+    public var code: Code
     /// What is wrong, starting with where.
     public var message: String
 
-    public init(_ message: String) { self.message = message }
+    public init(_ message: String, code: Code = .invalidPolicy) {
+        self.code = code
+        self.message = message
+    }
 
     public var description: String { message }
+}
+
+extension ErrorCode where Domain == PolicyError {
+    /// The policy file is not one this service can enforce (a syntax error, an unknown key or rule, a value out of
+    /// range, a reference to nothing).
+    public static var invalidPolicy: Self { Self("invalid_policy") }
 }

@@ -6,6 +6,7 @@ import OfferEligibility
 import OfferKeys
 import OfferSigning
 import OfferApplication
+import OfferErrors
 
 /// The one error shape of the HTTP API (docs/design.md §2):
 ///

@@ -2,6 +2,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOHTTP1
+import OfferKeys
 import OfferSigning
 import OfferApplication
 
@@ -15,14 +16,6 @@ struct ErrorMappingMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
-        } catch let error as APIError {
-            throw error
-        } catch let error as OfferServiceError {
-            throw APIError(error)
-        } catch let error as OfferSigningError {
-            throw APIError(signing: error, logger: context.logger)
-        } catch let error as DecodingError {
-            throw APIError(error)
         } catch is NIOTooManyBytesError {
             throw APIError.payloadTooLarge(limit: context.maxUploadSize)
         } catch let error as HTTPError {
@@ -38,8 +31,7 @@ struct ErrorMappingMiddleware<Context: RequestContext>: RouterMiddleware {
                 status: .badRequest, code: "malformed_request",
                 message: "The request is not well-formed HTTP/1.1 (for example a bad chunk size or header); fix the client's framing.")
         } catch {
-            context.logger.error("unexpected error", metadata: ["type": "\(type(of: error))"])
-            throw APIError.internal
+            throw APIError(pipeline: error, logger: context.logger)
         }
     }
 }
@@ -54,13 +46,15 @@ extension APIError {
         }
     }
 
-    /// The API error of anything the signing pipeline throws (the event-loop path's mapping, the same as this
-    /// middleware's); anything unknown is logged by type and is 500 `internal`.
+    /// The API error of anything the application throws: the one mapping from its coded errors to HTTP, which
+    /// the router (through this middleware) and the event-loop path both use; anything unknown is logged by type
+    /// and is 500 `internal`.
     init(pipeline error: any Error, logger: Logger) {
         switch error {
         case let error as APIError: self = error
         case let error as OfferServiceError: self.init(error)
         case let error as OfferSigningError: self.init(signing: error, logger: logger)
+        case let error as KeyManagementError: self.init(error)
         case let error as DecodingError: self.init(error)
         default:
             logger.error("unexpected error", metadata: ["type": "\(type(of: error))"])

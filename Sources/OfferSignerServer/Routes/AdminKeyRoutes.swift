@@ -32,12 +32,8 @@ struct AdminKeyRoutes {
         group.get("/keys") { _, _ in list(await manager.keyRing) }
         group.post("/keys/reload") { _, context -> AdminKeyList in
             let admin = context.adminName ?? "unknown"
-            let ring: KeyRing
-            do {
-                ring = try await manager.reload(reason: "admin \(admin)")
-            } catch let error as KeyManagementError {
-                throw APIError(error)
-            }
+            // A refusal is a KeyManagementError, mapped to HTTP with every other error (ErrorMappingMiddleware).
+            let ring = try await manager.reload(reason: "admin \(admin)")
             // The new keys serve from here on: a history entry that cannot be saved is logged, not reported as a
             // failed reload.
             do {
@@ -52,14 +48,10 @@ struct AdminKeyRoutes {
                 let keyIdentifier = try context.parameters.require("keyIdentifier")
                 let admin = context.adminName ?? "unknown"
                 let ring: KeyRing
-                do {
-                    switch action {
-                    case "activate": ring = try await manager.activate(keyIdentifier, by: admin)
-                    case "retire": ring = try await manager.retire(keyIdentifier, by: admin)
-                    default: ring = try await manager.revoke(keyIdentifier, by: admin)
-                    }
-                } catch let error as KeyManagementError {
-                    throw APIError(error)
+                switch action {
+                case "activate": ring = try await manager.activate(keyIdentifier, by: admin)
+                case "retire": ring = try await manager.retire(keyIdentifier, by: admin)
+                default: ring = try await manager.revoke(keyIdentifier, by: admin)
                 }
                 // The change is saved (with its history entry) and served: an audit row that cannot be written is
                 // logged, never reported as a failed change.

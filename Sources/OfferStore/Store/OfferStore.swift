@@ -1,5 +1,6 @@
 import Foundation
 import OfferModel
+import OfferErrors
 
 /// Which issued signatures to return; every field narrows, `nil` means any.
 public struct IssuedSignatureQuery: Sendable, Hashable {
@@ -143,22 +144,10 @@ public struct StoredDocument: Sendable, Hashable {
 }
 
 /// The one error type of the store. Messages never contain passwords or connection strings with them.
-public struct OfferStoreError: Error, Hashable, Sendable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-        /// The database cannot be reached or refused the operation.
-        public static let unavailable = Code("store_unavailable")
-        /// `OFFER_SIGNER_DATABASE_URL` is not a `sqlite:` or `postgres://` URL.
-        public static let invalidDatabaseURL = Code("invalid_database_url")
-        /// A migration failed.
-        public static let migrationFailed = Code("migration_failed")
-        /// The nonce of an issued signature was recorded before.
-        public static let duplicateNonce = Code("duplicate_nonce")
-        /// A stored record could not be decoded.
-        public static let corruptRecord = Code("corrupt_record")
-    }
+public struct OfferStoreError: CodedError, Hashable, Sendable, CustomStringConvertible {
+    /// The stable codes of this error type.
+    public typealias Code = ErrorCode<OfferStoreError>
+
 
     public var code: Code
     public var message: String
@@ -168,7 +157,6 @@ public struct OfferStoreError: Error, Hashable, Sendable, CustomStringConvertibl
         self.message = message
     }
 
-    public var description: String { "\(code): \(message)" }
 }
 
 /// Runs its argument once its caller has recorded what it has at hand (``OfferStore/record(_:startWhenReady:completion:)``).
@@ -191,4 +179,17 @@ extension OfferStore {
             }
         }
     }
+}
+
+extension ErrorCode where Domain == OfferStoreError {
+    /// The database cannot be reached or refused the operation.
+    public static var unavailable: Self { Self("store_unavailable") }
+    /// `OFFER_SIGNER_DATABASE_URL` is not a `sqlite:` or `postgres://` URL.
+    public static var invalidDatabaseURL: Self { Self("invalid_database_url") }
+    /// A migration failed.
+    public static var migrationFailed: Self { Self("migration_failed") }
+    /// The nonce of an issued signature was recorded before.
+    public static var duplicateNonce: Self { Self("duplicate_nonce") }
+    /// A stored record could not be decoded.
+    public static var corruptRecord: Self { Self("corrupt_record") }
 }
