@@ -149,7 +149,9 @@ private struct SlowStore: OfferStore {
         await Task.detached { try? await Task.sleep(for: delay) }.value
         return try await base.withCustomerTransaction(key, issuedSince: since, answerKey: answerKey, body)
     }
-    func record(_ signature: IssuedSignature) async throws { try await base.record(signature) }
+    func record(_ signature: IssuedSignature, startWhenReady: StartWhenReady?, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        base.record(signature, startWhenReady: startWhenReady, completion: completion)
+    }
     func issuedSignatures(matching query: IssuedSignatureQuery) async throws -> [IssuedSignature] { try await base.issuedSignatures(matching: query) }
     func countIssuedSignatures(matching query: IssuedSignatureQuery) async throws -> Int { try await base.countIssuedSignatures(matching: query) }
     func appendAudit(_ event: AuditEvent) async throws { try await base.appendAudit(event) }

@@ -194,11 +194,7 @@ extension OfferService {
                 completion(.failure(.storeUnavailable))
             }
         }
-        if let startWhenReady {
-            store.record(record, startWhenReady: startWhenReady, completion: recorded)
-        } else {
-            store.record(record, completion: recorded)
-        }
+        store.record(record, startWhenReady: startWhenReady, completion: recorded)
     }
 
     /// The rule's decision over the facts, and the context it saw; a no refuses when the flow says so.

@@ -216,15 +216,7 @@ final class SQLOfferStore: OfferStore {
 
     // MARK: issued signatures (group commit)
 
-    func record(_ signature: IssuedSignature) async throws {
-        try await recorder.submit(signature)
-    }
-
-    func record(_ signature: IssuedSignature, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        recorder.submit(signature, completion: completion)
-    }
-
-    func record(_ signature: IssuedSignature, startWhenReady: @escaping StartWhenReady, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+    func record(_ signature: IssuedSignature, startWhenReady: StartWhenReady?, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         recorder.submit(signature, startWhenReady: startWhenReady, completion: completion)
     }
 

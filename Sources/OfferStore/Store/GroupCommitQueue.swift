@@ -59,12 +59,6 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
         self.maximumBatch = maximumBatch
         self.writer = .queue(queue, write)
     }
-
-    /// Queues `item` and returns once it is written; throws its own error or its batch's.
-    func submit(_ item: Item) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            submit(item) { continuation.resume(with: $0) }
-        }
     }
 
     /// Queues `item` and calls `completion` once it is written, with its own error or its batch's — without

@@ -80,19 +80,13 @@ public protocol OfferStore: Sendable {
         _ key: CustomerKey, issuedSince since: Int64?, answerKey: String?,
         _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>) async throws -> T
 
-    /// Records an issued signature and returns only once the record is durable (group commit: concurrent
-    /// callers share one transaction and one flush).
-    /// - Throws: ``OfferStoreError`` `duplicateNonce` when the nonce was recorded before.
-    func record(_ signature: IssuedSignature) async throws
-
-    /// ``record(_:)`` without suspending the caller: `completion` is called once the record is durable (or has
-    /// failed), on a thread of the store's. For callers that are not tasks (the event-loop signing path).
-    func record(_ signature: IssuedSignature, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
-
-    /// ``record(_:completion:)``, where a record that would start a group-commit batch alone hands the batch's start
-    /// to `startWhenReady`, which runs it once the caller has recorded what else it has at hand (an event loop: at
-    /// the end of its current tick), so those records share the batch — one flush for them all.
-    func record(_ signature: IssuedSignature, startWhenReady: @escaping StartWhenReady, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+    /// Records an issued signature; `completion` is called once the record is durable (or has failed), on a thread
+    /// of the store's — the one way to record (``record(_:)`` awaits it). Concurrent records share one transaction
+    /// and one flush (group commit). With `startWhenReady`, a record that would start a batch alone hands the
+    /// batch's start to it, to run once the caller has recorded what else it has at hand (an event loop: at the end
+    /// of its current tick), so those records share the batch.
+    /// - `completion` gets ``OfferStoreError`` `duplicateNonce` when the nonce was recorded before.
+    func record(_ signature: IssuedSignature, startWhenReady: StartWhenReady?, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
 
     /// Issued signatures, newest first.
     func issuedSignatures(matching query: IssuedSignatureQuery) async throws -> [IssuedSignature]
@@ -163,20 +157,11 @@ public struct OfferStoreError: CodedError, Hashable, Sendable, CustomStringConve
 public typealias StartWhenReady = @Sendable (_ start: @escaping @Sendable () -> Void) -> Void
 
 extension OfferStore {
-    /// The default for a store without a group commit of its own: the record goes at once.
-    public func record(_ signature: IssuedSignature, startWhenReady: @escaping StartWhenReady, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        record(signature, completion: completion)
-    }
-
-    /// The default for a store without a callback-based group commit: one task per record.
-    public func record(_ signature: IssuedSignature, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        Task {
-            do {
-                try await record(signature)
-                completion(.success(()))
-            } catch {
-                completion(.failure(error))
-            }
+    /// Records an issued signature and returns once the record is durable (``record(_:startWhenReady:completion:)``).
+    /// - Throws: ``OfferStoreError`` `duplicateNonce` when the nonce was recorded before.
+    public func record(_ signature: IssuedSignature) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            record(signature, startWhenReady: nil) { continuation.resume(with: $0) }
         }
     }
 }
