@@ -59,7 +59,6 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
         self.maximumBatch = maximumBatch
         self.writer = .queue(queue, write)
     }
-    }
 
     /// Queues `item` and calls `completion` once it is written, with its own error or its batch's — without
     /// a task of the caller's (the event-loop signing path). `completion` runs on the writer's thread.
