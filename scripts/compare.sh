@@ -12,6 +12,7 @@
 # and the ratio of its req/s to Node's in the same run. Compare ratios within one run, not times across runs.
 #
 #   scripts/compare.sh [seconds per round, 10] [connections, 32] [rounds, 3]
+#   OFFER_SIGNER_BIN_B=path/to/other/offer-signer scripts/compare.sh …   (an A/B of two builds in the same rounds)
 #
 # Linux only (/proc). Needs swift (or OFFER_SIGNER_BIN, below), wrk and node (apt-get install -y wrk nodejs), curl, openssl, python3; the Python
 # peer's packages (bench/requirements.txt) are installed into .venv if they are missing there.
@@ -69,6 +70,15 @@ KEY_FILE=$work/key.p8 KEY_ID=BENCHKEY01 BUNDLE_ID=com.example.app \
 pid[python]=$!
 
 servers="offer-signer node python"
+# An A/B of two builds in one run: OFFER_SIGNER_BIN_B (another build, e.g. of an earlier commit) as a fourth server,
+# "offer-signer-b", loaded in the same alternating rounds and configured the same way (its own SQLite file).
+if [ -n "${OFFER_SIGNER_BIN_B:-}" ]; then
+  port[offer-signer-b]=$(free_port)
+  OFFER_SIGNER_PORT=${port[offer-signer-b]} OFFER_SIGNER_DATABASE_URL="sqlite:$work/store-b.sqlite" \
+    "$OFFER_SIGNER_BIN_B" serve >"$work/offer-signer-b.log" 2>&1 &
+  pid[offer-signer-b]=$!
+  servers="offer-signer node offer-signer-b python"
+fi
 for s in $servers; do
   wait_up "${port[$s]}"
   # One signed reply, so a misconfigured server is obvious before the numbers are.

@@ -62,12 +62,11 @@ public struct EventLoopSigning: Sendable {
         return Head(authorization: authorization, requestID: requestID, keepAlive: Self.keepsAlive(head))
     }
 
-    /// Whether the connection stays open after the answer, as the router decides it: closed when the request's
-    /// `Connection` (its values joined, as HTTP types join them) is exactly `close`, or when an HTTP/1.0 request
-    /// did not ask for keep-alive (``HTTP10ConnectionCloseHandler`` marks it `close` for the router).
+    /// Whether the connection stays open after the answer: NIO's reading of `Connection` (tokens, any case; HTTP/1.0
+    /// only with `keep-alive`). ``HTTP1ConformanceHandler``, before both paths, has already written a head that does
+    /// not keep alive as exactly `Connection: close`, which is what the router reads.
     static func keepsAlive(_ head: HTTPRequestHead) -> Bool {
-        if head.version == .http1_0, !head.isKeepAlive { return false }
-        return head.headers["connection"].joined(separator: ", ") != "close"
+        head.isKeepAlive
     }
 
     /// A header's value: `.some(nil)` when absent, `nil` when sent more than once (NIO's lookup, case-insensitive).

@@ -19,12 +19,17 @@ public struct ConnectionLimits: Sendable, Hashable {
     /// Open connections above this are not accepted until one closes (they wait in the listen backlog); the
     /// default stays below the process's file-descriptor limit so the process never runs out of them.
     public var maximumConnections: Int
+    /// What the incomplete request bodies of all connections together may hold, in bytes: a body part beyond it is
+    /// answered 503 with `Retry-After` and its connection closed (``HTTP1ConformanceHandler``), so slow senders
+    /// cannot make memory grow with the connection count. Default 32 MiB (512 bodies of the 64 KiB limit).
+    public var partialBodyBudget: Int
 
     /// Creates limits.
-    public init(idleTimeout: Duration = .seconds(30), requestTimeout: Duration = .seconds(10), maximumConnections: Int = ConnectionLimits.defaultMaximumConnections) {
+    public init(idleTimeout: Duration = .seconds(30), requestTimeout: Duration = .seconds(10), maximumConnections: Int = ConnectionLimits.defaultMaximumConnections, partialBodyBudget: Int = 32 << 20) {
         self.idleTimeout = idleTimeout
         self.requestTimeout = requestTimeout
         self.maximumConnections = maximumConnections
+        self.partialBodyBudget = partialBodyBudget
     }
 
     /// The file-descriptor limit (`ulimit -n`) less 128 for the store, key files and logs, at most 10,000
@@ -78,23 +83,6 @@ final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandl
     func handlerRemoved(context: ChannelHandlerContext) {
         deadline?.cancel()
         deadline = nil
-    }
-}
-
-/// Marks an HTTP/1.0 request that did not ask for keep-alive with `Connection: close`, so that the connection
-/// is closed as soon as its response is written (HTTP/1.0's default) instead of lingering until the idle
-/// timeout. Sits before the conversion to HTTP types, where the protocol version is still known.
-final class HTTP10ConnectionCloseHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head(var head) = unwrapInboundIn(data), head.version.major == 1, head.version.minor == 0, !head.isKeepAlive {
-            head.headers.replaceOrAdd(name: "connection", value: "close")
-            context.fireChannelRead(wrapInboundOut(.head(head)))
-        } else {
-            context.fireChannelRead(data)
-        }
     }
 }
 
@@ -197,40 +185,44 @@ final class HTTP1IdleTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandl
 }
 
 /// Hummingbird's HTTP/1 channel with the service's connection handling added: NIO's pipelining handler right after
-/// the HTTP/1 decoder, the idle timeout (``HTTP1IdleTimeoutHandler``, after it, instead of Hummingbird's), the
-/// request deadline (after the conversion to HTTP types), the HTTP/1.0 close (before it) and, on the public
-/// listener, the event-loop signing path (after the idle timeout, before everything else).
+/// the HTTP/1 decoder, then what RFC 9110/9112 ask that NIO leaves to the server (``HTTP1ConformanceHandler``:
+/// `Connection` tokens, transfer codings, `CONNECT`, `Upgrade`, `100 Continue`, the budget of incomplete bodies),
+/// the idle timeout (``HTTP1IdleTimeoutHandler``, instead of Hummingbird's), on the public listener the event-loop
+/// signing path, and the request deadline (after the conversion to HTTP types).
 struct OfferSignerHTTP1Channel: HTTPChannelHandler {
     typealias Value = HTTP1Channel.Value
     let inner: HTTP1Channel
     let limits: ConnectionLimits
     let signing: EventLoopSigning?
+    /// Shared by every connection of the listener.
+    let budget: PartialBodyBudget
 
     var responder: Responder { inner.responder }
 
     /// The server builder for `Application(server:)`; `signing`: the event-loop path of `POST /v1/offers/sign`.
     static func server(limits: ConnectionLimits, signing: EventLoopSigning? = nil) -> HTTPServerBuilder {
-        HTTPServerBuilder { responder in
+        let budget = PartialBodyBudget(limit: limits.partialBodyBudget)
+        return HTTPServerBuilder { responder in
             // No idle timeout of Hummingbird's: its handler would not see the event-loop path's requests.
             OfferSignerHTTP1Channel(inner: HTTP1Channel(responder: responder, configuration: .init(
                 additionalChannelHandlers: [RequestDeadlineHandler(timeout: limits.requestTimeout)],
-                idleTimeout: nil)), limits: limits, signing: signing)
+                idleTimeout: nil)), limits: limits, signing: signing, budget: budget)
         }
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let operations = channel.pipeline.syncOperations
-            let codec = try operations.handler(type: HTTP1ToHTTPServerCodec.self)
-            try operations.addHandler(HTTP10ConnectionCloseHandler(), position: .before(codec))
             let decoder = try operations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
             // HTTP/1 pipelining by NIO's own handler, for both paths: a request is delivered only after the previous
             // response has ended, reading pauses meanwhile, a parse error and the half-close wait behind the pending
             // response, and graceful shutdown closes the connection once the response in flight has ended.
             let pipelining = HTTPServerPipelineHandler()
             try operations.addHandler(pipelining, position: .after(decoder))
+            let conformance = HTTP1ConformanceHandler(budget: budget)
+            try operations.addHandler(conformance, position: .after(pipelining))
             let idle = HTTP1IdleTimeoutHandler(idleTimeout: limits.idleTimeout)
-            try operations.addHandler(idle, position: .after(pipelining))
+            try operations.addHandler(idle, position: .after(conformance))
             if let signing {
                 try operations.addHandler(
                     EventLoopSigningHandler(signing: signing, requestTimeout: limits.requestTimeout, logger: logger), position: .after(idle))
