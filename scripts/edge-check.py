@@ -114,6 +114,15 @@ try:
     ok_moved = counter(after, '"200"') - counter(before, '"200"')
     refused_moved = counter(after, '"401"') - counter(before, '"401"')
     check(ok_moved >= 40 and refused_moved >= 40, f"/metrics on the operations port counts the load (200: +{ok_moved:.0f}, 401: +{refused_moved:.0f})")
+    check('error_type="200"' not in after and 'error_type="2' not in after, "/metrics has no error series for a success status")
+
+    def series(text, name, needle):
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name) and needle in line and "/v1/offers/sign" in line)
+    for status in ['"200"', '"401"']:
+        counted, timed = series(after, "hb_requests", status), series(after, "http_server_request_duration_count", status)
+        check(counted > 0 and counted == timed, f"every {status} answer of the sign route is timed as well as counted ({counted:.0f} counted, {timed:.0f} timed)")
+    errors = series(after, "hb_request_errors", 'error_type="401"')
+    check(errors == series(after, "hb_requests", '"401"'), f"every 401 is an error in hb_request_errors ({errors:.0f})")
 finally:
     server.terminate()
     server.wait(timeout=15)

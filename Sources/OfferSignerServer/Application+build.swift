@@ -57,7 +57,7 @@ public func buildRouter(
     router.add(middleware: RequestLoggingMiddleware())  // outermost: the request ID and the access log (docs/observability.md)
     // Metrics outside the error mapping, so that they label the status actually sent (a 400 from the signing
     // core is a 400 in the metrics, not the 500 an unmapped error would count as).
-    router.add(middleware: MetricsMiddleware())
+    router.add(middleware: RequestMetricsMiddleware())
     let allowedMethods = AllowedMethods()
     router.add(middleware: ErrorMappingMiddleware(allowedMethods: allowedMethods))
     OperationsRoutes(service: service, metricsRegistry: part == .publicOnly ? nil : metricsRegistry, servesDocuments: part != .operationsOnly).register(on: router)

@@ -107,7 +107,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
             answer(error: error, answering, since: request.start, context: context)
         case .signed(let signed, let answering):
             machine.answering()
-            EventLoopSigningMetrics.active.increment()
+            RequestMetrics.active(method: "POST").increment()
             let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let eventLoop = context.eventLoop
             // A record that finds the log's writer idle starts it at the end of this tick, after the other requests
@@ -115,7 +115,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
             signing.service.commit(signed.record, startWhenReady: { start in eventLoop.execute(start) }) { result in
                 eventLoop.execute {
                     let (handler, context) = loop.value
-                    EventLoopSigningMetrics.active.decrement()
+                    RequestMetrics.active(method: "POST").decrement()
                     switch result {
                     case .success:
                         handler.answer(signed.output, answering, since: request.start, context: context)
@@ -130,13 +130,13 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
     private func answer(_ offer: SignedLegacyOffer, _ answering: EventLoopSigning.Answering, since start: ContinuousClock.Instant, context: ChannelHandlerContext) {
         let body = offer.apiJSON
         write(status: .ok, headers: [:], body: body, answering, context: context)
-        EventLoopSigningMetrics.answered(.ok, since: start)
+        RequestMetrics.answered(route: EventLoopSigning.path, method: "POST", status: 200, since: start)
         RequestLoggingMiddleware.log(method: .post, route: EventLoopSigning.path, status: .ok, since: start, identity: answering.identity, requestID: answering.requestID, logger: answering.base)
     }
 
     private func answer(error: APIError, _ answering: EventLoopSigning.Answering, since start: ContinuousClock.Instant, context: ChannelHandlerContext) {
         write(status: error.status, headers: error.headers, body: error.body, answering, context: context)
-        EventLoopSigningMetrics.refused(error.status)
+        RequestMetrics.answered(route: EventLoopSigning.path, method: "POST", status: error.status.code, since: start)
         RequestLoggingMiddleware.log(method: .post, route: EventLoopSigning.path, status: error.status, since: start, identity: answering.identity, requestID: answering.requestID, logger: answering.base)
     }
 
