@@ -219,6 +219,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
+            // The OpenAPI document, served as the file holds it. A build puts it in the folder
+            // offer-signer_OfferSignerServer.resources beside the binary; an installation copies both.
+            resources: [.copy("OpenAPI/openapi.yaml")],
             swiftSettings: swiftSettings
         ),
         // The executable: serve, sign, verify, keys. (AppStoreTestSupport: the chain `serve --demo` signs

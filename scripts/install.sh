@@ -9,9 +9,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=${1:-$HOME/.local}
 swift build -c release --product offer-signer
+bin=$(swift build -c release --show-bin-path)
 mkdir -p "$prefix/bin"
-install -m 0755 "$(swift build -c release --show-bin-path)/offer-signer" "$prefix/bin/offer-signer"
-echo "installed $prefix/bin/offer-signer"
+install -m 0755 "$bin/offer-signer" "$prefix/bin/offer-signer"
+# The binary's resources (the OpenAPI document it serves) go beside it: it does not start without them.
+resources=offer-signer_OfferSignerServer.resources
+rm -rf "${prefix:?}/bin/$resources"
+cp -R "$bin/$resources" "$prefix/bin/$resources"
+chmod -R a+rX "$prefix/bin/$resources"
+echo "installed $prefix/bin/offer-signer (and $prefix/bin/$resources)"
 case ":$PATH:" in
   *":$prefix/bin:"*) ;;
   *) echo "add it to your PATH: export PATH=\"$prefix/bin:\$PATH\"" ;;

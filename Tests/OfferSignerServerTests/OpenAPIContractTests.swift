@@ -15,7 +15,8 @@ import Yams
 import OfferApplication
 
 /// The OpenAPI document served at `/openapi.yaml` and the router cannot drift apart: every route the fully
-/// configured router registers is described, and every operation described is registered.
+/// configured router registers is described, and every operation described is registered. The document served
+/// is the file `Sources/OfferSignerServer/OpenAPI/openapi.yaml` as it is.
 @Suite struct OpenAPIContractTests {
     /// `METHOD /path/{parameter}` for every route of a router with every optional part switched on.
     private static func registeredOperations() async throws -> Set<String> {
@@ -72,6 +73,15 @@ import OfferApplication
         for operation in documented.subtracting(registered).sorted() {
             Issue.record("\(operation) is described in /openapi.yaml but no route serves it")
         }
+    }
+
+    @Test func theFileIsServedAsItIs() async throws {
+        let served = try await TestService().application.test(.router) { client in
+            try await client.execute(uri: "/openapi.yaml", method: .get).text
+        }
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources/OfferSignerServer/OpenAPI/openapi.yaml")
+        #expect(served == (try String(contentsOf: file, encoding: .utf8)))
     }
 
     /// Every documented operation, sent malformed bodies of the wrong shapes and types: each error it answers

@@ -21,10 +21,9 @@ struct OperationsRoutes<Context: RequestContext> {
     func register(on router: Router<Context>) {
         router.get("/healthz") { _, _ in HealthResponse(status: "ok") }
         if servesDocuments {
+            let document = ByteBuffer(string: OpenAPIDocument.yaml)  // read once, at start
             router.get("/openapi.yaml") { _, _ -> Response in
-                Response(
-                    status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"],
-                    body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+                Response(status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"], body: .init(byteBuffer: document))
             }
         }
         router.get("/readyz") { _, _ -> HealthResponse in
