@@ -48,6 +48,8 @@ public enum RouterPart: Sendable {
 ///   - authenticator: checks `/v1/offers/*` credentials; `nil` is the open mode (tests).
 ///   - rateLimits: the limits of this replica.
 ///   - part: which routes (one port serves all; with an operations listener each port serves its part).
+///   - demo: the demo's App Store (`serve --demo`): registers `/demo/*` and describes it in `/openapi.yaml`;
+///     `nil` leaves both out.
 public func buildRouter(
     service: OfferService, keyManager: KeyManager? = nil, adminTokens: BearerTokens = .none,
     metricsRegistry: PrometheusCollectorRegistry? = nil, authenticator: ClientAuthenticator? = nil,
@@ -60,7 +62,10 @@ public func buildRouter(
     router.add(middleware: RequestMetricsMiddleware())
     let allowedMethods = AllowedMethods()
     router.add(middleware: ErrorMappingMiddleware(allowedMethods: allowedMethods))
-    OperationsRoutes(service: service, metricsRegistry: part == .publicOnly ? nil : metricsRegistry, servesDocuments: part != .operationsOnly).register(on: router)
+    OperationsRoutes(
+        service: service, metricsRegistry: part == .publicOnly ? nil : metricsRegistry, servesDocuments: part != .operationsOnly,
+        describesDemo: demo != nil
+    ).register(on: router)
     if part != .operationsOnly {
         let offers = router.group("/v1/offers")
         if let authenticator {

@@ -17,11 +17,13 @@ struct OperationsRoutes<Context: RequestContext> {
     let metricsRegistry: PrometheusCollectorRegistry?
     /// Whether `/openapi.yaml` is served here (the public port, or the only one).
     var servesDocuments = true
+    /// Whether the document describes the demo's routes: only when this router registers them.
+    var describesDemo = false
 
     func register(on router: Router<Context>) {
         router.get("/healthz") { _, _ in HealthResponse(status: "ok") }
         if servesDocuments {
-            let document = ByteBuffer(string: OpenAPIDocument.yaml)  // read once, at start
+            let document = ByteBuffer(string: OpenAPIDocument.yaml(describingDemo: describesDemo))  // read once, at start
             router.get("/openapi.yaml") { _, _ -> Response in
                 Response(status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"], body: .init(byteBuffer: document))
             }
