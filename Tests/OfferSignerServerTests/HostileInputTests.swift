@@ -42,7 +42,7 @@ import OfferApplication
         let token = "\(header).\(claims).\(signature.base64URLEncodedString())"
         let result = await JWSOfferVerifier.verify(token, keyRing: ring)
         #expect(!result.valid)
-        #expect(result.reason == "invalid_claims" || result.reason == "signature_mismatch")
+        #expect(result.reason == "invalid_claims", "\(result.message ?? "")")  // the signature is good: only the claims can fail
         #expect(result.validityWindow == nil)
     }
 
