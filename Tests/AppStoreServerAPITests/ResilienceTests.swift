@@ -98,11 +98,20 @@ import Testing
                 return 1
             }
         }
+        // The flight is still held at the gate: the next caller joins it rather than starting another.
+        let (events, report) = AsyncStream.makeStream(of: AnswerCache<Int>.Event.self)
+        let joining = Task {
+            try await cache.value(for: "slow", deadline: .now + .seconds(30), timeoutError: TimedOut(), cancellationError: CancellationError(), event: { report.yield($0) }) { 2 }
+        }
+        var reported = events.makeAsyncIterator()
+        #expect(await reported.next() == .joined)
         open.finish()
+        #expect(try await joining.value == 1)   // the flight went on and its answer is shared
+        // Ended: its answer is cached, and the caller after it is a hit.
         var event: AnswerCache<Int>.Event?
-        let value = try await cache.value(for: "slow", deadline: .now + .seconds(5), timeoutError: TimedOut(), cancellationError: CancellationError(), event: { event = $0 }) { 2 }
-        #expect(value == 1)   // the flight went on and its answer is shared or cached
-        #expect(event == .hit || event == .joined)
+        let value = try await cache.value(for: "slow", deadline: .now + .seconds(5), timeoutError: TimedOut(), cancellationError: CancellationError(), event: { event = $0 }) { 3 }
+        #expect(value == 1)
+        #expect(event == .hit)
     }
 
     @Test func theCacheStaysWithinItsCapacity() async throws {
