@@ -98,9 +98,10 @@ import OfferErrors
         let holder = KeyRingHolder(.empty)
         let states = InMemoryKeyStateStore()
         let manager = try await KeyManager(holder: holder, loadKeys: { entries }, configuredActiveKeyIdentifier: "KEY0", stateStore: states, logger: Logger(label: "test"))
-        await withThrowingTaskGroup(of: Void.self) { group in
+        try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 1..<7 { group.addTask { _ = try await manager.revoke("KEY\(index)", by: "alice") } }
             group.addTask { _ = try await manager.activate("KEY7", by: "bob") }
+            try await group.waitForAll()  // every call succeeds: a refused one fails the test with its error
         }
         let saved = try await states.load()
         #expect(saved.revokedKeyIdentifiers == Set((1..<7).map { "KEY\($0)" }))
