@@ -11,10 +11,12 @@ import OfferSignerServer
 import OfferSigning
 import OfferStore
 import Testing
+import OfferApplication
 
 #if canImport(Glibc)
 import Glibc
-import OfferApplication
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// The event-loop path of `POST /v1/offers/sign` (issue 17), beyond the route tests every front end runs: which
@@ -156,8 +158,7 @@ enum RawHTTP {
     private static func blockingExchange(port: Int, send text: String, responses: Int?, halfClose: Bool) throws -> String {
         let descriptor = try connected(port: port)
         defer { close(descriptor) }
-        let bytes = Array(text.utf8)
-        guard Glibc.send(descriptor, bytes, bytes.count, 0) == bytes.count else { throw Failure(message: "send") }
+        guard sendAll(descriptor, Array(text.utf8)) else { throw Failure(message: "send") }
         if halfClose { shutdown(descriptor, Int32(SHUT_WR)) }
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -203,8 +204,7 @@ enum RawHTTP {
         var received: [UInt8] = []
         for (pause, text) in sends {
             Thread.sleep(forTimeInterval: pause)
-            let bytes = Array(text.utf8)
-            guard Glibc.send(descriptor, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else {
+            guard sendAll(descriptor, Array(text.utf8)) else {
                 return Session(text: "", closedSinceStart: seconds(since: start), closedSinceLastSend: seconds(since: lastSend))
             }
             lastSend = .now
@@ -222,13 +222,34 @@ enum RawHTTP {
         }
     }
 
+    /// Sends `bytes` in one call; whether all of them went. A server that has closed fails it with an error, never a
+    /// SIGPIPE (Linux: MSG_NOSIGNAL on the call; Darwin: SO_NOSIGPIPE on the socket, set by ``connected(port:)``).
+    private static func sendAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
+        #if canImport(Glibc)
+        Glibc.send(descriptor, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count
+        #else
+        Darwin.send(descriptor, bytes, bytes.count, 0) == bytes.count
+        #endif
+    }
+
     /// A socket connected to 127.0.0.1:`port`, reads timing out after 10 s.
     private static func connected(port: Int) throws -> Int32 {
+        #if canImport(Glibc)
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
         guard descriptor >= 0 else { throw Failure(message: "socket") }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        #if canImport(Darwin)
+        var noSignal: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_NOSIGPIPE, &noSignal, socklen_t(MemoryLayout<Int32>.size))
+        #endif
         var address = sockaddr_in()
+        #if canImport(Darwin)
+        address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+        #endif
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
