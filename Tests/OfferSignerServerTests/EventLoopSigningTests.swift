@@ -175,10 +175,14 @@ enum RawHTTP {
     struct Session: Sendable {
         /// Everything read.
         var text: String
-        /// Seconds from the first send to the server's close (a failed send, or the end of the stream); `nil`: open.
+        /// Seconds from the start of the first send to the server's close as seen here (a failed send, or the end of
+        /// the stream); `nil`: open. Never less than the server's time from reading the first bytes to closing.
         var closedSinceStart: Double?
-        /// Seconds from the last send that went through to the server's close.
+        /// Seconds from the start of the last send that went through to the server's close as seen here. Never less
+        /// than the server's time from reading those bytes to closing.
         var closedSinceLastSend: Double?
+        /// Whether the close was seen by a send that failed, before every text was sent.
+        var closedWhileSending = false
     }
 
     /// Sends each text on one connection after its pause (stopping when a send fails: the server closed), then
@@ -204,10 +208,11 @@ enum RawHTTP {
         var received: [UInt8] = []
         for (pause, text) in sends {
             Thread.sleep(forTimeInterval: pause)
+            let sending = ContinuousClock.now
             guard sendAll(descriptor, Array(text.utf8)) else {
-                return Session(text: "", closedSinceStart: seconds(since: start), closedSinceLastSend: seconds(since: lastSend))
+                return Session(text: "", closedSinceStart: seconds(since: start), closedSinceLastSend: seconds(since: lastSend), closedWhileSending: true)
             }
-            lastSend = .now
+            lastSend = sending
         }
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
