@@ -240,6 +240,9 @@ public func buildApplication(
             logger: logger))
         logger.notice("operations listener", metadata: ["address": "\(listener.host):\(listener.port)", "serves": "/admin/*, /metrics, /healthz, /readyz"])
     }
+    if OpenAPIDocument.yaml.isEmpty {
+        logger.warning("GET /openapi.yaml answers 404: the folder \(OpenAPIDocument.resourceFolder) is not beside the binary; copy it from the build with the binary (scripts/install.sh does)")
+    }
     return makeApplication(
         router: router(configuration.operationsListener == nil ? .all : .publicOnly),
         signing: EventLoopSigning(service: service, authenticator: authenticator, limits: rateLimits, serverName: "offer-signer"),

@@ -13,17 +13,27 @@ import Foundation
 /// the components whose names begin with `Demo` (see ``withoutDemo``).
 enum OpenAPIDocument {
     /// The whole document, byte for byte as `openapi.yaml` holds it: what a server with the demo's routes serves.
-    static let yaml: String = {
-        // The file is part of the build: a missing one is a broken installation, where the resource folder
-        // (offer-signer_OfferSignerServer.resources) was not copied beside the binary.
-        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "yaml") else {
-            fatalError("openapi.yaml is missing from this target's resources; install the resource folder beside the binary.")
+    /// Empty when the resource folder is missing (a binary copied without `offer-signer_OfferSignerServer.resources`):
+    /// `/openapi.yaml` then answers 404 and start-up logs why, instead of the process stopping.
+    static let yaml: String = location.flatMap { try? String(contentsOf: $0, encoding: .utf8) } ?? ""
+
+    /// The resource folder's name, as SwiftPM names it.
+    static let resourceFolder = "offer-signer_OfferSignerServer.resources"
+
+    /// Where `openapi.yaml` is: in the resource folder beside the running binary (an installation, a build), or
+    /// beside the test bundle; `nil` when in none of them. (SwiftPM's own accessor stops the process when the folder
+    /// is missing, so it is not used.)
+    static let location: URL? = {
+        var folders = [Bundle.main.bundleURL, Bundle.main.bundleURL.deletingLastPathComponent()]
+        if let executable = Bundle.main.executableURL {
+            folders.append(executable.deletingLastPathComponent())
+            folders.append(executable.resolvingSymlinksInPath().deletingLastPathComponent())
         }
-        do {
-            return try String(contentsOf: url, encoding: .utf8)
-        } catch {
-            fatalError("openapi.yaml could not be read from \(url.path): \(error)")
+        for folder in folders {
+            let file = folder.appendingPathComponent(resourceFolder).appendingPathComponent("openapi.yaml")
+            if FileManager.default.isReadableFile(atPath: file.path) { return file }
         }
+        return nil
     }()
 
     /// The document without the demo's routes: what a server without `--demo` serves.

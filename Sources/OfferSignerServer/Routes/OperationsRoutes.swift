@@ -22,7 +22,8 @@ struct OperationsRoutes<Context: RequestContext> {
 
     func register(on router: Router<Context>) {
         router.get("/healthz") { _, _ in HealthResponse(status: "ok") }
-        if servesDocuments {
+        // Without the resource folder beside the binary there is no document to serve: the route is left out (404).
+        if servesDocuments, !OpenAPIDocument.yaml.isEmpty {
             let document = ByteBuffer(string: OpenAPIDocument.yaml(describingDemo: describesDemo))  // read once, at start
             router.get("/openapi.yaml") { _, _ -> Response in
                 Response(status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"], body: .init(byteBuffer: document))
