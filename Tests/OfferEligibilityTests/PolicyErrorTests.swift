@@ -37,6 +37,14 @@ import Testing
                     offers:
                       - offerIdentifer: o
             """, mentions: ["unknown key 'offerIdentifer'", "line 6"]),
+        Broken(name: "a lapsed window no one can satisfy", text: "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{lapsed: {minDays: 300, maxDays: 30}}]}]}]}]",
+               mentions: ["rules[0]", "minDays (300) is after maxDays (30)"]),
+        Broken(name: "a lower-case storefront", text: "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{storefront: {allow: [usa]}}]}]}]}]",
+               mentions: ["rules[0]", "upper-case ISO 3166-1 alpha-3", "'usa'"]),
+        Broken(name: "a storefront of two letters", text: "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{storefront: {deny: [FR]}}]}]}]}]",
+               mentions: ["'FR'"]),
+        Broken(name: "an active window that ends before it starts", text: "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{active-window: {from: 2026-12-01, until: 2026-11-01}}]}]}]}]",
+               mentions: ["until is not after its from"]),
         Broken(name: "missing offer identifier", text: "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{rules: []}]}]}]", mentions: ["apps[0].products[0].offers[0]", "'offerIdentifier' is required"]),
         Broken(name: "bad parameter", text: "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{loyalty: {minRenewals: many}}]}]}]}]", mentions: ["minRenewals", "integer"]),
         Broken(name: "unknown parameter", text: "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{cap: {count: 1, weeks: 2}}]}]}]}]", mentions: ["unknown key 'weeks'"]),

@@ -60,7 +60,12 @@ public struct RuleRegistry: Sendable {
         }
         registry.register("lapsed") { parameters throws(PolicyError) in
             try parameters.allowOnly(["minDays", "maxDays"])
-            return LapsedRule(minimumDays: try parameters.integer("minDays", default: 0), maximumDays: try parameters.optionalInteger("maxDays"))
+            let minimum = try parameters.integer("minDays", default: 0)
+            let maximum = try parameters.optionalInteger("maxDays")
+            if let maximum, maximum < minimum {
+                throw PolicyError("\(parameters.node.location): lapsed's window is empty: minDays (\(minimum)) is after maxDays (\(maximum)), so no customer could ever satisfy it; swap them")
+            }
+            return LapsedRule(minimumDays: minimum, maximumDays: maximum)
         }
         registry.register("auto-renew-off") { parameters throws(PolicyError) in
             try parameters.allowOnly([])
@@ -114,12 +119,22 @@ public struct RuleRegistry: Sendable {
             let from = try parameters.date("from")
             let until = try parameters.date("until")
             guard from != nil || until != nil else { throw PolicyError("\(parameters.node.location): active-window needs from, until or both") }
+            if let from, let until, until <= from {
+                throw PolicyError("\(parameters.node.location): active-window's until is not after its from, so the offer is never active; fix the dates")
+            }
             return ActiveWindowRule(from: from, until: until)
         }
         registry.register("storefront") { parameters throws(PolicyError) in
             try parameters.allowOnly(["allow", "deny"])
-            let allow = try parameters.strings("allow").map { Set($0.map { $0.uppercased() }) }
-            let deny = Set((try parameters.strings("deny") ?? []).map { $0.uppercased() })
+            // The App Store's storefront codes are ISO 3166-1 alpha-3 in upper case (`USA`), exactly as a transaction's
+            // `storefront` carries them: anything else would never match.
+            for code in (try parameters.strings("allow") ?? []) + (try parameters.strings("deny") ?? []) {
+                guard code.utf8.count == 3, code.utf8.allSatisfy({ (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) else {
+                    throw PolicyError("\(parameters.node.location): storefront codes are the App Store's upper-case ISO 3166-1 alpha-3 codes such as USA or GBR, not '\(code.prefix(20))'")
+                }
+            }
+            let allow = try parameters.strings("allow").map { Set($0) }
+            let deny = Set(try parameters.strings("deny") ?? [])
             guard allow != nil || !deny.isEmpty else { throw PolicyError("\(parameters.node.location): storefront needs allow, deny or both") }
             return StorefrontRule(allow: allow, deny: deny)
         }
