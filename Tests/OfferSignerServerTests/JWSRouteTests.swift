@@ -63,6 +63,12 @@ struct JWSVerifyAnswer: Decodable {
             #expect(verification.valid)
             #expect(verification.keyIdentifier == "TESTKEY001")
             #expect(verification.claims?.aud == "promotional-offer")
+
+            // The sign answer exactly as returned verifies too (issue 24: it was read as a legacy bundle).
+            let asReturned = try await client.post("/v1/offers/verify", json: response.text)
+            #expect(asReturned.status == .ok, "\(asReturned.text)")
+            let whole = try asReturned.decode(JWSVerifyAnswer.self)
+            #expect(whole.format == "jws" && whole.valid)
         }
     }
 

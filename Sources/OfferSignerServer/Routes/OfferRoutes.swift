@@ -4,8 +4,11 @@ import OfferEligibility
 import OfferSigning
 import OfferApplication
 
-/// The body of `POST /v1/offers/verify`: a legacy bundle, or `{"signature": <compact JWS>}`.
+/// The body of `POST /v1/offers/verify`: a legacy bundle, `{"signature": <compact JWS>}`, or either answer of
+/// `POST /v1/offers/sign` exactly as it came (its `format` says which).
 struct VerifyRequest: Decodable {
+    /// `legacy` or `jws`, as the sign answer carries it; absent: told from the fields.
+    var format: String?
     var bundleIdentifier: String?
     var productIdentifier: String?
     var offerIdentifier: String?
@@ -15,9 +18,11 @@ struct VerifyRequest: Decodable {
     var timestamp: Int64?
     var signature: String?
 
-    /// `{"signature": <compact JWS>}` alone: a JWS to verify rather than a legacy bundle.
+    /// A JWS to verify rather than a legacy bundle: a JWS sign answer as returned (`"format": "jws"`), or a compact
+    /// JWS without a legacy bundle's timestamp. (A legacy signature is base64, without dots.)
     var isJWS: Bool {
-        keyIdentifier == nil && nonce == nil && timestamp == nil && (signature?.contains(".") ?? false)
+        if format == "jws" { return true }
+        return format == nil && timestamp == nil && (signature?.contains(".") ?? false)
     }
 
     /// The legacy bundle, or a 400 naming the first missing field.
