@@ -63,7 +63,18 @@ rm "$work/keys/SubscriptionKey_BROKEN0001.p8"
 # Restart: the states survive.
 kill "$pid"; wait "$pid" 2>/dev/null || true
 [ ! -e "$work/offer-signer.pid" ] && ok "the PID file is removed when the service stops"
+mv "$work/serve.log" "$work/serve.log.before"
 start
+# The start-up log says the saved states were applied and shows each key in the state it serves in.
+grep -q '"key states applied"\|key states applied' "$work/serve.log" && ok "after a restart the log says the saved key states were applied" \
+  || { cat "$work/serve.log"; fail "no line that the saved key states were applied"; }
+python3 - "$work/serve.log" <<'PY' && ok "after a restart the log shows NEWKEY0001 active and OLDKEY0001 revoked" || fail "the log shows a key in a state it does not serve in"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+states = {l.get("keyIdentifier"): l.get("state") for l in lines if l.get("message") == "key"}
+sys.exit(0 if states.get("NEWKEY0001") == "active" and states.get("OLDKEY0001") == "revoked" else 1)
+PY
+cat "$work/serve.log.before" >>"$work/serve.log"
 [ "$(sign)" = NEWKEY0001 ] && [ "$(state OLDKEY0001)" = revoked ] && ok "after a restart: NEWKEY0001 active, OLDKEY0001 revoked"
 python3 -c "import json;h=json.load(open('$work/key-states.json'))['history'];assert [c['action'] for c in h]==['activate','revoke'] and all(c['admin']=='runbook' for c in h)" \
   && ok "the state file records who did what"

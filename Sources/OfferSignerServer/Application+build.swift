@@ -209,6 +209,19 @@ public func buildApplication(
         try? await store?.close()  // an open store must be closed before it is dropped
         throw ConfigurationError(KeyManager.describe(error))
     }
+    // The keys as they serve: after the states admins saved (activations, retirements, revocations) are applied.
+    let states = await manager.keyStates
+    let ring = await manager.keyRing
+    let savedIn = configuration.stateFilePath.map { "file \($0)" } ?? (store != nil ? "the store" : "memory")
+    logger.notice(states.version > 0 ? "key states applied" : "no saved key states; the configured ones apply", metadata: [
+        "version": "\(states.version)", "from": "\(savedIn)", "active": "\(ring.activeKeyIdentifier ?? "-")",
+    ])
+    for entry in ring.entries {
+        logger.info("key", metadata: [
+            "keyIdentifier": "\(entry.key.keyIdentifier)", "state": "\(ring.state(of: entry.key.keyIdentifier)?.rawValue ?? "")",
+            "fingerprint": "\(entry.key.fingerprint)", "source": "\(entry.source)",
+        ])
+    }
     let authenticator: ClientAuthenticator
     do {
         authenticator = try await ClientAuthenticator(configuration.clientAuth)
