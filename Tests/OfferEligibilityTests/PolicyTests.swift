@@ -139,6 +139,32 @@ apps:
         #expect(rule.evaluate(context(facts(had))).reasons.map(\.code) == ["had_introductory_offer"])
     }
 
+    @Test("a retention selection's yes carries the entry it chose, so the flow acts on that decision")
+    func retentionSelectionCarriesItsChoice() throws {
+        let policy = try OfferPolicy(text: """
+            apps:
+              - bundleIdentifier: com.example.app
+                products:
+                  - productIdentifier: p
+                    subscriptionGroupIdentifier: "21000001"
+                    retention:
+                      - messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e01
+                        rules: [{ loyalty: { minRenewals: 5 } }]
+                      - messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e02
+                        rules: [active-subscriber]
+            """)
+        let entries = try #require(policy.app("com.example.app")?.product("p")?.retention)
+        let selection = RetentionSelection(entries)
+        let context = { (facts: CustomerFacts) in
+            EligibilityContext(bundleIdentifier: "com.example.app", productIdentifier: "p", offerIdentifier: "", subscriptionGroupIdentifier: "21000001", facts: facts, now: self.now)
+        }
+        let active = selection.evaluate(context(facts(subscription(.active))))
+        #expect(active.isEligible && active.choice == 1, "the second entry holds: the first needs five renewals")
+        #expect(OfferPolicy.chooseRetention(entries, in: context(facts(subscription(.active)))).index == active.choice)
+        let lapsed = selection.evaluate(context(facts(subscription(.expired, expiredDaysAgo: 3))))
+        #expect(!lapsed.isEligible && lapsed.choice == nil && !lapsed.reasons.isEmpty)
+    }
+
     @Test func theSamePolicyReadsFromJSON() throws {
         let json = #"{"apps":[{"bundleIdentifier":"com.example.app","products":[{"productIdentifier":"p","offers":[{"offerIdentifier":"o","rules":[{"loyalty":{"minRenewals":3}},{"not":{"storefront":{"allow":["USA"]}}}]}]}]}]}"#
         let policy = try OfferPolicy(text: json)

@@ -160,14 +160,15 @@ extension OfferService {
             app: app, customer: stranger, productIdentifier: product.productIdentifier, offerIdentifier: "",
             subscriptionGroupIdentifier: product.subscriptionGroupIdentifier, rule: RetentionSelection(entries),
             refusesWhenNotEligible: false,
-            sign: .suspending { key, _, context in
+            sign: .suspending { key, decision, context in
                 // The customer the decision was made for: the store's, or the one the App Store's answer named.
                 let customer = context.facts.key
-                let choice = OfferPolicy.chooseRetention(entries, in: context)
-                guard let entry = choice.entry else {
-                    PipelineMetrics.countRefusal(choice.decision.reasons)
-                    throw OfferServiceError(.noRetentionAnswer, "No retention entry of \(product.productIdentifier) holds for this customer and there is no fallback; the App Store shows its default message.", reasons: choice.decision.reasons)
+                // The entry the pipeline's decision chose (RetentionSelection), acted on as decided: not decided again.
+                guard let index = decision.choice, entries.indices.contains(index) else {
+                    PipelineMetrics.countRefusal(decision.reasons)
+                    throw OfferServiceError(.noRetentionAnswer, "No retention entry of \(product.productIdentifier) holds for this customer and there is no fallback; the App Store shows its default message.", reasons: decision.reasons)
                 }
+                let entry = entries[index]
                 guard case .promotionalOffer(let offerIdentifier, let format) = entry.answer else {
                     return SignedOutput(output: Self.retentionAnswer(entry, signed: nil), record: nil)
                 }

@@ -79,9 +79,9 @@ extension OfferPolicy {
     }
 }
 
-/// A product's retention entries as one rule for the request pipeline: yes when some entry holds (its grant, if
-/// any, is the one spent), no with every entry's reasons otherwise. Which entry holds is
-/// ``OfferPolicy/chooseRetention(_:in:)``'s answer over the same context.
+/// A product's retention entries as one rule for the request pipeline: yes when some entry holds — which one is the
+/// decision's `choice`, its grant (if any) the one spent — no with every entry's reasons otherwise
+/// (``OfferPolicy/chooseRetention(_:in:)``).
 public struct RetentionSelection: EligibilityRule {
     public let name = "retention"
     /// The entries, in order.
@@ -92,8 +92,12 @@ public struct RetentionSelection: EligibilityRule {
     public var lookback: TimeInterval? { entries.compactMap(\.rule.lookback).max() }
     public var dependsOnIssuedOffers: Bool { entries.contains { $0.rule.dependsOnIssuedOffers } }
 
+    /// Yes with the chosen entry's position in ``entries`` as the decision's `choice` (and its grant), or a no with
+    /// every entry's reasons.
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
-        OfferPolicy.chooseRetention(entries, in: context).decision
+        let choice = OfferPolicy.chooseRetention(entries, in: context)
+        guard let index = choice.index else { return choice.decision }
+        return .eligible(grant: choice.decision.grant, choice: index)
     }
 }
 

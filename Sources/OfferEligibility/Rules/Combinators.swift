@@ -15,7 +15,7 @@ public struct AllRules: EligibilityRule {
         var grant: String?
         for rule in rules {
             switch rule.evaluate(context) {
-            case .eligible(let used): grant = grant ?? used
+            case .eligible(let used, _): grant = grant ?? used
             case .notEligible(let more): reasons += more
             }
         }
@@ -37,7 +37,7 @@ public struct AnyRule: EligibilityRule {
         var reasons: [EligibilityReason] = []
         for rule in rules {
             switch rule.evaluate(context) {
-            case .eligible(let grant): return .eligible(grant: grant)
+            case .eligible(let grant, _): return .eligible(grant: grant)
             case .notEligible(let more): reasons += more
             }
         }

@@ -76,8 +76,10 @@ public struct EligibilityReason: Sendable, Hashable, Codable {
 
 /// A rule's answer.
 public enum EligibilityDecision: Sendable, Hashable {
-    /// Yes. `grant` names a customer-service grant the signature will use up.
-    case eligible(grant: String? = nil)
+    /// Yes. `grant` names a customer-service grant the signature will use up; `choice`, for a rule that chooses among
+    /// alternatives (``RetentionSelection``: which retention entry), the one it chose, so that the flow acts on the
+    /// decision made once instead of deciding again.
+    case eligible(grant: String? = nil, choice: Int? = nil)
     /// No, with every reason.
     case notEligible([EligibilityReason])
 
@@ -93,9 +95,15 @@ public enum EligibilityDecision: Sendable, Hashable {
         return []
     }
 
+    /// What a choosing rule chose, for a yes.
+    public var choice: Int? {
+        if case .eligible(_, let choice) = self { return choice }
+        return nil
+    }
+
     /// The grant a yes uses, if any.
     public var grant: String? {
-        if case .eligible(let grant) = self { return grant }
+        if case .eligible(let grant, _) = self { return grant }
         return nil
     }
 }
