@@ -161,7 +161,7 @@ struct ClientKeyReloader: Service {
 /// ## Usage
 ///
 /// ```swift
-/// let configuration = try ServiceConfiguration(environment: ProcessInfo.processInfo.environment)
+/// let configuration = try ServiceConfiguration(environment: ConfigurationVariable.processEnvironment)
 /// let app = buildApplication(configuration: configuration, logger: Logger(label: "offer-signer"))
 /// try await app.runService()
 /// ```

@@ -16,7 +16,7 @@ struct AdminOptions: ParsableArguments {
 
     /// Sends one admin request; prints the JSON answer; exits 1 with the service's message on an error.
     func call(_ method: HTTPMethod, _ path: String) async throws {
-        let config = ConfigurationVariable.reader(ProcessInfo.processInfo.environment)
+        let config = ConfigurationVariable.reader(ConfigurationVariable.processEnvironment)
         let base = (url ?? config.string(.url) ?? "http://127.0.0.1:8080").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         guard let token = token ?? config.string(.adminToken), !token.isEmpty else {
             throw ValidationError("Pass --token or set OFFER_SIGNER_ADMIN_TOKEN (one of the service's OFFER_SIGNER_ADMIN_TOKENS).")

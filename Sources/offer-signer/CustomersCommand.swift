@@ -31,7 +31,7 @@ struct CustomersCommand: AsyncParsableCommand {
             let configuration: ServiceConfiguration
             let clients: [String: AppStoreServerAPIClient]
             do {
-                configuration = try ServiceConfiguration(environment: ProcessInfo.processInfo.environment, requireKeys: false)
+                configuration = try ServiceConfiguration(environment: ConfigurationVariable.processEnvironment, requireKeys: false)
                 clients = try makeAppStoreClients(configuration: configuration, verifiers: appStoreVerifiers(configuration: configuration, logger: logger), logger: logger)
             } catch {
                 throw ValidationError(error.message)

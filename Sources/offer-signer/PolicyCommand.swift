@@ -19,7 +19,7 @@ struct PolicyCommand: ParsableCommand {
         var file: String?
 
         func run() throws {
-            guard let path = file ?? ConfigurationVariable.reader(ProcessInfo.processInfo.environment).string(.policy) else {
+            guard let path = file ?? ConfigurationVariable.reader(ConfigurationVariable.processEnvironment).string(.policy) else {
                 throw ValidationError("Pass the policy file, or set OFFER_SIGNER_POLICY.")
             }
             do {

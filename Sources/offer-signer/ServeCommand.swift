@@ -51,7 +51,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let environment = ProcessInfo.processInfo.environment
+        let environment = ConfigurationVariable.processEnvironment
         let logger = makeLogger()
         let configuration: ServiceConfiguration
         do {
@@ -128,7 +128,7 @@ struct ServeCommand: AsyncParsableCommand {
 /// Bootstraps logging: `LOG_FORMAT` (JSON lines unless standard error is a terminal) at `LOG_LEVEL`. A bad value
 /// of either falls back here (the default format, `info`) so that the refusal to start is itself logged, then stops start-up.
 func makeLogger() -> Logger {
-    let environment = ProcessInfo.processInfo.environment
+    let environment = ConfigurationVariable.processEnvironment
     let format = (try? LogFormat.configured(environment)) ?? .forStandardError
     let level = (try? configuredLogLevel(environment)) ?? .info
     LoggingSystem.bootstrap({ label, provider in format.standardErrorHandler(label: label, level: level, metadataProvider: provider) }, metadataProvider: RequestMetadata.provider)

@@ -73,7 +73,7 @@ struct SignCommand: AsyncParsableCommand {
     @OptionGroup var keys: KeyOptions
 
     func run() async throws {
-        let environment = ProcessInfo.processInfo.environment
+        let environment = ConfigurationVariable.processEnvironment
         guard let bundle = bundleIdentifier ?? ConfigurationVariable.reader(environment).string(.bundleId), !bundle.isEmpty else {
             throw ValidationError("Pass --bundle-id or set OFFER_SIGNER_BUNDLE_ID.")
         }

@@ -14,7 +14,7 @@ func openForTools() async throws -> (ServiceConfiguration, (any OfferStore)?, No
     logger.logLevel = .warning
     let configuration: ServiceConfiguration
     do {
-        configuration = try ServiceConfiguration(environment: ProcessInfo.processInfo.environment, requireKeys: false)
+        configuration = try ServiceConfiguration(environment: ConfigurationVariable.processEnvironment, requireKeys: false)
     } catch {
         throw ValidationError(error.message)
     }

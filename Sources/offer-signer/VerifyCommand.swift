@@ -30,7 +30,7 @@ struct VerifyCommand: AsyncParsableCommand {
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if let token = Self.jwsToken(in: text) {
             guard publicKeyFile == nil else { throw ValidationError("--public-key-file verifies legacy bundles; for a JWS, use --key-file or the environment.") }
-            let result = await JWSOfferVerifier.verify(token, keyRing: try keys.keyRing(environment: ProcessInfo.processInfo.environment))
+            let result = await JWSOfferVerifier.verify(token, keyRing: try keys.keyRing(environment: ConfigurationVariable.processEnvironment))
             try printJSON(result)
             if !result.valid { throw ExitCode(1) }
             return
@@ -47,7 +47,7 @@ struct VerifyCommand: AsyncParsableCommand {
             let key = try VerificationKey(keyIdentifier: bundle.keyIdentifier, publicKeyPEM: pem)
             result = LegacyOfferVerifier.verify(bundle, key: key)
         } else {
-            result = LegacyOfferVerifier.verify(bundle, keyRing: try keys.keyRing(environment: ProcessInfo.processInfo.environment))
+            result = LegacyOfferVerifier.verify(bundle, keyRing: try keys.keyRing(environment: ConfigurationVariable.processEnvironment))
         }
         try printJSON(result)
         if !result.valid { throw ExitCode(1) }

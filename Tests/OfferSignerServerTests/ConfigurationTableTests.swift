@@ -38,6 +38,29 @@ import Testing
         #expect(reader.string(.logLevel) == "debug")
     }
 
+    /// The Swift files of `Sources`, by path relative to the repository.
+    static func sourceFiles() throws -> [(path: String, text: String)] {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let sources = root.appendingPathComponent("Sources")
+        let enumerator = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
+        var files: [(path: String, text: String)] = []
+        for case let url as URL in enumerator where url.pathExtension == "swift" {
+            files.append((String(url.path.dropFirst(root.path.count + 1)), try String(contentsOf: url, encoding: .utf8)))
+        }
+        return files.sorted { $0.path < $1.path }
+    }
+
+    @Test func onlyTheConfigurationReadsTheProcessEnvironment() throws {
+        let files = try Self.sourceFiles()
+        #expect(!files.isEmpty)
+        for file in files where !file.path.hasSuffix("Configuration/ConfigurationVariable.swift") {
+            for (number, line) in file.text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where line.contains("processInfo.environment") || line.contains("getenv(") {
+                Issue.record("\(file.path):\(number + 1) reads the process environment; use ConfigurationVariable.processEnvironment")
+            }
+        }
+    }
+
     @Test func anUnknownLogLevelIsAConfigurationError() {
         #expect(throws: ConfigurationError.self) { try configuredLogLevel(["LOG_LEVEL": "verbose"]) }
         #expect((try? configuredLogLevel(["LOG_LEVEL": "DEBUG"])) == .debug)

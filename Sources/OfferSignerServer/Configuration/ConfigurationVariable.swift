@@ -75,6 +75,11 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
         [.adminTokens, .adminToken, .databaseUrl, .logHashKey].contains(self)
     }
 
+    /// The process's environment variables: the one place the service and its command line read them. Everything
+    /// else takes the environment as a value (``ServiceConfiguration/init(environment:requireKeys:)``,
+    /// ``reader(_:)``, ``KeyLoader/load(environment:now:)``), so that tests pass their own.
+    public static var processEnvironment: [String: String] { ProcessInfo.processInfo.environment }
+
     /// A reader over `environment`, with keys, tokens and the database URL marked secret.
     public static func reader(_ environment: [String: String]) -> ConfigReader {
         let secrets = Set(allCases.filter(\.isSecret).map(\.environmentName))

@@ -12,7 +12,7 @@ import OfferApplication
 /// ## Usage
 ///
 /// ```swift
-/// let configuration = try ServiceConfiguration(environment: ProcessInfo.processInfo.environment)
+/// let configuration = try ServiceConfiguration(environment: ConfigurationVariable.processEnvironment)
 /// let app = try buildApplication(configuration: configuration)
 /// try await app.runService()
 /// ```
