@@ -116,7 +116,7 @@ public func makeAppStoreClients(
     var clients: [String: AppStoreServerAPIClient] = [:]
     for app in configuration.apps {
         guard let verifier = verifiers[app.bundleIdentifier] else {
-            logger.warning("the App Store Server API is not asked for this app: its App Store data cannot be verified (appAppleId, OFFER_SIGNER_ENVIRONMENTS)", metadata: [
+            logger.warning("the App Store Server API is not asked for this app: its App Store data cannot be verified (appAppleId, \(variable: .environments))", metadata: [
                 "bundleIdentifier": "\(app.bundleIdentifier)",
             ])
             continue
@@ -126,7 +126,7 @@ public func makeAppStoreClients(
             clients[app.bundleIdentifier] = try AppStoreServerAPIClient(
                 configuration: clientConfiguration, verifier: verifier, httpClient: httpClient, logger: logger)
         } catch {
-            throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_KEY_ID / OFFER_SIGNER_APP_STORE_API_KEY_FILE: \(error.message).")
+            throw ConfigurationError("\(variable: .appStoreApiKeyId) / \(variable: .appStoreApiKeyFile): \(error.message).")
         }
         logger.info("App Store Server API asked for customers the store does not know", metadata: [
             "bundleIdentifier": "\(app.bundleIdentifier)", "settings": "\(settings)",
@@ -148,7 +148,7 @@ struct ClientKeyReloader: Service {
         for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
             do {
                 try await authenticator.reloadPublicKeys()
-                logger.notice("login-token public keys reloaded (OFFER_SIGNER_CLIENT_JWT_KEYS)")
+                logger.notice("login-token public keys reloaded (\(variable: .clientJwtKeys))")
             } catch {
                 logger.error("login-token public keys not reloaded; the previous ones keep serving", metadata: ["error": "\(error.message)"])
             }

@@ -25,14 +25,14 @@ public func openStore(configuration: ServiceConfiguration, logger: Logger) async
     let store: any OfferStore
     do {
         guard let opened = try await withDeadline(storeStartupTimeout, { try await makeOfferStore(databaseURL: url, logger: logger) }) else {
-            throw DependencyUnavailableError("OFFER_SIGNER_DATABASE_URL: the database did not answer within \(storeStartupTimeout.components.seconds) seconds; check that it runs, that this host can reach it, and the host and port in the URL.")
+            throw DependencyUnavailableError("\(variable: .databaseUrl): the database did not answer within \(storeStartupTimeout.components.seconds) seconds; check that it runs, that this host can reach it, and the host and port in the URL.")
         }
         store = opened
     } catch let error as OfferStoreError {
         if error.code == .unavailable {
-            throw DependencyUnavailableError("OFFER_SIGNER_DATABASE_URL: \(error.message)")
+            throw DependencyUnavailableError("\(variable: .databaseUrl): \(error.message)")
         }
-        throw ConfigurationError("OFFER_SIGNER_DATABASE_URL: \(error.message)")
+        throw ConfigurationError("\(variable: .databaseUrl): \(error.message)")
     }
     logger.info("customer store open", metadata: ["backend": "\(url.hasPrefix("sqlite:") ? "sqlite" : "postgres")"])
     let verifiers = appStoreVerifiers(configuration: configuration, logger: logger)

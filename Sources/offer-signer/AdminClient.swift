@@ -8,10 +8,10 @@ import NIOHTTP1
 
 /// Where and as whom the admin commands talk to a running service.
 struct AdminOptions: ParsableArguments {
-    @Option(help: "The service's base URL (default: OFFER_SIGNER_URL, else http://127.0.0.1:8080).")
+    @Option(help: "The service's base URL (default: \(variable: .url), else http://127.0.0.1:8080).")
     var url: String?
 
-    @Option(help: "An admin token (default: OFFER_SIGNER_ADMIN_TOKEN). Prefer the variable: options show up in `ps`.")
+    @Option(help: "An admin token (default: \(variable: .adminToken)). Prefer the variable: options show up in `ps`.")
     var token: String?
 
     /// Sends one admin request; prints the JSON answer; exits 1 with the service's message on an error.
@@ -19,7 +19,7 @@ struct AdminOptions: ParsableArguments {
         let config = ConfigurationVariable.reader(ConfigurationVariable.processEnvironment)
         let base = (url ?? config.string(.url) ?? "http://127.0.0.1:8080").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         guard let token = token ?? config.string(.adminToken), !token.isEmpty else {
-            throw ValidationError("Pass --token or set OFFER_SIGNER_ADMIN_TOKEN (one of the service's OFFER_SIGNER_ADMIN_TOKENS).")
+            throw ValidationError("Pass --token or set \(variable: .adminToken) (one of the service's \(variable: .adminTokens)).")
         }
         var request = HTTPClientRequest(url: base + path)
         request.method = method

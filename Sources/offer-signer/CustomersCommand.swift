@@ -17,7 +17,7 @@ struct CustomersCommand: AsyncParsableCommand {
 
     struct Refresh: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Asks the App Store Server API about a transaction (statuses and history, every item verified) and prints the answer as JSON, with the facts it folds into. Changes nothing: POST /admin/customers/{bundleIdentifier}/{applicationUsername}/refresh stores them. Needs OFFER_SIGNER_APP_STORE_API_KEY_ID and the variables of docs/app-store-api.md.")
+            abstract: "Asks the App Store Server API about a transaction (statuses and history, every item verified) and prints the answer as JSON, with the facts it folds into. Changes nothing: POST /admin/customers/{bundleIdentifier}/{applicationUsername}/refresh stores them. Needs \(variable: .appStoreApiKeyId) and the variables of docs/app-store-api.md.")
 
         @Argument(help: "Any transaction identifier of the customer (decimal digits).")
         var transactionId: String
@@ -37,14 +37,14 @@ struct CustomersCommand: AsyncParsableCommand {
                 throw ValidationError(error.message)
             }
             guard configuration.appStoreAPI != nil else {
-                throw ValidationError("OFFER_SIGNER_APP_STORE_API_KEY_ID is not set: the App Store Server API is not configured (docs/app-store-api.md).")
+                throw ValidationError("\(variable: .appStoreApiKeyId) is not set: the App Store Server API is not configured (docs/app-store-api.md).")
             }
             let bundle = bundleIdentifier ?? (configuration.apps.count == 1 ? configuration.apps[0].bundleIdentifier : nil)
             guard let bundle else {
                 throw ValidationError("Several apps are served: name one with --bundle-id.")
             }
             guard let client = clients[bundle] else {
-                throw ValidationError("No App Store Server API client for \(bundle): it is not served, or its App Store data cannot be verified (appAppleId for Production, OFFER_SIGNER_ENVIRONMENTS, OFFER_SIGNER_TRUSTED_ROOTS).")
+                throw ValidationError("No App Store Server API client for \(bundle): it is not served, or its App Store data cannot be verified (appAppleId for Production, \(variable: .environments), \(variable: .trustedRoots)).")
             }
             let fetched: FetchedSubscriptionFacts
             do {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import OfferSignerServer
 
 /// `offer-signer`: the service and the tools around it. Thin: every command calls the library targets.
 @main
@@ -6,7 +7,7 @@ struct OfferSignerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "offer-signer",
         abstract: "Signs App Store promotional offers.",
-        discussion: "Configuration comes from OFFER_SIGNER_* environment variables; see keys.example and the README.",
+        discussion: "Configuration comes from \(ConfigurationVariable.environmentPrefix)* environment variables; see keys.example and the README.",
         subcommands: [ServeCommand.self, SignCommand.self, VerifyCommand.self, KeysCommand.self, PolicyCommand.self, EligibilityCommand.self, NotificationsCommand.self, RetentionCommand.self, CustomersCommand.self]
     )
 }

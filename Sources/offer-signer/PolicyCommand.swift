@@ -15,12 +15,12 @@ struct PolicyCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Validates a policy file (YAML or JSON) as the service would at start-up. Exit status 0 valid, 1 invalid.")
 
-        @Argument(help: "The policy file (default: OFFER_SIGNER_POLICY).")
+        @Argument(help: "The policy file (default: \(variable: .policy)).")
         var file: String?
 
         func run() throws {
             guard let path = file ?? ConfigurationVariable.reader(ConfigurationVariable.processEnvironment).string(.policy) else {
-                throw ValidationError("Pass the policy file, or set OFFER_SIGNER_POLICY.")
+                throw ValidationError("Pass the policy file, or set \(variable: .policy).")
             }
             do {
                 let policy = try OfferPolicy(contentsOf: path)

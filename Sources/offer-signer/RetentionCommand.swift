@@ -15,7 +15,7 @@ struct RetentionCommand: AsyncParsableCommand {
 
     struct Explain: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Shows which retention entry the policy chooses for a request, and why, from the store (OFFER_SIGNER_POLICY, OFFER_SIGNER_DATABASE_URL). Signs nothing.")
+            abstract: "Shows which retention entry the policy chooses for a request, and why, from the store (\(variable: .policy), \(variable: .databaseUrl)). Signs nothing.")
 
         @Argument(help: "A file with {\"signedPayload\": …}, a bare signedPayload (both verified), or a decoded request (DecodedRealtimeRequestBody JSON); - reads standard input.")
         var file: String
@@ -24,7 +24,7 @@ struct RetentionCommand: AsyncParsableCommand {
             let text = String(decoding: try readInput(file), as: UTF8.self)
             let (configuration, store, notifications) = try await openForTools()
             guard configuration.policy != nil else {
-                throw ValidationError("No policy (OFFER_SIGNER_POLICY): there are no retention entries to explain.")
+                throw ValidationError("No policy (\(variable: .policy)): there are no retention entries to explain.")
             }
             let service = OfferService(apps: configuration.apps, keyRing: .empty, policy: configuration.policy, store: store, notifications: notifications)
             let explanation: RetentionExplanation

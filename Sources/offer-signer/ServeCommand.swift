@@ -15,7 +15,7 @@ struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Runs the HTTP service.",
-        discussion: "Reads OFFER_SIGNER_* variables. With --demo, signs with a throw-away key for a demo app: nothing to configure, nothing the App Store accepts."
+        discussion: "Reads \(ConfigurationVariable.environmentPrefix)* variables. With --demo, signs with a throw-away key for a demo app: nothing to configure, nothing the App Store accepts."
     )
 
     @Flag(help: "Start with a freshly generated throw-away key and a demo app. Never for production.")
@@ -119,7 +119,7 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             try await app.runService()
         } catch let error as IOError where error.errnoCode == EADDRINUSE || error.errnoCode == EADDRNOTAVAIL || error.errnoCode == EACCES {
-            logger.critical("cannot start: cannot listen on \(configuration.host):\(configuration.port) (\(String(cString: strerror(error.errnoCode)))); set OFFER_SIGNER_HOST/OFFER_SIGNER_PORT (and OFFER_SIGNER_ADMIN_PORT) to a free address, or stop what holds it.")
+            logger.critical("cannot start: cannot listen on \(configuration.host):\(configuration.port) (\(String(cString: strerror(error.errnoCode)))); set \(variable: .host)/\(variable: .port) (and \(variable: .adminPort)) to a free address, or stop what holds it.")
             throw ExitCode(78)  // EX_CONFIG
         }
     }

@@ -7,7 +7,7 @@ import OfferApplication
 
 /// Where the CLI gets keys: a key file given on the command line, or the service's own environment.
 struct KeyOptions: ParsableArguments {
-    @Option(name: .customLong("key-file"), help: "A .p8/PEM private key (default: the OFFER_SIGNER_* environment, as `serve` reads it).")
+    @Option(name: .customLong("key-file"), help: "A .p8/PEM private key (default: the \(ConfigurationVariable.environmentPrefix)* environment, as `serve` reads it).")
     var keyFile: String?
 
     @Option(name: .customLong("key-id"), help: "The key identifier of --key-file (default: taken from a SubscriptionKey_<KEYID>.p8 file name).")
@@ -17,7 +17,7 @@ struct KeyOptions: ParsableArguments {
         guard let keyFile else {
             let entries = try KeyLoader.load(environment: environment)
             guard !entries.isEmpty else {
-                throw ValidationError("No key: pass --key-file, or set OFFER_SIGNER_KEY_<KEYID>, OFFER_SIGNER_KEY_<KEYID>_FILE or OFFER_SIGNER_KEYS_DIR.")
+                throw ValidationError("No key: pass --key-file, or set \(ConfigurationVariable.keyVariable("<KEYID>")), \(ConfigurationVariable.keyFileVariable("<KEYID>")) or \(variable: .keysDir).")
             }
             return try KeyRing(keys: entries, activeKeyIdentifier: ConfigurationVariable.reader(environment).string(.activeKeyId))
         }
@@ -43,7 +43,7 @@ struct SignCommand: AsyncParsableCommand {
         discussion: "No eligibility rules apply: this is for scripts and tests. Exit status 0 on success."
     )
 
-    @Option(name: .customLong("bundle-id"), help: "The app's bundle identifier (default: OFFER_SIGNER_BUNDLE_ID).")
+    @Option(name: .customLong("bundle-id"), help: "The app's bundle identifier (default: \(variable: .bundleId)).")
     var bundleIdentifier: String?
 
     @Option(name: .customLong("product-id"), help: "The subscription's product identifier.")
@@ -64,7 +64,7 @@ struct SignCommand: AsyncParsableCommand {
     @Option(help: "legacy (default) or jws (StoreKit 2 promotional offer V2).")
     var format: String = "legacy"
 
-    @Option(name: .customLong("issuer-id"), help: "For --format jws: the App Store Connect issuer ID (default: OFFER_SIGNER_ISSUER_ID).")
+    @Option(name: .customLong("issuer-id"), help: "For --format jws: the App Store Connect issuer ID (default: \(variable: .issuerId)).")
     var issuerIdentifier: String?
 
     @Option(name: .customLong("transaction-id"), help: "For --format jws: a transaction of the customer's (optional).")
@@ -75,7 +75,7 @@ struct SignCommand: AsyncParsableCommand {
     func run() async throws {
         let environment = ConfigurationVariable.processEnvironment
         guard let bundle = bundleIdentifier ?? ConfigurationVariable.reader(environment).string(.bundleId), !bundle.isEmpty else {
-            throw ValidationError("Pass --bundle-id or set OFFER_SIGNER_BUNDLE_ID.")
+            throw ValidationError("Pass --bundle-id or set \(variable: .bundleId).")
         }
         let ring = try keys.keyRing(environment: environment)
         var fixedNonce = UUID()
@@ -85,7 +85,7 @@ struct SignCommand: AsyncParsableCommand {
         }
         if format == "jws" {
             guard let issuer = issuerIdentifier ?? ConfigurationVariable.reader(environment).string(.issuerId), !issuer.isEmpty else {
-                throw ValidationError("--format jws needs --issuer-id or OFFER_SIGNER_ISSUER_ID.")
+                throw ValidationError("--format jws needs --issuer-id or \(variable: .issuerId).")
             }
             let signed = try await JWSOfferSigner.signPromotionalOffer(
                 bundleIdentifier: bundle, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier,

@@ -38,7 +38,7 @@ struct EligibilityCommand: AsyncParsableCommand {
 
     struct Explain: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Lists every offer of the policy with its decision and reasons for one customer, from the store (OFFER_SIGNER_POLICY, OFFER_SIGNER_DATABASE_URL).")
+            abstract: "Lists every offer of the policy with its decision and reasons for one customer, from the store (\(variable: .policy), \(variable: .databaseUrl)).")
 
         @Option(name: .customLong("username"), help: "The applicationUsername.")
         var applicationUsername: String
@@ -52,7 +52,7 @@ struct EligibilityCommand: AsyncParsableCommand {
         func run() async throws {
             let (configuration, store, _) = try await openForTools()
             guard configuration.policy != nil else {
-                throw ValidationError("No policy (OFFER_SIGNER_POLICY): every well-formed request is signed; there is nothing to explain.")
+                throw ValidationError("No policy (\(variable: .policy)): every well-formed request is signed; there is nothing to explain.")
             }
             let service = OfferService(apps: configuration.apps, keyRing: .empty, policy: configuration.policy, store: store)
             do {
@@ -90,7 +90,7 @@ struct NotificationsCommand: AsyncParsableCommand {
         func run() async throws {
             let (_, store, notifications) = try await openForTools()
             guard let store, let notifications else {
-                throw ValidationError("Notifications need a store (OFFER_SIGNER_DATABASE_URL) and an app that can verify them (OFFER_SIGNER_ENVIRONMENTS, appAppleId for Production).")
+                throw ValidationError("Notifications need a store (\(variable: .databaseUrl)) and an app that can verify them (\(variable: .environments), appAppleId for Production).")
             }
             let data = try readInput(file)
             let summary = await notifications.replay(String(decoding: data, as: UTF8.self))

@@ -61,6 +61,26 @@ import Testing
         }
     }
 
+    /// Variable names are written once, in ``ConfigurationVariable``: the server's and the command line's code
+    /// interpolate them (`\(variable: .bundleId)`). Doc comments (and openapi.yaml) are prose; the lower targets
+    /// (keys, store, signing, the application) cannot see ``ConfigurationVariable`` and keep their own words.
+    @Test func theServerAndTheCommandLineSpellNoVariableName() throws {
+        let files = try Self.sourceFiles().filter {
+            ($0.path.hasPrefix("Sources/OfferSignerServer/") || $0.path.hasPrefix("Sources/offer-signer/"))
+                && !$0.path.hasSuffix("Configuration/ConfigurationVariable.swift")
+        }
+        #expect(!files.isEmpty)
+        let names = ConfigurationVariable.allCases.map(\.environmentName) + [ConfigurationVariable.environmentPrefix]
+        for file in files {
+            for (number, line) in file.text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                for name in names where line.contains(name) {
+                    Issue.record("\(file.path):\(number + 1) spells \(name); interpolate \\(variable: …) instead")
+                }
+            }
+        }
+    }
+
     @Test func anUnknownLogLevelIsAConfigurationError() {
         #expect(throws: ConfigurationError.self) { try configuredLogLevel(["LOG_LEVEL": "verbose"]) }
         #expect((try? configuredLogLevel(["LOG_LEVEL": "DEBUG"])) == .debug)

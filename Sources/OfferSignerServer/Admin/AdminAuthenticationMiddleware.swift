@@ -54,13 +54,13 @@ struct AdminAuthenticationMiddleware: RouterMiddleware {
         else {
             throw APIError(
                 status: .unauthorized, code: "unauthorized",
-                message: "The admin API needs a bearer token: Authorization: Bearer <one of OFFER_SIGNER_ADMIN_TOKENS>.",
+                message: "The admin API needs a bearer token: Authorization: Bearer <one of \(variable: .adminTokens)>.",
                 headers: [.wwwAuthenticate: "Bearer realm=\"offer-signer admin\""])
         }
         guard let admin = tokens.admin(presenting: token) else {
             throw APIError(
                 status: .forbidden, code: "forbidden",
-                message: tokens.isEmpty ? "The admin API is disabled: no OFFER_SIGNER_ADMIN_TOKENS are configured." : "This token is not an admin token.")
+                message: tokens.isEmpty ? "The admin API is disabled: no \(variable: .adminTokens) are configured." : "This token is not an admin token.")
         }
         return admin
     }

@@ -27,7 +27,7 @@ public struct BearerTokens: Sendable {
     ///   - requireNames: refuse an entry without `name:`.
     /// - Throws: ``ConfigurationError`` for a token shorter than ``minimumLength``, a missing or repeated name
     ///   (the message names the entry by position and name, never the token).
-    public init(parsing value: String, variable: String = "OFFER_SIGNER_ADMIN_TOKENS", requireNames: Bool = true) throws(ConfigurationError) {
+    public init(parsing value: String, variable: String = ConfigurationVariable.adminTokens.environmentName, requireNames: Bool = true) throws(ConfigurationError) {
         var parsed: [(String, SHA256.Digest)] = []
         for (position, entry) in value.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).enumerated() where !entry.isEmpty {
             let name: String

@@ -126,7 +126,7 @@ public final class ClientAuthenticator: Sendable {
 
     static func loadPublicKeys(_ path: String) async throws(ConfigurationError) -> JWTKeyCollection {
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-            throw ConfigurationError("OFFER_SIGNER_CLIENT_JWT_KEYS=\(path) cannot be read; point it at a PEM public key or a JWK Set file.")
+            throw ConfigurationError("\(variable: .clientJwtKeys)=\(path) cannot be read; point it at a PEM public key or a JWK Set file.")
         }
         let keys = JWTKeyCollection()
         do {
@@ -138,7 +138,7 @@ public final class ClientAuthenticator: Sendable {
                 await keys.add(rsa: try Insecure.RSA.PublicKey(pem: text), digestAlgorithm: .sha256)
             }
         } catch {
-            throw ConfigurationError("OFFER_SIGNER_CLIENT_JWT_KEYS=\(path) holds no ES256 or RS256 public key (a PEM \"PUBLIC KEY\" or a JWK Set with kid on each key).")
+            throw ConfigurationError("\(variable: .clientJwtKeys)=\(path) holds no ES256 or RS256 public key (a PEM \"PUBLIC KEY\" or a JWK Set with kid on each key).")
         }
         return keys
     }
@@ -149,7 +149,7 @@ public final class ClientAuthenticator: Sendable {
     public func authenticate(authorization: String?) async throws(OfferServiceError) -> ClientIdentity {
         if let identity = immediateIdentity(authorization: authorization) { return identity }
         guard let authorization, let token = Self.bearerToken(authorization) else {
-            throw OfferServiceError(.unauthorized, "Send a client credential: Authorization: Bearer <an API key of OFFER_SIGNER_API_KEYS, or the signed-in customer's login JWT>.")
+            throw OfferServiceError(.unauthorized, "Send a client credential: Authorization: Bearer <an API key of \(variable: .apiKeys), or the signed-in customer's login JWT>.")
         }
         if configuration.isOpen { return .open }
         guard token.split(separator: ".", omittingEmptySubsequences: false).count == 3 else {
@@ -209,7 +209,7 @@ public final class ClientAuthenticator: Sendable {
         default: keys = nil
         }
         guard let keys else {
-            throw OfferServiceError(.unauthorized, "The login token's algorithm (\(header.alg.prefix(10))) is not accepted here; this service takes HS256 with OFFER_SIGNER_CLIENT_JWT_SECRET, ES256 or RS256 with OFFER_SIGNER_CLIENT_JWT_KEYS.")
+            throw OfferServiceError(.unauthorized, "The login token's algorithm (\(header.alg.prefix(10))) is not accepted here; this service takes HS256 with \(variable: .clientJwtSecret), ES256 or RS256 with \(variable: .clientJwtKeys).")
         }
         do {
             _ = try await keys.verify(token, as: SignatureOnly.self)

@@ -40,30 +40,30 @@ public struct AppStoreAPISettings: Sendable {
     static func read(_ config: ConfigReader, environment: [String: String]) throws(ConfigurationError) -> AppStoreAPISettings? {
         guard let keyId = config.string(.appStoreApiKeyId) else {
             if config.string(.appStoreApiKeyFile) != nil {
-                throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_KEY_FILE is set without OFFER_SIGNER_APP_STORE_API_KEY_ID; set the key's ID too (shown beside the key in App Store Connect).")
+                throw ConfigurationError("\(variable: .appStoreApiKeyFile) is set without \(variable: .appStoreApiKeyId); set the key's ID too (shown beside the key in App Store Connect).")
             }
             return nil
         }
         guard KeyIdentifier.isValid(keyId) else {
-            throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_KEY_ID=\(keyId.prefix(20)) is not a key ID: use the 10 letters and digits App Store Connect shows beside the In-App Purchase key.")
+            throw ConfigurationError("\(variable: .appStoreApiKeyId)=\(keyId.prefix(20)) is not a key ID: use the 10 letters and digits App Store Connect shows beside the In-App Purchase key.")
         }
         let pem: String
         let source: String
         if let path = config.string(.appStoreApiKeyFile) {
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_KEY_FILE: cannot read \(path); point it at the SubscriptionKey_\(keyId).p8 file App Store Connect gave you.")
+                throw ConfigurationError("\(variable: .appStoreApiKeyFile): cannot read \(path); point it at the SubscriptionKey_\(keyId).p8 file App Store Connect gave you.")
             }
             pem = String(decoding: data, as: UTF8.self)
             source = "file \(path)"
             do {
-                _ = try SigningKey(keyIdentifier: keyId, pemRepresentation: pem, source: "OFFER_SIGNER_APP_STORE_API_KEY_FILE")
+                _ = try SigningKey(keyIdentifier: keyId, pemRepresentation: pem, source: ConfigurationVariable.appStoreApiKeyFile.environmentName)
             } catch {
-                throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_KEY_FILE: \(error.message)")
+                throw ConfigurationError("\(variable: .appStoreApiKeyFile): \(error.message)")
             }
         } else {
             // Without a file, the signing key of the same ID: App Store Connect's In-App Purchase keys serve both.
             guard let entry = try KeyLoader.load(environment: environment).first(where: { $0.key.keyIdentifier == keyId }) else {
-                throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_KEY_ID=\(keyId) names no signing key and OFFER_SIGNER_APP_STORE_API_KEY_FILE is not set: set the file (SubscriptionKey_\(keyId).p8), or load that key as a signing key (OFFER_SIGNER_KEY_\(keyId)_FILE or OFFER_SIGNER_KEYS_DIR).")
+                throw ConfigurationError("\(variable: .appStoreApiKeyId)=\(keyId) names no signing key and \(variable: .appStoreApiKeyFile) is not set: set the file (SubscriptionKey_\(keyId).p8), or load that key as a signing key (\(ConfigurationVariable.keyFileVariable(keyId)) or \(variable: .keysDir)).")
             }
             pem = entry.key.privateKey.pemRepresentation
             source = "the signing key \(keyId)"
@@ -71,19 +71,19 @@ public struct AppStoreAPISettings: Sendable {
         var settings = AppStoreAPISettings(keyId: keyId, privateKeyPEM: pem, keySource: source, issuerId: config.string(.issuerId))
         if let url = config.string(.appStoreApiUrl) {
             guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host != nil else {
-                throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_URL=\(url.prefix(80)) is not an http or https URL (for example https://proxy.internal:8443/appstore).")
+                throw ConfigurationError("\(variable: .appStoreApiUrl)=\(url.prefix(80)) is not an http or https URL (for example https://proxy.internal:8443/appstore).")
             }
             settings.baseURL = url
         }
         if let text = config.string(.appStoreApiTimeout) {
             guard let duration = parseDuration(text), duration >= .milliseconds(100), duration <= .seconds(30) else {
-                throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_TIMEOUT=\(text.prefix(20)) is not a duration from 100ms to 30s (for example 2s or 1500ms).")
+                throw ConfigurationError("\(variable: .appStoreApiTimeout)=\(text.prefix(20)) is not a duration from 100ms to 30s (for example 2s or 1500ms).")
             }
             settings.timeout = duration
         }
         if let text = config.string(.appStoreApiCacheTtl) {
             guard let duration = parseDuration(text), duration >= .zero, duration <= .seconds(86_400) else {
-                throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_CACHE_TTL=\(text.prefix(20)) is not a duration from 0s (no cache) to 86400s (for example 60s).")
+                throw ConfigurationError("\(variable: .appStoreApiCacheTtl)=\(text.prefix(20)) is not a duration from 0s (no cache) to 86400s (for example 60s).")
             }
             settings.cacheTimeToLive = duration
         }
@@ -104,11 +104,11 @@ public struct AppStoreAPISettings: Sendable {
     /// - Throws: ``ConfigurationError`` naming `OFFER_SIGNER_ISSUER_ID` or `OFFER_SIGNER_ENVIRONMENTS`.
     public func clientConfiguration(for app: AppConfiguration, environments: Set<AppStoreEnvironment>) throws(ConfigurationError) -> AppStoreServerAPIConfiguration {
         guard let issuer = app.issuerIdentifier ?? issuerId, !issuer.isEmpty else {
-            throw ConfigurationError("OFFER_SIGNER_APP_STORE_API_KEY_ID is set but \(app.bundleIdentifier) has no issuer ID: set OFFER_SIGNER_ISSUER_ID (App Store Connect > Users and Access > Integrations > In-App Purchase) or issuerIdentifier in the policy.")
+            throw ConfigurationError("\(variable: .appStoreApiKeyId) is set but \(app.bundleIdentifier) has no issuer ID: set \(variable: .issuerId) (App Store Connect > Users and Access > Integrations > In-App Purchase) or issuerIdentifier in the policy.")
         }
         let ordered = [AppStoreEnvironment.production, .sandbox].filter(environments.contains)
         guard !ordered.isEmpty else {
-            throw ConfigurationError("OFFER_SIGNER_ENVIRONMENTS accepts neither Production nor Sandbox, the only environments the App Store Server API has; add one, or unset OFFER_SIGNER_APP_STORE_API_KEY_ID.")
+            throw ConfigurationError("\(variable: .environments) accepts neither Production nor Sandbox, the only environments the App Store Server API has; add one, or unset \(variable: .appStoreApiKeyId).")
         }
         var configuration = AppStoreServerAPIConfiguration(
             keyId: keyId, privateKeyPEM: privateKeyPEM, issuerId: issuer, bundleId: app.bundleIdentifier, environments: ordered)

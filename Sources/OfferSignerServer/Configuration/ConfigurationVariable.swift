@@ -75,6 +75,20 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
         [.adminTokens, .adminToken, .databaseUrl, .logHashKey].contains(self)
     }
 
+    /// The prefix of the service's own variables, for messages that speak of them all (`OFFER_SIGNER_*`).
+    public static let environmentPrefix = "OFFER_SIGNER_"
+    /// The prefix of the keys by identifier: `OFFER_SIGNER_KEY_<KEYID>` (a PEM) and `OFFER_SIGNER_KEY_<KEYID>_FILE`
+    /// (a path), found by prefix (``KeyLoader``).
+    public static let keyPrefix = environmentPrefix + "KEY_"
+    /// The suffix of a key variable that names a file rather than holding the PEM.
+    public static let keyFileSuffix = "_FILE"
+
+    /// The variable of an inline key: `OFFER_SIGNER_KEY_<keyIdentifier>`.
+    public static func keyVariable(_ keyIdentifier: String) -> String { keyPrefix + keyIdentifier }
+
+    /// The variable of a key file: `OFFER_SIGNER_KEY_<keyIdentifier>_FILE`.
+    public static func keyFileVariable(_ keyIdentifier: String) -> String { keyPrefix + keyIdentifier + keyFileSuffix }
+
     /// The process's environment variables: the one place the service and its command line read them. Everything
     /// else takes the environment as a value (``ServiceConfiguration/init(environment:requireKeys:)``,
     /// ``reader(_:)``, ``KeyLoader/load(environment:now:)``), so that tests pass their own.
@@ -86,8 +100,16 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
         return ConfigReader(provider: EnvironmentVariablesProvider(
             environmentVariables: environment,
             secretsSpecifier: .dynamic { name, _ in
-                (name.hasPrefix(KeyLoader.keyPrefix) && !name.hasSuffix("_FILE")) || secrets.contains(name)
+                (name.hasPrefix(keyPrefix) && !name.hasSuffix(keyFileSuffix)) || secrets.contains(name)
             }))
+    }
+}
+
+extension DefaultStringInterpolation {
+    /// Writes a variable's environment name, so that messages name variables without spelling them:
+    /// `"\(variable: .bundleId) is not set"` reads `OFFER_SIGNER_BUNDLE_ID is not set`.
+    public mutating func appendInterpolation(variable: ConfigurationVariable) {
+        appendLiteral(variable.environmentName)
     }
 }
 
@@ -103,7 +125,7 @@ extension ConfigReader {
 public func configuredLogLevel(_ environment: [String: String]) throws(ConfigurationError) -> Logger.Level {
     guard let text = ConfigurationVariable.reader(environment).string(.logLevel) else { return .info }
     guard let level = Logger.Level(rawValue: text.lowercased()) else {
-        throw ConfigurationError("LOG_LEVEL=\(text.prefix(20)) is not a log level; use one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
+        throw ConfigurationError("\(variable: .logLevel)=\(text.prefix(20)) is not a log level; use one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
     }
     return level
 }

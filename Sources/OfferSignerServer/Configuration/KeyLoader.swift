@@ -13,9 +13,9 @@ import OfferSigning
 /// and source, so a half-loaded key set never serves.
 public enum KeyLoader {
     /// The environment variable prefix of inline keys and key files.
-    public static let keyPrefix = "OFFER_SIGNER_KEY_"
+    public static let keyPrefix = ConfigurationVariable.keyPrefix
     /// The environment variable of the key folder.
-    public static let directoryVariable = "OFFER_SIGNER_KEYS_DIR"
+    public static let directoryVariable = ConfigurationVariable.keysDir.environmentName
 
     /// Loads every key the environment names.
     /// - Parameters:
@@ -28,8 +28,8 @@ public enum KeyLoader {
         var entries: [KeyRing.Entry] = []
         for (name, value) in environment.sorted(by: { $0.key < $1.key }) where name.hasPrefix(keyPrefix) {
             var keyIdentifier = String(name.dropFirst(keyPrefix.count))
-            if keyIdentifier.hasSuffix("_FILE") {
-                keyIdentifier.removeLast("_FILE".count)
+            if keyIdentifier.hasSuffix(ConfigurationVariable.keyFileSuffix) {
+                keyIdentifier.removeLast(ConfigurationVariable.keyFileSuffix.count)
                 guard !value.trimmingCharacters(in: .whitespaces).isEmpty else {
                     throw ConfigurationError("\(name) is set but empty: give the path of the key's .p8 file, or unset it.")
                 }

@@ -111,24 +111,24 @@ public struct ServiceConfiguration: Sendable {
             do {
                 policy = try OfferPolicy(contentsOf: path)
             } catch {
-                throw ConfigurationError("OFFER_SIGNER_POLICY: \(error.message)")
+                throw ConfigurationError("\(variable: .policy): \(error.message)")
             }
         }
         var apps: [AppConfiguration] = []
         let issuer = config.string(.issuerId)
         var appAppleId: Int64?
         if let text = config.string(.appAppleId), !text.isEmpty {
-            guard let number = Int64(text) else { throw ConfigurationError("OFFER_SIGNER_APP_APPLE_ID=\(text.prefix(20)) is not a number (App Store Connect > App Information > Apple ID).") }
+            guard let number = Int64(text) else { throw ConfigurationError("\(variable: .appAppleId)=\(text.prefix(20)) is not a number (App Store Connect > App Information > Apple ID).") }
             appAppleId = number
         }
         if let bundleIdentifier = config.string(.bundleId), !bundleIdentifier.isEmpty {
             do {
-                try PayloadField.validate(bundleIdentifier, named: "OFFER_SIGNER_BUNDLE_ID", maximumLength: PayloadField.maximumBundleIdentifierLength)
+                try PayloadField.validate(bundleIdentifier, named: ConfigurationVariable.bundleId.environmentName, maximumLength: PayloadField.maximumBundleIdentifierLength)
             } catch {
                 throw ConfigurationError(error.message)
             }
             if let policy, policy.app(bundleIdentifier) == nil {
-                throw ConfigurationError("OFFER_SIGNER_BUNDLE_ID=\(bundleIdentifier) is not an app of the policy (OFFER_SIGNER_POLICY); add it there or unset the variable.")
+                throw ConfigurationError("\(variable: .bundleId)=\(bundleIdentifier) is not an app of the policy (\(variable: .policy)); add it there or unset the variable.")
             }
             let fromPolicy = policy?.app(bundleIdentifier)
             apps.append(AppConfiguration(bundleIdentifier: bundleIdentifier, issuerIdentifier: fromPolicy?.issuerIdentifier ?? issuer, appAppleId: fromPolicy?.appAppleId ?? appAppleId))
@@ -141,12 +141,12 @@ public struct ServiceConfiguration: Sendable {
             var roots: [Certificate] = []
             for path in paths.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !path.isEmpty {
                 guard let data = FileManager.default.contents(atPath: path) else {
-                    throw ConfigurationError("OFFER_SIGNER_TRUSTED_ROOTS: cannot read \(path).")
+                    throw ConfigurationError("\(variable: .trustedRoots): cannot read \(path).")
                 }
                 do {
                     roots.append(try TrustedRootCertificates.certificate(pemOrDER: Array(data)))
                 } catch {
-                    throw ConfigurationError("OFFER_SIGNER_TRUSTED_ROOTS: \(path) is not a PEM or DER certificate.")
+                    throw ConfigurationError("\(variable: .trustedRoots): \(path) is not a PEM or DER certificate.")
                 }
             }
             trustedRoots = roots
@@ -157,17 +157,17 @@ public struct ServiceConfiguration: Sendable {
             for name in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
                 let known: [String: AppStoreEnvironment] = ["production": .production, "sandbox": .sandbox, "xcode": .xcode, "localtesting": .localTesting]
                 guard let environment = known[name.lowercased()] else {
-                    throw ConfigurationError("OFFER_SIGNER_ENVIRONMENTS: unknown environment '\(name.prefix(30))'; use Production, Sandbox, Xcode or LocalTesting.")
+                    throw ConfigurationError("\(variable: .environments): unknown environment '\(name.prefix(30))'; use Production, Sandbox, Xcode or LocalTesting.")
                 }
                 environments.insert(environment)
             }
         }
         guard !apps.isEmpty else {
-            throw ConfigurationError("OFFER_SIGNER_BUNDLE_ID is not set: set it to your app's bundle identifier (com.example.app), or list your apps in a policy file (OFFER_SIGNER_POLICY). For a try-out with a throw-away key, run `offer-signer serve --demo`.")
+            throw ConfigurationError("\(variable: .bundleId) is not set: set it to your app's bundle identifier (com.example.app), or list your apps in a policy file (\(variable: .policy)). For a try-out with a throw-away key, run `offer-signer serve --demo`.")
         }
         let keys = requireKeys ? try KeyLoader.load(environment: environment) : []
         guard !keys.isEmpty || !requireKeys else {
-            throw ConfigurationError("No signing key is configured: set OFFER_SIGNER_KEY_<KEYID> (the PEM), OFFER_SIGNER_KEY_<KEYID>_FILE (a path to SubscriptionKey_<KEYID>.p8) or OFFER_SIGNER_KEYS_DIR (a folder of them). See keys.example.")
+            throw ConfigurationError("No signing key is configured: set \(ConfigurationVariable.keyVariable("<KEYID>")) (the PEM), \(ConfigurationVariable.keyFileVariable("<KEYID>")) (a path to SubscriptionKey_<KEYID>.p8) or \(variable: .keysDir) (a folder of them). See keys.example.")
         }
         let active = config.string(.activeKeyId).flatMap { $0.isEmpty ? nil : $0 }
         let keyRing: KeyRing
@@ -189,10 +189,10 @@ public struct ServiceConfiguration: Sendable {
         let stateFile = config.string(.stateFile).flatMap { $0.isEmpty ? nil : $0 }
         var warnings: [String] = []
         if policy == nil {
-            warnings.append("No eligibility policy is configured (OFFER_SIGNER_POLICY): every well-formed request for \(apps.map(\.bundleIdentifier).joined(separator: ", ")) is signed.")
+            warnings.append("No eligibility policy is configured (\(variable: .policy)): every well-formed request for \(apps.map(\.bundleIdentifier).joined(separator: ", ")) is signed.")
         }
         if adminTokens.isEmpty {
-            warnings.append("No OFFER_SIGNER_ADMIN_TOKENS: the admin API (/admin) refuses every request.")
+            warnings.append("No \(variable: .adminTokens): the admin API (/admin) refuses every request.")
         }
         self.init(
             host: host, port: port,
@@ -210,7 +210,7 @@ public struct ServiceConfiguration: Sendable {
         self.trustedRoots = trustedRoots
         self.environments = environments
         if let url = databaseURL, !(url.hasPrefix("sqlite:") || url.hasPrefix("postgres://") || url.hasPrefix("postgresql://")) {
-            throw ConfigurationError("OFFER_SIGNER_DATABASE_URL is neither sqlite:PATH nor postgres://user:password@host:port/database; see docs/store.md.")
+            throw ConfigurationError("\(variable: .databaseUrl) is neither sqlite:PATH nor postgres://user:password@host:port/database; see docs/store.md.")
         }
         self.connectionLimits = try Self.connectionLimits(config)
         self.retentionDeadline = try Self.retentionDeadline(config)
@@ -223,7 +223,7 @@ public struct ServiceConfiguration: Sendable {
             for app in apps { _ = try appStoreAPI.clientConfiguration(for: app, environments: environments) }
         }
         if clientAuth.isOpen {
-            self.warnings.append("OPEN CLIENT MODE (OFFER_SIGNER_CLIENT_AUTH=none): /v1/offers/* signs for anyone who can reach it, for any customer they name. For local development only.")
+            self.warnings.append("OPEN CLIENT MODE (\(variable: .clientAuth)=none): /v1/offers/* signs for anyone who can reach it, for any customer they name. For local development only.")
         }
     }
 
@@ -258,7 +258,7 @@ public struct ServiceConfiguration: Sendable {
             policy: policy
         )
         if reader(environment).string(.databaseUrl) != nil {
-            configuration.warnings.append("OFFER_SIGNER_DATABASE_URL is ignored by the demo: it keeps its customers in memory.")
+            configuration.warnings.append("\(variable: .databaseUrl) is ignored by the demo: it keeps its customers in memory.")
         }
         if let appStore {
             configuration.trustedRoots = [appStore.root]

@@ -247,7 +247,7 @@ public enum LogFormat: String, Sendable, CaseIterable {
             return standardErrorIsTerminal ? .text : .json
         }
         guard let format = LogFormat(rawValue: text.lowercased()) else {
-            throw ConfigurationError("LOG_FORMAT=\(text.prefix(20)) is not a log format; use json or text.")
+            throw ConfigurationError("\(variable: .logFormat)=\(text.prefix(20)) is not a log format; use json or text.")
         }
         return format
     }
@@ -273,7 +273,7 @@ public enum LogFormat: String, Sendable, CaseIterable {
 public func configuredLogHashKey(_ environment: [String: String]) throws(ConfigurationError) -> String? {
     guard let key = ConfigurationVariable.reader(environment).string(.logHashKey) else { return nil }
     guard key.count >= 16 else {
-        throw ConfigurationError("OFFER_SIGNER_LOG_HASH_KEY is shorter than 16 characters; use a long random value (for example `openssl rand -hex 32`), the same on every replica.")
+        throw ConfigurationError("\(variable: .logHashKey) is shorter than 16 characters; use a long random value (for example `openssl rand -hex 32`), the same on every replica.")
     }
     return key
 }
