@@ -75,28 +75,13 @@ public struct AppStoreAPISettings: Sendable {
             }
             settings.baseURL = url
         }
-        if let text = config.string(.appStoreApiTimeout) {
-            guard let duration = parseDuration(text), duration >= .milliseconds(100), duration <= .seconds(30) else {
-                throw ConfigurationError("\(variable: .appStoreApiTimeout)=\(text.prefix(20)) is not a duration from 100ms to 30s (for example 2s or 1500ms).")
-            }
-            settings.timeout = duration
+        if let timeout = try config.duration(.appStoreApiTimeout, in: .milliseconds(100)...(.seconds(30)), note: "for example 2s or 1500ms") {
+            settings.timeout = timeout
         }
-        if let text = config.string(.appStoreApiCacheTtl) {
-            guard let duration = parseDuration(text), duration >= .zero, duration <= .seconds(86_400) else {
-                throw ConfigurationError("\(variable: .appStoreApiCacheTtl)=\(text.prefix(20)) is not a duration from 0s (no cache) to 86400s (for example 60s).")
-            }
-            settings.cacheTimeToLive = duration
+        if let ttl = try config.duration(.appStoreApiCacheTtl, in: .zero...(.seconds(86_400)), note: "0s turns the cache off; for example 60s") {
+            settings.cacheTimeToLive = ttl
         }
         return settings
-    }
-
-    /// `2s`, `1500ms`, `1.5s`, or a bare number of seconds.
-    static func parseDuration(_ text: String) -> Duration? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
-        let (number, scale): (Substring, Double) =
-            trimmed.hasSuffix("ms") ? (trimmed.dropLast(2), 0.001) : trimmed.hasSuffix("s") ? (trimmed.dropLast(), 1) : (trimmed[...], 1)
-        guard let value = Double(number.trimmingCharacters(in: .whitespaces)), value.isFinite, value >= 0, value <= 1e6 else { return nil }
-        return .milliseconds(Int64((value * scale * 1000).rounded()))
     }
 
     /// The client configuration of one app: its issuer ID (the policy's, else `OFFER_SIGNER_ISSUER_ID`), Production

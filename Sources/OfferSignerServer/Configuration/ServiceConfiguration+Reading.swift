@@ -55,55 +55,41 @@ extension ServiceConfiguration {
     }
 
     static func operationsListener(_ config: ConfigReader, publicPort: Int) throws(ConfigurationError) -> (host: String, port: Int)? {
-        guard let text = config.string(.adminPort) else {
+        guard let port = try config.integer(.adminPort, in: 0...65_535, note: "a port number; 0 picks a free one") else {
             if config.string(.adminHost) != nil {
                 throw ConfigurationError("\(variable: .adminHost) is set without \(variable: .adminPort); set the port of the operations listener too.")
             }
             return nil
         }
-        guard let port = Int(text), (0...65535).contains(port), port == 0 || port != publicPort else {
-            throw ConfigurationError("\(variable: .adminPort)=\(text.prefix(20)) is not a port number (0–65535) other than \(variable: .port).")
+        guard port == 0 || port != publicPort else {
+            throw ConfigurationError("\(variable: .adminPort)=\(port) is \(variable: .port) too; give the operations listener a port of its own.")
         }
         return (config.string(.adminHost) ?? "127.0.0.1", port)
     }
 
     static func connectionLimits(_ config: ConfigReader) throws(ConfigurationError) -> ConnectionLimits {
-        func number(_ key: ConfigurationVariable, _ range: ClosedRange<Int>, _ unit: String) throws(ConfigurationError) -> Int? {
-            guard let text = config.string(key) else { return nil }
-            guard let value = Int(text.trimmingCharacters(in: CharacterSet.whitespaces)), range.contains(value) else {
-                throw ConfigurationError("\(variable: key)=\(text.prefix(20)) is not a whole number of \(unit) from \(range.lowerBound) to \(range.upperBound).")
-            }
-            return value
-        }
         var limits = ConnectionLimits()
-        if let seconds = try number(.idleTimeout, 1...3_600, "seconds") { limits.idleTimeout = .seconds(seconds) }
-        if let seconds = try number(.requestTimeout, 1...600, "seconds") { limits.requestTimeout = .seconds(seconds) }
-        if let count = try number(.maxConnections, 1...1_000_000, "connections") { limits.maximumConnections = count }
+        if let seconds = try config.integer(.idleTimeout, in: 1...3_600, unit: "seconds") { limits.idleTimeout = .seconds(seconds) }
+        if let seconds = try config.integer(.requestTimeout, in: 1...600, unit: "seconds") { limits.requestTimeout = .seconds(seconds) }
+        if let count = try config.integer(.maxConnections, in: 1...1_000_000, unit: "connections") { limits.maximumConnections = count }
         return limits
     }
 
     static func retentionDeadline(_ config: ConfigReader) throws(ConfigurationError) -> Duration {
-        guard let text = config.string(.retentionDeadline) else { return .milliseconds(500) }
-        guard let milliseconds = Int(text.trimmingCharacters(in: CharacterSet.whitespaces)), (10...5_000).contains(milliseconds) else {
-            throw ConfigurationError("\(variable: .retentionDeadline)=\(text.prefix(20)) is not a whole number of milliseconds from 10 to 5000 (Apple gives up after 700).")
+        guard let milliseconds = try config.integer(.retentionDeadline, in: 10...5_000, unit: "milliseconds", note: "Apple gives up after 700") else {
+            return .milliseconds(500)
         }
         return .milliseconds(milliseconds)
     }
 
     static func appStoreClockSkew(_ config: ConfigReader) throws(ConfigurationError) -> TimeInterval {
-        guard let text = config.string(.appStoreClockSkew) else { return NotificationIngestor.defaultClockSkew }
-        guard let seconds = Int(text.trimmingCharacters(in: CharacterSet.whitespaces)), (10...3_600).contains(seconds) else {
-            throw ConfigurationError("\(variable: .appStoreClockSkew)=\(text.prefix(20)) is not a whole number of seconds from 10 to 3600.")
-        }
+        guard let seconds = try config.integer(.appStoreClockSkew, in: 10...3_600, unit: "seconds") else { return NotificationIngestor.defaultClockSkew }
         return TimeInterval(seconds)
     }
 
     static func listenAddress(_ config: ConfigReader) throws(ConfigurationError) -> (String, Int) {
         let host = config.string(.host) ?? "127.0.0.1"
-        guard let portText = config.string(.port) else { return (host, 8080) }
-        guard let port = Int(portText), (0...65535).contains(port) else {
-            throw ConfigurationError("\(variable: .port)=\(portText.prefix(20)) is not a port number (0–65535).")
-        }
+        let port = try config.integer(.port, in: 0...65_535, note: "a port number; 0 picks a free one") ?? 8080
         return (host, port)
     }
 }

@@ -107,7 +107,7 @@ public struct ServiceConfiguration: Sendable {
         let config = Self.reader(environment)
         let (host, port) = try Self.listenAddress(config)
         var policy: OfferPolicy?
-        if let path = config.string(.policy), !path.isEmpty {
+        if let path = config.string(.policy) {
             do {
                 policy = try OfferPolicy(contentsOf: path)
             } catch {
@@ -116,12 +116,8 @@ public struct ServiceConfiguration: Sendable {
         }
         var apps: [AppConfiguration] = []
         let issuer = config.string(.issuerId)
-        var appAppleId: Int64?
-        if let text = config.string(.appAppleId), !text.isEmpty {
-            guard let number = Int64(text) else { throw ConfigurationError("\(variable: .appAppleId)=\(text.prefix(20)) is not a number (App Store Connect > App Information > Apple ID).") }
-            appAppleId = number
-        }
-        if let bundleIdentifier = config.string(.bundleId), !bundleIdentifier.isEmpty {
+        let appAppleId = try config.integer(.appAppleId, in: Int.min...Int.max, note: "the app's Apple ID: App Store Connect > App Information > Apple ID").map(Int64.init)
+        if let bundleIdentifier = config.string(.bundleId) {
             do {
                 try PayloadField.validate(bundleIdentifier, named: ConfigurationVariable.bundleId.environmentName, maximumLength: PayloadField.maximumBundleIdentifierLength)
             } catch {
@@ -137,9 +133,9 @@ public struct ServiceConfiguration: Sendable {
             apps.append(AppConfiguration(bundleIdentifier: app.bundleIdentifier, issuerIdentifier: app.issuerIdentifier ?? issuer, appAppleId: app.appAppleId ?? (policy?.apps.count == 1 ? appAppleId : nil)))
         }
         var trustedRoots: [Certificate]?
-        if let paths = config.string(.trustedRoots), !paths.isEmpty {
+        if let paths = config.list(.trustedRoots) {
             var roots: [Certificate] = []
-            for path in paths.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !path.isEmpty {
+            for path in paths {
                 guard let data = FileManager.default.contents(atPath: path) else {
                     throw ConfigurationError("\(variable: .trustedRoots): cannot read \(path).")
                 }
@@ -152,9 +148,9 @@ public struct ServiceConfiguration: Sendable {
             trustedRoots = roots
         }
         var environments: Set<AppStoreEnvironment> = [.production]
-        if let text = config.string(.environments), !text.isEmpty {
+        if let names = config.list(.environments) {
             environments = []
-            for name in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
+            for name in names {
                 let known: [String: AppStoreEnvironment] = ["production": .production, "sandbox": .sandbox, "xcode": .xcode, "localtesting": .localTesting]
                 guard let environment = known[name.lowercased()] else {
                     throw ConfigurationError("\(variable: .environments): unknown environment '\(name.prefix(30))'; use Production, Sandbox, Xcode or LocalTesting.")
@@ -169,7 +165,7 @@ public struct ServiceConfiguration: Sendable {
         guard !keys.isEmpty || !requireKeys else {
             throw ConfigurationError("No signing key is configured: set \(ConfigurationVariable.keyVariable("<KEYID>")) (the PEM), \(ConfigurationVariable.keyFileVariable("<KEYID>")) (a path to SubscriptionKey_<KEYID>.p8) or \(variable: .keysDir) (a folder of them). See keys.example.")
         }
-        let active = config.string(.activeKeyId).flatMap { $0.isEmpty ? nil : $0 }
+        let active = config.string(.activeKeyId)
         let keyRing: KeyRing
         do {
             // Which key signs is settled by the KeyManager, which also applies the admins' saved states
@@ -186,7 +182,7 @@ public struct ServiceConfiguration: Sendable {
             throw ConfigurationError("\(error)")
         }
         let adminTokens = try BearerTokens(parsing: config.string(.adminTokens) ?? "")
-        let stateFile = config.string(.stateFile).flatMap { $0.isEmpty ? nil : $0 }
+        let stateFile = config.string(.stateFile)
         var warnings: [String] = []
         if policy == nil {
             warnings.append("No eligibility policy is configured (\(variable: .policy)): every well-formed request for \(apps.map(\.bundleIdentifier).joined(separator: ", ")) is signed.")
