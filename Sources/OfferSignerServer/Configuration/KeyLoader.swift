@@ -22,12 +22,21 @@ public enum KeyLoader {
     ///   - environment: the process environment (or a test's).
     ///   - now: the load time recorded on each entry.
     /// - Returns: the keys, with their sources; possibly empty.
-    /// - Throws: ``ConfigurationError`` for an unreadable file, an invalid key or a key identifier defined twice
-    ///   with different keys.
+    /// - Throws: ``ConfigurationError`` for an unreadable file, an invalid key, a key identifier defined twice
+    ///   with different keys, or a key variable without a key identifier (`OFFER_SIGNER_KEY_FILE`, which would
+    ///   otherwise be read as the key `FILE`).
     public static func load(environment: [String: String], now: Date = Date()) throws(ConfigurationError) -> [KeyRing.Entry] {
         var entries: [KeyRing.Entry] = []
         for (name, value) in environment.sorted(by: { $0.key < $1.key }) where name.hasPrefix(keyPrefix) {
             var keyIdentifier = String(name.dropFirst(keyPrefix.count))
+            let suffix = ConfigurationVariable.keyFileSuffix
+            guard !keyIdentifier.isEmpty, keyIdentifier != suffix, keyIdentifier != String(suffix.dropFirst()) else {
+                // Never the value: it may be a PEM.
+                throw ConfigurationError(
+                    "\(name) names no key ID. For a key file, use \(ConfigurationVariable.keyFileVariable("<KEYID>")) (for example "
+                        + "\(ConfigurationVariable.keyFileVariable("ABC123DEFG"))=/path/to/SubscriptionKey_ABC123DEFG.p8); for a PEM inline, "
+                        + "\(ConfigurationVariable.keyVariable("<KEYID>")); for a folder of key files, \(variable: .keysDir).")
+            }
             if keyIdentifier.hasSuffix(ConfigurationVariable.keyFileSuffix) {
                 keyIdentifier.removeLast(ConfigurationVariable.keyFileSuffix.count)
                 guard !value.trimmingCharacters(in: .whitespaces).isEmpty else {
