@@ -83,6 +83,14 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
     /// The suffix of a key variable that names a file rather than holding the PEM.
     public static let keyFileSuffix = "_FILE"
 
+    /// Names with the service's prefix that belong to the project's build and test tools, not to the service
+    /// (Package.swift, scripts/, the benchmarks): never reported as unknown
+    /// (``unknownVariableWarnings(in:)``).
+    static let toolVariables: Set<String> = [
+        "OFFER_SIGNER_TEST_DATABASE_URL", "OFFER_SIGNER_BENCH_DATABASE_URL", "OFFER_SIGNER_BENCHMARKS", "OFFER_SIGNER_FUZZ",
+        "OFFER_SIGNER_FUZZ_SECONDS", "OFFER_SIGNER_BIN", "OFFER_SIGNER_VENV",
+    ]
+
     /// The variable of an inline key: `OFFER_SIGNER_KEY_<keyIdentifier>`.
     public static func keyVariable(_ keyIdentifier: String) -> String { keyPrefix + keyIdentifier }
 

@@ -218,6 +218,7 @@ public struct ServiceConfiguration: Sendable {
         if let appStoreAPI {
             for app in apps { _ = try appStoreAPI.clientConfiguration(for: app, environments: environments) }
         }
+        self.warnings += ConfigurationVariable.unknownVariableWarnings(in: environment)
         if clientAuth.isOpen {
             self.warnings.append("OPEN CLIENT MODE (\(variable: .clientAuth)=none): /v1/offers/* signs for anyone who can reach it, for any customer they name. For local development only.")
         }
@@ -267,6 +268,7 @@ public struct ServiceConfiguration: Sendable {
         configuration.rateLimits = try rateLimits(reader(environment))
         configuration.operationsListener = try operationsListener(reader(environment), publicPort: port)
         configuration.warnings.append("The demo's client mode is open: /v1/offers/* needs no credential.")
+        configuration.warnings += ConfigurationVariable.unknownVariableWarnings(in: environment)
         return configuration
     }
 
