@@ -116,7 +116,8 @@ public func makeAppStoreClients(
     var clients: [String: AppStoreServerAPIClient] = [:]
     for app in configuration.apps {
         guard let verifier = verifiers[app.bundleIdentifier] else {
-            logger.warning("the App Store Server API is not asked for this app: its App Store data cannot be verified (appAppleId, \(variable: .environments))", metadata: [
+            // Said once at start-up by ServiceConfiguration's warnings.
+            logger.debug("the App Store Server API is not asked for this app: its App Store data cannot be verified (appAppleId, \(variable: .environments))", metadata: [
                 "bundleIdentifier": "\(app.bundleIdentifier)",
             ])
             continue

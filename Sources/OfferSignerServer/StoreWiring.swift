@@ -49,7 +49,8 @@ public func appStoreVerifiers(configuration: ServiceConfiguration, logger: Logge
                 bundleId: app.bundleIdentifier, appAppleId: app.appAppleId, environments: configuration.environments,
                 trustedRoots: configuration.trustedRoots)
         } catch {
-            logger.warning("App Store notifications and signed transactions for this app are refused", metadata: [
+            // ServiceConfiguration's warnings say it once at start-up (serve, config check); the tools stay quiet.
+            logger.debug("App Store notifications and signed transactions for this app are refused", metadata: [
                 "bundleIdentifier": "\(app.bundleIdentifier)", "reason": "\(error.message)",
             ])
         }

@@ -130,4 +130,16 @@ import OfferApplication
         #expect(configuration.warnings.contains { $0.contains("DEMO") })
         #expect(try configuration.keyRing.activeKey().keyIdentifier == "DEMOKEY001")
     }
+
+    /// The appAppleId warning is a configuration warning (serve prints those), not a log line of
+    /// every command that opens the store.
+    @Test func anAppThatCannotVerifyAppStoreDataIsAConfigurationWarning() throws {
+        let base = ["OFFER_SIGNER_BUNDLE_ID": "com.example.app", "OFFER_SIGNER_KEY_K1": Self.validPEM, "OFFER_SIGNER_CLIENT_AUTH": "none"]
+        let without = try ServiceConfiguration(environment: base).warnings.filter { $0.contains("OFFER_SIGNER_APP_APPLE_ID") }
+        #expect(without == [
+            "App Store notifications and signed transactions for com.example.app are refused: accepting Production needs the app's Apple ID, OFFER_SIGNER_APP_APPLE_ID (App Store Connect > App Information > Apple ID) or appAppleId in the policy.",
+        ])
+        #expect(!(try ServiceConfiguration(environment: base.merging(["OFFER_SIGNER_APP_APPLE_ID": "1234567890"]) { $1 }).warnings.contains { $0.contains("are refused") }))
+        #expect(!(try ServiceConfiguration(environment: base.merging(["OFFER_SIGNER_ENVIRONMENTS": "Sandbox"]) { $1 }).warnings.contains { $0.contains("are refused") }))
+    }
 }

@@ -87,6 +87,29 @@ extension ServiceConfiguration {
         return TimeInterval(seconds)
     }
 
+    /// A warning for each app whose App Store data (notifications, signed transactions, retention requests, the App
+    /// Store Server API's answers) cannot be verified: said once, at start-up by `serve` and by `config check`,
+    /// rather than by every command that opens the store.
+    static func verificationWarnings(
+        apps: [AppConfiguration], environments: Set<AppStoreEnvironment>, trustedRoots: [Certificate]?, asksAppStoreAPI: Bool
+    ) -> [String] {
+        var warnings: [String] = []
+        for app in apps {
+            do {
+                _ = try SignedDataVerifier(bundleId: app.bundleIdentifier, appAppleId: app.appAppleId, environments: environments, trustedRoots: trustedRoots)
+            } catch {
+                let api = asksAppStoreAPI ? "; the App Store Server API is not asked for it either" : ""
+                if environments.contains(.production), app.appAppleId == nil {
+                    warnings.append("App Store notifications and signed transactions for \(app.bundleIdentifier) are refused: accepting Production needs "
+                        + "the app's Apple ID, \(variable: .appAppleId) (App Store Connect > App Information > Apple ID) or appAppleId in the policy\(api).")
+                } else {
+                    warnings.append("App Store notifications and signed transactions for \(app.bundleIdentifier) are refused: \(error.message)\(api).")
+                }
+            }
+        }
+        return warnings
+    }
+
     static func listenAddress(_ config: ConfigReader) throws(ConfigurationError) -> (String, Int) {
         let host = config.string(.host) ?? "127.0.0.1"
         let port = try config.integer(.port, in: 0...65_535, note: "a port number; 0 picks a free one") ?? 8080

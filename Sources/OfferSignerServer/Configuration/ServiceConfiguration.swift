@@ -218,6 +218,7 @@ public struct ServiceConfiguration: Sendable {
         if let appStoreAPI {
             for app in apps { _ = try appStoreAPI.clientConfiguration(for: app, environments: environments) }
         }
+        self.warnings += Self.verificationWarnings(apps: apps, environments: environments, trustedRoots: trustedRoots, asksAppStoreAPI: appStoreAPI != nil)
         self.warnings += ConfigurationVariable.unknownVariableWarnings(in: environment)
         if clientAuth.isOpen {
             self.warnings.append("OPEN CLIENT MODE (\(variable: .clientAuth)=none): /v1/offers/* signs for anyone who can reach it, for any customer they name. For local development only.")
