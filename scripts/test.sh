@@ -19,6 +19,7 @@ venv=${OFFER_SIGNER_VENV:-.venv}
 "$venv/bin/python" scripts/interop.py "$(swift build --show-bin-path)/offer-signer"
 "$venv/bin/python" scripts/readme-check.py "$(swift build --show-bin-path)/offer-signer"
 scripts/runbook-check.sh "$(swift build --show-bin-path)/offer-signer"
+python3 scripts/config-check.py "$(swift build --show-bin-path)/offer-signer"
 python3 scripts/kill-check.py "$(swift build --show-bin-path)/offer-signer"
 python3 scripts/connection-check.py "$(swift build --show-bin-path)/offer-signer"
 python3 scripts/replica-check.py "$(swift build --show-bin-path)/offer-signer"

@@ -8,6 +8,6 @@ struct OfferSignerCommand: AsyncParsableCommand {
         commandName: "offer-signer",
         abstract: "Signs App Store promotional offers.",
         discussion: "Configuration comes from \(ConfigurationVariable.environmentPrefix)* environment variables; see keys.example and the README.",
-        subcommands: [ServeCommand.self, SignCommand.self, VerifyCommand.self, KeysCommand.self, PolicyCommand.self, EligibilityCommand.self, NotificationsCommand.self, RetentionCommand.self, CustomersCommand.self]
+        subcommands: [ServeCommand.self, ConfigCommand.self, SignCommand.self, VerifyCommand.self, KeysCommand.self, PolicyCommand.self, EligibilityCommand.self, NotificationsCommand.self, RetentionCommand.self, CustomersCommand.self]
     )
 }

@@ -25,7 +25,7 @@ struct ServeCommand: AsyncParsableCommand {
     var pidFile: String?
 
     /// The demo's App Store: a chain generated now, shaped like Apple's, that only this process trusts.
-    private func makeDemoAppStore() throws(ConfigurationError) -> DemoAppStore {
+    private static func makeDemoAppStore() throws(ConfigurationError) -> DemoAppStore {
         do {
             // Valid for a year either side of now: the demo's customers have histories months long.
             var options = TestCertificateChain.Options()
@@ -50,15 +50,21 @@ struct ServeCommand: AsyncParsableCommand {
         ]
     }
 
+    /// What `serve` reads before it starts anything, in this order: the log level and format, the customer-hash key
+    /// and the service configuration (the demo's with `--demo`). `config check` reads through the same function.
+    static func readConfiguration(demo: Bool, environment: [String: String]) throws(ConfigurationError) -> ServiceConfiguration {
+        _ = try configuredLogLevel(environment)
+        _ = try LogFormat.configured(environment)
+        if let key = try configuredLogHashKey(environment) { CustomerHash.configure(key: key) }
+        return demo ? try .demo(environment: environment, appStore: try makeDemoAppStore()) : try ServiceConfiguration(environment: environment)
+    }
+
     func run() async throws {
         let environment = ConfigurationVariable.processEnvironment
         let logger = makeLogger()
         let configuration: ServiceConfiguration
         do {
-            _ = try configuredLogLevel(environment)
-            _ = try LogFormat.configured(environment)
-            if let key = try configuredLogHashKey(environment) { CustomerHash.configure(key: key) }
-            configuration = demo ? try .demo(environment: environment, appStore: try makeDemoAppStore()) : try ServiceConfiguration(environment: environment)
+            configuration = try Self.readConfiguration(demo: demo, environment: environment)
         } catch {
             logger.critical("cannot start: \(error.message)")
             throw ExitCode(78)  // EX_CONFIG

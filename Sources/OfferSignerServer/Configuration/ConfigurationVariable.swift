@@ -70,9 +70,10 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
         }.joined(separator: "_")
     }
 
-    /// Whether the value is a secret (never printed by swift-configuration's access reporting).
+    /// Whether the value is a secret: never printed, neither by swift-configuration's access reporting nor by
+    /// `offer-signer config check` (``ServiceConfiguration/effectiveSettings(environment:)``).
     public var isSecret: Bool {
-        [.adminTokens, .adminToken, .databaseUrl, .logHashKey].contains(self)
+        [.adminTokens, .adminToken, .apiKeys, .clientJwtSecret, .databaseUrl, .logHashKey].contains(self)
     }
 
     /// The prefix of the service's own variables, for messages that speak of them all (`OFFER_SIGNER_*`).

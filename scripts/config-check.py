@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""`offer-signer config check` as an operator runs it: the settings in force with secrets redacted, the warnings,
+exit status 0; on a bad value exit status 78 and the message `serve` stops with; the appAppleId warning said by
+`serve` and `config check` only, not by the tools that open the store. Python's standard library only.
+
+    python3 scripts/config-check.py .build/debug/offer-signer
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+binary = os.path.abspath(sys.argv[1])
+work = tempfile.mkdtemp(prefix="offer-signer-config-")
+failures = 0
+
+
+def check(condition, what):
+    global failures
+    print(f"{'ok  ' if condition else 'FAIL'} {what}")
+    failures += 0 if condition else 1
+
+
+def run(*args, env):
+    return subprocess.run([binary, *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+key = run("keys", "generate", env=dict(os.environ)).stdout
+base = {"PATH": os.environ.get("PATH", ""), "LOG_FORMAT": "text", "OFFER_SIGNER_BUNDLE_ID": "com.example.app",
+        "OFFER_SIGNER_KEY_ABC123DEFG": key, "OFFER_SIGNER_API_KEYS": "backend:config-check-api-key-0123",
+        "OFFER_SIGNER_ADMIN_TOKENS": "ops:config-check-admin-token-0123", "OFFER_SIGNER_DATABASE_URL": f"sqlite:{work}/store.sqlite"}
+
+valid = run("config", "check", env=dict(base, OFFER_SIGNER_BUNDLEID="typo", OFFER_SIGNER_IDLE_TIMEOUT="45"))
+check(valid.returncode == 0, f"a valid configuration: exit status 0 ({valid.returncode})")
+lines = valid.stdout.splitlines()
+check("OFFER_SIGNER_BUNDLE_ID = com.example.app" in lines and "OFFER_SIGNER_IDLE_TIMEOUT = 45" in lines, "set values are shown as NAME = value")
+check("OFFER_SIGNER_HOST = 127.0.0.1 (default)" in lines, "unset values are shown with (default)")
+check("OFFER_SIGNER_API_KEYS = <redacted>" in lines and "OFFER_SIGNER_ADMIN_TOKENS = <redacted>" in lines, "secrets are redacted")
+check("config-check-api-key" not in valid.stdout + valid.stderr and "config-check-admin-token" not in valid.stdout + valid.stderr
+      and "PRIVATE KEY" not in valid.stdout + valid.stderr and key.splitlines()[1] not in valid.stdout, "no secret and no key material is printed")
+check(any(line.startswith("key ABC123DEFG = active, fingerprint ") for line in lines), "the key by identifier and fingerprint")
+check(any("did you mean OFFER_SIGNER_BUNDLE_ID?" in line for line in lines), "a typo is a warning naming the nearest variable")
+check(any(line.startswith("warning: ") and "OFFER_SIGNER_APP_APPLE_ID" in line for line in lines), "config check says the appAppleId warning")
+check(not os.path.exists(f"{work}/store.sqlite"), "config check opens no store")
+
+bad = dict(base, OFFER_SIGNER_RETENTION_DEADLINE="2 seconds")
+checked = run("config", "check", env=bad)
+served = run("serve", env=bad)
+message = checked.stderr.strip()
+check(checked.returncode == 78 and served.returncode == 78, f"a bad value: exit status 78 for config check and serve ({checked.returncode}, {served.returncode})")
+check(message.startswith("cannot start: OFFER_SIGNER_RETENTION_DEADLINE=2 seconds") and message in served.stderr,
+      f"config check gives serve's message ({message!r})")
+
+demo = run("config", "check", "--demo", env={"PATH": base["PATH"], "OFFER_SIGNER_PORT": "0"})
+check(demo.returncode == 0 and "OFFER_SIGNER_PORT = 0" in demo.stdout.splitlines() and "key DEMOKEY001 = active" in demo.stdout,
+      f"config check --demo reads what serve --demo reads ({demo.returncode})")
+
+policy = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "policy.yaml")
+tool = run("eligibility", "explain", "--username", "user-0001", env=dict(base, OFFER_SIGNER_POLICY=policy))
+check(tool.returncode == 0, f"eligibility explain runs ({tool.returncode}: {tool.stderr.strip()[:200]})")
+check("appAppleId" not in tool.stdout + tool.stderr and "are refused" not in tool.stdout + tool.stderr, "a tool that opens the store does not print the appAppleId warning")
+
+print(f"\n{failures} check(s) failed" if failures else "\nall config check checks pass")
+sys.exit(1 if failures else 0)
