@@ -1,7 +1,7 @@
-public import AppStoreNotifications
-public import AsyncHTTPClient
+import AppStoreNotifications
+import AsyncHTTPClient
 import Foundation
-public import Logging
+import Logging
 import Metrics
 import NIOCore
 
