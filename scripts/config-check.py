@@ -31,6 +31,8 @@ base = {"PATH": os.environ.get("PATH", ""), "LOG_FORMAT": "text", "OFFER_SIGNER_
         "OFFER_SIGNER_ADMIN_TOKENS": "ops:config-check-admin-token-0123", "OFFER_SIGNER_DATABASE_URL": f"sqlite:{work}/store.sqlite"}
 
 valid = run("config", "check", env=dict(base, OFFER_SIGNER_BUNDLEID="typo", OFFER_SIGNER_IDLE_TIMEOUT="45"))
+version = subprocess.run([binary, "--version"], capture_output=True, text=True)
+check(version.returncode == 0 and version.stdout.strip().count(".") == 2, f"offer-signer --version prints the release ({version.stdout.strip()})")
 check(valid.returncode == 0, f"a valid configuration: exit status 0 ({valid.returncode})")
 lines = valid.stdout.splitlines()
 check("OFFER_SIGNER_BUNDLE_ID = com.example.app" in lines and "OFFER_SIGNER_IDLE_TIMEOUT = 45" in lines, "set values are shown as NAME = value")

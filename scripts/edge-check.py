@@ -129,6 +129,8 @@ finally:
     log.close()
 
 text = open(log_path).read()
+check('"offer-signer stopped' in text or "offer-signer stopped" in text, "a graceful stop (SIGTERM) is logged")
+check(" starting" in text, "the start is logged with the version")
 for secret, what in [(api_key, "the API key"), (jwt_secret, "the JWT secret"), (admin_token, "the admin token"), ("PRIVATE KEY", "key material")]:
     check(secret not in text, f"the log holds no trace of {what}")
 check('"requestId"' in text, "log lines carry request IDs (JSON)")

@@ -8,6 +8,10 @@ struct OfferSignerCommand: AsyncParsableCommand {
         commandName: "offer-signer",
         abstract: "Signs App Store promotional offers.",
         discussion: "Configuration comes from \(ConfigurationVariable.environmentPrefix)* environment variables; see keys.example and the README.",
+        version: OfferSignerCommand.version,
         subcommands: [ServeCommand.self, ConfigCommand.self, SignCommand.self, VerifyCommand.self, KeysCommand.self, PolicyCommand.self, EligibilityCommand.self, NotificationsCommand.self, RetentionCommand.self, CustomersCommand.self]
     )
+
+    /// The release, printed by `offer-signer --version` and logged at start and stop.
+    static let version = "0.9.0"
 }

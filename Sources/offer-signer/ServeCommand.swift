@@ -83,12 +83,7 @@ struct ServeCommand: AsyncParsableCommand {
         } else {
             for warning in configuration.warnings { logger.warning("\(warning)") }
         }
-        for entry in configuration.keyRing.entries {
-            logger.info("key loaded", metadata: [
-                "keyIdentifier": "\(entry.key.keyIdentifier)", "state": "\(configuration.keyRing.state(of: entry.key.keyIdentifier)?.rawValue ?? "")",
-                "fingerprint": "\(entry.key.fingerprint)", "source": "\(entry.source)",
-            ])
-        }
+        // Each key is logged by buildApplication, in the state it serves in once the saved states are applied.
         let app: any ApplicationProtocol
         do {
             app = try await buildApplication(configuration: configuration, logger: logger, metricsRegistry: registry)
@@ -122,8 +117,11 @@ struct ServeCommand: AsyncParsableCommand {
                 try? FileManager.default.removeItem(atPath: pidFile)
             }
         }
+        logger.notice("offer-signer \(OfferSignerCommand.version) starting", metadata: ["address": "\(configuration.host):\(configuration.port)"])
         do {
             try await app.runService()
+            // A graceful shutdown (SIGTERM, SIGINT): every answer in flight was sent and every signature recorded.
+            logger.notice("offer-signer stopped: connections drained, the store closed")
         } catch let error as IOError where error.errnoCode == EADDRINUSE || error.errnoCode == EADDRNOTAVAIL || error.errnoCode == EACCES {
             logger.critical("cannot start: cannot listen on \(configuration.host):\(configuration.port) (\(String(cString: strerror(error.errnoCode)))); set \(variable: .host)/\(variable: .port) (and \(variable: .adminPort)) to a free address, or stop what holds it.")
             throw ExitCode(78)  // EX_CONFIG
