@@ -229,6 +229,7 @@ let package = Package(
         .executableTarget(
             name: "offer-signer",
             dependencies: [
+                "OfferKeys",
                 "OfferErrors",
                 "AppStoreTestSupport",
                 "AppStoreNotifications",

@@ -140,6 +140,8 @@ issuer = "57246542-96fe-1a63-e053-0824d011072a"
 signed = run("sign", "--format", "jws", "--issuer-id", issuer, "--transaction-id", "2000000123456789", "--bundle-id", "com.example.app",
              "--product-id", "com.example.monthly", "--offer-id", "winback_50", "--username", "u", "--key-file", key_path)
 token = json.loads(signed.stdout)["signature"]
+as_returned = run("verify", "--key-file", key_path, stdin=signed.stdout)
+check(as_returned.returncode == 0 and json.loads(as_returned.stdout)["valid"], "offer-signer verify takes the JWS answer of sign exactly as it came")
 header = jwt.get_unverified_header(token)
 check(header == {"alg": "ES256", "kid": key_id, "typ": "JWT"}, "our promotional offer JWS header is exactly alg/kid/typ")
 claims = jwt.decode(token, public_key, algorithms=["ES256"], audience="promotional-offer")

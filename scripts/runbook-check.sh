@@ -34,6 +34,8 @@ state() { "$bin" keys list | python3 -c "import json,sys;print(next(k['state'] f
 
 start
 [ "$(sign)" = OLDKEY0001 ] && ok "signing with OLDKEY0001"
+curl -fs -X POST "$OFFER_SIGNER_URL/v1/offers/sign" -H 'Content-Type: application/json' \
+  -d '{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-0002"}' >"$work/old-bundle.json"
 
 # Planned rotation, step 1-2: put the new key file in the folder, reload with SIGHUP.
 "$bin" keys generate --output "$work/keys/SubscriptionKey_NEWKEY0001.p8"
@@ -52,6 +54,15 @@ for _ in $(seq 50); do [ "$(state NEWKEY0001 2>/dev/null)" = retired ] && break;
 [ "$(state OLDKEY0001)" = revoked ] && ok "keys revoke OLDKEY0001"
 "$bin" keys revoke NEWKEY0001 >/dev/null 2>"$work/err" && fail "revoking the active key must be refused"
 grep -q key_state_conflict "$work/err" && ok "revoking the active key is refused (activate another key first)"
+
+# The offline command line applies the same saved states (the state file) as the server.
+offline() { OFFER_SIGNER_KEYS_DIR="$work/keys" OFFER_SIGNER_STATE_FILE="$work/key-states.json" OFFER_SIGNER_BUNDLE_ID=com.example.app "$bin" "$@"; }
+"$bin" verify --key-file "$work/keys/SubscriptionKey_OLDKEY0001.p8" "$work/old-bundle.json" >/dev/null \
+  && ok "a bundle signed with OLDKEY0001 verifies with the key alone"
+offline verify "$work/old-bundle.json" >"$work/verified" && fail "offline verify must refuse a bundle of the revoked key"
+grep -q revoked "$work/verified" && ok "offline verify refuses a bundle of the revoked key OLDKEY0001, as the server would"
+[ "$(offline sign --product-id com.example.monthly --offer-id winback_50 --username user-0003 | python3 -c 'import json,sys;print(json.load(sys.stdin)["keyIdentifier"])')" = NEWKEY0001 ] \
+  && ok "offline sign uses NEWKEY0001, the key an admin activated"
 
 # A bad file in the folder is rejected whole, the current keys keep serving.
 echo garbage >"$work/keys/SubscriptionKey_BROKEN0001.p8"

@@ -59,7 +59,7 @@ struct KeysCommand: AsyncParsableCommand {
         }
     }
 
-    struct Inspect: ParsableCommand {
+    struct Inspect: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Prints a key's identifier, fingerprint and public key — never the private key.")
 
@@ -69,8 +69,8 @@ struct KeysCommand: AsyncParsableCommand {
         @Option(name: .customLong("key-id"), help: "The key identifier (default: from a SubscriptionKey_<KEYID>.p8 file name).")
         var keyIdentifier: String?
 
-        func run() throws {
-            let ring = try KeyOptions.parse(["--key-file", file] + (keyIdentifier.map { ["--key-id", $0] } ?? [])).keyRing(environment: [:])
+        func run() async throws {
+            let ring = try await KeyOptions.parse(["--key-file", file] + (keyIdentifier.map { ["--key-id", $0] } ?? [])).keyRing(environment: [:])
             let key = try ring.activeKey()
             try printJSON(Inspection(keyIdentifier: key.keyIdentifier, fingerprint: key.fingerprint, publicKeyPEM: key.verificationKey.pemRepresentation, jwk: key.verificationKey.jsonWebKey))
         }

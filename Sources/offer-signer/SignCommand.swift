@@ -1,4 +1,7 @@
 import ArgumentParser
+import OfferStore
+import OfferKeys
+import Logging
 import Configuration
 import Foundation
 import OfferSignerServer
@@ -13,13 +16,37 @@ struct KeyOptions: ParsableArguments {
     @Option(name: .customLong("key-id"), help: "The key identifier of --key-file (default: taken from a SubscriptionKey_<KEYID>.p8 file name).")
     var keyIdentifier: String?
 
-    func keyRing(environment: [String: String]) throws -> KeyRing {
+    /// The keys as `serve` would use them: from `--key-file`, or from the environment with the states admins saved
+    /// applied (the state file, else the store) — so a revoked key verifies nothing and the key an admin activated
+    /// signs, as on the server.
+    func keyRing(environment: [String: String]) async throws -> KeyRing {
         guard let keyFile else {
             let entries = try KeyLoader.load(environment: environment)
             guard !entries.isEmpty else {
                 throw ValidationError("No key: pass --key-file, or set \(ConfigurationVariable.keyVariable("<KEYID>")), \(ConfigurationVariable.keyFileVariable("<KEYID>")) or \(variable: .keysDir).")
             }
-            return try KeyRing(keys: entries, activeKeyIdentifier: ConfigurationVariable.reader(environment).string(.activeKeyId))
+            let reader = ConfigurationVariable.reader(environment)
+            let configured = reader.string(.activeKeyId)
+            var store: (any OfferStore)?
+            let stateStore: (any KeyStateStore)?
+            if let path = reader.string(.stateFile) {
+                stateStore = FileKeyStateStore(path: path)
+            } else if let url = reader.string(.databaseUrl) {
+                let opened = try await makeOfferStore(databaseURL: url, logger: Logger(label: "offer-signer"))
+                store = opened
+                stateStore = StoreKeyStateStore(store: opened)
+            } else {
+                stateStore = nil
+            }
+            defer { if let store { Task { try? await store.close() } } }
+            guard let stateStore else { return try KeyRing(keys: entries, activeKeyIdentifier: configured) }
+            let manager = try await KeyManager(
+                holder: KeyRingHolder(try KeyRing(keys: entries, activeKeyIdentifier: configured)), loadKeys: { entries },
+                configuredActiveKeyIdentifier: configured, stateStore: stateStore, logger: Logger(label: "offer-signer"))
+            let ring = await manager.keyRing
+            try? await store?.close()
+            store = nil
+            return ring
         }
         let name = URL(fileURLWithPath: keyFile).lastPathComponent
         guard let keyIdentifier = keyIdentifier ?? KeyLoader.keyIdentifier(fromFileName: name) else {
@@ -77,7 +104,7 @@ struct SignCommand: AsyncParsableCommand {
         guard let bundle = bundleIdentifier ?? ConfigurationVariable.reader(environment).string(.bundleId), !bundle.isEmpty else {
             throw ValidationError("Pass --bundle-id or set \(variable: .bundleId).")
         }
-        let ring = try keys.keyRing(environment: environment)
+        let ring = try await keys.keyRing(environment: environment)
         var fixedNonce = UUID()
         if let nonce {
             guard let parsed = UUID(uuidString: nonce) else { throw ValidationError("--nonce must be a UUID.") }

@@ -30,7 +30,7 @@ struct VerifyCommand: AsyncParsableCommand {
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if let token = Self.jwsToken(in: text) {
             guard publicKeyFile == nil else { throw ValidationError("--public-key-file verifies legacy bundles; for a JWS, use --key-file or the environment.") }
-            let result = await JWSOfferVerifier.verify(token, keyRing: try keys.keyRing(environment: ConfigurationVariable.processEnvironment))
+            let result = await JWSOfferVerifier.verify(token, keyRing: try await keys.keyRing(environment: ConfigurationVariable.processEnvironment))
             try printJSON(result)
             if !result.valid { throw ExitCode(1) }
             return
@@ -47,20 +47,21 @@ struct VerifyCommand: AsyncParsableCommand {
             let key = try VerificationKey(keyIdentifier: bundle.keyIdentifier, publicKeyPEM: pem)
             result = LegacyOfferVerifier.verify(bundle, key: key)
         } else {
-            result = LegacyOfferVerifier.verify(bundle, keyRing: try keys.keyRing(environment: ConfigurationVariable.processEnvironment))
+            result = LegacyOfferVerifier.verify(bundle, keyRing: try await keys.keyRing(environment: ConfigurationVariable.processEnvironment))
         }
         try printJSON(result)
         if !result.valid { throw ExitCode(1) }
     }
 
-    /// A compact JWS given bare or as `{"signature": …}` without legacy fields.
+    /// A compact JWS given bare, as `{"signature": …}`, or as the JWS answer `sign` and POST /v1/offers/sign return
+    /// (`"format": "jws"`); a legacy bundle (its timestamp, a base64 signature) is not one.
     static func jwsToken(in text: String) -> String? {
         if !text.hasPrefix("{") {
             return text.split(separator: ".", omittingEmptySubsequences: false).count == 3 ? text : nil
         }
-        struct Wrapper: Decodable { var signature: String?; var keyIdentifier: String? }
-        guard let wrapper = try? JSONDecoder().decode(Wrapper.self, from: Data(text.utf8)), wrapper.keyIdentifier == nil,
-              let token = wrapper.signature, token.contains(".") else { return nil }
+        struct Wrapper: Decodable { var signature: String?; var format: String?; var timestamp: Int64? }
+        guard let wrapper = try? JSONDecoder().decode(Wrapper.self, from: Data(text.utf8)), let token = wrapper.signature,
+              wrapper.format == "jws" || (wrapper.format == nil && wrapper.timestamp == nil && token.contains(".")) else { return nil }
         return token
     }
 }
