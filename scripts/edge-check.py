@@ -100,6 +100,13 @@ try:
     check(status == 200, f"another customer is served meanwhile ({status})")
 
     check(call(public, "GET", "/metrics")[0] == 404, "the public port has no /metrics")
+    cli_env = dict(os.environ, OFFER_SIGNER_ADMIN_TOKEN=admin_token)
+    wrong_port = subprocess.run([BINARY, "keys", "list", "--url", f"http://127.0.0.1:{public}"], env=cli_env, capture_output=True, text=True)
+    check(wrong_port.returncode == 1 and "serves no admin API" in wrong_port.stderr and "OFFER_SIGNER_URL" in wrong_port.stderr,
+          "the CLI against the public port says the admin API is on the operations port")
+    right_port = subprocess.run([BINARY, "keys", "list", "--url", f"http://127.0.0.1:{operations}"], env=cli_env, capture_output=True, text=True)
+    check(right_port.returncode == 0 and right_port.stdout.count("\n") > 3 and json.loads(right_port.stdout)["keys"],
+          "keys list prints indented JSON people can read")
     check(call(public, "GET", "/admin/keys", token=admin_token)[0] == 404, "the public port has no /admin")
     check(call(operations, "GET", "/admin/keys", token=admin_token)[0] == 200, "the operations port serves /admin")
     check(call(operations, "POST", "/v1/offers/sign", offer, token=api_key)[0] == 404, "the operations port does not sign")

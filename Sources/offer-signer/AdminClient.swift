@@ -30,16 +30,40 @@ struct AdminOptions: ParsableArguments {
             response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
             body = try await response.body.collect(upTo: 1 << 20)
         } catch {
-            FileHandle.standardError.write(Data("offer-signer: cannot reach \(base): \(error)\n".utf8))
+            FileHandle.standardError.write(Data("offer-signer: cannot reach \(base): \(Self.reason(error)). Is the service running there? Set --url or \(variable: .url) to its operations address (\(variable: .adminHost):\(variable: .adminPort) when the admin API has its own port).\n".utf8))
             throw ExitCode(2)
         }
         let text = String(buffer: body)
         if (200..<300).contains(response.status.code) {
-            print(text)
+            print(Self.pretty(text))
+        } else if response.status.code == 404, path.hasPrefix("/admin/") {
+            FileHandle.standardError.write(Data("offer-signer: \(base) serves no admin API (404). With \(variable: .adminPort) set, the admin API is on the operations port, not the public one: point --url or \(variable: .url) at it.\n".utf8))
+            throw ExitCode(1)
         } else {
             FileHandle.standardError.write(Data("offer-signer: \(response.status.code) \(text)\n".utf8))
             throw ExitCode(1)
         }
+    }
+}
+
+extension AdminOptions {
+    /// Why a connection failed, in plain words (no NIO error dump).
+    static func reason(_ error: any Error) -> String {
+        let text = String(describing: error).lowercased()
+        if text.contains("refused") { return "connection refused" }
+        if text.contains("timeout") || text.contains("timed out") { return "no answer in time" }
+        if text.contains("reset") { return "the connection was reset" }
+        if text.contains("name") && text.contains("resolv") { return "the host name does not resolve" }
+        if text.contains("tls") || text.contains("ssl") || text.contains("certificate") { return "the TLS handshake failed" }
+        return "the connection failed"
+    }
+
+    /// A JSON answer indented with sorted keys, for people; anything else as it came.
+    static func pretty(_ text: String) -> String {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)),
+              let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        else { return text }
+        return String(decoding: data, as: UTF8.self)
     }
 }
 
