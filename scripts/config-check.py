@@ -62,5 +62,17 @@ tool = run("eligibility", "explain", "--username", "user-0001", env=dict(base, O
 check(tool.returncode == 0, f"eligibility explain runs ({tool.returncode}: {tool.stderr.strip()[:200]})")
 check("appAppleId" not in tool.stdout + tool.stderr and "are refused" not in tool.stdout + tool.stderr, "a tool that opens the store does not print the appAppleId warning")
 
+
+# A port already in use: serve stops with 78 and says so, without a cancellation's dump before it.
+import socket
+holder = socket.socket()
+holder.bind(("127.0.0.1", 0))
+holder.listen()
+busy = holder.getsockname()[1]
+taken = subprocess.run([binary, "serve", "--demo"], env=dict(base, OFFER_SIGNER_PORT=str(busy), LOG_FORMAT="text"), capture_output=True, text=True, timeout=60)
+holder.close()
+check(taken.returncode == 78 and "cannot listen on" in taken.stderr and "CancellationError" not in taken.stderr,
+      f"a port in use: exit 78 with what to do, no CancellationError ({taken.returncode})")
+
 print(f"\n{failures} check(s) failed" if failures else "\nall config check checks pass")
 sys.exit(1 if failures else 0)

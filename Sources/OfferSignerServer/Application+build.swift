@@ -20,10 +20,13 @@ struct StoreCloser: Service {
 
     func run() async throws {
         try? await gracefulShutdown()
+        // Closed outside this task: when start-up fails (a port in use) the group cancels its services, and a
+        // cancelled close would stop before the queued records are flushed.
+        let store = self.store
         do {
-            try await store.close()
+            try await Task.detached { try await store.close() }.value
         } catch {
-            logger.error("closing the customer store failed", metadata: ["error": "\(error)"])
+            logger.error("closing the customer store failed; records still queued may not be written", metadata: ["error": "\(type(of: error))"])
         }
     }
 }
