@@ -95,10 +95,10 @@ import Testing
         #expect(counts.values.allSatisfy { $0 > 800 }, "\(counts.map { "\($0.key): \($0.value)" })")
     }
 
-    @Test("both front ends and every JSON endpoint give StrictJSON's verdict on 400 mutated bodies", arguments: FrontEnd.allCases)
+    @Test("both front ends and every JSON endpoint give StrictJSON's verdict on 2,500 mutated bodies", arguments: FrontEnd.allCases)
     func frontEnds(_ frontEnd: FrontEnd) async throws {
         var random = SeededRandom(seed: 1)
-        var bodies = (0..<400).map { _ in Self.mutated(&random, seeds: Self.requestSeeds) }
+        var bodies = (0..<2_500).map { _ in Self.mutated(&random, seeds: Self.requestSeeds) }
         bodies.append(Array(#"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":"\uZZZZ","applicationUsername":"dup-first","applicationUsername":"dup-last"}"#.utf8))
         bodies.append(Array(#"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":{"x":1,"x":2},"applicationUsername":"a"}"#.utf8))
         bodies.append(Array(#"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"a",}"#.utf8))
