@@ -244,6 +244,22 @@ import OfferApplication
         #expect(try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "unknown")) == nil)
     }
 
+    @Test("outside the demo, an appAccountToken names a customer only if it is a UUID, Apple's type", arguments: StoreBackend.available)
+    func tokensAreUUIDs(_ backend: StoreBackend) async throws {
+        let fixture = try await RetentionFixture(backend)
+        try await fixture.application.test(.router) { client in
+            for (token, named) in [("lapsed-user", false), ("8C1D6A9E-0B2F-4C3D-9E8F-1A2B3C4D5E6F", true)] {
+                let original = RetentionTests.otid()
+                let transaction = Self.transaction(fixture, original: original, token: token)
+                let payload = try await fixture.signer.signNotification(.subscribed, subtype: .initialBuy, transaction: transaction, bundleId: fixture.bundle, environment: .sandbox)
+                #expect(try await Self.notify(client, payload).status == .ok)
+                let owners = try await fixture.store.customers(withOriginalTransactionId: original)
+                let expected = named ? token.lowercased() : "otid:\(original)"
+                #expect(owners == [CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: expected)], "\(token)")
+            }
+        }
+    }
+
     @Test("an applicationUsername cannot name an internal key", arguments: FrontEnd.allCases)
     func internalKeysCannotBeNamed(_ frontEnd: FrontEnd) async throws {
         try await TestService().application(frontEnd).test(frontEnd.setup) { client in

@@ -222,7 +222,8 @@ enum RequestLoggingMiddlewareProbe {
                       - offerIdentifier: everyone
             """)
         let verifier = try SignedDataVerifier(bundleId: bundle, environments: [.sandbox], trustedRoots: [chain.root])
-        let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: logger)
+        // Readable customer names as appAccountToken, as the demo's stand-in App Store sends them.
+        let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: logger, readableTokens: true)
         let loadKeys: @Sendable () throws -> [KeyRing.Entry] = { try KeyLoader.loadDirectory(folder.path) }
         let service = OfferService(apps: [], keyRing: try KeyRing(keys: try loadKeys()), policy: policy, store: store, notifications: ingestor)
         let manager = try await KeyManager(

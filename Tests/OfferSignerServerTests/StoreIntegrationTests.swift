@@ -74,7 +74,9 @@ struct StoreFixture {
                       - offerIdentifier: everyone
             """)
         let verifier = try SignedDataVerifier(bundleId: bundle, environments: [.sandbox], trustedRoots: [chain.root])
-        let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: Logger(label: "test"))
+        // Its customers are named readably (dup-user, …) in their appAccountToken, as the demo's stand-in App Store
+        // names them; the App Store's own rule (a UUID) is tested in AppStoreTrustTests and RetentionTests.
+        let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: Logger(label: "test"), readableTokens: true)
         service = OfferService(apps: [], keyRing: try KeyRing(keys: [.init(key: key, source: "test")]), policy: policy, store: store, notifications: ingestor)
     }
 

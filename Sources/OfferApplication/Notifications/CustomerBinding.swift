@@ -18,7 +18,7 @@ import OfferStore
 ///
 /// Each refusal is a ``Conflict``: audited, counted (`offer_signer_customer_binding_conflicts_total`) and logged
 /// with hashed customers. Notifications and signed transactions an app presents follow this one rule.
-struct CustomerBinding: Sendable {
+package struct CustomerBinding: Sendable {
     /// Why a payload's token was not followed.
     enum Conflict: String, Sendable {
         /// The original transaction is already bound to another customer.
@@ -45,21 +45,30 @@ struct CustomerBinding: Sendable {
     /// Whether a customer is one of the internal `otid:` keys.
     static func isUnclaimed(_ key: CustomerKey) -> Bool { key.applicationUsername.hasPrefix(internalPrefix) }
 
-    /// The transaction's `appAccountToken`, lower-cased, when it can name a customer: a valid customer identifier
-    /// (``CustomerIdentifier``: at most 255 characters, no control or invisible character, NFC, not `otid:…`).
-    /// Apple's type is a UUID; the demo's stand-in App Store uses readable names. An empty, malformed or hostile
-    /// token (a 28,000-character string, a NUL, `OTID:…`) names no one: the transaction is filed by its original
-    /// transaction instead.
-    static func token(of transaction: JWSTransactionDecodedPayload) -> String? {
-        guard let token = transaction.appAccountToken, !token.isEmpty, (try? CustomerIdentifier.validate(token, named: "appAccountToken")) != nil else { return nil }
+    /// Which `appAccountToken`s name a customer.
+    package enum TokenRule: Sendable {
+        /// Apple's type: a UUID (what the App Store sends).
+        case uuid
+        /// Any valid customer identifier: the demo's stand-in App Store, which names its customers readably.
+        case customerIdentifier
+    }
+
+    /// The transaction's `appAccountToken`, lower-cased, when it can name a customer: a UUID, Apple's type (or, for
+    /// the demo's stand-in App Store, any valid customer identifier), that is also a valid customer identifier
+    /// (``CustomerIdentifier``). An empty, malformed or hostile token (a 28,000-character string, a NUL, `OTID:…`)
+    /// names no one: the transaction is filed by its original transaction instead.
+    static func token(of transaction: JWSTransactionDecodedPayload, rule: TokenRule = .uuid) -> String? {
+        guard let token = transaction.appAccountToken, !token.isEmpty else { return nil }
+        if rule == .uuid, token.utf8.count != 36 || UUID(uuidString: token) == nil { return nil }
+        guard (try? CustomerIdentifier.validate(token, named: "appAccountToken")) != nil else { return nil }
         return token.lowercased()
     }
 
     /// Where `transaction` belongs. `claimant`: the customer an app presented it for (the signed-transaction path),
     /// who must be the one the rule gives. `nil` when nothing names a customer (no usable token, no original
     /// transaction): such a transaction is filed under no one, never under a shared customer.
-    static func resolve(_ transaction: JWSTransactionDecodedPayload, bundleIdentifier: String, store: any OfferStore, claimant: CustomerKey? = nil) async throws -> CustomerBinding? {
-        let token = token(of: transaction)
+    static func resolve(_ transaction: JWSTransactionDecodedPayload, bundleIdentifier: String, store: any OfferStore, claimant: CustomerKey? = nil, tokens rule: TokenRule = .uuid) async throws -> CustomerBinding? {
+        let token = token(of: transaction, rule: rule)
         let original = transaction.originalTransactionId
         var owners: [CustomerKey] = []
         if let original {

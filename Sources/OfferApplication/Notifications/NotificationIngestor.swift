@@ -61,13 +61,19 @@ public struct NotificationIngestor: Sendable {
     private let ignored = Counter(label: "offer_signer_notifications_total", dimensions: [("outcome", "ignored")])
     private let invalid = Counter(label: "offer_signer_notifications_total", dimensions: [("outcome", "invalid")])
 
+    /// Which `appAccountToken`s name a customer: UUIDs (Apple's type), or for the demo any valid identifier.
+    package let tokenRule: CustomerBinding.TokenRule
+
     /// The default ``clockSkew``: five minutes.
     public static let defaultClockSkew: TimeInterval = 300
 
-    public init(verifiers: [String: SignedDataVerifier], store: any OfferStore, logger: Logger, clockSkew: TimeInterval = NotificationIngestor.defaultClockSkew, now: @escaping @Sendable () -> Date = { Date() }) {
+    /// - Parameter readableTokens: take any valid customer identifier as an `appAccountToken` (the demo's stand-in
+    ///   App Store); otherwise only a UUID, Apple's type, names a customer.
+    public init(verifiers: [String: SignedDataVerifier], store: any OfferStore, logger: Logger, clockSkew: TimeInterval = NotificationIngestor.defaultClockSkew, readableTokens: Bool = false, now: @escaping @Sendable () -> Date = { Date() }) {
         self.verifiers = verifiers
         self.store = store
         self.logger = logger
+        self.tokenRule = readableTokens ? .customerIdentifier : .uuid
         self.clockSkew = clockSkew
         self.now = now
     }
@@ -87,7 +93,7 @@ public struct NotificationIngestor: Sendable {
         }
         let outcome: IngestOutcome
         do {
-            guard let binding = try await CustomerBinding.resolve(transaction, bundleIdentifier: bundleId, store: store) else {
+            guard let binding = try await CustomerBinding.resolve(transaction, bundleIdentifier: bundleId, store: store, tokens: tokenRule) else {
                 // Nothing names a customer: recorded as seen, filed under no one (never a shared customer).
                 _ = try await store.markNotificationProcessed(notificationUUID: uuid)
                 ignored.increment()
@@ -158,14 +164,14 @@ public struct NotificationIngestor: Sendable {
         guard transaction.bundleId == key.bundleIdentifier else {
             throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction is for another app (\(transaction.bundleId ?? "none")).")
         }
-        if let token = CustomerBinding.token(of: transaction), token != key.applicationUsername {
+        if let token = CustomerBinding.token(of: transaction, rule: tokenRule), token != key.applicationUsername {
             throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction belongs to another customer (its appAccountToken is not this applicationUsername).")
         }
         // The first customer that presented an original transaction (or that the App Store's notifications were
         // filed under) keeps it: the same rule as for notifications.
         let binding: CustomerBinding?
         do {
-            binding = try await CustomerBinding.resolve(transaction, bundleIdentifier: key.bundleIdentifier, store: store, claimant: key)
+            binding = try await CustomerBinding.resolve(transaction, bundleIdentifier: key.bundleIdentifier, store: store, claimant: key, tokens: tokenRule)
         } catch {
             throw OfferServiceError.storeUnavailable
         }

@@ -97,7 +97,7 @@ extension OfferService {
             let anchor = transactions.first { $0.originalTransactionId == lookup.transactionId } ?? transactions[0]
             guard notifications != nil else { return .notAsked }
             let binding = try await storeCall { () async throws -> CustomerBinding? in
-                let binding = try await CustomerBinding.resolve(anchor, bundleIdentifier: app.bundleIdentifier, store: store)
+                let binding = try await CustomerBinding.resolve(anchor, bundleIdentifier: app.bundleIdentifier, store: store, tokens: notifications?.tokenRule ?? .uuid)
                 try await binding?.report(source: "app_store_answer", store: store, logger: Self.appStoreLogger)
                 return binding
             }
