@@ -3,14 +3,15 @@ import Logging
 import OfferSignerServer
 import Testing
 
-/// The README's configuration table and the variables the code reads (``ConfigurationVariable``) are the
-/// same set: a variable cannot be added, renamed or removed without the table following.
+/// The configuration table of docs/configuration.md and the variables the code reads (``ConfigurationVariable``)
+/// are the same set: a variable cannot be added, renamed or removed without the table following.
 @Suite struct ConfigurationTableTests {
-    /// The variable names in the first column of the README's `## Configuration` table.
+    /// The variable names in the first column of the table under `## Variables` in docs/configuration.md.
     static func documentedVariables() throws -> Set<String> {
-        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("README.md")
-        let text = try String(contentsOf: readme, encoding: .utf8)
-        let section = try #require(text.components(separatedBy: "\n## Configuration\n").dropFirst().first?.components(separatedBy: "\n## ").first)
+        let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs").appendingPathComponent("configuration.md")
+        let text = try String(contentsOf: page, encoding: .utf8)
+        let section = try #require(text.components(separatedBy: "\n## Variables\n").dropFirst().first?.components(separatedBy: "\n## ").first)
         var names: Set<String> = []
         for line in section.split(separator: "\n") where line.hasPrefix("| `") {
             let firstColumn = line.split(separator: "|", omittingEmptySubsequences: true).first ?? ""
@@ -21,12 +22,12 @@ import Testing
         return names
     }
 
-    @Test func theReadmeTableListsExactlyTheVariablesTheCodeReads() throws {
+    @Test func theConfigurationTableListsExactlyTheVariablesTheCodeReads() throws {
         let documented = try Self.documentedVariables()
         let read = Set(ConfigurationVariable.allCases.map(\.environmentName))
         #expect(!documented.isEmpty)
-        for name in read.subtracting(documented).sorted() { Issue.record("\(name) is read but not in the README's configuration table") }
-        for name in documented.subtracting(read).sorted() { Issue.record("\(name) is in the README's configuration table but nothing reads it") }
+        for name in read.subtracting(documented).sorted() { Issue.record("\(name) is read but not in the configuration table of docs/configuration.md") }
+        for name in documented.subtracting(read).sorted() { Issue.record("\(name) is in the configuration table of docs/configuration.md but nothing reads it") }
     }
 
     @Test func environmentNamesFollowSwiftConfigurationsMapping() {

@@ -26,7 +26,7 @@ import Testing
     @Test func aNameNearNothingStillWarns() throws {
         let configuration = try ServiceConfiguration(environment: Self.valid.merging(["OFFER_SIGNER_ZZZZZZZZZZZZZZZZZZZZZZZZZ": "1"]) { $1 })
         #expect(configuration.warnings.contains(
-            "OFFER_SIGNER_ZZZZZZZZZZZZZZZZZZZZZZZZZ is not a variable offer-signer reads, so it is ignored; the variables are listed in the README's configuration table."))
+            "OFFER_SIGNER_ZZZZZZZZZZZZZZZZZZZZZZZZZ is not a variable offer-signer reads, so it is ignored; the variables are listed in docs/configuration.md."))
     }
 
     @Test func knownVariablesKeysAndTheProjectsToolsAreNotReported() throws {

@@ -5,7 +5,7 @@ import OfferApplication
 
 /// Every configuration variable the service and its command line read, in one place. Everything is read
 /// through swift-configuration (`ConfigReader` over the environment, secrets marked and never printed); the
-/// README's configuration table is checked against ``allCases`` by a test, so a variable cannot be added
+/// configuration table of docs/configuration.md is checked against ``allCases`` by a test, so a variable cannot be added
 /// without being documented. Keys by identifier (`OFFER_SIGNER_KEY_<KEYID>`, `…_FILE`) are found by prefix
 /// (``KeyLoader``), since swift-configuration has no key enumeration.
 public enum ConfigurationVariable: String, CaseIterable, Sendable {

@@ -23,7 +23,7 @@ extension ConfigurationVariable {
         environment.keys.sorted().compactMap { name in
             guard name.hasPrefix(environmentPrefix), !isKnown(name), !toolVariables.contains(name) else { return nil }
             guard let nearest = nearest(to: name) else {
-                return "\(name) is not a variable offer-signer reads, so it is ignored; the variables are listed in the README's configuration table."
+                return "\(name) is not a variable offer-signer reads, so it is ignored; the variables are listed in docs/configuration.md."
             }
             return "\(name) is not a variable offer-signer reads, so it is ignored: did you mean \(variable: nearest)?"
         }
