@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Shares of a server's CPU by layer, from a `perf script -F comm,ip,sym` dump of a call-graph profile of
-`offer-signer serve` under the signing load (docs/PERFORMANCE.md, "Where the microseconds go now"):
+`offer-signer serve` under the signing load (docs/PERFORMANCE.md, "Where the time goes"):
 
     perf record --call-graph dwarf,16384 -F 1999 -p <server pid> -o perf.data -- sleep 5
     perf script -i perf.data -F comm,ip,sym > stacks.txt
