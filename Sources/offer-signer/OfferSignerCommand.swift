@@ -7,7 +7,7 @@ struct OfferSignerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "offer-signer",
         abstract: "Signs App Store promotional offers.",
-        discussion: "Configuration comes from \(ConfigurationVariable.environmentPrefix)* environment variables; see keys.example and the README.",
+        discussion: "Configuration comes from \(ConfigurationVariable.environmentPrefix)* environment variables; see keys.example and docs/configuration.md.",
         version: OfferSignerCommand.version,
         subcommands: [ServeCommand.self, ConfigCommand.self, SignCommand.self, VerifyCommand.self, KeysCommand.self, PolicyCommand.self, EligibilityCommand.self, NotificationsCommand.self, RetentionCommand.self, CustomersCommand.self]
     )

@@ -65,7 +65,7 @@ extension APIError {
     init(httpError: HTTPError) {
         switch httpError.status {
         case .notFound:
-            self.init(status: .notFound, code: "not_found", message: "No such endpoint; see GET /openapi.yaml or the README for the API.")
+            self.init(status: .notFound, code: "not_found", message: "No such endpoint; see GET /openapi.yaml or docs/api.md for the API.")
         case .methodNotAllowed:
             self.init(status: .methodNotAllowed, code: "method_not_allowed", message: "This endpoint does not accept this method.")
         case .contentTooLarge:
