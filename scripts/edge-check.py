@@ -101,6 +101,9 @@ try:
 
     check(call(public, "GET", "/metrics")[0] == 404, "the public port has no /metrics")
     cli_env = dict(os.environ, OFFER_SIGNER_ADMIN_TOKEN=admin_token)
+    nobody = subprocess.run([BINARY, "keys", "list", "--url", f"http://127.0.0.1:{free_port()}"], env=cli_env, capture_output=True, text=True)
+    check(nobody.returncode == 2 and "connection refused" in nobody.stderr and "errno" not in nobody.stderr and "error set" not in nobody.stderr,
+          "the CLI against a port nothing listens on says 'connection refused' and where to point it, in plain words")
     wrong_port = subprocess.run([BINARY, "keys", "list", "--url", f"http://127.0.0.1:{public}"], env=cli_env, capture_output=True, text=True)
     check(wrong_port.returncode == 1 and "serves no admin API" in wrong_port.stderr and "OFFER_SIGNER_URL" in wrong_port.stderr,
           "the CLI against the public port says the admin API is on the operations port")
