@@ -51,7 +51,7 @@ public struct CapRule: EligibilityRule {
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         let issued = context.issuedSignatures(within: window, sameOfferOnly: true).count
-        return require(issued < count, "cap_reached", "This offer was signed \(issued) times for this customer in the last \(describeDuration(window)); the cap is \(count).")
+        return require(issued < count, "cap_reached", "This offer was signed \(issued == 1 ? "once" : "\(issued) times") for this customer in the last \(describeDuration(window)); the cap is \(count).")
     }
 }
 
