@@ -69,6 +69,10 @@ struct JWSVerifyAnswer: Decodable {
             #expect(asReturned.status == .ok, "\(asReturned.text)")
             let whole = try asReturned.decode(JWSVerifyAnswer.self)
             #expect(whole.format == "jws" && whole.valid)
+            // Another format is refused, never read as a legacy bundle.
+            let unknown = try await client.post("/v1/offers/verify", json: response.text.replacingOccurrences(of: #""format":"jws""#, with: #""format":"xml""#))
+            #expect(unknown.status == .badRequest)
+            #expect(try unknown.decode(ErrorBody.self).error.field == "format")
         }
     }
 

@@ -18,15 +18,18 @@ struct VerifyRequest: Decodable {
     var timestamp: Int64?
     var signature: String?
 
-    /// A JWS to verify rather than a legacy bundle: a JWS sign answer as returned (`"format": "jws"`), or a compact
-    /// JWS without a legacy bundle's timestamp. (A legacy signature is base64, without dots.)
+    /// A JWS to verify rather than a legacy bundle: a JWS sign answer as returned (`"format": "jws"`), or
+    /// `{"signature": <compact JWS>}` without a legacy bundle's keyIdentifier, nonce and timestamp.
     var isJWS: Bool {
         if format == "jws" { return true }
-        return format == nil && timestamp == nil && (signature?.contains(".") ?? false)
+        return format == nil && keyIdentifier == nil && nonce == nil && timestamp == nil && (signature?.contains(".") ?? false)
     }
 
     /// The legacy bundle, or a 400 naming the first missing field.
     func legacyBundle(defaultBundleIdentifier: String?) throws(APIError) -> SignedLegacyOffer {
+        if let format, format != "legacy" {
+            throw APIError.invalidRequest(field: "format", "format must be \"legacy\" or \"jws\" (what POST /v1/offers/sign answered), not \"\(format.prefix(20))\".")
+        }
         // A lone signature that is not a compact JWS: say what it is not, rather than which bundle field is missing.
         if let signature, keyIdentifier == nil, nonce == nil, timestamp == nil, productIdentifier == nil {
             throw APIError.invalidRequest(
