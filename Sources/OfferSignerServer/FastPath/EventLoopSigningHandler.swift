@@ -18,6 +18,9 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
+    /// The route's in-progress meter, looked up once (``RequestMetrics/active(method:)`` takes a lock per lookup).
+    private static let active = RequestMetrics.active(method: "POST")
+
     private let signing: EventLoopSigning
     private let logger: Logger
     private let requestTimeout: TimeAmount
@@ -107,7 +110,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
             answer(error: error, answering, since: request.start, context: context)
         case .signed(let signed, let answering):
             machine.answering()
-            RequestMetrics.active(method: "POST").increment()
+            Self.active.increment()
             let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let eventLoop = context.eventLoop
             // A record that finds the log's writer idle starts it at the end of this tick, after the other requests
@@ -115,7 +118,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
             signing.service.commit(signed.record, startWhenReady: { start in eventLoop.execute(start) }) { result in
                 eventLoop.execute {
                     let (handler, context) = loop.value
-                    RequestMetrics.active(method: "POST").decrement()
+                    Self.active.decrement()
                     switch result {
                     case .success:
                         handler.answer(signed.output, answering, since: request.start, context: context)

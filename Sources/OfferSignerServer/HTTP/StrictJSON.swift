@@ -98,24 +98,18 @@ enum StrictJSON {
                 guard !atEnd else { throw fail("the body ends where a value should be") }
                 var complete = true
                 switch byte {
-                case UInt8(ascii: "{"):
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
                     guard stack.count < StrictJSON.maximumDepth else { throw fail("objects and arrays nested more than \(StrictJSON.maximumDepth) deep") }
+                    let isObject = byte == UInt8(ascii: "{")
                     index += 1
                     skipSpace()
-                    if !atEnd, byte == UInt8(ascii: "}") {
-                        index += 1
-                    } else {
+                    if !atEnd, byte == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
+                        index += 1  // empty
+                    } else if isObject {
                         var keys = Set<String>()
                         try member(into: &keys)
                         stack.append(.object(keys))
                         complete = false
-                    }
-                case UInt8(ascii: "["):
-                    guard stack.count < StrictJSON.maximumDepth else { throw fail("objects and arrays nested more than \(StrictJSON.maximumDepth) deep") }
-                    index += 1
-                    skipSpace()
-                    if !atEnd, byte == UInt8(ascii: "]") {
-                        index += 1
                     } else {
                         stack.append(.array)
                         complete = false
