@@ -29,15 +29,22 @@ public struct StatusBody: Encodable, Sendable {
     }
 
     public var environment: String
-    public var bundleId: String
+    public var bundleIdentifier: String
     public var appAppleId: Int64
     public var data: [Group]
 
-    public init(environment: String, bundleId: String, appAppleId: Int64, data: [Group]) {
+    public init(environment: String, bundleIdentifier: String, appAppleId: Int64, data: [Group]) {
         self.environment = environment
-        self.bundleId = bundleId
+        self.bundleIdentifier = bundleIdentifier
         self.appAppleId = appAppleId
         self.data = data
+    }
+    /// Apple's JSON names; the code spells bundle, product and key identifiers long-form.
+    enum CodingKeys: String, CodingKey {
+        case environment
+        case bundleIdentifier = "bundleId"
+        case appAppleId
+        case data
     }
 }
 
@@ -45,18 +52,27 @@ public struct StatusBody: Encodable, Sendable {
 public struct HistoryBody: Encodable, Sendable {
     public var revision: String
     public var hasMore: Bool
-    public var bundleId: String
+    public var bundleIdentifier: String
     public var appAppleId: Int64
     public var environment: String
     public var signedTransactions: [String]
 
-    public init(revision: String, hasMore: Bool, bundleId: String, appAppleId: Int64, environment: String, signedTransactions: [String]) {
+    public init(revision: String, hasMore: Bool, bundleIdentifier: String, appAppleId: Int64, environment: String, signedTransactions: [String]) {
         self.revision = revision
         self.hasMore = hasMore
-        self.bundleId = bundleId
+        self.bundleIdentifier = bundleIdentifier
         self.appAppleId = appAppleId
         self.environment = environment
         self.signedTransactions = signedTransactions
+    }
+    /// Apple's JSON names; the code spells bundle, product and key identifiers long-form.
+    enum CodingKeys: String, CodingKey {
+        case revision
+        case hasMore
+        case bundleIdentifier = "bundleId"
+        case appAppleId
+        case environment
+        case signedTransactions
     }
 }
 
@@ -64,7 +80,7 @@ extension FakeResponse {
     /// A statuses answer with one subscription per transaction, each signed by `signer`.
     public static func statuses(
         _ items: [(status: SubscriptionStatus, transaction: JWSTransactionDecodedPayload, renewalInfo: JWSRenewalInfoDecodedPayload)],
-        signer: TestJWSSigner, environment: AppStoreEnvironment, bundleId: String, appAppleId: Int64 = FakeAppStore.appAppleId
+        signer: TestJWSSigner, environment: AppStoreEnvironment, bundleIdentifier: String, appAppleId: Int64 = FakeAppStore.appAppleId
     ) async throws -> FakeResponse {
         var groups: [String: [StatusBody.Item]] = [:]
         for item in items {
@@ -73,19 +89,19 @@ extension FakeResponse {
                 signedTransactionInfo: try await signer.sign(item.transaction), signedRenewalInfo: try await signer.sign(item.renewalInfo)))
         }
         return .json(StatusBody(
-            environment: environment.rawValue, bundleId: bundleId, appAppleId: appAppleId,
+            environment: environment.rawValue, bundleIdentifier: bundleIdentifier, appAppleId: appAppleId,
             data: groups.sorted { $0.key < $1.key }.map { StatusBody.Group(subscriptionGroupIdentifier: $0.key, lastTransactions: $0.value) }))
     }
 
     /// One complete page of history, signed by `signer`.
     public static func history(
-        _ transactions: [JWSTransactionDecodedPayload], signer: TestJWSSigner, environment: AppStoreEnvironment, bundleId: String,
+        _ transactions: [JWSTransactionDecodedPayload], signer: TestJWSSigner, environment: AppStoreEnvironment, bundleIdentifier: String,
         appAppleId: Int64 = FakeAppStore.appAppleId
     ) async throws -> FakeResponse {
         var signed: [String] = []
         for transaction in transactions { signed.append(try await signer.sign(transaction)) }
         return .json(HistoryBody(
-            revision: "r1", hasMore: false, bundleId: bundleId, appAppleId: appAppleId, environment: environment.rawValue,
+            revision: "r1", hasMore: false, bundleIdentifier: bundleIdentifier, appAppleId: appAppleId, environment: environment.rawValue,
             signedTransactions: signed))
     }
 }

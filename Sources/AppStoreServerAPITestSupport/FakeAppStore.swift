@@ -82,36 +82,36 @@ public actor FakeLedger {
 /// after `iat`), counts calls, and answers what the test's `respond` says. Base URLs are
 /// `http://localhost:<port>/production` and `…/sandbox`.
 public struct FakeAppStore: Sendable {
-    public static let keyId = "FAKEKEY123"
+    public static let keyIdentifier = "FAKEKEY123"
     public static let issuerId = "57246542-96fe-1a63-e053-0824d011072a"
     public static let appAppleId: Int64 = 1_234_567_890
 
     /// The In-App Purchase key the fake trusts.
     public let appKey: P256.Signing.PrivateKey
     /// The bundle ID tokens must carry (`bid`).
-    public let bundleId: String
+    public let bundleIdentifier: String
     public let ledger = FakeLedger()
     public let respond: @Sendable (FakeRequest) async throws -> FakeResponse
 
-    /// A fake that trusts `appKey` for the app `bundleId` and answers what `respond` says.
-    public init(appKey: P256.Signing.PrivateKey = P256.Signing.PrivateKey(), bundleId: String = TestPayloads.bundleId, respond: @escaping @Sendable (FakeRequest) async throws -> FakeResponse) {
+    /// A fake that trusts `appKey` for the app `bundleIdentifier` and answers what `respond` says.
+    public init(appKey: P256.Signing.PrivateKey = P256.Signing.PrivateKey(), bundleIdentifier: String = TestPayloads.bundleIdentifier, respond: @escaping @Sendable (FakeRequest) async throws -> FakeResponse) {
         self.appKey = appKey
-        self.bundleId = bundleId
+        self.bundleIdentifier = bundleIdentifier
         self.respond = respond
     }
 
     /// Runs the fake for the duration of `body`, which gets the port.
     public func run<T: Sendable>(_ body: @escaping @Sendable (Int) async throws -> T) async throws -> T {
         let keys = JWTKeyCollection()
-        await keys.add(ecdsa: try ES256PublicKey(backing: appKey.publicKey), kid: JWKIdentifier(string: Self.keyId))
+        await keys.add(ecdsa: try ES256PublicKey(backing: appKey.publicKey), kid: JWKIdentifier(string: Self.keyIdentifier))
         let router = Router()
         let ledger = self.ledger
-        let bundleId = self.bundleId
+        let bundleIdentifier = self.bundleIdentifier
         let respond = self.respond
         let handle: @Sendable (Request, BasicRequestContext, FakeRequest.Endpoint) async throws -> Response = { request, context, endpoint in
             let environment = context.parameters.get("environment") ?? ""
             let transactionId = context.parameters.get("transactionId") ?? ""
-            guard let token = await Self.checkedToken(request, keys: keys, bundleId: bundleId) else {
+            guard let token = await Self.checkedToken(request, keys: keys, bundleIdentifier: bundleIdentifier) else {
                 await ledger.rejected()
                 return Response(status: .unauthorized)
             }
@@ -149,15 +149,15 @@ public struct FakeAppStore: Sendable {
     }
 
     /// The bearer token, if it is what Apple requires; `nil` otherwise.
-    private static func checkedToken(_ request: Request, keys: JWTKeyCollection, bundleId: String) async -> String? {
+    private static func checkedToken(_ request: Request, keys: JWTKeyCollection, bundleIdentifier: String) async -> String? {
         guard let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer ") else { return nil }
         let token = String(authorization.dropFirst("Bearer ".count))
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerData = Data(base64URL: String(parts[0])),
               let header = try? JSONDecoder().decode(TokenHeader.self, from: headerData),
-              header.alg == "ES256", header.kid == keyId, header.typ == "JWT",
+              header.alg == "ES256", header.kid == keyIdentifier, header.typ == "JWT",
               let claims = try? await keys.verify(token, as: AppStoreClaims.self),
-              claims.iss.value == issuerId, claims.aud.value == ["appstoreconnect-v1"], claims.bid == bundleId,
+              claims.iss.value == issuerId, claims.aud.value == ["appstoreconnect-v1"], claims.bid == bundleIdentifier,
               claims.exp.value.timeIntervalSince(claims.iat.value) <= 3600,
               claims.iat.value <= Date().addingTimeInterval(60)
         else { return nil }

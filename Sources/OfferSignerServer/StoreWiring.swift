@@ -46,7 +46,7 @@ public func appStoreVerifiers(configuration: ServiceConfiguration, logger: Logge
     for app in configuration.apps {
         do {
             verifiers[app.bundleIdentifier] = try SignedDataVerifier(
-                bundleId: app.bundleIdentifier, appAppleId: app.appAppleId, environments: configuration.environments,
+                bundleIdentifier: app.bundleIdentifier, appAppleId: app.appAppleId, environments: configuration.environments,
                 trustedRoots: configuration.trustedRoots)
         } catch {
             // ServiceConfiguration's warnings say it once at start-up (serve, config check); the tools stay quiet.

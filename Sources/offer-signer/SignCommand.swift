@@ -70,7 +70,7 @@ struct SignCommand: AsyncParsableCommand {
         discussion: "No eligibility rules apply: this is for scripts and tests. Exit status 0 on success."
     )
 
-    @Option(name: .customLong("bundle-id"), help: "The app's bundle identifier (default: \(variable: .bundleId)).")
+    @Option(name: .customLong("bundle-id"), help: "The app's bundle identifier (default: \(variable: .bundleIdentifier)).")
     var bundleIdentifier: String?
 
     @Option(name: .customLong("product-id"), help: "The subscription's product identifier.")
@@ -101,8 +101,8 @@ struct SignCommand: AsyncParsableCommand {
 
     func run() async throws {
         let environment = ConfigurationVariable.processEnvironment
-        guard let bundle = bundleIdentifier ?? ConfigurationVariable.reader(environment).string(.bundleId), !bundle.isEmpty else {
-            throw ValidationError("Pass --bundle-id or set \(variable: .bundleId).")
+        guard let bundle = bundleIdentifier ?? ConfigurationVariable.reader(environment).string(.bundleIdentifier), !bundle.isEmpty else {
+            throw ValidationError("Pass --bundle-id or set \(variable: .bundleIdentifier).")
         }
         let ring = try await keys.keyRing(environment: environment)
         var fixedNonce = UUID()

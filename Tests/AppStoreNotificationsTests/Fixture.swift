@@ -14,14 +14,14 @@ struct Fixture {
         self.chain = try TestCertificateChain(options)
         self.signer = TestJWSSigner(chain: chain)
         self.verifier = try SignedDataVerifier(
-            bundleId: TestPayloads.bundleId, appAppleId: Self.appAppleId,
+            bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: Self.appAppleId,
             environments: environments, trustedRoots: [chain.root])
     }
 
     /// A verifier trusting `root` instead, otherwise the same.
     func verifier(trusting roots: [TestCertificateChain]) throws -> SignedDataVerifier {
         try SignedDataVerifier(
-            bundleId: TestPayloads.bundleId, appAppleId: Self.appAppleId,
+            bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: Self.appAppleId,
             environments: [.sandbox, .production], trustedRoots: roots.map(\.root))
     }
 

@@ -29,7 +29,7 @@ struct RealAppleChainTests {
     }
 
     private func code(at signedDate: Date) async throws -> SignedDataVerificationError.Code? {
-        let verifier = try SignedDataVerifier(bundleId: "com.example", appAppleId: 1)
+        let verifier = try SignedDataVerifier(bundleIdentifier: "com.example", appAppleId: 1)
         let token = try jws(signedDate: signedDate)
         do {
             _ = try await verifier.verifyAndDecodeTransaction(token)

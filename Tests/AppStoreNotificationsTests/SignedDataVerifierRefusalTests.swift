@@ -118,16 +118,16 @@ struct SignedDataVerifierRefusalTests {
     @Test("a wrong bundle ID, in a notification and in a transaction")
     func wrongBundleId() async throws {
         let fixture = try Fixture()
-        let notification = try await fixture.signer.signNotification(.subscribed, bundleId: "com.other.app")
+        let notification = try await fixture.signer.signNotification(.subscribed, bundleIdentifier: "com.other.app")
         #expect(await notificationRefusal(fixture.verifier, notification) == .wrongBundleId)
-        let transaction = try await fixture.signer.sign(TestPayloads.transaction(bundleId: "com.other.app"))
+        let transaction = try await fixture.signer.sign(TestPayloads.transaction(bundleIdentifier: "com.other.app"))
         #expect(await refusal { _ = try await fixture.verifier.verifyAndDecodeTransaction(transaction) } == .wrongBundleId)
     }
 
     @Test("a nested transaction for another app inside a good notification")
     func wrongNestedBundleId() async throws {
         let fixture = try Fixture()
-        let transaction = TestPayloads.transaction(bundleId: "com.other.app")
+        let transaction = TestPayloads.transaction(bundleIdentifier: "com.other.app")
         let signed = try await fixture.signer.signNotification(.didRenew, transaction: transaction)
         _ = try await fixture.verifier.verifyAndDecodeNotification(signed)
         #expect(await refusal { _ = try await fixture.verifier.verifyAndDecodeNotificationContents(signed) } == .wrongBundleId)
@@ -140,7 +140,7 @@ struct SignedDataVerifierRefusalTests {
         #expect(await notificationRefusal(sandboxOnly.verifier, production) == .wrongEnvironment)
 
         let productionOnly = try SignedDataVerifier(
-            bundleId: TestPayloads.bundleId, appAppleId: Fixture.appAppleId, trustedRoots: [sandboxOnly.chain.root])
+            bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: Fixture.appAppleId, trustedRoots: [sandboxOnly.chain.root])
         #expect(await notificationRefusal(productionOnly, try await sandboxOnly.subscribed()) == .wrongEnvironment)
 
         let renewalInfo = try await sandboxOnly.signer.sign(

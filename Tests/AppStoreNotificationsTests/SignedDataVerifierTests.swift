@@ -15,12 +15,12 @@ struct SignedDataVerifierAcceptanceTests {
         #expect(decoded.notification.notificationType == .subscribed)
         #expect(decoded.notification.subtype == .initialBuy)
         #expect(decoded.notification.version == "2.0")
-        #expect(decoded.notification.data?.bundleId == TestPayloads.bundleId)
+        #expect(decoded.notification.data?.bundleIdentifier == TestPayloads.bundleIdentifier)
         #expect(decoded.notification.data?.environment == .sandbox)
         #expect(decoded.notification.data?.status == .active)
         let transaction = try #require(decoded.transaction)
         #expect(transaction.originalTransactionId == "1000000000000001")
-        #expect(transaction.productId == TestPayloads.productId)
+        #expect(transaction.productIdentifier == TestPayloads.productIdentifier)
         #expect(transaction.type == .autoRenewable)
         let renewalInfo = try #require(decoded.renewalInfo)
         #expect(renewalInfo.autoRenewStatus == .on)
@@ -87,7 +87,7 @@ struct SignedDataVerifierAcceptanceTests {
     func summaryNotification() async throws {
         let fixture = try Fixture()
         var summary = NotificationSummary()
-        summary.bundleId = TestPayloads.bundleId
+        summary.bundleIdentifier = TestPayloads.bundleIdentifier
         summary.environment = .sandbox
         summary.succeededCount = 10
         var notification = TestPayloads.notification(.renewalExtension, subtype: .summary)
@@ -96,7 +96,7 @@ struct SignedDataVerifierAcceptanceTests {
         let decoded = try await fixture.verifier.verifyAndDecodeNotification(try await fixture.signer.sign(notification))
         #expect(decoded.summary?.succeededCount == 10)
 
-        notification.summary?.bundleId = "com.other.app"
+        notification.summary?.bundleIdentifier = "com.other.app"
         let error = await #expect(throws: SignedDataVerificationError.self) {
             try await fixture.verifier.verifyAndDecodeNotification(try await fixture.signer.sign(notification))
         }

@@ -21,7 +21,7 @@ struct TrustedRootTests {
 
     @Test("by default a verifier trusts exactly the bundled Apple root and accepts Production only")
     func defaultConfiguration() throws {
-        let verifier = try SignedDataVerifier(bundleId: TestPayloads.bundleId, appAppleId: Fixture.appAppleId)
+        let verifier = try SignedDataVerifier(bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: Fixture.appAppleId)
         #expect(verifier.trustedRoots == [try TrustedRootCertificates.appleRootCAG3()])
         #expect(verifier.environments == [.production])
     }
@@ -30,7 +30,7 @@ struct TrustedRootTests {
     func testChainIsNotAppleTrusted() async throws {
         let fixture = try Fixture()
         let verifier = try SignedDataVerifier(
-            bundleId: TestPayloads.bundleId, appAppleId: Fixture.appAppleId, environments: [.production, .sandbox])
+            bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: Fixture.appAppleId, environments: [.production, .sandbox])
         let error = await #expect(throws: SignedDataVerificationError.self) {
             try await verifier.verifyAndDecodeNotification(try await fixture.subscribed())
         }
@@ -55,13 +55,13 @@ struct TrustedRootTests {
     func configurationErrors() throws {
         let root = try TestCertificateChain().root
         for make in [
-            { try SignedDataVerifier(bundleId: "b") },
-            { try SignedDataVerifier(bundleId: "b", environments: [.sandbox], trustedRoots: []) },
-            { try SignedDataVerifier(bundleId: "b", environments: [], trustedRoots: [root]) },
+            { try SignedDataVerifier(bundleIdentifier: "b") },
+            { try SignedDataVerifier(bundleIdentifier: "b", environments: [.sandbox], trustedRoots: []) },
+            { try SignedDataVerifier(bundleIdentifier: "b", environments: [], trustedRoots: [root]) },
         ] as [() throws -> SignedDataVerifier] {
             let error = #expect(throws: SignedDataVerificationError.self) { try make() }
             #expect(error?.code == .invalidConfiguration)
         }
-        _ = try SignedDataVerifier(bundleId: "b", environments: [.sandbox], trustedRoots: [root])
+        _ = try SignedDataVerifier(bundleIdentifier: "b", environments: [.sandbox], trustedRoots: [root])
     }
 }

@@ -44,7 +44,7 @@ import Testing
             #expect(fetched.history?.transactions.count == 2)
             #expect(fetched.history?.isComplete == true)
 
-            let key = CustomerKey(bundleIdentifier: TestPayloads.bundleId, applicationUsername: "customer-1")
+            let key = CustomerKey(bundleIdentifier: TestPayloads.bundleIdentifier, applicationUsername: "customer-1")
             let facts = fetched.facts(for: key)
             let subscription = try #require(facts.subscription(inGroup: "21000001"))
             #expect(subscription.state == .expired)

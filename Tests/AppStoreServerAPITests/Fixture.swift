@@ -21,7 +21,7 @@ struct Fixture {
     /// The verifier of the app's notifications, trusting the test root.
     func verifier(environments: Set<AppStoreEnvironment> = [.production, .sandbox]) throws -> SignedDataVerifier {
         try SignedDataVerifier(
-            bundleId: TestPayloads.bundleId, appAppleId: FakeAppStore.appAppleId,
+            bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: FakeAppStore.appAppleId,
             environments: environments, trustedRoots: [chain.root])
     }
 
@@ -34,8 +34,8 @@ struct Fixture {
         key: P256.Signing.PrivateKey? = nil
     ) -> AppStoreServerAPIConfiguration {
         var configuration = AppStoreServerAPIConfiguration(
-            keyId: FakeAppStore.keyId, privateKeyPEM: (key ?? appKey).pemRepresentation,
-            issuerId: FakeAppStore.issuerId, bundleId: TestPayloads.bundleId, environments: environments)
+            keyIdentifier: FakeAppStore.keyIdentifier, privateKeyPEM: (key ?? appKey).pemRepresentation,
+            issuerId: FakeAppStore.issuerId, bundleIdentifier: TestPayloads.bundleIdentifier, environments: environments)
         configuration.baseURLs = .init(production: "http://localhost:\(port)/production", sandbox: "http://localhost:\(port)/sandbox/")
         configuration.timeout = timeout
         configuration.cacheTimeToLive = cacheTimeToLive
@@ -81,7 +81,7 @@ struct Fixture {
             signedTransactionInfo: try await (signer ?? self.signer).sign(transaction),
             signedRenewalInfo: try await (renewalSigner ?? signer ?? self.signer).sign(renewalInfo))
         return .json(StatusBody(
-            environment: environment.rawValue, bundleId: TestPayloads.bundleId, appAppleId: FakeAppStore.appAppleId,
+            environment: environment.rawValue, bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: FakeAppStore.appAppleId,
             data: [.init(subscriptionGroupIdentifier: transaction.subscriptionGroupIdentifier ?? "", lastTransactions: [item])]))
     }
 
@@ -95,7 +95,7 @@ struct Fixture {
         var signed: [String] = []
         for transaction in transactions { signed.append(try await signer.sign(transaction)) }
         return .json(HistoryBody(
-            revision: revision, hasMore: hasMore, bundleId: TestPayloads.bundleId, appAppleId: FakeAppStore.appAppleId,
+            revision: revision, hasMore: hasMore, bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: FakeAppStore.appAppleId,
             environment: environment.rawValue, signedTransactions: signed))
     }
 }

@@ -7,7 +7,7 @@ import Testing
 
 /// Folding fetched answers into facts the store already has.
 @Suite struct FoldingTests {
-    let key = CustomerKey(bundleIdentifier: TestPayloads.bundleId, applicationUsername: "customer-1")
+    let key = CustomerKey(bundleIdentifier: TestPayloads.bundleIdentifier, applicationUsername: "customer-1")
 
     @Test func anAnswerOlderThanTheStoredFactsDoesNotMoveThemBack() {
         let signedLongAgo = Date().addingTimeInterval(-3600)
@@ -21,7 +21,7 @@ import Testing
             history: nil)
         var facts = CustomerFacts(key: key, subscriptions: [
             SubscriptionFacts(
-                subscriptionGroupIdentifier: "21000001", productIdentifier: TestPayloads.productId, state: .active,
+                subscriptionGroupIdentifier: "21000001", productIdentifier: TestPayloads.productIdentifier, state: .active,
                 lastSignedDate: Date()),   // a newer notification was folded already
         ])
         let before = facts

@@ -129,7 +129,7 @@ import Testing
     @Test func tokensAreSignedAsAppleRequiresAndReused() async throws {
         let key = P256Key.make()
         var configuration = AppStoreServerAPIConfiguration(
-            keyId: "KEY", privateKeyPEM: key.pem, issuerId: "ISSUER", bundleId: "com.example.app")
+            keyIdentifier: "KEY", privateKeyPEM: key.pem, issuerId: "ISSUER", bundleIdentifier: "com.example.app")
         configuration.tokenLifetime = .seconds(600)
         let provider = try BearerTokenProvider(configuration: configuration)
         let now = Date(timeIntervalSince1970: 1_800_000_000)

@@ -44,7 +44,7 @@ struct AppStoreFactsFixture {
                 issuerIdentifier: \(FakeAppStore.issuerId)
                 appAppleId: \(FakeAppStore.appAppleId)
                 products:
-                  - productIdentifier: \(TestPayloads.productId)
+                  - productIdentifier: \(TestPayloads.productIdentifier)
                     subscriptionGroupIdentifier: "\(Self.group)"
                     introductoryOffer:
                       rules: [never-had-introductory-offer]
@@ -60,12 +60,12 @@ struct AppStoreFactsFixture {
 
     /// A service whose App Store Server API client asks the fake on `port` (nil: no client, as today).
     func service(port: Int?, whenUnavailable: String = "refuse", timeout: Duration = .seconds(10), cacheTimeToLive: Duration = .seconds(60), retentionDeadline: Duration = .milliseconds(500)) throws -> OfferService {
-        let verifier = try SignedDataVerifier(bundleId: bundle, appAppleId: FakeAppStore.appAppleId, environments: [.production], trustedRoots: [chain.root])
+        let verifier = try SignedDataVerifier(bundleIdentifier: bundle, appAppleId: FakeAppStore.appAppleId, environments: [.production], trustedRoots: [chain.root])
         let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: Logger(label: "test"))
         var clients: [String: AppStoreServerAPIClient] = [:]
         if let port {
             let settings = AppStoreAPISettings(
-                keyId: FakeAppStore.keyId, privateKeyPEM: appKey.pemRepresentation, issuerId: FakeAppStore.issuerId,
+                keyIdentifier: FakeAppStore.keyIdentifier, privateKeyPEM: appKey.pemRepresentation, issuerId: FakeAppStore.issuerId,
                 baseURL: "http://127.0.0.1:\(port)/production", timeout: timeout, cacheTimeToLive: cacheTimeToLive)
             let app = AppConfiguration(bundleIdentifier: bundle, issuerIdentifier: FakeAppStore.issuerId, appAppleId: FakeAppStore.appAppleId)
             var configuration = try settings.clientConfiguration(for: app, environments: [.production])
@@ -83,14 +83,14 @@ struct AppStoreFactsFixture {
     }
 
     func fake(_ respond: @escaping @Sendable (FakeRequest) async throws -> FakeResponse) -> FakeAppStore {
-        FakeAppStore(appKey: appKey, bundleId: bundle, respond: respond)
+        FakeAppStore(appKey: appKey, bundleIdentifier: bundle, respond: respond)
     }
 
     /// A Production transaction of the app.
     func transaction(original: String, id: String? = nil, token: String? = nil, purchased: Date, expires: Date, introductory: Bool = false) -> JWSTransactionDecodedPayload {
         var transaction = TestPayloads.transaction(
             originalTransactionId: original, transactionId: id, appAccountToken: token, purchaseDate: purchased, expiresDate: expires,
-            bundleId: bundle, environment: .production)
+            bundleIdentifier: bundle, environment: .production)
         transaction.subscriptionGroupIdentifier = Self.group
         if introductory { transaction.offerType = .introductoryOffer }
         return transaction
@@ -114,12 +114,12 @@ struct AppStoreFactsFixture {
         let renewal = TestPayloads.renewalInfo(for: latest, autoRenewStatus: status == .active ? .on : .off)
         let signer = signer ?? self.signer
         return Answer(
-            statuses: try await .statuses([(status, latest, renewal)], signer: signer, environment: .production, bundleId: bundle),
-            history: try await .history([first, latest], signer: signer, environment: .production, bundleId: bundle))
+            statuses: try await .statuses([(status, latest, renewal)], signer: signer, environment: .production, bundleIdentifier: bundle),
+            history: try await .history([first, latest], signer: signer, environment: .production, bundleIdentifier: bundle))
     }
 
     func sign(_ client: some TestClientProtocol, _ username: String, transactionId: String, format: String = "jws") async throws -> TestResponse {
-        try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"\#(TestPayloads.productId)","offerIdentifier":"winback_50","applicationUsername":"\#(username)","format":"\#(format)","transactionId":"\#(transactionId)"}"#)
+        try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"winback_50","applicationUsername":"\#(username)","format":"\#(format)","transactionId":"\#(transactionId)"}"#)
     }
 
     func customer(_ username: String) -> CustomerKey { CustomerKey(bundleIdentifier: bundle, applicationUsername: username) }
@@ -201,7 +201,7 @@ actor CallCounter {
         try await fake.run { port in
             try await fixture.application(try fixture.service(port: port)).test(.router) { client in
                 func ask(_ username: String, _ transactionId: String) async throws -> TestResponse {
-                    try await client.post("/v1/offers/introductory-eligibility", json: #"{"productIdentifier":"\#(TestPayloads.productId)","transactionId":"\#(transactionId)","applicationUsername":"\#(username)"}"#)
+                    try await client.post("/v1/offers/introductory-eligibility", json: #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","transactionId":"\#(transactionId)","applicationUsername":"\#(username)"}"#)
                 }
                 let usedAnswer = try await ask("intro-1", "3300000000000001")
                 #expect(usedAnswer.status == .ok, "\(usedAnswer.text)")
@@ -321,7 +321,7 @@ actor CallCounter {
         }
         // The second subscription is already the claimant's in the store.
         _ = try await fixture.store.updateCustomer(fixture.customer("claimant")) { facts in
-            facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: AppStoreFactsFixture.group, productIdentifier: TestPayloads.productId, originalTransactionId: "3800000000000002", state: .expired, expiresDate: Self.lapsed)]
+            facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: AppStoreFactsFixture.group, productIdentifier: TestPayloads.productIdentifier, originalTransactionId: "3800000000000002", state: .expired, expiresDate: Self.lapsed)]
         }
         try await fake.run { port in
             try await fixture.application(try fixture.service(port: port)).test(.router) { client in
@@ -353,7 +353,7 @@ actor CallCounter {
             // A deadline a loaded test machine meets (Apple's 700 ms is the production budget; docs/app-store-api.md).
             let service = try fixture.service(port: port, retentionDeadline: .seconds(5))
             let request = DecodedRealtimeRequestBody(
-                originalTransactionId: "3900000000000001", appAppleId: FakeAppStore.appAppleId, productId: TestPayloads.productId,
+                originalTransactionId: "3900000000000001", appAppleId: FakeAppStore.appAppleId, productIdentifier: TestPayloads.productIdentifier,
                 userLocale: "en-US", requestIdentifier: UUID().uuidString.lowercased(), environment: .production,
                 signedDate: Date().appStoreMilliseconds)
             let response = try await service.answerRetention(request, bundleIdentifier: fixture.bundle)
@@ -390,7 +390,7 @@ actor CallCounter {
         let answer = try await fixture.answer(original: "4100000000000001", status: .active, expires: Self.renewing)
         let fake = fixture.fake { answer.respond($0) }
         _ = try await fixture.store.updateCustomer(fixture.customer("known-1")) { facts in
-            facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: AppStoreFactsFixture.group, productIdentifier: TestPayloads.productId, originalTransactionId: "4100000000000001", state: .expired, expiresDate: Self.lapsed)]
+            facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: AppStoreFactsFixture.group, productIdentifier: TestPayloads.productIdentifier, originalTransactionId: "4100000000000001", state: .expired, expiresDate: Self.lapsed)]
         }
         try await fake.run { port in
             try await fixture.application(try fixture.service(port: port, cacheTimeToLive: .zero)).test(.router) { client in

@@ -32,7 +32,7 @@ import OfferApplication
     /// A transaction of the fixture's app and group.
     static func transaction(_ fixture: RetentionFixture, original: String, token: String?, signedDate: Date = Date()) -> JWSTransactionDecodedPayload {
         var transaction = TestPayloads.transaction(
-            originalTransactionId: original, appAccountToken: token, expiresDate: Date() + 20 * 86_400, bundleId: fixture.bundle, signedDate: signedDate)
+            originalTransactionId: original, appAccountToken: token, expiresDate: Date() + 20 * 86_400, bundleIdentifier: fixture.bundle, signedDate: signedDate)
         transaction.subscriptionGroupIdentifier = "21000001"
         return transaction
     }
@@ -54,7 +54,7 @@ import OfferApplication
             #expect(retried.status == .ok)
             #expect(try retried.decode(RealtimeResponseBody.self) == (try answered.decode(RealtimeResponseBody.self)), "a retry gets the stored answer")
             for request in [try await fixture.request(originalTransactionId: b, requestIdentifier: id),
-                            try await fixture.request(originalTransactionId: a, productId: RetentionFixture.weekly, requestIdentifier: id)] {
+                            try await fixture.request(originalTransactionId: a, productIdentifier: RetentionFixture.weekly, requestIdentifier: id)] {
                 let refused = try await fixture.ask(client, request)
                 #expect(refused.status == .conflict)
                 #expect(Self.code(refused) == "request_identifier_conflict")
@@ -115,9 +115,9 @@ import OfferApplication
         var options = TestCertificateChain.Options()
         options.leafValidity = Date().addingTimeInterval(-86_400)...Date().addingTimeInterval(-60)
         let chain = try TestCertificateChain(options)
-        let verifier = try SignedDataVerifier(bundleId: "com.example.app", appAppleId: 42, environments: [.sandbox], trustedRoots: [chain.root])
+        let verifier = try SignedDataVerifier(bundleIdentifier: "com.example.app", appAppleId: 42, environments: [.sandbox], trustedRoots: [chain.root])
         let request = DecodedRealtimeRequestBody(
-            originalTransactionId: "2000000000000001", appAppleId: 42, productId: "p", userLocale: "en-US",
+            originalTransactionId: "2000000000000001", appAppleId: 42, productIdentifier: "p", userLocale: "en-US",
             requestIdentifier: UUID().uuidString, environment: .sandbox, signedDate: (Date() - 120).appStoreMilliseconds)
         let payload = try await TestJWSSigner(chain: chain).sign(request)
         // Explained later (no freshness), it verifies at its signedDate, as Apple's libraries do.
@@ -160,7 +160,7 @@ import OfferApplication
         var transaction = Self.transaction(fixture, original: RetentionTests.otid(), token: Self.token())
         transaction.environment = .production
         let signedTransaction = try await fixture.signer.sign(transaction)
-        let notification = TestPayloads.notification(.didRenew, signedTransactionInfo: signedTransaction, bundleId: fixture.bundle, environment: .sandbox)
+        let notification = TestPayloads.notification(.didRenew, signedTransactionInfo: signedTransaction, bundleIdentifier: fixture.bundle, environment: .sandbox)
         try await fixture.application.test(.router) { client in
             let response = try await Self.notify(client, try await fixture.signer.sign(notification))
             #expect(response.status == .badRequest)
@@ -183,7 +183,7 @@ import OfferApplication
                                              (.didChangeRenewalStatus, .autoRenewDisabled, .off)] {
                 let payload = try await fixture.signer.signNotification(
                     type, subtype: subtype, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: renewal),
-                    bundleId: fixture.bundle, environment: .sandbox)
+                    bundleIdentifier: fixture.bundle, environment: .sandbox)
                 #expect(try await Self.notify(client, payload).status == .ok)
             }
             // The victim's facts are theirs: their original transaction, auto-renew on.
@@ -194,7 +194,7 @@ import OfferApplication
             // B is kept under its own key, and a retention request for B is answered for B, not the victim.
             let owners = try await fixture.store.customers(withOriginalTransactionId: intruder)
             #expect(owners == [CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "otid:\(intruder)")])
-            let answered = try await fixture.ask(client, try await fixture.request(originalTransactionId: intruder, productId: RetentionFixture.weekly))
+            let answered = try await fixture.ask(client, try await fixture.request(originalTransactionId: intruder, productIdentifier: RetentionFixture.weekly))
             #expect(answered.status == .ok)
             let logged = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle))
             #expect(!logged.contains { $0.applicationUsername == victim })
@@ -214,7 +214,7 @@ import OfferApplication
             let transaction = Self.transaction(fixture, original: original, token: other)
             let payload = try await fixture.signer.signNotification(
                 .didChangeRenewalStatus, subtype: .autoRenewDisabled, transaction: transaction,
-                renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: .off), bundleId: fixture.bundle, environment: .sandbox)
+                renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: .off), bundleIdentifier: fixture.bundle, environment: .sandbox)
             #expect(try await Self.notify(client, payload).status == .ok)
         }
         #expect(try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: other)) == nil)
@@ -229,14 +229,14 @@ import OfferApplication
             for hostile in [String(repeating: "a", count: 8_000), "user\u{0}x", "line\nbreak", "a\u{2063}b", "OTID:2000000000000001", "otid:1"] {
                 let original = RetentionTests.otid()
                 let transaction = Self.transaction(fixture, original: original, token: hostile)
-                let payload = try await fixture.signer.signNotification(.subscribed, subtype: .initialBuy, transaction: transaction, bundleId: fixture.bundle, environment: .sandbox)
+                let payload = try await fixture.signer.signNotification(.subscribed, subtype: .initialBuy, transaction: transaction, bundleIdentifier: fixture.bundle, environment: .sandbox)
                 #expect(try await Self.notify(client, payload).status == .ok)
                 let owners = try await fixture.store.customers(withOriginalTransactionId: original)
                 #expect(owners == [CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "otid:\(original)")], "\(hostile.prefix(20).debugDescription)")
             }
             var anonymous = Self.transaction(fixture, original: "1", token: nil)
             anonymous.originalTransactionId = nil
-            let payload = try await fixture.signer.signNotification(.subscribed, subtype: .initialBuy, transaction: anonymous, bundleId: fixture.bundle, environment: .sandbox)
+            let payload = try await fixture.signer.signNotification(.subscribed, subtype: .initialBuy, transaction: anonymous, bundleIdentifier: fixture.bundle, environment: .sandbox)
             let response = try await Self.notify(client, payload)
             #expect(response.status == .ok)
             #expect(Self.outcome(response) == "ignored")
@@ -251,7 +251,7 @@ import OfferApplication
             for (token, named) in [("lapsed-user", false), ("8C1D6A9E-0B2F-4C3D-9E8F-1A2B3C4D5E6F", true)] {
                 let original = RetentionTests.otid()
                 let transaction = Self.transaction(fixture, original: original, token: token)
-                let payload = try await fixture.signer.signNotification(.subscribed, subtype: .initialBuy, transaction: transaction, bundleId: fixture.bundle, environment: .sandbox)
+                let payload = try await fixture.signer.signNotification(.subscribed, subtype: .initialBuy, transaction: transaction, bundleIdentifier: fixture.bundle, environment: .sandbox)
                 #expect(try await Self.notify(client, payload).status == .ok)
                 let owners = try await fixture.store.customers(withOriginalTransactionId: original)
                 let expected = named ? token.lowercased() : "otid:\(original)"
@@ -281,7 +281,7 @@ import OfferApplication
         try await fixture.application.test(.router) { client in
             try await fixture.subscribe(client, token: customer, originalTransactionId: original, autoRenew: .on)
             let future = Self.transaction(fixture, original: original, token: customer, signedDate: Date() + 300 * 86_400)
-            let ahead = try await fixture.signer.signNotification(.didRenew, transaction: future, bundleId: fixture.bundle, environment: .sandbox, signedDate: Date() + 300 * 86_400)
+            let ahead = try await fixture.signer.signNotification(.didRenew, transaction: future, bundleIdentifier: fixture.bundle, environment: .sandbox, signedDate: Date() + 300 * 86_400)
             let refused = try await Self.notify(client, ahead)
             #expect(refused.status == .badRequest, "Apple retries a non-2xx")
             #expect(refused.text.contains("not_fresh"))
@@ -290,14 +290,14 @@ import OfferApplication
             expiring.expiresDate = (Date() - 60).appStoreMilliseconds
             let expired = try await fixture.signer.signNotification(
                 .expired, subtype: .voluntary, transaction: expiring, renewalInfo: TestPayloads.renewalInfo(for: expiring, autoRenewStatus: .off),
-                bundleId: fixture.bundle, environment: .sandbox)
+                bundleIdentifier: fixture.bundle, environment: .sandbox)
             let applied = try await Self.notify(client, expired)
             #expect(Self.outcome(applied) == "processed")
             let facts = try #require(try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: customer)))
             #expect(facts.subscription(inGroup: "21000001")?.autoRenewEnabled == false)
             // An older notification, new to the store, changes nothing and says "stale"; its second delivery "duplicate".
             let old = Self.transaction(fixture, original: original, token: customer, signedDate: Date() - 5 * 86_400)
-            let stale = try await fixture.signer.signNotification(.didRenew, transaction: old, bundleId: fixture.bundle, environment: .sandbox, signedDate: Date() - 5 * 86_400)
+            let stale = try await fixture.signer.signNotification(.didRenew, transaction: old, bundleIdentifier: fixture.bundle, environment: .sandbox, signedDate: Date() - 5 * 86_400)
             #expect(Self.outcome(try await Self.notify(client, stale)) == "stale")
             #expect(Self.outcome(try await Self.notify(client, stale)) == "duplicate")
         }
@@ -308,7 +308,7 @@ import OfferApplication
         let fixture = try await RetentionFixture(backend)
         let customer = Self.token()
         let transaction = Self.transaction(fixture, original: RetentionTests.otid(), token: customer)
-        var notification = TestPayloads.notification(.subscribed, signedTransactionInfo: try await fixture.signer.sign(transaction), bundleId: fixture.bundle)
+        var notification = TestPayloads.notification(.subscribed, signedTransactionInfo: try await fixture.signer.sign(transaction), bundleIdentifier: fixture.bundle)
         notification.notificationType = nil
         let payload = try await fixture.signer.sign(notification)
         try await fixture.application.test(.router) { client in

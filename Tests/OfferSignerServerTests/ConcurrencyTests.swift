@@ -21,7 +21,7 @@ import OfferErrors
                 let service = services[index % services.count]
                 group.addTask {
                     do {
-                        _ = try await service.signLegacy(SignOfferRequest(productIdentifier: TestPayloads.productId, offerIdentifier: offer, applicationUsername: customer))
+                        _ = try await service.signLegacy(SignOfferRequest(productIdentifier: TestPayloads.productIdentifier, offerIdentifier: offer, applicationUsername: customer))
                         return "signed"
                     } catch let error as OfferServiceError {
                         return error.code.rawValue
@@ -60,7 +60,7 @@ import OfferErrors
         let fixture = try await StoreFixture(backend)
         let key = CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "unlucky")
         try await fixture.store.updateCustomer(key) { facts in
-            facts.grants.append(CustomerServiceGrant(productIdentifier: TestPayloads.productId, offerIdentifier: "sorry", grantedBy: "carol", expiresAt: Date().addingTimeInterval(86_400)))
+            facts.grants.append(CustomerServiceGrant(productIdentifier: TestPayloads.productIdentifier, offerIdentifier: "sorry", grantedBy: "carol", expiresAt: Date().addingTimeInterval(86_400)))
         }
         let outcome = await storm([fixture.service], offer: "sorry", customer: "unlucky")
         #expect(outcome.signed == 1)
@@ -78,7 +78,7 @@ import OfferErrors
         let capped = await storm([first.service, second.service], offer: "once", customer: "racer")
         #expect(capped.signed == 1 && capped.refused == 49, "\(capped)")
         try await first.store.updateCustomer(CustomerKey(bundleIdentifier: first.bundle, applicationUsername: "unlucky")) { facts in
-            facts.grants.append(CustomerServiceGrant(productIdentifier: TestPayloads.productId, offerIdentifier: "sorry", grantedBy: "carol", expiresAt: Date().addingTimeInterval(86_400)))
+            facts.grants.append(CustomerServiceGrant(productIdentifier: TestPayloads.productIdentifier, offerIdentifier: "sorry", grantedBy: "carol", expiresAt: Date().addingTimeInterval(86_400)))
         }
         let granted = await storm([first.service, second.service], offer: "sorry", customer: "unlucky")
         #expect(granted.signed == 1 && granted.refused == 49, "\(granted)")

@@ -31,7 +31,7 @@ import Testing
     }
 
     @Test func environmentNamesFollowSwiftConfigurationsMapping() {
-        #expect(ConfigurationVariable.bundleId.environmentName == "OFFER_SIGNER_BUNDLE_ID")
+        #expect(ConfigurationVariable.bundleIdentifier.environmentName == "OFFER_SIGNER_BUNDLE_ID")
         #expect(ConfigurationVariable.databaseUrl.environmentName == "OFFER_SIGNER_DATABASE_URL")
         #expect(ConfigurationVariable.logLevel.environmentName == "LOG_LEVEL")
         let reader = ConfigurationVariable.reader(["OFFER_SIGNER_MAX_CONNECTIONS": "12", "LOG_LEVEL": "debug"])
@@ -63,7 +63,7 @@ import Testing
     }
 
     /// Variable names are written once, in ``ConfigurationVariable``: the server's and the command line's code
-    /// interpolate them (`\(variable: .bundleId)`). Doc comments (and openapi.yaml) are prose; the lower targets
+    /// interpolate them (`\(variable: .bundleIdentifier)`). Doc comments (and openapi.yaml) are prose; the lower targets
     /// (keys, store, signing, the application) cannot see ``ConfigurationVariable`` and keep their own words.
     @Test func theServerAndTheCommandLineSpellNoVariableName() throws {
         let files = try Self.sourceFiles().filter {

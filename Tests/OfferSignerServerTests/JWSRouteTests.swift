@@ -22,7 +22,9 @@ struct JWSAnswer: Decodable {
 }
 
 struct JWSVerifyAnswer: Decodable {
-    struct Claims: Decodable { var aud: String?; var bid: String?; var iss: String?; var productId: String?; var allowIntroductoryOffer: Bool? }
+    struct Claims: Decodable { var aud: String?; var bid: String?; var iss: String?; var productIdentifier: String?; var allowIntroductoryOffer: Bool?
+        enum CodingKeys: String, CodingKey { case aud, bid, iss, productIdentifier = "productId", allowIntroductoryOffer }
+    }
     var format: String
     var valid: Bool
     var reason: String?

@@ -208,7 +208,7 @@ enum RequestLoggingMiddlewareProbe {
               - bundleIdentifier: \(bundle)
                 issuerIdentifier: 57246542-96fe-1a63-e053-0824d011072a
                 products:
-                  - productIdentifier: \(TestPayloads.productId)
+                  - productIdentifier: \(TestPayloads.productIdentifier)
                     subscriptionGroupIdentifier: "21000001"
                     introductoryOffer:
                       rules: [never-had-introductory-offer]
@@ -221,7 +221,7 @@ enum RequestLoggingMiddlewareProbe {
                         rules: [{ cap: { count: 1, days: 30 } }]
                       - offerIdentifier: everyone
             """)
-        let verifier = try SignedDataVerifier(bundleId: bundle, environments: [.sandbox], trustedRoots: [chain.root])
+        let verifier = try SignedDataVerifier(bundleIdentifier: bundle, environments: [.sandbox], trustedRoots: [chain.root])
         // Readable customer names as appAccountToken, as the demo's stand-in App Store sends them.
         let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: logger, readableTokens: true)
         let loadKeys: @Sendable () throws -> [KeyRing.Entry] = { try KeyLoader.loadDirectory(folder.path) }
@@ -245,7 +245,7 @@ enum RequestLoggingMiddlewareProbe {
                 return try await client.execute(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
             }
             func sign(_ offer: String, _ username: String, extra: String = "") async throws -> TestResponse {
-                try await call(.post, "/v1/offers/sign", #"{"productIdentifier":"\#(TestPayloads.productId)","offerIdentifier":"\#(offer)","applicationUsername":"\#(username)"\#(extra)}"#)
+                try await call(.post, "/v1/offers/sign", #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"\#(offer)","applicationUsername":"\#(username)"\#(extra)}"#)
             }
             func admin(_ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil) async throws -> TestResponse {
                 try await call(method, uri, body, token: Self.adminToken, id: "admin-call")
@@ -260,16 +260,16 @@ enum RequestLoggingMiddlewareProbe {
             #expect(try await sign("once", sent).status == .forbidden)
             // Eligibility, introductory eligibility.
             #expect(try await call(.post, "/v1/offers/eligibility", #"{"applicationUsername":"\#(sent)"}"#).status == .ok)
-            #expect(try await call(.post, "/v1/offers/introductory-eligibility", #"{"productIdentifier":"\#(TestPayloads.productId)","transactionId":"2000000123456789","applicationUsername":"\#(sent)"}"#).status.code < 500)  // decided or refused (an unknown transaction), never a failure
+            #expect(try await call(.post, "/v1/offers/introductory-eligibility", #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","transactionId":"2000000123456789","applicationUsername":"\#(sent)"}"#).status.code < 500)  // decided or refused (an unknown transaction), never a failure
 
             // A notification for a customer known by appAccountToken, and a signed transaction with a sign request.
             let now = Date()
-            var transaction = TestPayloads.transaction(originalTransactionId: "\(Int.random(in: 1_000_000_000...9_999_999_999))", appAccountToken: notified.lowercased(), expiresDate: now + 86_400, bundleId: bundle, signedDate: now)
+            var transaction = TestPayloads.transaction(originalTransactionId: "\(Int.random(in: 1_000_000_000...9_999_999_999))", appAccountToken: notified.lowercased(), expiresDate: now + 86_400, bundleIdentifier: bundle, signedDate: now)
             transaction.subscriptionGroupIdentifier = "21000001"
-            let payload = try await signer.signNotification(.subscribed, subtype: .initialBuy, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleId: bundle, environment: .sandbox, signedDate: now)
+            let payload = try await signer.signNotification(.subscribed, subtype: .initialBuy, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleIdentifier: bundle, environment: .sandbox, signedDate: now)
             let notification = try await call(.post, "/v1/notifications/appstore", "{\"signedPayload\":\"\(payload)\"}", token: nil, id: "notification-1")
             #expect(notification.status == .ok, "\(notification.text)")
-            var lapsed = TestPayloads.transaction(originalTransactionId: "\(Int.random(in: 1_000_000_000...9_999_999_999))", appAccountToken: withTransaction, expiresDate: now - 10 * 86_400, bundleId: bundle, signedDate: now - 40 * 86_400)
+            var lapsed = TestPayloads.transaction(originalTransactionId: "\(Int.random(in: 1_000_000_000...9_999_999_999))", appAccountToken: withTransaction, expiresDate: now - 10 * 86_400, bundleIdentifier: bundle, signedDate: now - 40 * 86_400)
             lapsed.subscriptionGroupIdentifier = "21000001"
             let signedTransaction = try await signer.sign(lapsed)
             #expect(try await sign("winback_50", withTransaction, extra: #","signedTransaction":"\#(signedTransaction)""#).status == .ok)
@@ -278,7 +278,7 @@ enum RequestLoggingMiddlewareProbe {
             // Admin: flags, a grant and its use, the customer, the signatures, the audit, the keys.
             let encodedTarget = adminTarget.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? adminTarget
             #expect(try await admin(.post, "/admin/customers/\(bundle)/\(encodedTarget)/flags", #"{"flags":{"churnRisk":"high"}}"#).status == .ok)
-            #expect(try await admin(.post, "/admin/customers/\(bundle)/\(encodedTarget)/grants", #"{"productIdentifier":"\#(TestPayloads.productId)","offerIdentifier":"sorry"}"#).status == .ok)
+            #expect(try await admin(.post, "/admin/customers/\(bundle)/\(encodedTarget)/grants", #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"sorry"}"#).status == .ok)
             #expect(try await sign("sorry", adminTarget).status == .ok)
             #expect(try await sign("sorry", adminTarget).status == .forbidden)
             #expect(try await admin(.get, "/admin/customers/\(bundle)/\(encodedTarget)").status == .ok)
@@ -297,7 +297,7 @@ enum RequestLoggingMiddlewareProbe {
             #expect(try await call(.post, "/v1/offers/eligibility", #"{"applicationUsername":"\#(sent)"}"#, token: Self.wrongClientToken).status == .unauthorized)
             #expect(try await call(.get, "/admin/customers/\(bundle)/\(encodedTarget)", token: nil).status == .unauthorized)
             #expect(try await call(.get, "/admin/customers/\(bundle)/\(encodedTarget)", token: Self.wrongAdminToken).status == .forbidden)
-            let forged = try await TestJWSSigner(chain: try TestCertificateChain()).signNotification(.subscribed, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleId: bundle)
+            let forged = try await TestJWSSigner(chain: try TestCertificateChain()).signNotification(.subscribed, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleIdentifier: bundle)
             #expect(try await call(.post, "/v1/notifications/appstore", "{\"signedPayload\":\"\(forged)\"}", token: nil).status == .badRequest)
         }
         try await store.close()

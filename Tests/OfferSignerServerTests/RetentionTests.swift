@@ -17,7 +17,7 @@ import OfferApplication
 /// and App Store verification (by appAppleId) against a test chain.
 struct RetentionFixture {
     static let appAppleId: Int64 = 1_234_567_890
-    static let monthly = TestPayloads.productId
+    static let monthly = TestPayloads.productIdentifier
     static let weekly = "com.example.offersigner.weekly"
     static let annual = "com.example.offersigner.annual"
     static let plain = "com.example.offersigner.plain"
@@ -76,7 +76,7 @@ struct RetentionFixture {
                     subscriptionGroupIdentifier: "21000001"
                   - productIdentifier: \(Self.plain)
             """, registry: registry)
-        let verifier = try SignedDataVerifier(bundleId: bundle, appAppleId: Self.appAppleId, environments: [.sandbox], trustedRoots: [chain.root])
+        let verifier = try SignedDataVerifier(bundleIdentifier: bundle, appAppleId: Self.appAppleId, environments: [.sandbox], trustedRoots: [chain.root])
         let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: Logger(label: "test"))
         // The service may see the store slowed down (the real store, answering late), to run into the deadline.
         let realStore = store
@@ -94,7 +94,7 @@ struct RetentionFixture {
     func subscribe(_ client: some TestClientProtocol, token: String?, originalTransactionId: String, renewed: Bool = false, autoRenew: AutoRenewStatus) async throws {
         let now = Date()
         var transaction = TestPayloads.transaction(
-            originalTransactionId: originalTransactionId, appAccountToken: token, expiresDate: now + 20 * 86_400, bundleId: bundle,
+            originalTransactionId: originalTransactionId, appAccountToken: token, expiresDate: now + 20 * 86_400, bundleIdentifier: bundle,
             signedDate: now - 40 * 86_400)
         transaction.subscriptionGroupIdentifier = "21000001"
         try await notify(client, .subscribed, .initialBuy, transaction, autoRenew: .on, signedDate: now - 40 * 86_400)
@@ -106,15 +106,15 @@ struct RetentionFixture {
         let payload = try await signer.signNotification(
             type, subtype: subtype, transaction: transaction,
             renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: autoRenew, signedDate: signedDate),
-            bundleId: bundle, environment: .sandbox, signedDate: signedDate)
+            bundleIdentifier: bundle, environment: .sandbox, signedDate: signedDate)
         let response = try await client.post("/v1/notifications/appstore", json: "{\"signedPayload\":\"\(payload)\"}")
         #expect(response.status == .ok, "\(response.text)")
     }
 
     /// A real-time request as the App Store signs it.
-    func request(originalTransactionId: String, productId: String = RetentionFixture.monthly, requestIdentifier: String = UUID().uuidString.lowercased(), appAppleId: Int64 = RetentionFixture.appAppleId, signer: TestJWSSigner? = nil, signedDate: Date = Date(), userLocale: String = "en-US") async throws -> String {
+    func request(originalTransactionId: String, productIdentifier: String = RetentionFixture.monthly, requestIdentifier: String = UUID().uuidString.lowercased(), appAppleId: Int64 = RetentionFixture.appAppleId, signer: TestJWSSigner? = nil, signedDate: Date = Date(), userLocale: String = "en-US") async throws -> String {
         let body = DecodedRealtimeRequestBody(
-            originalTransactionId: originalTransactionId, appAppleId: appAppleId, productId: productId, userLocale: userLocale,
+            originalTransactionId: originalTransactionId, appAppleId: appAppleId, productIdentifier: productIdentifier, userLocale: userLocale,
             requestIdentifier: requestIdentifier, environment: .sandbox, signedDate: signedDate.appStoreMilliseconds)
         return try await (signer ?? self.signer).sign(body)
     }
@@ -190,7 +190,7 @@ private struct SlowStore: OfferStore {
             #expect(verification.valid, "\(verification.message ?? "")")
             #expect(verification.claims?.transactionId == original)
             #expect(verification.claims?.offerIdentifier == "retention_30")
-            #expect(verification.claims?.productId == RetentionFixture.monthly)
+            #expect(verification.claims?.productIdentifier == RetentionFixture.monthly)
             #expect(verification.claims?.bid == fixture.bundle)
             #expect(verification.claims?.iss == RetentionFixture.issuer)
             #expect(verification.header?.kid == "TESTKEY001")
@@ -229,21 +229,21 @@ private struct SlowStore: OfferStore {
         let original = Self.otid()
         try await fixture.application.test(.router) { client in
             try await fixture.subscribe(client, token: token, originalTransactionId: original, autoRenew: .off)
-            let response = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, productId: RetentionFixture.weekly))
+            let response = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, productIdentifier: RetentionFixture.weekly))
             #expect(response.status == .ok, "\(response.text)")
             let offer = try #require(try response.decode(RealtimeResponseBody.self).promotionalOffer)
             #expect(offer.messageIdentifier == "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e04")
             #expect(offer.promotionalOfferSignatureV2 == nil)
             let v1 = try #require(offer.promotionalOfferSignatureV1)
             #expect(v1.appAccountToken == token)
-            #expect(v1.productId == RetentionFixture.weekly)
+            #expect(v1.productIdentifier == RetentionFixture.weekly)
             #expect(v1.offerIdentifier == "retention_v1")
-            #expect(v1.keyId == "TESTKEY001")
+            #expect(v1.keyIdentifier == "TESTKEY001")
             #expect(UUID(uuidString: v1.nonce) != nil && v1.nonce == v1.nonce.lowercased())
             #expect(abs(Double(v1.timestamp) / 1000 - Date().timeIntervalSince1970) < 60)
             let verification = fixture.service.verifyLegacy(SignedLegacyOffer(
-                bundleIdentifier: fixture.bundle, productIdentifier: v1.productId, offerIdentifier: v1.offerIdentifier,
-                applicationUsername: token, keyIdentifier: v1.keyId, nonce: v1.nonce, timestamp: v1.timestamp, signature: v1.encodedSignature))
+                bundleIdentifier: fixture.bundle, productIdentifier: v1.productIdentifier, offerIdentifier: v1.offerIdentifier,
+                applicationUsername: token, keyIdentifier: v1.keyIdentifier, nonce: v1.nonce, timestamp: v1.timestamp, signature: v1.encodedSignature))
             #expect(verification.valid, "\(verification.message ?? "")")
             let logged = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle))
             #expect(logged.map(\.nonce) == [v1.nonce])
@@ -261,13 +261,13 @@ private struct SlowStore: OfferStore {
             try await fixture.subscribe(client, token: nil, originalTransactionId: original, renewed: true, autoRenew: .on)
             let loyal = try await fixture.ask(client, try await fixture.request(originalTransactionId: original))
             #expect(loyal.status == .ok, "\(loyal.text)")
-            #expect(try loyal.decode(RealtimeResponseBody.self) == RealtimeResponseBody(alternateProduct: RetentionAlternateProduct(messageIdentifier: "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e02", productId: RetentionFixture.annual)))
+            #expect(try loyal.decode(RealtimeResponseBody.self) == RealtimeResponseBody(alternateProduct: RetentionAlternateProduct(messageIdentifier: "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e02", productIdentifier: RetentionFixture.annual)))
 
             let stranger = try await fixture.ask(client, try await fixture.request(originalTransactionId: Self.otid()))
             #expect(stranger.status == .ok)
             #expect(try stranger.decode(RealtimeResponseBody.self) == RealtimeResponseBody(message: RetentionMessage(messageIdentifier: "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03")))
 
-            let none = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, productId: RetentionFixture.plain))
+            let none = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, productIdentifier: RetentionFixture.plain))
             #expect(none.status == .notFound)
             #expect(try none.decode(RefusalBody.self).error.code == "no_retention_answer")
             #expect(try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle)) == 0)
@@ -326,13 +326,13 @@ private struct SlowStore: OfferStore {
         let original = Self.otid()
         try await fixture.application.test(.router) { client in
             try await fixture.subscribe(client, token: nil, originalTransactionId: original, autoRenew: .off)
-            let response = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, productId: RetentionFixture.weekly))
+            let response = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, productIdentifier: RetentionFixture.weekly))
             let v1 = try #require(try response.decode(RealtimeResponseBody.self).promotionalOffer?.promotionalOfferSignatureV1, "\(response.text)")
             #expect(v1.appAccountToken == nil)
             #expect(!response.text.contains("appAccountToken"))
             let verification = fixture.service.verifyLegacy(SignedLegacyOffer(
-                bundleIdentifier: fixture.bundle, productIdentifier: v1.productId, offerIdentifier: v1.offerIdentifier,
-                applicationUsername: "", keyIdentifier: v1.keyId, nonce: v1.nonce, timestamp: v1.timestamp, signature: v1.encodedSignature))
+                bundleIdentifier: fixture.bundle, productIdentifier: v1.productIdentifier, offerIdentifier: v1.offerIdentifier,
+                applicationUsername: "", keyIdentifier: v1.keyIdentifier, nonce: v1.nonce, timestamp: v1.timestamp, signature: v1.encodedSignature))
             #expect(verification.valid, "\(verification.message ?? "")")
             // Recorded for the customer the notifications filed the subscription under, so caps count it.
             let logged = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle))

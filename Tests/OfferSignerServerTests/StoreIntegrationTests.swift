@@ -56,7 +56,7 @@ struct StoreFixture {
               - bundleIdentifier: \(bundle)
                 issuerIdentifier: 57246542-96fe-1a63-e053-0824d011072a
                 products:
-                  - productIdentifier: \(TestPayloads.productId)
+                  - productIdentifier: \(TestPayloads.productIdentifier)
                     subscriptionGroupIdentifier: "21000001"
                     introductoryOffer:
                       rules: [never-had-introductory-offer]
@@ -73,7 +73,7 @@ struct StoreFixture {
                         rules: [{ cap: { count: 1, days: 30 } }]
                       - offerIdentifier: everyone
             """)
-        let verifier = try SignedDataVerifier(bundleId: bundle, environments: [.sandbox], trustedRoots: [chain.root])
+        let verifier = try SignedDataVerifier(bundleIdentifier: bundle, environments: [.sandbox], trustedRoots: [chain.root])
         // Its customers are named readably (dup-user, …) in their appAccountToken, as the demo's stand-in App Store
         // names them; the App Store's own rule (a UUID) is tested in AppStoreTrustTests and RetentionTests.
         let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: Logger(label: "test"), readableTokens: true)
@@ -85,7 +85,7 @@ struct StoreFixture {
     }
 
     func transaction(_ token: String, expires: Date, signedDate: Date, introductory: Bool = false) -> JWSTransactionDecodedPayload {
-        var transaction = TestPayloads.transaction(originalTransactionId: "\(Int.random(in: 1_000_000_000...9_999_999_999))", appAccountToken: token, expiresDate: expires, bundleId: bundle, signedDate: signedDate)
+        var transaction = TestPayloads.transaction(originalTransactionId: "\(Int.random(in: 1_000_000_000...9_999_999_999))", appAccountToken: token, expiresDate: expires, bundleIdentifier: bundle, signedDate: signedDate)
         transaction.subscriptionGroupIdentifier = "21000001"
         if introductory { transaction.offerType = .introductoryOffer }
         return transaction
@@ -95,12 +95,12 @@ struct StoreFixture {
         let payload = try await signer.signNotification(
             type, subtype: subtype, transaction: transaction,
             renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: autoRenew, signedDate: signedDate),
-            bundleId: bundle, environment: .sandbox, signedDate: signedDate)
+            bundleIdentifier: bundle, environment: .sandbox, signedDate: signedDate)
         return try await client.post("/v1/notifications/appstore", json: "{\"signedPayload\":\"\(payload)\"}")
     }
 
     func sign(_ client: some TestClientProtocol, _ offer: String, _ username: String, extra: String = "") async throws -> TestResponse {
-        try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"\#(TestPayloads.productId)","offerIdentifier":"\#(offer)","applicationUsername":"\#(username)"\#(extra)}"#)
+        try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"\#(offer)","applicationUsername":"\#(username)"\#(extra)}"#)
     }
 
     func eligible(_ client: some TestClientProtocol, _ username: String) async throws -> [String: Bool] {
@@ -168,7 +168,7 @@ struct StoreFixture {
         let now = Date()
         try await fixture.application.test(.router) { client in
             let transaction = fixture.transaction("dup-user", expires: now + 86_400, signedDate: now)
-            let payload = try await fixture.signer.signNotification(.didRenew, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleId: fixture.bundle, signedDate: now)
+            let payload = try await fixture.signer.signNotification(.didRenew, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleIdentifier: fixture.bundle, signedDate: now)
             let body = "{\"signedPayload\":\"\(payload)\"}"
             #expect(try await client.post("/v1/notifications/appstore", json: body).text.contains("processed"))
             #expect(try await client.post("/v1/notifications/appstore", json: body).text.contains("duplicate"))
@@ -187,7 +187,7 @@ struct StoreFixture {
         let stranger = TestJWSSigner(chain: try TestCertificateChain())  // a chain to a root the service does not trust
         try await fixture.application.test(.router) { client in
             let transaction = fixture.transaction("victim", expires: Date() + 86_400, signedDate: Date())
-            let forged = try await stranger.signNotification(.subscribed, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleId: fixture.bundle)
+            let forged = try await stranger.signNotification(.subscribed, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleIdentifier: fixture.bundle)
             let response = try await client.post("/v1/notifications/appstore", json: "{\"signedPayload\":\"\(forged)\"}")
             #expect(response.status == .badRequest)
             #expect(try response.decode(ErrorBody.self).error.code == "invalid_signed_payload")
@@ -241,7 +241,7 @@ struct StoreFixture {
                 try await client.execute(uri: uri, method: method, headers: [.authorization: "Bearer \(StoreFixture.adminToken)", .contentType: "application/json"], body: body.map { ByteBuffer(string: $0) })
             }
             #expect(try await fixture.sign(client, "sorry", "unlucky").status == .forbidden)
-            let granted = try await admin(.post, "/admin/customers/\(fixture.bundle)/unlucky/grants", #"{"productIdentifier":"\#(TestPayloads.productId)","offerIdentifier":"sorry","expiresInDays":7}"#)
+            let granted = try await admin(.post, "/admin/customers/\(fixture.bundle)/unlucky/grants", #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"sorry","expiresInDays":7}"#)
             #expect(granted.status == .ok)
             #expect(try await fixture.sign(client, "sorry", "unlucky").status == .ok)
             let again = try await fixture.sign(client, "sorry", "unlucky")
@@ -279,7 +279,7 @@ struct StoreFixture {
         try await fixture.application.test(.router) { client in
             func ask(_ username: String, _ transactionId: String, signedTransaction: String? = nil) async throws -> TestResponse {
                 let signed = signedTransaction.map { #","signedTransaction":"\#($0)""# } ?? ""
-                return try await client.post("/v1/offers/introductory-eligibility", json: #"{"productIdentifier":"\#(TestPayloads.productId)","transactionId":"\#(transactionId)","applicationUsername":"\#(username)"\#(signed)}"#)
+                return try await client.post("/v1/offers/introductory-eligibility", json: #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","transactionId":"\#(transactionId)","applicationUsername":"\#(username)"\#(signed)}"#)
             }
             func allow(_ response: TestResponse) throws -> Bool? {
                 let answer = try response.decode(JWSAnswer.self)
@@ -336,8 +336,8 @@ struct StoreFixture {
         let ingestor = try #require(fixture.service.notifications)
         let now = Date()
         let transaction = fixture.transaction("replayed", expires: now + 86_400, signedDate: now)
-        let subscribed = try await fixture.signer.signNotification(.subscribed, subtype: .initialBuy, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleId: fixture.bundle, signedDate: now)
-        let renewed = try await fixture.signer.signNotification(.didRenew, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleId: fixture.bundle, signedDate: now + 1)
+        let subscribed = try await fixture.signer.signNotification(.subscribed, subtype: .initialBuy, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleIdentifier: fixture.bundle, signedDate: now)
+        let renewed = try await fixture.signer.signNotification(.didRenew, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleIdentifier: fixture.bundle, signedDate: now + 1)
         let capture = "\(subscribed)\n{\"signedPayload\":\"\(renewed)\"}\n\nnot-a-jws\n{broken\n"
         let first = await ingestor.replay(capture)
         #expect(first.processed == 2 && first.refused == 2 && first.failed == 0)

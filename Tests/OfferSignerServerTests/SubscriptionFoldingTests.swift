@@ -13,9 +13,9 @@ import Testing
     static let token = "8c1d6a9e-0b2f-4c3d-9e8f-1a2b3c4d5e6f"
     static let policy = try! OfferPolicy(text: """
         apps:
-          - bundleIdentifier: \(TestPayloads.bundleId)
+          - bundleIdentifier: \(TestPayloads.bundleIdentifier)
             products:
-              - productIdentifier: \(TestPayloads.productId)
+              - productIdentifier: \(TestPayloads.productIdentifier)
                 subscriptionGroupIdentifier: "21000001"
                 offers:
                   - offerIdentifier: retention_30
@@ -38,8 +38,8 @@ import Testing
     private func decisions(_ facts: CustomerFacts, now: Date) -> [String: Bool] {
         var result: [String: Bool] = [:]
         for offer in ["retention_30", "winback_50", "loyalty"] {
-            guard case .found(_, let product, let found) = Self.policy.lookup(bundleIdentifier: TestPayloads.bundleId, productIdentifier: TestPayloads.productId, offerIdentifier: offer) else { continue }
-            let context = EligibilityContext(bundleIdentifier: TestPayloads.bundleId, productIdentifier: TestPayloads.productId, offerIdentifier: offer, subscriptionGroupIdentifier: product.subscriptionGroupIdentifier, facts: facts, now: now)
+            guard case .found(_, let product, let found) = Self.policy.lookup(bundleIdentifier: TestPayloads.bundleIdentifier, productIdentifier: TestPayloads.productIdentifier, offerIdentifier: offer) else { continue }
+            let context = EligibilityContext(bundleIdentifier: TestPayloads.bundleIdentifier, productIdentifier: TestPayloads.productIdentifier, offerIdentifier: offer, subscriptionGroupIdentifier: product.subscriptionGroupIdentifier, facts: facts, now: now)
             result[offer] = found.rule.evaluate(context).isEligible
         }
         return result
@@ -48,7 +48,7 @@ import Testing
     @Test func subscribeRenewTurnOffAutoRenewExpire() {
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         let month: TimeInterval = 30 * 86_400
-        var facts = CustomerFacts(key: CustomerKey(bundleIdentifier: TestPayloads.bundleId, applicationUsername: Self.token))
+        var facts = CustomerFacts(key: CustomerKey(bundleIdentifier: TestPayloads.bundleIdentifier, applicationUsername: Self.token))
         #expect(decisions(facts, now: start) == ["retention_30": false, "winback_50": false, "loyalty": false])
 
         #expect(SubscriptionFolding.fold(notification(.subscribed, .initialBuy, expires: start + month, signedDate: start), into: &facts))
@@ -71,7 +71,7 @@ import Testing
 
     @Test func anOlderNotificationDoesNotMoveTheCustomerBack() {
         let start = Date(timeIntervalSince1970: 1_800_000_000)
-        var facts = CustomerFacts(key: CustomerKey(bundleIdentifier: TestPayloads.bundleId, applicationUsername: Self.token))
+        var facts = CustomerFacts(key: CustomerKey(bundleIdentifier: TestPayloads.bundleIdentifier, applicationUsername: Self.token))
         SubscriptionFolding.fold(notification(.expired, .voluntary, expires: start, signedDate: start + 100), into: &facts)
         let changed = SubscriptionFolding.fold(notification(.didRenew, expires: start + 1_000_000, signedDate: start + 50), into: &facts)
         #expect(!changed)
@@ -89,14 +89,14 @@ import Testing
         (.renewalExtended, nil, .active),
     ])
     func typesMoveTheState(_ type: NotificationType, _ subtype: NotificationSubtype?, _ expected: SubscriptionState) {
-        var facts = CustomerFacts(key: CustomerKey(bundleIdentifier: TestPayloads.bundleId, applicationUsername: Self.token))
+        var facts = CustomerFacts(key: CustomerKey(bundleIdentifier: TestPayloads.bundleIdentifier, applicationUsername: Self.token))
         let now = Date()
         SubscriptionFolding.fold(notification(type, subtype, expires: now + 86_400, signedDate: now), into: &facts)
         #expect(facts.subscriptions.first?.state == expected)
     }
 
     @Test func downgradesAndIntroductoryOffersAreRemembered() {
-        var facts = CustomerFacts(key: CustomerKey(bundleIdentifier: TestPayloads.bundleId, applicationUsername: Self.token))
+        var facts = CustomerFacts(key: CustomerKey(bundleIdentifier: TestPayloads.bundleIdentifier, applicationUsername: Self.token))
         let now = Date()
         var intro = notification(.subscribed, .initialBuy, expires: now + 86_400, signedDate: now)
         intro.transaction?.offerType = .introductoryOffer
@@ -109,7 +109,7 @@ import Testing
     }
 
     @Test func aTestNotificationChangesNothing() {
-        var facts = CustomerFacts(key: CustomerKey(bundleIdentifier: TestPayloads.bundleId, applicationUsername: Self.token))
+        var facts = CustomerFacts(key: CustomerKey(bundleIdentifier: TestPayloads.bundleIdentifier, applicationUsername: Self.token))
         #expect(!SubscriptionFolding.fold(notification(.test, expires: Date(), signedDate: Date()), into: &facts))
         #expect(facts.subscriptions.isEmpty)
     }

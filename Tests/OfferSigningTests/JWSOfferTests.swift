@@ -176,7 +176,7 @@ import Testing
     }
 
     @Test func aFailedSelfCheckNeverReturnsTheToken() async throws {
-        let claims = PromotionalOfferV2Claims(iss: issuer, bid: "a", iat: 1, nonce: "n", productId: "p", offerIdentifier: "o", transactionId: nil)
+        let claims = PromotionalOfferV2Claims(iss: issuer, bid: "a", iat: 1, nonce: "n", productIdentifier: "p", offerIdentifier: "o", transactionId: nil)
         let error = await #expect(throws: OfferSigningError.self) {
             try await JWSOfferSigner.sign(claims, with: key, selfCheckKey: other.publicKey)
         }

@@ -52,7 +52,7 @@ extension ErrorCode where Domain == SignedDataVerificationError {
     public static var certificateNotYetValid: Self { Self("certificate_not_yet_valid") }
     /// The JWS signature does not verify with the leaf certificate's key (tampered header or payload).
     public static var invalidSignature: Self { Self("invalid_signature") }
-    /// The payload's `bundleId` is not the configured app's.
+    /// The payload's `bundleIdentifier` is not the configured app's.
     public static var wrongBundleId: Self { Self("wrong_bundle_id") }
     /// The payload's `environment` is missing or not one of the accepted environments.
     public static var wrongEnvironment: Self { Self("wrong_environment") }

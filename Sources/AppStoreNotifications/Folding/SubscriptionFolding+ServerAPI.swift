@@ -64,9 +64,9 @@ extension SubscriptionFolding {
         var groups: [String: [JWSTransactionDecodedPayload]] = [:]
         var order: [String] = []
         for transaction in history {
-            guard transaction.type == nil || transaction.type == .autoRenewable, let productId = transaction.productId
+            guard transaction.type == nil || transaction.type == .autoRenewable, let productIdentifier = transaction.productIdentifier
             else { continue }
-            let group = transaction.subscriptionGroupIdentifier ?? productId
+            let group = transaction.subscriptionGroupIdentifier ?? productIdentifier
             if groups[group] == nil { order.append(group) }
             groups[group, default: []].append(transaction)
         }

@@ -83,14 +83,14 @@ public enum SubscriptionFolding {
     /// a transaction that is not an auto-renewable subscription.
     static func current(for transaction: JWSTransactionDecodedPayload, in facts: CustomerFacts) -> SubscriptionFacts? {
         guard transaction.type == nil || transaction.type == .autoRenewable,
-              let productId = transaction.productId else { return nil }
-        let group = transaction.subscriptionGroupIdentifier ?? productId
+              let productIdentifier = transaction.productIdentifier else { return nil }
+        let group = transaction.subscriptionGroupIdentifier ?? productIdentifier
         return facts.subscription(inGroup: group)
-            ?? SubscriptionFacts(subscriptionGroupIdentifier: group, productIdentifier: productId, state: .active)
+            ?? SubscriptionFacts(subscriptionGroupIdentifier: group, productIdentifier: productIdentifier, state: .active)
     }
 
     static func apply(transaction: JWSTransactionDecodedPayload, renewalInfo: JWSRenewalInfoDecodedPayload?, to subscription: inout SubscriptionFacts) {
-        if let productId = transaction.productId { subscription.productIdentifier = productId }
+        if let productIdentifier = transaction.productIdentifier { subscription.productIdentifier = productIdentifier }
         subscription.originalTransactionId = transaction.originalTransactionId ?? subscription.originalTransactionId
         if let expires = transaction.expiresDate { subscription.expiresDate = Date(appStoreMilliseconds: expires) }
         if let original = transaction.originalPurchaseDate { subscription.originalPurchaseDate = Date(appStoreMilliseconds: original) }

@@ -15,7 +15,7 @@ public struct ExternalPurchaseToken: Codable, Hashable, Sendable {
     public var appAppleId: Int64?
 
     /// The app's bundle identifier.
-    public var bundleId: String?
+    public var bundleIdentifier: String?
 
     /// Creates an empty token; set the fields you need.
     public init() {}
@@ -23,5 +23,12 @@ public struct ExternalPurchaseToken: Codable, Hashable, Sendable {
     /// The environment implied by ``externalPurchaseId`` (Apple's rule: a `SANDBOX` prefix means sandbox).
     public var environment: AppStoreEnvironment {
         externalPurchaseId?.hasPrefix("SANDBOX") == true ? .sandbox : .production
+    }
+    /// Apple's JSON names; the code spells bundle, product and key identifiers long-form.
+    enum CodingKeys: String, CodingKey {
+        case externalPurchaseId
+        case tokenCreationDate
+        case appAppleId
+        case bundleIdentifier = "bundleId"
     }
 }

@@ -37,7 +37,7 @@ public struct JWSRenewalInfoDecodedPayload: Codable, Hashable, Sendable {
     public var priceIncreaseStatus: PriceIncreaseStatus?
 
     /// The product the customer is subscribed to now.
-    public var productId: String?
+    public var productIdentifier: String?
 
     /// The start of the most recent run of the subscription, ignoring lapses under 60 days, UNIX time in milliseconds.
     public var recentSubscriptionStartDate: Int64?
@@ -62,4 +62,25 @@ public struct JWSRenewalInfoDecodedPayload: Codable, Hashable, Sendable {
 
     /// Creates empty renewal info; set the fields you need.
     public init() {}
+    /// Apple's JSON names; the code spells bundle, product and key identifiers long-form.
+    enum CodingKeys: String, CodingKey {
+        case autoRenewProductId
+        case autoRenewStatus
+        case expirationIntent
+        case gracePeriodExpiresDate
+        case isInBillingRetryPeriod
+        case offerIdentifier
+        case offerType
+        case offerDiscountType
+        case originalTransactionId
+        case priceIncreaseStatus
+        case productIdentifier = "productId"
+        case recentSubscriptionStartDate
+        case renewalDate
+        case signedDate
+        case environment
+        case currency
+        case renewalPrice
+        case eligibleWinBackOfferIds
+    }
 }

@@ -15,10 +15,10 @@ public struct JWSTransactionDecodedPayload: Codable, Hashable, Sendable {
     public var webOrderLineItemId: String?
 
     /// The app's bundle identifier.
-    public var bundleId: String?
+    public var bundleIdentifier: String?
 
     /// The product identifier from App Store Connect.
-    public var productId: String?
+    public var productIdentifier: String?
 
     /// The subscription group of the product.
     public var subscriptionGroupIdentifier: String?
@@ -91,4 +91,35 @@ public struct JWSTransactionDecodedPayload: Codable, Hashable, Sendable {
 
     /// Creates an empty transaction; set the fields you need (test support builds transactions this way).
     public init() {}
+    /// Apple's JSON names; the code spells bundle, product and key identifiers long-form.
+    enum CodingKeys: String, CodingKey {
+        case originalTransactionId
+        case transactionId
+        case webOrderLineItemId
+        case bundleIdentifier = "bundleId"
+        case productIdentifier = "productId"
+        case subscriptionGroupIdentifier
+        case purchaseDate
+        case originalPurchaseDate
+        case expiresDate
+        case quantity
+        case type
+        case appAccountToken
+        case inAppOwnershipType
+        case signedDate
+        case revocationReason
+        case revocationDate
+        case isUpgraded
+        case offerType
+        case offerIdentifier
+        case environment
+        case storefront
+        case storefrontId
+        case transactionReason
+        case currency
+        case price
+        case offerDiscountType
+        case offerPeriod
+        case appTransactionId
+    }
 }

@@ -10,7 +10,7 @@ public struct NotificationData: Codable, Hashable, Sendable {
     public var appAppleId: Int64?
 
     /// The app's bundle identifier.
-    public var bundleId: String?
+    public var bundleIdentifier: String?
 
     /// The app's build version (`CFBundleVersion`).
     public var bundleVersion: String?
@@ -32,4 +32,15 @@ public struct NotificationData: Codable, Hashable, Sendable {
 
     /// Creates empty data; set the fields you need.
     public init() {}
+    /// Apple's JSON names; the code spells bundle, product and key identifiers long-form.
+    enum CodingKeys: String, CodingKey {
+        case appAppleId
+        case bundleIdentifier = "bundleId"
+        case bundleVersion
+        case environment
+        case signedTransactionInfo
+        case signedRenewalInfo
+        case status
+        case consumptionRequestReason
+    }
 }

@@ -9,10 +9,10 @@ public struct NotificationSummary: Codable, Hashable, Sendable {
     public var appAppleId: Int64?
 
     /// The app's bundle identifier.
-    public var bundleId: String?
+    public var bundleIdentifier: String?
 
     /// The product whose subscriptions were extended.
-    public var productId: String?
+    public var productIdentifier: String?
 
     /// The identifier of the extension request.
     public var requestIdentifier: String?
@@ -28,4 +28,15 @@ public struct NotificationSummary: Codable, Hashable, Sendable {
 
     /// Creates an empty summary; set the fields you need.
     public init() {}
+    /// Apple's JSON names; the code spells bundle, product and key identifiers long-form.
+    enum CodingKeys: String, CodingKey {
+        case environment
+        case appAppleId
+        case bundleIdentifier = "bundleId"
+        case productIdentifier = "productId"
+        case requestIdentifier
+        case storefrontCountryCodes
+        case succeededCount
+        case failedCount
+    }
 }

@@ -8,7 +8,7 @@ public import X509
 /// leaf through the intermediate to a *configured* root (the third `x5c` certificate is never trusted by itself: it
 /// must be that root); Apple's marker extensions on the leaf (1.2.840.113635.100.6.11.1) and the intermediate
 /// (1.2.840.113635.100.6.2.1); every certificate valid at the payload's `signedDate` (not now: App Store data
-/// stays verifiable after its certificates expire); the leaf's signature over the JWS. Then the payload's `bundleId`,
+/// stays verifiable after its certificates expire); the leaf's signature over the JWS. Then the payload's `bundleIdentifier`,
 /// `environment` and, for Production notifications, `appAppleId` must match the configuration.
 ///
 /// Unlike Apple's library, data from ``AppStoreEnvironment/xcode`` and ``AppStoreEnvironment/localTesting`` is not
@@ -22,7 +22,7 @@ public import X509
 /// import AppStoreNotifications
 ///
 /// // At start-up: trusts the bundled Apple Root CA - G3, accepts Production only.
-/// let verifier = try SignedDataVerifier(bundleId: "com.example.app", appAppleId: 1234567890)
+/// let verifier = try SignedDataVerifier(bundleIdentifier: "com.example.app", appAppleId: 1234567890)
 ///
 /// // POST /v1/notifications/appstore with {"signedPayload": "..."}:
 /// do {
@@ -38,11 +38,11 @@ public import X509
 ///
 /// // Tests and staging: trust a test root, accept the sandbox.
 /// let testVerifier = try SignedDataVerifier(
-///     bundleId: "com.example.app", environments: [.sandbox], trustedRoots: [testChain.root])
+///     bundleIdentifier: "com.example.app", environments: [.sandbox], trustedRoots: [testChain.root])
 /// ```
 public struct SignedDataVerifier: Sendable {
     /// The bundle identifier signed data must carry.
-    public let bundleId: String
+    public let bundleIdentifier: String
 
     /// The app's Apple ID that Production notifications must carry (`nil` when Production is not accepted).
     public let appAppleId: Int64?
@@ -58,7 +58,7 @@ public struct SignedDataVerifier: Sendable {
     /// Creates a verifier for one app.
     ///
     /// - Parameters:
-    ///   - bundleId: The app's bundle identifier.
+    ///   - bundleIdentifier: The app's bundle identifier.
     ///   - appAppleId: The app's Apple ID (App Store Connect → App Information → Apple ID); required when
     ///     `environments` contains ``AppStoreEnvironment/production``.
     ///   - environments: The environments accepted; default Production only (`OFFER_SIGNER_ENVIRONMENTS`).
@@ -67,7 +67,7 @@ public struct SignedDataVerifier: Sendable {
     /// - Throws: ``SignedDataVerificationError/Code/invalidConfiguration`` if `trustedRoots` or `environments` is
     ///   empty, or Production is accepted without `appAppleId`.
     public init(
-        bundleId: String,
+        bundleIdentifier: String,
         appAppleId: Int64? = nil,
         environments: Set<AppStoreEnvironment> = [.production],
         trustedRoots: [Certificate]? = nil
@@ -86,9 +86,9 @@ public struct SignedDataVerifier: Sendable {
         }
         guard !environments.contains(.production) || appAppleId != nil else {
             throw SignedDataVerificationError(
-                .invalidConfiguration, "accepting Production needs the app's appAppleId (bundle \(bundleId))")
+                .invalidConfiguration, "accepting Production needs the app's appAppleId (bundle \(bundleIdentifier))")
         }
-        self.bundleId = bundleId
+        self.bundleIdentifier = bundleIdentifier
         self.appAppleId = appAppleId
         self.environments = environments
         self.trustedRoots = roots
@@ -110,7 +110,7 @@ public struct SignedDataVerifier: Sendable {
     ) async throws(SignedDataVerificationError) -> ResponseBodyV2DecodedPayload {
         let notification = try await chainVerifier.verify(signedPayload, as: ResponseBodyV2DecodedPayload.self)
         let app = AppIdentity(of: notification)
-        try check(bundleId: app.bundleId, environment: app.environment)
+        try check(bundleIdentifier: app.bundleIdentifier, environment: app.environment)
         if app.environment == .production, app.appAppleId != appAppleId {
             throw SignedDataVerificationError(
                 .wrongAppAppleId,
@@ -170,7 +170,7 @@ public struct SignedDataVerifier: Sendable {
         _ signedTransaction: String
     ) async throws(SignedDataVerificationError) -> JWSTransactionDecodedPayload {
         let transaction = try await chainVerifier.verify(signedTransaction, as: JWSTransactionDecodedPayload.self)
-        try check(bundleId: transaction.bundleId, environment: transaction.environment)
+        try check(bundleIdentifier: transaction.bundleIdentifier, environment: transaction.environment)
         for (name, identifier) in [("originalTransactionId", transaction.originalTransactionId), ("transactionId", transaction.transactionId)] {
             if let identifier, !Self.isTransactionIdentifier(identifier) {
                 throw SignedDataVerificationError(.malformedPayload, "\(name) is not 1 to 64 decimal digits")
@@ -182,7 +182,7 @@ public struct SignedDataVerifier: Sendable {
     /// Verifies and decodes signed renewal info: a notification's `signedRenewalInfo`, or StoreKit 2's
     /// `RenewalInfo.jwsRepresentation`.
     ///
-    /// Renewal info has no `bundleId` field, so only its environment is checked (as in Apple's library).
+    /// Renewal info has no `bundleIdentifier` field, so only its environment is checked (as in Apple's library).
     ///
     /// - Parameter signedRenewalInfo: The compact JWS.
     /// - Returns: The decoded renewal info.
@@ -222,7 +222,7 @@ public struct SignedDataVerifier: Sendable {
         guard let original = request.originalTransactionId, Self.isTransactionIdentifier(original) else {
             throw SignedDataVerificationError(.malformedPayload, "originalTransactionId is missing or not 1 to 64 decimal digits")
         }
-        guard let product = request.productId, !product.isEmpty, product.utf8.count <= 255 else {
+        guard let product = request.productIdentifier, !product.isEmpty, product.utf8.count <= 255 else {
             throw SignedDataVerificationError(.malformedPayload, "productId is missing or longer than 255 bytes")
         }
         guard let identifier = request.requestIdentifier, identifier.utf8.count == 36, UUID(uuidString: identifier) != nil else {
@@ -280,10 +280,10 @@ public struct SignedDataVerifier: Sendable {
         }
     }
 
-    private func check(bundleId: String?, environment: AppStoreEnvironment?) throws(SignedDataVerificationError) {
-        guard bundleId == self.bundleId else {
+    private func check(bundleIdentifier: String?, environment: AppStoreEnvironment?) throws(SignedDataVerificationError) {
+        guard bundleIdentifier == self.bundleIdentifier else {
             throw SignedDataVerificationError(
-                .wrongBundleId, "bundleId \(bundleId.map { "\"\($0)\"" } ?? "none") is not \"\(self.bundleId)\"")
+                .wrongBundleId, "bundleId \(bundleIdentifier.map { "\"\($0)\"" } ?? "none") is not \"\(self.bundleIdentifier)\"")
         }
         try check(environment: environment)
     }

@@ -13,9 +13,9 @@ import Foundation
 /// token and at most one is signed per refresh.
 actor BearerTokenProvider {
     private let key: P256.Signing.PrivateKey
-    private let keyId: String
+    private let keyIdentifier: String
     private let issuerId: String
-    private let bundleId: String
+    private let bundleIdentifier: String
     private let lifetime: Duration
     private let refreshMargin: Duration
     private var current: (token: String, expires: Date)?
@@ -27,7 +27,7 @@ actor BearerTokenProvider {
                 .invalidConfiguration,
                 "the In-App Purchase key is not a P-256 private key in PEM form (the .p8 file from App Store Connect)")
         }
-        guard !configuration.keyId.isEmpty, !configuration.issuerId.isEmpty, !configuration.bundleId.isEmpty else {
+        guard !configuration.keyIdentifier.isEmpty, !configuration.issuerId.isEmpty, !configuration.bundleIdentifier.isEmpty else {
             throw AppStoreServerAPIError(.invalidConfiguration, "the key ID, issuer ID and bundle ID must not be empty")
         }
         guard configuration.tokenLifetime > .zero, configuration.tokenLifetime <= .seconds(3600),
@@ -38,9 +38,9 @@ actor BearerTokenProvider {
                 "the token lifetime must be at most 60 minutes and longer than the refresh margin")
         }
         self.key = key
-        self.keyId = configuration.keyId
+        self.keyIdentifier = configuration.keyIdentifier
         self.issuerId = configuration.issuerId
-        self.bundleId = configuration.bundleId
+        self.bundleIdentifier = configuration.bundleIdentifier
         self.lifetime = configuration.tokenLifetime
         self.refreshMargin = configuration.tokenRefreshMargin
     }
@@ -63,8 +63,8 @@ actor BearerTokenProvider {
     }
 
     private func sign(issuedAt: Int64, expires: Int64) throws(AppStoreServerAPIError) -> String {
-        let header = Header(alg: "ES256", kid: keyId, typ: "JWT")
-        let claims = Claims(iss: issuerId, iat: issuedAt, exp: expires, aud: "appstoreconnect-v1", bid: bundleId)
+        let header = Header(alg: "ES256", kid: keyIdentifier, typ: "JWT")
+        let claims = Claims(iss: issuerId, iat: issuedAt, exp: expires, aud: "appstoreconnect-v1", bid: bundleIdentifier)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {

@@ -14,7 +14,7 @@ extension AppStoreServerAPIClient {
             .subscriptionStatuses, path: "/inApps/v1/subscriptions/\(id.value)", environment: environment,
             deadline: deadline, fingerprint: id.fingerprint)
         let response = try decode(StatusResponse.self, from: body)
-        try checkApp(environment: response.environment, bundleId: response.bundleId, appAppleId: response.appAppleId, asked: environment)
+        try checkApp(environment: response.environment, bundleIdentifier: response.bundleIdentifier, appAppleId: response.appAppleId, asked: environment)
         let groups = response.data ?? []
         let count = groups.reduce(0) { $0 + ($1.lastTransactions?.count ?? 0) }
         guard count <= Self.maximumSignedItems else {
@@ -63,7 +63,7 @@ extension AppStoreServerAPIClient {
                 .transactionHistory, path: "/inApps/v2/history/\(id.value)", query: query, environment: environment,
                 deadline: deadline, fingerprint: id.fingerprint)
             let page = try decode(HistoryResponse.self, from: body)
-            try checkApp(environment: page.environment, bundleId: page.bundleId, appAppleId: page.appAppleId, asked: environment)
+            try checkApp(environment: page.environment, bundleIdentifier: page.bundleIdentifier, appAppleId: page.appAppleId, asked: environment)
             let signed = page.signedTransactions ?? []
             guard signed.count <= Self.maximumSignedItems else {
                 throw AppStoreServerAPIError(.invalidResponse, "a page of the App Store's history has more transactions than this server accepts")
@@ -107,12 +107,12 @@ extension AppStoreServerAPIClient {
 
     /// The answer is about this app, from the environment asked.
     func checkApp(
-        environment: AppStoreEnvironment?, bundleId: String?, appAppleId: Int64?, asked: AppStoreEnvironment
+        environment: AppStoreEnvironment?, bundleIdentifier: String?, appAppleId: Int64?, asked: AppStoreEnvironment
     ) throws(AppStoreServerAPIError) {
         guard environment == asked else {
             throw AppStoreServerAPIError(.invalidResponse, "the App Store's answer is not from the environment asked")
         }
-        guard bundleId == configuration.bundleId else {
+        guard bundleIdentifier == configuration.bundleIdentifier else {
             throw AppStoreServerAPIError(.invalidResponse, "the App Store's answer is about another app")
         }
         if asked == .production, let expected = verifier.appAppleId, let appAppleId, appAppleId != expected {

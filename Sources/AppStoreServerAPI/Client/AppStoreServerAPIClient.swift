@@ -25,7 +25,7 @@ import NIOCore
 /// ## Usage
 ///
 /// ```swift
-/// let verifier = try SignedDataVerifier(bundleId: "com.example.app", appAppleId: 1234567890,
+/// let verifier = try SignedDataVerifier(bundleIdentifier: "com.example.app", appAppleId: 1234567890,
 ///                                       environments: [.production, .sandbox])
 /// let client = try AppStoreServerAPIClient(configuration: configuration, verifier: verifier)
 ///
@@ -72,7 +72,7 @@ public final class AppStoreServerAPIClient: Sendable {
             throw AppStoreServerAPIError(
                 .invalidConfiguration, "the App Store Server API environments must be Production and/or Sandbox, each once")
         }
-        guard configuration.bundleId == verifier.bundleId else {
+        guard configuration.bundleIdentifier == verifier.bundleIdentifier else {
             throw AppStoreServerAPIError(
                 .invalidConfiguration, "the App Store Server API's bundle ID is not the one signed data is verified for")
         }

@@ -7,25 +7,25 @@ public import AppStoreNotifications
 ///
 /// ```swift
 /// var configuration = AppStoreServerAPIConfiguration(
-///     keyId: "2X9R4HXF34",
+///     keyIdentifier: "2X9R4HXF34",
 ///     privateKeyPEM: try String(contentsOfFile: "/run/secrets/SubscriptionKey_2X9R4HXF34.p8", encoding: .utf8),
 ///     issuerId: "57246542-96fe-1a63-e053-0824d011072a",
-///     bundleId: "com.example.app")
+///     bundleIdentifier: "com.example.app")
 /// configuration.environments = [.production, .sandbox]   // Production first, Sandbox when Production has no such id
 /// configuration.timeout = .seconds(2)
 /// ```
 public struct AppStoreServerAPIConfiguration: Sendable {
     /// The In-App Purchase key's ID (App Store Connect › Users and Access › Integrations › In-App Purchase).
-    public var keyId: String
+    public var keyIdentifier: String
 
-    /// The In-App Purchase key (`SubscriptionKey_<keyId>.p8`): a PKCS#8 PEM of a P-256 private key.
+    /// The In-App Purchase key (`SubscriptionKey_<keyIdentifier>.p8`): a PKCS#8 PEM of a P-256 private key.
     public var privateKeyPEM: String
 
     /// The issuer ID shown above the key list in App Store Connect (a UUID).
     public var issuerId: String
 
     /// The app's bundle identifier (the token's `bid`).
-    public var bundleId: String
+    public var bundleIdentifier: String
 
     /// The environments asked, in order: Production first, then Sandbox when Production does not know the
     /// transaction. Default: Production only. Only ``AppStoreEnvironment/production`` and
@@ -65,22 +65,22 @@ public struct AppStoreServerAPIConfiguration: Sendable {
     /// Creates a configuration with the defaults described on each property.
     ///
     /// - Parameters:
-    ///   - keyId: The In-App Purchase key's ID.
+    ///   - keyIdentifier: The In-App Purchase key's ID.
     ///   - privateKeyPEM: The `.p8` file's contents.
     ///   - issuerId: The issuer ID.
-    ///   - bundleId: The app's bundle identifier.
+    ///   - bundleIdentifier: The app's bundle identifier.
     ///   - environments: The environments asked, in order; default Production only.
     public init(
-        keyId: String,
+        keyIdentifier: String,
         privateKeyPEM: String,
         issuerId: String,
-        bundleId: String,
+        bundleIdentifier: String,
         environments: [AppStoreEnvironment] = [.production]
     ) {
-        self.keyId = keyId
+        self.keyIdentifier = keyIdentifier
         self.privateKeyPEM = privateKeyPEM
         self.issuerId = issuerId
-        self.bundleId = bundleId
+        self.bundleIdentifier = bundleIdentifier
         self.environments = environments
         self.baseURLs = BaseURLs()
         self.timeout = .seconds(2)
@@ -190,7 +190,7 @@ extension AppStoreServerAPIConfiguration {
 extension AppStoreServerAPIConfiguration: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The configuration in words, without the key: safe to log.
     public var description: String {
-        "App Store Server API: key ID \(keyId), issuer ID \(issuerId), bundle ID \(bundleId), environments "
+        "App Store Server API: key ID \(keyIdentifier), issuer ID \(issuerId), bundle ID \(bundleIdentifier), environments "
             + environments.map(\.rawValue).joined(separator: " then ")
             + ", timeout \(timeout), cache \(cacheTimeToLive)"
     }
@@ -202,7 +202,7 @@ extension AppStoreServerAPIConfiguration: CustomStringConvertible, CustomDebugSt
     /// value do not print it).
     public var customMirror: Mirror {
         Mirror(self, children: [
-            "keyId": keyId, "privateKeyPEM": "<redacted>", "issuerId": issuerId, "bundleId": bundleId,
+            "keyId": keyIdentifier, "privateKeyPEM": "<redacted>", "issuerId": issuerId, "bundleId": bundleIdentifier,
             "environments": environments, "baseURLs": baseURLs, "timeout": timeout, "cacheTimeToLive": cacheTimeToLive,
             "cacheCapacity": cacheCapacity, "rateLimit": rateLimit, "retry": retry,
             "maximumHistoryPages": maximumHistoryPages, "maximumResponseBytes": maximumResponseBytes,

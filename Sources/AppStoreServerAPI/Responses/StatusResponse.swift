@@ -5,7 +5,7 @@ import AppStoreNotifications
 /// [StatusResponse](https://developer.apple.com/documentation/appstoreserverapi/statusresponse)
 struct StatusResponse: Decodable, Sendable {
     var environment: AppStoreEnvironment?
-    var bundleId: String?
+    var bundleIdentifier: String?
     var appAppleId: Int64?
     var data: [SubscriptionGroupIdentifierItem]?
 
@@ -22,6 +22,13 @@ struct StatusResponse: Decodable, Sendable {
         var signedTransactionInfo: String?
         var signedRenewalInfo: String?
     }
+    /// Apple's JSON names; the code spells bundle, product and key identifiers long-form.
+    enum CodingKeys: String, CodingKey {
+        case environment
+        case bundleIdentifier = "bundleId"
+        case appAppleId
+        case data
+    }
 }
 
 /// The body of Get Transaction History (v2).
@@ -30,10 +37,19 @@ struct StatusResponse: Decodable, Sendable {
 struct HistoryResponse: Decodable, Sendable {
     var revision: String?
     var hasMore: Bool?
-    var bundleId: String?
+    var bundleIdentifier: String?
     var appAppleId: Int64?
     var environment: AppStoreEnvironment?
     var signedTransactions: [String]?
+    /// Apple's JSON names; the code spells bundle, product and key identifiers long-form.
+    enum CodingKeys: String, CodingKey {
+        case revision
+        case hasMore
+        case bundleIdentifier = "bundleId"
+        case appAppleId
+        case environment
+        case signedTransactions
+    }
 }
 
 /// The body of an error answer: `{"errorCode": 4040010, "errorMessage": "…"}`. The message is Apple's and is not

@@ -13,7 +13,7 @@ public import X509
 ///
 /// ```swift
 /// let chain = try TestCertificateChain()
-/// let verifier = try SignedDataVerifier(bundleId: TestPayloads.bundleId, environments: [.sandbox],
+/// let verifier = try SignedDataVerifier(bundleIdentifier: TestPayloads.bundleIdentifier, environments: [.sandbox],
 ///                                       trustedRoots: [chain.root])
 /// let signer = TestJWSSigner(chain: chain)
 ///

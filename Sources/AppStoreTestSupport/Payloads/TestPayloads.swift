@@ -3,36 +3,36 @@ public import Foundation
 
 /// Builders for App Store payloads with sensible defaults, to be signed by ``TestJWSSigner``.
 ///
-/// Defaults: bundle ``bundleId``, environment Sandbox, an auto-renewable monthly subscription bought now and expiring
+/// Defaults: bundle ``bundleIdentifier``, environment Sandbox, an auto-renewable monthly subscription bought now and expiring
 /// in 30 days, `signedDate` now. Change any field afterwards: every payload field is a `var`.
 public enum TestPayloads {
     /// The default bundle identifier of test payloads.
-    public static let bundleId = "com.example.offersigner"
+    public static let bundleIdentifier = "com.example.offersigner"
 
     /// The default product of test payloads.
-    public static let productId = "com.example.offersigner.monthly"
+    public static let productIdentifier = "com.example.offersigner.monthly"
 
     /// A signed transaction of an auto-renewable subscription.
     ///
     /// - Parameters:
     ///   - originalTransactionId: The subscription's key; default `"1000000000000001"`.
     ///   - transactionId: Default: the original transaction identifier (a first purchase).
-    ///   - productId: Default ``productId``.
+    ///   - productIdentifier: Default ``productIdentifier``.
     ///   - appAccountToken: The app's UUID for the customer, if any.
     ///   - purchaseDate: Default now.
     ///   - expiresDate: Default 30 days after `purchaseDate`.
-    ///   - bundleId: Default ``bundleId``.
+    ///   - bundleIdentifier: Default ``bundleIdentifier``.
     ///   - environment: Default Sandbox.
     ///   - signedDate: Default now.
     /// - Returns: The payload.
     public static func transaction(
         originalTransactionId: String = "1000000000000001",
         transactionId: String? = nil,
-        productId: String = TestPayloads.productId,
+        productIdentifier: String = TestPayloads.productIdentifier,
         appAccountToken: String? = nil,
         purchaseDate: Date = Date(),
         expiresDate: Date? = nil,
-        bundleId: String = TestPayloads.bundleId,
+        bundleIdentifier: String = TestPayloads.bundleIdentifier,
         environment: AppStoreEnvironment = .sandbox,
         signedDate: Date = Date()
     ) -> JWSTransactionDecodedPayload {
@@ -40,8 +40,8 @@ public enum TestPayloads {
         transaction.originalTransactionId = originalTransactionId
         transaction.transactionId = transactionId ?? originalTransactionId
         transaction.webOrderLineItemId = "2000000000000001"
-        transaction.bundleId = bundleId
-        transaction.productId = productId
+        transaction.bundleIdentifier = bundleIdentifier
+        transaction.productIdentifier = productIdentifier
         transaction.subscriptionGroupIdentifier = "21000001"
         transaction.purchaseDate = purchaseDate.appStoreMilliseconds
         transaction.originalPurchaseDate = purchaseDate.appStoreMilliseconds
@@ -75,8 +75,8 @@ public enum TestPayloads {
     ) -> JWSRenewalInfoDecodedPayload {
         var renewalInfo = JWSRenewalInfoDecodedPayload()
         renewalInfo.originalTransactionId = transaction.originalTransactionId
-        renewalInfo.productId = transaction.productId
-        renewalInfo.autoRenewProductId = transaction.productId
+        renewalInfo.productIdentifier = transaction.productIdentifier
+        renewalInfo.autoRenewProductId = transaction.productIdentifier
         renewalInfo.autoRenewStatus = autoRenewStatus
         renewalInfo.isInBillingRetryPeriod = false
         renewalInfo.recentSubscriptionStartDate = transaction.originalPurchaseDate
@@ -95,7 +95,7 @@ public enum TestPayloads {
     ///   - subtype: The subtype, if any.
     ///   - signedTransactionInfo: A signed transaction, if any.
     ///   - signedRenewalInfo: Signed renewal info, if any.
-    ///   - bundleId: Default ``bundleId``.
+    ///   - bundleIdentifier: Default ``bundleIdentifier``.
     ///   - environment: Default Sandbox.
     ///   - appAppleId: Needed for Production.
     ///   - status: The subscription status, if any.
@@ -106,7 +106,7 @@ public enum TestPayloads {
         subtype: NotificationSubtype? = nil,
         signedTransactionInfo: String? = nil,
         signedRenewalInfo: String? = nil,
-        bundleId: String = TestPayloads.bundleId,
+        bundleIdentifier: String = TestPayloads.bundleIdentifier,
         environment: AppStoreEnvironment = .sandbox,
         appAppleId: Int64? = nil,
         status: SubscriptionStatus? = nil,
@@ -114,7 +114,7 @@ public enum TestPayloads {
     ) -> ResponseBodyV2DecodedPayload {
         var data = NotificationData()
         data.appAppleId = appAppleId
-        data.bundleId = bundleId
+        data.bundleIdentifier = bundleIdentifier
         data.bundleVersion = "1"
         data.environment = environment
         data.signedTransactionInfo = signedTransactionInfo

@@ -52,7 +52,7 @@ public struct TestJWSSigner: Sendable {
     ///   - subtype: The subtype, if any, e.g. `.autoRenewDisabled`.
     ///   - transaction: Signed into `data.signedTransactionInfo`, if given.
     ///   - renewalInfo: Signed into `data.signedRenewalInfo`, if given.
-    ///   - bundleId: `data.bundleId`; default ``TestPayloads/bundleId``.
+    ///   - bundleIdentifier: `data.bundleIdentifier`; default ``TestPayloads/bundleIdentifier``.
     ///   - environment: `data.environment`; default Sandbox.
     ///   - appAppleId: `data.appAppleId`; needed for Production.
     ///   - status: `data.status`, if any.
@@ -64,7 +64,7 @@ public struct TestJWSSigner: Sendable {
         subtype: NotificationSubtype? = nil,
         transaction: JWSTransactionDecodedPayload? = nil,
         renewalInfo: JWSRenewalInfoDecodedPayload? = nil,
-        bundleId: String = TestPayloads.bundleId,
+        bundleIdentifier: String = TestPayloads.bundleIdentifier,
         environment: AppStoreEnvironment = .sandbox,
         appAppleId: Int64? = nil,
         status: SubscriptionStatus? = nil,
@@ -81,7 +81,7 @@ public struct TestJWSSigner: Sendable {
         let notification = TestPayloads.notification(
             notificationType, subtype: subtype,
             signedTransactionInfo: signedTransaction, signedRenewalInfo: signedRenewalInfo,
-            bundleId: bundleId, environment: environment, appAppleId: appAppleId, status: status,
+            bundleIdentifier: bundleIdentifier, environment: environment, appAppleId: appAppleId, status: status,
             signedDate: signedDate)
         return try await sign(notification)
     }

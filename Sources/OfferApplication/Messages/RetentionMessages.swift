@@ -25,11 +25,16 @@ public struct RetentionMessage: Codable, Sendable, Hashable {
 /// Apple's `AlternateProduct`: a message and the product of the same subscription group it suggests.
 public struct RetentionAlternateProduct: Codable, Sendable, Hashable {
     public var messageIdentifier: String
-    public var productId: String
+    public var productIdentifier: String
 
-    public init(messageIdentifier: String, productId: String) {
+    public init(messageIdentifier: String, productIdentifier: String) {
         self.messageIdentifier = messageIdentifier
-        self.productId = productId
+        self.productIdentifier = productIdentifier
+    }
+    /// Apple's JSON names; the code spells bundle, product and key identifiers long-form.
+    enum CodingKeys: String, CodingKey {
+        case messageIdentifier
+        case productIdentifier = "productId"
     }
 }
 
@@ -52,25 +57,35 @@ public struct RetentionPromotionalOffer: Codable, Sendable, Hashable {
 public struct PromotionalOfferSignatureV1: Codable, Sendable, Hashable {
     /// The Base64 ECDSA signature.
     public var encodedSignature: String
-    public var productId: String
+    public var productIdentifier: String
     /// A lower-case UUID.
     public var nonce: String
     /// UNIX time in milliseconds.
     public var timestamp: Int64
-    public var keyId: String
+    public var keyIdentifier: String
     public var offerIdentifier: String
     /// The customer's appAccountToken (lower case), when the customer is known by one; it is the
     /// applicationUsername the signature covers (empty otherwise).
     public var appAccountToken: String?
 
-    public init(encodedSignature: String, productId: String, nonce: String, timestamp: Int64, keyId: String, offerIdentifier: String, appAccountToken: String? = nil) {
+    public init(encodedSignature: String, productIdentifier: String, nonce: String, timestamp: Int64, keyIdentifier: String, offerIdentifier: String, appAccountToken: String? = nil) {
         self.encodedSignature = encodedSignature
-        self.productId = productId
+        self.productIdentifier = productIdentifier
         self.nonce = nonce
         self.timestamp = timestamp
-        self.keyId = keyId
+        self.keyIdentifier = keyIdentifier
         self.offerIdentifier = offerIdentifier
         self.appAccountToken = appAccountToken
+    }
+    /// Apple's JSON names; the code spells bundle, product and key identifiers long-form.
+    enum CodingKeys: String, CodingKey {
+        case encodedSignature
+        case productIdentifier = "productId"
+        case nonce
+        case timestamp
+        case keyIdentifier = "keyId"
+        case offerIdentifier
+        case appAccountToken
     }
 }
 

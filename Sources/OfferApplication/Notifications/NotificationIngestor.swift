@@ -86,14 +86,14 @@ public struct NotificationIngestor: Sendable {
         let decoded = try await verify { verifier in try await verifier.verifyAndDecodeNotificationContents(signedPayload, signedNoLaterThan: latest) }
         let notification = decoded.notification
         guard let uuid = notification.notificationUUID, let transaction = decoded.transaction, let type = notification.notificationType,
-              type != .test, let bundleId = notification.data?.bundleId
+              type != .test, let bundleIdentifier = notification.data?.bundleIdentifier
         else {
             ignored.increment()
             return .ignored
         }
         let outcome: IngestOutcome
         do {
-            guard let binding = try await CustomerBinding.resolve(transaction, bundleIdentifier: bundleId, store: store, tokens: tokenRule) else {
+            guard let binding = try await CustomerBinding.resolve(transaction, bundleIdentifier: bundleIdentifier, store: store, tokens: tokenRule) else {
                 // Nothing names a customer: recorded as seen, filed under no one (never a shared customer).
                 _ = try await store.markNotificationProcessed(notificationUUID: uuid)
                 ignored.increment()
@@ -161,8 +161,8 @@ public struct NotificationIngestor: Sendable {
     @discardableResult
     public func ingest(signedTransaction: String, for key: CustomerKey) async throws(OfferServiceError) -> JWSTransactionDecodedPayload {
         let transaction = try await verify(field: "signedTransaction") { verifier in try await verifier.verifyAndDecodeTransaction(signedTransaction) }
-        guard transaction.bundleId == key.bundleIdentifier else {
-            throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction is for another app (\(transaction.bundleId ?? "none")).")
+        guard transaction.bundleIdentifier == key.bundleIdentifier else {
+            throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction is for another app (\(transaction.bundleIdentifier ?? "none")).")
         }
         if let token = CustomerBinding.token(of: transaction, rule: tokenRule), token != key.applicationUsername {
             throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction belongs to another customer (its appAccountToken is not this applicationUsername).")
@@ -197,7 +197,7 @@ public struct NotificationIngestor: Sendable {
     public func verifyRealtimeRequest(signedPayload: String, fresh: Bool = true) async throws(OfferServiceError) -> (bundleIdentifier: String, request: DecodedRealtimeRequestBody) {
         let freshness = fresh ? SignedDataVerifier.Freshness(now: now(), skew: clockSkew) : nil
         return try await verify(nextAppOn: .wrongAppAppleId) { verifier in
-            (verifier.bundleId, try await verifier.verifyAndDecodeRealtimeRequest(signedPayload, freshness: freshness))
+            (verifier.bundleIdentifier, try await verifier.verifyAndDecodeRealtimeRequest(signedPayload, freshness: freshness))
         }
     }
 
@@ -205,7 +205,7 @@ public struct NotificationIngestor: Sendable {
     /// and refuses with `nextAppOn` when it is another app's).
     private func verify<T: Sendable>(field: String? = nil, nextAppOn: SignedDataVerificationError.Code = .wrongBundleId, _ body: (SignedDataVerifier) async throws -> T) async throws(OfferServiceError) -> T {
         var lastError: SignedDataVerificationError?
-        for verifier in verifiers.values.sorted(by: { $0.bundleId < $1.bundleId }) {
+        for verifier in verifiers.values.sorted(by: { $0.bundleIdentifier < $1.bundleIdentifier }) {
             do {
                 return try await body(verifier)
             } catch let error as SignedDataVerificationError {

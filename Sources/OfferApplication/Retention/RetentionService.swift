@@ -50,9 +50,9 @@ extension OfferService {
         let product: OfferPolicy.Product
         let entries: [OfferPolicy.RetentionEntry]
         do {
-            (product, entries) = try retentionEntries(app: app, productIdentifier: request.productId ?? "")
+            (product, entries) = try retentionEntries(app: app, productIdentifier: request.productIdentifier ?? "")
         } catch {
-            noteNoRetentionAnswer(error, app: app, productIdentifier: request.productId ?? "")
+            noteNoRetentionAnswer(error, app: app, productIdentifier: request.productIdentifier ?? "")
             throw error
         }
         var answer: RealtimeResponseBody?
@@ -93,7 +93,7 @@ extension OfferService {
     /// Which entry the policy chooses for a request and why, read without a lock and without signing.
     public func explainRetention(_ request: DecodedRealtimeRequestBody, bundleIdentifier: String, now: Date = Date()) async throws -> RetentionExplanation {
         let app = try app(named: bundleIdentifier)
-        let (product, entries) = try retentionEntries(app: app, productIdentifier: request.productId ?? "")
+        let (product, entries) = try retentionEntries(app: app, productIdentifier: request.productIdentifier ?? "")
         let (customer, known) = try await retentionCustomer(app: app, originalTransactionId: request.originalTransactionId ?? "")
         let selection = RetentionSelection(entries)
         let base = try await context(app: app, product: product, offerIdentifier: "", applicationUsername: customer.applicationUsername, lookback: selection.lookback, now: now)
@@ -121,7 +121,7 @@ extension OfferService {
             return try await explainRetention(request, bundleIdentifier: bundleIdentifier, now: now)
         }
         guard let request = try? JSONDecoder().decode(DecodedRealtimeRequestBody.self, from: Data(trimmed.utf8)),
-              request.originalTransactionId != nil, request.productId != nil else {
+              request.originalTransactionId != nil, request.productIdentifier != nil else {
             throw OfferServiceError.invalidRequest(field: "file", "A decoded request needs originalTransactionId (a string) and productId; appAppleId picks the app when several are served.")
         }
         let bundleIdentifier = request.appAppleId.flatMap { id in policy?.apps.first(where: { $0.appAppleId == id })?.bundleIdentifier }
@@ -192,8 +192,8 @@ extension OfferService {
                         bundleIdentifier: app.bundleIdentifier, productIdentifier: product.productIdentifier,
                         offerIdentifier: offerIdentifier, applicationUsername: token ?? "", requiresApplicationUsername: false), with: key)
                     let signature = PromotionalOfferSignatureV1(
-                        encodedSignature: bundle.signature, productId: bundle.productIdentifier, nonce: bundle.nonce,
-                        timestamp: bundle.timestamp, keyId: bundle.keyIdentifier, offerIdentifier: bundle.offerIdentifier,
+                        encodedSignature: bundle.signature, productIdentifier: bundle.productIdentifier, nonce: bundle.nonce,
+                        timestamp: bundle.timestamp, keyIdentifier: bundle.keyIdentifier, offerIdentifier: bundle.offerIdentifier,
                         appAccountToken: token)
                     return SignedOutput(
                         output: Self.retentionAnswer(entry, signed: .v1(signature)),
@@ -236,7 +236,7 @@ extension OfferService {
         case .message:
             return RealtimeResponseBody(message: RetentionMessage(messageIdentifier: entry.messageIdentifier))
         case .alternateProduct(let productIdentifier):
-            return RealtimeResponseBody(alternateProduct: RetentionAlternateProduct(messageIdentifier: entry.messageIdentifier, productId: productIdentifier))
+            return RealtimeResponseBody(alternateProduct: RetentionAlternateProduct(messageIdentifier: entry.messageIdentifier, productIdentifier: productIdentifier))
         case .promotionalOffer:
             var offer = RetentionPromotionalOffer(messageIdentifier: entry.messageIdentifier)
             switch signed {

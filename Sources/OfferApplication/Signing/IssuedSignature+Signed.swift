@@ -16,7 +16,7 @@ extension IssuedSignature {
     init(_ signed: SignedJWS<PromotionalOfferV2Claims>, bundleIdentifier: String, customer: String, channel: String = "api", requestIdentifier: String? = nil) {
         self.init(
             nonce: signed.claims.nonce, keyIdentifier: signed.keyIdentifier, bundleIdentifier: bundleIdentifier,
-            productIdentifier: signed.claims.productId, offerIdentifier: signed.claims.offerIdentifier,
+            productIdentifier: signed.claims.productIdentifier, offerIdentifier: signed.claims.offerIdentifier,
             applicationUsername: customer, timestamp: signed.claims.iat * 1000, format: "jws",
             channel: channel, requestIdentifier: requestIdentifier)
     }

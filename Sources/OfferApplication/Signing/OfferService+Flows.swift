@@ -124,7 +124,7 @@ extension OfferService {
                 issuerIdentifier: issuer, key: key)
             return SignedOutput(
                 output: SignedJWSOfferResponse(
-                    bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
+                    bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productIdentifier,
                     offerIdentifier: signed.claims.offerIdentifier, keyIdentifier: signed.keyIdentifier,
                     nonce: signed.claims.nonce, signature: signed.token),
                 record: IssuedSignature(signed, bundleIdentifier: app.bundleIdentifier, customer: customer))
@@ -203,12 +203,12 @@ extension OfferService {
                 issuerIdentifier: issuer, key: key)
             return SignedOutput(
                 output: IntroductoryEligibilityResponse(
-                    bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productId,
+                    bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productIdentifier,
                     transactionId: signed.claims.transactionId, allowIntroductoryOffer: signed.claims.allowIntroductoryOffer,
                     reason: verdict.reason, keyIdentifier: signed.keyIdentifier, nonce: signed.claims.nonce, signature: signed.token),
                 record: IssuedSignature(
                     nonce: signed.claims.nonce, keyIdentifier: signed.keyIdentifier, bundleIdentifier: app.bundleIdentifier,
-                    productIdentifier: signed.claims.productId, offerIdentifier: "",
+                    productIdentifier: signed.claims.productIdentifier, offerIdentifier: "",
                     applicationUsername: customer.applicationUsername, timestamp: signed.claims.iat * 1000, format: "introductory-eligibility"))
         })
         return try await run(flow)

@@ -5,7 +5,7 @@ import OfferSigning
 public enum RetentionSignatureFormat: String, Sendable, Hashable, CaseIterable {
     /// The StoreKit 2 promotional offer JWS (`promotionalOfferSignatureV2`), the default.
     case v2
-    /// The legacy signature (`promotionalOfferSignatureV1`: nonce, timestamp, keyId, encodedSignature).
+    /// The legacy signature (`promotionalOfferSignatureV1`: nonce, timestamp, keyIdentifier, encodedSignature).
     case v1
 }
 

@@ -10,7 +10,7 @@ import OfferApplication
 /// start-up, turned into one client configuration per app by ``clientConfiguration(for:environments:)``.
 public struct AppStoreAPISettings: Sendable {
     /// `OFFER_SIGNER_APP_STORE_API_KEY_ID`.
-    public var keyId: String
+    public var keyIdentifier: String
     /// The key: the `.p8` of `OFFER_SIGNER_APP_STORE_API_KEY_FILE`, or the signing key with the same ID.
     public var privateKeyPEM: String
     /// Where the key came from, for start-up messages (a path or "the signing key <ID>"), never the key.
@@ -25,8 +25,8 @@ public struct AppStoreAPISettings: Sendable {
     public var cacheTimeToLive: Duration = .seconds(60)
 
     /// Settings from values (tests, embedders).
-    public init(keyId: String, privateKeyPEM: String, keySource: String = "given", issuerId: String?, baseURL: String? = nil, timeout: Duration = .seconds(2), cacheTimeToLive: Duration = .seconds(60)) {
-        self.keyId = keyId
+    public init(keyIdentifier: String, privateKeyPEM: String, keySource: String = "given", issuerId: String?, baseURL: String? = nil, timeout: Duration = .seconds(2), cacheTimeToLive: Duration = .seconds(60)) {
+        self.keyIdentifier = keyIdentifier
         self.privateKeyPEM = privateKeyPEM
         self.keySource = keySource
         self.issuerId = issuerId
@@ -38,37 +38,37 @@ public struct AppStoreAPISettings: Sendable {
     /// Reads the settings; `nil` when `OFFER_SIGNER_APP_STORE_API_KEY_ID` is not set (the API is never asked).
     /// - Throws: ``ConfigurationError`` naming the variable at fault.
     static func read(_ config: ConfigReader, environment: [String: String]) throws(ConfigurationError) -> AppStoreAPISettings? {
-        guard let keyId = config.string(.appStoreApiKeyId) else {
+        guard let keyIdentifier = config.string(.appStoreApiKeyId) else {
             if config.string(.appStoreApiKeyFile) != nil {
                 throw ConfigurationError("\(variable: .appStoreApiKeyFile) is set without \(variable: .appStoreApiKeyId); set the key's ID too (shown beside the key in App Store Connect).")
             }
             return nil
         }
-        guard KeyIdentifier.isValid(keyId) else {
-            throw ConfigurationError("\(variable: .appStoreApiKeyId)=\(keyId.prefix(20)) is not a key ID: use the 10 letters and digits App Store Connect shows beside the In-App Purchase key.")
+        guard KeyIdentifier.isValid(keyIdentifier) else {
+            throw ConfigurationError("\(variable: .appStoreApiKeyId)=\(keyIdentifier.prefix(20)) is not a key ID: use the 10 letters and digits App Store Connect shows beside the In-App Purchase key.")
         }
         let pem: String
         let source: String
         if let path = config.string(.appStoreApiKeyFile) {
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw ConfigurationError("\(variable: .appStoreApiKeyFile): cannot read \(path); point it at the SubscriptionKey_\(keyId).p8 file App Store Connect gave you.")
+                throw ConfigurationError("\(variable: .appStoreApiKeyFile): cannot read \(path); point it at the SubscriptionKey_\(keyIdentifier).p8 file App Store Connect gave you.")
             }
             pem = String(decoding: data, as: UTF8.self)
             source = "file \(path)"
             do {
-                _ = try SigningKey(keyIdentifier: keyId, pemRepresentation: pem, source: ConfigurationVariable.appStoreApiKeyFile.environmentName)
+                _ = try SigningKey(keyIdentifier: keyIdentifier, pemRepresentation: pem, source: ConfigurationVariable.appStoreApiKeyFile.environmentName)
             } catch {
                 throw ConfigurationError("\(variable: .appStoreApiKeyFile): \(error.message)")
             }
         } else {
             // Without a file, the signing key of the same ID: App Store Connect's In-App Purchase keys serve both.
-            guard let entry = try KeyLoader.load(environment: environment).first(where: { $0.key.keyIdentifier == keyId }) else {
-                throw ConfigurationError("\(variable: .appStoreApiKeyId)=\(keyId) names no signing key and \(variable: .appStoreApiKeyFile) is not set: set the file (SubscriptionKey_\(keyId).p8), or load that key as a signing key (\(ConfigurationVariable.keyFileVariable(keyId)) or \(variable: .keysDir)).")
+            guard let entry = try KeyLoader.load(environment: environment).first(where: { $0.key.keyIdentifier == keyIdentifier }) else {
+                throw ConfigurationError("\(variable: .appStoreApiKeyId)=\(keyIdentifier) names no signing key and \(variable: .appStoreApiKeyFile) is not set: set the file (SubscriptionKey_\(keyIdentifier).p8), or load that key as a signing key (\(ConfigurationVariable.keyFileVariable(keyIdentifier)) or \(variable: .keysDir)).")
             }
             pem = entry.key.privateKey.pemRepresentation
-            source = "the signing key \(keyId)"
+            source = "the signing key \(keyIdentifier)"
         }
-        var settings = AppStoreAPISettings(keyId: keyId, privateKeyPEM: pem, keySource: source, issuerId: config.string(.issuerId))
+        var settings = AppStoreAPISettings(keyIdentifier: keyIdentifier, privateKeyPEM: pem, keySource: source, issuerId: config.string(.issuerId))
         if let url = config.string(.appStoreApiUrl) {
             guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host != nil else {
                 throw ConfigurationError("\(variable: .appStoreApiUrl)=\(url.prefix(80)) is not an http or https URL (for example https://proxy.internal:8443/appstore).")
@@ -96,7 +96,7 @@ public struct AppStoreAPISettings: Sendable {
             throw ConfigurationError("\(variable: .environments) accepts neither Production nor Sandbox, the only environments the App Store Server API has; add one, or unset \(variable: .appStoreApiKeyId).")
         }
         var configuration = AppStoreServerAPIConfiguration(
-            keyId: keyId, privateKeyPEM: privateKeyPEM, issuerId: issuer, bundleId: app.bundleIdentifier, environments: ordered)
+            keyIdentifier: keyIdentifier, privateKeyPEM: privateKeyPEM, issuerId: issuer, bundleIdentifier: app.bundleIdentifier, environments: ordered)
         if let baseURL { configuration.baseURLs = .init(override: baseURL) }
         configuration.timeout = timeout
         configuration.cacheTimeToLive = cacheTimeToLive
@@ -107,6 +107,6 @@ public struct AppStoreAPISettings: Sendable {
 extension AppStoreAPISettings: CustomStringConvertible {
     /// The settings without the key.
     public var description: String {
-        "App Store Server API key \(keyId) (from \(keySource)), timeout \(timeout), cache \(cacheTimeToLive)\(baseURL.map { ", base URL \($0)" } ?? "")"
+        "App Store Server API key \(keyIdentifier) (from \(keySource)), timeout \(timeout), cache \(cacheTimeToLive)\(baseURL.map { ", base URL \($0)" } ?? "")"
     }
 }

@@ -9,7 +9,7 @@ import OfferApplication
 /// without being documented. Keys by identifier (`OFFER_SIGNER_KEY_<KEYID>`, `…_FILE`) are found by prefix
 /// (``KeyLoader``), since swift-configuration has no key enumeration.
 public enum ConfigurationVariable: String, CaseIterable, Sendable {
-    case bundleId = "offerSigner.bundleId"
+    case bundleIdentifier = "offerSigner.bundleId"
     case keysDir = "offerSigner.keysDir"
     case activeKeyId = "offerSigner.activeKeyId"
     case host = "offerSigner.host"
@@ -59,7 +59,7 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
     /// The key swift-configuration reads.
     public var key: ConfigKey { ConfigKey(rawValue) }
 
-    /// The environment variable: the key's components in upper snake case (`offerSigner.bundleId` is
+    /// The environment variable: the key's components in upper snake case (`offerSigner.bundleIdentifier` is
     /// `OFFER_SIGNER_BUNDLE_ID`), as swift-configuration's environment provider maps them.
     public var environmentName: String {
         rawValue.split(separator: ".").map { component in
@@ -116,7 +116,7 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
 
 extension DefaultStringInterpolation {
     /// Writes a variable's environment name, so that messages name variables without spelling them:
-    /// `"\(variable: .bundleId) is not set"` reads `OFFER_SIGNER_BUNDLE_ID is not set`.
+    /// `"\(variable: .bundleIdentifier) is not set"` reads `OFFER_SIGNER_BUNDLE_ID is not set`.
     public mutating func appendInterpolation(variable: ConfigurationVariable) {
         appendLiteral(variable.environmentName)
     }

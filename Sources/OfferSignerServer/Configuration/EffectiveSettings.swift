@@ -46,7 +46,7 @@ extension ServiceConfiguration {
     /// What a variable the environment does not set amounts to in this configuration.
     private func defaultDescription(of variable: ConfigurationVariable) -> String {
         switch variable {
-        case .bundleId: "none: the apps of the policy"
+        case .bundleIdentifier: "none: the apps of the policy"
         case .keysDir, .issuerId, .appAppleId, .apiKeys, .clientJwtSecret, .clientJwtKeys, .adminToken: "none"
         case .activeKeyId: keyRing.activeKeyIdentifier.map { "none: \($0), the only key" } ?? "none"
         case .host: host

@@ -96,7 +96,7 @@ extension ServiceConfiguration {
         var warnings: [String] = []
         for app in apps {
             do {
-                _ = try SignedDataVerifier(bundleId: app.bundleIdentifier, appAppleId: app.appAppleId, environments: environments, trustedRoots: trustedRoots)
+                _ = try SignedDataVerifier(bundleIdentifier: app.bundleIdentifier, appAppleId: app.appAppleId, environments: environments, trustedRoots: trustedRoots)
             } catch {
                 let api = asksAppStoreAPI ? "; the App Store Server API is not asked for it either" : ""
                 if environments.contains(.production), app.appAppleId == nil {

@@ -117,14 +117,14 @@ public struct ServiceConfiguration: Sendable {
         var apps: [AppConfiguration] = []
         let issuer = config.string(.issuerId)
         let appAppleId = try config.integer(.appAppleId, in: Int.min...Int.max, note: "the app's Apple ID: App Store Connect > App Information > Apple ID").map(Int64.init)
-        if let bundleIdentifier = config.string(.bundleId) {
+        if let bundleIdentifier = config.string(.bundleIdentifier) {
             do {
-                try PayloadField.validate(bundleIdentifier, named: ConfigurationVariable.bundleId.environmentName, maximumLength: PayloadField.maximumBundleIdentifierLength)
+                try PayloadField.validate(bundleIdentifier, named: ConfigurationVariable.bundleIdentifier.environmentName, maximumLength: PayloadField.maximumBundleIdentifierLength)
             } catch {
                 throw ConfigurationError(error.message)
             }
             if let policy, policy.app(bundleIdentifier) == nil {
-                throw ConfigurationError("\(variable: .bundleId)=\(bundleIdentifier) is not an app of the policy (\(variable: .policy)); add it there or unset the variable.")
+                throw ConfigurationError("\(variable: .bundleIdentifier)=\(bundleIdentifier) is not an app of the policy (\(variable: .policy)); add it there or unset the variable.")
             }
             let fromPolicy = policy?.app(bundleIdentifier)
             apps.append(AppConfiguration(bundleIdentifier: bundleIdentifier, issuerIdentifier: fromPolicy?.issuerIdentifier ?? issuer, appAppleId: fromPolicy?.appAppleId ?? appAppleId))
@@ -159,7 +159,7 @@ public struct ServiceConfiguration: Sendable {
             }
         }
         guard !apps.isEmpty else {
-            throw ConfigurationError("\(variable: .bundleId) is not set: set it to your app's bundle identifier (com.example.app), or list your apps in a policy file (\(variable: .policy)). For a try-out with a throw-away key, run `offer-signer serve --demo`.")
+            throw ConfigurationError("\(variable: .bundleIdentifier) is not set: set it to your app's bundle identifier (com.example.app), or list your apps in a policy file (\(variable: .policy)). For a try-out with a throw-away key, run `offer-signer serve --demo`.")
         }
         let keys = requireKeys ? try KeyLoader.load(environment: environment) : []
         guard !keys.isEmpty || !requireKeys else {

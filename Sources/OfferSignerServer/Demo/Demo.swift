@@ -97,8 +97,8 @@ enum Demo {
         var transaction = JWSTransactionDecodedPayload()
         transaction.originalTransactionId = original
         transaction.transactionId = "\(original)\(String(now % 1_000_000).leftPadded(to: 6))"
-        transaction.bundleId = bundleIdentifier
-        transaction.productId = monthly
+        transaction.bundleIdentifier = bundleIdentifier
+        transaction.productIdentifier = monthly
         transaction.subscriptionGroupIdentifier = group
         transaction.type = .autoRenewable
         transaction.appAccountToken = username
@@ -131,13 +131,13 @@ enum Demo {
         }
         var renewal = JWSRenewalInfoDecodedPayload()
         renewal.originalTransactionId = original
-        renewal.productId = monthly
+        renewal.productIdentifier = monthly
         renewal.autoRenewProductId = monthly
         renewal.autoRenewStatus = autoRenew ? .on : .off
         renewal.environment = .sandbox
         renewal.signedDate = now
         var data = NotificationData()
-        data.bundleId = bundleIdentifier
+        data.bundleIdentifier = bundleIdentifier
         data.appAppleId = appAppleId
         data.environment = .sandbox
         data.signedTransactionInfo = try await appStore.sign(transaction)
@@ -156,7 +156,7 @@ enum Demo {
     static func retentionRequest(for username: String, known facts: CustomerFacts?, appStore: DemoAppStore) async throws -> String {
         let original = originalTransactionId(for: username, known: facts)
         return try await appStore.sign(DecodedRealtimeRequestBody(
-            originalTransactionId: original, appAppleId: appAppleId, productId: monthly, userLocale: "en-US",
+            originalTransactionId: original, appAppleId: appAppleId, productIdentifier: monthly, userLocale: "en-US",
             requestIdentifier: UUID().uuidString.lowercased(), environment: .sandbox, signedDate: Date().appStoreMilliseconds))
     }
 

@@ -42,7 +42,7 @@ public enum JWSOfferSigner {
         try PayloadField.validate(issuerIdentifier, named: "issuerIdentifier")
         let claims = PromotionalOfferV2Claims(
             iss: issuerIdentifier, bid: bundleIdentifier, iat: Int64(issuedAt.timeIntervalSince1970.rounded(.down)),
-            nonce: nonce.uuidString.lowercased(), productId: productIdentifier, offerIdentifier: offerIdentifier,
+            nonce: nonce.uuidString.lowercased(), productIdentifier: productIdentifier, offerIdentifier: offerIdentifier,
             transactionId: transactionId)
         return try await sign(claims, with: key, selfCheckKey: key.publicKey)
     }
@@ -59,7 +59,7 @@ public enum JWSOfferSigner {
         try PayloadField.validate(issuerIdentifier, named: "issuerIdentifier")
         let claims = IntroductoryOfferEligibilityClaims(
             iss: issuerIdentifier, bid: bundleIdentifier, iat: Int64(issuedAt.timeIntervalSince1970.rounded(.down)),
-            nonce: nonce.uuidString.lowercased(), productId: productIdentifier,
+            nonce: nonce.uuidString.lowercased(), productIdentifier: productIdentifier,
             allowIntroductoryOffer: allowIntroductoryOffer, transactionId: transactionId)
         return try await sign(claims, with: key, selfCheckKey: key.publicKey)
     }

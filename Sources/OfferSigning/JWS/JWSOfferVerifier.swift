@@ -19,10 +19,22 @@ public struct OfferJWSContents: Sendable, Hashable, Codable {
         public var aud: String?
         public var iat: Double?
         public var nonce: String?
-        public var productId: String?
+        public var productIdentifier: String?
         public var offerIdentifier: String?
         public var transactionId: String?
         public var allowIntroductoryOffer: Bool?
+        /// Apple's JSON names; the code spells bundle, product and key identifiers long-form.
+        enum CodingKeys: String, CodingKey {
+            case iss
+            case bid
+            case aud
+            case iat
+            case nonce
+            case productIdentifier = "productId"
+            case offerIdentifier
+            case transactionId
+            case allowIntroductoryOffer
+        }
     }
 
     /// The decoded header.
@@ -101,7 +113,7 @@ public enum JWSOfferVerifier {
         var missing: [String] = []
         if claims.iss?.isEmpty ?? true { missing.append("iss") }
         if claims.bid?.isEmpty ?? true { missing.append("bid") }
-        if claims.productId?.isEmpty ?? true { missing.append("productId") }
+        if claims.productIdentifier?.isEmpty ?? true { missing.append("productId") }
         if audience == PromotionalOfferV2Claims.audience {
             if claims.offerIdentifier?.isEmpty ?? true { missing.append("offerIdentifier") }
         } else {

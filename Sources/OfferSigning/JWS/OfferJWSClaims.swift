@@ -17,7 +17,7 @@ public struct PromotionalOfferV2Claims: JWTPayload, Equatable {
     /// A lower-case UUIDv4.
     public var nonce: String
     /// The subscription's product identifier.
-    public var productId: String
+    public var productIdentifier: String
     /// The promotional offer identifier.
     public var offerIdentifier: String
     /// A transaction of the customer's (recommended by Apple); omitted when `nil`.
@@ -26,14 +26,19 @@ public struct PromotionalOfferV2Claims: JWTPayload, Equatable {
     /// The audience of promotional offer signatures.
     public static let audience = "promotional-offer"
 
+    /// The claims' names as Apple's libraries write them.
+    enum CodingKeys: String, CodingKey {
+        case iss, bid, aud, iat, nonce, productIdentifier = "productId", offerIdentifier, transactionId
+    }
+
     /// Creates the claims.
-    public init(iss: String, bid: String, iat: Int64, nonce: String, productId: String, offerIdentifier: String, transactionId: String?) {
+    public init(iss: String, bid: String, iat: Int64, nonce: String, productIdentifier: String, offerIdentifier: String, transactionId: String?) {
         self.iss = iss
         self.bid = bid
         self.aud = Self.audience
         self.iat = iat
         self.nonce = nonce
-        self.productId = productId
+        self.productIdentifier = productIdentifier
         self.offerIdentifier = offerIdentifier
         self.transactionId = transactionId
     }
@@ -56,7 +61,7 @@ public struct IntroductoryOfferEligibilityClaims: JWTPayload, Equatable {
     /// A lower-case UUIDv4.
     public var nonce: String
     /// The subscription's product identifier.
-    public var productId: String
+    public var productIdentifier: String
     /// Whether the App Store may give the customer the product's introductory offer.
     public var allowIntroductoryOffer: Bool
     /// A transaction of the customer's (their `appTransactionId` works for customers without purchases).
@@ -65,14 +70,19 @@ public struct IntroductoryOfferEligibilityClaims: JWTPayload, Equatable {
     /// The audience of introductory-offer eligibility signatures.
     public static let audience = "introductory-offer-eligibility"
 
+    /// The claims' names as Apple's libraries write them.
+    enum CodingKeys: String, CodingKey {
+        case iss, bid, aud, iat, nonce, productIdentifier = "productId", allowIntroductoryOffer, transactionId
+    }
+
     /// Creates the claims.
-    public init(iss: String, bid: String, iat: Int64, nonce: String, productId: String, allowIntroductoryOffer: Bool, transactionId: String) {
+    public init(iss: String, bid: String, iat: Int64, nonce: String, productIdentifier: String, allowIntroductoryOffer: Bool, transactionId: String) {
         self.iss = iss
         self.bid = bid
         self.aud = Self.audience
         self.iat = iat
         self.nonce = nonce
-        self.productId = productId
+        self.productIdentifier = productIdentifier
         self.allowIntroductoryOffer = allowIntroductoryOffer
         self.transactionId = transactionId
     }
