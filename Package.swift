@@ -224,11 +224,31 @@ let package = Package(
             resources: [.copy("OpenAPI/openapi.yaml")],
             swiftSettings: swiftSettings
         ),
+        // `serve --demo`: the demo app, its policy, customers and stand-in App Store (the test-support chain), its
+        // `/demo/*` routes — added to the server through `ServiceAddOn`, as any embedder's would be.
+        .target(
+            name: "OfferSignerDemo",
+            dependencies: [
+                "OfferSignerServer",
+                "OfferApplication",
+                "AppStoreTestSupport",
+                "AppStoreNotifications",
+                "OfferSigning",
+                "OfferKeys",
+                "OfferModel",
+                "OfferEligibility",
+                "OfferStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The executable: serve, sign, verify, keys. (AppStoreTestSupport: the chain `serve --demo` signs
         // its App Store data with.)
         .executableTarget(
             name: "offer-signer",
             dependencies: [
+                "OfferSignerDemo",
                 "OfferKeys",
                 "OfferErrors",
                 "AppStoreTestSupport",
@@ -307,6 +327,7 @@ let package = Package(
         .testTarget(
             name: "OfferSignerServerTests",
             dependencies: [
+                "OfferSignerDemo",
                 "OfferErrors",
                 "AppStoreNotifications",
                 "AppStoreServerAPI",

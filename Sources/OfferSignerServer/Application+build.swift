@@ -51,12 +51,11 @@ public enum RouterPart: Sendable {
 ///   - authenticator: checks `/v1/offers/*` credentials; `nil` is the open mode (tests).
 ///   - rateLimits: the limits of this replica.
 ///   - part: which routes (one port serves all; with an operations listener each port serves its part).
-///   - demo: the demo's App Store (`serve --demo`): registers `/demo/*` and describes it in `/openapi.yaml`;
-///     `nil` leaves both out.
+///   - addOn: what an embedder adds (`serve --demo`: `/demo/*`, described in `/openapi.yaml`); `nil` for none.
 public func buildRouter(
     service: OfferService, keyManager: KeyManager? = nil, adminTokens: BearerTokens = .none,
     metricsRegistry: PrometheusCollectorRegistry? = nil, authenticator: ClientAuthenticator? = nil,
-    rateLimits: RateLimits = RateLimits(.none), part: RouterPart = .all, demo: DemoAppStore? = nil
+    rateLimits: RateLimits = RateLimits(.none), part: RouterPart = .all, addOn: ServiceAddOn? = nil
 ) -> Router<OfferSignerRequestContext> {
     let router = Router(context: OfferSignerRequestContext.self)
     router.add(middleware: RequestLoggingMiddleware())  // outermost: the request ID and the access log (docs/observability.md)
@@ -67,7 +66,7 @@ public func buildRouter(
     router.add(middleware: ErrorMappingMiddleware(allowedMethods: allowedMethods))
     OperationsRoutes(
         service: service, metricsRegistry: part == .publicOnly ? nil : metricsRegistry, servesDocuments: part != .operationsOnly,
-        describesDemo: demo != nil
+        describesDemo: addOn?.describesDemoRoutes ?? false
     ).register(on: router)
     if part != .operationsOnly {
         let offers = router.group("/v1/offers")
@@ -80,7 +79,7 @@ public func buildRouter(
         AppStoreRoutes(service: service, limits: rateLimits).register(on: router)
         RetentionRoutes(service: service, limits: rateLimits).register(on: router)
         KeyRoutes(service: service).register(on: router)
-        if let demo { DemoRoutes(service: service, appStore: demo).register(on: router) }
+        addOn?.registerRoutes(router, service)
     }
     if part != .publicOnly {
         let admin = router.group("/admin").add(middleware: AdminAuthenticationMiddleware(tokens: adminTokens))
@@ -179,12 +178,12 @@ public func buildApplication(
     keysDirectoryPollInterval: Duration = .seconds(2)
 ) async throws -> some ApplicationProtocol {
     let (store, notifications) = try await openStore(configuration: configuration, logger: logger)
-    if let appStore = configuration.demoAppStore, let notifications {
+    if let addOn = configuration.addOn, let notifications {
         do {
-            try await Demo.seed(notifications, appStore: appStore)
+            try await addOn.prepare(notifications)
         } catch {
             try? await store?.close()
-            throw ConfigurationError("the demo could not seed its customers: \(error)")
+            throw ConfigurationError("\(addOn.name) could not prepare: \(error)")
         }
     }
     let appStoreClients: [String: AppStoreServerAPIClient]
@@ -246,7 +245,7 @@ public func buildApplication(
     func router(_ part: RouterPart) -> Router<OfferSignerRequestContext> {
         buildRouter(
             service: service, keyManager: manager, adminTokens: configuration.adminTokens, metricsRegistry: metricsRegistry,
-            authenticator: authenticator, rateLimits: rateLimits, part: part, demo: configuration.demoAppStore)
+            authenticator: authenticator, rateLimits: rateLimits, part: part, addOn: configuration.addOn)
     }
     if let listener = configuration.operationsListener {
         // The operations listener (/admin/*, /metrics) runs beside the public one, as one more service.

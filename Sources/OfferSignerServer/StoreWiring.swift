@@ -36,7 +36,7 @@ public func openStore(configuration: ServiceConfiguration, logger: Logger) async
     }
     logger.info("customer store open", metadata: ["backend": "\(url.hasPrefix("sqlite:") ? "sqlite" : "postgres")"])
     let verifiers = appStoreVerifiers(configuration: configuration, logger: logger)
-    return (store, verifiers.isEmpty ? nil : NotificationIngestor(verifiers: verifiers, store: store, logger: logger, clockSkew: configuration.appStoreClockSkew, readableTokens: configuration.demoAppStore != nil))
+    return (store, verifiers.isEmpty ? nil : NotificationIngestor(verifiers: verifiers, store: store, logger: logger, clockSkew: configuration.appStoreClockSkew, readableTokens: configuration.addOn?.readableTokens ?? false))
 }
 
 /// The App Store signed-data verifier of every app that can verify (Production needs the app's appAppleId), by

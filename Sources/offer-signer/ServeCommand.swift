@@ -6,6 +6,7 @@ import Hummingbird
 import Logging
 import Metrics
 import NIOCore
+import OfferSignerDemo
 import OfferSignerServer
 import OfferSigning
 import Prometheus
@@ -24,21 +25,6 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("pid-file"), help: "Write the process ID to this file once the service is configured (removed on exit), so that `kill -HUP \"$(cat FILE)\"` reloads the keys of this process only.")
     var pidFile: String?
 
-    /// The demo's App Store: a chain generated now, shaped like Apple's, that only this process trusts.
-    private static func makeDemoAppStore() throws(ConfigurationError) -> DemoAppStore {
-        do {
-            // Valid for a year either side of now: the demo's customers have histories months long.
-            var options = TestCertificateChain.Options()
-            let window = Date().addingTimeInterval(-366 * 86_400)...Date().addingTimeInterval(366 * 86_400)
-            (options.rootValidity, options.intermediateValidity, options.leafValidity) = (window, window, window)
-            options.rootCommonName = "OfferSigner Demo App Store Root (serve --demo only)"
-            let signer = TestJWSSigner(chain: try TestCertificateChain(options))
-            return DemoAppStore(root: signer.chain.root) { payload in try await signer.sign(payload) }
-        } catch {
-            throw ConfigurationError("the demo could not make its certificate chain: \(error)")
-        }
-    }
-
     /// The commands the demo suggests at start-up (the README's quick start runs the same).
     private func demoCommands(base: String) -> [String] {
         let json = "-H 'Content-Type: application/json'"
@@ -56,7 +42,7 @@ struct ServeCommand: AsyncParsableCommand {
         _ = try configuredLogLevel(environment)
         _ = try LogFormat.configured(environment)
         if let key = try configuredLogHashKey(environment) { CustomerHash.configure(key: key) }
-        return demo ? try .demo(environment: environment, appStore: try makeDemoAppStore()) : try ServiceConfiguration(environment: environment)
+        return demo ? try .demo(environment: environment, appStore: try DemoAppStore.generate()) : try ServiceConfiguration(environment: environment)
     }
 
     func run() async throws {

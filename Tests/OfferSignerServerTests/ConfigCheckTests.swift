@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import OfferSignerDemo
 import OfferSignerServer
 import OfferSigning
 import Testing

@@ -3,6 +3,7 @@ import HTTPTypes
 import HummingbirdTesting
 import Logging
 import OfferKeys
+import OfferSignerDemo
 import OfferSignerServer
 import OfferSigning
 import Testing

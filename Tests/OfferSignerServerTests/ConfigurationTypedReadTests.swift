@@ -1,5 +1,6 @@
 import Configuration
 import Foundation
+import OfferSignerDemo
 import OfferSignerServer
 import Testing
 

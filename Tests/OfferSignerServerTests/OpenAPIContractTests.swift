@@ -6,6 +6,7 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import OfferKeys
+import OfferSignerDemo
 import OfferSignerServer
 import OfferSigning
 import OfferStore
@@ -39,7 +40,7 @@ import OfferApplication
         let signer = TestJWSSigner(chain: try TestCertificateChain())
         let router = buildRouter(
             service: service, keyManager: manager, adminTokens: try BearerTokens(parsing: "t:0123456789abcdef0123"), metricsRegistry: PrometheusCollectorRegistry(),
-            demo: demo ? DemoAppStore(root: signer.chain.root) { try await signer.sign($0) } : nil)
+            addOn: demo ? DemoAppStore(root: signer.chain.root) { try await signer.sign($0) }.addOn : nil)
         return (router, store)
     }
 

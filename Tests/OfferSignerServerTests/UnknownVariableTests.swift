@@ -1,4 +1,5 @@
 import Foundation
+import OfferSignerDemo
 import OfferSignerServer
 import OfferSigning
 import Testing

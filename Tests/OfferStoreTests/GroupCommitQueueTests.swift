@@ -31,11 +31,11 @@ import Testing
         let (entered, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
         let queue = queue(written, holding: 1, entered: entered, until: release)
         let first = submit(1, to: queue)
-        #expect(entered.wait(timeout: .now() + 5) == .success)  // the writer has taken [1]
+        #expect(entered.wait(timeout: .now() + 60) == .success)  // the writer has taken [1]
         let behind = [submit(2, to: queue), submit(3, to: queue)]  // queued while [1] is being written
         release.signal()
-        #expect(first.wait(timeout: .now() + 5) == .success)
-        for done in behind { #expect(done.wait(timeout: .now() + 5) == .success) }
+        #expect(first.wait(timeout: .now() + 60) == .success)
+        for done in behind { #expect(done.wait(timeout: .now() + 60) == .success) }
         #expect(written.all == [[1], [2, 3]])
         waitUntilIdle(queue)  // completions run just before the writer marks itself idle
         return queue
@@ -64,7 +64,7 @@ import Testing
         let queue = queue(written)
         let held = HeldStart()
         for item in 1...3 {
-            #expect(submit(item, to: queue, startWhenReady: held.hand).wait(timeout: .now() + 5) == .success)
+            #expect(submit(item, to: queue, startWhenReady: held.hand).wait(timeout: .now() + 60) == .success)
         }
         #expect(held.count == 0)
         #expect(written.all == [[1], [2], [3]])
@@ -81,7 +81,7 @@ import Testing
         Thread.sleep(forTimeInterval: 0.2)
         #expect(written.all.count == 2)  // nothing written before the start
         held.release()
-        for done in waiting { #expect(done.wait(timeout: .now() + 5) == .success) }
+        for done in waiting { #expect(done.wait(timeout: .now() + 60) == .success) }
         #expect(written.all.last == [4, 5, 6])
     }
 
@@ -96,7 +96,7 @@ import Testing
         // Waited for off the cooperative pool: a blocked pool thread (two on a 2-core machine, shared by the suite's
         // parallel tests) could keep `close()` from running at all.
         let written4 = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: waiting.wait(timeout: .now() + 5) == .success) }
+            DispatchQueue.global().async { continuation.resume(returning: waiting.wait(timeout: .now() + 120) == .success) }
         }
         #expect(written4)
         guard written4 else { return }  // close() would never return

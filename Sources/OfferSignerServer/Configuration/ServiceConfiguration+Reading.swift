@@ -9,7 +9,7 @@ import OfferApplication
 
 /// How each group of settings is read from the environment, with its ranges and its error messages.
 extension ServiceConfiguration {
-    static func reader(_ environment: [String: String]) -> ConfigReader {
+    package static func reader(_ environment: [String: String]) -> ConfigReader {
         ConfigurationVariable.reader(environment)
     }
 
@@ -38,7 +38,7 @@ extension ServiceConfiguration {
         return auth
     }
 
-    static func rateLimits(_ config: ConfigReader) throws(ConfigurationError) -> RateLimitConfiguration {
+    package static func rateLimits(_ config: ConfigReader) throws(ConfigurationError) -> RateLimitConfiguration {
         var limits = RateLimitConfiguration()
         if let text = config.string(.rateLimitClient) {
             limits.client = try Rate.parse(text, variable: ConfigurationVariable.rateLimitClient.environmentName)
@@ -54,7 +54,7 @@ extension ServiceConfiguration {
         return limits
     }
 
-    static func operationsListener(_ config: ConfigReader, publicPort: Int) throws(ConfigurationError) -> (host: String, port: Int)? {
+    package static func operationsListener(_ config: ConfigReader, publicPort: Int) throws(ConfigurationError) -> (host: String, port: Int)? {
         guard let port = try config.integer(.adminPort, in: 0...65_535, note: "a port number; 0 picks a free one") else {
             if config.string(.adminHost) != nil {
                 throw ConfigurationError("\(variable: .adminHost) is set without \(variable: .adminPort); set the port of the operations listener too.")
@@ -67,7 +67,7 @@ extension ServiceConfiguration {
         return (config.string(.adminHost) ?? "127.0.0.1", port)
     }
 
-    static func connectionLimits(_ config: ConfigReader) throws(ConfigurationError) -> ConnectionLimits {
+    package static func connectionLimits(_ config: ConfigReader) throws(ConfigurationError) -> ConnectionLimits {
         var limits = ConnectionLimits()
         if let seconds = try config.integer(.idleTimeout, in: 1...3_600, unit: "seconds") { limits.idleTimeout = .seconds(seconds) }
         if let seconds = try config.integer(.requestTimeout, in: 1...600, unit: "seconds") { limits.requestTimeout = .seconds(seconds) }
@@ -75,14 +75,14 @@ extension ServiceConfiguration {
         return limits
     }
 
-    static func retentionDeadline(_ config: ConfigReader) throws(ConfigurationError) -> Duration {
+    package static func retentionDeadline(_ config: ConfigReader) throws(ConfigurationError) -> Duration {
         guard let milliseconds = try config.integer(.retentionDeadline, in: 10...5_000, unit: "milliseconds", note: "Apple gives up after 700") else {
             return .milliseconds(500)
         }
         return .milliseconds(milliseconds)
     }
 
-    static func appStoreClockSkew(_ config: ConfigReader) throws(ConfigurationError) -> TimeInterval {
+    package static func appStoreClockSkew(_ config: ConfigReader) throws(ConfigurationError) -> TimeInterval {
         guard let seconds = try config.integer(.appStoreClockSkew, in: 10...3_600, unit: "seconds") else { return NotificationIngestor.defaultClockSkew }
         return TimeInterval(seconds)
     }
@@ -110,7 +110,7 @@ extension ServiceConfiguration {
         return warnings
     }
 
-    static func listenAddress(_ config: ConfigReader) throws(ConfigurationError) -> (String, Int) {
+    package static func listenAddress(_ config: ConfigReader) throws(ConfigurationError) -> (String, Int) {
         let host = config.string(.host) ?? "127.0.0.1"
         let port = try config.integer(.port, in: 0...65_535, note: "a port number; 0 picks a free one") ?? 8080
         return (host, port)

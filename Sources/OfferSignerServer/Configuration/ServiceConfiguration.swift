@@ -70,8 +70,8 @@ public struct ServiceConfiguration: Sendable {
     /// `OFFER_SIGNER_APP_STORE_CLOCK_SKEW`: seconds an App Store `signedDate` may be from now — a real-time
     /// retention request either way, a notification ahead (docs/retention.md, docs/notifications.md).
     public var appStoreClockSkew: TimeInterval = NotificationIngestor.defaultClockSkew
-    /// `serve --demo`: the demo's stand-in for the App Store (signs notifications and retention requests).
-    public var demoAppStore: DemoAppStore?
+    /// What an embedder adds (`serve --demo`: the demo's routes, customers and stand-in App Store); `nil` for none.
+    public var addOn: ServiceAddOn?
     /// `OFFER_SIGNER_APP_STORE_API_*`: asks Apple for the facts of customers the store does not know; `nil` (no key
     /// ID) never asks.
     public var appStoreAPI: AppStoreAPISettings?
@@ -225,57 +225,6 @@ public struct ServiceConfiguration: Sendable {
         }
     }
 
-    /// The `serve --demo` configuration: a freshly generated throw-away key (`DEMOKEY001`), the demo app
-    /// `com.example.offersigner.demo` with the demo policy (offers, rules, retention entries), an in-memory store,
-    /// and — with `appStore` — App Store data (Sandbox) signed by the demo's own chain, whose root is the only one
-    /// trusted; the listen address from the environment.
-    public static func demo(environment: [String: String] = [:], appStore: DemoAppStore? = nil) throws(ConfigurationError) -> ServiceConfiguration {
-        let (host, port) = try listenAddress(reader(environment))
-        let adminTokens = try BearerTokens(parsing: reader(environment).string(.adminTokens) ?? "")
-        let keyRing: KeyRing
-        let policy: OfferPolicy
-        do {
-            keyRing = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "DEMOKEY001"), source: "generated for --demo")])
-        } catch {
-            throw ConfigurationError(error.message)
-        }
-        do {
-            policy = try OfferPolicy(text: Demo.policyText)
-        } catch {
-            throw ConfigurationError("the demo policy: \(error.message)")
-        }
-        var configuration = ServiceConfiguration(
-            host: host, port: port,
-            apps: [AppConfiguration(bundleIdentifier: demoBundleIdentifier, issuerIdentifier: Demo.issuerIdentifier, appAppleId: Demo.appAppleId)],
-            keyRing: keyRing,
-            // Always in memory: the demo seeds customers at every start and must never write into a real store.
-            databaseURL: "sqlite::memory:",
-            isDemo: true,
-            warnings: ["DEMO MODE: signing with a throw-away key generated at start-up, for a made-up issuer; App Store data is trusted only from the demo's own certificate chain. The App Store will refuse these signatures. Do not use in production."],
-            adminTokens: adminTokens,
-            policy: policy
-        )
-        if reader(environment).string(.databaseUrl) != nil {
-            configuration.warnings.append("\(variable: .databaseUrl) is ignored by the demo: it keeps its customers in memory.")
-        }
-        if let appStore {
-            configuration.trustedRoots = [appStore.root]
-            configuration.environments = [.sandbox]
-            configuration.demoAppStore = appStore
-        }
-        configuration.connectionLimits = try connectionLimits(reader(environment))
-        configuration.retentionDeadline = try retentionDeadline(reader(environment))
-        configuration.appStoreClockSkew = try appStoreClockSkew(reader(environment))
-        configuration.rateLimits = try rateLimits(reader(environment))
-        configuration.operationsListener = try operationsListener(reader(environment), publicPort: port)
-        configuration.warnings.append("The demo's client mode is open: /v1/offers/* needs no credential.")
-        configuration.warnings += ConfigurationVariable.unknownVariableWarnings(in: environment)
-        return configuration
-    }
-
     /// The store when `OFFER_SIGNER_DATABASE_URL` is not set: an SQLite file in the working directory.
     public static let defaultDatabaseURL = "sqlite:offer-signer.sqlite"
-
-    /// The bundle identifier of the demo app.
-    public static let demoBundleIdentifier = "com.example.offersigner.demo"
 }

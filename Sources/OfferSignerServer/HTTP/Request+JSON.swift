@@ -8,7 +8,7 @@ extension Request {
     /// browser's "simple" cross-origin form POST is never acted on), 413 `payload_too_large`, 400
     /// `malformed_json`, 400 `duplicate_key` for an object that names a key twice, 400 `invalid_request` with
     /// the field.
-    func decodeJSON<Value: Decodable>(as type: Value.Type, context: some RequestContext) async throws -> Value {
+    package func decodeJSON<Value: Decodable>(as type: Value.Type, context: some RequestContext) async throws -> Value {
         guard Self.isJSON(headers[.contentType]) else {
             throw APIError.unsupportedMediaType
         }

@@ -4,6 +4,7 @@ import OfferModel
 import OfferSigning
 import OfferStore
 import OfferApplication
+import OfferSignerServer
 
 /// The body of `POST /demo/notifications` (demo only).
 struct DemoNotificationRequest: Decodable {

@@ -4,6 +4,7 @@ import OfferModel
 import OfferStore
 public import X509
 import OfferApplication
+import OfferSignerServer
 
 /// What `serve --demo` signs App Store data with: a certificate chain generated at start-up, shaped like
 /// Apple's, whose root the demo trusts (and nothing else). It lets a newcomer move a demo customer between
