@@ -1,14 +1,23 @@
 import Foundation
 
+/// A rule made of other rules (`all`, `any`): it looks back as far as the furthest of them and depends on issued
+/// offers when one of them does.
+public protocol CombiningRule: EligibilityRule {
+    /// The rules combined.
+    var rules: [any EligibilityRule] { get }
+}
+
+extension CombiningRule {
+    public var lookback: TimeInterval? { rules.compactMap(\.lookback).max() }
+    public var dependsOnIssuedOffers: Bool { rules.contains { $0.dependsOnIssuedOffers } }
+}
+
 /// Every rule must say yes (`all`); the reasons of every no are reported.
-public struct AllRules: EligibilityRule {
+public struct AllRules: CombiningRule {
     public let name = "all"
     public let rules: [any EligibilityRule]
 
     public init(_ rules: [any EligibilityRule]) { self.rules = rules }
-
-    public var lookback: TimeInterval? { rules.compactMap(\.lookback).max() }
-    public var dependsOnIssuedOffers: Bool { rules.contains { $0.dependsOnIssuedOffers } }
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         var reasons: [EligibilityReason] = []
@@ -24,14 +33,11 @@ public struct AllRules: EligibilityRule {
 }
 
 /// At least one rule must say yes (`any`); when none does, the reasons of all of them are reported.
-public struct AnyRule: EligibilityRule {
+public struct AnyRule: CombiningRule {
     public let name = "any"
     public let rules: [any EligibilityRule]
 
     public init(_ rules: [any EligibilityRule]) { self.rules = rules }
-
-    public var lookback: TimeInterval? { rules.compactMap(\.lookback).max() }
-    public var dependsOnIssuedOffers: Bool { rules.contains { $0.dependsOnIssuedOffers } }
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         var reasons: [EligibilityReason] = []

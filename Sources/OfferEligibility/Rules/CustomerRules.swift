@@ -99,10 +99,11 @@ public struct ActiveWindowRule: EligibilityRule {
     }
 }
 
-/// Storefront allow and deny lists (ISO 3166-1 alpha-3 codes, e.g. `USA`). (`storefront`)
-public struct StorefrontRule: EligibilityRule {
-    public let name = "storefront"
+/// An allow list (when given) and a deny list of values, and the reasons a rule gives when a value is refused.
+public struct AllowDenyList: Sendable {
+    /// Values allowed; `nil` allows every value not denied.
     public let allow: Set<String>?
+    /// Values refused, whatever the allow list says.
     public let deny: Set<String>
 
     public init(allow: Set<String>?, deny: Set<String>) {
@@ -110,40 +111,51 @@ public struct StorefrontRule: EligibilityRule {
         self.deny = deny
     }
 
-    public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
-        let storefront = context.facts.storefront?.uppercased()
-        if let storefront, deny.contains(storefront) {
-            return .notEligible([reason("storefront_denied", "This offer is not available in storefront \(storefront).")])
-        }
-        if let allow {
-            guard let storefront else {
-                return .notEligible([reason("storefront_unknown", "This offer is limited to some storefronts and the customer's is not known.")])
-            }
-            return require(allow.contains(storefront), "storefront_not_allowed", "This offer is not available in storefront \(storefront).")
-        }
+    /// The decision for `value`: denied, not allowed, or eligible.
+    func evaluate(_ value: String, denied: @autoclosure () -> EligibilityReason, notAllowed: @autoclosure () -> EligibilityReason) -> EligibilityDecision {
+        if deny.contains(value) { return .notEligible([denied()]) }
+        if let allow, !allow.contains(value) { return .notEligible([notAllowed()]) }
         return .eligible()
+    }
+}
+
+/// Storefront allow and deny lists (ISO 3166-1 alpha-3 codes, e.g. `USA`). (`storefront`)
+public struct StorefrontRule: EligibilityRule {
+    public let name = "storefront"
+    public let list: AllowDenyList
+    public var allow: Set<String>? { list.allow }
+    public var deny: Set<String> { list.deny }
+
+    public init(allow: Set<String>?, deny: Set<String>) {
+        list = AllowDenyList(allow: allow, deny: deny)
+    }
+
+    public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
+        guard let storefront = context.facts.storefront?.uppercased() else {
+            return allow == nil ? .eligible() : .notEligible([reason("storefront_unknown", "This offer is limited to some storefronts and the customer's is not known.")])
+        }
+        return list.evaluate(
+            storefront,
+            denied: reason("storefront_denied", "This offer is not available in storefront \(storefront)."),
+            notAllowed: reason("storefront_not_allowed", "This offer is not available in storefront \(storefront)."))
     }
 }
 
 /// Customer allow and deny lists (applicationUsername, compared lower-cased). (`customers`)
 public struct CustomerListRule: EligibilityRule {
     public let name = "customers"
-    public let allow: Set<String>?
-    public let deny: Set<String>
+    public let list: AllowDenyList
+    public var allow: Set<String>? { list.allow }
+    public var deny: Set<String> { list.deny }
 
     public init(allow: Set<String>?, deny: Set<String>) {
-        self.allow = allow
-        self.deny = deny
+        list = AllowDenyList(allow: allow, deny: deny)
     }
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
-        let customer = context.facts.key.applicationUsername
-        if deny.contains(customer) {
-            return .notEligible([reason("customer_denied", "This customer is on the offer's deny list.")])
-        }
-        if let allow {
-            return require(allow.contains(customer), "customer_not_allowed", "This customer is not on the offer's allow list.")
-        }
-        return .eligible()
+        list.evaluate(
+            context.facts.key.applicationUsername,
+            denied: reason("customer_denied", "This customer is on the offer's deny list."),
+            notAllowed: reason("customer_not_allowed", "This customer is not on the offer's allow list."))
     }
 }
