@@ -26,8 +26,10 @@ import Darwin
     static let body = #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1"}"#
 
     /// Hummingbird's request logger adds `hb.request.id`; the event-loop path has no Hummingbird request, so its
-    /// access-log line has none: that tells which front end answered.
-    @Test func itAnswersLegacySigningAndHandsEverythingElseToTheRouter() async throws {
+    /// access-log line has none: that tells which front end answered. In the open mode every request of the route
+    /// is the path's (a JWS and a refusal included, answered as the router answers them); only another URI is the
+    /// router's.
+    @Test func itAnswersEveryRequestOfTheRouteItAuthenticates() async throws {
         let test = try TestService()
         let lines = LogLines()
         let app = FrontEnd.eventLoop.application(router: buildRouter(service: test.service), service: test.service, logger: lines.logger("offer-signer"))
@@ -36,13 +38,44 @@ import Darwin
             let jws = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"jws"}"#)
             let invalid = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"p","offerIdentifier":"o"}"#)
             let query = try await client.execute(uri: "/v1/offers/sign?x=1", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: Self.body))
-            // A JWS without an issuer is the router's 503; the query string is the router's too.
+            // A JWS without an issuer is 503 (from the pipeline that waits); the query string is the router's.
             #expect([signed.status, jws.status, invalid.status, query.status] == [.ok, .serviceUnavailable, .badRequest, .ok])
+            #expect(try jws.decode(ErrorBody.self).error.code == "issuer_not_configured")
         }
         let access = try lines.objects().filter { $0["message"] == "request" }
         #expect(access.map { $0["status"] } == ["200", "503", "400", "200"])
-        #expect(access.map { $0["hb.request.id"] == nil } == [true, false, false, false])
+        #expect(access.map { $0["hb.request.id"] == nil } == [true, true, true, false])
         #expect(access.allSatisfy { $0["route"] == "/v1/offers/sign" && $0["credential"] == "open" && $0["requestId"] != nil })
+    }
+
+    /// A request is handed to the router only when the path cannot check its credential at once (a login JWT, a
+    /// key it does not know, none): nothing of it was read here, so nothing is checked twice. A known API key is
+    /// the path's to the end, a body it refuses included.
+    @Test func onlyACredentialItCannotCheckAtOnceGoesToTheRouter() async throws {
+        let test = try TestService()
+        let lines = LogLines()
+        let authenticator = try await ClientAuthenticator(ClientAuthenticationTests.both)
+        let app = FrontEnd.eventLoop.application(
+            router: buildRouter(service: test.service, authenticator: authenticator), service: test.service, authenticator: authenticator,
+            logger: lines.logger("offer-signer"))
+        let login = try await ClientAuthenticationTests.hs256(customer: "user-1")
+        try await app.test(.live) { client in
+            func sign(_ authorization: String?, _ body: String = Self.body) async throws -> TestResponse {
+                var headers: HTTPFields = [.contentType: "application/json"]
+                if let authorization { headers[.authorization] = authorization }
+                return try await client.execute(uri: "/v1/offers/sign", method: .post, headers: headers, body: ByteBuffer(string: body))
+            }
+            let key = try await sign("Bearer \(ClientAuthenticationTests.apiKey)")
+            let keyBadBody = try await sign("Bearer \(ClientAuthenticationTests.apiKey)", #"{"productIdentifier":1}"#)
+            let jwt = try await sign("Bearer \(login)")
+            let unknown = try await sign("Bearer not-a-key-of-ours-0123456789")
+            let none = try await sign(nil)
+            #expect([key.status, keyBadBody.status, jwt.status, unknown.status, none.status] == [.ok, .badRequest, .ok, .unauthorized, .unauthorized])
+            #expect(unknown.headers[.wwwAuthenticate] == "Bearer realm=\"offer-signer\"")
+        }
+        let access = try lines.objects().filter { $0["message"] == "request" }
+        #expect(access.map { $0["status"] } == ["200", "400", "200", "401", "401"])
+        #expect(access.map { $0["hb.request.id"] == nil } == [true, true, false, false, false])
     }
 
     @Test("every signature it returns is already in the store's log", arguments: StoreBackend.available)

@@ -77,12 +77,16 @@ public struct EventLoopSigning: Sendable {
 
     /// What the path does with a complete request.
     enum Outcome {
-        /// The router answers it (the parts are passed on as they came).
+        /// The router answers it (the parts are passed on as they came): a credential this path cannot check
+        /// without suspending (a login JWT) or none it accepts. Nothing of the request was read or spent here.
         case handOver
         /// Answered here: an error, already final.
         case refused(APIError, Answering)
         /// Signed: the answer, once its record is committed.
         case signed(SignedOutput<SignedLegacyOffer>, Answering)
+        /// Authenticated, decoded and admitted here, answered by the pipeline that waits (stored facts, the App
+        /// Store, a signed transaction, a JWS): ``answer(_:)`` runs it, nothing is checked twice.
+        case pipeline(SignOfferRequest, Answering)
     }
 
     /// The request's ID, logger and credential, for its answer and access-log line.
@@ -101,39 +105,57 @@ public struct EventLoopSigning: Sendable {
         }
     }
 
-    /// Decides a complete request. Every check that can hand the request over runs before anything is spent on
-    /// it (a rate-limit token, a signature), so the router sees a handed-over request as if it came first.
+    /// Decides a complete request in the router's order: the credential (``ClientAuthenticationMiddleware``) and its
+    /// limit, the body, the customer it names and their limit (the route), then the signature. Only a credential
+    /// this path cannot check at once hands the request over, before anything else is read; every later refusal is
+    /// the router's own error, mapped by ``APIError/init(pipeline:logger:)``.
     func outcome(head: Head, body: ByteBuffer, remoteAddress: SocketAddress?, logger base: Logger) -> Outcome {
-        let authorization = head.authorization
         let identity: ClientIdentity
         if let authenticator {
-            guard let known = authenticator.immediateIdentity(authorization: authorization) else { return .handOver }
+            guard let known = authenticator.immediateIdentity(authorization: head.authorization) else { return .handOver }
             identity = known
         } else {
             identity = .open
         }
-        guard var request = SignOfferRequest(plainJSON: body) ?? (try? Request.decodeJSON(as: SignOfferRequest.self, from: body)),
-              request.format ?? .legacy == .legacy,
-              let named = try? identity.customer(naming: request.applicationUsername)
-        else { return .handOver }
-        request.applicationUsername = named
-        let signing: (() throws -> SignedOutput<SignedLegacyOffer>)
-        do {
-            guard let immediate = try service.immediateLegacySigning(request) else { return .handOver }
-            signing = immediate
-        } catch {
-            return .handOver
-        }
         let answering = Answering(requestID: RequestLoggingMiddleware.requestID(from: head.requestID), base: base, identity: identity)
         do {
-            // The router's order: the credential's limit (authentication middleware), then the customer's (route).
             if authenticator != nil {
                 try limits.admit(credential: identity.rateLimitCredential(remoteAddress: remoteAddress), identity: identity)
             }
-            try limits.admit(customer: named.lowercased(), identity: identity)
+            var request = try SignOfferRequest(plainJSON: body) ?? Request.decodeJSON(as: SignOfferRequest.self, from: body)
+            if let named = try identity.customer(naming: request.applicationUsername) {
+                try limits.admit(customer: named.lowercased(), identity: identity)
+                request.applicationUsername = named
+            } else {
+                request.applicationUsername = ""
+            }
+            guard request.format ?? .legacy == .legacy, let signing = try service.immediateLegacySigning(request) else {
+                return .pipeline(request, answering)
+            }
             return .signed(try signing(), answering)
         } catch {
             return .refused(APIError(pipeline: error, logger: answering.logger), answering)
+        }
+    }
+
+    /// Runs the pipeline for a request decided as ``Outcome/pipeline(_:_:)`` in a task and calls `completion` with
+    /// the answer's body (what the route answers, encoded as the route's responses are) or its mapped error.
+    func answer(_ request: SignOfferRequest, logger: Logger, completion: @escaping @Sendable (Result<ByteBuffer, APIError>) -> Void) {
+        Task {
+            do {
+                completion(.success(try await answer(request)))
+            } catch {
+                completion(.failure(APIError(pipeline: error, logger: logger)))
+            }
+        }
+    }
+
+    private func answer(_ request: SignOfferRequest) async throws -> ByteBuffer {
+        switch request.format ?? .legacy {
+        case .legacy:
+            return try await service.signLegacy(request).apiJSON
+        case .jws:
+            return ByteBuffer(bytes: try JSONEncoder.api.encode(try await service.signJWS(request)))
         }
     }
 

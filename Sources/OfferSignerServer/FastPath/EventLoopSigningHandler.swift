@@ -11,7 +11,8 @@ import OfferSigning
 /// request): takes the requests ``EventLoopSigning`` serves and passes every other part on as it came. It only
 /// executes what ``SigningConnectionStateMachine`` decides: the request deadline of a body being collected (what
 /// ``RequestDeadlineHandler`` does for the router's requests), keep-alive, the hand-over of a request to the
-/// router, and the answer once its record is committed.
+/// router (one whose credential it cannot check at once), and the answer once its record is committed or the
+/// pipeline that waits has run.
 final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -121,17 +122,32 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
                     Self.active.decrement()
                     switch result {
                     case .success:
-                        handler.answer(signed.output, answering, since: request.start, context: context)
+                        handler.answer(signed.output.apiJSON, answering, since: request.start, context: context)
                     case .failure(let error):
                         handler.answer(error: APIError(error), answering, since: request.start, context: context)
+                    }
+                }
+            }
+        case .pipeline(let decided, let answering):
+            machine.answering()
+            Self.active.increment()
+            let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let eventLoop = context.eventLoop
+            let start = request.start
+            signing.answer(decided, logger: answering.logger) { result in
+                eventLoop.execute {
+                    let (handler, context) = loop.value
+                    Self.active.decrement()
+                    switch result {
+                    case .success(let body): handler.answer(body, answering, since: start, context: context)
+                    case .failure(let error): handler.answer(error: error, answering, since: start, context: context)
                     }
                 }
             }
         }
     }
 
-    private func answer(_ offer: SignedLegacyOffer, _ answering: EventLoopSigning.Answering, since start: ContinuousClock.Instant, context: ChannelHandlerContext) {
-        let body = offer.apiJSON
+    private func answer(_ body: ByteBuffer, _ answering: EventLoopSigning.Answering, since start: ContinuousClock.Instant, context: ChannelHandlerContext) {
         write(status: .ok, headers: [:], body: body, answering, context: context)
         RequestMetrics.answered(route: EventLoopSigning.path, method: "POST", status: 200, since: start)
         RequestLoggingMiddleware.log(method: .post, route: EventLoopSigning.path, status: .ok, since: start, identity: answering.identity, requestID: answering.requestID, logger: answering.base)
