@@ -97,15 +97,16 @@ final class HTTP1IdleTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandl
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let idleTimeout: Duration
+    private let idleTimeout: TimeAmount
     private var requestsInProgress = 0
     private var isRequestBeingRead = false
-    private var lastActiveTime = ContinuousClock.now
+    /// On the event loop's clock (`EventLoop.now`), which a test's `EmbeddedEventLoop` moves by hand.
+    private var lastActiveTime = NIODeadline.uptimeNanoseconds(0)
     private var isActive = false
     private var timer: Scheduled<Void>?
 
     init(idleTimeout: Duration) {
-        self.idleTimeout = idleTimeout
+        self.idleTimeout = TimeAmount(idleTimeout)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -130,7 +131,7 @@ final class HTTP1IdleTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        lastActiveTime = .now
+        lastActiveTime = context.eventLoop.now
         switch unwrapInboundIn(data) {
         case .head:
             isRequestBeingRead = true
@@ -147,7 +148,7 @@ final class HTTP1IdleTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandl
         if case .end = unwrapOutboundIn(data) {
             requestsInProgress = max(requestsInProgress - 1, 0)
             if requestsInProgress == 0, isActive {
-                lastActiveTime = .now
+                lastActiveTime = context.eventLoop.now
                 schedule(at: lastActiveTime + idleTimeout, context: context)
             }
         }
@@ -157,14 +158,14 @@ final class HTTP1IdleTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandl
     private func becameActive(context: ChannelHandlerContext) {
         guard !isActive else { return }
         isActive = true
-        lastActiveTime = .now
+        lastActiveTime = context.eventLoop.now
         schedule(at: lastActiveTime + idleTimeout, context: context)
     }
 
-    private func schedule(at deadline: ContinuousClock.Instant, context: ChannelHandlerContext) {
+    private func schedule(at deadline: NIODeadline, context: ChannelHandlerContext) {
         guard timer == nil else { return }  // the running timer reschedules itself from `lastActiveTime`
         let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(in: TimeAmount(deadline - .now)) {
+        timer = context.eventLoop.scheduleTask(deadline: deadline) {
             let (handler, context) = loop.value
             handler.timer = nil
             handler.timedOut(context: context)
@@ -176,7 +177,7 @@ final class HTTP1IdleTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandl
         // A request read and not yet answered: its response's end starts the timer again.
         if !isRequestBeingRead, requestsInProgress > 0 { return }
         let deadline = lastActiveTime + idleTimeout
-        if ContinuousClock.now >= deadline {
+        if context.eventLoop.now >= deadline {
             context.close(promise: nil)
         } else {
             schedule(at: deadline, context: context)
