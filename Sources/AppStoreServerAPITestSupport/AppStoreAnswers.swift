@@ -105,3 +105,44 @@ extension FakeResponse {
             signedTransactions: signed))
     }
 }
+
+/// A page of Get Notification History as Apple shapes it (`NotificationHistoryResponse`).
+public struct NotificationHistoryBody: Encodable, Sendable {
+    public struct Item: Encodable, Sendable {
+        public struct SendAttempt: Encodable, Sendable {
+            public var attemptDate: Int64
+            public var sendAttemptResult: String
+        }
+
+        public var signedPayload: String
+        public var sendAttemptResults: [SendAttempt]
+
+        /// A notification Apple sent once, successfully, at `sent`.
+        public init(signedPayload: String, sent: Int64) {
+            self.signedPayload = signedPayload
+            self.sendAttemptResults = [SendAttempt(attemptDate: sent, sendAttemptResult: "SUCCESS")]
+        }
+    }
+
+    public var paginationToken: String
+    public var hasMore: Bool
+    public var notificationHistory: [Item]
+
+    public init(paginationToken: String, hasMore: Bool, notificationHistory: [Item]) {
+        self.paginationToken = paginationToken
+        self.hasMore = hasMore
+        self.notificationHistory = notificationHistory
+    }
+
+    /// The span a Get Notification History request asks for (`NotificationHistoryRequest`), in UNIX milliseconds.
+    public struct Span: Decodable, Sendable {
+        public var startDate: Int64
+        public var endDate: Int64
+
+        /// The span of a request's body; `nil` when it has none.
+        public init?(body: String) {
+            guard let span = try? JSONDecoder().decode(Span.self, from: Data(body.utf8)) else { return nil }
+            self = span
+        }
+    }
+}

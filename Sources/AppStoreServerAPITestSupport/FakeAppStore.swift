@@ -10,13 +10,15 @@ import NIOCore
 
 /// A request the fake received, after its token checked out.
 public struct FakeRequest: Sendable {
-    public enum Endpoint: String, Sendable { case statuses, history }
+    public enum Endpoint: String, Sendable { case statuses, history, notificationHistory }
 
     /// `production` or `sandbox` (the first path segment of the base URL).
     public let environment: String
     public let endpoint: Endpoint
     public let transactionId: String
     public let query: [String: String]
+    /// The request's body (Get Notification History's span), empty for a `GET`.
+    public var body: String = ""
 }
 
 /// What the fake answers.
@@ -60,11 +62,14 @@ public actor FakeLedger {
     public private(set) var rejectedTokens = 0
     public private(set) var released = false
     public private(set) var revisions: [String?] = []
+    /// The `paginationToken` of each Get Notification History request, in order.
+    public private(set) var paginationTokens: [String?] = []
 
     func record(_ request: FakeRequest, token: String) {
         calls["\(request.environment) \(request.endpoint.rawValue)", default: 0] += 1
         tokens.insert(token)
         if request.endpoint == .history { revisions.append(request.query["revision"]) }
+        if request.endpoint == .notificationHistory { paginationTokens.append(request.query["paginationToken"]) }
     }
 
     public func rejected() { rejectedTokens += 1 }
@@ -117,7 +122,10 @@ public struct FakeAppStore: Sendable {
             }
             var query: [String: String] = [:]
             for (name, value) in request.uri.queryParameters { query[String(name)] = String(value) }
-            let fake = FakeRequest(environment: environment, endpoint: endpoint, transactionId: transactionId, query: query)
+            var fake = FakeRequest(environment: environment, endpoint: endpoint, transactionId: transactionId, query: query)
+            if request.method == .post {
+                fake.body = String(buffer: try await request.body.collect(upTo: 64 * 1024))
+            }
             await ledger.record(fake, token: token)
             let answer = try await respond(fake)
             if answer.delay > .zero { try await Task.sleep(for: answer.delay) }
@@ -137,6 +145,9 @@ public struct FakeAppStore: Sendable {
         }
         router.get("{environment}/inApps/v2/history/{transactionId}") { request, context in
             try await handle(request, context, .history)
+        }
+        router.post("{environment}/inApps/v1/notifications/history") { request, context in
+            try await handle(request, context, .notificationHistory)
         }
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         return try await app.test(.live) { client in

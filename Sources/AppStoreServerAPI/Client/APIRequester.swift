@@ -31,6 +31,20 @@ struct APIRequester: Sendable {
         deadline: ContinuousClock.Instant,
         fingerprint: String
     ) async throws(AppStoreServerAPIError) -> ByteBuffer {
+        try await request(endpoint, path: path, query: query, json: nil, environment: environment, deadline: deadline, fingerprint: fingerprint)
+    }
+
+    /// Sends a request (`POST` with a JSON body when `json` is given, else `GET`) with the token, the retries, the
+    /// rate limit and the time budget every call has; the answer's body.
+    func request(
+        _ endpoint: Endpoint,
+        path: String,
+        query: [(String, String)] = [],
+        json: ByteBuffer?,
+        environment: AppStoreEnvironment,
+        deadline: ContinuousClock.Instant,
+        fingerprint: String
+    ) async throws(AppStoreServerAPIError) -> ByteBuffer {
         guard let base = configuration.baseURLs.url(for: environment) else {
             throw AppStoreServerAPIError(.invalidConfiguration, "the \(environment.rawValue) environment has no App Store Server API")
         }
@@ -58,7 +72,7 @@ struct APIRequester: Sendable {
                 try await Self.sleep(for: wait)
             }
             let token = try await tokens.token()
-            let outcome = await send(url: url, token: token, endpoint: endpoint, environment: environment, deadline: deadline)
+            let outcome = await send(url: url, json: json, token: token, endpoint: endpoint, environment: environment, deadline: deadline)
             let retryDelay: Duration
             switch outcome {
             case .success(let body):
@@ -155,10 +169,15 @@ struct APIRequester: Sendable {
 
     /// One attempt, recorded in the request counter and the latency timer.
     private func send(
-        url: String, token: String, endpoint: Endpoint, environment: AppStoreEnvironment, deadline: ContinuousClock.Instant
+        url: String, json: ByteBuffer?, token: String, endpoint: Endpoint, environment: AppStoreEnvironment, deadline: ContinuousClock.Instant
     ) async -> Result<ByteBuffer, Failure> {
         var request = HTTPClientRequest(url: url)
         request.method = .GET
+        if let json {
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(json)
+        }
         request.headers.add(name: "Authorization", value: "Bearer \(token)")
         request.headers.add(name: "Accept", value: "application/json")
         request.headers.add(name: "User-Agent", value: "offer-signer")
