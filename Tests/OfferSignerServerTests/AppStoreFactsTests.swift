@@ -28,11 +28,12 @@ struct AppStoreFactsFixture {
     static let adminToken = "carol-token-0123456789abcdef"
     static let group = "21000001"
 
-    init(_ backend: StoreBackend) async throws {
+    /// - Parameter chain: the chain the App Store signs with; default one valid from yesterday.
+    init(_ backend: StoreBackend, chain: TestCertificateChain? = nil) async throws {
         bundle = "com.example.asapi-\(UUID().uuidString.prefix(8).lowercased())"
         store = try await backend.open()
-        chain = try TestCertificateChain()
-        signer = TestJWSSigner(chain: chain)
+        if let chain { self.chain = chain } else { self.chain = try TestCertificateChain() }
+        signer = TestJWSSigner(chain: self.chain)
         key = try SigningKey.generate(keyIdentifier: "TESTKEY001")
     }
 
