@@ -1,0 +1,97 @@
+import OfferExperiments
+import Testing
+
+/// The proofs by simulation, with a seeded generator: experiments run 100 customers at a time (each customer
+/// assigned 50/50, each converting with its variant's rate — drawn as binomial counts per batch), and the report is
+/// looked at after every batch.
+@Suite struct SimulationTests {
+    /// The plan the experiments are designed with: 20 % baseline, a five-point lift, α = 0.05, power 0.8.
+    private let plan: SampleSizePlan
+
+    init() throws {
+        plan = try SampleSizePlan(baselineRate: 0.20, absoluteLift: 0.05)
+    }
+
+    private struct Outcome {
+        var declaredDifference = false
+        var declaredLift = false
+        var rateMissedTruth = false
+    }
+
+    /// One experiment looked at after every 100 customers until `customers`.
+    private func run(control: Double, treatment: Double, customers: Int,
+                     random: inout Xoshiro256StarStar) throws -> Outcome {
+        var outcome = Outcome()
+        var (controlTrials, controlSuccesses, treatmentTrials, treatmentSuccesses) = (0, 0, 0, 0)
+        for _ in 0..<(customers / 100) {
+            let toTreatment = random.nextBinomial(trials: 100, probability: 0.5)
+            treatmentTrials += toTreatment
+            controlTrials += 100 - toTreatment
+            treatmentSuccesses += random.nextBinomial(trials: toTreatment, probability: treatment)
+            controlSuccesses += random.nextBinomial(trials: 100 - toTreatment, probability: control)
+            let controlCount = try ConversionCount(successes: controlSuccesses, trials: controlTrials)
+            let treatmentCount = try ConversionCount(successes: treatmentSuccesses, trials: treatmentTrials)
+            let difference = AlwaysValidInterval.difference(treatmentCount, minus: controlCount, design: plan.design)
+            if difference.excludesZero { outcome.declaredDifference = true }
+            if difference.lower > 0 { outcome.declaredLift = true }
+            let rate = AlwaysValidInterval.rate(controlCount, design: plan.design)
+            if rate.lower > control || rate.upper < control { outcome.rateMissedTruth = true }
+        }
+        return outcome
+    }
+
+    @Test("1,000 A/A experiments looked at every 100 customers declare a difference at most 5 % of the time")
+    func aaExperimentsRarelyDeclareADifference() throws {
+        var random = Xoshiro256StarStar(seed: 0xA_A)
+        var declared = 0
+        var missed = 0
+        for _ in 0..<1_000 {
+            // 10,000 customers: 100 looks, more than twice the planned 4,180.
+            let outcome = try run(control: 0.20, treatment: 0.20, customers: 10_000, random: &random)
+            if outcome.declaredDifference { declared += 1 }
+            if outcome.rateMissedTruth { missed += 1 }
+        }
+        print("A/A: \(declared) of 1,000 declared a difference; the control's rate interval missed 20 % in \(missed)")
+        #expect(Double(declared) / 1_000 <= 0.05)
+        #expect(Double(missed) / 1_000 <= 0.05)
+    }
+
+    @Test("a true lift from 20 % to 25 % is found at least 80 % of the time at the planned sample size")
+    func trueLiftIsFound() throws {
+        #expect(plan.sequentialPerVariant == 2_090)
+        var random = Xoshiro256StarStar(seed: 0x5_EED)
+        var found = 0
+        var wrongWay = 0
+        let customers = (2 * plan.sequentialPerVariant + 99) / 100 * 100   // 4,200: the plan, in whole batches
+        for _ in 0..<1_000 {
+            let outcome = try run(control: 0.20, treatment: 0.25, customers: customers, random: &random)
+            if outcome.declaredLift { found += 1 } else if outcome.declaredDifference { wrongWay += 1 }
+        }
+        print("Lift 20 % → 25 %: found in \(found) of 1,000 experiments of \(customers) customers; wrong sign in \(wrongWay)")
+        #expect(Double(found) / 1_000 >= 0.80)
+        #expect(wrongWay == 0)
+    }
+
+    @Test("a fixed-horizon z-test looked at every 100 customers would not keep its 5 %: the reason for the method")
+    func naivePeekingInflatesFalsePositives() throws {
+        var random = Xoshiro256StarStar(seed: 0xBAD)
+        var declared = 0
+        for _ in 0..<200 {
+            var counts = (0, 0, 0, 0)
+            var sawDifference = false
+            for _ in 0..<100 {
+                let toB = random.nextBinomial(trials: 100, probability: 0.5)
+                counts.0 += 100 - toB
+                counts.2 += toB
+                counts.1 += random.nextBinomial(trials: 100 - toB, probability: 0.2)
+                counts.3 += random.nextBinomial(trials: toB, probability: 0.2)
+                let (pa, pb) = (Double(counts.1) / Double(counts.0), Double(counts.3) / Double(counts.2))
+                let standardError = (pa * (1 - pa) / Double(counts.0) + pb * (1 - pb) / Double(counts.2)).squareRoot()
+                if standardError > 0, abs(pb - pa) / standardError > 1.959_964 { sawDifference = true }
+            }
+            if sawDifference { declared += 1 }
+        }
+        print("Naive peeking: \(declared) of 200 A/A experiments declared a difference")
+        #expect(declared > 20)   // well above 5 % (10 of 200)
+    }
+}
