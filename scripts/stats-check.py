@@ -59,16 +59,19 @@ show("planned multiplier K", k)
 def plan(p0, lift, power=0.8):
     p1 = p0 + lift
     v1 = p0 * (1 - p0) + p1 * (1 - p1)
+    pooled = (p0 + p1) / 2
+    pv = pooled * (1 - pooled)
+    v_interval = max(p0 * (1 - p0), pv) + max(p1 * (1 - p1), pv)
     zb = stats.norm.ppf(power)
     za = stats.norm.ppf(1 - ALPHA / 2)
-    sequential = math.ceil((k + zb) ** 2 * v1 / lift**2)
-    pooled = (p0 + p1) / 2
+    sequential = math.ceil((k + zb) ** 2 * v_interval / lift**2)
     fixed = math.ceil((za * math.sqrt(2 * pooled * (1 - pooled)) + zb * math.sqrt(v1)) ** 2 / lift**2)
     return sequential, fixed
 
 
 print("# sample sizes per variant (sequential, fixed horizon), alpha 0.05, power 0.8")
-for p0, lift in [(0.20, 0.05), (0.10, 0.02), (0.05, 0.01), (0.30, 0.05), (0.50, 0.10), (0.02, 0.01), (0.20, -0.05)]:
+for p0, lift in [(0.20, 0.05), (0.10, 0.02), (0.05, 0.01), (0.30, 0.05), (0.50, 0.10), (0.02, 0.01), (0.20, -0.05),
+                 (0.05, 0.02), (0.10, 0.05), (0.20, 0.02), (0.20, 0.10)]:
     show(f"plan({p0}, {lift})", plan(p0, lift))
 
 
@@ -82,15 +85,16 @@ def radius(variance, planned):
     return math.sqrt(variance * multiplier(x))
 
 
-print("# intervals (estimate, lower, upper); planning size 2090 per variant (the plan for 20 % -> 25 %)")
-n0 = 2090
+print("# intervals (estimate, lower, upper); planning size 2176 per variant (the plan for 20 % -> 25 %)")
+n0 = 2176
 for s, n in [(420, 2000), (30, 100), (0, 50)]:
     v = smoothed_variance(s, n)
     r = radius(v / n, v / n0)
     est = s / n
     show(f"rate({s}/{n})", (est, max(0.0, est - r), min(1.0, est + r)))
 for (sb, nb), (sa, na) in [((540, 2100), (420, 2090)), ((60, 300), (50, 310)), ((1300, 5000), (1000, 5000))]:
-    vb, va = smoothed_variance(sb, nb), smoothed_variance(sa, na)
+    pooled = smoothed_variance(sb + sa, nb + na)
+    vb, va = max(smoothed_variance(sb, nb), pooled), max(smoothed_variance(sa, na), pooled)
     r = radius(vb / nb + va / na, (vb + va) / n0)
     est = sb / nb - sa / na
     show(f"difference({sb}/{nb} - {sa}/{na})", (est, max(-1.0, est - r), min(1.0, est + r)))

@@ -97,8 +97,14 @@ public struct AlwaysValidInterval: Sendable, Hashable {
         guard treatment.trials > 0, control.trials > 0 else {
             return AlwaysValidInterval(estimate: 0, lower: -1, upper: 1, confidenceLevel: level)
         }
-        let treatmentVariance = treatment.varianceEstimate
-        let controlVariance = control.varianceEstimate
+        // Each variant's variance, but never below that of the two variants pooled: with few events in a small
+        // variant its own estimate is too low (0 of 300 is not a rate of 0), and that made A/A tests with a 5 %
+        // holdout declare differences more often than α.
+        let pooled = (Double(treatment.successes) + Double(control.successes) + 1)
+            / (Double(treatment.trials) + Double(control.trials) + 2)
+        let pooledVariance = pooled * (1 - pooled)
+        let treatmentVariance = max(treatment.varianceEstimate, pooledVariance)
+        let controlVariance = max(control.varianceEstimate, pooledVariance)
         let variance = treatmentVariance / Double(treatment.trials) + controlVariance / Double(control.trials)
         let planned = (treatmentVariance + controlVariance) / Double(design.planningSampleSize)
         let radius = design.radius(variance: variance, plannedVariance: planned)

@@ -1,22 +1,24 @@
 /// How many customers per variant an experiment needs to find a given lift of a rate: for the always-valid test
 /// this package reports, and for a classical fixed-horizon test (looked at once) to compare.
 ///
-/// With `p₀` the baseline rate, `p₁ = p₀ + lift`, `V₁ = p₀(1 − p₀) + p₁(1 − p₁)` and `z_β = Φ⁻¹(power)`:
+/// With `p₀` the baseline rate, `p₁ = p₀ + lift`, `p̄ = (p₀ + p₁)/2`, `V₁ = p₀(1 − p₀) + p₁(1 − p₁)`,
+/// `V* = max(p₀(1 − p₀), p̄(1 − p̄)) + max(p₁(1 − p₁), p̄(1 − p̄))` (the variances the difference's interval uses,
+/// ``AlwaysValidInterval/difference(_:minus:design:)``) and `z_β = Φ⁻¹(power)`:
 ///
-/// - Sequential: `n = ⌈(K + z_β)² V₁ / lift²⌉`, `K` = ``SequentialTestDesign/plannedMultiplier`` (3.035 at
-///   α = 0.05). With the design tuned to this `n`, the interval's radius at `n` customers per variant is `K·√(V₁/n)`,
+/// - Sequential: `n = ⌈(K + z_β)² V* / lift²⌉`, `K` = ``SequentialTestDesign/plannedMultiplier`` (3.035 at
+///   α = 0.05). With the design tuned to this `n`, the interval's radius at `n` customers per variant is `K·√(V*/n)`,
 ///   so under the lift the interval excludes zero *at that one look* with probability `power` (normal
 ///   approximation); looks before it can only add to that, so the power of the whole sequential test is at least
 ///   `power`. The simulations in the tests measure it.
-/// - Fixed horizon: `n = ⌈(z_{α/2} √(2 p̄(1 − p̄)) + z_β √V₁)² / lift²⌉`, `p̄ = (p₀ + p₁)/2` — the usual two-proportion
+/// - Fixed horizon: `n = ⌈(z_{α/2} √(2 p̄(1 − p̄)) + z_β √V₁)² / lift²⌉` — the usual two-proportion
 ///   z-test formula; valid only if the results are looked at once, at `n`.
 ///
-/// For 20 % → 25 % at α = 0.05 and power 0.8: 2,089 customers per variant (sequential) against 1,094 (fixed horizon).
+/// For 20 % → 25 % at α = 0.05 and power 0.8: 2,176 customers per variant (sequential) against 1,094 (fixed horizon).
 ///
 /// ## Usage
 /// ```swift
 /// let plan = try SampleSizePlan(baselineRate: 0.20, absoluteLift: 0.05)
-/// plan.sequentialPerVariant   // 2089
+/// plan.sequentialPerVariant   // 2176
 /// let design = plan.design    // tune the report's intervals to it
 /// ```
 public struct SampleSizePlan: Sendable, Hashable {
@@ -61,11 +63,15 @@ public struct SampleSizePlan: Sendable, Hashable {
                                             "α \(alpha) and power \(power): α must lie between 0 and 0.5, power between 0.5 and 1.")
         }
         let alternativeVariance = baselineRate * (1 - baselineRate) + treatmentRate * (1 - treatmentRate)
+        let pooled = (baselineRate + treatmentRate) / 2
+        let pooledVariance = pooled * (1 - pooled)
+        // The variances the difference's interval will use: each variant's, but not below the pooled one.
+        let intervalVariance = max(baselineRate * (1 - baselineRate), pooledVariance)
+            + max(treatmentRate * (1 - treatmentRate), pooledVariance)
         let liftSquared = absoluteLift * absoluteLift
         let multiplier = try SequentialTestDesign(planningSampleSize: 1, alpha: alpha).plannedMultiplier
-        let sequential = (multiplier + zPower) * (multiplier + zPower) * alternativeVariance / liftSquared
-        let pooled = (baselineRate + treatmentRate) / 2
-        let fixedRoot = zAlpha * (2 * pooled * (1 - pooled)).squareRoot() + zPower * alternativeVariance.squareRoot()
+        let sequential = (multiplier + zPower) * (multiplier + zPower) * intervalVariance / liftSquared
+        let fixedRoot = zAlpha * (2 * pooledVariance).squareRoot() + zPower * alternativeVariance.squareRoot()
         let fixed = fixedRoot * fixedRoot / liftSquared
         guard sequential <= 1e12, fixed <= 1e12 else {
             throw ExperimentStatisticsError(.parameterOutOfRange,

@@ -8,7 +8,7 @@ import Testing
             variants: weights.enumerated().map { ExperimentVariant(name: "v\($0.offset)", weight: $0.element) })
     }
 
-    @Test("100,000 customers split within 1 % (absolute) of the weights", arguments: [[1, 1], [1, 3], [2, 3, 5], [1, 98, 1]])
+    @Test("100,000 customers split within 1 % (absolute) of the weights", arguments: [[1, 1], [2, 3, 5], [1, 98, 1]])
     func distributionFollowsWeights(_ weights: [Int]) throws {
         let experiment = try assignment(weights)
         let customers = 100_000

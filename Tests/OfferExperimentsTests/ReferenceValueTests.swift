@@ -53,14 +53,15 @@ import Testing
     }
 
     @Test func designConstants() throws {
-        let design = try SequentialTestDesign(planningSampleSize: 2_090)
+        let design = try SequentialTestDesign(planningSampleSize: 2_176)
         #expect(abs(design.optimalRatio - 0.12177348869865698) < 1e-12)
         #expect(abs(design.plannedMultiplier - 3.035122413028551) < 1e-12)
     }
 
     @Test("sample sizes per variant (sequential, fixed horizon)", arguments: [
-        (0.20, 0.05, 2090, 1094), (0.10, 0.02, 7350, 3841), (0.05, 0.01, 15616, 8158), (0.30, 0.05, 2631, 1377),
-        (0.50, 0.10, 737, 388), (0.02, 0.01, 7320, 3826), (0.20, -0.05, 1729, 906),
+        (0.20, 0.05, 2176, 1094), (0.10, 0.02, 7647, 3841), (0.05, 0.01, 16288, 8158), (0.30, 0.05, 2687, 1377),
+        (0.50, 0.10, 748, 388), (0.02, 0.01, 8037, 3826), (0.20, -0.05, 1830, 906), (0.05, 0.02, 4566, 2213),
+        (0.10, 0.05, 1425, 686), (0.20, 0.02, 12681, 6510), (0.20, 0.10, 598, 294),
     ])
     func sampleSizes(_ baseline: Double, _ lift: Double, _ sequential: Int, _ fixed: Int) throws {
         let plan = try SampleSizePlan(baselineRate: baseline, absoluteLift: lift)
@@ -69,28 +70,28 @@ import Testing
         #expect(plan.design.planningSampleSize == sequential)
     }
 
-    @Test("rate intervals at planning size 2,090", arguments: [
-        (420, 2000, 0.21, 0.18234174678961867, 0.2376582532103813),
-        (30, 100, 0.3, 0.08223957631511797, 0.5177604236848821),
-        (0, 50, 0.0, 0.0, 0.1190643921966874),
+    @Test("rate intervals at planning size 2,176", arguments: [
+        (420, 2000, 0.21, 0.18233817953227605, 0.23766182046772394),
+        (30, 100, 0.3, 0.07924251658506273, 0.5207574834149372),
+        (0, 50, 0.0, 0.0, 0.12103060385725972),
     ])
     func rateInterval(_ successes: Int, _ trials: Int, _ estimate: Double, _ lower: Double, _ upper: Double) throws {
         let interval = AlwaysValidInterval.rate(try ConversionCount(successes: successes, trials: trials),
-                                                design: try SequentialTestDesign(planningSampleSize: 2_090))
+                                                design: try SequentialTestDesign(planningSampleSize: 2_176))
         #expect(close(interval.estimate, estimate) && close(interval.upper, upper, relative: 1e-9))
         #expect(lower == 0 ? interval.lower == 0 : close(interval.lower, lower, relative: 1e-9))
     }
 
-    @Test("difference intervals at planning size 2,090", arguments: [
-        (540, 2100, 420, 2090, 0.05618591934381406, 0.016854825392945125, 0.095517013294683),
-        (60, 300, 50, 310, 0.038709677419354854, -0.0716296585305966, 0.14904901336930632),
-        (1300, 5000, 1000, 5000, 0.06, 0.034149716326760934, 0.08585028367323906),
+    @Test("difference intervals at planning size 2,176", arguments: [
+        (540, 2100, 420, 2090, 0.05618591934381406, 0.015969730948257446, 0.09640210773937068),
+        (60, 300, 50, 310, 0.038709677419354854, -0.07459530643227193, 0.15201466127098162),
+        (1300, 5000, 1000, 5000, 0.06, 0.03356170018137104, 0.08643829981862895),
     ])
     func differenceInterval(_ sb: Int, _ nb: Int, _ sa: Int, _ na: Int, _ estimate: Double, _ lower: Double,
                             _ upper: Double) throws {
         let interval = AlwaysValidInterval.difference(try ConversionCount(successes: sb, trials: nb),
                                                       minus: try ConversionCount(successes: sa, trials: na),
-                                                      design: try SequentialTestDesign(planningSampleSize: 2_090))
+                                                      design: try SequentialTestDesign(planningSampleSize: 2_176))
         #expect(close(interval.estimate, estimate))
         #expect(close(interval.lower, lower, relative: 1e-9) && close(interval.upper, upper, relative: 1e-9))
     }
