@@ -87,11 +87,18 @@ def radius(variance, planned):
 
 print("# intervals (estimate, lower, upper); planning size 2176 per variant (the plan for 20 % -> 25 %)")
 n0 = 2176
-for s, n in [(420, 2000), (30, 100), (0, 50)]:
-    v = smoothed_variance(s, n)
-    r = radius(v / n, v / n0)
+for s, n in [(420, 2000), (30, 100), (0, 50), (50, 50)]:
+    # The rates p with |s/n - p| <= M sqrt(p (1 - p) / n), M the multiplier after n trials, found by root finding.
     est = s / n
-    show(f"rate({s}/{n})", (est, max(0.0, est - r), min(1.0, est + r)))
+    m = math.sqrt(multiplier(ratio * n0 / n))
+
+    def outside(p):
+        return abs(est - p) - m * math.sqrt(p * (1 - p) / n)
+
+    # Brackets just inside (0, 1) and just off the estimate, where `outside` is negative.
+    lower = 0.0 if outside(1e-300) <= 0 else optimize.brentq(outside, 1e-300, est - 1e-12, xtol=1e-16, rtol=1e-15)
+    upper = 1.0 if outside(1 - 1e-16) <= 0 else optimize.brentq(outside, est + 1e-12, 1 - 1e-16, xtol=1e-16, rtol=1e-15)
+    show(f"rate({s}/{n})", (est, lower, upper))
 for (sb, nb), (sa, na) in [((540, 2100), (420, 2090)), ((60, 300), (50, 310)), ((1300, 5000), (1000, 5000))]:
     pooled = smoothed_variance(sb + sa, nb + na)
     vb, va = max(smoothed_variance(sb, nb), pooled), max(smoothed_variance(sa, na), pooled)

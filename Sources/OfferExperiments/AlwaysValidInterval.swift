@@ -23,7 +23,7 @@ public struct ConversionCount: Sendable, Hashable {
     /// `successes / trials`, or 0 with no trials.
     public var rate: Double { trials == 0 ? 0 : Double(successes) / Double(trials) }
 
-    /// The per-customer variance used by the intervals: `p̃(1 − p̃)` with `p̃ = (successes + 1)/(trials + 2)`,
+    /// The per-customer variance used by the difference's interval: `p̃(1 − p̃)` with `p̃ = (successes + 1)/(trials + 2)`,
     /// so that a variant with no successes yet (or only successes) does not get a zero-width interval.
     var varianceEstimate: Double {
         let smoothed = (Double(successes) + 1) / (Double(trials) + 2)
@@ -35,8 +35,10 @@ public struct ConversionCount: Sendable, Hashable {
 /// time it is looked at — every day, after every customer — is at most α, so watching the results does not
 /// inflate false positives. See ``SequentialTestDesign`` for the method and its references.
 ///
-/// The variance is estimated from the data (a plug-in, as in Johari et al.), so the guarantee is that of the normal
-/// approximation, which the package's simulations check: 1,000 A/A experiments looked at every 100 customers.
+/// A rate's interval uses the variance each candidate rate implies (the score form); a difference's estimates each
+/// variant's variance from the data (a plug-in, as Johari et al. do), never below the pooled variance. Either way
+/// the guarantee is that of the normal approximation, which the package's simulations check: thousands of A/A
+/// experiments looked at every 100 customers, at rates from 2 % to 20 % and splits of 50/50 and 90/10.
 ///
 /// ## Usage
 /// ```swift
@@ -67,7 +69,9 @@ public struct AlwaysValidInterval: Sendable, Hashable {
     /// Whether zero lies outside the interval — for a difference, whether the variants differ at level α.
     public var excludesZero: Bool { lower > 0 || upper < 0 }
 
-    /// The interval for one variant's rate.
+    /// The interval for one variant's rate: the rates `p` with `|p̂ − p| ≤ M·√(p(1 − p)/n)`, `M` the design's
+    /// multiplier after `n` trials — the normal mixture with the variance each candidate rate implies (the Wilson
+    /// score form), which keeps its level with few events where `p̂(1 − p̂)` would not.
     ///
     /// - Parameters:
     ///   - count: The variant's successes and trials.
@@ -76,11 +80,13 @@ public struct AlwaysValidInterval: Sendable, Hashable {
     public static func rate(_ count: ConversionCount, design: SequentialTestDesign) -> AlwaysValidInterval {
         let level = 1 - design.alpha
         guard count.trials > 0 else { return AlwaysValidInterval(estimate: 0, lower: 0, upper: 1, confidenceLevel: level) }
-        let perCustomer = count.varianceEstimate
-        let radius = design.radius(variance: perCustomer / Double(count.trials),
-                                   plannedVariance: perCustomer / Double(design.planningSampleSize))
+        let trials = Double(count.trials)
         let estimate = count.rate
-        return AlwaysValidInterval(estimate: estimate, lower: max(0, estimate - radius), upper: min(1, estimate + radius),
+        let multiplier = design.radiusInStandardErrors(planFraction: trials / Double(design.planningSampleSize))
+        let zSquaredOverN = multiplier * multiplier / trials
+        let center = (estimate + zSquaredOverN / 2) / (1 + zSquaredOverN)
+        let half = (zSquaredOverN * (estimate * (1 - estimate) + zSquaredOverN / 4)).squareRoot() / (1 + zSquaredOverN)
+        return AlwaysValidInterval(estimate: estimate, lower: max(0, center - half), upper: min(1, center + half),
                                    confidenceLevel: level)
     }
 

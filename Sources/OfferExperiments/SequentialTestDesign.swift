@@ -58,8 +58,18 @@ public struct SequentialTestDesign: Sendable, Hashable {
     /// at the planning sample size (same per-customer variances).
     func radius(variance: Double, plannedVariance: Double) -> Double {
         guard variance > 0, plannedVariance > 0 else { return 0 }
-        let ratio = optimalRatio * variance / plannedVariance
-        return (variance * Self.multiplier(ratio: ratio, alpha: alpha)).squareRoot()
+        return variance.squareRoot() * radiusInStandardErrors(planFraction: plannedVariance / variance)
+    }
+
+    /// How many standard errors the interval's radius is when the estimate has `planFraction` times the information
+    /// it will have at the planning sample size (for one rate, or two variants of equal weight: `n / planningSampleSize`).
+    ///
+    /// - Parameter planFraction: Greater than 0; the radius is narrowest, ``plannedMultiplier``, at 1.
+    /// - Returns: The multiplier `√((1 + x) ln((1 + x)/(x α²)))` with `x = optimalRatio / planFraction`; infinity for
+    ///   a fraction of 0 or less.
+    public func radiusInStandardErrors(planFraction: Double) -> Double {
+        guard planFraction > 0 else { return .infinity }
+        return Self.multiplier(ratio: optimalRatio / planFraction, alpha: alpha).squareRoot()
     }
 
     /// `(1 + x) ln((1 + x)/(x α²))`, the squared radius in units of the variance.

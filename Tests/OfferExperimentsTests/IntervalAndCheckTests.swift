@@ -52,17 +52,20 @@ import Testing
         #expect(AlwaysValidInterval.rate(zero, design: design).upper > 0)
     }
 
-    @Test func intervalIsNarrowestNearThePlanningSizeInStandardErrors() throws {
+    @Test func intervalIsNarrowestAtThePlanningSizeInStandardErrors() throws {
         let design = try SequentialTestDesign(planningSampleSize: 2_000)
-        func multiplier(_ trials: Int) throws -> Double {
-            let interval = AlwaysValidInterval.rate(try ConversionCount(successes: trials / 5, trials: trials), design: design)
-            let p = (Double(trials / 5) + 1) / (Double(trials) + 2)
-            return (interval.upper - interval.estimate) / (p * (1 - p) / Double(trials)).squareRoot()
-        }
-        let atPlan = try multiplier(2_000)
-        #expect(abs(atPlan - design.plannedMultiplier) < 1e-9)
-        #expect(try multiplier(500) > atPlan && multiplier(8_000) > atPlan)
-        #expect(atPlan > 1.96)
+        #expect(abs(design.radiusInStandardErrors(planFraction: 1) - design.plannedMultiplier) < 1e-12)
+        #expect(design.radiusInStandardErrors(planFraction: 0.9) > design.plannedMultiplier)
+        #expect(design.radiusInStandardErrors(planFraction: 1.1) > design.plannedMultiplier)
+        #expect(design.radiusInStandardErrors(planFraction: 0.01) > design.radiusInStandardErrors(planFraction: 0.1))
+        #expect(design.radiusInStandardErrors(planFraction: 100) > design.radiusInStandardErrors(planFraction: 10))
+        #expect(design.radiusInStandardErrors(planFraction: 0) == .infinity)
+        #expect(design.plannedMultiplier > 1.96)
+        // At the planning size, a difference of two equal variants is `plannedMultiplier` standard errors wide.
+        let count = try ConversionCount(successes: 400, trials: 2_000)
+        let interval = AlwaysValidInterval.difference(count, minus: count, design: design)
+        let p = 401.0 / 2_002
+        #expect(abs(interval.upper - design.plannedMultiplier * (2 * p * (1 - p) / 2_000).squareRoot()) < 1e-12)
     }
 
     @Test func intervalsShrinkAsCustomersArrive() throws {

@@ -74,6 +74,28 @@ import Testing
         #expect(Double(declared) / 1_000 <= 0.05)
     }
 
+    @Test("a rate's interval, looked at every batch of 100 looks, misses the true rate at most 5 % of the time", arguments: [
+        (0.01, 1_000, 10), (0.02, 500, 50), (0.05, 500, 50), (0.50, 200, 10),
+    ])
+    func rateIntervalKeepsItsLevel(_ rate: Double, _ planningSampleSize: Int, _ batch: Int) throws {
+        let design = try SequentialTestDesign(planningSampleSize: planningSampleSize)
+        var random = Xoshiro256StarStar(seed: 0xC0FE)
+        var missed = 0
+        for _ in 0..<1_000 {
+            var (trials, successes) = (0, 0)
+            var miss = false
+            for _ in 0..<100 {
+                trials += batch
+                successes += random.nextBinomial(trials: batch, probability: rate)
+                let interval = AlwaysValidInterval.rate(try ConversionCount(successes: successes, trials: trials), design: design)
+                if interval.lower > rate || interval.upper < rate { miss = true }
+            }
+            if miss { missed += 1 }
+        }
+        print("Rate \(rate), batches of \(batch), planned \(planningSampleSize): the interval missed in \(missed) of 1,000")
+        #expect(Double(missed) / 1_000 <= 0.05)
+    }
+
     @Test("a true lift from 20 % to 25 % is found at least 80 % of the time at the planned sample size")
     func trueLiftIsFound() throws {
         #expect(plan.sequentialPerVariant == 2_176)
