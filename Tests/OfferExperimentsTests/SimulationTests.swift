@@ -18,23 +18,24 @@ import Testing
         var rateMissedTruth = false
     }
 
-    /// One experiment looked at after every 100 customers until `customers`.
+    /// One experiment looked at after every 100 customers until `customers` (the last batch may be smaller).
     private func run(control: Double, treatment: Double, customers: Int, treatmentShare: Double = 0.5,
                      design: SequentialTestDesign? = nil, random: inout Xoshiro256StarStar) throws -> Outcome {
         let design = design ?? plan.design
         var outcome = Outcome()
         var (controlTrials, controlSuccesses, treatmentTrials, treatmentSuccesses) = (0, 0, 0, 0)
-        for _ in 0..<(customers / 100) {
-            let toTreatment = random.nextBinomial(trials: 100, probability: treatmentShare)
+        for batchStart in stride(from: 0, to: customers, by: 100) {
+            let batch = min(100, customers - batchStart)
+            let toTreatment = random.nextBinomial(trials: batch, probability: treatmentShare)
             treatmentTrials += toTreatment
-            controlTrials += 100 - toTreatment
+            controlTrials += batch - toTreatment
             treatmentSuccesses += random.nextBinomial(trials: toTreatment, probability: treatment)
-            controlSuccesses += random.nextBinomial(trials: 100 - toTreatment, probability: control)
+            controlSuccesses += random.nextBinomial(trials: batch - toTreatment, probability: control)
             let controlCount = try ConversionCount(successes: controlSuccesses, trials: controlTrials)
             let treatmentCount = try ConversionCount(successes: treatmentSuccesses, trials: treatmentTrials)
             let difference = AlwaysValidInterval.difference(treatmentCount, minus: controlCount, design: design)
             if difference.excludesZero { outcome.declaredDifference = true }
-            if difference.lower > 0 { outcome.declaredLift = true }
+            if treatment >= control ? difference.lower > 0 : difference.upper < 0 { outcome.declaredLift = true }
             let rate = AlwaysValidInterval.rate(controlCount, design: design)
             if rate.lower > control || rate.upper < control { outcome.rateMissedTruth = true }
         }
@@ -99,17 +100,33 @@ import Testing
     @Test("a true lift from 20 % to 25 % is found at least 80 % of the time at the planned sample size")
     func trueLiftIsFound() throws {
         #expect(plan.sequentialPerVariant == 2_176)
-        var random = Xoshiro256StarStar(seed: 0x5_EED)
-        var found = 0
-        var wrongWay = 0
-        let customers = (2 * plan.sequentialPerVariant + 99) / 100 * 100   // 4,400: the plan, in whole batches
-        for _ in 0..<1_000 {
-            let outcome = try run(control: 0.20, treatment: 0.25, customers: customers, random: &random)
-            if outcome.declaredLift { found += 1 } else if outcome.declaredDifference { wrongWay += 1 }
-        }
-        print("Lift 20 % → 25 %: found in \(found) of 1,000 experiments of \(customers) customers; wrong sign in \(wrongWay)")
+        let (found, wrongWay) = try power(plan: plan, seed: 0x5_EED)
+        print("Lift 20 % → 25 %: found in \(found) of 1,000 experiments of 4,352 customers; wrong sign in \(wrongWay)")
         #expect(Double(found) / 1_000 >= 0.80)
         #expect(wrongWay == 0)
+    }
+
+    @Test("other planned lifts are found at least 80 % of the time", arguments: [(0.10, 0.02), (0.50, 0.10), (0.20, -0.05)])
+    func otherPlannedLiftsAreFound(_ baseline: Double, _ lift: Double) throws {
+        let other = try SampleSizePlan(baselineRate: baseline, absoluteLift: lift)
+        let (found, wrongWay) = try power(plan: other, seed: 0x5_EED2)
+        let (from, to) = (Int((baseline * 100).rounded()), Int(((baseline + lift) * 100).rounded()))
+        print("Lift \(from) % → \(to) % (\(other.sequentialPerVariant) per variant): found in \(found) of 1,000; wrong sign in \(wrongWay)")
+        #expect(Double(found) / 1_000 >= 0.80)
+        #expect(wrongWay == 0)
+    }
+
+    /// 1,000 experiments of exactly the plan's customers (both variants), with the plan's lift.
+    private func power(plan: SampleSizePlan, seed: UInt64) throws -> (found: Int, wrongWay: Int) {
+        var random = Xoshiro256StarStar(seed: seed)
+        var found = 0
+        var wrongWay = 0
+        for _ in 0..<1_000 {
+            let outcome = try run(control: plan.baselineRate, treatment: plan.baselineRate + plan.absoluteLift,
+                                  customers: 2 * plan.sequentialPerVariant, design: plan.design, random: &random)
+            if outcome.declaredLift { found += 1 } else if outcome.declaredDifference { wrongWay += 1 }
+        }
+        return (found, wrongWay)
     }
 
     @Test("a fixed-horizon z-test looked at every 100 customers would not keep its 5 %: the reason for the method")
