@@ -16,6 +16,8 @@ import Testing
         var declaredDifference = false
         var declaredLift = false
         var rateMissedTruth = false
+        /// Customers (both variants) when the lift was first declared.
+        var liftFoundAfter: Int?
     }
 
     /// One experiment looked at after every 100 customers until `customers` (the last batch may be smaller).
@@ -35,7 +37,10 @@ import Testing
             let treatmentCount = try ConversionCount(successes: treatmentSuccesses, trials: treatmentTrials)
             let difference = AlwaysValidInterval.difference(treatmentCount, minus: controlCount, design: design)
             if difference.excludesZero { outcome.declaredDifference = true }
-            if treatment >= control ? difference.lower > 0 : difference.upper < 0 { outcome.declaredLift = true }
+            if treatment >= control ? difference.lower > 0 : difference.upper < 0, !outcome.declaredLift {
+                outcome.declaredLift = true
+                outcome.liftFoundAfter = batchStart + batch
+            }
             let rate = AlwaysValidInterval.rate(controlCount, design: design)
             if rate.lower > control || rate.upper < control { outcome.rateMissedTruth = true }
         }
@@ -117,16 +122,19 @@ import Testing
     }
 
     /// 1,000 experiments of exactly the plan's customers (both variants), with the plan's lift.
+    /// Also prints the median number of customers at which the found lifts were found.
     private func power(plan: SampleSizePlan, seed: UInt64) throws -> (found: Int, wrongWay: Int) {
         var random = Xoshiro256StarStar(seed: seed)
-        var found = 0
+        var foundAfter: [Int] = []
         var wrongWay = 0
         for _ in 0..<1_000 {
             let outcome = try run(control: plan.baselineRate, treatment: plan.baselineRate + plan.absoluteLift,
                                   customers: 2 * plan.sequentialPerVariant, design: plan.design, random: &random)
-            if outcome.declaredLift { found += 1 } else if outcome.declaredDifference { wrongWay += 1 }
+            if let after = outcome.liftFoundAfter { foundAfter.append(after) } else if outcome.declaredDifference { wrongWay += 1 }
         }
-        return (found, wrongWay)
+        let median = foundAfter.sorted()[foundAfter.count / 2]
+        print("Plan of \(2 * plan.sequentialPerVariant) customers: the found lifts were found after a median of \(median)")
+        return (foundAfter.count, wrongWay)
     }
 
     @Test("a fixed-horizon z-test looked at every 100 customers would not keep its 5 %: the reason for the method")
