@@ -20,15 +20,17 @@ import Darwin
 ///
 /// With `V = σ²/n` and `ρ = σ⁴/τ²` this is the familiar `√( 2(nσ² + ρ)/n² · ln( √((nσ² + ρ)/ρ) / α ) )`.
 /// The design fixes `τ²` as the variance the estimate will have at the planning sample size divided by
-/// ``optimalRatio`` — the `x` that minimises `(1 + x) ln((1 + x)/(x α²))` — so the interval is narrowest there:
-/// `r = ``plannedMultiplier`` · √V` at the planning size, against 1.96 · √V for a fixed-horizon interval at α = 0.05.
-/// Before it the interval is wider, after it it widens again only slowly (like √(ln n / n)).
+/// ``optimalRatio`` — the `x` that minimises `(1 + x) ln((1 + x)/(x α²))` — so the interval is narrowest there,
+/// in standard errors: the radius is ``plannedMultiplier`` times `√V` at the planning size, against 1.96 times for a
+/// fixed-horizon interval at α = 0.05. Before it the multiplier is larger; after it, it grows only slowly (like
+/// `√ln n`), so the interval itself keeps shrinking (like `√(ln n / n)`). The guarantee holds whatever the
+/// planning size; it only decides where the interval is sharpest.
 public struct SequentialTestDesign: Sendable, Hashable {
     /// The probability that an interval ever, at any of any number of looks, misses the true value.
     public let alpha: Double
     /// The sample size per variant at which the intervals are narrowest.
     public let planningSampleSize: Int
-    /// `V/τ²` at the planning sample size: the minimiser of `(1 + x) ln((1 + x)/(x α²))` (0.1224 for α = 0.05).
+    /// `V/τ²` at the planning sample size: the minimiser of `(1 + x) ln((1 + x)/(x α²))` (0.1218 for α = 0.05).
     public let optimalRatio: Double
     /// The radius in standard errors at the planning sample size (3.035 for α = 0.05).
     public let plannedMultiplier: Double
