@@ -19,7 +19,7 @@ public struct ExperimentVariant: Sendable, Hashable {
 /// The bucket of a customer is SHA-256 of `experimentIdentifier`, one NUL byte, and the customer key (both UTF-8);
 /// its first eight bytes, read big-endian as a 64-bit number `h`, map to `⌊h · totalWeight / 2⁶⁴⌋` in
 /// `[0, totalWeight)`. Variants own consecutive ranges of buckets in the order given, each as wide as its weight.
-/// The mapping's bias is below `totalWeight / 2⁶⁴` per bucket. Because the experiment identifier is hashed too, one
+/// Each bucket's probability is within 2⁻⁶⁴ of `1/totalWeight`. Because the experiment identifier is hashed too, one
 /// customer's variants in two experiments are independent.
 ///
 /// ## Usage

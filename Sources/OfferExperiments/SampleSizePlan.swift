@@ -15,6 +15,10 @@
 ///
 /// For 20 % → 25 % at α = 0.05 and power 0.8: 2,176 customers per variant (sequential) against 1,094 (fixed horizon).
 ///
+/// The plan is for two variants of equal weight. An uneven split needs more customers in all for the same answer:
+/// with shares `w` and `1 − w`, the variance of the difference is that of an equal split of `4w(1 − w)` times as
+/// many customers, so a 10/90 split needs `1/(4 · 0.1 · 0.9)` ≈ 2.8 times the customers of a 50/50 one.
+///
 /// ## Usage
 /// ```swift
 /// let plan = try SampleSizePlan(baselineRate: 0.20, absoluteLift: 0.05)

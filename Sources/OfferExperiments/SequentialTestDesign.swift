@@ -28,7 +28,9 @@ import Darwin
 public struct SequentialTestDesign: Sendable, Hashable {
     /// The probability that an interval ever, at any of any number of looks, misses the true value.
     public let alpha: Double
-    /// The sample size per variant at which the intervals are narrowest.
+    /// The sample size per variant at which the intervals are narrowest. For two variants planned to reach
+    /// different sizes (a small holdout), the harmonic mean `2 / (1/n₁ + 1/n₂)` of the two: the size of an equal
+    /// split with the same variance of the difference.
     public let planningSampleSize: Int
     /// `V/τ²` at the planning sample size: the minimiser of `(1 + x) ln((1 + x)/(x α²))` (0.1218 for α = 0.05).
     public let optimalRatio: Double
