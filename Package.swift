@@ -138,6 +138,12 @@ let package = Package(
             name: "OfferModel",
             swiftSettings: swiftSettings
         ),
+        // The statistics of offer experiments: sticky assignment by hash, always-valid intervals, sample sizes, the
+        // sample-ratio check. No dependencies, no HTTP, no I/O.
+        .target(
+            name: "OfferExperiments",
+            swiftSettings: swiftSettings
+        ),
         // Customer facts and the issued-signature log: SQLite (embedded) and PostgreSQL.
         .target(
             name: "OfferStore",
@@ -286,6 +292,11 @@ let package = Package(
         .testTarget(
             name: "OfferStoreTests",
             dependencies: ["OfferStore", .product(name: "Logging", package: "swift-log"), .product(name: "SQLKit", package: "sql-kit")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "OfferExperimentsTests",
+            dependencies: ["OfferExperiments"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
