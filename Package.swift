@@ -139,9 +139,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The statistics of offer experiments: sticky assignment by hash, always-valid intervals, sample sizes, the
-        // sample-ratio check. No dependencies, no HTTP, no I/O.
+        // sample-ratio check. OfferErrors and swift-crypto's SHA-256 only; no HTTP, no I/O.
         .target(
             name: "OfferExperiments",
+            dependencies: ["OfferErrors", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         // Customer facts and the issued-signature log: SQLite (embedded) and PostgreSQL.

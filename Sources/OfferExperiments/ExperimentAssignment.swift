@@ -1,3 +1,4 @@
+import Crypto
 /// One arm of an experiment: its name and its share of customers as an integer weight.
 public struct ExperimentVariant: Sendable, Hashable {
     /// The variant's name, unique within its experiment.
@@ -86,7 +87,7 @@ public struct ExperimentAssignment: Sendable, Hashable {
         var message = Array(experimentIdentifier.utf8)
         message.append(Self.separator)
         message.append(contentsOf: customer.utf8)
-        let digest = SHA256.hash(message)
+        let digest = SHA256.hash(data: message)
         var prefix: UInt64 = 0
         for byte in digest.prefix(8) { prefix = prefix << 8 | UInt64(byte) }
         // ⌊prefix · total / 2⁶⁴⌋ < total, so the conversion cannot trap.
