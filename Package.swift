@@ -167,6 +167,7 @@ let package = Package(
         .target(
             name: "OfferEligibility",
             dependencies: [
+                "OfferExperiments",
                 "OfferErrors",
                 "OfferModel",
                 "OfferSigning",

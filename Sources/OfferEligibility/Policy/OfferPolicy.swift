@@ -61,6 +61,9 @@ public struct OfferPolicy: Sendable {
     /// What to do when the App Store Server API cannot be asked in time; default ``AppStoreUnavailable/refuse``.
     public var appStoreUnavailable: AppStoreUnavailable = .refuse
 
+    /// The offer experiments (`experiments:`), each gating the offers or retention entries its variants name.
+    public var experiments: [Experiment] = []
+
     /// The result of looking an offer up.
     public enum Lookup: Sendable {
         case found(App, Product, Offer)
@@ -101,7 +104,7 @@ public struct OfferPolicy: Sendable {
     /// Parses a policy (YAML, or JSON).
     public init(text: String, registry: RuleRegistry = .builtIn) throws(PolicyError) {
         let root = try PolicyNode.parse(text)
-        try root.requireOnlyKeys(["apps", "appStoreUnavailable"])
+        try root.requireOnlyKeys(["apps", "appStoreUnavailable", "experiments"])
         if let node = root["appStoreUnavailable"] {
             let text = try node.string()
             guard let value = AppStoreUnavailable(rawValue: text) else {
@@ -159,6 +162,7 @@ public struct OfferPolicy: Sendable {
         }
         guard !apps.isEmpty else { throw PolicyError("\(appsNode.location): the policy lists no app") }
         self.apps = apps
+        try readExperiments(root["experiments"])
     }
 
     /// A required identifier, validated as the signing core validates a payload field (length, no U+2063, no
