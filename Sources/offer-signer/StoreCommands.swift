@@ -56,12 +56,12 @@ struct EligibilityCommand: AsyncParsableCommand {
             }
             let service = OfferService(apps: configuration.apps, keyRing: .empty, policy: configuration.policy, store: store)
             do {
-                let entries = try await service.eligibility(bundleIdentifier: bundleIdentifier, applicationUsername: applicationUsername, productIdentifier: productIdentifier)
+                let entries = try await service.eligibility(bundleIdentifier: bundleIdentifier, applicationUsername: applicationUsername, productIdentifier: productIdentifier, exposes: false)
                 let key = CustomerKey(bundleIdentifier: try service.app(named: bundleIdentifier).bundleIdentifier, applicationUsername: applicationUsername)
                 let known = try await store?.customerFacts(for: key) != nil
                 print("\(key)\(known ? "" : " (not known to the store: no subscription on record)")")
                 for entry in entries {
-                    print("  \(entry.eligible ? "eligible    " : "not eligible") \(entry.productIdentifier) / \(entry.offerIdentifier)")
+                    print("  \(entry.eligible ? "eligible    " : "not eligible") \(entry.productIdentifier) / \(entry.offerIdentifier)\(entry.experiment.map { " (experiment \($0.id), variant \($0.variant))" } ?? "")")
                     for reason in entry.reasons { print("      \(reason.rule): \(reason.message) [\(reason.code)]") }
                 }
             } catch let error as OfferServiceError {

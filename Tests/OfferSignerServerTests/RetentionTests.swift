@@ -158,6 +158,8 @@ private struct SlowStore: OfferStore {
     func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent] { try await base.auditEvents(limit: limit, since: since) }
     func document(named name: String) async throws -> StoredDocument? { try await base.document(named: name) }
     func replaceDocument(named name: String, version: Int64, text: String) async throws -> Bool { try await base.replaceDocument(named: name, version: version, text: text) }
+    func recordExposure(_ exposure: ExperimentExposure) async throws -> Bool { try await base.recordExposure(exposure) }
+    func exposureCounts(experimentIdentifier: String) async throws -> [String: Int] { try await base.exposureCounts(experimentIdentifier: experimentIdentifier) }
     func ping() async throws { try await base.ping() }
     func close() async throws { try await base.close() }
 }

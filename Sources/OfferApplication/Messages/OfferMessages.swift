@@ -70,6 +70,8 @@ public struct OfferEligibilityEntry: Sendable, Codable, Hashable {
     public var offerIdentifier: String
     public var eligible: Bool
     public var reasons: [EligibilityReason]
+    /// The running experiment that decides this offer's slot, and the customer's variant; absent otherwise.
+    public var experiment: ExperimentMembership?
 }
 
 

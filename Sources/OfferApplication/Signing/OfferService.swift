@@ -150,7 +150,9 @@ public final class OfferService: Sendable {
     /// Every offer of the policy (of one product, or all) with its decision for a customer.
     /// - Parameter transactionId: a transaction of the customer's: when the store knows no subscription of theirs,
     ///   the App Store is asked first (``fetchMissingFacts(_:app:subscriptionGroupIdentifier:)``).
-    public func eligibility(bundleIdentifier: String?, applicationUsername: String, productIdentifier: String?, transactionId: String? = nil) async throws -> [OfferEligibilityEntry] {
+    /// - Parameter exposes: whether asking exposes the customer to the running experiments of the products listed
+    ///   (an app asking for its customer: yes; support explaining a decision: no).
+    public func eligibility(bundleIdentifier: String?, applicationUsername: String, productIdentifier: String?, transactionId: String? = nil, exposes: Bool = true) async throws -> [OfferEligibilityEntry] {
         let app = try app(named: bundleIdentifier)
         try CustomerIdentifier.validate(applicationUsername)
         guard let policy, let appPolicy = policy.app(app.bundleIdentifier) else { return [] }
@@ -170,12 +172,16 @@ public final class OfferService: Sendable {
         let lookback = policy.lookback
         var entries: [OfferEligibilityEntry] = []
         for product in products {
-            let base = try await context(app: app, product: product, offerIdentifier: "", applicationUsername: applicationUsername, lookback: lookback, now: Date())
+            let now = Date()
+            let base = try await context(app: app, product: product, offerIdentifier: "", applicationUsername: applicationUsername, lookback: lookback, now: now)
+            if exposes { try await recordExposures(AllRules(product.offers.map(\.rule)), customer: base.facts.key, now: now) }
             for offer in product.offers {
                 var context = base
                 context.offerIdentifier = offer.offerIdentifier
                 let decision = offer.rule.evaluate(context)
-                entries.append(OfferEligibilityEntry(productIdentifier: product.productIdentifier, offerIdentifier: offer.offerIdentifier, eligible: decision.isEligible, reasons: decision.reasons))
+                entries.append(OfferEligibilityEntry(
+                    productIdentifier: product.productIdentifier, offerIdentifier: offer.offerIdentifier, eligible: decision.isEligible,
+                    reasons: decision.reasons, experiment: experimentMembership(offer.rule, customer: base.facts.key, now: now)))
             }
         }
         return entries

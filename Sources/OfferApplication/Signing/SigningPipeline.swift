@@ -83,6 +83,7 @@ extension OfferService {
             completed.customer = owner
         }
         let flow = completed
+        try await recordExposures(flow.rule, customer: flow.customer, now: now)
         let since = flow.rule?.lookback.map { Int64((now.timeIntervalSince1970 - $0) * 1000) }
         if let store, flow.rule?.dependsOnIssuedOffers == true || flow.idempotency != nil {
             // A flow here only for idempotency, whose rules never look back, reads no signature history.

@@ -105,3 +105,23 @@ public struct ExperimentRule: EligibilityRule {
             "This customer is in variant \(variant.name) of experiment \(experiment.identifier), which gives \(variant.answer ?? "nothing") instead.")])
     }
 }
+
+extension OfferPolicy {
+    /// The experiments whose gates a rule holds (an offer's rules, a retention selection), each once, in order.
+    public static func experiments(in rule: any EligibilityRule) -> [Experiment] {
+        var found: [Experiment] = []
+        func visit(_ rule: any EligibilityRule) {
+            switch rule {
+            case let gate as ExperimentRule:
+                if !found.contains(where: { $0.identifier == gate.experiment.identifier }) { found.append(gate.experiment) }
+            case let all as AllRules: all.rules.forEach(visit)
+            case let any as AnyRule: any.rules.forEach(visit)
+            case let not as NotRule: visit(not.rule)
+            case let selection as RetentionSelection: selection.entries.forEach { visit($0.rule) }
+            default: break
+            }
+        }
+        visit(rule)
+        return found
+    }
+}

@@ -90,6 +90,15 @@ enum StoreSchema {
         (7, [
             "CREATE INDEX IF NOT EXISTS processed_notifications_by_time ON processed_notifications (processed_at)",
         ]),
+        // Offer experiments (issue 28, docs/experiments.md): each customer's first exposure to an experiment.
+        (10, [
+            """
+            CREATE TABLE IF NOT EXISTS experiment_exposures (
+                experiment_identifier TEXT NOT NULL, bundle_identifier TEXT NOT NULL, application_username TEXT NOT NULL,
+                variant TEXT NOT NULL, exposed_at \(bigint) NOT NULL,
+                PRIMARY KEY (experiment_identifier, bundle_identifier, application_username))
+            """,
+        ]),
     ]
 
     static let migrationsTable: SQLQueryString =

@@ -108,6 +108,14 @@ public protocol OfferStore: Sendable {
     /// - Returns: `false`, writing nothing, when another writer saved a different version first.
     func replaceDocument(named name: String, version: Int64, text: String) async throws -> Bool
 
+    /// Records a customer's exposure to an experiment unless one is recorded already (the first wins).
+    /// - Returns: whether this call recorded it.
+    @discardableResult
+    func recordExposure(_ exposure: ExperimentExposure) async throws -> Bool
+
+    /// The customers exposed to an experiment, by variant name.
+    func exposureCounts(experimentIdentifier: String) async throws -> [String: Int]
+
     /// Checks that the store answers (for `/readyz`).
     func ping() async throws
 
