@@ -181,6 +181,7 @@ let package = Package(
         .target(
             name: "OfferApplication",
             dependencies: [
+                "OfferExperiments",
                 "OfferErrors",
                 "AppStoreNotifications",
                 "AppStoreServerAPI",

@@ -12,7 +12,7 @@ extension OfferPolicy {
     mutating func readExperiments(_ node: PolicyNode?) throws(PolicyError) {
         guard let node else { return }
         for item in try node.list() {
-            try item.requireOnlyKeys(["id", "description", "bundleIdentifier", "productIdentifier", "channel", "variants", "start", "end", "metric"])
+            try item.requireOnlyKeys(["id", "description", "bundleIdentifier", "productIdentifier", "channel", "variants", "start", "end", "metric", "plannedCustomers"])
             var experiment = try readExperiment(item)
             guard self.experiment(experiment.identifier) == nil else {
                 throw PolicyError("\(item.location): experiment \(experiment.identifier) is listed twice")
@@ -57,6 +57,7 @@ extension OfferPolicy {
         }
         let dates = RuleParameters(node: item, ruleName: "experiment \(identifier)", registry: .builtIn)
         let (start, end) = (try dates.date("start"), try dates.date("end"))
+        let plannedCustomers = try dates.integer("plannedCustomers", default: 2_000, minimum: 100, maximum: 10_000_000)
         if let start, let end, start >= end {
             throw PolicyError("\(item.location): experiment \(identifier) ends before it starts")
         }
@@ -79,7 +80,8 @@ extension OfferPolicy {
         }
         return Experiment(
             identifier: identifier, bundleIdentifier: bundleIdentifier, productIdentifier: productIdentifier, channel: channel,
-            variants: variants, start: start, end: end, metric: metric, location: item.location, assignment: assignment)
+            variants: variants, start: start, end: end, metric: metric, plannedCustomers: plannedCustomers, location: item.location,
+            assignment: assignment)
     }
 
     private static func readVariant(

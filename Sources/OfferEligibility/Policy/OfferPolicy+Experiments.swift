@@ -49,6 +49,9 @@ extension OfferPolicy {
         public var start: Date?
         public var end: Date?
         public var metric: Metric
+        /// The customers per variant the experiment is planned for (`plannedCustomers`, default 2,000): where its
+        /// always-valid intervals are narrowest (docs/experiments.md says how to choose it).
+        public var plannedCustomers: Int
         /// Where it is in the policy file.
         public var location: String
         let assignment: ExperimentAssignment
