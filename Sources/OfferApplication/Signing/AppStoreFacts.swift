@@ -108,6 +108,8 @@ extension OfferService {
             key = binding.key
         }
         try await storeCall { _ = try await store.updateCustomer(key) { facts in fetched.fold(into: &facts) } }
+        await (notifications?.outcomes ?? OutcomeRecorder(store: store, logger: Self.appStoreLogger))
+            .recordQuietly(transactions, customer: key, source: "app_store_answer")
         Self.countLookup("stored")
         Self.appStoreLogger.info("facts fetched from the App Store and stored", metadata: [
             "bundleIdentifier": "\(app.bundleIdentifier)", "customer": "\(CustomerHash.of(key))",

@@ -1,0 +1,141 @@
+import AppStoreNotifications
+import AppStoreTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import OfferApplication
+import OfferModel
+import OfferStore
+import Testing
+
+/// Offer outcomes end to end (issue 27): offers signed over HTTP, Apple-shaped notifications signed by the test chain
+/// for those and for offers the service did not sign, delivered shuffled and twice, and the report's exact counts.
+@Suite struct OutcomeTests {
+    static func otid() -> String { "\(Int.random(in: 3_000_000_000_000_000...3_999_999_999_999_999))" }
+
+    private func transaction(_ fixture: StoreFixture, token: String?, original: String, id: String? = nil, offer: String?, type: OfferType?, purchase: Date, price: Int64 = 1990) -> JWSTransactionDecodedPayload {
+        var transaction = TestPayloads.transaction(originalTransactionId: original, transactionId: id, appAccountToken: token, purchaseDate: purchase, bundleId: fixture.bundle)
+        transaction.offerType = type
+        transaction.offerIdentifier = offer
+        transaction.offerDiscountType = type == nil ? nil : .payUpFront
+        transaction.offerPeriod = type == nil ? nil : "P1M"
+        transaction.price = price
+        return transaction
+    }
+
+    private func notification(_ fixture: StoreFixture, _ type: NotificationType, _ subtype: NotificationSubtype?, _ transaction: JWSTransactionDecodedPayload) async throws -> String {
+        let payload = try await fixture.signer.signNotification(
+            type, subtype: subtype, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleId: fixture.bundle)
+        return "{\"signedPayload\":\"\(payload)\"}"
+    }
+
+    @Test("signed and unsigned offers, notifications shuffled and delivered twice: the report's counts are exact", arguments: StoreBackend.available)
+    func shuffledNotificationsGiveExactCounts(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        let start = Date()
+        let (originalA, originalB, originalD, originalE) = (Self.otid(), Self.otid(), Self.otid(), Self.otid())
+        try await fixture.application.test(.router) { client in
+            // B subscribed before (its original transaction is filed under its account), then the service signs:
+            // a legacy offer for A, a JWS for B, a capped offer for E — after E already bought it elsewhere.
+            let subscribed = transaction(fixture, token: "outcome-b", original: originalB, offer: nil, type: nil, purchase: start - 40 * 86_400)
+            #expect(try await client.post("/v1/notifications/appstore", json: try await notification(fixture, .subscribed, .initialBuy, subscribed)).status == .ok)
+            #expect(try await fixture.sign(client, "everyone", "outcome-a").status == .ok)
+            #expect(try await fixture.sign(client, "everyone", "outcome-b", extra: #","format":"jws","transactionId":"\#(originalB)""#).status == .ok)
+            #expect(try await fixture.sign(client, "once", "outcome-e").status == .ok)
+            let purchase = Date() + 1
+
+            var deliveries: [String] = []
+            // A redeems the signed offer and renews at full price after it.
+            deliveries.append(try await notification(fixture, .subscribed, .resubscribe, transaction(fixture, token: "outcome-a", original: originalA, offer: "everyone", type: .promotionalOffer, purchase: purchase)))
+            deliveries.append(try await notification(fixture, .didRenew, nil, transaction(fixture, token: "outcome-a", original: originalA, id: "\(originalA)1", offer: nil, type: nil, purchase: purchase + 3_600)))
+            // B redeems the JWS offer (the transaction carries no token: found by its original transaction), is refunded.
+            var redeemedB = transaction(fixture, token: nil, original: originalB, id: "\(originalB)7", offer: "everyone", type: .promotionalOffer, purchase: purchase)
+            deliveries.append(try await notification(fixture, .offerRedeemed, .upgrade, redeemedB))
+            redeemedB.revocationDate = (purchase + 7_200).appStoreMilliseconds
+            redeemedB.revocationReason = RevocationReason(rawValue: 0)
+            deliveries.append(try await notification(fixture, .refund, nil, redeemedB))
+            // D redeems the same offer, signed elsewhere; C an offer code; E bought "once" before it was signed.
+            deliveries.append(try await notification(fixture, .subscribed, .resubscribe, transaction(fixture, token: "outcome-d", original: originalD, offer: "everyone", type: .promotionalOffer, purchase: purchase)))
+            deliveries.append(try await notification(fixture, .subscribed, .initialBuy, transaction(fixture, token: "outcome-c", original: Self.otid(), offer: "SPRING", type: .offerCode, purchase: purchase)))
+            deliveries.append(try await notification(fixture, .offerRedeemed, nil, transaction(fixture, token: "outcome-e", original: originalE, offer: "once", type: .promotionalOffer, purchase: start - 3_600)))
+            // An offer type Apple adds later is kept; an absurd price is left out, the redemption kept.
+            deliveries.append(try await notification(fixture, .subscribed, .resubscribe, transaction(fixture, token: "outcome-f", original: Self.otid(), offer: "future", type: OfferType(rawValue: 7), purchase: purchase)))
+            deliveries.append(try await notification(fixture, .subscribed, .resubscribe, transaction(fixture, token: "outcome-g", original: Self.otid(), offer: "absurd", type: .promotionalOffer, purchase: purchase, price: 1_000_000_000_000_000)))
+
+            for delivery in deliveries.shuffled() + deliveries.shuffled() {
+                let response = try await client.post("/v1/notifications/appstore", json: delivery)
+                #expect(response.status == .ok, "\(response.text)")
+            }
+
+            let from = Int64((start.timeIntervalSince1970 - 86_400) * 1000), to = Int64((start.timeIntervalSince1970 + 86_400) * 1000)
+            let response = try await client.execute(
+                uri: "/admin/outcomes?from=\(from)&to=\(to)&bundleId=\(fixture.bundle)", method: .get,
+                headers: [.authorization: "Bearer \(StoreFixture.adminToken)"])
+            #expect(response.status == .ok, "\(response.text)")
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .millisecondsSince1970
+            let report = try decoder.decode(OutcomeReport.self, from: Data(response.body.readableBytesView))
+            func row(_ offer: String, _ type: Int32, issued: Int = 0, customers: Int = 0, redeemed: Int, attributed: Int = 0, renewed: Int = 0, refunded: Int = 0, revenue: Int64?) -> OfferOutcome {
+                OfferOutcome(bundleIdentifier: fixture.bundle, productIdentifier: TestPayloads.productId, offerIdentifier: offer, offerType: type, channel: "app",
+                             issued: issued, customers: customers, redeemed: redeemed, attributed: attributed, renewedAfterOffer: renewed, refunded: refunded,
+                             revenue: revenue.map { [Revenue(currency: "USD", milliunits: $0)] } ?? [])
+            }
+            #expect(report.offers == [
+                row("SPRING", 3, redeemed: 1, revenue: 1990),
+                row("absurd", 2, redeemed: 1, revenue: nil),
+                row("everyone", 2, issued: 2, customers: 2, redeemed: 3, attributed: 2, renewed: 1, refunded: 1, revenue: 3 * 1990),
+                row("future", 7, redeemed: 1, revenue: 1990),
+                row("once", 2, issued: 1, customers: 1, redeemed: 1, revenue: 1990),
+            ])
+            #expect(report.retention == RetentionOutcome(answered: 0, offers: 0, saved: 0))
+            #expect(response.text.contains(#""bundleId":"\#(fixture.bundle)""#) && response.text.contains(#""productId":"#))
+
+            // Per day: the days of the window add up to the window.
+            let daily = try await client.execute(
+                uri: "/admin/outcomes/daily?from=\(from)&to=\(to)&bundleId=\(fixture.bundle)", method: .get,
+                headers: [.authorization: "Bearer \(StoreFixture.adminToken)"])
+            #expect(daily.status == .ok, "\(daily.text)")
+            struct Daily: Decodable { var days: [OutcomeReport] }
+            let days = try decoder.decode(Daily.self, from: Data(daily.body.readableBytesView)).days
+            #expect(days.count >= 2 && days.count <= 3)
+            #expect(days.flatMap(\.offers).reduce(0) { $0 + $1.redeemed } == 7)
+            #expect(days.flatMap(\.offers).reduce(0) { $0 + $1.issued } == 3)
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("a window that is not one is 400 naming the parameter")
+    func badWindows() async throws {
+        let fixture = try await StoreFixture(.sqlite)
+        try await fixture.application.test(.router) { client in
+            for (query, field) in [("from=yesterday", "from"), ("from=2026-11-02&to=2026-11-01", "from"), ("from=2020-01-01&to=2026-01-01", "to"),
+                                   ("environment=Pro%0Aduction", "environment")] {
+                let response = try await client.execute(uri: "/admin/outcomes?\(query)", method: .get, headers: [.authorization: "Bearer \(StoreFixture.adminToken)"])
+                #expect(response.status == .badRequest, "\(query)")
+                #expect(try response.decode(ErrorBody.self).error.field == field, "\(query)")
+            }
+            let ok = try await client.execute(uri: "/admin/outcomes?from=2026-11-01&to=2026-11-02T00:00:00Z", method: .get, headers: [.authorization: "Bearer \(StoreFixture.adminToken)"])
+            #expect(ok.status == .ok, "\(ok.text)")
+            let unauthorized = try await client.execute(uri: "/admin/outcomes", method: .get)
+            #expect(unauthorized.status == .unauthorized)
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("the report as a table and as CSV")
+    func text() {
+        let report = OutcomeReport(
+            from: Date(timeIntervalSince1970: 1_800_000_000), to: Date(timeIntervalSince1970: 1_800_086_400),
+            offers: [OfferOutcome(bundleIdentifier: "com.example.app", productIdentifier: "monthly", offerIdentifier: "=HYPERLINK(\"x\")", offerType: 2, channel: "app",
+                                  issued: 10, customers: 9, redeemed: 4, attributed: 3, renewedAfterOffer: 2, refunded: 1, revenue: [Revenue(currency: "USD", milliunits: 4990)])],
+            retention: RetentionOutcome(answered: 4, offers: 2, saved: 1))
+        let csv = report.csv().components(separatedBy: "\r\n")
+        #expect(csv[0] == "from,to,bundleId,productId,offerIdentifier,offerType,channel,issued,customers,redeemed,attributed,renewedAfterOffer,refunded,revenue")
+        #expect(csv[1] == #"2027-01-15T08:00:00Z,2027-01-16T08:00:00Z,com.example.app,monthly,"'=HYPERLINK(""x"")",2,app,10,9,4,3,2,1,USD 4.990"#)
+        let table = report.table()
+        #expect(table.contains("Retention: 4 answered, 2 with an offer, 1 saved (25.0 %)"))
+        #expect(table.contains("USD 4.990"))
+    }
+}
