@@ -106,6 +106,39 @@ import Testing
         try await fixture.store.close()
     }
 
+    @Test("retention answers: one customer redeems and turns auto-renew back on, one leaves; a retried request counts once", arguments: StoreBackend.available)
+    func retentionSaveRate(_ backend: StoreBackend) async throws {
+        let fixture = try await RetentionFixture(backend)
+        let start = Date()
+        let (stays, leaves) = (RetentionTests.otid(), RetentionTests.otid())
+        let token = UUID().uuidString.lowercased()
+        try await fixture.application.test(.router) { client in
+            try await fixture.subscribe(client, token: token, originalTransactionId: stays, autoRenew: .off)
+            try await fixture.subscribe(client, token: nil, originalTransactionId: leaves, autoRenew: .off)
+            let requestIdentifier = UUID().uuidString.lowercased()
+            for (original, identifier) in [(stays, requestIdentifier), (stays, requestIdentifier), (leaves, UUID().uuidString.lowercased())] {
+                let response = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, requestIdentifier: identifier))
+                #expect(response.status == .ok, "\(response.text)")
+                #expect(try response.decode(RealtimeResponseBody.self).promotionalOffer != nil)
+            }
+            // The customer who stays redeems the retention offer (Apple's type 5) and turns auto-renew back on.
+            var redeemed = TestPayloads.transaction(originalTransactionId: stays, transactionId: "\(stays)9", appAccountToken: token, purchaseDate: Date() + 1, bundleId: fixture.bundle)
+            redeemed.offerType = .retentionOffer
+            redeemed.offerIdentifier = "retention_30"
+            for _ in 0..<2 {
+                try await fixture.notify(client, .offerRedeemed, nil, redeemed, autoRenew: .off, signedDate: Date())
+            }
+            try await fixture.notify(client, .didChangeRenewalStatus, .autoRenewEnabled, redeemed, autoRenew: .on, signedDate: Date() + 1)
+        }
+        let report = try await fixture.service.outcomeReport(from: start - 60, to: start + 86_400, bundleIdentifier: fixture.bundle, environment: "Sandbox")
+        #expect(report.retention == RetentionOutcome(answered: 2, offers: 2, saved: 1))
+        #expect(report.retention.saveRate == 0.5)
+        #expect(report.offers.map { "\($0.offerIdentifier) \($0.offerType) \($0.channel) \($0.issued) \($0.customers) \($0.redeemed) \($0.attributed)" } == [
+            "retention_30 2 retention 2 2 0 0", "retention_30 5 retention 0 0 1 1",
+        ])
+        try await fixture.store.close()
+    }
+
     @Test("a window that is not one is 400 naming the parameter")
     func badWindows() async throws {
         let fixture = try await StoreFixture(.sqlite)

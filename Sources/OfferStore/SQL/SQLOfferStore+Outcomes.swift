@@ -92,6 +92,13 @@ extension SQLOfferStore {
         }
     }
 
+    func purgeSubscriptionEvents(recordedBefore: Date) async throws -> Int {
+        try await backend.transaction { database in
+            try await database.delete(from: "subscription_events")
+                .where("recorded_at", .lessThan, SQLBind(recordedBefore.unixMilliseconds)).returning("kind").all().count
+        }
+    }
+
     /// Whether a transaction is a later period of an offer already recorded for its subscription (same offer, bought
     /// before, neither renewed at full price nor expired since).
     private static func continues(_ redemption: Redemption, on database: any SQLDatabase) async throws -> Bool {

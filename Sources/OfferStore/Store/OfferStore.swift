@@ -107,6 +107,10 @@ public protocol OfferStore: Sendable {
     /// Records a retention answer, once per app and `requestIdentifier`, saved at once if an event already says so.
     func recordRetentionAnswer(_ answer: RetentionAnswerRecord) async throws
 
+    /// Deletes subscription events recorded before `recordedBefore` (they matter only until the notifications
+    /// they follow have arrived). - Returns: how many went.
+    func purgeSubscriptionEvents(recordedBefore: Date) async throws -> Int
+
     /// What the offers of a window became.
     func outcomeReport(_ query: OutcomeQuery) async throws -> OutcomeReport
 
