@@ -139,6 +139,38 @@ import Testing
         try await fixture.store.close()
     }
 
+    @Test("hostile values are left out or the redemption refused, never a 500; a signed transaction an app sends is recorded", arguments: StoreBackend.available)
+    func hostileValuesAndSignedTransactions(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        let start = Date()
+        try await fixture.application.test(.router) { client in
+            func offer(_ identifier: String, type: OfferType = .promotionalOffer, purchase: Date = Date(), price: Int64 = 1990, currency: String = "USD") -> JWSTransactionDecodedPayload {
+                var transaction = transaction(fixture, token: "hostile-\(Int.random(in: 0...999_999))", original: Self.otid(), offer: identifier, type: type, purchase: purchase, price: price)
+                transaction.currency = currency
+                return transaction
+            }
+            let refused = [
+                offer(String(repeating: "x", count: 300)), offer("line\nbreak"), offer("far-future", purchase: Date(timeIntervalSince1970: 4_102_444_800)),
+                offer("before-the-app-store", purchase: Date(timeIntervalSince1970: 1_000_000_000)),
+            ]
+            let kept = [offer("negative", price: -5), offer("odd-currency", currency: "us$"), offer("largest-type", type: OfferType(rawValue: .max))]
+            for transaction in refused + kept {
+                let response = try await client.post("/v1/notifications/appstore", json: try await notification(fixture, .subscribed, .resubscribe, transaction))
+                #expect(response.status == .ok, "\(response.text)")
+            }
+            // A signed transaction an app sends with a sign request: its offer code is recorded for the customer.
+            var presented = transaction(fixture, token: "st-user", original: Self.otid(), offer: "SUMMER", type: .offerCode, purchase: Date())
+            presented.expiresDate = (Date() + 86_400).appStoreMilliseconds
+            let signed = try await fixture.signer.sign(presented)
+            #expect(try await fixture.sign(client, "everyone", "st-user", extra: #","signedTransaction":"\#(signed)""#).status == .ok)
+        }
+        let report = try await fixture.service.outcomeReport(from: start - 60, to: start + 86_400, bundleIdentifier: fixture.bundle, environment: nil)
+        #expect(report.offers.map { "\($0.offerIdentifier) \($0.offerType) \($0.issued) \($0.redeemed) \($0.revenue.count)" } == [
+            "SUMMER 3 0 1 1", "everyone 2 1 0 0", "largest-type 2147483647 0 1 1", "negative 2 0 1 0", "odd-currency 2 0 1 0",
+        ])
+        try await fixture.store.close()
+    }
+
     @Test("a window that is not one is 400 naming the parameter")
     func badWindows() async throws {
         let fixture = try await StoreFixture(.sqlite)
