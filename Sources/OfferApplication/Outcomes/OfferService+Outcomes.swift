@@ -60,8 +60,9 @@ extension OfferService {
 
     /// Records a retention answer, to follow whether the customer stayed (a renewal or auto-renew turned back on
     /// after it). A request without a usable original transaction, request identifier or environment is not
-    /// followed; a store failure is logged, never failing the answer.
-    func recordRetentionOutcome(_ request: DecodedRealtimeRequestBody, bundleIdentifier: String, product: String, answer: RealtimeResponseBody, now: Date) async {
+    /// followed; a store failure is logged, never failing the answer. The answer waits for the record at most
+    /// `wait` (`.zero` for a fallback answered because the store is slow): the record goes on without it.
+    func recordRetentionOutcome(_ request: DecodedRealtimeRequestBody, bundleIdentifier: String, product: String, answer: RealtimeResponseBody, now: Date, wait: Duration = .milliseconds(500)) async {
         guard let store, let original = request.originalTransactionId, OutcomeFields.isTransactionIdentifier(original),
               let requestIdentifier = request.requestIdentifier?.lowercased(), OutcomeFields.isIdentifier(requestIdentifier),
               let environment = request.environment?.rawValue, OutcomeFields.isWord(environment, maximum: 32)
@@ -69,10 +70,16 @@ extension OfferService {
         let record = RetentionAnswerRecord(
             bundleIdentifier: bundleIdentifier, requestIdentifier: requestIdentifier, environment: environment, originalTransactionId: original,
             productIdentifier: product, offered: answer.promotionalOffer != nil, answeredAt: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)))
-        do {
-            try await store.recordRetentionAnswer(record)
-        } catch {
-            retentionLogger.error("a retention answer was not recorded for the outcome report: the customer store failed")
+        let logger = retentionLogger
+        // Its own task, never cancelled: an answer that stops waiting does not abandon the record.
+        let recording = Task {
+            do {
+                try await store.recordRetentionAnswer(record)
+            } catch {
+                logger.error("a retention answer was not recorded for the outcome report: the customer store failed")
+            }
         }
+        guard wait > .zero else { return }
+        _ = try? await withDeadline(wait) { await recording.value }
     }
 }

@@ -89,7 +89,7 @@ extension OfferService {
             "productIdentifier": "\(product.productIdentifier)", "deadline": "\(retentionDeadline)",
         ])
         let fallbackAnswer = Self.retentionAnswer(fallback, signed: nil)
-        await recordRetentionOutcome(request, bundleIdentifier: app.bundleIdentifier, product: product.productIdentifier, answer: fallbackAnswer, now: now)
+        await recordRetentionOutcome(request, bundleIdentifier: app.bundleIdentifier, product: product.productIdentifier, answer: fallbackAnswer, now: now, wait: .zero)
         return fallbackAnswer
     }
 
