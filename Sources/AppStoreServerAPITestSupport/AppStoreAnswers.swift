@@ -89,3 +89,41 @@ extension FakeResponse {
             signedTransactions: signed))
     }
 }
+
+/// Get Notification History's answer (`NotificationHistoryResponse`) as Apple documents it.
+public struct NotificationHistoryBody: Encodable, Sendable {
+    public struct Item: Encodable, Sendable {
+        public var signedPayload: String
+        public var sendAttemptResults: [SendAttempt]
+    }
+
+    public struct SendAttempt: Encodable, Sendable {
+        public var attemptDate: Int64
+        public var sendAttemptResult: String
+    }
+
+    public var paginationToken: String
+    public var hasMore: Bool
+    public var notificationHistory: [Item]
+
+    /// A page of `signedPayloads`, each sent once successfully.
+    public init(paginationToken: String, hasMore: Bool, signedPayloads: [String], attemptDate: Date = Date()) {
+        self.paginationToken = paginationToken
+        self.hasMore = hasMore
+        self.notificationHistory = signedPayloads.map {
+            Item(signedPayload: $0, sendAttemptResults: [SendAttempt(attemptDate: attemptDate.appStoreMilliseconds, sendAttemptResult: "SUCCESS")])
+        }
+    }
+}
+
+extension FakeResponse {
+    /// Get Notification History's answer for `request`: `signedPayloads` in pages of `pageSize`, the page chosen by
+    /// the request's `paginationToken` (`page-<n>`).
+    public static func notificationHistory(_ signedPayloads: [String], pageSize: Int, for request: FakeRequest) -> FakeResponse {
+        let page = request.query["paginationToken"].flatMap { Int($0.dropFirst("page-".count)) } ?? 0
+        let start = min(page * pageSize, signedPayloads.count)
+        let end = min(start + pageSize, signedPayloads.count)
+        return .json(NotificationHistoryBody(
+            paginationToken: "page-\(page + 1)", hasMore: end < signedPayloads.count, signedPayloads: Array(signedPayloads[start..<end])))
+    }
+}

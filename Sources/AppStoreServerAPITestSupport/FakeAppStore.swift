@@ -10,13 +10,15 @@ import NIOCore
 
 /// A request the fake received, after its token checked out.
 public struct FakeRequest: Sendable {
-    public enum Endpoint: String, Sendable { case statuses, history }
+    public enum Endpoint: String, Sendable { case statuses, history, notificationHistory }
 
     /// `production` or `sandbox` (the first path segment of the base URL).
     public let environment: String
     public let endpoint: Endpoint
     public let transactionId: String
     public let query: [String: String]
+    /// The request's body (Get Notification History's `{"startDate":…,"endDate":…}`), empty for a GET.
+    public let body: String
 }
 
 /// What the fake answers.
@@ -117,7 +119,8 @@ public struct FakeAppStore: Sendable {
             }
             var query: [String: String] = [:]
             for (name, value) in request.uri.queryParameters { query[String(name)] = String(value) }
-            let fake = FakeRequest(environment: environment, endpoint: endpoint, transactionId: transactionId, query: query)
+            let body = endpoint == .notificationHistory ? String(buffer: try await request.body.collect(upTo: 64 * 1024)) : ""
+            let fake = FakeRequest(environment: environment, endpoint: endpoint, transactionId: transactionId, query: query, body: body)
             await ledger.record(fake, token: token)
             let answer = try await respond(fake)
             if answer.delay > .zero { try await Task.sleep(for: answer.delay) }
@@ -137,6 +140,9 @@ public struct FakeAppStore: Sendable {
         }
         router.get("{environment}/inApps/v2/history/{transactionId}") { request, context in
             try await handle(request, context, .history)
+        }
+        router.post("{environment}/inApps/v1/notifications/history") { request, context in
+            try await handle(request, context, .notificationHistory)
         }
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         return try await app.test(.live) { client in

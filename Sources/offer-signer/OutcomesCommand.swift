@@ -1,14 +1,17 @@
+import AppStoreServerAPI
 import ArgumentParser
 import Foundation
+import Logging
 import NIOHTTP1
 import OfferApplication
+import OfferSignerServer
 import OfferStore
 
 struct OutcomesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "outcomes",
         abstract: "What the offers became: redeemed, attributed to a signature from this service, renewed, refunded, saved (docs/outcomes.md).",
-        subcommands: [Report.self]
+        subcommands: [Report.self, Backfill.self]
     )
 
     struct Report: AsyncParsableCommand {
@@ -75,6 +78,54 @@ struct OutcomesCommand: AsyncParsableCommand {
             } else {
                 print(reports.map { $0.table() }.joined(separator: "\n\n"))
             }
+        }
+    }
+
+    struct Backfill: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Reads the App Store's notification history of the last N days (Get Notification History) and records what it holds, each notification verified and applied once, like a live delivery. Needs \(variable: .appStoreApiKeyId), the variables of docs/app-store-api.md and the store (\(variable: .databaseUrl)). Exit status 1 if any notification was refused.")
+
+        @Option(help: "How many days back, 1 to 180.")
+        var days: Int
+
+        @Option(name: .customLong("bundle-id"), help: "The app (default: the only one).")
+        var bundleIdentifier: String?
+
+        func validate() throws {
+            guard (1...180).contains(days) else { throw ValidationError("--days is 1 to 180: the App Store keeps that much notification history.") }
+        }
+
+        func run() async throws {
+            var logger = Logger(label: "offer-signer")
+            logger.logLevel = .warning
+            let (configuration, store, notifications) = try await openForTools()
+            guard let store, let notifications else {
+                throw ValidationError("A backfill needs a store (\(variable: .databaseUrl)) and an app that can verify notifications (\(variable: .environments), appAppleId for Production).")
+            }
+            let clients: [String: AppStoreServerAPIClient]
+            do {
+                clients = try makeAppStoreClients(configuration: configuration, verifiers: appStoreVerifiers(configuration: configuration, logger: logger), logger: logger)
+            } catch {
+                try? await store.close()
+                throw ValidationError(error.message)
+            }
+            let bundle = bundleIdentifier ?? (configuration.apps.count == 1 ? configuration.apps[0].bundleIdentifier : nil)
+            guard let bundle, let client = clients[bundle] else {
+                try? await store.close()
+                throw ValidationError("No App Store Server API client for \(bundleIdentifier ?? "the app"): set \(variable: .appStoreApiKeyId) (docs/app-store-api.md), and name the app with --bundle-id when several are served.")
+            }
+            let summary: ReplaySummary
+            do {
+                summary = try await notifications.backfill(days: days, client: client)
+            } catch {
+                try? await store.close()
+                FileHandle.standardError.write(Data("offer-signer: \(error.message)\n".utf8))
+                throw ExitCode(1)
+            }
+            for problem in summary.problems { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
+            try await store.close()
+            print(summary.description)
+            if summary.refused + summary.failed > 0 { throw ExitCode(1) }
         }
     }
 }

@@ -6,7 +6,7 @@ import Metrics
 import NIOCore
 import NIOHTTP1
 
-/// Sends one GET to one environment of the App Store Server API and returns the body of its `200`, retrying what
+/// Sends one GET (or a POST with a JSON body) to one environment of the App Store Server API and returns the body of its `200`, retrying what
 /// may succeed on a second try, within a deadline.
 ///
 /// Retried: HTTP 5xx, Apple's "retryable" 404 codes, network failures (after an exponential backoff with full
@@ -19,7 +19,7 @@ struct APIRequester: Sendable {
     let rateLimiter: RateLimiter
     let logger: Logger
 
-    /// A `GET` of `path` (which starts with `/`) with `query`, to `environment`.
+    /// A `GET` of `path` (which starts with `/`) with `query`, to `environment`; with `body`, a `POST` of that JSON.
     ///
     /// - Throws: ``AppStoreServerAPIError``: `.notFound` for a 404 (not retryable), `.unauthorized`, `.rateLimited`,
     ///   `.invalidTransactionIdentifier`, `.invalidRequest`, `.invalidResponse`, `.appStoreUnavailable`.
@@ -27,6 +27,7 @@ struct APIRequester: Sendable {
         _ endpoint: Endpoint,
         path: String,
         query: [(String, String)] = [],
+        body: Data? = nil,
         environment: AppStoreEnvironment,
         deadline: ContinuousClock.Instant,
         fingerprint: String
@@ -58,7 +59,7 @@ struct APIRequester: Sendable {
                 try await Self.sleep(for: wait)
             }
             let token = try await tokens.token()
-            let outcome = await send(url: url, token: token, endpoint: endpoint, environment: environment, deadline: deadline)
+            let outcome = await send(url: url, token: token, body: body, endpoint: endpoint, environment: environment, deadline: deadline)
             let retryDelay: Duration
             switch outcome {
             case .success(let body):
@@ -155,10 +156,15 @@ struct APIRequester: Sendable {
 
     /// One attempt, recorded in the request counter and the latency timer.
     private func send(
-        url: String, token: String, endpoint: Endpoint, environment: AppStoreEnvironment, deadline: ContinuousClock.Instant
+        url: String, token: String, body: Data?, endpoint: Endpoint, environment: AppStoreEnvironment, deadline: ContinuousClock.Instant
     ) async -> Result<ByteBuffer, Failure> {
         var request = HTTPClientRequest(url: url)
         request.method = .GET
+        if let body {
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
         request.headers.add(name: "Authorization", value: "Bearer \(token)")
         request.headers.add(name: "Accept", value: "application/json")
         request.headers.add(name: "User-Agent", value: "offer-signer")

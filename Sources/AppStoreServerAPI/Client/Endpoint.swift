@@ -4,4 +4,6 @@ enum Endpoint: String, Hashable, Sendable {
     case subscriptionStatuses = "subscription_statuses"
     /// Get Transaction History (v2): `GET /inApps/v2/history/{transactionId}`.
     case transactionHistory = "transaction_history"
+    /// Get Notification History: `POST /inApps/v1/notifications/history`.
+    case notificationHistory = "notification_history"
 }

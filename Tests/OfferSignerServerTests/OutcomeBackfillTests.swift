@@ -1,0 +1,85 @@
+import AppStoreNotifications
+import AppStoreServerAPI
+import AppStoreServerAPITestSupport
+import AppStoreTestSupport
+import Foundation
+import HTTPTypes
+import OfferApplication
+import OfferStore
+import Testing
+
+/// `offer-signer outcomes backfill`: Get Notification History read from the loopback fake of Apple's API, page by
+/// page, and every notification ingested as a live delivery.
+@Suite struct OutcomeBackfillTests {
+    private func payloads(_ fixture: AppStoreFactsFixture, purchase: Date) async throws -> [String] {
+        var payloads: [String] = []
+        for (index, type) in [OfferType.promotionalOffer, .offerCode, .winBackOffer].enumerated() {
+            let original = "\(41_000_000_000_000_000 + Int.random(in: 0...999_999_999) * 10 + index)"
+            var transaction = fixture.transaction(original: original, token: UUID().uuidString.lowercased(), purchased: purchase, expires: purchase + 30 * 86_400)
+            transaction.offerType = type
+            transaction.offerIdentifier = "history-\(type.rawValue)"
+            transaction.price = 990
+            payloads.append(try await fixture.signer.signNotification(
+                .subscribed, subtype: .resubscribe, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction),
+                bundleId: fixture.bundle, environment: .production, appAppleId: FakeAppStore.appAppleId, signedDate: purchase))
+        }
+        return payloads
+    }
+
+    @Test("the history is read page by page and each notification recorded once; a second backfill changes nothing", arguments: StoreBackend.available)
+    func backfillRecordsTheHistory(_ backend: StoreBackend) async throws {
+        let fixture = try await AppStoreFactsFixture(backend)
+        let start = Date()
+        let history = try await payloads(fixture, purchase: start - 86_400) + ["not.a.jws"]
+        let fake = fixture.fake { request in
+            guard request.endpoint == .notificationHistory else { return .error(.notFound, code: 4_040_010) }
+            return .notificationHistory(history, pageSize: 3, for: request)
+        }
+        try await fake.run { port in
+            let service = try fixture.service(port: port)
+            let ingestor = try #require(service.notifications)
+            let client = try #require(service.appStoreClients[fixture.bundle])
+            let first = try await ingestor.backfill(days: 30, client: client, now: start)
+            #expect(first.processed == 3 && first.refused == 1, "\(first)")
+            let second = try await ingestor.backfill(days: 30, client: client, now: start)
+            #expect(second.duplicate == 3 && second.processed == 0, "\(second)")
+            #expect(await fake.ledger.count("production", .notificationHistory) == 4)  // two pages, twice
+
+            let report = try await service.outcomeReport(from: start - 2 * 86_400, to: start, bundleIdentifier: fixture.bundle, environment: "Production")
+            #expect(report.offers.map { "\($0.offerIdentifier) \($0.offerType) \($0.redeemed) \($0.attributed)" } == ["history-2 2 1 0", "history-3 3 1 0", "history-4 4 1 0"])
+            await #expect(throws: OfferServiceError.self) { try await ingestor.backfill(days: 181, client: client) }
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("a history that says it has more but gives no new page is refused; what was asked is Apple's shape")
+    func endlessHistoryIsRefused() async throws {
+        let fixture = try await AppStoreFactsFixture(.sqlite)
+        let bodies = BodyLog()
+        let fake = fixture.fake { request in
+            await bodies.append(request.body)
+            return .json(NotificationHistoryBody(paginationToken: "same", hasMore: true, signedPayloads: []))
+        }
+        try await fake.run { port in
+            let service = try fixture.service(port: port)
+            let client = try #require(service.appStoreClients[fixture.bundle])
+            let error = await #expect(throws: AppStoreServerAPIError.self) {
+                try await client.notificationHistory(from: Date() - 86_400, to: Date(), environment: .production)
+            }
+            #expect(error?.code == .invalidResponse)
+            await #expect(throws: AppStoreServerAPIError.self) {
+                try await client.notificationHistory(from: Date() - 200 * 86_400, to: Date(), environment: .production)
+            }
+        }
+        let sent = try #require(await bodies.all.first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(sent.utf8)) as? [String: Any])
+        #expect(Set(object.keys) == ["startDate", "endDate"])
+        #expect(await bodies.all.count == 2)  // the first page, then the repeated token: refused
+        try await fixture.store.close()
+    }
+}
+
+private actor BodyLog {
+    private(set) var all: [String] = []
+    func append(_ body: String) { all.append(body) }
+}
