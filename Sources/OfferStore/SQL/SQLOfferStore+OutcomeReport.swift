@@ -56,7 +56,10 @@ extension SQLOfferStore {
             FROM issued_signatures
             WHERE timestamp >= \(bind: query.from) AND timestamp < \(bind: query.to) AND format <> 'introductory-eligibility'
             """
-        if let bundle = query.bundleIdentifier { statement += " AND bundle_identifier = \(bind: bundle)" }
+        // `|| ''` keeps SQLite's planner off the customer index (bundle first), which reads every signature the app
+        // was ever issued, and on the time range: 0.65 s instead of 0.82 s for a million signatures, a window of
+        // 167,000, and the gap grows with the log (docs/outcomes.md).
+        if let bundle = query.bundleIdentifier { statement += " AND bundle_identifier || '' = \(bind: bundle)" }
         statement += " GROUP BY bundle_identifier, product_identifier, offer_identifier, channel"
         return statement
     }
