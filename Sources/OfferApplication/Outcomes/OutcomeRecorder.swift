@@ -55,16 +55,18 @@ package struct OutcomeRecorder: Sendable {
     static let transactionsPerAnswer = 200
 
     private func record(transaction: JWSTransactionDecodedPayload, customer: CustomerKey, source: String) async throws {
-        let redemption: Redemption?
-        do {
-            redemption = try Redemption.of(transaction, customer: customer, now: now())
-        } catch {
+        let redemption: Redemption
+        switch Redemption.of(transaction, customer: customer, now: now()) {
+        case .none:
+            return
+        case .refused(let reason):
             logger.warning("a transaction that carried an offer was not recorded", metadata: [
-                "reason": "\(error.reason)", "source": "\(source)", "customer": "\(CustomerHash.of(customer))",
+                "reason": "\(reason)", "source": "\(source)", "customer": "\(CustomerHash.of(customer))",
             ])
             return
+        case .redemption(let value):
+            redemption = value
         }
-        guard let redemption else { return }
         if transaction.price != nil, redemption.price == nil {
             logger.warning("a redemption's price is outside 0 to 10^12 milliunits; recorded without a price", metadata: ["source": "\(source)"])
         }

@@ -3,53 +3,57 @@ import Foundation
 import OfferModel
 import OfferStore
 
-/// Why a transaction that carried an offer was not recorded as a redemption: said in the log, never an error to
-/// the App Store (the notification is still applied to the customer).
-struct RedemptionRefusal: Error, Sendable, Equatable {
-    let reason: String
+/// What a verified transaction is to the outcome report.
+enum TransactionOffer: Sendable, Equatable {
+    /// It carried no offer (`offerType` absent).
+    case none
+    /// A redemption to record.
+    case redemption(Redemption)
+    /// It carried an offer but a value is not what Apple sends: said in the log (the reason names the field, never
+    /// its value), never an error to the App Store — the notification is still applied to the customer.
+    case refused(reason: String)
 }
 
 extension Redemption {
-    /// The redemption a verified transaction is, `nil` when it carried no offer (`offerType` absent). Every value is
+    /// The redemption a verified transaction is, if it carried an offer. Every value is
     /// bounded: identifiers and the purchase date must be valid or nothing is recorded; a price out of
     /// ``Redemption/priceRange``, a currency, storefront, discount type or period that is not what Apple sends is
     /// left out and the rest recorded.
     /// - Parameters:
     ///   - customer: the customer the transaction is filed under.
     ///   - now: the current time (a purchase more than a day ahead of it is refused).
-    /// - Throws: ``RedemptionRefusal`` naming the field.
-    static func of(_ transaction: JWSTransactionDecodedPayload, customer: CustomerKey, now: Date) throws(RedemptionRefusal) -> Redemption? {
-        guard let offerType = transaction.offerType else { return nil }
+    static func of(_ transaction: JWSTransactionDecodedPayload, customer: CustomerKey, now: Date) -> TransactionOffer {
+        guard let offerType = transaction.offerType else { return .none }
         guard let environment = transaction.environment?.rawValue, OutcomeFields.isWord(environment, maximum: 32) else {
-            throw RedemptionRefusal(reason: "environment missing or not a word")
+            return .refused(reason: "environment missing or not a word")
         }
         guard let transactionId = transaction.transactionId, OutcomeFields.isTransactionIdentifier(transactionId) else {
-            throw RedemptionRefusal(reason: "transactionId missing or not 1 to 64 digits")
+            return .refused(reason: "transactionId missing or not 1 to 64 digits")
         }
         guard let originalTransactionId = transaction.originalTransactionId, OutcomeFields.isTransactionIdentifier(originalTransactionId) else {
-            throw RedemptionRefusal(reason: "originalTransactionId missing or not 1 to 64 digits")
+            return .refused(reason: "originalTransactionId missing or not 1 to 64 digits")
         }
         guard let productIdentifier = transaction.productId, OutcomeFields.isIdentifier(productIdentifier) else {
-            throw RedemptionRefusal(reason: "productId missing, longer than 256 bytes or with a control character")
+            return .refused(reason: "productId missing, longer than 256 bytes or with a control character")
         }
         var offerIdentifier: String?
         if let identifier = transaction.offerIdentifier {
             guard OutcomeFields.isIdentifier(identifier) else {
-                throw RedemptionRefusal(reason: "offerIdentifier longer than 256 bytes, empty or with a control character")
+                return .refused(reason: "offerIdentifier longer than 256 bytes, empty or with a control character")
             }
             offerIdentifier = identifier
         }
         guard let purchaseDate = transaction.purchaseDate, OutcomeFields.isPlausibleDate(purchaseDate, now: now) else {
-            throw RedemptionRefusal(reason: "purchaseDate missing or outside 2008 to a day from now")
+            return .refused(reason: "purchaseDate missing or outside 2008 to a day from now")
         }
         let price = transaction.price.flatMap { Redemption.priceRange.contains($0) ? $0 : nil }
-        return Redemption(
+        return .redemption(Redemption(
             environment: environment, transactionId: transactionId, originalTransactionId: originalTransactionId, customer: customer,
             productIdentifier: productIdentifier, offerType: offerType.rawValue, offerIdentifier: offerIdentifier,
             offerDiscountType: transaction.offerDiscountType.map(\.rawValue).flatMap { OutcomeFields.isConstant($0) ? $0 : nil },
             offerPeriod: transaction.offerPeriod.flatMap { OutcomeFields.isDuration($0) ? $0 : nil },
             price: price, currency: price == nil ? nil : transaction.currency.flatMap { OutcomeFields.isCode($0) ? $0 : nil },
-            storefront: transaction.storefront.flatMap { OutcomeFields.isCode($0) ? $0 : nil }, purchaseDate: purchaseDate)
+            storefront: transaction.storefront.flatMap { OutcomeFields.isCode($0) ? $0 : nil }, purchaseDate: purchaseDate))
     }
 }
 
