@@ -4,6 +4,7 @@ import AppStoreServerAPITestSupport
 import AppStoreTestSupport
 import Foundation
 import HTTPTypes
+import HummingbirdTesting
 import OfferApplication
 import OfferStore
 import Testing
@@ -48,6 +49,38 @@ import Testing
             let report = try await service.outcomeReport(from: start - 2 * 86_400, to: start, bundleIdentifier: fixture.bundle, environment: "Production")
             #expect(report.offers.map { "\($0.offerIdentifier) \($0.offerType) \($0.redeemed) \($0.attributed)" } == ["history-2 2 1 0", "history-3 3 1 0", "history-4 4 1 0"])
             await #expect(throws: OfferServiceError.self) { try await ingestor.backfill(days: 181, client: client) }
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("the App Store Server API's answer for a stranger records its offers and renewals, after the request", arguments: StoreBackend.available)
+    func appStoreAnswersAreRecorded(_ backend: StoreBackend) async throws {
+        let fixture = try await AppStoreFactsFixture(backend)
+        let original = "\(42_000_000_000_000_000 + Int.random(in: 0...999_999_999))"
+        let purchased = Date().addingTimeInterval(-100 * 86_400)
+        var first = fixture.transaction(original: original, purchased: purchased, expires: purchased + 30 * 86_400)
+        first.offerType = .offerCode
+        first.offerIdentifier = "SPRING"
+        var renewal = fixture.transaction(original: original, id: "\(original)9", purchased: purchased + 30 * 86_400, expires: Date() - 30 * 86_400)
+        renewal.transactionReason = .renewal
+        let statuses = try await FakeResponse.statuses(
+            [(.expired, renewal, TestPayloads.renewalInfo(for: renewal, autoRenewStatus: .off))], signer: fixture.signer, environment: .production, bundleId: fixture.bundle)
+        let history = try await FakeResponse.history([first, renewal], signer: fixture.signer, environment: .production, bundleId: fixture.bundle)
+        let fake = fixture.fake { $0.endpoint == .statuses ? statuses : history }
+        try await fake.run { port in
+            let service = try fixture.service(port: port)
+            try await fixture.application(service).test(.router) { client in
+                let response = try await fixture.sign(client, "lapsed-2", transactionId: original)
+                #expect(response.status == .ok, "\(response.text)")
+            }
+            // Recorded after the request: wait for it.
+            var offers: [OfferOutcome] = []
+            for _ in 0..<100 {
+                offers = try await service.outcomeReport(from: purchased - 86_400, to: purchased + 86_400, bundleIdentifier: fixture.bundle, environment: nil).offers
+                if offers.first?.renewedAfterOffer == 1 { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(offers.map { "\($0.offerIdentifier) \($0.offerType) \($0.redeemed) \($0.renewedAfterOffer)" } == ["SPRING 3 1 1"])
         }
         try await fixture.store.close()
     }
