@@ -3,11 +3,16 @@ import Foundation
 /// Which window an outcome report covers: `[from, to)` in Unix milliseconds, optionally one app and one App Store
 /// environment (the environment narrows redemptions and retention answers; issued signatures have none).
 public struct OutcomeQuery: Sendable, Hashable {
+    /// The window's start, inclusive, Unix milliseconds.
     public var from: Int64
+    /// The window's end, exclusive, Unix milliseconds.
     public var to: Int64
+    /// One app, or every app.
     public var bundleIdentifier: String?
+    /// One App Store environment, or every one.
     public var environment: String?
 
+    /// Creates a query.
     public init(from: Int64, to: Int64, bundleIdentifier: String? = nil, environment: String? = nil) {
         self.from = from
         self.to = to
@@ -19,12 +24,16 @@ public struct OutcomeQuery: Sendable, Hashable {
 /// What the offers of a window became (`GET /admin/outcomes`; docs/outcomes.md). JSON keys are the documented
 /// ones (`bundleId`, `productId`).
 public struct OutcomeReport: Sendable, Hashable, Codable {
+    /// The window's start, inclusive.
     public var from: Date
+    /// The window's end, exclusive.
     public var to: Date
     /// One row per app, product, offer, offer type and channel, sorted by those.
     public var offers: [OfferOutcome]
+    /// The retention answers of the window.
     public var retention: RetentionOutcome
 
+    /// Creates a report.
     public init(from: Date, to: Date, offers: [OfferOutcome], retention: RetentionOutcome) {
         self.from = from
         self.to = to
@@ -35,7 +44,9 @@ public struct OutcomeReport: Sendable, Hashable, Codable {
 
 /// One offer's figures in a window.
 public struct OfferOutcome: Sendable, Hashable, Codable {
+    /// The app (`bundleId` in JSON).
     public var bundleIdentifier: String
+    /// The product (`productId` in JSON).
     public var productIdentifier: String
     /// Empty for an introductory offer (which has none).
     public var offerIdentifier: String
@@ -58,6 +69,7 @@ public struct OfferOutcome: Sendable, Hashable, Codable {
     /// What the redemptions were charged, per currency.
     public var revenue: [Revenue]
 
+    /// Creates a row.
     public init(bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, offerType: Int32, channel: String, issued: Int = 0, customers: Int = 0, redeemed: Int = 0, attributed: Int = 0, renewedAfterOffer: Int = 0, refunded: Int = 0, revenue: [Revenue] = []) {
         self.bundleIdentifier = bundleIdentifier
         self.productIdentifier = productIdentifier
@@ -83,8 +95,10 @@ public struct OfferOutcome: Sendable, Hashable, Codable {
 public struct Revenue: Sendable, Hashable, Codable {
     /// ISO 4217.
     public var currency: String
+    /// The sum, in thousandths of the currency's unit.
     public var milliunits: Int64
 
+    /// Creates an amount.
     public init(currency: String, milliunits: Int64) {
         self.currency = currency
         self.milliunits = milliunits
@@ -102,6 +116,7 @@ public struct RetentionOutcome: Sendable, Hashable, Codable {
     /// `saved / answered` (0 when nothing was answered).
     public var saveRate: Double
 
+    /// Creates the figures; the save rate follows from them.
     public init(answered: Int, offers: Int, saved: Int) {
         self.answered = answered
         self.offers = offers

@@ -87,14 +87,18 @@ public struct SubscriptionEvent: Sendable, Hashable {
         case autoRenewEnabled = "auto_renew_enabled"
     }
 
+    /// The App Store environment.
     public var environment: String
+    /// The subscription it happened to.
     public var originalTransactionId: String
+    /// What happened.
     public var kind: Kind
     /// When it happened, Unix milliseconds.
     public var at: Int64
     /// The transaction concerned (the renewal, the refunded one), or empty.
     public var transactionId: String
 
+    /// Creates an event.
     public init(environment: String, originalTransactionId: String, kind: Kind, at: Int64, transactionId: String = "") {
         self.environment = environment
         self.originalTransactionId = originalTransactionId
@@ -106,18 +110,22 @@ public struct SubscriptionEvent: Sendable, Hashable {
 
 /// One answer given to the App Store's real-time retention request, followed to see whether the customer stayed.
 public struct RetentionAnswerRecord: Sendable, Hashable {
+    /// The app.
     public var bundleIdentifier: String
     /// The App Store's `requestIdentifier`.
     public var requestIdentifier: String
+    /// The App Store environment of the request.
     public var environment: String
     /// The original transaction the request was about.
     public var originalTransactionId: String
+    /// The product the request was about.
     public var productIdentifier: String
     /// Whether the answer was a promotional offer (not a message or an alternate product).
     public var offered: Bool
     /// When it was answered, Unix milliseconds.
     public var answeredAt: Int64
 
+    /// Creates a record.
     public init(bundleIdentifier: String, requestIdentifier: String, environment: String, originalTransactionId: String, productIdentifier: String, offered: Bool, answeredAt: Int64) {
         self.bundleIdentifier = bundleIdentifier
         self.requestIdentifier = requestIdentifier
