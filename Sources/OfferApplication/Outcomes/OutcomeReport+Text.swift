@@ -17,9 +17,11 @@ extension OutcomeReport {
         for row in rows {
             for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) }
         }
+        // Numbers right-aligned: offerType and issued … refunded.
+        let numeric: Set<Int> = [3, 5, 6, 7, 8, 9, 10]
         func line(_ cells: [String]) -> String {
             cells.enumerated().map { index, cell in
-                index >= 4 && index < cells.count - 1
+                numeric.contains(index)
                     ? String(repeating: " ", count: widths[index] - cell.count) + cell
                     : cell + String(repeating: " ", count: widths[index] - cell.count)
             }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
