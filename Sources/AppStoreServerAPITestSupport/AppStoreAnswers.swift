@@ -134,6 +134,11 @@ public struct NotificationHistoryBody: Encodable, Sendable {
         self.notificationHistory = notificationHistory
     }
 
+    /// A page of `signedPayloads`, each sent once, successfully, at `sent` (UNIX milliseconds).
+    public init(paginationToken: String, hasMore: Bool, signedPayloads: [String], sent: Int64 = 0) {
+        self.init(paginationToken: paginationToken, hasMore: hasMore, notificationHistory: signedPayloads.map { Item(signedPayload: $0, sent: sent) })
+    }
+
     /// The span a Get Notification History request asks for (`NotificationHistoryRequest`), in UNIX milliseconds.
     public struct Span: Decodable, Sendable {
         public var startDate: Int64
@@ -144,5 +149,19 @@ public struct NotificationHistoryBody: Encodable, Sendable {
             guard let span = try? JSONDecoder().decode(Span.self, from: Data(body.utf8)) else { return nil }
             self = span
         }
+    }
+}
+
+extension FakeResponse {
+    /// Get Notification History's answer for `request`: `signedPayloads` in pages of `pageSize`, the page chosen by
+    /// the request's `paginationToken` (`page-<n>`).
+    public static func notificationHistory(_ signedPayloads: [String], pageSize: Int, for request: FakeRequest) -> FakeResponse {
+        let page = request.query["paginationToken"].flatMap { Int($0.dropFirst("page-".count)) } ?? 0
+        let start = min(page * pageSize, signedPayloads.count)
+        let end = min(start + pageSize, signedPayloads.count)
+        let sent = NotificationHistoryBody.Span(body: request.body)?.startDate ?? 0
+        return .json(NotificationHistoryBody(
+            paginationToken: "page-\(page + 1)", hasMore: end < signedPayloads.count,
+            notificationHistory: signedPayloads[start..<end].map { NotificationHistoryBody.Item(signedPayload: $0, sent: sent) }))
     }
 }

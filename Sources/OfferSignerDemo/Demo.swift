@@ -67,6 +67,9 @@ enum Demo {
     /// An App Store event the demo can sign for a customer (`POST /demo/notifications`).
     enum Event: String, CaseIterable, Sendable {
         case subscribe, renew, autoRenewOff = "auto-renew-off", autoRenewOn = "auto-renew-on", expire, refund
+        /// The customer redeems the win-back offer (`winback_50`, 50 % off for 3 months): a resubscription carrying
+        /// the offer, or `OFFER_REDEEMED` for an active subscriber (docs/outcomes.md).
+        case redeemWinback = "redeem-winback"
     }
 
     /// The demo customers and their history, oldest event first (days relative to start-up).
@@ -129,6 +132,15 @@ enum Demo {
             type = .refund
             transaction.expiresDate = currentExpiry
             transaction.revocationDate = now
+        case .redeemWinback:
+            let active = subscription?.state == .active
+            (type, subtype, autoRenew) = active ? (.offerRedeemed, nil, true) : (.subscribed, .resubscribe, true)
+            transaction.expiresDate = max(currentExpiry, now) + 30 * day
+            transaction.offerType = .promotionalOffer
+            transaction.offerIdentifier = "winback_50"
+            transaction.offerDiscountType = .payAsYouGo
+            transaction.offerPeriod = "P3M"
+            (transaction.price, transaction.currency) = (2_490, "USD")
         }
         var renewal = JWSRenewalInfoDecodedPayload()
         renewal.originalTransactionId = original

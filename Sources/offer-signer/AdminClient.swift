@@ -16,6 +16,11 @@ struct AdminOptions: ParsableArguments {
 
     /// Sends one admin request; prints the JSON answer; exits 1 with the service's message on an error.
     func call(_ method: HTTPMethod, _ path: String) async throws {
+        print(Self.pretty(try await answer(method, path)))
+    }
+
+    /// Sends one admin request and returns the answer's body; exits 1 with the service's message on an error.
+    func answer(_ method: HTTPMethod, _ path: String) async throws -> String {
         let config = ConfigurationVariable.reader(ConfigurationVariable.processEnvironment)
         let base = (url ?? config.string(.url) ?? "http://127.0.0.1:8080").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         guard let token = token ?? config.string(.adminToken), !token.isEmpty else {
@@ -35,7 +40,7 @@ struct AdminOptions: ParsableArguments {
         }
         let text = String(buffer: body)
         if (200..<300).contains(response.status.code) {
-            print(Self.pretty(text))
+            return text
         } else if response.status.code == 404, path.hasPrefix("/admin/") {
             FileHandle.standardError.write(Data("offer-signer: \(base) serves no admin API (404). With \(variable: .adminPort) set, the admin API is on the operations port, not the public one: point --url or \(variable: .url) at it.\n".utf8))
             throw ExitCode(1)

@@ -154,6 +154,11 @@ private struct SlowStore: OfferStore {
     }
     func issuedSignatures(matching query: IssuedSignatureQuery) async throws -> [IssuedSignature] { try await base.issuedSignatures(matching: query) }
     func countIssuedSignatures(matching query: IssuedSignatureQuery) async throws -> Int { try await base.countIssuedSignatures(matching: query) }
+    func recordRedemption(_ redemption: Redemption) async throws -> RedemptionRecording { try await base.recordRedemption(redemption) }
+    func recordSubscriptionEvent(_ event: SubscriptionEvent) async throws -> Int { try await base.recordSubscriptionEvent(event) }
+    func recordRetentionAnswer(_ answer: RetentionAnswerRecord) async throws { try await base.recordRetentionAnswer(answer) }
+    func purgeSubscriptionEvents(recordedBefore: Date) async throws -> Int { try await base.purgeSubscriptionEvents(recordedBefore: recordedBefore) }
+    func outcomeReport(_ query: OutcomeQuery) async throws -> OutcomeReport { try await base.outcomeReport(query) }
     func appendAudit(_ event: AuditEvent) async throws { try await base.appendAudit(event) }
     func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent] { try await base.auditEvents(limit: limit, since: since) }
     func document(named name: String) async throws -> StoredDocument? { try await base.document(named: name) }

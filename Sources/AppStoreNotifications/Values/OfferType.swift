@@ -27,4 +27,7 @@ public struct OfferType: RawRepresentable, Codable, Hashable, Sendable, CustomSt
 
     /// `4`: A win-back offer.
     public static let winBackOffer = Self(rawValue: 4)
+
+    /// `5`: A retention offer (announced at WWDC26; Apple's libraries do not model it yet).
+    public static let retentionOffer = Self(rawValue: 5)
 }

@@ -68,8 +68,8 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
     }
 
     public var id: String
-    public var bundleId: String
-    public var productId: String
+    public var bundleIdentifier: String
+    public var productIdentifier: String
     public var channel: String
     public var metric: String
     public var running: Bool
@@ -85,6 +85,12 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
     /// Whether the results may be read now, and why (or why not), in plain words.
     public var readable: Bool
     public var note: String
+
+    /// The API's names: the App Store's `bundleId` and `productId`.
+    enum CodingKeys: String, CodingKey {
+        case id, bundleIdentifier = "bundleId", productIdentifier = "productId", channel, metric, running, start, end, plannedCustomers
+        case confidenceLevel, reference, variants, sampleRatio, readable, note
+    }
 
     /// The report of `experiment` from its variants' counts (a variant not in `counts` exposed nobody).
     public init(experiment: OfferPolicy.Experiment, counts: [String: ExperimentVariantCounts], now: Date) throws(OfferServiceError) {
@@ -128,7 +134,7 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
         if exposed.reduce(0, +) > 0, let check = try? SampleRatioCheck(observed: exposed, weights: experiment.variants.map(\.weight)) {
             sampleRatio = SampleRatio(chiSquare: check.chiSquare, pValue: check.pValue, mismatch: check.isMismatch)
         }
-        (id, bundleId, productId) = (experiment.identifier, experiment.bundleIdentifier, experiment.productIdentifier)
+        (id, bundleIdentifier, productIdentifier) = (experiment.identifier, experiment.bundleIdentifier, experiment.productIdentifier)
         (channel, metric, running) = (experiment.channel.rawValue, experiment.metric.rawValue, experiment.isRunning(at: now))
         (start, end, plannedCustomers) = (experiment.start, experiment.end, experiment.plannedCustomers)
         confidenceLevel = 1 - design.alpha

@@ -63,6 +63,8 @@ public struct NotificationIngestor: Sendable {
 
     /// Which `appAccountToken`s name a customer: UUIDs (Apple's type), or for the demo any valid identifier.
     package let tokenRule: CustomerBinding.TokenRule
+    /// Records the offers App Store data carries and what became of them (docs/outcomes.md).
+    package let outcomes: OutcomeRecorder
 
     /// The default ``clockSkew``: five minutes.
     public static let defaultClockSkew: TimeInterval = 300
@@ -76,6 +78,7 @@ public struct NotificationIngestor: Sendable {
         self.tokenRule = readableTokens ? .customerIdentifier : .uuid
         self.clockSkew = clockSkew
         self.now = now
+        self.outcomes = OutcomeRecorder(store: store, logger: logger, now: now)
     }
 
     /// Verifies one `signedPayload` and folds it in, once.
@@ -106,6 +109,8 @@ public struct NotificationIngestor: Sendable {
                 if SubscriptionFolding.fold(decoded, into: &facts) { changed.set() }
             }
             outcome = !applied ? .duplicate : changed.value ? .processed : .stale
+            // Also for a duplicate: recording is idempotent, and a delivery the store failed on halfway is retried.
+            try await outcomes.record(decoded, customer: binding.key)
             logger.info("App Store notification", metadata: [
                 "type": "\(type.rawValue)", "subtype": "\(notification.subtype?.rawValue ?? "-")",
                 "notificationUUID": "\(uuid)", "customer": "\(CustomerHash.of(binding.key))", "outcome": "\(outcome.rawValue)",
@@ -186,6 +191,7 @@ public struct NotificationIngestor: Sendable {
         } catch {
             throw OfferServiceError.storeUnavailable
         }
+        await outcomes.recordQuietly([transaction], customer: key, source: "signed_transaction")
         return transaction
     }
 

@@ -6,7 +6,8 @@ import ServiceLifecycle
 
 /// Keeps the store's bookkeeping tables bounded, on a schedule no traffic pattern can starve: every
 /// ``interval`` it deletes stored retention answers older than ``storedAnswerLifetime`` and processed notification
-/// UUIDs older than ``processedNotificationLifetime`` (docs/store.md "Bounded tables").
+/// UUIDs older than ``processedNotificationLifetime`` (docs/store.md "Bounded tables"), and subscription events
+/// older than ``subscriptionEventLifetime`` (docs/outcomes.md).
 ///
 /// Both lifetimes are far longer than the windows they protect: a stored answer must outlive the clock skew a
 /// real-time request may have (after it, the request is refused as stale, so no replay signs twice); a processed
@@ -22,6 +23,9 @@ package struct StorePurge: Service {
     var storedAnswerLifetime: TimeInterval { max(7 * 86_400, 2 * clockSkew) }
     /// Processed notification UUIDs: 30 days (Apple retries for about 3).
     static let processedNotificationLifetime: TimeInterval = 30 * 86_400
+    /// Subscription events: 90 days. They wait for a redemption whose notification arrives after them (Apple
+    /// retries for about 3 days); App Store answers bring their renewals again.
+    static let subscriptionEventLifetime: TimeInterval = 90 * 86_400
 
     package init(store: any OfferStore, clockSkew: TimeInterval, logger: Logger) {
         self.store = store
@@ -45,8 +49,12 @@ package struct StorePurge: Service {
                 processedNotificationsBefore: now.addingTimeInterval(-Self.processedNotificationLifetime))
             Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "stored_answers")]).increment(by: answers)
             Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "processed_notifications")]).increment(by: notifications)
-            if answers + notifications > 0 {
-                logger.info("purged expired store rows", metadata: ["storedAnswers": "\(answers)", "processedNotifications": "\(notifications)"])
+            let events = try await store.purgeSubscriptionEvents(recordedBefore: now.addingTimeInterval(-Self.subscriptionEventLifetime))
+            Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "subscription_events")]).increment(by: events)
+            if answers + notifications + events > 0 {
+                logger.info("purged expired store rows", metadata: [
+                    "storedAnswers": "\(answers)", "processedNotifications": "\(notifications)", "subscriptionEvents": "\(events)",
+                ])
             }
         } catch {
             logger.warning("could not purge expired store rows; trying again later", metadata: ["error": "\(type(of: error))"])

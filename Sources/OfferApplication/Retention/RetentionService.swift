@@ -76,6 +76,7 @@ extension OfferService {
         }
         if let answer {
             PipelineMetrics.countRetentionAnswer(answer.promotionalOffer != nil ? "promotionalOffer" : answer.alternateProduct != nil ? "alternateProduct" : "message")
+            await recordRetentionOutcome(request, bundleIdentifier: app.bundleIdentifier, product: product.productIdentifier, answer: answer, now: now)
             return answer
         }
         guard let fallback = entries.first(where: \.isFallback) else {
@@ -87,7 +88,9 @@ extension OfferService {
         retentionLogger.debug("retention answer not ready within the deadline; answered the fallback", metadata: [
             "productIdentifier": "\(product.productIdentifier)", "deadline": "\(retentionDeadline)",
         ])
-        return Self.retentionAnswer(fallback, signed: nil)
+        let fallbackAnswer = Self.retentionAnswer(fallback, signed: nil)
+        await recordRetentionOutcome(request, bundleIdentifier: app.bundleIdentifier, product: product.productIdentifier, answer: fallbackAnswer, now: now, wait: .zero)
+        return fallbackAnswer
     }
 
     /// Which entry the policy chooses for a request and why, read without a lock and without signing.

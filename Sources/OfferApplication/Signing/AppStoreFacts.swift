@@ -108,6 +108,10 @@ extension OfferService {
             key = binding.key
         }
         try await storeCall { _ = try await store.updateCustomer(key) { facts in fetched.fold(into: &facts) } }
+        // The answer's offers and renewals for the outcome report, after the request: a history holds up to a
+        // write per transaction, which the request (a retention deadline among them) must not wait for.
+        let outcomes = notifications?.outcomes ?? OutcomeRecorder(store: store, logger: Self.appStoreLogger)
+        Task { await outcomes.recordQuietly(transactions, customer: key, source: "app_store_answer") }
         Self.countLookup("stored")
         Self.appStoreLogger.info("facts fetched from the App Store and stored", metadata: [
             "bundleIdentifier": "\(app.bundleIdentifier)", "customer": "\(CustomerHash.of(key))",

@@ -90,6 +90,39 @@ enum StoreSchema {
         (7, [
             "CREATE INDEX IF NOT EXISTS processed_notifications_by_time ON processed_notifications (processed_at)",
         ]),
+        // Offer outcomes (issue 27, docs/outcomes.md): every transaction that carried an offer, once per
+        // (environment, transaction), with the signature it is attributed to and what became of it; what happened to
+        // subscriptions since (kept so that it counts whichever notification arrives first); the retention answers
+        // given and whether the customer stayed.
+        (8, [
+            """
+            CREATE TABLE IF NOT EXISTS redemptions (
+                environment TEXT NOT NULL, transaction_id TEXT NOT NULL, original_transaction_id TEXT NOT NULL,
+                bundle_identifier TEXT NOT NULL, application_username TEXT NOT NULL, product_identifier TEXT NOT NULL,
+                offer_type INTEGER NOT NULL, offer_identifier TEXT NOT NULL, offer_discount_type TEXT, offer_period TEXT,
+                price \(bigint), currency TEXT, storefront TEXT, purchase_date \(bigint) NOT NULL, recorded_at \(bigint) NOT NULL,
+                signature_nonce TEXT, signature_timestamp \(bigint), signature_channel TEXT,
+                renewed_at \(bigint), refunded_at \(bigint), expired_at \(bigint),
+                PRIMARY KEY (environment, transaction_id))
+            """,
+            "CREATE INDEX IF NOT EXISTS redemptions_by_time ON redemptions (purchase_date)",
+            "CREATE INDEX IF NOT EXISTS redemptions_by_original ON redemptions (original_transaction_id, environment)",
+            """
+            CREATE TABLE IF NOT EXISTS subscription_events (
+                environment TEXT NOT NULL, original_transaction_id TEXT NOT NULL, kind TEXT NOT NULL, at \(bigint) NOT NULL,
+                transaction_id TEXT NOT NULL, recorded_at \(bigint) NOT NULL,
+                PRIMARY KEY (original_transaction_id, environment, kind, transaction_id, at))
+            """,
+            "CREATE INDEX IF NOT EXISTS subscription_events_by_time ON subscription_events (recorded_at)",
+            """
+            CREATE TABLE IF NOT EXISTS retention_answers (
+                bundle_identifier TEXT NOT NULL, request_identifier TEXT NOT NULL, environment TEXT NOT NULL,
+                original_transaction_id TEXT NOT NULL, product_identifier TEXT NOT NULL, offered INTEGER NOT NULL, answered_at \(bigint) NOT NULL, saved_at \(bigint),
+                PRIMARY KEY (bundle_identifier, request_identifier))
+            """,
+            "CREATE INDEX IF NOT EXISTS retention_answers_by_time ON retention_answers (answered_at)",
+            "CREATE INDEX IF NOT EXISTS retention_answers_by_original ON retention_answers (original_transaction_id, environment)",
+        ]),
         // Offer experiments (issue 28, docs/experiments.md): each customer's first exposure to an experiment.
         (10, [
             """

@@ -94,6 +94,26 @@ public protocol OfferStore: Sendable {
     /// How many issued signatures match (the query's `limit` is ignored).
     func countIssuedSignatures(matching query: IssuedSignatureQuery) async throws -> Int
 
+    /// Records a transaction that carried an offer, once per (environment, transaction identifier), attributed to
+    /// the latest signature this service issued for it before the purchase, if any (docs/outcomes.md), with what
+    /// the subscription events already recorded say became of it.
+    func recordRedemption(_ redemption: Redemption) async throws -> RedemptionRecording
+
+    /// Records something that happened to a subscription (once) and applies it to the redemptions and retention
+    /// answers recorded before it. - Returns: how many of those changed.
+    @discardableResult
+    func recordSubscriptionEvent(_ event: SubscriptionEvent) async throws -> Int
+
+    /// Records a retention answer, once per app and `requestIdentifier`, saved at once if an event already says so.
+    func recordRetentionAnswer(_ answer: RetentionAnswerRecord) async throws
+
+    /// Deletes subscription events recorded before `recordedBefore` (they matter only until the notifications
+    /// they follow have arrived). - Returns: how many went.
+    func purgeSubscriptionEvents(recordedBefore: Date) async throws -> Int
+
+    /// What the offers of a window became.
+    func outcomeReport(_ query: OutcomeQuery) async throws -> OutcomeReport
+
     /// Appends an audit event.
     func appendAudit(_ event: AuditEvent) async throws
 

@@ -1,0 +1,85 @@
+import AppStoreNotifications
+import Foundation
+import Logging
+import OfferModel
+import OfferStore
+
+extension OfferService {
+    /// The longest window of one report (a little more than a year), and of a daily report, in days.
+    public static let outcomeReportMaximumDays = 366
+
+    /// What the offers issued and redeemed in `[from, to)` became (`GET /admin/outcomes`, `offer-signer outcomes
+    /// report`; docs/outcomes.md).
+    /// - Parameters:
+    ///   - bundleIdentifier: one app (`nil`: every app).
+    ///   - environment: one App Store environment for redemptions and retention answers (`nil`: every one).
+    /// - Throws: ``OfferServiceError`` 400 `invalid_request` (`from` not before `to`, a window longer than
+    ///   ``outcomeReportMaximumDays``, an unknown app), 503 `store_unavailable`.
+    public func outcomeReport(from: Date, to: Date, bundleIdentifier: String?, environment: String?) async throws(OfferServiceError) -> OutcomeReport {
+        let query = try outcomeQuery(from: from, to: to, bundleIdentifier: bundleIdentifier, environment: environment)
+        guard let store else { throw OfferServiceError.storeUnavailable }
+        return try await storeCall { try await store.outcomeReport(query) }
+    }
+
+    /// The same report for every UTC day that `[from, to)` touches, in order (the first and last days cut to the
+    /// window).
+    public func dailyOutcomeReports(from: Date, to: Date, bundleIdentifier: String?, environment: String?) async throws(OfferServiceError) -> [OutcomeReport] {
+        let query = try outcomeQuery(from: from, to: to, bundleIdentifier: bundleIdentifier, environment: environment)
+        guard let store else { throw OfferServiceError.storeUnavailable }
+        let day: Int64 = 86_400_000
+        var reports: [OutcomeReport] = []
+        var start = query.from
+        while start < query.to {
+            let end = min((start / day + 1) * day, query.to)
+            var daily = query
+            (daily.from, daily.to) = (start, end)
+            reports.append(try await storeCall { try await store.outcomeReport(daily) })
+            start = end
+        }
+        return reports
+    }
+
+    private func outcomeQuery(from: Date, to: Date, bundleIdentifier: String?, environment: String?) throws(OfferServiceError) -> OutcomeQuery {
+        guard from < to else {
+            throw OfferServiceError.invalidRequest(field: "from", "from must be before to (ISO 8601 dates, e.g. 2026-11-01T00:00:00Z).")
+        }
+        guard to.timeIntervalSince(from) <= Double(Self.outcomeReportMaximumDays) * 86_400 else {
+            throw OfferServiceError.invalidRequest(field: "to", "A report covers at most \(Self.outcomeReportMaximumDays) days; ask for a shorter window.")
+        }
+        let earliest = Date(timeIntervalSince1970: 0), latest = Date(timeIntervalSince1970: 32_503_680_000)
+        guard from >= earliest, to <= latest else {
+            throw OfferServiceError.invalidRequest(field: "from", "from and to must be between 1970 and 3000.")
+        }
+        if let bundleIdentifier { _ = try app(named: bundleIdentifier) }
+        if let environment, !OutcomeFields.isWord(environment, maximum: 32) {
+            throw OfferServiceError.invalidRequest(field: "environment", "environment is an App Store environment: Production, Sandbox, Xcode or LocalTesting.")
+        }
+        return OutcomeQuery(from: Int64((from.timeIntervalSince1970 * 1000).rounded(.down)), to: Int64((to.timeIntervalSince1970 * 1000).rounded(.down)),
+                            bundleIdentifier: bundleIdentifier, environment: environment)
+    }
+
+    /// Records a retention answer, to follow whether the customer stayed (a renewal or auto-renew turned back on
+    /// after it). A request without a usable original transaction, request identifier or environment is not
+    /// followed; a store failure is logged, never failing the answer. The answer waits for the record at most
+    /// `wait` (`.zero` for a fallback answered because the store is slow): the record goes on without it.
+    func recordRetentionOutcome(_ request: DecodedRealtimeRequestBody, bundleIdentifier: String, product: String, answer: RealtimeResponseBody, now: Date, wait: Duration = .milliseconds(500)) async {
+        guard let store, let original = request.originalTransactionId, OutcomeFields.isTransactionIdentifier(original),
+              let requestIdentifier = request.requestIdentifier?.lowercased(), OutcomeFields.isIdentifier(requestIdentifier),
+              let environment = request.environment?.rawValue, OutcomeFields.isWord(environment, maximum: 32)
+        else { return }
+        let record = RetentionAnswerRecord(
+            bundleIdentifier: bundleIdentifier, requestIdentifier: requestIdentifier, environment: environment, originalTransactionId: original,
+            productIdentifier: product, offered: answer.promotionalOffer != nil, answeredAt: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)))
+        let logger = retentionLogger
+        // Its own task, never cancelled: an answer that stops waiting does not abandon the record.
+        let recording = Task {
+            do {
+                try await store.recordRetentionAnswer(record)
+            } catch {
+                logger.error("a retention answer was not recorded for the outcome report: the customer store failed")
+            }
+        }
+        guard wait > .zero else { return }
+        _ = try? await withDeadline(wait) { await recording.value }
+    }
+}

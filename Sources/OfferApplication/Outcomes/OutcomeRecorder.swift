@@ -1,0 +1,127 @@
+import AppStoreNotifications
+import Foundation
+import Logging
+import Metrics
+import OfferModel
+import OfferStore
+
+/// Records what App Store data says about offers (docs/outcomes.md): every transaction that carried an offer, once
+/// per (environment, transaction), attributed to the signature that made it when this service signed one; and what
+/// happened to the subscription since — a renewal at full price, a refund, an expiry, auto-renew turned back on —
+/// whichever arrives first. Counts `offer_signer_redemptions_total{offerType,attributed}`.
+///
+/// Everything recorded is idempotent, so a notification delivered twice, or one the store failed on and the App
+/// Store retries, changes nothing the second time. A value that is not what Apple sends is left out, or the
+/// redemption is not recorded, with the reason in the log: never an error to the App Store.
+package struct OutcomeRecorder: Sendable {
+    let store: any OfferStore
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    package init(store: any OfferStore, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.store = store
+        self.logger = logger
+        self.now = now
+    }
+
+    /// Records a verified notification's transaction (if it carried an offer) and the event it is.
+    /// - Throws: the store's error (the notification is answered 503, and the App Store retries).
+    func record(_ decoded: DecodedNotification, customer: CustomerKey) async throws {
+        guard let transaction = decoded.transaction else { return }
+        try await record(transaction: transaction, customer: customer, source: "notification")
+        if let event = Self.event(of: decoded, now: now()) {
+            try await store.recordSubscriptionEvent(event)
+        }
+    }
+
+    /// Records transactions that arrived without a notification (a signed transaction an app sent, the App Store
+    /// Server API's answer): offers as redemptions, renewals without an offer as renewals. A store failure is
+    /// logged, never failing the request that brought them.
+    func recordQuietly(_ transactions: [JWSTransactionDecodedPayload], customer: CustomerKey, source: String) async {
+        do {
+            for transaction in transactions.prefix(Self.transactionsPerAnswer) {
+                try await record(transaction: transaction, customer: customer, source: source)
+                if transaction.offerType == nil, transaction.transactionReason == .renewal,
+                   let event = Self.renewal(transaction, now: now()) {
+                    try await store.recordSubscriptionEvent(event)
+                }
+            }
+        } catch {
+            logger.error("offer outcomes not recorded: the customer store failed", metadata: ["source": "\(source)", "customer": "\(CustomerHash.of(customer))"])
+        }
+    }
+
+    /// At most this many transactions of one answer are looked at (an answer's history is a page of Apple's).
+    static let transactionsPerAnswer = 200
+
+    private func record(transaction: JWSTransactionDecodedPayload, customer: CustomerKey, source: String) async throws {
+        let redemption: Redemption
+        switch Redemption.of(transaction, customer: customer, now: now()) {
+        case .none:
+            return
+        case .refused(let reason):
+            logger.warning("a transaction that carried an offer was not recorded", metadata: [
+                "reason": "\(reason)", "source": "\(source)", "customer": "\(CustomerHash.of(customer))",
+            ])
+            return
+        case .redemption(let value):
+            redemption = value
+        }
+        if transaction.price != nil, redemption.price == nil {
+            logger.warning("a redemption's price is outside 0 to 10^12 milliunits; recorded without a price", metadata: ["source": "\(source)"])
+        }
+        guard case .recorded(let channel) = try await store.recordRedemption(redemption) else { return }
+        Self.count(offerType: redemption.offerType, attributed: channel != nil)
+        logger.info("offer redeemed", metadata: [
+            "customer": "\(CustomerHash.of(customer))", "productIdentifier": "\(redemption.productIdentifier)",
+            "offerType": "\(redemption.offerType)", "attributed": "\(channel ?? "no")", "source": "\(source)",
+        ])
+    }
+
+    /// `offer_signer_redemptions_total{offerType,attributed}`: `offerType` 1 to 5, or `other` for a value Apple adds
+    /// later (so a hostile value cannot grow the metric's label set).
+    static func count(offerType: Int32, attributed: Bool) {
+        let type = (1...5).contains(offerType) ? String(offerType) : "other"
+        Counter(label: "offer_signer_redemptions_total", dimensions: [("offerType", type), ("attributed", attributed ? "true" : "false")]).increment()
+    }
+
+    /// The subscription event a notification is, if any: `DID_RENEW` without an offer, `REFUND`, `EXPIRED`,
+    /// `DID_CHANGE_RENEWAL_STATUS` / `AUTO_RENEW_ENABLED`.
+    static func event(of decoded: DecodedNotification, now: Date) -> SubscriptionEvent? {
+        guard let transaction = decoded.transaction, let type = decoded.notification.notificationType else { return nil }
+        let signedDate = decoded.notification.signedDate
+        let kind: SubscriptionEvent.Kind
+        let at: Int64?
+        switch type {
+        case .didRenew:
+            guard transaction.offerType == nil else { return nil }
+            return renewal(transaction, now: now)
+        case .refund:
+            kind = .refunded
+            at = transaction.revocationDate ?? signedDate
+        case .expired:
+            kind = .expired
+            at = transaction.expiresDate ?? signedDate
+        case .didChangeRenewalStatus where decoded.notification.subtype == .autoRenewEnabled:
+            kind = .autoRenewEnabled
+            at = decoded.renewalInfo?.signedDate ?? signedDate
+        default:
+            return nil
+        }
+        return event(kind, of: transaction, at: at, now: now)
+    }
+
+    /// A renewal at full price: the renewal transaction's purchase.
+    static func renewal(_ transaction: JWSTransactionDecodedPayload, now: Date) -> SubscriptionEvent? {
+        event(.renewed, of: transaction, at: transaction.purchaseDate, now: now)
+    }
+
+    private static func event(_ kind: SubscriptionEvent.Kind, of transaction: JWSTransactionDecodedPayload, at: Int64?, now: Date) -> SubscriptionEvent? {
+        guard let environment = transaction.environment?.rawValue, OutcomeFields.isWord(environment, maximum: 32),
+              let original = transaction.originalTransactionId, OutcomeFields.isTransactionIdentifier(original),
+              let at, OutcomeFields.isPlausibleDate(at, now: now)
+        else { return nil }
+        let transactionId = transaction.transactionId.flatMap { OutcomeFields.isTransactionIdentifier($0) ? $0 : nil } ?? ""
+        return SubscriptionEvent(environment: environment, originalTransactionId: original, kind: kind, at: at, transactionId: transactionId)
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import OfferModel
+import SQLKit
+
+/// Offer outcomes (docs/outcomes.md): redemptions recorded once per (environment, transaction) and attributed to the
+/// latest signature issued before the purchase; subscription events and retention answers, each applied to the
+/// other whichever arrives first, so deliveries in any order, and twice, give the same figures.
+extension SQLOfferStore {
+    func recordRedemption(_ redemption: Redemption) async throws -> RedemptionRecording {
+        try await backend.transaction { database in
+            let seen = try await database.select().column("transaction_id").from("redemptions")
+                .where("environment", .equal, redemption.environment).where("transaction_id", .equal, redemption.transactionId)
+                .first()
+            guard seen == nil else { return .duplicate }
+            if try await Self.continues(redemption, on: database) { return .continuation }
+            let signature = redemption.attributable ? try await Self.attribution(of: redemption, on: database) : nil
+            let events = try await Self.events(of: redemption.originalTransactionId, environment: redemption.environment, on: database)
+            let after = events.filter { $0.at > redemption.purchaseDate }
+            let renewed = after.filter { $0.kind == SubscriptionEvent.Kind.renewed.rawValue && $0.transactionId != redemption.transactionId }.map(\.at).min()
+            let refunded = events.filter { $0.kind == SubscriptionEvent.Kind.refunded.rawValue && $0.transactionId == redemption.transactionId }.map(\.at).min()
+            let expired = after.filter { $0.kind == SubscriptionEvent.Kind.expired.rawValue }.map(\.at).min()
+            let channel = signature.map { $0.channel == "retention" ? "retention" : "app" }
+            let values: [any SQLExpression] = [
+                SQLBind(redemption.environment), SQLBind(redemption.transactionId), SQLBind(redemption.originalTransactionId),
+                SQLBind(redemption.customer.bundleIdentifier), SQLBind(redemption.customer.applicationUsername),
+                SQLBind(redemption.productIdentifier), SQLBind(Int64(redemption.offerType)), SQLBind(redemption.offerIdentifier ?? ""),
+                SQLBind(redemption.offerDiscountType), SQLBind(redemption.offerPeriod), SQLBind(redemption.price),
+                SQLBind(redemption.currency), SQLBind(redemption.storefront), SQLBind(redemption.purchaseDate),
+                SQLBind(Date().unixMilliseconds), SQLBind(signature?.nonce), SQLBind(signature?.timestamp), SQLBind(channel),
+                SQLBind(renewed), SQLBind(refunded), SQLBind(expired),
+            ]
+            let inserted = try await database.insert(into: "redemptions")
+                .columns("environment", "transaction_id", "original_transaction_id", "bundle_identifier", "application_username",
+                         "product_identifier", "offer_type", "offer_identifier", "offer_discount_type", "offer_period", "price",
+                         "currency", "storefront", "purchase_date", "recorded_at", "signature_nonce", "signature_timestamp",
+                         "signature_channel", "renewed_at", "refunded_at", "expired_at")
+                .values(values)
+                .ignoringConflicts(with: ["environment", "transaction_id"]).returning("transaction_id").first()
+            return inserted == nil ? .duplicate : .recorded(channel: channel)
+        }
+    }
+
+    func recordSubscriptionEvent(_ event: SubscriptionEvent) async throws -> Int {
+        try await backend.transaction { database in
+            try await database.insert(into: "subscription_events")
+                .columns("environment", "original_transaction_id", "kind", "at", "transaction_id", "recorded_at")
+                .values(SQLBind(event.environment), SQLBind(event.originalTransactionId), SQLBind(event.kind.rawValue),
+                        SQLBind(event.at), SQLBind(event.transactionId), SQLBind(Date().unixMilliseconds))
+                .ignoringConflicts(with: ["original_transaction_id", "environment", "kind", "transaction_id", "at"]).run()
+            var changed = 0
+            switch event.kind {
+            case .renewed:
+                changed += try await Self.setEarliest("renewed_at", to: event.at, in: "redemptions", on: database) { update in
+                    update.where("original_transaction_id", .equal, event.originalTransactionId).where("environment", .equal, event.environment)
+                        .where("purchase_date", .lessThan, event.at).where("transaction_id", .notEqual, event.transactionId)
+                }
+                changed += try await Self.markSaved(event, on: database)
+            case .autoRenewEnabled:
+                changed += try await Self.markSaved(event, on: database)
+            case .refunded:
+                changed += try await Self.setEarliest("refunded_at", to: event.at, in: "redemptions", on: database) { update in
+                    update.where("environment", .equal, event.environment).where("transaction_id", .equal, event.transactionId)
+                }
+            case .expired:
+                changed += try await Self.setEarliest("expired_at", to: event.at, in: "redemptions", on: database) { update in
+                    update.where("original_transaction_id", .equal, event.originalTransactionId).where("environment", .equal, event.environment)
+                        .where("purchase_date", .lessThan, event.at)
+                }
+            }
+            return changed
+        }
+    }
+
+    func recordRetentionAnswer(_ answer: RetentionAnswerRecord) async throws {
+        try await backend.transaction { database in
+            let inserted = try await database.insert(into: "retention_answers")
+                .columns("bundle_identifier", "request_identifier", "environment", "original_transaction_id", "product_identifier",
+                         "offered", "answered_at")
+                .values(SQLBind(answer.bundleIdentifier), SQLBind(answer.requestIdentifier), SQLBind(answer.environment),
+                        SQLBind(answer.originalTransactionId), SQLBind(answer.productIdentifier),
+                        SQLBind(answer.offered ? 1 : 0), SQLBind(answer.answeredAt))
+                .ignoringConflicts(with: ["bundle_identifier", "request_identifier"]).returning("request_identifier").first()
+            guard inserted != nil else { return }
+            let saving: Set<String> = [SubscriptionEvent.Kind.renewed.rawValue, SubscriptionEvent.Kind.autoRenewEnabled.rawValue]
+            let saved = try await Self.events(of: answer.originalTransactionId, environment: answer.environment, on: database)
+                .filter { saving.contains($0.kind) && $0.at >= answer.answeredAt }.map(\.at).min()
+            if let saved {
+                try await database.update("retention_answers").set("saved_at", to: SQLBind(saved))
+                    .where("bundle_identifier", .equal, answer.bundleIdentifier).where("request_identifier", .equal, answer.requestIdentifier)
+                    .run()
+            }
+        }
+    }
+
+    func purgeSubscriptionEvents(recordedBefore: Date) async throws -> Int {
+        try await backend.transaction { database in
+            try await database.delete(from: "subscription_events")
+                .where("recorded_at", .lessThan, SQLBind(recordedBefore.unixMilliseconds)).returning("kind").all().count
+        }
+    }
+
+    /// Whether a transaction is a later period of an offer already recorded for its subscription (same offer, bought
+    /// before, neither renewed at full price nor expired since).
+    private static func continues(_ redemption: Redemption, on database: any SQLDatabase) async throws -> Bool {
+        let earlier = try await database.select().column("transaction_id").from("redemptions")
+            .where("original_transaction_id", .equal, redemption.originalTransactionId)
+            .where("environment", .equal, redemption.environment)
+            .where("offer_type", .equal, Int64(redemption.offerType))
+            .where("offer_identifier", .equal, redemption.offerIdentifier ?? "")
+            .where("purchase_date", .lessThan, redemption.purchaseDate)
+            .where(group: { $0.where("renewed_at", .is, SQLLiteral.null).orWhere("renewed_at", .greaterThan, redemption.purchaseDate) })
+            .where(group: { $0.where("expired_at", .is, SQLLiteral.null).orWhere("expired_at", .greaterThan, redemption.purchaseDate) })
+            .limit(1).first()
+        return earlier != nil
+    }
+
+    /// The signature a redemption is attributed to: of the same app, product and offer, issued at or before the
+    /// purchase, to the redemption's customer or to any customer the store files its original transaction under
+    /// (a JWS signature for that transaction, a retention answer about it); the latest wins. Introductory-offer
+    /// eligibility signatures never count.
+    private static func attribution(of redemption: Redemption, on database: any SQLDatabase) async throws -> AttributedSignature? {
+        let bundle = redemption.customer.bundleIdentifier
+        let query: SQLQueryString = """
+            SELECT nonce, timestamp, channel FROM issued_signatures
+            WHERE bundle_identifier = \(bind: bundle) AND product_identifier = \(bind: redemption.productIdentifier)
+              AND offer_identifier = \(bind: redemption.offerIdentifier ?? "") AND timestamp <= \(bind: redemption.purchaseDate)
+              AND format <> 'introductory-eligibility'
+              AND application_username IN (
+                SELECT application_username FROM customer_transactions
+                WHERE original_transaction_id = \(bind: redemption.originalTransactionId) AND bundle_identifier = \(bind: bundle)
+                UNION SELECT \(bind: redemption.customer.applicationUsername))
+            ORDER BY timestamp DESC, nonce LIMIT 1
+            """
+        return try await database.raw(query).first(decoding: AttributedSignature.self)
+    }
+
+    /// The subscription events recorded for an original transaction.
+    private static func events(of originalTransactionId: String, environment: String, on database: any SQLDatabase) async throws -> [EventRow] {
+        try await database.select().columns("kind", "at", "transaction_id").from("subscription_events")
+            .where("original_transaction_id", .equal, originalTransactionId).where("environment", .equal, environment)
+            .all(decoding: EventRow.self, keyDecodingStrategy: .convertFromSnakeCase)
+    }
+
+    /// Sets a time column to `at` on the rows `narrow` selects where it is unset or later; returns how many changed.
+    private static func setEarliest(_ column: String, to at: Int64, in table: String, on database: any SQLDatabase,
+                                    _ narrow: (SQLUpdateBuilder) -> SQLUpdateBuilder) async throws -> Int {
+        let update = narrow(database.update(table).set(SQLIdentifier(column), to: SQLBind(at)))
+            .where(group: { $0.where(SQLIdentifier(column), .is, SQLLiteral.null).orWhere(SQLIdentifier(column), .greaterThan, SQLBind(at)) })
+        return try await update.returning(SQLIdentifier(column)).all().count
+    }
+
+    /// A renewal or auto-renew turned back on saves the retention answers given for the subscription before it.
+    private static func markSaved(_ event: SubscriptionEvent, on database: any SQLDatabase) async throws -> Int {
+        try await setEarliest("saved_at", to: event.at, in: "retention_answers", on: database) { update in
+            update.where("original_transaction_id", .equal, event.originalTransactionId).where("environment", .equal, event.environment)
+                .where("answered_at", .lessThanOrEqual, event.at)
+        }
+    }
+
+    private struct AttributedSignature: Decodable, Sendable {
+        var nonce: String, timestamp: Int64, channel: String
+    }
+
+    private struct EventRow: Decodable, Sendable {
+        var kind: String, at: Int64, transactionId: String
+    }
+}
