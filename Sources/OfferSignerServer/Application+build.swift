@@ -89,6 +89,7 @@ public func buildRouter(
         if let store = service.store {
             AdminCustomerRoutes(service: service, store: store).register(on: admin)
             AdminOutcomeRoutes(service: service).register(on: admin)
+            AdminExperimentRoutes(service: service).register(on: admin)
         }
     }
     allowedMethods.record(router.routes.map { (path: $0.path.description, method: $0.method.rawValue) })

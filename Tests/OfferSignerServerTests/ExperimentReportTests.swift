@@ -1,6 +1,7 @@
 import Foundation
 import OfferApplication
 import OfferEligibility
+import OfferModel
 import Testing
 
 /// The report's arithmetic over counts: rates and differences with always-valid intervals, the reference, the

@@ -1,25 +1,10 @@
 public import Foundation
 public import OfferEligibility
+public import OfferModel
 import OfferExperiments
 
-/// What one variant's exposed customers did, as the store counts it.
-public struct ExperimentVariantCounts: Sendable, Hashable {
-    /// Customers exposed to the variant.
-    public var exposed: Int
-    /// Of them, customers who redeemed the variant's offer after their exposure.
-    public var redeemed: Int
-    /// Of those, customers whose subscription renewed at least once after the offer.
-    public var renewedAfterOffer: Int
-    /// What the redemptions were paid, in milliunits, by ISO 4217 currency.
-    public var revenue: [String: Int64]
-
-    public init(exposed: Int, redeemed: Int = 0, renewedAfterOffer: Int = 0, revenue: [String: Int64] = [:]) {
-        self.exposed = exposed
-        self.redeemed = redeemed
-        self.renewedAfterOffer = renewedAfterOffer
-        self.revenue = revenue
-    }
-}
+/// What one variant's exposed customers did (the store's count).
+public typealias ExperimentVariantCounts = ExperimentVariantOutcome
 
 /// `GET /admin/experiments/{id}` and `offer-signer experiments report ID` (docs/experiments.md): each variant's
 /// exposed customers and what they did, the primary metric's rate with a 95 % always-valid interval, the difference

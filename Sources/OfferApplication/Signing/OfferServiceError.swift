@@ -78,4 +78,6 @@ extension ErrorCode where Domain == OfferServiceError {
     /// An App Store refresh was asked for an app without an App Store Server API key
     /// (`OFFER_SIGNER_APP_STORE_API_KEY_ID`).
     public static var appStoreNotConfigured: Self { Self("app_store_api_not_configured") }
+    /// The policy in force has no experiment by that id.
+    public static var unknownExperiment: Self { Self("unknown_experiment") }
 }

@@ -90,7 +90,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         let status: HTTPResponse.Status
         var retryAfter: String?  // every 503 says when to try again
         switch error.code {
-        case .unknownApp, .unknownProduct, .unknownOffer, .unknownTransaction, .noRetentionAnswer: status = .notFound
+        case .unknownApp, .unknownProduct, .unknownOffer, .unknownTransaction, .noRetentionAnswer, .unknownExperiment: status = .notFound
         case .notEligible, .customerMismatch: status = .forbidden
         case .unauthorized: status = .unauthorized
         // app_store_api_not_configured: nothing a retry fixes; the request needs configuration it lacks.

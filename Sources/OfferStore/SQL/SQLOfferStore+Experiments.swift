@@ -26,6 +26,43 @@ extension SQLOfferStore {
         return Dictionary(rows.map { ($0.variant, $0.customers) }, uniquingKeysWith: +)
     }
 
+    func experimentOutcomes(experimentIdentifier: String, productIdentifier: String, offers: [String: [String]]) async throws -> [String: ExperimentVariantOutcome] {
+        var outcomes = try await exposureCounts(experimentIdentifier: experimentIdentifier).mapValues { ExperimentVariantOutcome(exposed: $0) }
+        for (variant, identifiers) in offers where !identifiers.isEmpty && outcomes[variant] != nil {
+            let join: SQLQueryString = """
+                FROM experiment_exposures e JOIN redemptions r
+                  ON r.bundle_identifier = e.bundle_identifier AND r.application_username = e.application_username
+                WHERE e.experiment_identifier = \(bind: experimentIdentifier) AND e.variant = \(bind: variant)
+                  AND r.product_identifier = \(bind: productIdentifier) AND r.offer_identifier IN (\(binds: identifiers))
+                  AND r.purchase_date >= e.exposed_at
+                """
+            let (customers, revenue) = try await backend.reading { database in
+                let customers = try await database.raw("""
+                    SELECT COUNT(DISTINCT r.application_username) AS redeemed,
+                      COUNT(DISTINCT CASE WHEN r.renewed_at IS NOT NULL THEN r.application_username END) AS renewed \(join)
+                    """).first(decoding: CustomersRow.self)
+                let revenue = try await database.raw("""
+                    SELECT r.currency AS currency, CAST(SUM(r.price) AS BIGINT) AS milliunits \(join)
+                      AND r.price IS NOT NULL AND r.currency IS NOT NULL AND r.refunded_at IS NULL
+                    GROUP BY r.currency
+                    """).all(decoding: RevenueRow.self)
+                return (customers, revenue)
+            }
+            outcomes[variant]?.redeemed = customers?.redeemed ?? 0
+            outcomes[variant]?.renewedAfterOffer = customers?.renewed ?? 0
+            outcomes[variant]?.revenue = Dictionary(revenue.map { ($0.currency, $0.milliunits) }, uniquingKeysWith: +)
+        }
+        return outcomes
+    }
+
+    private struct CustomersRow: Decodable, Sendable {
+        var redeemed: Int, renewed: Int
+    }
+
+    private struct RevenueRow: Decodable, Sendable {
+        var currency: String, milliunits: Int64
+    }
+
     /// A variant's count.
     private struct CountRow: Decodable, Sendable {
         var variant: String, customers: Int

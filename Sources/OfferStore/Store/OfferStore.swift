@@ -136,6 +136,10 @@ public protocol OfferStore: Sendable {
     /// The customers exposed to an experiment, by variant name.
     func exposureCounts(experimentIdentifier: String) async throws -> [String: Int]
 
+    /// Each variant's exposed customers and what they did with `productIdentifier` after their exposure: redeemed one
+    /// of `offers[variant]` (by customer), renewed after it, and the revenue of those redemptions not refunded.
+    func experimentOutcomes(experimentIdentifier: String, productIdentifier: String, offers: [String: [String]]) async throws -> [String: ExperimentVariantOutcome]
+
     /// Checks that the store answers (for `/readyz`).
     func ping() async throws
 
