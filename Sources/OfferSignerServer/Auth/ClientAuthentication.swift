@@ -171,23 +171,28 @@ public final class ClientAuthenticator: Sendable {
     /// The token of an `Authorization: Bearer <token>` header (the scheme in any case, the token trimmed of
     /// white space), or `nil` when the header is longer than 8 KiB characters or not a bearer credential.
     static func bearerToken(_ authorization: String) -> String? {
-        let bytes = authorization.utf8
-        guard bytes.count <= 8 * 1024, bytes.allSatisfy({ $0 < 0x80 }) else {
-            // Not plain ASCII (rare): Unicode-aware, character by character.
-            guard authorization.count <= 8 * 1024, authorization.lowercased().hasPrefix("bearer ") else { return nil }
-            return authorization.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
+        var header = authorization
+        // ASCII (every real header): a character is a byte, and the only ASCII white space of `.whitespaces` is
+        // space and tab; read over the string's memory. `nil`: not ASCII.
+        let ascii: String?? = header.withUTF8 { bytes in
+            for byte in bytes where byte >= 0x80 { return nil }
+            let scheme: StaticString = "bearer "
+            guard bytes.count <= 8 * 1024, bytes.count >= scheme.utf8CodeUnitCount else { return .some(nil) }
+            for offset in 0..<scheme.utf8CodeUnitCount {
+                let byte = bytes[offset], expected = scheme.utf8Start[offset]
+                // A letter in either case.
+                guard expected == UInt8(ascii: " ") ? byte == expected : byte | 0x20 == expected else { return .some(nil) }
+            }
+            let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+            var start = scheme.utf8CodeUnitCount, end = bytes.count
+            while start < end, isBlank(bytes[start]) { start += 1 }
+            while end > start, isBlank(bytes[end - 1]) { end -= 1 }
+            return .some(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self))
         }
-        // ASCII: a character is a byte, and the only ASCII white space of `.whitespaces` is space and tab.
-        let scheme = "bearer ".utf8
-        guard bytes.count >= scheme.count, zip(bytes, scheme).allSatisfy({ byte, expected in
-            expected == UInt8(ascii: " ") ? byte == expected : byte | 0x20 == expected  // a letter in either case
-        }) else {
-            return nil
-        }
-        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        let rest = bytes.dropFirst(scheme.count)
-        guard let first = rest.firstIndex(where: { !isBlank($0) }), let last = rest.lastIndex(where: { !isBlank($0) }) else { return "" }
-        return String(authorization[first...last])
+        if let ascii { return ascii }
+        // Not plain ASCII (rare): Unicode-aware, character by character.
+        guard authorization.count <= 8 * 1024, authorization.lowercased().hasPrefix("bearer ") else { return nil }
+        return authorization.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
     }
 
     /// The customer a login JWT names, after its header, claim types, signature, `exp`, `nbf`, `iss` and `aud` are

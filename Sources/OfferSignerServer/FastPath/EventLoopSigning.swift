@@ -54,12 +54,32 @@ public struct EventLoopSigning: Sendable {
     /// headers it reads; `nil`: the router's. A header the path reads that is sent twice is the router's too
     /// (HTTP types would join the values; the router answers as it does for any request).
     func takes(_ head: HTTPRequestHead) -> Head? {
-        guard head.method == .POST, head.uri == Self.path,
-              let contentType = Self.single("content-type", in: head.headers), let type = contentType, Request.isJSON(type),
-              let authorization = Self.single("authorization", in: head.headers),
-              let requestID = Self.single(RequestLoggingMiddleware.header.rawName, in: head.headers)
-        else { return nil }
+        guard head.method == .POST, head.uri == Self.path else { return nil }
+        // One pass over the headers for the three the path reads (NIO's `headers[name]` made an array for each).
+        var contentType: String?, authorization: String?, requestID: String?
+        for (name, value) in head.headers {
+            if Self.isNamed(name, "content-type") {
+                guard contentType == nil else { return nil }
+                contentType = value
+            } else if Self.isNamed(name, "authorization") {
+                guard authorization == nil else { return nil }
+                authorization = value
+            } else if Self.isNamed(name, "x-request-id") {
+                guard requestID == nil else { return nil }
+                requestID = value
+            }
+        }
+        guard let contentType, Request.isJSON(contentType) else { return nil }
         return Head(authorization: authorization, requestID: requestID, keepAlive: Self.keepsAlive(head))
+    }
+
+    /// Whether a header's name is `lowercased` in any case (ASCII letters folded, as NIO's lookup folds them).
+    private static func isNamed(_ name: String, _ lowercased: StaticString) -> Bool {
+        let expected = UnsafeBufferPointer(start: lowercased.utf8Start, count: lowercased.utf8CodeUnitCount)
+        guard name.utf8.count == expected.count else { return false }
+        return zip(name.utf8, expected).allSatisfy { byte, lower in
+            byte == lower || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) && byte | 0x20 == lower
+        }
     }
 
     /// Whether the connection stays open after the answer: NIO's reading of `Connection` (tokens, any case; HTTP/1.0
@@ -67,12 +87,6 @@ public struct EventLoopSigning: Sendable {
     /// not keep alive as exactly `Connection: close`, which is what the router reads.
     static func keepsAlive(_ head: HTTPRequestHead) -> Bool {
         head.isKeepAlive
-    }
-
-    /// A header's value: `.some(nil)` when absent, `nil` when sent more than once (NIO's lookup, case-insensitive).
-    private static func single(_ name: String, in headers: HTTPHeaders) -> String?? {
-        let values = headers[name]
-        return values.count > 1 ? nil : .some(values.first)
     }
 
     /// What the path does with a complete request.

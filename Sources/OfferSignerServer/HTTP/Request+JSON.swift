@@ -63,17 +63,26 @@ extension Request {
 
     /// Whether a Content-Type names JSON: `application/json`, with or without parameters, in any case.
     static func isJSON(_ contentType: String?) -> Bool {
-        guard let contentType else { return false }
-        let bytes = contentType.utf8
-        if bytes.allSatisfy({ $0 < 0x80 }) {
-            // ASCII (every real Content-Type): compared byte by byte, without Foundation's trimming (microseconds
-            // a request). The only ASCII white space of `.whitespaces` is space and tab.
+        guard var contentType else { return false }
+        let ascii: Bool? = contentType.withUTF8 { bytes in
+            // ASCII (every real Content-Type): compared byte by byte over the string's memory, without Foundation's
+            // trimming or lazy views (microseconds a request). The only ASCII white space of `.whitespaces` is space
+            // and tab.
+            for byte in bytes where byte >= 0x80 { return nil }
             let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-            let mediaType = bytes.prefix { $0 != UInt8(ascii: ";") }.drop(while: isBlank).reversed().drop(while: isBlank)
-            return mediaType.elementsEqual("application/json".utf8.reversed()) { byte, expected in
-                byte == expected || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) && byte | 0x20 == expected
+            var end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+            var start = 0
+            while start < end, isBlank(bytes[start]) { start += 1 }
+            while end > start, isBlank(bytes[end - 1]) { end -= 1 }
+            let expected: StaticString = "application/json"
+            guard end - start == expected.utf8CodeUnitCount else { return false }
+            for offset in 0..<(end - start) {
+                let byte = bytes[start + offset], lower = expected.utf8Start[offset]
+                guard byte == lower || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) && byte | 0x20 == lower else { return false }
             }
+            return true
         }
+        if let ascii { return ascii }
         let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         return mediaType == "application/json"
     }

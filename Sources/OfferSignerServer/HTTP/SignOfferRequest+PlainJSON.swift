@@ -47,7 +47,7 @@ extension SignOfferRequest {
         private static let names: [(Field, [UInt8])] = allCases.map { ($0, Array("\($0)".utf8)) }
 
         init?(_ bytes: UnsafeRawBufferPointer.SubSequence) {
-            guard let found = Self.names.first(where: { $0.1.elementsEqual(bytes) }) else { return nil }
+            guard let found = Self.names.first(where: { $0.1.count == bytes.count && $0.1.elementsEqual(bytes) }) else { return nil }
             self = found.0
         }
     }

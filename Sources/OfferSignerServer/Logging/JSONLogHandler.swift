@@ -49,20 +49,31 @@ public struct JSONLogHandler: LogHandler {
 
     public func log(event: LogEvent) {
         // The handler's metadata, the provider's, the line's own — a later one wins a key — sorted by key, without
-        // merging dictionaries (an access line a request: docs/PERFORMANCE.md).
+        // merging dictionaries; the sort moves indices, not the fields (an access line a request: docs/PERFORMANCE.md).
+        // Keys and values in arrays of their own: the sort compares keys (small strings) without copying values.
         let provided = metadataProvider?.get()
-        var fields: [(key: String, rank: Int, value: Logger.Metadata.Value)] = []
-        fields.reserveCapacity(metadata.count + (provided?.count ?? 0) + (event.metadata?.count ?? 0))
-        for (rank, source) in [metadata, provided, event.metadata].enumerated() {
-            for (key, value) in source ?? [:] { fields.append((key, rank, value)) }
+        let count = metadata.count + (provided?.count ?? 0) + (event.metadata?.count ?? 0)
+        var keys: [String] = []
+        var values: [Logger.Metadata.Value] = []
+        keys.reserveCapacity(count)
+        values.reserveCapacity(count)
+        func add(_ source: Logger.Metadata?) {
+            for (key, value) in source ?? [:] {
+                keys.append(key)
+                values.append(value)
+            }
         }
-        fields.sort { $0.key != $1.key ? $0.key < $1.key : $0.rank < $1.rank }
-        var unique: [(key: String, value: Logger.Metadata.Value)] = []
-        unique.reserveCapacity(fields.count)
-        for (index, field) in fields.enumerated() where index + 1 == fields.count || fields[index + 1].key != field.key {
-            unique.append((field.key, field.value))
+        add(metadata)
+        add(provided)
+        add(event.metadata)
+        // By key, then by position (the handler's, the provider's, the line's own), so the last of a key wins.
+        var order = Array(keys.indices)
+        order.sort { keys[$0] != keys[$1] ? keys[$0] < keys[$1] : $0 < $1 }
+        var line = LineWriter(time: Date(), level: event.level, label: label, message: event.message.description)
+        for (position, index) in order.enumerated() where position + 1 == order.count || keys[order[position + 1]] != keys[index] {
+            line.field(keys[index], values[index])
         }
-        output(Self.line(time: Date(), level: event.level, label: label, message: "\(event.message)", fields: unique))
+        output(line.finished())
     }
 
     /// One line of JSON (no newline).
@@ -72,26 +83,9 @@ public struct JSONLogHandler: LogHandler {
 
     /// One line of JSON (no newline) with metadata fields already sorted by key, each key once.
     static func line(time: Date, level: Logger.Level, label: String, message: String, fields: [(key: String, value: Logger.Metadata.Value)]) -> String {
-        var line = "{\"time\":\""
-        line.reserveCapacity(512)  // one allocation for a typical line
-        line += rfc3339(time)
-        line += "\",\"level\":\""
-        line += level.rawValue
-        line += "\",\"label\":"
-        appendString(label, to: &line)
-        line += ",\"message\":"
-        appendString(message, to: &line)
-        for (key, value) in fields {
-            line += ","
-            switch key {
-            case "time", "level", "label", "message": appendString("metadata.\(key)", to: &line)
-            default: appendString(key, to: &line)
-            }
-            line += ":"
-            appendString(Self.text(value), to: &line)
-        }
-        line += "}"
-        return line
+        var line = LineWriter(time: time, level: level, label: label, message: message)
+        for (key, value) in fields { line.field(key, value) }
+        return line.finished()
     }
 
     /// A metadata value as text: strings as they are, the rest as swift-log prints them.
@@ -103,19 +97,8 @@ public struct JSONLogHandler: LogHandler {
         }
     }
 
-    /// Appends `string` as a JSON string literal.
-    static func appendString(_ string: String, to line: inout String) {
-        line += "\""
-        if string.utf8.allSatisfy({ byte in byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") }) {
-            line += string  // printable ASCII with nothing to escape: the common case, copied whole
-        } else {
-            appendEscaped(string, to: &line)
-        }
-        line += "\""
-    }
-
     /// Appends `string`'s characters, escaped for the inside of a JSON string literal.
-    private static func appendEscaped(_ string: String, to line: inout String) {
+    static func appendEscaped(_ string: String, to line: inout String) {
         for scalar in string.unicodeScalars {
             switch scalar {
             case "\"": line += "\\\""

@@ -45,22 +45,45 @@ public struct LegacyOfferPayload: Sendable, Hashable {
         [bundleIdentifier, keyIdentifier, productIdentifier, offerIdentifier, applicationUsername, nonce, String(timestamp)]
     }
 
-    /// The UTF-8 bytes that are signed (``string``'s), written field by field.
+    /// The UTF-8 bytes that are signed (``string``'s), written field by field (no array of the fields).
     public var bytes: [UInt8] {
-        let separator: [UInt8] = [0xE2, 0x81, 0xA3]  // U+2063 in UTF-8
-        let fields = self.fields
+        let timestamp = String(self.timestamp)
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(fields.reduce((fields.count - 1) * separator.count) { $0 + $1.utf8.count })
-        for (index, field) in fields.enumerated() {
-            if index > 0 { bytes.append(contentsOf: separator) }
-            bytes.append(contentsOf: field.utf8)
+        bytes.reserveCapacity(bundleIdentifier.utf8.count + keyIdentifier.utf8.count + productIdentifier.utf8.count
+            + offerIdentifier.utf8.count + applicationUsername.utf8.count + nonce.utf8.count + timestamp.utf8.count + 6 * 3)
+        func add(_ field: String) {
+            var field = field
+            field.withUTF8 { bytes.append(contentsOf: $0) }
         }
+        func separator() {
+            bytes.append(0xE2)  // U+2063 in UTF-8
+            bytes.append(0x81)
+            bytes.append(0xA3)
+        }
+        add(bundleIdentifier)
+        separator()
+        add(keyIdentifier)
+        separator()
+        add(productIdentifier)
+        separator()
+        add(offerIdentifier)
+        separator()
+        add(applicationUsername)
+        separator()
+        add(nonce)
+        separator()
+        add(timestamp)
         return bytes
     }
 
     /// `text.lowercased()`, without a copy when it has no upper-case ASCII letter and nothing beyond ASCII.
     private static func lowercased(_ text: String) -> String {
-        text.utf8.allSatisfy({ $0 < 0x80 && !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) ? text : text.lowercased()
+        var copy = text
+        let unchanged = copy.withUTF8 { bytes in
+            for byte in bytes where byte >= 0x80 || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) { return false }
+            return true
+        }
+        return unchanged ? text : text.lowercased()
     }
 
     /// The payload with each separator written as `\u2063`, for people comparing payloads while debugging

@@ -76,6 +76,9 @@ public enum PayloadField {
     /// control character.
     /// - Throws: ``OfferSigningError`` `invalidField` naming `field`.
     public static func validate(_ value: String, named field: String, maximumLength: Int = PayloadField.maximumLength) throws(OfferSigningError) {
+        // Printable ASCII (a byte a scalar, no separator, no format character): valid when not empty and short
+        // enough, decided in one pass over the bytes; anything else takes the checks below, which say what is wrong.
+        if isPrintableASCII(value), !value.isEmpty, value.utf8.count <= maximumLength { return }
         if value.isEmpty {
             throw .invalidField(field, "\(field) is required and must not be empty.")
         }
@@ -107,12 +110,24 @@ public enum PayloadField {
     /// - Throws: ``OfferSigningError`` `invalidField` naming `field`.
     public static func validateApplicationUsername(_ value: String, named field: String = "applicationUsername") throws(OfferSigningError) {
         try validate(value, named: field)
+        // ASCII: its lower case is the same length with the same characters but letters, so it passes `validate`
+        // as `value` did, and ASCII is in NFC; the checks below would find nothing (a signing request's common case).
+        if value.utf8.allSatisfy({ $0 < 0x80 }) { return }
         for scalar in value.unicodeScalars where !scalar.isASCII && (scalar == "\u{03A3}" || String(scalar).lowercased().unicodeScalars.count != 1) {
             throw .invalidField(field, "\(field) contains U+\(String(scalar.value, radix: 16, uppercase: true)), whose lower case is not one fixed character; use its lower-case form or an ASCII identifier such as the appAccountToken UUID.")
         }
         try validate(value.lowercased(), named: field)
         if !value.utf8.allSatisfy({ $0 < 0x80 }), !isNFC(value) || !isNFC(value.lowercased()) {
             throw .invalidField(field, "\(field) is not in Unicode normalization form C (NFC): the same visible name can be spelled with other code points, and the signature covers the exact ones. Normalize it to NFC in the app and on the server before sending it.")
+        }
+    }
+
+    /// Whether every byte of `value` is printable ASCII (0x20 to 0x7E).
+    static func isPrintableASCII(_ value: String) -> Bool {
+        var value = value
+        return value.withUTF8 { bytes in
+            for byte in bytes where byte < 0x20 || byte >= 0x7F { return false }
+            return true
         }
     }
 

@@ -97,9 +97,13 @@ final class SQLiteLogWriter: @unchecked Sendable {
             sqlite_nio_sqlite3_reset(insert)
             sqlite_nio_sqlite3_clear_bindings(insert)
         }
-        let texts = [record.nonce, record.keyIdentifier, record.bundleIdentifier, record.productIdentifier,
-                     record.offerIdentifier, record.applicationUsername]
-        for (index, text) in texts.enumerated() { try bind(text, at: Int32(index + 1)) }
+        // In the order of `IssuedSignatureInsert.columns`, bound one by one (no array of the record's strings).
+        try bind(record.nonce, at: 1)
+        try bind(record.keyIdentifier, at: 2)
+        try bind(record.bundleIdentifier, at: 3)
+        try bind(record.productIdentifier, at: 4)
+        try bind(record.offerIdentifier, at: 5)
+        try bind(record.applicationUsername, at: 6)
         try check(sqlite_nio_sqlite3_bind_int64(insert, 7, record.timestamp))
         try bind(record.format, at: 8)
         try bind(record.channel, at: 9)

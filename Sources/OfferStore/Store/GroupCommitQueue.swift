@@ -25,7 +25,10 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
     typealias Completion = @Sendable (Result<Void, any Error>) -> Void
 
     private struct State {
-        var waiting: [(Item, Completion)] = []
+        /// The items queued and, at the same positions, their callers' completions (two arrays: a batch that takes
+        /// everything queued takes both whole, without copying an item).
+        var waiting: [Item] = []
+        var completions: [Completion] = []
         /// A writer task is running.
         var flushing = false
         /// ``close()`` was called: new items are refused.
@@ -72,7 +75,8 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
     func submit(_ item: Item, startWhenReady: StartWhenReady? = nil, completion: @escaping Completion) {
         let next = state.withLock { state -> SubmitOutcome in
             if state.closed { return .refuse }
-            state.waiting.append((item, completion))
+            state.waiting.append(item)
+            state.completions.append(completion)
             if state.flushing { return .wait }
             state.flushing = true
             guard startWhenReady != nil, state.underLoad else { return .startWriter }
@@ -125,49 +129,65 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
     var isIdle: Bool { state.withLock { !$0.flushing } }
 
     private func writeUntilEmpty(_ write: Write) async {
-        while let batch = nextBatch() {
+        while let (items, completions) = nextBatch() {
             let outcomes: Result<[(any Error)?], any Error>
             do {
-                outcomes = .success(try await write(batch.map(\.0)))
+                outcomes = .success(try await write(items))
             } catch {
                 outcomes = .failure(error)
             }
-            complete(batch, outcomes)
+            complete(completions, outcomes)
         }
     }
 
     private func writeUntilEmpty(_ write: BlockingWrite) {
-        while let batch = nextBatch() {
-            complete(batch, Result { try write(batch.map(\.0)) })
+        while let (items, completions) = nextBatch() {
+            complete(completions, Result { try write(items) })
         }
     }
 
     /// The next batch to write; `nil` when nothing is queued, and the writer is then done (the closers resumed).
-    private func nextBatch() -> [(Item, Completion)]? {
-        let (batch, closers) = state.withLock { state in
-            let taken = Array(state.waiting.prefix(maximumBatch))
-            state.waiting.removeFirst(taken.count)
-            guard taken.isEmpty else {
-                state.recentBatches = (taken.count, state.recentBatches.0)
-                return (taken, [CheckedContinuation<Void, Never>]())
+    private func nextBatch() -> ([Item], [Completion])? {
+        let (items, completions, closers) = state.withLock { state in
+            let items: [Item], completions: [Completion]
+            if state.waiting.isEmpty {
+                (items, completions) = ([], [])
+            } else if state.waiting.count <= maximumBatch {
+                // Everything queued (the common case): both arrays handed over whole, fresh ones with room for as
+                // many left behind.
+                items = state.waiting
+                completions = state.completions
+                state.waiting = []
+                state.completions = []
+                state.waiting.reserveCapacity(items.count)
+                state.completions.reserveCapacity(items.count)
+            } else {
+                items = Array(state.waiting.prefix(maximumBatch))
+                completions = Array(state.completions.prefix(maximumBatch))
+                state.waiting.removeFirst(items.count)
+                state.completions.removeFirst(items.count)
+            }
+            guard items.isEmpty else {
+                state.recentBatches = (items.count, state.recentBatches.0)
+                return (items, completions, [CheckedContinuation<Void, Never>]())
             }
             state.flushing = false
             defer { state.closers = [] }
-            return (taken, state.closers)
+            return (items, completions, state.closers)
         }
-        if batch.isEmpty {
+        if items.isEmpty {
             for closer in closers { closer.resume() }
             return nil
         }
-        batchSize.record(batch.count)
-        return batch
+        batchSize.record(items.count)
+        return (items, completions)
     }
 
     /// Tells each caller of a written (or failed) batch its outcome.
-    private func complete(_ batch: [(Item, Completion)], _ outcomes: Result<[(any Error)?], any Error>) {
+    private func complete(_ batch: [Completion], _ outcomes: Result<[(any Error)?], any Error>) {
         switch outcomes {
         case .success(let outcomes):
-            for (index, (_, completion)) in batch.enumerated() {
+            for (index, completion) in batch.enumerated() {
                 if index < outcomes.count, let error = outcomes[index] {
                     completion(.failure(error))
                 } else {
@@ -175,7 +195,7 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
                 }
             }
         case .failure(let error):
-            for (_, completion) in batch { completion(.failure(error)) }
+            for completion in batch { completion(.failure(error)) }
         }
     }
 }
