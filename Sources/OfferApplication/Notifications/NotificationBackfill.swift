@@ -64,15 +64,9 @@ public struct NotificationBackfill: Sendable {
             count += 1
             let number = count
             do {
-                switch try await ingestor.ingest(signedPayload: payload) {
-                case .processed: summary.processed += 1
-                case .duplicate: summary.duplicate += 1
-                case .ignored: summary.ignored += 1
-                case .stale: summary.stale += 1
-                }
+                summary.add(try await ingestor.ingest(signedPayload: payload))
             } catch {
-                if error.code == .storeUnavailable { summary.failed += 1 } else { summary.refused += 1 }
-                summary.problems.append("\(source), notification \(number): \(error.message)")
+                summary.add(error, at: "\(source), notification \(number)")
             }
         }
 
@@ -84,6 +78,22 @@ public struct NotificationBackfill: Sendable {
 }
 
 extension ReplaySummary {
+    /// Counts one notification's outcome.
+    public mutating func add(_ outcome: IngestOutcome) {
+        switch outcome {
+        case .processed: processed += 1
+        case .duplicate: duplicate += 1
+        case .ignored: ignored += 1
+        case .stale: stale += 1
+        }
+    }
+
+    /// Counts one notification refused (or, when the store failed, to retry) with its problem, said at `place`.
+    public mutating func add(_ error: OfferServiceError, at place: String) {
+        if error.code == .storeUnavailable { failed += 1 } else { refused += 1 }
+        problems.append("\(place): \(error.message)")
+    }
+
     /// Adds another summary's counts and problems to this one.
     public mutating func add(_ other: ReplaySummary) {
         processed += other.processed

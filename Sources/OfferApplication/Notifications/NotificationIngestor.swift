@@ -146,15 +146,9 @@ public struct NotificationIngestor: Sendable {
                 payload = body.signedPayload
             }
             do {
-                switch try await ingest(signedPayload: payload) {
-                case .processed: summary.processed += 1
-                case .duplicate: summary.duplicate += 1
-                case .ignored: summary.ignored += 1
-                case .stale: summary.stale += 1
-                }
+                summary.add(try await ingest(signedPayload: payload))
             } catch {
-                if error.code == .storeUnavailable { summary.failed += 1 } else { summary.refused += 1 }
-                summary.problems.append("line \(number + 1): \(error.message)")
+                summary.add(error, at: "line \(number + 1)")
             }
         }
         return summary
