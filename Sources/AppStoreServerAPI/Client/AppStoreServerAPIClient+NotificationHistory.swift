@@ -21,7 +21,8 @@ extension AppStoreServerAPIClient {
     ///   - environment: The environment asked (one of the configured ones).
     ///   - pageTimeout: The budget of one page; default 30 s.
     ///   - maximumPages: The most pages read; default 10,000.
-    ///   - receive: Called with each `signedPayload`, in Apple's order.
+    ///   - receive: Called with each `signedPayload`, in Apple's order (an empty string for an item without one, or
+    ///     with one larger than this client takes).
     /// - Returns: How many notifications were handed over.
     /// - Throws: ``AppStoreServerAPIError``: ``AppStoreServerAPIError/Code/invalidRequest`` for a span Apple would
     ///   refuse, what any call throws otherwise, or what `receive` throws, wrapped.
@@ -59,13 +60,13 @@ extension AppStoreServerAPIClient {
                 throw AppStoreServerAPIError(.invalidResponse, "a page of the App Store's notification history has more notifications than this server accepts")
             }
             for item in items {
-                guard let signedPayload = item.signedPayload, !signedPayload.isEmpty, signedPayload.utf8.count <= Self.maximumSignedPayloadBytes else {
-                    throw AppStoreServerAPIError(.invalidResponse, "a notification in the App Store's history has no signed payload, or one too large")
-                }
+                // An item without a usable payload is handed over empty: the receiver refuses and counts it, and the
+                // reading goes on (stopping here would stop every later backfill at the same item).
+                let signedPayload = item.signedPayload.flatMap { $0.utf8.count <= Self.maximumSignedPayloadBytes ? $0 : nil } ?? ""
                 do {
                     try await receive(signedPayload)
                 } catch {
-                    throw AppStoreServerAPIError(.invalidResponse, "a notification from the App Store's history could not be recorded: \(error)")
+                    throw AppStoreServerAPIError(.invalidResponse, "a notification from the App Store's history could not be recorded; the reading stopped there")
                 }
                 received += 1
             }

@@ -14,7 +14,7 @@ extension OfferService {
     ///   - bundleIdentifier: one app (`nil`: every app).
     ///   - environment: one App Store environment for redemptions and retention answers (`nil`: every one).
     /// - Throws: ``OfferServiceError`` 400 `invalid_request` (`from` not before `to`, a window longer than
-    ///   ``outcomeReportMaximumDays``, an unknown app), 503 `store_unavailable`.
+    ///   ``outcomeReportMaximumDays``), 404 `unknown_app`, 503 `store_unavailable`.
     public func outcomeReport(from: Date, to: Date, bundleIdentifier: String?, environment: String?) async throws(OfferServiceError) -> OutcomeReport {
         let query = try outcomeQuery(from: from, to: to, bundleIdentifier: bundleIdentifier, environment: environment)
         guard let store else { throw OfferServiceError.storeUnavailable }

@@ -38,16 +38,29 @@ package struct OutcomeRecorder: Sendable {
     /// Server API's answer): offers as redemptions, renewals without an offer as renewals. A store failure is
     /// logged, never failing the request that brought them.
     func recordQuietly(_ transactions: [JWSTransactionDecodedPayload], customer: CustomerKey, source: String) async {
-        do {
-            for transaction in transactions.prefix(Self.transactionsPerAnswer) {
+        if transactions.count > Self.transactionsPerAnswer {
+            logger.warning("offer outcomes: only the first transactions of an answer are recorded", metadata: [
+                "source": "\(source)", "customer": "\(CustomerHash.of(customer))", "transactions": "\(transactions.count)",
+                "recorded": "\(Self.transactionsPerAnswer)",
+            ])
+        }
+        var failed = 0
+        for transaction in transactions.prefix(Self.transactionsPerAnswer) {
+            // Each on its own: one failure does not drop the transactions after it.
+            do {
                 try await record(transaction: transaction, customer: customer, source: source)
                 if transaction.offerType == nil, transaction.transactionReason == .renewal,
                    let event = Self.renewal(transaction, now: now()) {
                     try await store.recordSubscriptionEvent(event)
                 }
+            } catch {
+                failed += 1
             }
-        } catch {
-            logger.error("offer outcomes not recorded: the customer store failed", metadata: ["source": "\(source)", "customer": "\(CustomerHash.of(customer))"])
+        }
+        if failed > 0 {
+            logger.error("offer outcomes not recorded: the customer store failed", metadata: [
+                "source": "\(source)", "customer": "\(CustomerHash.of(customer))", "transactions": "\(failed)",
+            ])
         }
     }
 

@@ -73,6 +73,11 @@ final class PostgresBackend: SQLStoreBackend {
     }
 
     /// One migrator at a time across replicas, until the migration's transaction ends.
+    func lockSubscriptionOutcomes(_ originalTransactionId: String, environment: String, on database: any SQLDatabase) async throws {
+        // Two-key advisory lock: the first key names the outcome tables, the second the subscription.
+        try await database.raw("SELECT pg_advisory_xact_lock(72453652, hashtext(\(bind: environment + ":" + originalTransactionId)))").run()
+    }
+
     func lockMigrations(on database: any SQLDatabase) async throws {
         try await database.run("SELECT pg_advisory_xact_lock(7245365137)")
     }

@@ -27,16 +27,23 @@ extension SQLOfferStore {
     }
 
     func experimentOutcomes(experimentIdentifier: String, productIdentifier: String, offers: [String: [String]]) async throws -> [String: ExperimentVariantOutcome] {
-        var outcomes = try await exposureCounts(experimentIdentifier: experimentIdentifier).mapValues { ExperimentVariantOutcome(exposed: $0) }
-        for (variant, identifiers) in offers where !identifiers.isEmpty && outcomes[variant] != nil {
-            let join: SQLQueryString = """
-                FROM experiment_exposures e JOIN redemptions r
-                  ON r.bundle_identifier = e.bundle_identifier AND r.application_username = e.application_username
-                WHERE e.experiment_identifier = \(bind: experimentIdentifier) AND e.variant = \(bind: variant)
-                  AND r.product_identifier = \(bind: productIdentifier) AND r.offer_identifier IN (\(binds: identifiers))
-                  AND r.purchase_date >= e.exposed_at
-                """
-            let (customers, revenue) = try await backend.reading { database in
+        // One read: the exposures and what the exposed did, seen at the same moment (redeemed never above exposed).
+        try await backend.reading { database in
+            let exposed = try await database.select().column("variant").column(SQLFunction("COUNT", args: SQLLiteral.all), as: "customers")
+                .from("experiment_exposures").where("experiment_identifier", .equal, experimentIdentifier)
+                .groupBy("variant")
+                .all(decoding: CountRow.self)
+            var outcomes = Dictionary(exposed.map { ($0.variant, ExperimentVariantOutcome(exposed: $0.customers)) }, uniquingKeysWith: { first, _ in first })
+            for (variant, identifiers) in offers where !identifiers.isEmpty && outcomes[variant] != nil {
+                // Promotional offers only (offer type 2, or 5 for a retention offer): an offer code or a win-back
+                // offer that shares an identifier is not this experiment's.
+                let join: SQLQueryString = """
+                    FROM experiment_exposures e JOIN redemptions r
+                      ON r.bundle_identifier = e.bundle_identifier AND r.application_username = e.application_username
+                    WHERE e.experiment_identifier = \(bind: experimentIdentifier) AND e.variant = \(bind: variant)
+                      AND r.product_identifier = \(bind: productIdentifier) AND r.offer_identifier IN (\(binds: identifiers))
+                      AND r.offer_type IN (2, 5) AND r.purchase_date >= e.exposed_at
+                    """
                 let customers = try await database.raw("""
                     SELECT COUNT(DISTINCT r.application_username) AS redeemed,
                       COUNT(DISTINCT CASE WHEN r.renewed_at IS NOT NULL THEN r.application_username END) AS renewed \(join)
@@ -46,13 +53,12 @@ extension SQLOfferStore {
                       AND r.price IS NOT NULL AND r.currency IS NOT NULL AND r.refunded_at IS NULL
                     GROUP BY r.currency
                     """).all(decoding: RevenueRow.self)
-                return (customers, revenue)
+                outcomes[variant]?.redeemed = customers?.redeemed ?? 0
+                outcomes[variant]?.renewedAfterOffer = customers?.renewed ?? 0
+                outcomes[variant]?.revenue = Dictionary(revenue.map { ($0.currency, $0.milliunits) }, uniquingKeysWith: +)
             }
-            outcomes[variant]?.redeemed = customers?.redeemed ?? 0
-            outcomes[variant]?.renewedAfterOffer = customers?.renewed ?? 0
-            outcomes[variant]?.revenue = Dictionary(revenue.map { ($0.currency, $0.milliunits) }, uniquingKeysWith: +)
+            return outcomes
         }
-        return outcomes
     }
 
     private struct CustomersRow: Decodable, Sendable {

@@ -8,6 +8,7 @@ import SQLKit
 extension SQLOfferStore {
     func recordRedemption(_ redemption: Redemption) async throws -> RedemptionRecording {
         try await backend.transaction { database in
+            try await backend.lockSubscriptionOutcomes(redemption.originalTransactionId, environment: redemption.environment, on: database)
             let seen = try await database.select().column("transaction_id").from("redemptions")
                 .where("environment", .equal, redemption.environment).where("transaction_id", .equal, redemption.transactionId)
                 .first()
@@ -42,6 +43,7 @@ extension SQLOfferStore {
 
     func recordSubscriptionEvent(_ event: SubscriptionEvent) async throws -> Int {
         try await backend.transaction { database in
+            try await backend.lockSubscriptionOutcomes(event.originalTransactionId, environment: event.environment, on: database)
             try await database.insert(into: "subscription_events")
                 .columns("environment", "original_transaction_id", "kind", "at", "transaction_id", "recorded_at")
                 .values(SQLBind(event.environment), SQLBind(event.originalTransactionId), SQLBind(event.kind.rawValue),
@@ -73,6 +75,7 @@ extension SQLOfferStore {
 
     func recordRetentionAnswer(_ answer: RetentionAnswerRecord) async throws {
         try await backend.transaction { database in
+            try await backend.lockSubscriptionOutcomes(answer.originalTransactionId, environment: answer.environment, on: database)
             let inserted = try await database.insert(into: "retention_answers")
                 .columns("bundle_identifier", "request_identifier", "environment", "original_transaction_id", "product_identifier",
                          "offered", "answered_at")

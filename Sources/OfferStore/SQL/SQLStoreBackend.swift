@@ -35,6 +35,11 @@ protocol SQLStoreBackend: Sendable {
     /// Keeps migrators of several processes apart, inside a migration's transaction.
     func lockMigrations(on database: any SQLDatabase) async throws
 
+    /// Holds, until the transaction ends, a lock on one subscription's outcome rows (an original transaction in an
+    /// environment), so that a redemption and the events that follow it, recorded at once on two connections, each
+    /// see the other. A no-op where transactions already run one at a time (SQLite's `BEGIN IMMEDIATE`).
+    func lockSubscriptionOutcomes(_ originalTransactionId: String, environment: String, on database: any SQLDatabase) async throws
+
     /// A driver error, in words (never a password).
     func describe(_ error: any Error) -> String
 

@@ -131,6 +131,8 @@ enum StoreSchema {
                 variant TEXT NOT NULL, exposed_at \(bigint) NOT NULL,
                 PRIMARY KEY (experiment_identifier, bundle_identifier, application_username))
             """,
+            // The report joins each variant's customers to their redemptions.
+            "CREATE INDEX IF NOT EXISTS redemptions_by_customer ON redemptions (bundle_identifier, application_username)",
         ]),
     ]
 

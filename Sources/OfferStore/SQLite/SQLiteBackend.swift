@@ -98,6 +98,8 @@ final class SQLiteBackend: SQLStoreBackend {
     /// `BEGIN IMMEDIATE` already holds the file's write lock, which keeps other processes' migrators out.
     func lockMigrations(on database: any SQLDatabase) async throws {}
 
+    func lockSubscriptionOutcomes(_ originalTransactionId: String, environment: String, on database: any SQLDatabase) async throws {}
+
     func close() async throws {
         try await writeGate.withGate { [writer, reader, logWriter] in
             await logWriter?.close()
