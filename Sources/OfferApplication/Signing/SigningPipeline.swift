@@ -19,6 +19,8 @@ struct SigningFlow<Output: Sendable>: Sendable {
     var productIdentifier: String
     /// The offer (empty for introductory-offer eligibility).
     var offerIdentifier: String
+    /// The channel, as the decision log names it.
+    var channel: DecisionChannel
     /// The product's subscription group, from the catalogue.
     var subscriptionGroupIdentifier: String?
     /// The rule that decides; `nil` says yes (no policy).
@@ -205,6 +207,7 @@ extension OfferService {
             facts: facts, issuedSignatures: issued, now: now)
         guard let rule = flow.rule else { return (.eligible(), context) }
         let decision = rule.evaluate(context)
+        logDecision(flow, decision, context)
         if flow.refusesWhenNotEligible { try requireEligible(decision) }
         return (decision, context)
     }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import OfferSigning
 
@@ -61,6 +62,10 @@ public struct OfferPolicy: Sendable {
     /// What to do when the App Store Server API cannot be asked in time; default ``AppStoreUnavailable/refuse``.
     public var appStoreUnavailable: AppStoreUnavailable = .refuse
 
+    /// The policy's version: the SHA-256 of its text, 64 lower-case hex characters. Every decision in the
+    /// decision log carries it (docs/policy.md "Dry-run").
+    public var version: String
+
     /// The result of looking an offer up.
     public enum Lookup: Sendable {
         case found(App, Product, Offer)
@@ -100,6 +105,10 @@ public struct OfferPolicy: Sendable {
 
     /// Parses a policy (YAML, or JSON).
     public init(text: String, registry: RuleRegistry = .builtIn) throws(PolicyError) {
+        version = SHA256.hash(data: Data(text.utf8)).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
         let root = try PolicyNode.parse(text)
         try root.requireOnlyKeys(["apps", "appStoreUnavailable"])
         if let node = root["appStoreUnavailable"] {

@@ -90,6 +90,26 @@ enum StoreSchema {
         (7, [
             "CREATE INDEX IF NOT EXISTS processed_notifications_by_time ON processed_notifications (processed_at)",
         ]),
+        // Version 8 is another branch's (merged separately); the versions are applied independently, so this gap
+        // is harmless.
+        // The decision log (issue 28, docs/policy.md "Dry-run"): every decision made under a policy, with what it
+        // was made on. The facts the rules read are stored once per distinct snapshot (`decision_facts`, by hash);
+        // `last_used_at` is the newest decision that used it, so the purge drops snapshots with the decisions.
+        // A decision is identified (and paged through) by its time and a random identifier.
+        (9, [
+            """
+            CREATE TABLE IF NOT EXISTS policy_decisions (
+                decided_at \(bigint) NOT NULL, id \(bigint) NOT NULL, channel TEXT NOT NULL,
+                bundle_identifier TEXT NOT NULL, product_identifier TEXT NOT NULL, offer_identifier TEXT NOT NULL,
+                retention_entry TEXT, customer_hash TEXT NOT NULL, policy_version TEXT NOT NULL,
+                granted \(bigint) NOT NULL, reasons TEXT NOT NULL, lookback_seconds \(bigint) NOT NULL,
+                facts_hash TEXT NOT NULL, PRIMARY KEY (decided_at, id))
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS decision_facts (
+                hash TEXT PRIMARY KEY, facts TEXT NOT NULL, last_used_at \(bigint) NOT NULL)
+            """,
+        ]),
     ]
 
     static let migrationsTable: SQLQueryString =

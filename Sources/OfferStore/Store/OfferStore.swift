@@ -108,11 +108,34 @@ public protocol OfferStore: Sendable {
     /// - Returns: `false`, writing nothing, when another writer saved a different version first.
     func replaceDocument(named name: String, version: Int64, text: String) async throws -> Bool
 
+    /// Adds a decision to the decision log through a batched writer (one transaction a batch), without waiting:
+    /// the answer never waits for it. A batch that cannot be written is logged and lost (docs/policy.md "Dry-run").
+    func logDecision(_ decision: PolicyDecisionRecord)
+
+    /// Returns once every decision logged so far is written (or has failed).
+    func flushDecisionLog() async
+
+    /// The logged decisions with `since <= decidedAt < until` (Unix ms), oldest first, after `cursor`, at most
+    /// `limit` (1 to 10,000), each with its facts snapshot.
+    func policyDecisions(since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord]
+
+    /// Deletes the decisions made before `before` and the snapshots no later decision uses.
+    /// - Returns: how many decisions went.
+    func purgeDecisionLog(before: Date) async throws -> Int
+
     /// Checks that the store answers (for `/readyz`).
     func ping() async throws
 
     /// Flushes what is queued and closes connections.
     func close() async throws
+}
+
+extension OfferStore {
+    /// A store without a decision log keeps nothing.
+    public func logDecision(_ decision: PolicyDecisionRecord) {}
+    public func flushDecisionLog() async {}
+    public func policyDecisions(since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord] { [] }
+    public func purgeDecisionLog(before: Date) async throws -> Int { 0 }
 }
 
 extension OfferStore {
