@@ -16,6 +16,8 @@ package struct StorePurge: Service {
     let clockSkew: TimeInterval
     let logger: Logger
     var interval: Duration = .seconds(600)
+    /// How long the decision log keeps decisions (`OFFER_SIGNER_DECISION_LOG_DAYS`).
+    var decisionLogLifetime: TimeInterval = 90 * 86_400
     let now: @Sendable () -> Date = { Date() }
 
     /// Stored answers: 7 days, and never less than twice the clock skew.
@@ -23,9 +25,10 @@ package struct StorePurge: Service {
     /// Processed notification UUIDs: 30 days (Apple retries for about 3).
     static let processedNotificationLifetime: TimeInterval = 30 * 86_400
 
-    package init(store: any OfferStore, clockSkew: TimeInterval, logger: Logger) {
+    package init(store: any OfferStore, clockSkew: TimeInterval, decisionLogDays: Int = 90, logger: Logger) {
         self.store = store
         self.clockSkew = clockSkew
+        self.decisionLogLifetime = TimeInterval(decisionLogDays) * 86_400
         self.logger = logger
     }
 
@@ -45,8 +48,10 @@ package struct StorePurge: Service {
                 processedNotificationsBefore: now.addingTimeInterval(-Self.processedNotificationLifetime))
             Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "stored_answers")]).increment(by: answers)
             Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "processed_notifications")]).increment(by: notifications)
-            if answers + notifications > 0 {
-                logger.info("purged expired store rows", metadata: ["storedAnswers": "\(answers)", "processedNotifications": "\(notifications)"])
+            let decisions = try await store.purgeDecisionLog(before: now.addingTimeInterval(-decisionLogLifetime))
+            Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "policy_decisions")]).increment(by: decisions)
+            if answers + notifications + decisions > 0 {
+                logger.info("purged expired store rows", metadata: ["storedAnswers": "\(answers)", "processedNotifications": "\(notifications)", "decisions": "\(decisions)"])
             }
         } catch {
             logger.warning("could not purge expired store rows; trying again later", metadata: ["error": "\(type(of: error))"])
