@@ -11,6 +11,13 @@ public struct DryRunReport: Codable, Sendable, Hashable {
         public var grantedToRefused: Int
         public var refusedToGranted: Int
 
+        public init(productIdentifier: String, offerIdentifier: String, grantedToRefused: Int, refusedToGranted: Int) {
+            self.productIdentifier = productIdentifier
+            self.offerIdentifier = offerIdentifier
+            self.grantedToRefused = grantedToRefused
+            self.refusedToGranted = refusedToGranted
+        }
+
         private enum CodingKeys: String, CodingKey {
             case productIdentifier = "productId", offerIdentifier, grantedToRefused, refusedToGranted
         }
@@ -47,6 +54,12 @@ public struct DryRunReport: Codable, Sendable, Hashable {
         public var before: Double
         public var after: Double
         public var change: Double
+
+        public init(before: Double, after: Double, change: Double) {
+            self.before = before
+            self.after = after
+            self.change = change
+        }
     }
 
     public var replayed = 0

@@ -32,7 +32,7 @@ public struct PolicyDryRun: Sendable {
         self.candidate = candidate
     }
 
-    /// Replays the decisions of the last `days` days before `now`.
+    /// Replays the decisions about the candidate's apps of the last `days` days before `now`.
     /// - Throws: ``OfferServiceError`` `invalid_request` for days outside 1…``maximumDays``, `dry_run_needs_facts`
     ///   naming the candidate's rules that read what the log did not keep, `store_unavailable`.
     public func run(days: Int, now: Date = Date()) async throws -> DryRunReport {
@@ -48,7 +48,7 @@ public struct PolicyDryRun: Sendable {
         while true {
             let page: [PolicyDecisionRecord]
             do {
-                page = try await store.policyDecisions(since: since, until: until, after: cursor, limit: pageSize)
+                page = try await store.policyDecisions(bundleIdentifiers: candidate.apps.map(\.bundleIdentifier), since: since, until: until, after: cursor, limit: pageSize)
             } catch {
                 throw OfferServiceError.storeUnavailable
             }

@@ -52,7 +52,8 @@ extension SQLOfferStore {
         return Array(repeating: nil, count: records.count)
     }
 
-    func policyDecisions(since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord] {
+    func policyDecisions(bundleIdentifiers: [String], since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord] {
+        guard !bundleIdentifiers.isEmpty else { return [] }
         let start = cursor ?? PolicyDecisionCursor(decidedAt: since, identifier: .min)
         let rows = try await backend.reading { database in
             try await database.raw("""
@@ -61,6 +62,7 @@ extension SQLOfferStore {
                     d.facts_hash, f.facts
                 FROM policy_decisions d JOIN decision_facts f ON f.hash = d.facts_hash
                 WHERE d.decided_at >= \(bind: since) AND d.decided_at < \(bind: until)
+                    AND d.bundle_identifier IN (\(binds: bundleIdentifiers))
                     AND (d.decided_at > \(bind: start.decidedAt) OR (d.decided_at = \(bind: start.decidedAt) AND d.id > \(bind: start.identifier)))
                 ORDER BY d.decided_at, d.id LIMIT \(bind: max(1, min(limit, 10_000)))
                 """).all(decoding: DecisionRow.self)

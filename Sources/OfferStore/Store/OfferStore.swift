@@ -115,9 +115,9 @@ public protocol OfferStore: Sendable {
     /// Returns once every decision logged so far is written (or has failed).
     func flushDecisionLog() async
 
-    /// The logged decisions with `since <= decidedAt < until` (Unix ms), oldest first, after `cursor`, at most
-    /// `limit` (1 to 10,000), each with its facts snapshot.
-    func policyDecisions(since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord]
+    /// The logged decisions about the apps `bundleIdentifiers` with `since <= decidedAt < until` (Unix ms), oldest
+    /// first, after `cursor`, at most `limit` (1 to 10,000), each with its facts snapshot.
+    func policyDecisions(bundleIdentifiers: [String], since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord]
 
     /// Deletes the decisions made before `before` and the snapshots no later decision uses.
     /// - Returns: how many decisions went.
@@ -134,7 +134,7 @@ extension OfferStore {
     /// A store without a decision log keeps nothing.
     public func logDecision(_ decision: PolicyDecisionRecord) {}
     public func flushDecisionLog() async {}
-    public func policyDecisions(since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord] { [] }
+    public func policyDecisions(bundleIdentifiers: [String], since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord] { [] }
     public func purgeDecisionLog(before: Date) async throws -> Int { 0 }
 }
 
