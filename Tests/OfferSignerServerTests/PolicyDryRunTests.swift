@@ -147,7 +147,11 @@ struct DryRunHistory {
         let decisions = try await history.store.policyDecisions(bundleIdentifiers: [history.bundle], since: now - 3_600_000, until: now, after: nil, limit: 100)
         #expect(decisions.count == 12)
         #expect(decisions.allSatisfy { $0.policyVersion == history.service.policy?.version && $0.policyVersion.count == 64 && $0.channel == "legacy" })
-        #expect(decisions.allSatisfy { !$0.factsSnapshot.contains("dry-customer") && !$0.customerHash.contains("dry-customer") })
+        let snapshots = try await history.store.decisionSnapshots(hashes: decisions.map(\.factsHash))
+        #expect(!snapshots.isEmpty && snapshots.count < decisions.count)  // identical snapshots are stored once
+        #expect(snapshots.values.allSatisfy { !$0.contains("dry-customer") && $0.contains("\"flags\"") })
+        #expect(snapshots.values.filter { $0.contains("churnRisk") }.count == snapshots.count - 1)  // all but c8's
+        #expect(decisions.allSatisfy { !$0.customerHash.contains("dry-customer") })
         #expect(decisions.filter { $0.customerHash == CustomerHash.of("dry-customer-1") }.count == 4)
         #expect(Set(decisions.map(\.customerHash)).count == 8)
         #expect(decisions.filter { !$0.granted }.map(\.reasons).contains("cap:cap_reached"))

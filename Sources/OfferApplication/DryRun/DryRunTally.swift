@@ -16,7 +16,7 @@ struct DryRunTally {
     private var byOffer: [OfferKey: (grantedToRefused: Int, refusedToGranted: Int)] = [:]
     private var signaturesBefore = 0
     private var signaturesAfter = 0
-    /// Decoded snapshots by hash, bounded: cleared when full.
+    /// Decoded snapshots by hash, bounded: emptied when full (a page needs at most its own).
     private var snapshots: [String: DecisionSnapshot] = [:]
     private static let snapshotCacheSize = 20_000
 
@@ -94,12 +94,26 @@ struct DryRunTally {
         DryRunReport.Answer(granted: outcome.granted, offerIdentifier: outcome.offerIdentifier, retentionEntry: outcome.retentionEntry, reasons: outcome.reasons)
     }
 
-    private mutating func snapshot(_ record: PolicyDecisionRecord) -> DecisionSnapshot? {
-        if let known = snapshots[record.factsHash] { return known }
-        guard let decoded = try? DecisionSnapshot.decode(record.factsSnapshot) else { return nil }
-        if snapshots.count >= Self.snapshotCacheSize { snapshots.removeAll(keepingCapacity: true) }
-        snapshots[record.factsHash] = decoded
-        return decoded
+    /// The distinct snapshots a page needs that are not decoded yet; when they would not fit beside those decoded,
+    /// the cache is emptied and all of the page's are read again (a page holds at most ``PolicyDryRun/pageSize``).
+    mutating func snapshotsToRead(for page: [PolicyDecisionRecord]) -> [String] {
+        var seen: Set<String> = []
+        let distinct = page.compactMap { seen.insert($0.factsHash).inserted ? $0.factsHash : nil }
+        let missing = distinct.filter { snapshots[$0] == nil }
+        guard snapshots.count + missing.count > Self.snapshotCacheSize else { return missing }
+        snapshots.removeAll(keepingCapacity: true)
+        return distinct
+    }
+
+    /// Decodes the snapshots read for a page.
+    mutating func add(snapshots texts: [String: String]) {
+        for (hash, text) in texts {
+            if let decoded = try? DecisionSnapshot.decode(text) { snapshots[hash] = decoded }
+        }
+    }
+
+    private func snapshot(_ record: PolicyDecisionRecord) -> DecisionSnapshot? {
+        snapshots[record.factsHash]
     }
 
     /// The candidate's answer to a logged decision.

@@ -52,6 +52,14 @@ public struct PolicyDryRun: Sendable {
             } catch {
                 throw OfferServiceError.storeUnavailable
             }
+            let missing = tally.snapshotsToRead(for: page)
+            if !missing.isEmpty {
+                do {
+                    tally.add(snapshots: try await store.decisionSnapshots(hashes: missing))
+                } catch {
+                    throw OfferServiceError.storeUnavailable
+                }
+            }
             for record in page { tally.replay(record) }
             guard page.count == pageSize, let last = page.last else { break }
             cursor = PolicyDecisionCursor(decidedAt: last.decidedAt, identifier: last.identifier)

@@ -54,17 +54,18 @@ extension SQLOfferStore {
 
     func policyDecisions(bundleIdentifiers: [String], since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord] {
         guard !bundleIdentifiers.isEmpty else { return [] }
+        // Where the page starts: the cursor (or the window's start); the first condition on the primary key's
+        // leading column lets both databases range-scan from there instead of from the window's start each page.
         let start = cursor ?? PolicyDecisionCursor(decidedAt: since, identifier: .min)
         let rows = try await backend.reading { database in
             try await database.raw("""
-                SELECT d.decided_at, d.id, d.channel, d.bundle_identifier, d.product_identifier, d.offer_identifier,
-                    d.retention_entry, d.customer_hash, d.policy_version, d.granted, d.reasons, d.lookback_seconds,
-                    d.facts_hash, f.facts
-                FROM policy_decisions d JOIN decision_facts f ON f.hash = d.facts_hash
-                WHERE d.decided_at >= \(bind: since) AND d.decided_at < \(bind: until)
-                    AND d.bundle_identifier IN (\(binds: bundleIdentifiers))
-                    AND (d.decided_at > \(bind: start.decidedAt) OR (d.decided_at = \(bind: start.decidedAt) AND d.id > \(bind: start.identifier)))
-                ORDER BY d.decided_at, d.id LIMIT \(bind: max(1, min(limit, 10_000)))
+                SELECT decided_at, id, channel, bundle_identifier, product_identifier, offer_identifier,
+                    retention_entry, customer_hash, policy_version, granted, reasons, lookback_seconds, facts_hash
+                FROM policy_decisions
+                WHERE decided_at >= \(bind: max(since, start.decidedAt)) AND decided_at < \(bind: until)
+                    AND (decided_at, id) > (\(bind: start.decidedAt), \(bind: start.identifier))
+                    AND bundle_identifier IN (\(binds: bundleIdentifiers))
+                ORDER BY decided_at, id LIMIT \(bind: max(1, min(limit, 10_000)))
                 """).all(decoding: DecisionRow.self)
         }
         return rows.map { row in
@@ -72,8 +73,22 @@ extension SQLOfferStore {
                 identifier: row.identifier, decidedAt: row.decidedAt, channel: row.channel, bundleIdentifier: row.bundleIdentifier,
                 productIdentifier: row.productIdentifier, offerIdentifier: row.offerIdentifier, retentionEntry: row.retentionEntry,
                 customerHash: row.customerHash, policyVersion: row.policyVersion, granted: row.granted != 0, reasons: row.reasons,
-                lookbackSeconds: row.lookbackSeconds, factsHash: row.factsHash, factsSnapshot: row.facts)
+                lookbackSeconds: row.lookbackSeconds, factsHash: row.factsHash, factsSnapshot: "")
         }
+    }
+
+    func decisionSnapshots(hashes: [String]) async throws -> [String: String] {
+        guard !hashes.isEmpty else { return [:] }
+        let wanted = Array(hashes.prefix(10_000))
+        let rows = try await backend.reading { database in
+            try await database.raw("SELECT hash, facts FROM decision_facts WHERE hash IN (\(binds: wanted))").all(decoding: SnapshotRow.self)
+        }
+        return Dictionary(rows.map { ($0.hash, $0.facts) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// A `decision_facts` row.
+    private struct SnapshotRow: Decodable, Sendable {
+        var hash: String, facts: String
     }
 
     func purgeDecisionLog(before: Date) async throws -> Int {
@@ -86,17 +101,17 @@ extension SQLOfferStore {
         }
     }
 
-    /// A `policy_decisions` row joined with its snapshot, as read.
+    /// A `policy_decisions` row, as read.
     private struct DecisionRow: Decodable, Sendable {
         var decidedAt: Int64, identifier: Int64, channel: String, bundleIdentifier: String, productIdentifier: String
         var offerIdentifier: String, retentionEntry: String?, customerHash: String, policyVersion: String
-        var granted: Int64, reasons: String, lookbackSeconds: Int64, factsHash: String, facts: String
+        var granted: Int64, reasons: String, lookbackSeconds: Int64, factsHash: String
 
         private enum CodingKeys: String, CodingKey {
             case decidedAt = "decided_at", identifier = "id", channel, bundleIdentifier = "bundle_identifier"
             case productIdentifier = "product_identifier", offerIdentifier = "offer_identifier", retentionEntry = "retention_entry"
             case customerHash = "customer_hash", policyVersion = "policy_version", granted, reasons
-            case lookbackSeconds = "lookback_seconds", factsHash = "facts_hash", facts
+            case lookbackSeconds = "lookback_seconds", factsHash = "facts_hash"
         }
     }
 }

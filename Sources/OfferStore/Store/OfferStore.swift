@@ -116,8 +116,12 @@ public protocol OfferStore: Sendable {
     func flushDecisionLog() async
 
     /// The logged decisions about the apps `bundleIdentifiers` with `since <= decidedAt < until` (Unix ms), oldest
-    /// first, after `cursor`, at most `limit` (1 to 10,000), each with its facts snapshot.
+    /// first, after `cursor`, at most `limit` (1 to 10,000) — without their snapshots (``PolicyDecisionRecord/factsSnapshot``
+    /// is empty): a replay reads each distinct snapshot once (``decisionSnapshots(hashes:)``).
     func policyDecisions(bundleIdentifiers: [String], since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord]
+
+    /// The facts snapshots with these hashes (at most 10,000), by hash.
+    func decisionSnapshots(hashes: [String]) async throws -> [String: String]
 
     /// Deletes the decisions made before `before` and the snapshots no later decision uses.
     /// - Returns: how many decisions went.
@@ -136,6 +140,7 @@ extension OfferStore {
     public func flushDecisionLog() async {}
     public func policyDecisions(bundleIdentifiers: [String], since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord] { [] }
     public func purgeDecisionLog(before: Date) async throws -> Int { 0 }
+    public func decisionSnapshots(hashes: [String]) async throws -> [String: String] { [:] }
 }
 
 extension OfferStore {
