@@ -241,3 +241,61 @@ struct DryRunHistory {
         try await history.store.close()
     }
 }
+
+/// The introductory-offer and retention channels, replayed from decisions logged as the service logs them.
+@Suite struct DryRunChannelTests {
+    static let fallback = "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0"
+    static let offerMessage = "9f2b8d1e-3c4a-4b5d-8e6f-7a8b9c0d1e2f"
+
+    /// A snapshot as the service writes it: an active subscription in group 21000001, auto-renew off, that had its
+    /// introductory offer.
+    static func snapshot(bundle: String) -> String {
+        """
+        {"f":{"flags":{},"grants":[],"key":{"applicationUsername":"","bundleIdentifier":"\(bundle)"},"subscriptions":[{"autoRenewEnabled":false,"downgraded":false,"hadIntroductoryOffer":true,"productIdentifier":"com.example.monthly","renewalCount":2,"state":"active","subscriptionGroupIdentifier":"21000001"}],"updatedAt":0},"i":[]}
+        """
+    }
+
+    @Test("an introductory yes becomes a no (still a signed answer); a retention message becomes the offer entry (changedOffer, one more signature)", arguments: StoreBackend.available)
+    func introductoryAndRetention(_ backend: StoreBackend) async throws {
+        let store = try await backend.open()
+        let bundle = "com.example.channels-\(UUID().uuidString.prefix(8).lowercased())"
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let snapshot = Self.snapshot(bundle: bundle)
+        func record(_ channel: String, offer: String, entry: String?, at offset: Int64) -> PolicyDecisionRecord {
+            PolicyDecisionRecord(
+                decidedAt: now - offset, channel: channel, bundleIdentifier: bundle, productIdentifier: "com.example.monthly",
+                offerIdentifier: offer, retentionEntry: entry, customerHash: "0123456789ab", policyVersion: String(repeating: "0", count: 64),
+                granted: true, reasons: "", lookbackSeconds: 0, factsHash: "snapshot-\(bundle)", factsSnapshot: snapshot)
+        }
+        store.logDecision(record("introductory", offer: "", entry: nil, at: 2_000))
+        store.logDecision(record("retention", offer: "", entry: Self.fallback, at: 1_000))
+        await store.flushDecisionLog()
+        let candidate = try OfferPolicy(text: """
+            apps:
+              - bundleIdentifier: \(bundle)
+                products:
+                  - productIdentifier: com.example.monthly
+                    subscriptionGroupIdentifier: "21000001"
+                    introductoryOffer:
+                      rules: [never-had-introductory-offer]
+                    offers:
+                      - offerIdentifier: retention_30
+                        rules: [auto-renew-off]
+                    retention:
+                      - promotionalOffer: retention_30
+                        messageIdentifier: \(Self.offerMessage)
+                      - messageIdentifier: \(Self.fallback)
+            """)
+        let report = try await PolicyDryRun(store: store, candidate: candidate).run(days: 1)
+        #expect(report.replayed == 2)
+        #expect(report.grantedToRefused == 1)
+        #expect(report.changedOffer == 1)
+        #expect(report.unchanged == 0)
+        #expect(report.byOffer == [.init(productIdentifier: "com.example.monthly", offerIdentifier: "", grantedToRefused: 1, refusedToGranted: 0)])
+        let retention = try #require(report.examples.first { $0.channel == "retention" })
+        #expect(retention.before.retentionEntry == Self.fallback)
+        #expect(retention.after.retentionEntry == Self.offerMessage && retention.after.offerIdentifier == "retention_30")
+        #expect(report.signaturesPerDay == .init(before: 1, after: 2, change: 1))
+        try await store.close()
+    }
+}
