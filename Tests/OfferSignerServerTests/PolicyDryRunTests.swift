@@ -1,3 +1,4 @@
+import AppStoreNotifications
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -297,5 +298,28 @@ struct DryRunHistory {
         #expect(retention.after.retentionEntry == Self.offerMessage && retention.after.offerIdentifier == "retention_30")
         #expect(report.signaturesPerDay == .init(before: 1, after: 2, change: 1))
         try await store.close()
+    }
+}
+
+/// Retention decisions made through the real-time endpoint are logged with the chosen entry.
+@Suite struct RetentionDecisionLogTests {
+    @Test("a retention request's decision is logged on the retention channel with the chosen entry", arguments: StoreBackend.available)
+    func retentionDecisionsAreLogged(_ backend: StoreBackend) async throws {
+        let fixture = try await RetentionFixture(backend)
+        let original = "\(Int.random(in: 2_000_000_000_000_000...2_999_999_999_999_999))"
+        try await fixture.application.test(.router) { client in
+            try await fixture.subscribe(client, token: nil, originalTransactionId: original, renewed: true, autoRenew: .on)
+            #expect(try await fixture.ask(client, try await fixture.request(originalTransactionId: original)).status == .ok)
+            let stranger = "\(Int.random(in: 2_000_000_000_000_000...2_999_999_999_999_999))"
+            #expect(try await fixture.ask(client, try await fixture.request(originalTransactionId: stranger)).status == .ok)
+        }
+        await fixture.store.flushDecisionLog()
+        let now = Int64(Date().timeIntervalSince1970 * 1000) + 1
+        let decisions = try await fixture.store.policyDecisions(bundleIdentifiers: [fixture.bundle], since: now - 3_600_000, until: now, after: nil, limit: 100)
+        #expect(decisions.count == 2)
+        #expect(decisions.allSatisfy { $0.channel == "retention" && $0.granted && $0.productIdentifier == RetentionFixture.monthly })
+        #expect(Set(decisions.compactMap(\.retentionEntry)) == ["5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e02", "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03"])
+        #expect(decisions.allSatisfy { !$0.customerHash.contains(original) })
+        try await fixture.store.close()
     }
 }
