@@ -68,14 +68,16 @@ columns="decided_at, id, channel, bundle_identifier, product_identifier, offer_i
 replay() {  # $1: database URL, $2: label
   local start end
   start=$(date +%s.%N)
-  /usr/bin/time -f "%M" -o "$work/rss" env OFFER_SIGNER_DATABASE_URL="$1" "$BIN" policy dry-run "$work/candidate.yaml" --days 30 > "$work/answer.json"
+  /usr/bin/time -f "%M %U %S" -o "$work/rss" env OFFER_SIGNER_DATABASE_URL="$1" "$BIN" policy dry-run "$work/candidate.yaml" --days 30 > "$work/answer.json"
   end=$(date +%s.%N)
-  python3 - "$work/answer.json" "$2" "$start" "$end" "$(cat "$work/rss")" <<'PY'
+  python3 - "$work/answer.json" "$2" "$start" "$end" $(cat "$work/rss") "$(cat /proc/loadavg)" <<'PY'
 import json, sys
 answer = json.load(open(sys.argv[1]))
 seconds = float(sys.argv[4]) - float(sys.argv[3])
+cpu = float(sys.argv[6]) + float(sys.argv[7])
 print(f"{sys.argv[2]}: replayed {answer['replayed']:,} decisions in {seconds:.1f} s "
-      f"({answer['replayed'] / seconds:,.0f}/s), peak RSS {int(sys.argv[5]) / 1024:.0f} MiB; "
+      f"({answer['replayed'] / seconds:,.0f}/s; offer-signer's CPU {cpu:.1f} s; load {sys.argv[8].split()[0]}), "
+      f"peak RSS {int(sys.argv[5]) / 1024:.0f} MiB; "
       f"refusedToGranted {answer['refusedToGranted']:,}, signatures/day {answer['signaturesPerDay']}")
 PY
 }
@@ -97,7 +99,7 @@ PRAGMA wal_checkpoint(TRUNCATE);
 SQL
 after=$(sqlite3 "$db" "PRAGMA page_count;")
 echo "SQLite: $(( (after - before) * page / decisions )) bytes per decision ($decisions decisions, $customers snapshots; file grew $(( (after - before) * page / 1048576 )) MiB)"
-sqlite3 "$db" "SELECT name, SUM(pgsize) / $decisions FROM dbstat WHERE name IN ('policy_decisions', 'decision_facts') OR name LIKE 'sqlite_autoindex_policy_decisions%' OR name LIKE 'sqlite_autoindex_decision_facts%' GROUP BY name;" 2>/dev/null \
+sqlite3 "$db" "SELECT name, SUM(pgsize) / $decisions FROM dbstat WHERE name IN ('policy_decisions', 'decision_facts') OR name LIKE 'sqlite_autoindex_policy_decisions%' OR name LIKE 'sqlite_autoindex_decision_facts%' OR name = 'decision_facts_by_last_use' GROUP BY name;" 2>/dev/null \
   | sed 's/^/  bytes per decision in /; s/|/: /' || true
 replay "sqlite:$db" "SQLite"
 

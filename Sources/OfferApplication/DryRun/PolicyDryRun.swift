@@ -19,7 +19,7 @@ public struct PolicyDryRun: Sendable {
     /// The longest window a dry-run replays, in days.
     public static let maximumDays = 3_650
     /// Decisions read per page.
-    public var pageSize = 2_000
+    public var pageSize = 5_000
 
     let store: any OfferStore
     let candidate: OfferPolicy

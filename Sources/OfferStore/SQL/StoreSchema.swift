@@ -109,6 +109,8 @@ enum StoreSchema {
             CREATE TABLE IF NOT EXISTS decision_facts (
                 hash TEXT PRIMARY KEY, facts TEXT NOT NULL, last_used_at \(bigint) NOT NULL)
             """,
+            // The scheduled purge (every 10 minutes) finds the snapshots no recent decision used by this index.
+            "CREATE INDEX IF NOT EXISTS decision_facts_by_last_use ON decision_facts (last_used_at)",
         ]),
     ]
 
