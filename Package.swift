@@ -171,6 +171,8 @@ let package = Package(
                 "OfferErrors",
                 "OfferModel",
                 "OfferSigning",
+                // SHA-256 of the policy text: the policy's version in the decision log (issue 28).
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: swiftSettings

@@ -90,6 +90,7 @@ public func buildRouter(
             AdminCustomerRoutes(service: service, store: store).register(on: admin)
             AdminOutcomeRoutes(service: service).register(on: admin)
             AdminExperimentRoutes(service: service).register(on: admin)
+            AdminPolicyRoutes(store: store).register(on: admin)
         }
     }
     allowedMethods.record(router.routes.map { (path: $0.path.description, method: $0.method.rawValue) })
@@ -238,7 +239,7 @@ public func buildApplication(
     var services: [any Service] = [SIGHUPKeyReloader(manager: manager), ClientKeyReloader(authenticator: authenticator, logger: logger)]
     if let store {
         services.append(StoreCloser(store: store, logger: logger))
-        services.append(StorePurge(store: store, clockSkew: configuration.appStoreClockSkew, logger: logger))
+        services.append(StorePurge(store: store, clockSkew: configuration.appStoreClockSkew, decisionLogDays: configuration.decisionLogDays, logger: logger))
     }
     if configuration.stateFilePath == nil, store != nil { services.append(KeyStateRefresher(manager: manager)) }
     if let directory = configuration.keysDirectory {

@@ -2,13 +2,14 @@ import ArgumentParser
 import Configuration
 import Foundation
 import OfferSignerServer
+import OfferApplication
 import OfferEligibility
 
 struct PolicyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "policy",
         abstract: "Works with the offer catalogue and eligibility policy file.",
-        subcommands: [Check.self]
+        subcommands: [Check.self, DryRun.self]
     )
 
     struct Check: ParsableCommand {

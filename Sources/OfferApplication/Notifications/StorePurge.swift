@@ -17,6 +17,8 @@ package struct StorePurge: Service {
     let clockSkew: TimeInterval
     let logger: Logger
     var interval: Duration = .seconds(600)
+    /// How long the decision log keeps decisions (`OFFER_SIGNER_DECISION_LOG_DAYS`).
+    var decisionLogLifetime: TimeInterval = 90 * 86_400
     let now: @Sendable () -> Date = { Date() }
 
     /// Stored answers: 7 days, and never less than twice the clock skew.
@@ -27,9 +29,10 @@ package struct StorePurge: Service {
     /// retries for about 3 days); App Store answers bring their renewals again.
     static let subscriptionEventLifetime: TimeInterval = 90 * 86_400
 
-    package init(store: any OfferStore, clockSkew: TimeInterval, logger: Logger) {
+    package init(store: any OfferStore, clockSkew: TimeInterval, decisionLogDays: Int = 90, logger: Logger) {
         self.store = store
         self.clockSkew = clockSkew
+        self.decisionLogLifetime = TimeInterval(decisionLogDays) * 86_400
         self.logger = logger
     }
 
@@ -51,9 +54,12 @@ package struct StorePurge: Service {
             Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "processed_notifications")]).increment(by: notifications)
             let events = try await store.purgeSubscriptionEvents(recordedBefore: now.addingTimeInterval(-Self.subscriptionEventLifetime))
             Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "subscription_events")]).increment(by: events)
-            if answers + notifications + events > 0 {
+            let decisions = try await store.purgeDecisionLog(before: now.addingTimeInterval(-decisionLogLifetime))
+            Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "policy_decisions")]).increment(by: decisions)
+            if answers + notifications + events + decisions > 0 {
                 logger.info("purged expired store rows", metadata: [
                     "storedAnswers": "\(answers)", "processedNotifications": "\(notifications)", "subscriptionEvents": "\(events)",
+                    "decisions": "\(decisions)",
                 ])
             }
         } catch {

@@ -160,7 +160,7 @@ extension OfferService {
         let binding = "\(originalTransactionId) \(product.productIdentifier)"
         let (stranger, known) = try await retentionCustomer(app: app, originalTransactionId: originalTransactionId)
         var flow = SigningFlow<RealtimeResponseBody>(
-            app: app, customer: stranger, productIdentifier: product.productIdentifier, offerIdentifier: "",
+            app: app, customer: stranger, productIdentifier: product.productIdentifier, offerIdentifier: "", channel: .retention,
             subscriptionGroupIdentifier: product.subscriptionGroupIdentifier, rule: RetentionSelection(entries),
             refusesWhenNotEligible: false,
             sign: .suspending { key, decision, context in

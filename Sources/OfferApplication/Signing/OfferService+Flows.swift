@@ -15,13 +15,13 @@ extension OfferService {
     /// The pipeline's flow for an offer of the policy: the customer, the offer's rule, refusing a no.
     func offerFlow<Output: Sendable>(
         app: AppConfiguration, productIdentifier: String, offerIdentifier: String, applicationUsername: String,
-        transactionId: String?, sign: FlowSigning<Output>
+        transactionId: String?, channel: DecisionChannel, sign: FlowSigning<Output>
     ) throws(OfferServiceError) -> SigningFlow<Output> {
         let (product, rule) = try offerRule(app: app, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier)
         let customer = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)
         return SigningFlow(
             app: app, customer: customer,
-            productIdentifier: productIdentifier, offerIdentifier: offerIdentifier,
+            productIdentifier: productIdentifier, offerIdentifier: offerIdentifier, channel: channel,
             subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier, rule: rule, refusesWhenNotEligible: true, sign: sign,
             appStoreLookup: transactionId.map { AppStoreLookup(transactionId: $0, owner: .customer(customer), field: "transactionId") })
     }
@@ -61,7 +61,7 @@ extension OfferService {
     func legacyFlow(_ offer: PromotionalOffer, app: AppConfiguration, transactionId: String?) throws -> SigningFlow<SignedLegacyOffer> {
         try offerFlow(
             app: app, productIdentifier: offer.productIdentifier, offerIdentifier: offer.offerIdentifier,
-            applicationUsername: offer.applicationUsername, transactionId: transactionId,
+            applicationUsername: offer.applicationUsername, transactionId: transactionId, channel: .legacy,
             sign: .immediate { key, _, _ in
                 let bundle = try OfferSigner.signLegacy(offer, with: key)
                 return SignedOutput(output: bundle, record: IssuedSignature(bundle, customer: bundle.applicationUsername))
@@ -116,7 +116,7 @@ extension OfferService {
         let customer = request.applicationUsername.lowercased()
         return try await run(offerFlow(
             app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier,
-            applicationUsername: request.applicationUsername, transactionId: request.transactionId ?? presented,
+            applicationUsername: request.applicationUsername, transactionId: request.transactionId ?? presented, channel: .jws,
             sign: .suspending { key, _, _ in
             let signed = try await JWSOfferSigner.signPromotionalOffer(
                 bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
@@ -191,7 +191,7 @@ extension OfferService {
         }
         let verdictGiven = fixedVerdict
         let flow = SigningFlow(
-            app: app, customer: customer, productIdentifier: request.productIdentifier, offerIdentifier: "",
+            app: app, customer: customer, productIdentifier: request.productIdentifier, offerIdentifier: "", channel: .introductory,
             subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier, rule: rule, refusesWhenNotEligible: false,
             sign: .suspending { key, decision, _ in
             let verdict = verdictGiven ?? IntroductoryOfferVerdict(

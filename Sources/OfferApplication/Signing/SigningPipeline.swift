@@ -5,6 +5,7 @@ import OfferEligibility
 import OfferModel
 import OfferSigning
 import OfferStore
+import Synchronization
 
 /// What one signing flow (legacy offer, JWS offer, introductory-offer eligibility, retention offer) tells the
 /// pipeline: who the customer is, which rule decides, and how to sign. Everything else — completing missing facts
@@ -19,6 +20,8 @@ struct SigningFlow<Output: Sendable>: Sendable {
     var productIdentifier: String
     /// The offer (empty for introductory-offer eligibility).
     var offerIdentifier: String
+    /// The channel, as the decision log names it.
+    var channel: DecisionChannel
     /// The product's subscription group, from the catalogue.
     var subscriptionGroupIdentifier: String?
     /// The rule that decides; `nil` says yes (no policy).
@@ -89,13 +92,18 @@ extension OfferService {
             // A flow here only for idempotency, whose rules never look back, reads no signature history.
             let issuedSince = since ?? (flow.rule?.dependsOnIssuedOffers == true ? nil : Int64.max)
             let signed: SignedOutput<Output>
+            // The decision is logged once the customer's lock is released: its encoding is not the lock's to wait for.
+            let made = Mutex<(EligibilityDecision, EligibilityContext)?>(nil)
+            defer { if let (decision, context) = made.withLock({ $0 }) { logDecision(flow, decision, context) } }
             do {
                 signed = try await PipelineMetrics.time(PipelineMetrics.customerTransactionWrite) { try await store.withCustomerTransaction(flow.customer, issuedSince: issuedSince, answerKey: flow.idempotency?.key) { snapshot in
                     if let stored = snapshot.storedAnswer, let idempotency = flow.idempotency {
                         return CustomerCommit(value: SignedOutput(output: try idempotency.decode(stored), record: nil))
                     }
                     let facts = snapshot.facts ?? CustomerFacts(key: flow.customer)
-                    let (decision, context) = try self.decide(flow, facts: facts, issued: snapshot.issuedSignatures, now: now)
+                    let (decision, context) = try self.decide(flow, facts: facts, issued: snapshot.issuedSignatures, now: now) { decision, context in
+                        made.withLock { $0 = (decision, context) }
+                    }
                     let signed = try await self.sign(flow, decision, context)
                     // Past the deadline the caller has answered without this: roll back rather than record a
                     // signature nobody was shown (the commit itself, milliseconds, is the only later step).
@@ -198,14 +206,19 @@ extension OfferService {
         store.record(record, startWhenReady: startWhenReady, completion: recorded)
     }
 
-    /// The rule's decision over the facts, and the context it saw; a no refuses when the flow says so.
-    private func decide<Output>(_ flow: SigningFlow<Output>, facts: CustomerFacts, issued: [IssuedSignature], now: Date) throws(OfferServiceError) -> (EligibilityDecision, EligibilityContext) {
+    /// The rule's decision over the facts, and the context it saw; a no refuses when the flow says so. The decision is
+    /// logged (``logDecision(_:_:_:)``), or handed to `deferLogging` to log later (outside a customer's lock).
+    private func decide<Output>(
+        _ flow: SigningFlow<Output>, facts: CustomerFacts, issued: [IssuedSignature], now: Date,
+        deferLogging: ((EligibilityDecision, EligibilityContext) -> Void)? = nil
+    ) throws(OfferServiceError) -> (EligibilityDecision, EligibilityContext) {
         let context = EligibilityContext(
             bundleIdentifier: flow.app.bundleIdentifier, productIdentifier: flow.productIdentifier,
             offerIdentifier: flow.offerIdentifier, subscriptionGroupIdentifier: flow.subscriptionGroupIdentifier,
             facts: facts, issuedSignatures: issued, now: now)
         guard let rule = flow.rule else { return (.eligible(), context) }
         let decision = rule.evaluate(context)
+        if let deferLogging { deferLogging(decision, context) } else { logDecision(flow, decision, context) }
         if flow.refusesWhenNotEligible { try requireEligible(decision) }
         return (decision, context)
     }

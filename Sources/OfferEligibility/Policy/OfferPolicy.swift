@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import OfferSigning
 
@@ -63,6 +64,9 @@ public struct OfferPolicy: Sendable {
 
     /// The offer experiments (`experiments:`), each gating the offers or retention entries its variants name.
     public var experiments: [Experiment] = []
+    /// The policy's version: the SHA-256 of its text, 64 lower-case hex characters. Every decision in the
+    /// decision log carries it (docs/policy.md "Dry-run").
+    public var version: String
 
     /// The result of looking an offer up.
     public enum Lookup: Sendable {
@@ -103,6 +107,10 @@ public struct OfferPolicy: Sendable {
 
     /// Parses a policy (YAML, or JSON).
     public init(text: String, registry: RuleRegistry = .builtIn) throws(PolicyError) {
+        version = SHA256.hash(data: Data(text.utf8)).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
         let root = try PolicyNode.parse(text)
         try root.requireOnlyKeys(["apps", "appStoreUnavailable", "experiments"])
         if let node = root["appStoreUnavailable"] {

@@ -28,6 +28,8 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
     case retentionDeadline = "offerSigner.retentionDeadline"
     /// How far an App Store `signedDate` may be from now (seconds): real-time requests either way, notifications ahead.
     case appStoreClockSkew = "offerSigner.appStoreClockSkew"
+    /// Days the decision log keeps decisions made under a policy (the dry-run's history).
+    case decisionLogDays = "offerSigner.decisionLogDays"
     case apiKeys = "offerSigner.apiKeys"
     case clientJwtSecret = "offerSigner.clientJwtSecret"
     case clientJwtKeys = "offerSigner.clientJwtKeys"

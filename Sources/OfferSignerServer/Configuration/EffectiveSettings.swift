@@ -9,6 +9,7 @@ extension ServiceConfiguration {
     /// The variables `serve --demo` reads; it sets the others itself (``demo(environment:appStore:)``).
     static let demoReads: Set<ConfigurationVariable> = [
         .host, .port, .adminTokens, .idleTimeout, .requestTimeout, .maxConnections, .retentionDeadline, .appStoreClockSkew,
+        .decisionLogDays,
         .rateLimitClient, .rateLimitCustomer, .rateLimitAppStore, .adminHost, .adminPort, .logLevel, .logFormat, .logHashKey,
         .url, .adminToken,
     ]
@@ -62,6 +63,7 @@ extension ServiceConfiguration {
         case .maxConnections: "\(connectionLimits.maximumConnections)"
         case .retentionDeadline: "\(retentionDeadline.components.seconds * 1000 + retentionDeadline.components.attoseconds / 1_000_000_000_000_000)"
         case .appStoreClockSkew: "\(Int(appStoreClockSkew))"
+        case .decisionLogDays: "\(decisionLogDays)"
         case .clientJwtIssuer, .clientJwtAudience: "none: not checked"
         case .clientJwtCustomerClaim: clientAuth.customerClaim
         case .clientAuth: clientAuth.isOpen ? "none: open" : "credentials required"

@@ -70,6 +70,9 @@ public struct ServiceConfiguration: Sendable {
     /// `OFFER_SIGNER_APP_STORE_CLOCK_SKEW`: seconds an App Store `signedDate` may be from now — a real-time
     /// retention request either way, a notification ahead (docs/retention.md, docs/notifications.md).
     public var appStoreClockSkew: TimeInterval = NotificationIngestor.defaultClockSkew
+    /// `OFFER_SIGNER_DECISION_LOG_DAYS`: days the decision log keeps decisions (docs/policy.md "Dry-run"), purged by
+    /// ``StorePurge``.
+    public var decisionLogDays = 90
     /// What an embedder adds (`serve --demo`: the demo's routes, customers and stand-in App Store); `nil` for none.
     public var addOn: ServiceAddOn?
     /// `OFFER_SIGNER_APP_STORE_API_*`: asks Apple for the facts of customers the store does not know; `nil` (no key
@@ -211,6 +214,7 @@ public struct ServiceConfiguration: Sendable {
         self.connectionLimits = try Self.connectionLimits(config)
         self.retentionDeadline = try Self.retentionDeadline(config)
         self.appStoreClockSkew = try Self.appStoreClockSkew(config)
+        self.decisionLogDays = try config.integer(.decisionLogDays, in: 1...PolicyDryRun.maximumDays, unit: "days") ?? 90
         self.clientAuth = try Self.clientAuth(config)
         self.rateLimits = try Self.rateLimits(config)
         self.operationsListener = try Self.operationsListener(config, publicPort: port)

@@ -95,6 +95,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         case .unauthorized: status = .unauthorized
         // app_store_api_not_configured: nothing a retry fixes; the request needs configuration it lacks.
         case .transactionClaimed, .appStoreNotConfigured, .requestIdentifierConflict: status = .conflict
+        case .dryRunNeedsFacts: status = .unprocessableContent
         case .storeUnavailable, .retentionTimedOut: (status, retryAfter) = (.serviceUnavailable, "1")
         case .appStoreUnavailable: (status, retryAfter) = (.serviceUnavailable, "5")
         case .issuerNotConfigured: (status, retryAfter) = (.serviceUnavailable, "3600")

@@ -70,6 +70,7 @@ extension SQLOfferStore {
 
     func close() async throws {
         await recorder.close()
+        await decisionRecorder.close()
         try await backend.close()
     }
 }

@@ -30,9 +30,14 @@ import SQLKit
 final class SQLOfferStore: OfferStore {
     let backend: any SQLStoreBackend
     let recorder: GroupCommitQueue<IssuedSignature>
+    /// The decision log's batched writer (``logDecision(_:)``): off the answer's path, one transaction a batch.
+    let decisionRecorder: GroupCommitQueue<PolicyDecisionRecord>
 
     init(backend: any SQLStoreBackend, logger: Logger) {
         self.backend = backend
+        decisionRecorder = GroupCommitQueue(maximumBatch: 500) { records in
+            try await Self.writeDecisions(records, backend: backend, logger: logger)
+        }
         if let writer = backend.issuedSignatureWriter {
             recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch, queue: writer.queue) { records in
                 do {

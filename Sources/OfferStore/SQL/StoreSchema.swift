@@ -123,6 +123,26 @@ enum StoreSchema {
             "CREATE INDEX IF NOT EXISTS retention_answers_by_time ON retention_answers (answered_at)",
             "CREATE INDEX IF NOT EXISTS retention_answers_by_original ON retention_answers (original_transaction_id, environment)",
         ]),
+        // The decision log (issue 28, docs/policy.md "Dry-run"): every decision made under a policy, with what it
+        // was made on. The facts the rules read are stored once per distinct snapshot (`decision_facts`, by hash);
+        // `last_used_at` is the newest decision that used it, so the purge drops snapshots with the decisions.
+        // A decision is identified (and paged through) by its time and a random identifier.
+        (9, [
+            """
+            CREATE TABLE IF NOT EXISTS policy_decisions (
+                decided_at \(bigint) NOT NULL, id \(bigint) NOT NULL, channel TEXT NOT NULL,
+                bundle_identifier TEXT NOT NULL, product_identifier TEXT NOT NULL, offer_identifier TEXT NOT NULL,
+                retention_entry TEXT, customer_hash TEXT NOT NULL, policy_version TEXT NOT NULL,
+                granted \(bigint) NOT NULL, reasons TEXT NOT NULL, lookback_seconds \(bigint) NOT NULL,
+                facts_hash TEXT NOT NULL, PRIMARY KEY (decided_at, id))
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS decision_facts (
+                hash TEXT PRIMARY KEY, facts TEXT NOT NULL, last_used_at \(bigint) NOT NULL)
+            """,
+            // The scheduled purge (every 10 minutes) finds the snapshots no recent decision used by this index.
+            "CREATE INDEX IF NOT EXISTS decision_facts_by_last_use ON decision_facts (last_used_at)",
+        ]),
         // Offer experiments (issue 28, docs/experiments.md): each customer's first exposure to an experiment.
         (10, [
             """

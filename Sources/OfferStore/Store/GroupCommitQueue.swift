@@ -125,6 +125,19 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
         }
     }
 
+    /// Returns once everything queued so far is written (or has failed); new items are still taken.
+    func drain() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let (idle, pending) = state.withLock { state -> (Bool, Bool) in
+                if state.flushing { state.closers.append(continuation) }
+                defer { state.startPending = false }
+                return (!state.flushing, state.startPending)
+            }
+            if pending { startWriter() }
+            if idle { continuation.resume() }
+        }
+    }
+
     /// Whether no writer is running or waiting to start (tests).
     var isIdle: Bool { state.withLock { !$0.flushing } }
 

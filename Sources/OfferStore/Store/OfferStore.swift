@@ -139,12 +139,39 @@ public protocol OfferStore: Sendable {
     /// Each variant's exposed customers and what they did with `productIdentifier` after their exposure: redeemed one
     /// of `offers[variant]` (by customer), renewed after it, and the revenue of those redemptions not refunded.
     func experimentOutcomes(experimentIdentifier: String, productIdentifier: String, offers: [String: [String]]) async throws -> [String: ExperimentVariantOutcome]
+    /// Adds a decision to the decision log through a batched writer (one transaction a batch), without waiting:
+    /// the answer never waits for it. A batch that cannot be written is logged and lost (docs/policy.md "Dry-run").
+    func logDecision(_ decision: PolicyDecisionRecord)
+
+    /// Returns once every decision logged so far is written (or has failed).
+    func flushDecisionLog() async
+
+    /// The logged decisions about the apps `bundleIdentifiers` with `since <= decidedAt < until` (Unix ms), oldest
+    /// first, after `cursor`, at most `limit` (1 to 10,000) — without their snapshots (``PolicyDecisionRecord/factsSnapshot``
+    /// is empty): a replay reads each distinct snapshot once (``decisionSnapshots(hashes:)``).
+    func policyDecisions(bundleIdentifiers: [String], since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord]
+
+    /// The facts snapshots with these hashes (at most 10,000), by hash.
+    func decisionSnapshots(hashes: [String]) async throws -> [String: String]
+
+    /// Deletes the decisions made before `before` and the snapshots no later decision uses.
+    /// - Returns: how many decisions went.
+    func purgeDecisionLog(before: Date) async throws -> Int
 
     /// Checks that the store answers (for `/readyz`).
     func ping() async throws
 
     /// Flushes what is queued and closes connections.
     func close() async throws
+}
+
+extension OfferStore {
+    /// A store without a decision log keeps nothing.
+    public func logDecision(_ decision: PolicyDecisionRecord) {}
+    public func flushDecisionLog() async {}
+    public func policyDecisions(bundleIdentifiers: [String], since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord] { [] }
+    public func purgeDecisionLog(before: Date) async throws -> Int { 0 }
+    public func decisionSnapshots(hashes: [String]) async throws -> [String: String] { [:] }
 }
 
 extension OfferStore {

@@ -1,0 +1,163 @@
+import Foundation
+import OfferEligibility
+import OfferModel
+import OfferStore
+
+/// The counts of a dry-run as its decisions stream by: each logged decision decided again under the candidate,
+/// on the facts it was made on, at the time it was made.
+struct DryRunTally {
+    let candidate: OfferPolicy
+    private(set) var report = DryRunReport()
+    /// The candidate's rules that look back further than the log kept, by name: how far they look and the least
+    /// the log kept.
+    private(set) var missingLookback: [String: (needed: TimeInterval, kept: Int64)] = [:]
+    /// Decisions whose snapshot could not be read back.
+    private(set) var unreadable = 0
+    private var byOffer: [OfferKey: (grantedToRefused: Int, refusedToGranted: Int)] = [:]
+    private var signaturesBefore = 0
+    private var signaturesAfter = 0
+    /// Decoded snapshots by hash, bounded: emptied when full (a page needs at most its own).
+    private var snapshots: [String: DecisionSnapshot] = [:]
+    private static let snapshotCacheSize = 20_000
+
+    private struct OfferKey: Hashable {
+        var productIdentifier: String
+        var offerIdentifier: String
+    }
+
+    /// One answer, as compared.
+    private struct Outcome {
+        var granted: Bool
+        var offerIdentifier: String
+        var retentionEntry: String?
+        var reasons: [String]
+        /// Whether the answer is a signature (a granted offer, an introductory-offer answer either way, a
+        /// retention answer with a promotional offer).
+        var signs: Bool
+    }
+
+    init(candidate: OfferPolicy) {
+        self.candidate = candidate
+    }
+
+    mutating func replay(_ record: PolicyDecisionRecord) {
+        guard let channel = DecisionChannel(rawValue: record.channel), let snapshot = snapshot(record) else {
+            unreadable += 1
+            return
+        }
+        let before = Outcome(
+            granted: record.granted, offerIdentifier: record.offerIdentifier, retentionEntry: record.retentionEntry,
+            reasons: record.reasons.isEmpty ? [] : record.reasons.split(separator: ",").map(String.init),
+            signs: channel == .introductory || (record.granted && !record.offerIdentifier.isEmpty))
+        let after = decide(record, channel: channel, snapshot: snapshot)
+        report.replayed += 1
+        signaturesBefore += before.signs ? 1 : 0
+        signaturesAfter += after.signs ? 1 : 0
+        let changed: Bool
+        switch (before.granted, after.granted) {
+        case (true, false):
+            report.grantedToRefused += 1
+            byOffer[OfferKey(productIdentifier: record.productIdentifier, offerIdentifier: before.offerIdentifier), default: (0, 0)].grantedToRefused += 1
+            changed = true
+        case (false, true):
+            report.refusedToGranted += 1
+            byOffer[OfferKey(productIdentifier: record.productIdentifier, offerIdentifier: after.offerIdentifier), default: (0, 0)].refusedToGranted += 1
+            changed = true
+        case (true, true) where before.offerIdentifier != after.offerIdentifier || before.retentionEntry != after.retentionEntry:
+            report.changedOffer += 1
+            changed = true
+        default:
+            report.unchanged += 1
+            changed = false
+        }
+        if changed, report.examples.count < DryRunReport.maximumExamples {
+            report.examples.append(DryRunReport.Example(
+                decidedAt: Date(timeIntervalSince1970: Double(record.decidedAt) / 1000), channel: record.channel,
+                customerHash: record.customerHash, productIdentifier: record.productIdentifier, offerIdentifier: record.offerIdentifier,
+                before: Self.answer(before), after: Self.answer(after)))
+        }
+    }
+
+    func finish(days: Int) -> DryRunReport {
+        var report = report
+        report.byOffer = byOffer.sorted { ($0.key.productIdentifier, $0.key.offerIdentifier) < ($1.key.productIdentifier, $1.key.offerIdentifier) }.map {
+            DryRunReport.OfferChanges(productIdentifier: $0.key.productIdentifier, offerIdentifier: $0.key.offerIdentifier,
+                                      grantedToRefused: $0.value.grantedToRefused, refusedToGranted: $0.value.refusedToGranted)
+        }
+        func perDay(_ count: Int) -> Double { (Double(count) / Double(days) * 100).rounded() / 100 }
+        report.signaturesPerDay = .init(
+            before: perDay(signaturesBefore), after: perDay(signaturesAfter), change: perDay(signaturesAfter - signaturesBefore))
+        return report
+    }
+
+    private static func answer(_ outcome: Outcome) -> DryRunReport.Answer {
+        DryRunReport.Answer(granted: outcome.granted, offerIdentifier: outcome.offerIdentifier, retentionEntry: outcome.retentionEntry, reasons: outcome.reasons)
+    }
+
+    /// The distinct snapshots a page needs that are not decoded yet; when they would not fit beside those decoded,
+    /// the cache is emptied and all of the page's are read again (a page holds at most ``PolicyDryRun/pageSize``).
+    mutating func snapshotsToRead(for page: [PolicyDecisionRecord]) -> [String] {
+        var seen: Set<String> = []
+        let distinct = page.compactMap { seen.insert($0.factsHash).inserted ? $0.factsHash : nil }
+        let missing = distinct.filter { snapshots[$0] == nil }
+        guard snapshots.count + missing.count > Self.snapshotCacheSize else { return missing }
+        snapshots.removeAll(keepingCapacity: true)
+        return distinct
+    }
+
+    /// Decodes the snapshots read for a page.
+    mutating func add(snapshots texts: [String: String]) {
+        for (hash, text) in texts {
+            if let decoded = try? DecisionSnapshot.decode(text) { snapshots[hash] = decoded }
+        }
+    }
+
+    private func snapshot(_ record: PolicyDecisionRecord) -> DecisionSnapshot? {
+        snapshots[record.factsHash]
+    }
+
+    /// The candidate's answer to a logged decision.
+    private mutating func decide(_ record: PolicyDecisionRecord, channel: DecisionChannel, snapshot: DecisionSnapshot) -> Outcome {
+        let now = Date(timeIntervalSince1970: Double(record.decidedAt) / 1000)
+        func refused(_ code: String) -> Outcome {
+            Outcome(granted: false, offerIdentifier: "", reasons: ["policy:\(code)"], signs: channel == .introductory)
+        }
+        guard let product = candidate.app(record.bundleIdentifier)?.product(record.productIdentifier) else { return refused("unknown_product") }
+        let context = snapshot.context(
+            bundleIdentifier: record.bundleIdentifier, productIdentifier: record.productIdentifier, offerIdentifier: record.offerIdentifier,
+            subscriptionGroupIdentifier: product.subscriptionGroupIdentifier, now: now)
+        switch channel {
+        case .legacy, .jws:
+            guard let offer = product.offer(record.offerIdentifier) else { return refused("unknown_offer") }
+            checkLookback(offer.rule.rules, kept: record.lookbackSeconds)
+            let decision = offer.rule.evaluate(context)
+            return Outcome(granted: decision.isEligible, offerIdentifier: record.offerIdentifier, reasons: Self.codes(decision), signs: decision.isEligible)
+        case .introductory:
+            guard let rule = product.introductoryOffer else { return Outcome(granted: true, offerIdentifier: "", reasons: [], signs: true) }
+            checkLookback(rule.rules, kept: record.lookbackSeconds)
+            let decision = rule.evaluate(context)
+            return Outcome(granted: decision.isEligible, offerIdentifier: "", reasons: Self.codes(decision), signs: true)
+        case .retention:
+            checkLookback(product.retention.flatMap(\.rule.rules), kept: record.lookbackSeconds)
+            let choice = OfferPolicy.chooseRetention(product.retention, in: context)
+            guard let entry = choice.entry else {
+                return Outcome(granted: false, offerIdentifier: "", reasons: Self.codes(choice.decision), signs: false)
+            }
+            return Outcome(granted: true, offerIdentifier: entry.offerIdentifier, retentionEntry: entry.messageIdentifier, reasons: [],
+                           signs: !entry.offerIdentifier.isEmpty)
+        }
+    }
+
+    private static func codes(_ decision: EligibilityDecision) -> [String] {
+        decision.reasons.map { "\($0.rule):\($0.code)" }
+    }
+
+    /// Notes each rule that looks back further than the log kept for this decision.
+    private mutating func checkLookback(_ rules: [any EligibilityRule], kept: Int64) {
+        for rule in rules {
+            guard let needed = rule.lookback, needed > Double(kept) else { continue }
+            let known = missingLookback[rule.name]
+            missingLookback[rule.name] = (max(known?.needed ?? 0, needed), min(known?.kept ?? .max, kept))
+        }
+    }
+}

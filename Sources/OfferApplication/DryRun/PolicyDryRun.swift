@@ -1,0 +1,97 @@
+import Foundation
+import OfferEligibility
+import OfferErrors
+import OfferModel
+import OfferStore
+
+/// Replays the decision log of the last days under a candidate policy and counts what would change
+/// (docs/policy.md "Dry-run"). Streams: the log is read a page at a time and only the counts, at most
+/// ``DryRunReport/maximumExamples`` examples and a bounded cache of decoded snapshots are kept.
+///
+/// ## Usage
+///
+/// ```swift
+/// let candidate = try OfferPolicy(text: yaml)              // refused as `policy check` refuses it
+/// let report = try await PolicyDryRun(store: store, candidate: candidate).run(days: 30)
+/// print(report.grantedToRefused, report.refusedToGranted)
+/// ```
+public struct PolicyDryRun: Sendable {
+    /// The longest window a dry-run replays, in days.
+    public static let maximumDays = 3_650
+    /// Decisions read per page.
+    public var pageSize = 5_000
+
+    let store: any OfferStore
+    let candidate: OfferPolicy
+
+    /// - Parameters:
+    ///   - store: the store whose decision log is replayed.
+    ///   - candidate: the policy to replay it under.
+    public init(store: any OfferStore, candidate: OfferPolicy) {
+        self.store = store
+        self.candidate = candidate
+    }
+
+    /// Replays the decisions about the candidate's apps of the last `days` days before `now`.
+    /// - Throws: ``OfferServiceError`` `invalid_request` for days outside 1…``maximumDays``, `dry_run_needs_facts`
+    ///   naming the candidate's rules that read what the log did not keep, `store_unavailable`.
+    public func run(days: Int, now: Date = Date()) async throws -> DryRunReport {
+        guard (1...Self.maximumDays).contains(days) else {
+            throw OfferServiceError.invalidRequest(field: "days", "days must be 1 to \(Self.maximumDays).")
+        }
+        try refuseRulesReadingIdentifiers()
+        let until = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
+        let since = until - Int64(days) * 86_400_000
+        await store.flushDecisionLog()
+        var tally = DryRunTally(candidate: candidate)
+        var cursor: PolicyDecisionCursor?
+        while true {
+            let page: [PolicyDecisionRecord]
+            do {
+                page = try await store.policyDecisions(bundleIdentifiers: candidate.apps.map(\.bundleIdentifier), since: since, until: until, after: cursor, limit: pageSize)
+            } catch {
+                throw OfferServiceError.storeUnavailable
+            }
+            let missing = tally.snapshotsToRead(for: page)
+            if !missing.isEmpty {
+                do {
+                    tally.add(snapshots: try await store.decisionSnapshots(hashes: missing))
+                } catch {
+                    throw OfferServiceError.storeUnavailable
+                }
+            }
+            for record in page { tally.replay(record) }
+            guard page.count == pageSize, let last = page.last else { break }
+            cursor = PolicyDecisionCursor(decidedAt: last.decidedAt, identifier: last.identifier)
+        }
+        if !tally.missingLookback.isEmpty {
+            let rules = tally.missingLookback.sorted { $0.key < $1.key }.map { name, window in
+                "\(name) (looks back \(describeDuration(window.needed)); the log kept \(window.kept == 0 ? "no issued signatures" : describeDuration(TimeInterval(window.kept))) for some decisions)"
+            }
+            throw OfferServiceError(.dryRunNeedsFacts, "The candidate's rules need issued signatures the decision log did not keep: \(rules.joined(separator: "; ")). Replay fewer days, or wait until decisions logged under a policy that looks back as far have accumulated.")
+        }
+        if tally.unreadable > 0 && tally.report.replayed == 0 {
+            throw OfferServiceError(.dryRunNeedsFacts, "None of the \(tally.unreadable) logged decisions could be read back.")
+        }
+        return tally.finish(days: days)
+    }
+
+    /// A rule that reads the customer's identifier cannot be replayed: the log keeps only a keyed hash.
+    private func refuseRulesReadingIdentifiers() throws(OfferServiceError) {
+        var names: Set<String> = []
+        for product in candidate.apps.flatMap(\.products) {
+            let rules = product.offers.flatMap(\.rule.rules) + product.retention.flatMap(\.rule.rules) + (product.introductoryOffer?.rules ?? [])
+            for rule in rules where rule is CustomerListRule { names.insert("\(rule.name) (\(product.productIdentifier))") }
+        }
+        // An experiment assigns by the customer's identifier too.
+        for experiment in candidate.experiments { names.insert("experiment \(experiment.identifier)") }
+        guard names.isEmpty else {
+            throw OfferServiceError(.dryRunNeedsFacts, "The candidate's rules read the customer's applicationUsername, which the decision log keeps only as a keyed hash: \(names.sorted().joined(separator: ", ")). Dry-run a candidate without them.")
+        }
+    }
+}
+
+extension ErrorCode where Domain == OfferServiceError {
+    /// A dry-run's candidate has rules that read facts the decision log did not keep (the message names them).
+    public static var dryRunNeedsFacts: Self { Self("dry_run_needs_facts") }
+}

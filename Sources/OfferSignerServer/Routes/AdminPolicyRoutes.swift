@@ -1,0 +1,56 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import OfferApplication
+import OfferEligibility
+import OfferErrors
+import OfferStore
+
+extension DryRunReport: ResponseEncodable {}
+
+/// `POST /admin/policy/dry-run?days=N`: replays the decision log of the last N days (default 30) under the
+/// candidate policy in the body (YAML or JSON) and answers what would change (docs/policy.md "Dry-run"). Audited
+/// as `policy.dry-run` with the candidate's version and the counts.
+struct AdminPolicyRoutes {
+    let store: any OfferStore
+    /// The largest candidate accepted (a policy file is a few kilobytes).
+    static let maximumPolicySize = 1 << 20
+
+    func register(on group: RouterGroup<OfferSignerRequestContext>) {
+        group.post("/policy/dry-run") { request, context -> DryRunReport in
+            var days = 30
+            if let text = request.uri.queryParameters["days"] {
+                guard text.count <= 5, let number = Int(String(text)), (1...PolicyDryRun.maximumDays).contains(number) else {
+                    throw APIError.invalidRequest(field: "days", "days is a whole number from 1 to \(PolicyDryRun.maximumDays).")
+                }
+                days = number
+            }
+            let body: ByteBuffer
+            do {
+                body = try await request.body.collect(upTo: Self.maximumPolicySize)
+            } catch is NIOTooManyBytesError {
+                throw APIError.payloadTooLarge(limit: Self.maximumPolicySize)
+            }
+            let candidate: OfferPolicy
+            do {
+                candidate = try OfferPolicy(text: String(buffer: body))
+            } catch let error as PolicyError {
+                // The message `policy check` prints.
+                throw APIError(status: .badRequest, code: error.code.rawValue, message: error.message)
+            }
+            let report = try await PolicyDryRun(store: store, candidate: candidate).run(days: days)
+            let admin = context.adminName ?? "unknown"
+            do {
+                try await store.appendAudit(AuditEvent(actor: admin, action: "policy.dry-run", target: candidate.version, details: [
+                    "days": "\(days)", "replayed": "\(report.replayed)", "grantedToRefused": "\(report.grantedToRefused)",
+                    "refusedToGranted": "\(report.refusedToGranted)", "changedOffer": "\(report.changedOffer)",
+                ]))
+            } catch {
+                context.logger.warning("dry-run answered, but the audit event could not be written", metadata: ["admin": "\(admin)"])
+            }
+            context.logger.notice("audit: policy.dry-run", metadata: ["admin": "\(admin)", "target": "\(candidate.version)"])
+            return report
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+
+/// One decision made under a policy, as the decision log keeps it (schema version 9, docs/policy.md "Dry-run"):
+/// when, on which channel, about which offer, for which customer (the log's keyed hash, never the identifier),
+/// under which policy version, on what facts, and the answer with its reason codes.
+///
+/// The facts are a snapshot (``factsSnapshot``, compact JSON written by the application) stored once per distinct
+/// content: ``factsHash`` names it in `decision_facts`, so a customer asking again with nothing changed costs one
+/// small row.
+public struct PolicyDecisionRecord: Sendable, Hashable {
+    /// A random identifier, unique with ``decidedAt`` (the log's order for paging).
+    public var identifier: Int64
+    /// When, Unix milliseconds.
+    public var decidedAt: Int64
+    /// `legacy`, `jws`, `introductory` or `retention`.
+    public var channel: String
+    /// The app.
+    public var bundleIdentifier: String
+    /// The product.
+    public var productIdentifier: String
+    /// The offer asked for (legacy, JWS), or the offer the chosen retention entry signs; empty otherwise.
+    public var offerIdentifier: String
+    /// The chosen retention entry's message identifier (retention only, when an entry was chosen).
+    public var retentionEntry: String?
+    /// The customer as the log's keyed hash (`CustomerHash`), never the `applicationUsername`.
+    public var customerHash: String
+    /// The SHA-256 of the policy's text.
+    public var policyVersion: String
+    /// Whether the answer was yes.
+    public var granted: Bool
+    /// The reason codes of a no, comma-separated (`rule:code`), empty for a yes.
+    public var reasons: String
+    /// How far back (seconds) the issued signatures in the snapshot reach; 0 when none were read.
+    public var lookbackSeconds: Int64
+    /// The hash of ``factsSnapshot`` (32 hex characters).
+    public var factsHash: String
+    /// The facts the rules read, as compact JSON.
+    public var factsSnapshot: String
+
+    /// Creates a record.
+    public init(
+        identifier: Int64 = Int64.random(in: 1...Int64.max), decidedAt: Int64, channel: String, bundleIdentifier: String,
+        productIdentifier: String, offerIdentifier: String, retentionEntry: String? = nil, customerHash: String,
+        policyVersion: String, granted: Bool, reasons: String, lookbackSeconds: Int64, factsHash: String, factsSnapshot: String
+    ) {
+        self.identifier = identifier
+        self.decidedAt = decidedAt
+        self.channel = channel
+        self.bundleIdentifier = bundleIdentifier
+        self.productIdentifier = productIdentifier
+        self.offerIdentifier = offerIdentifier
+        self.retentionEntry = retentionEntry
+        self.customerHash = customerHash
+        self.policyVersion = policyVersion
+        self.granted = granted
+        self.reasons = reasons
+        self.lookbackSeconds = lookbackSeconds
+        self.factsHash = factsHash
+        self.factsSnapshot = factsSnapshot
+    }
+}
+
+/// Where a page of the decision log ends: the next page starts after it.
+public struct PolicyDecisionCursor: Sendable, Hashable {
+    public var decidedAt: Int64
+    public var identifier: Int64
+
+    public init(decidedAt: Int64, identifier: Int64) {
+        self.decidedAt = decidedAt
+        self.identifier = identifier
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import Logging
+import OfferModel
+import SQLKit
+
+extension SQLOfferStore {
+    // MARK: the decision log (schema version 9)
+
+    func logDecision(_ decision: PolicyDecisionRecord) {
+        decisionRecorder.submit(decision) { _ in }  // a failed batch is logged by the writer
+    }
+
+    func flushDecisionLog() async {
+        await decisionRecorder.drain()
+    }
+
+    /// Writes one batch of decisions in one transaction: each distinct snapshot once (its `last_used_at` moved to
+    /// the newest decision using it), then the decisions in one multi-row INSERT.
+    static func writeDecisions(_ records: [PolicyDecisionRecord], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
+        var snapshots: [String: (facts: String, lastUsedAt: Int64)] = [:]
+        for record in records {
+            let newest = max(snapshots[record.factsHash]?.lastUsedAt ?? .min, record.decidedAt)
+            snapshots[record.factsHash] = (record.factsSnapshot, newest)
+        }
+        let facts = snapshots.sorted { $0.key < $1.key }
+        do {
+            try await backend.transaction { database in
+                try await database.insert(into: "decision_facts").columns("hash", "facts", "last_used_at")
+                    .rows(facts.map { [SQLBind($0.key), SQLBind($0.value.facts), SQLBind($0.value.lastUsedAt)] as [any SQLExpression] })
+                    .onConflict(with: ["hash"]) { update in
+                        update.set("last_used_at", to: SQLRaw(
+                            "CASE WHEN excluded.last_used_at > decision_facts.last_used_at THEN excluded.last_used_at ELSE decision_facts.last_used_at END"))
+                    }
+                    .run()
+                try await database.insert(into: "policy_decisions")
+                    .columns("decided_at", "id", "channel", "bundle_identifier", "product_identifier", "offer_identifier",
+                             "retention_entry", "customer_hash", "policy_version", "granted", "reasons", "lookback_seconds", "facts_hash")
+                    .rows(records.map { record -> [any SQLExpression] in
+                        [SQLBind(record.decidedAt), SQLBind(record.identifier), SQLBind(record.channel),
+                         SQLBind(record.bundleIdentifier), SQLBind(record.productIdentifier), SQLBind(record.offerIdentifier),
+                         SQLBind(record.retentionEntry), SQLBind(record.customerHash), SQLBind(record.policyVersion),
+                         SQLBind(Int64(record.granted ? 1 : 0)), SQLBind(record.reasons), SQLBind(record.lookbackSeconds),
+                         SQLBind(record.factsHash)]
+                    })
+                    .ignoringConflicts(with: ["decided_at", "id"])
+                    .run()
+            }
+        } catch {
+            logger.error("policy decision batch not logged", metadata: ["count": "\(records.count)", "error": "\(error)"])
+            throw error
+        }
+        return Array(repeating: nil, count: records.count)
+    }
+
+    func policyDecisions(bundleIdentifiers: [String], since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord] {
+        guard !bundleIdentifiers.isEmpty else { return [] }
+        // Where the page starts: the cursor (or the window's start); the first condition on the primary key's
+        // leading column lets both databases range-scan from there instead of from the window's start each page.
+        let start = cursor ?? PolicyDecisionCursor(decidedAt: since, identifier: .min)
+        let rows = try await backend.reading { database in
+            try await database.raw("""
+                SELECT decided_at, id, channel, bundle_identifier, product_identifier, offer_identifier,
+                    retention_entry, customer_hash, policy_version, granted, reasons, lookback_seconds, facts_hash
+                FROM policy_decisions
+                WHERE decided_at >= \(bind: max(since, start.decidedAt)) AND decided_at < \(bind: until)
+                    AND (decided_at, id) > (\(bind: start.decidedAt), \(bind: start.identifier))
+                    AND bundle_identifier IN (\(binds: bundleIdentifiers))
+                ORDER BY decided_at, id LIMIT \(bind: max(1, min(limit, 10_000)))
+                """).all(decoding: DecisionRow.self)
+        }
+        return rows.map { row in
+            PolicyDecisionRecord(
+                identifier: row.identifier, decidedAt: row.decidedAt, channel: row.channel, bundleIdentifier: row.bundleIdentifier,
+                productIdentifier: row.productIdentifier, offerIdentifier: row.offerIdentifier, retentionEntry: row.retentionEntry,
+                customerHash: row.customerHash, policyVersion: row.policyVersion, granted: row.granted != 0, reasons: row.reasons,
+                lookbackSeconds: row.lookbackSeconds, factsHash: row.factsHash, factsSnapshot: "")
+        }
+    }
+
+    func decisionSnapshots(hashes: [String]) async throws -> [String: String] {
+        guard !hashes.isEmpty else { return [:] }
+        let wanted = Array(hashes.prefix(10_000))
+        let rows = try await backend.reading { database in
+            try await database.raw("SELECT hash, facts FROM decision_facts WHERE hash IN (\(binds: wanted))").all(decoding: SnapshotRow.self)
+        }
+        return Dictionary(rows.map { ($0.hash, $0.facts) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// A `decision_facts` row.
+    private struct SnapshotRow: Decodable, Sendable {
+        var hash: String, facts: String
+    }
+
+    func purgeDecisionLog(before: Date) async throws -> Int {
+        let cutoff = before.unixMilliseconds
+        return try await backend.transaction { database in
+            let decisions = try await database.delete(from: "policy_decisions")
+                .where("decided_at", .lessThan, SQLBind(cutoff)).returning("id").all().count
+            try await database.delete(from: "decision_facts").where("last_used_at", .lessThan, SQLBind(cutoff)).run()
+            return decisions
+        }
+    }
+
+    /// A `policy_decisions` row, as read.
+    private struct DecisionRow: Decodable, Sendable {
+        var decidedAt: Int64, identifier: Int64, channel: String, bundleIdentifier: String, productIdentifier: String
+        var offerIdentifier: String, retentionEntry: String?, customerHash: String, policyVersion: String
+        var granted: Int64, reasons: String, lookbackSeconds: Int64, factsHash: String
+
+        private enum CodingKeys: String, CodingKey {
+            case decidedAt = "decided_at", identifier = "id", channel, bundleIdentifier = "bundle_identifier"
+            case productIdentifier = "product_identifier", offerIdentifier = "offer_identifier", retentionEntry = "retention_entry"
+            case customerHash = "customer_hash", policyVersion = "policy_version", granted, reasons
+            case lookbackSeconds = "lookback_seconds", factsHash = "facts_hash"
+        }
+    }
+}
