@@ -26,7 +26,7 @@ import urllib.request
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 parser = argparse.ArgumentParser()
 parser.add_argument("output", help="the directory for the screenshots")
@@ -114,6 +114,10 @@ try:
     open_page("/console/login", "sign-in", signed_in=False)
     driver.find_element(By.ID, "token").send_keys(token)
     driver.find_element(By.CSS_SELECTOR, "form.stack button").click()
+    try:
+        WebDriverWait(driver, 10).until(lambda d: d.current_url == f"{base}/console")
+    except Exception:
+        pass
     check(driver.current_url == f"{base}/console", f"signed in, on the overview ({driver.current_url})")
     cookies = {cookie["name"]: cookie for cookie in driver.get_cookies()}
     session = cookies.get("offer_signer_session", {})
@@ -143,12 +147,21 @@ try:
     Select(driver.find_element(By.ID, "action")).select_by_value("activate")
     driver.find_element(By.ID, "confirmation").send_keys(key)
     driver.find_element(By.CSS_SELECTOR, "form.stack button").click()
-    check("activate done" in driver.page_source, f"key {key} activated through the form")
+    try:
+        WebDriverWait(driver, 10).until(lambda d: "activate done" in d.page_source)
+        activated = True
+    except Exception:
+        activated = False
+    check(activated, f"key {key} activated through the form")
     driver.save_screenshot(os.path.join(arguments.output, "keys-after-activate.png"))
     audit = json.loads(call("GET", "/admin/audit?limit=10", token=token))["events"]
     check(any(e["actor"] == "operator" and e["action"] == "key.activate" and e["target"] == key for e in audit), "the activation is audited under the admin's name")
     check(all(token not in url for url in visited) and token not in driver.page_source, "the token is in no URL and no page")
     driver.find_element(By.CSS_SELECTOR, "form.signout button").click()
+    try:
+        WebDriverWait(driver, 10).until(lambda d: d.current_url.endswith("/console/login"))
+    except Exception:
+        pass
     check(driver.current_url.endswith("/console/login"), "signed out")
     open_page("/console/keys", "after-sign-out", signed_in=False)
     check(driver.current_url.endswith("/console/login"), "after signing out, pages lead to the sign-in form")

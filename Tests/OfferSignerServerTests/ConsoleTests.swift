@@ -136,7 +136,7 @@ import Testing
         try await Fixture().test { client in
             let session = try await Self.signIn(client)
             var responses: [(String, TestResponse)] = []
-            for page in Self.pages + ["/console/login", "/console/style.css", "/console/experiments/none"] {
+            for page in Self.pages + ["/console/login", "/console/style.css", "/console/favicon.svg", "/console/experiments/none"] {
                 responses.append((page, try await Self.get(client, page, session)))
             }
             responses.append(("login", try await Self.post(client, "/console/login", [("token", "nope")])))

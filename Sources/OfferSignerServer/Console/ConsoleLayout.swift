@@ -31,6 +31,7 @@ enum ConsoleLayout {
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>\(title) · OfferSigner console</title>
         <link rel="stylesheet" href="/console/style.css">
+        <link rel="icon" href="/console/favicon.svg" type="image/svg+xml">
         </head><body>
         \(body)
         </body></html>
@@ -78,6 +79,9 @@ enum ConsoleLayout {
     static func money(_ milliunits: Int64, _ currency: String) -> String {
         String(format: "%.2f", Double(milliunits) / 1000) + " " + currency
     }
+
+    /// The icon served at `/console/favicon.svg` (so that browsers do not ask the service for `/favicon.ico`).
+    static let icon = ##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#0a84ff"/><path d="M4 8.5l2.5 2.5L12 5" stroke="#fff" stroke-width="2" fill="none"/></svg>"##
 
     /// The stylesheet served at `/console/style.css`: readable at a phone's width, no external resource.
     static let stylesheet = """

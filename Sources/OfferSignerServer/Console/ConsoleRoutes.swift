@@ -23,6 +23,9 @@ struct ConsoleRoutes {
         console.get("/style.css") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/css; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: ConsoleLayout.stylesheet)))
         }
+        console.get("/favicon.svg") { _, _ in
+            Response(status: .ok, headers: [.contentType: "image/svg+xml"], body: .init(byteBuffer: ByteBuffer(string: ConsoleLayout.icon)))
+        }
         console.get("/login") { request, context in
             if let cookieValue = ConsoleSessions.cookieValue(in: request), await sessions.session(cookieValue) != nil {
                 return Response(status: .seeOther, headers: [.location: "/console"])
