@@ -249,6 +249,29 @@ import Testing
         }
     }
 
+    @Test("the customer page shows the facts and signatures of GET /admin/customers and /admin/signatures, every value escaped")
+    func customerPageEscapes() async throws {
+        let fixture = try await Fixture()
+        let customer = CustomerKey(bundleIdentifier: Self.app, applicationUsername: "user <b>\"&'")
+        _ = try await fixture.store.updateCustomer(customer) { $0.flags["vip"] = "<i>yes</i>" }
+        try await fixture.store.record(IssuedSignature(
+            nonce: UUID().uuidString.lowercased(), keyIdentifier: "TESTKEY001", bundleIdentifier: Self.app, productIdentifier: "monthly",
+            offerIdentifier: "winback<1>", applicationUsername: customer.applicationUsername, timestamp: Int64(Date().timeIntervalSince1970 * 1000), format: "legacy"))
+        try await fixture.test { client in
+            let session = try await Self.signIn(client)
+            let page = try await Self.get(client, "/console/customers?bundleId=com.example.app&customer=user+%3Cb%3E%22%26%27", session)
+            #expect(page.status == .ok)
+            #expect(page.text.contains("value=\"user &lt;b&gt;&quot;&amp;&#39;\""))
+            #expect(page.text.contains("vip=&lt;i&gt;yes&lt;/i&gt;"))
+            #expect(page.text.contains("winback&lt;1&gt;"))
+            #expect(!page.text.contains("<b>") && !page.text.contains("<i>"))
+            let unknown = try await Self.get(client, "/console/customers?bundleId=com.example.app&customer=nobody", session)
+            #expect(unknown.text.contains("has not heard of this customer"))
+            let tooLong = try await Self.get(client, "/console/customers?bundleId=com.example.app&customer=\(String(repeating: "x", count: 3000))", session)
+            #expect(tooLong.status == .badRequest)
+        }
+    }
+
     @Test("the public port does not serve the console")
     func notOnThePublicPort() async throws {
         try await Fixture(part: .publicOnly).test { client async throws in

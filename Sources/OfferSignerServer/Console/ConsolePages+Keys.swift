@@ -84,12 +84,9 @@ extension ConsolePages {
 
     /// `/console/customers?bundleId=…&customer=…`: what the rules see of one customer and the signatures issued to
     /// them (`GET /admin/customers/{bundleId}/{applicationUsername}` and `GET /admin/signatures`).
-    func customer(_ query: some Sequence<(key: Substring, value: Substring)>, session: ConsoleSession) async throws -> HTML {
-        var bundleIdentifier = "", applicationUsername = ""
-        for (name, value) in query where value.utf8.count <= 1024 {
-            if name == "bundleId" { bundleIdentifier = String(value).trimmingCharacters(in: .whitespaces) }
-            if name == "customer" { applicationUsername = String(value).trimmingCharacters(in: .whitespaces) }
-        }
+    func customer(_ query: ConsoleForm, session: ConsoleSession) async throws -> HTML {
+        let bundleIdentifier = query["bundleId"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        let applicationUsername = query["customer"]?.trimmingCharacters(in: .whitespaces) ?? ""
         let search: HTML = """
             <form class="inline" method="get" action="/console/customers">
             <input name="bundleId" placeholder="bundle ID" value="\(bundleIdentifier)" maxlength="155" required>

@@ -54,7 +54,8 @@ struct ConsoleRoutes {
             return try await pages.experiment(identifier, session: try context.requireConsoleSession).response()
         }
         signedIn.get("/customers") { request, context in
-            try await pages.customer(request.uri.queryParameters, session: try context.requireConsoleSession).response()
+            // The query as a GET form sends it (`+` for a space), each field bounded.
+            try await pages.customer(try ConsoleForm(encoded: request.uri.query ?? ""), session: try context.requireConsoleSession).response()
         }
         signedIn.get("/keys") { _, context in try await pages.keys(try context.requireConsoleSession, message: nil).response() }
         signedIn.post("/keys") { request, context in
