@@ -5,6 +5,7 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import OfferApplication
+import OfferEligibility
 import OfferKeys
 import OfferModel
 import OfferSignerServer
@@ -26,12 +27,13 @@ import Testing
         let manager: KeyManager
         let part: RouterPart
 
-        init(part: RouterPart = .all) async throws {
+        init(part: RouterPart = .all, policy: OfferPolicy? = nil) async throws {
             store = try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test"))
             let keys = try [SigningKey.generate(keyIdentifier: "TESTKEY001"), SigningKey.generate(keyIdentifier: "TESTKEY002")]
             let entries = keys.map { KeyRing.Entry(key: $0, source: "test") }
             service = OfferService(
-                apps: [AppConfiguration(bundleIdentifier: ConsoleTests.app)], keyRing: try KeyRing(keys: entries, activeKeyIdentifier: "TESTKEY001"), store: store)
+                apps: [AppConfiguration(bundleIdentifier: ConsoleTests.app)], keyRing: try KeyRing(keys: entries, activeKeyIdentifier: "TESTKEY001"),
+                policy: policy, store: store)
             manager = try await KeyManager(
                 holder: service.keys, loadKeys: { entries }, configuredActiveKeyIdentifier: "TESTKEY001",
                 stateStore: InMemoryKeyStateStore(), logger: Logger(label: "test"))
@@ -269,6 +271,42 @@ import Testing
             #expect(unknown.text.contains("has not heard of this customer"))
             let tooLong = try await Self.get(client, "/console/customers?bundleId=com.example.app&customer=\(String(repeating: "x", count: 3000))", session)
             #expect(tooLong.status == .badRequest)
+        }
+    }
+
+    @Test("an experiment's page draws each variant's rate and interval as GET /admin/experiments/{id} reports them")
+    func experimentPage() async throws {
+        let policy = try OfferPolicy(text: ExperimentRouteTests.policy(bundle: Self.app, experiment: "winback-q4"))
+        let experiment = try #require(policy.experiment("winback-q4"))
+        let fixture = try await Fixture(policy: policy)
+        for index in 0..<30 {
+            let customer = CustomerKey(bundleIdentifier: Self.app, applicationUsername: "customer-\(index)")
+            _ = try await fixture.store.recordExposure(ExperimentExposure(
+                experimentIdentifier: "winback-q4", customer: customer, variant: experiment.variant(for: customer).name, exposedAt: Date()))
+        }
+        try await fixture.test { client in
+            let session = try await Self.signIn(client)
+            let list = try await Self.get(client, "/console/experiments", session)
+            #expect(list.text.contains("href=\"/console/experiments/winback-q4\""))
+            let page = try await Self.get(client, "/console/experiments/winback-q4", session)
+            #expect(page.status == .ok)
+            let api = try await client.execute(uri: "/admin/experiments/winback-q4", method: .get, headers: [.authorization: "Bearer \(Self.token)"])
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(api.body.readableBytesView)) as? [String: Any])
+            let variants = try #require(report["variants"] as? [[String: Any]])
+            #expect(variants.count == 3)
+            for variant in variants {
+                let name = try #require(variant["name"] as? String)
+                let rate = try #require(variant["rate"] as? [String: Any])
+                let drawn = try #require(page.text.firstMatch(of: try Regex("data-variant=\"\(name)\" data-value=\"([0-9.e-]+)\" data-lower=\"([0-9.e-]+)\" data-upper=\"([0-9.e-]+)\"")))
+                for (index, field) in ["estimate", "lower", "upper"].enumerated() {
+                    let text = drawn.output[index + 1].substring.map(String.init) ?? ""
+                    let value = try #require(Double(text))
+                    #expect(abs(value - ((rate[field] as? NSNumber)?.doubleValue ?? -1)) < 1e-9, "\(name) \(field)")
+                }
+            }
+            #expect(page.text.contains(report["note"] as? String ?? "-"))
+            #expect(page.text.contains("as the weights say") == ((report["sampleRatio"] as? [String: Any])?["mismatch"] as? Bool == false))
+            #expect(try await Self.get(client, "/console/experiments/\(String(repeating: "x", count: 65))", session).status == .badRequest)
         }
     }
 
