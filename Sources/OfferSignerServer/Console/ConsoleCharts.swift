@@ -12,7 +12,7 @@ enum ConsoleCharts {
         }
         guard !values.isEmpty else { return "<p class=\"muted\">No days in the window.</p>" }
         let maximum = max(1, values.map { max($0.issued, $0.redeemed) }.max() ?? 1)
-        let (width, height, top, bottom, left) = (720.0, 240.0, 10.0, 30.0, 34.0)
+        let (width, height, top, bottom, left) = (720.0, 260.0, 16.0, 34.0, 40.0)
         let plot = height - top - bottom
         let slot = (width - left) / Double(values.count)
         let barWidth = max(1, slot * 0.4)
@@ -32,7 +32,7 @@ enum ConsoleCharts {
         }
         let axis: HTML = """
             <line class="axis" x1="\(format(left))" y1="\(format(top + plot))" x2="\(format(width))" y2="\(format(top + plot))"/>
-            <text x="0" y="\(format(top + 8))">\(maximum)</text><text x="0" y="\(format(top + plot))">0</text>
+            <text x="0" y="\(format(top + 6))">\(maximum)</text><text x="0" y="\(format(top + plot))">0</text>
             """
         return """
             <p class="legend"><span class="issued">issued</span><span class="redeemed">redeemed</span></p>
@@ -46,7 +46,7 @@ enum ConsoleCharts {
         let variants = report.variants.filter { $0.rate != nil }
         guard !variants.isEmpty else { return "<p class=\"muted\">The metric \(report.metric) has no interval.</p>" }
         let upper = min(1, max(0.05, (variants.compactMap { $0.rate?.upper }.max() ?? 1) * 1.1))
-        let (width, rowHeight, left, right) = (720.0, 34.0, 130.0, 20.0)
+        let (width, rowHeight, left, right) = (720.0, 40.0, 190.0, 20.0)
         let height = rowHeight * Double(variants.count) + 26
         func x(_ rate: Double) -> Double { left + (width - left - right) * min(max(rate, 0), upper) / upper }
         var marks: [HTML] = []
@@ -67,7 +67,7 @@ enum ConsoleCharts {
         return """
             <svg class="chart" id="interval-chart" viewBox="0 0 \(format(width)) \(format(height))" role="img" aria-label="Each variant's rate with its 95 % interval">
             <line class="axis" x1="\(format(left))" y1="\(format(axisY - 8))" x2="\(format(width - right))" y2="\(format(axisY - 8))"/>
-            <text x="\(format(left))" y="\(format(axisY + 4))">0 %</text><text x="\(format(width - right - 30))" y="\(format(axisY + 4))">\(ConsoleLayout.percent(upper))</text>
+            <text x="\(format(left))" y="\(format(axisY + 4))">0 %</text><text x="\(format(width - right - 60))" y="\(format(axisY + 4))">\(ConsoleLayout.percent(upper))</text>
             \(marks)</svg>
             """
     }

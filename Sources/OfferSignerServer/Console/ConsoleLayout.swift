@@ -110,7 +110,7 @@ enum ConsoleLayout {
         button { cursor: pointer; } button.danger { border-color: var(--bad); color: var(--bad); }
         svg.chart { width: 100%; height: auto; max-height: 320px; }
         svg .issued { fill: var(--issued); } svg .redeemed { fill: var(--redeemed); }
-        svg .axis { stroke: var(--line); } svg text { fill: var(--muted); font-size: 10px; }
+        svg .axis { stroke: var(--line); } svg text { fill: var(--muted); font-size: 16px; }
         svg .interval { stroke: var(--issued); stroke-width: 2; } svg .estimate { fill: var(--issued); } svg .zero { stroke: var(--muted); stroke-dasharray: 3 3; }
         .legend span { margin-right: 1rem; } .legend .issued::before, .legend .redeemed::before { content: ""; display: inline-block; width: .8em; height: .8em; margin-right: .3em; }
         .legend .issued::before { background: var(--issued); } .legend .redeemed::before { background: var(--redeemed); }

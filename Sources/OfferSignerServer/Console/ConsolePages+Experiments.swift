@@ -34,11 +34,12 @@ extension ConsolePages {
         }
         let sampleRatio: HTML
         if let check = report.sampleRatio {
+            let figures = "χ² \(String(format: "%.2f", check.chiSquare)), p \(String(format: "%.4f", check.pValue))"
             sampleRatio = check.mismatch
-                ? "<span class=\"bad\">mismatch</span> (χ² \(String(format: "%.2f", check.chiSquare)), p \(String(format: "%.4f", check.pValue)))"
-                : "<span class=\"ok\">as the weights say</span> (χ² \(String(format: "%.2f", check.chiSquare)), p \(String(format: "%.4f", check.pValue)))"
+                ? "<b class=\"bad\">mismatch</b><span>\(figures)</span>"
+                : "<b class=\"ok\">as the weights say</b><span>\(figures)</span>"
         } else {
-            sampleRatio = "<span class=\"muted\">nobody exposed yet</span>"
+            sampleRatio = "<b class=\"muted\">nobody exposed yet</b>"
         }
         let period = [report.start.map { "from \(ConsoleLayout.date($0))" }, report.end.map { "until \(ConsoleLayout.date($0))" }].compactMap { $0 }.joined(separator: " ")
         return ConsoleLayout.page("Experiment \(report.id)", session: session, current: "/console/experiments", body: """
@@ -46,7 +47,7 @@ extension ConsolePages {
             \(report.running ? "running" : "not running") \(period) · \(report.plannedCustomers) customers per variant planned</p>
             <div class="cards">
             <div class="card"><span>Readable</span><b class="\(report.readable ? "ok" : "bad")" data-metric="readable">\(report.readable ? "yes" : "not yet")</b></div>
-            <div class="card"><span>Sample ratio</span><b>\(sampleRatio)</b></div>
+            <div class="card"><span>Sample ratio</span>\(sampleRatio)</div>
             <div class="card"><span>Reference</span><b>\(report.reference)</b></div></div>
             <p class="note">\(report.note)</p>
             <h2>Rates with their \(ConsoleLayout.percent(report.confidenceLevel)) always-valid intervals</h2>

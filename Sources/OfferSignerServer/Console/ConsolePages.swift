@@ -19,15 +19,15 @@ struct ConsolePages {
         var health: [HTML] = []
         if let store = service.store {
             let reachable = (try? await store.ping()) != nil
-            health.append(reachable ? "<span class=\"ok\">reachable</span>" : "<span class=\"bad\">unreachable</span>")
+            health.append(reachable ? "<b class=\"ok\">reachable</b>" : "<b class=\"bad\">unreachable</b>")
         } else {
-            health.append("<span class=\"muted\">none configured</span>")
+            health.append("<b class=\"muted\">none configured</b>")
         }
         let ring = await keyManager?.keyRing ?? service.keys.current
         let active: HTML = ring.activeKeyIdentifier.map { "<code>\($0)</code>" } ?? "<span class=\"bad\">none</span>"
         var body: HTML = """
             <h2>Health</h2>
-            <div class="cards"><div class="card"><span>Customer store</span><b>\(health)</b></div>
+            <div class="cards"><div class="card"><span>Customer store</span>\(health)</div>
             <div class="card"><span>Active key</span><b>\(active)</b></div>
             <div class="card"><span>Keys</span><b>\(ring.entries.count)</b></div></div>
             \(Self.keyTable(ring, counts: service.signatureCountsByKey))
