@@ -173,5 +173,8 @@ finally:
     server.terminate()
     server.wait(timeout=10)
 
+log.close()
+with open(os.path.join(arguments.output, "server.log"), "rb") as server_log:
+    check(token.encode() not in server_log.read(), "the token is in no line of the server's log")
 print(f"{len(failures)} failure(s); screenshots in {arguments.output}")
 sys.exit(1 if failures else 0)
