@@ -1,5 +1,6 @@
 import Foundation
 import OfferApplication
+import OfferEligibility
 import OfferKeys
 import OfferSigning
 import OfferStore
@@ -29,7 +30,8 @@ struct ConsolePages {
             <h2>Health</h2>
             <div class="cards"><div class="card"><span>Customer store</span>\(health)</div>
             <div class="card"><span>Active key</span><b>\(active)</b></div>
-            <div class="card"><span>Keys</span><b>\(ring.entries.count)</b></div></div>
+            <div class="card"><span>Keys</span><b>\(ring.entries.count)</b></div>
+            <div class="card"><span>Policy in force</span>\(Self.policySummary(service.policy))</div></div>
             \(Self.keyTable(ring, counts: service.signatureCountsByKey))
             """
         guard service.store != nil else {
@@ -109,6 +111,14 @@ struct ConsolePages {
             totals.renewed += offer.renewedAfterOffer
             totals.refunded += offer.refunded
         }
+    }
+
+    /// What the policy in force holds, in a few words.
+    static func policySummary(_ policy: OfferPolicy?) -> HTML {
+        guard let policy else { return "<b class=\"muted\">none</b><span>no eligibility rules: every well-formed request is signed</span>" }
+        let products = policy.apps.flatMap(\.products)
+        let offers = products.map(\.offers.count).reduce(0, +)
+        return "<b>\(offers) offers</b><span>\(policy.apps.count) apps, \(products.count) products, \(policy.experiments.count) experiments</span>"
     }
 
     /// The keys as `GET /admin/keys` lists them.
