@@ -255,7 +255,10 @@ import Testing
     func customerPageEscapes() async throws {
         let fixture = try await Fixture()
         let customer = CustomerKey(bundleIdentifier: Self.app, applicationUsername: "user <b>\"&'")
-        _ = try await fixture.store.updateCustomer(customer) { $0.flags["vip"] = "<i>yes</i>" }
+        _ = try await fixture.store.updateCustomer(customer) { facts in
+            facts.flags["vip"] = "<i>yes</i>"
+            facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: "group", productIdentifier: "monthly", originalTransactionId: "2000000000000777", state: .active)]
+        }
         try await fixture.store.record(IssuedSignature(
             nonce: UUID().uuidString.lowercased(), keyIdentifier: "TESTKEY001", bundleIdentifier: Self.app, productIdentifier: "monthly",
             offerIdentifier: "winback<1>", applicationUsername: customer.applicationUsername, timestamp: Int64(Date().timeIntervalSince1970 * 1000), format: "legacy"))
@@ -267,6 +270,11 @@ import Testing
             #expect(page.text.contains("vip=&lt;i&gt;yes&lt;/i&gt;"))
             #expect(page.text.contains("winback&lt;1&gt;"))
             #expect(!page.text.contains("<b>") && !page.text.contains("<i>"))
+            let byTransaction = try await Self.get(client, "/console/customers?originalTransactionId=2000000000000777", session)
+            #expect(byTransaction.text.contains("vip=&lt;i&gt;yes&lt;/i&gt;"))
+            #expect(byTransaction.text.contains("winback&lt;1&gt;"))
+            #expect(try await Self.get(client, "/console/customers?originalTransactionId=2000000000000778", session).text.contains("No customer is known"))
+            #expect(try await Self.get(client, "/console/customers?originalTransactionId=12ab", session).status == .badRequest)
             let unknown = try await Self.get(client, "/console/customers?bundleId=com.example.app&customer=nobody", session)
             #expect(unknown.text.contains("has not heard of this customer"))
             let tooLong = try await Self.get(client, "/console/customers?bundleId=com.example.app&customer=\(String(repeating: "x", count: 3000))", session)

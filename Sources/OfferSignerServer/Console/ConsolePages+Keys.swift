@@ -85,14 +85,37 @@ extension ConsolePages {
     /// `/console/customers?bundleId=…&customer=…`: what the rules see of one customer and the signatures issued to
     /// them (`GET /admin/customers/{bundleId}/{applicationUsername}` and `GET /admin/signatures`).
     func customer(_ query: ConsoleForm, session: ConsoleSession) async throws -> HTML {
-        let bundleIdentifier = query["bundleId"]?.trimmingCharacters(in: .whitespaces) ?? ""
-        let applicationUsername = query["customer"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        var bundleIdentifier = query["bundleId"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        var applicationUsername = query["customer"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        let originalTransactionId = query["originalTransactionId"]?.trimmingCharacters(in: .whitespaces) ?? ""
         let search: HTML = """
             <form class="inline" method="get" action="/console/customers">
             <input name="bundleId" placeholder="bundle ID" value="\(bundleIdentifier)" maxlength="155" required>
             <input name="customer" placeholder="applicationUsername / appAccountToken" value="\(applicationUsername)" maxlength="255" required>
             <button type="submit">Look up</button></form>
+            <form class="inline" method="get" action="/console/customers">
+            <input name="originalTransactionId" placeholder="originalTransactionId" value="\(originalTransactionId)" inputmode="numeric" maxlength="32" required>
+            <button type="submit">Look up</button></form>
             """
+        if !originalTransactionId.isEmpty, let store = service.store {
+            guard (1...32).contains(originalTransactionId.utf8.count), originalTransactionId.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+                throw APIError.invalidRequest(field: "originalTransactionId", "originalTransactionId is 1 to 32 digits.")
+            }
+            let keys = try await storeCall { try await store.customers(withOriginalTransactionId: originalTransactionId) }
+            if keys.count == 1 {
+                (bundleIdentifier, applicationUsername) = (keys[0].bundleIdentifier, keys[0].applicationUsername)
+            } else {
+                let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
+                let links: [HTML] = keys.map { key in
+                    let href = "/console/customers?bundleId=\(key.bundleIdentifier.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")&customer=\(key.applicationUsername.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")"
+                    return "<li><a href=\"\(href)\">\(key.bundleIdentifier) · \(key.applicationUsername)</a></li>"
+                }
+                let found: HTML = keys.isEmpty
+                    ? "<p class=\"muted\">No customer is known with the original transaction \(originalTransactionId).</p>"
+                    : "<p>Customers with the original transaction \(originalTransactionId):</p><ul>\(links)</ul>"
+                return ConsoleLayout.page("Customer", session: session, current: "/console/customers", body: "\(search)\(found)")
+            }
+        }
         guard !bundleIdentifier.isEmpty, !applicationUsername.isEmpty else {
             return ConsoleLayout.page("Customer", session: session, current: "/console/customers", body: search)
         }
