@@ -38,7 +38,7 @@ public enum RouterPart: Sendable {
     /// The public port when an operations listener is configured: `/v1/*`, `/healthz`, `/readyz`,
     /// `/openapi.yaml`, `/.well-known/jwks.json`.
     case publicOnly
-    /// The operations listener: `/admin/*`, `/metrics`, `/healthz`, `/readyz`.
+    /// The operations listener: `/admin/*`, `/console/*`, `/metrics`, `/healthz`, `/readyz`.
     case operationsOnly
 }
 
@@ -46,7 +46,7 @@ public enum RouterPart: Sendable {
 /// - Parameters:
 ///   - service: the signing service.
 ///   - keyManager: enables the admin key routes (`/admin/keys…`); `nil` leaves them out.
-///   - adminTokens: who may call `/admin`.
+///   - adminTokens: who may call `/admin` and sign in to `/console`.
 ///   - metricsRegistry: where `/metrics` reads from; `nil` leaves `/metrics` out (tests).
 ///   - authenticator: checks `/v1/offers/*` credentials; `nil` is the open mode (tests).
 ///   - rateLimits: the limits of this replica.
@@ -82,7 +82,9 @@ public func buildRouter(
         addOn?.registerRoutes(router, service)
     }
     if part != .publicOnly {
-        let admin = router.group("/admin").add(middleware: AdminAuthenticationMiddleware(tokens: adminTokens))
+        // One limiter of failed admin authentications per address, for the admin API and the console's sign-in.
+        let failures = TokenBuckets(rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure, burst: AdminAuthenticationMiddleware.failureBurst)
+        let admin = router.group("/admin").add(middleware: AdminAuthenticationMiddleware(tokens: adminTokens, failures: failures))
         if let keyManager {
             AdminKeyRoutes(service: service, manager: keyManager).register(on: admin)
         }
@@ -92,6 +94,9 @@ public func buildRouter(
             AdminExperimentRoutes(service: service).register(on: admin)
             AdminPolicyRoutes(store: store).register(on: admin)
         }
+        // The console: never on the public port (docs/console.md).
+        ConsoleRoutes(service: service, keyManager: keyManager, adminTokens: adminTokens, failures: failures, sessions: ConsoleSessions())
+            .register(on: router)
     }
     allowedMethods.record(router.routes.map { (path: $0.path.description, method: $0.method.rawValue) })
     return router
@@ -257,7 +262,7 @@ public func buildApplication(
             server: OfferSignerHTTP1Channel.server(limits: configuration.connectionLimits),
             configuration: .init(address: .hostname(listener.host, port: listener.port), serverName: "offer-signer-operations"),
             logger: logger))
-        logger.notice("operations listener", metadata: ["address": "\(listener.host):\(listener.port)", "serves": "/admin/*, /metrics, /healthz, /readyz"])
+        logger.notice("operations listener", metadata: ["address": "\(listener.host):\(listener.port)", "serves": "/admin/*, /console, /metrics, /healthz, /readyz"])
     }
     if OpenAPIDocument.yaml.isEmpty {
         logger.warning("GET /openapi.yaml answers 404: the folder \(OpenAPIDocument.resourceFolder) is not beside the binary; copy it from the build with the binary (scripts/install.sh does)")

@@ -23,6 +23,8 @@ public struct OfferSignerRequestContext: RequestContext, RemoteAddressRequestCon
     }
     /// The client's address (`nil` in router tests).
     public let remoteAddress: SocketAddress?
+    /// The console session of a `/console` page, set by the console's session middleware.
+    var consoleSession: ConsoleSession?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

@@ -1,0 +1,118 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import OfferApplication
+import OfferKeys
+import OfferStore
+
+/// `/console`: the operators' web console (docs/console.md), served beside the admin API on the operations
+/// listener (or the single port), never on the public one. Sign-in with an admin token through a form, then a
+/// session cookie; every page is server-rendered HTML with SVG charts, and every form carries a CSRF token.
+struct ConsoleRoutes {
+    let service: OfferService
+    let keyManager: KeyManager?
+    let adminTokens: BearerTokens
+    /// The admin API's limiter of failed authentications (per client address), shared with it.
+    let failures: TokenBuckets
+    let sessions: ConsoleSessions
+
+    func register(on router: Router<OfferSignerRequestContext>) {
+        let console = router.group("/console").add(middleware: ConsoleHeadersMiddleware())
+        console.get("/style.css") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/css; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: ConsoleLayout.stylesheet)))
+        }
+        console.get("/favicon.svg") { _, _ in
+            Response(status: .ok, headers: [.contentType: "image/svg+xml"], body: .init(byteBuffer: ByteBuffer(string: ConsoleLayout.icon)))
+        }
+        console.get("/login") { request, context in
+            if let cookieValue = ConsoleSessions.cookieValue(in: request), await sessions.session(cookieValue) != nil {
+                return Response(status: .seeOther, headers: [.location: "/console"])
+            }
+            return Self.loginPage(message: nil).response()
+        }
+        console.post("/login") { request, context in try await signIn(request, context: context) }
+
+        let signedIn = console.group().add(middleware: ConsoleSessionMiddleware(sessions: sessions))
+        signedIn.post("/logout") { request, context in
+            if let cookieValue = ConsoleSessions.cookieValue(in: request) { await sessions.end(cookieValue) }
+            context.logger.notice("console sign-out", metadata: ["admin": "\(context.adminName ?? "-")"])
+            return Response(status: .seeOther, headers: [
+                .location: "/console/login", .setCookie: ConsoleSessions.setCookie(nil, secure: ConsoleSessions.isSecure(request)),
+            ])
+        }
+        let pages = ConsolePages(service: service, keyManager: keyManager)
+        signedIn.get("") { _, context in try await pages.overview(try context.requireConsoleSession).response() }
+        signedIn.get("/offers") { _, context in try await pages.offers(try context.requireConsoleSession).response() }
+        signedIn.get("/experiments") { _, context in try await pages.experiments(try context.requireConsoleSession).response() }
+        signedIn.get("/experiments/{id}") { _, context in
+            let identifier = try context.parameters.require("id")
+            guard (1...64).contains(identifier.utf8.count) else {
+                throw APIError.invalidRequest(field: "id", "An experiment's id is 1 to 64 characters.")
+            }
+            return try await pages.experiment(identifier, session: try context.requireConsoleSession).response()
+        }
+        signedIn.get("/customers") { request, context in
+            // The query as a GET form sends it (`+` for a space), each field bounded.
+            try await pages.customer(try ConsoleForm(encoded: request.uri.query ?? ""), session: try context.requireConsoleSession).response()
+        }
+        signedIn.get("/keys") { _, context in try await pages.keys(try context.requireConsoleSession, message: nil).response() }
+        signedIn.post("/keys") { request, context in
+            var request = request
+            let form = try await ConsoleForm.body(of: &request)
+            return try await pages.changeKey(form, session: try context.requireConsoleSession, logger: context.logger)
+        }
+    }
+
+    /// Checks the token of the sign-in form; on success a session and its cookie, then 303 to the overview. A
+    /// wrong token is 403 with the form again, and counts against the client's address as a failed admin
+    /// authentication does (429 once over the limit). The token is never logged, echoed or put in a URL.
+    private func signIn(_ request: Request, context: OfferSignerRequestContext) async throws -> Response {
+        var request = request
+        let form = try await ConsoleForm.body(of: &request)
+        let client = context.remoteAddress?.ipAddress ?? "unknown"
+        let token = (form["token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !token.isEmpty, token.utf8.count <= 512, let admin = adminTokens.admin(presenting: token) else {
+            switch failures.take(client) {
+            case .allowed:
+                context.logger.warning("console sign-in failed", metadata: ["client": "\(client)"])
+                let message = adminTokens.isEmpty
+                    ? "The console is disabled: no \(ConfigurationVariable.adminTokens.environmentName) are configured."
+                    : "That is not an admin token."
+                return Self.loginPage(message: message).response(status: .forbidden)
+            case .limited(let retryAfter):
+                context.logger.warning("console sign-in throttled", metadata: ["client": "\(client)", "retryAfterSeconds": "\(retryAfter)"])
+                throw APIError(
+                    status: .tooManyRequests, code: "rate_limited",
+                    message: "Too many failed admin authentications from this address; try again in \(retryAfter) seconds with a valid token.",
+                    headers: [.retryAfter: "\(retryAfter)"])
+            }
+        }
+        let (cookieValue, _) = await sessions.start(admin: admin)
+        var context = context
+        context.adminName = admin  // for the access log
+        context.logger.notice("console sign-in", metadata: ["admin": "\(admin)", "client": "\(client)"])
+        if let store = service.store {
+            try? await store.appendAudit(AuditEvent(actor: admin, action: "console.signin", target: "console"))
+        }
+        return Response(status: .seeOther, headers: [
+            .location: "/console", .setCookie: ConsoleSessions.setCookie(cookieValue, secure: ConsoleSessions.isSecure(request)),
+        ])
+    }
+
+    /// The sign-in form.
+    static func loginPage(message: String?) -> HTML {
+        let notice: HTML = message.map { "<p class=\"error\" role=\"alert\">\($0)</p>" } ?? .empty
+        return ConsoleLayout.frame("Sign in", body: """
+            <main><h1>OfferSigner console</h1>
+            \(notice)
+            <form class="stack" method="post" action="/console/login">
+            <label for="token">Admin token (one of \(ConfigurationVariable.adminTokens.environmentName))</label>
+            <input id="token" name="token" type="password" autocomplete="current-password" required maxlength="512">
+            <button type="submit">Sign in</button>
+            </form>
+            <p class="note">The session lasts 8 hours; signing out ends it.</p></main>
+            """)
+    }
+}
