@@ -73,7 +73,7 @@ struct SignedData: Sendable {
         do {
             let chain = try TestCertificateChain()
             let verifier = try SignedDataVerifier(
-                bundleId: TestPayloads.bundleId, appAppleId: 1234, environments: [.sandbox, .production], trustedRoots: [chain.root])
+                bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: 1234, environments: [.sandbox, .production], trustedRoots: [chain.root])
             let x5c = try chain.x5c.map { certificate -> String in
                 var serializer = DER.Serializer()
                 try serializer.serialize(certificate)
