@@ -17,23 +17,22 @@ extension SQLOfferStore {
     }
 
     func exposureCounts(experimentIdentifier: String) async throws -> [String: Int] {
-        let rows = try await backend.reading { database in
-            try await database.select().column("variant").column(SQLFunction("COUNT", args: SQLLiteral.all), as: "customers")
-                .from("experiment_exposures").where("experiment_identifier", .equal, experimentIdentifier)
-                .groupBy("variant")
-                .all(decoding: CountRow.self)
-        }
+        try await backend.reading { database in try await Self.exposureCounts(experimentIdentifier, on: database) }
+    }
+
+    /// The customers exposed to an experiment by variant, read on `database` (inside a caller's transaction).
+    private static func exposureCounts(_ experimentIdentifier: String, on database: any SQLDatabase) async throws -> [String: Int] {
+        let rows = try await database.select().column("variant").column(SQLFunction("COUNT", args: SQLLiteral.all), as: "customers")
+            .from("experiment_exposures").where("experiment_identifier", .equal, experimentIdentifier)
+            .groupBy("variant")
+            .all(decoding: CountRow.self)
         return Dictionary(rows.map { ($0.variant, $0.customers) }, uniquingKeysWith: +)
     }
 
     func experimentOutcomes(experimentIdentifier: String, productIdentifier: String, offers: [String: [String]]) async throws -> [String: ExperimentVariantOutcome] {
         // One read: the exposures and what the exposed did, seen at the same moment (redeemed never above exposed).
         try await backend.reading { database in
-            let exposed = try await database.select().column("variant").column(SQLFunction("COUNT", args: SQLLiteral.all), as: "customers")
-                .from("experiment_exposures").where("experiment_identifier", .equal, experimentIdentifier)
-                .groupBy("variant")
-                .all(decoding: CountRow.self)
-            var outcomes = Dictionary(exposed.map { ($0.variant, ExperimentVariantOutcome(exposed: $0.customers)) }, uniquingKeysWith: { first, _ in first })
+            var outcomes = try await Self.exposureCounts(experimentIdentifier, on: database).mapValues { ExperimentVariantOutcome(exposed: $0) }
             for (variant, identifiers) in offers where !identifiers.isEmpty && outcomes[variant] != nil {
                 // Promotional offers only (offer type 2, or 5 for a retention offer): an offer code or a win-back
                 // offer that shares an identifier is not this experiment's.
