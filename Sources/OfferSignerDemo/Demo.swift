@@ -31,6 +31,9 @@ enum Demo {
     static let monthly = "com.example.monthly"
     static let annual = "com.example.annual"
     static let group = "21000001"
+    /// The demo's running experiment: the retention offer against none (its id puts `leaving-user` in `offer`, so
+    /// the README's retention answer is the offer).
+    static let experimentIdentifier = "retention-offer"
 
     /// The demo's policy: the product in miniature (docs/policy.md explains every line).
     static let policyText = """
@@ -62,6 +65,16 @@ enum Demo {
                   - messageIdentifier: 0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0
               - productIdentifier: \(annual)
                 subscriptionGroupIdentifier: "\(group)"
+        experiments:
+          - id: \(experimentIdentifier)
+            description: does the retention offer keep customers who turned auto-renew off, against no offer?
+            productIdentifier: \(monthly)
+            channel: retention
+            metric: redeemed
+            plannedCustomers: 200
+            variants:
+              - { name: offer, messageIdentifier: 9f2b8d1e-3c4a-4b5d-8e6f-7a8b9c0d1e2f, weight: 1 }
+              - { name: none, holdout: true, weight: 1 }
         """
 
     /// An App Store event the demo can sign for a customer (`POST /demo/notifications`).
@@ -92,7 +105,12 @@ enum Demo {
     }
 
     /// A signed notification of `event` for `username`, consistent with what the store knows of them, dated `at`.
-    static func notification(_ event: Event, for username: String, known facts: CustomerFacts?, at date: Date, appStore: DemoAppStore) async throws -> String {
+    /// `offer`: the offer a redemption carries (the win-back offer unless told); `transactionAt`: when the
+    /// transaction concerned was made (a refund's), else `at`.
+    static func notification(
+        _ event: Event, for username: String, known facts: CustomerFacts?, at date: Date, appStore: DemoAppStore,
+        offer: String = "winback_50", transactionAt: Date? = nil
+    ) async throws -> String {
         let subscription = facts?.subscriptions.first { $0.subscriptionGroupIdentifier == group }
         let original = originalTransactionId(for: username, known: facts)
         let now = date.appStoreMilliseconds
@@ -100,7 +118,7 @@ enum Demo {
         let currentExpiry = subscription?.expiresDate?.appStoreMilliseconds ?? now + 30 * day
         var transaction = JWSTransactionDecodedPayload()
         transaction.originalTransactionId = original
-        transaction.transactionId = "\(original)\(String(now % 1_000_000).leftPadded(to: 6))"
+        transaction.transactionId = "\(original)\(String((transactionAt?.appStoreMilliseconds ?? now) % 1_000_000).leftPadded(to: 6))"
         transaction.bundleIdentifier = bundleIdentifier
         transaction.productIdentifier = monthly
         transaction.subscriptionGroupIdentifier = group
@@ -137,10 +155,10 @@ enum Demo {
             (type, subtype, autoRenew) = active ? (.offerRedeemed, nil, true) : (.subscribed, .resubscribe, true)
             transaction.expiresDate = max(currentExpiry, now) + 30 * day
             transaction.offerType = .promotionalOffer
-            transaction.offerIdentifier = "winback_50"
+            transaction.offerIdentifier = offer
             transaction.offerDiscountType = .payAsYouGo
-            transaction.offerPeriod = "P3M"
-            (transaction.price, transaction.currency) = (2_490, "USD")
+            transaction.offerPeriod = offer == "winback_50" ? "P3M" : "P1M"
+            (transaction.price, transaction.currency) = (offer == "winback_50" ? 2_490 : 3_490, "USD")
         }
         var renewal = JWSRenewalInfoDecodedPayload()
         renewal.originalTransactionId = original

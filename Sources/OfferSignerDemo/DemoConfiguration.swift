@@ -9,16 +9,23 @@ import OfferSigning
 
 extension ServiceConfiguration {
     /// The `serve --demo` configuration: a freshly generated throw-away key (`DEMOKEY001`), the demo app
-    /// `com.example.offersigner.demo` with the demo policy (offers, rules, retention entries), an in-memory store,
+    /// `com.example.offersigner.demo` with the demo policy (offers, rules, retention entries, a retention experiment), an in-memory store, a spare key
+    /// (`DEMOKEY002`), the admin token ``demoAdminToken`` unless the environment names others,
     /// and — with `appStore` — App Store data (Sandbox) signed by the demo's own chain, whose root is the only one
     /// trusted; the listen address from the environment.
     public static func demo(environment: [String: String] = [:], appStore: DemoAppStore? = nil) throws(ConfigurationError) -> ServiceConfiguration {
         let (host, port) = try listenAddress(reader(environment))
-        let adminTokens = try BearerTokens(parsing: reader(environment).string(.adminTokens) ?? "")
+        // The console and the admin API open with the demo's public token unless the environment names tokens.
+        let adminTokens = try BearerTokens(parsing: demoUsesItsOwnAdminToken(environment: environment)
+            ? "demo:\(demoAdminToken)" : reader(environment).string(.adminTokens) ?? "")
         let keyRing: KeyRing
         let policy: OfferPolicy
         do {
-            keyRing = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "DEMOKEY001"), source: "generated for --demo")])
+            // A second key, not active, to try a rotation with (the console's Keys page, `keys activate`).
+            keyRing = try KeyRing(keys: [
+                .init(key: try SigningKey.generate(keyIdentifier: "DEMOKEY001"), source: "generated for --demo"),
+                .init(key: try SigningKey.generate(keyIdentifier: "DEMOKEY002"), source: "generated for --demo (spare)"),
+            ], activeKeyIdentifier: "DEMOKEY001")
         } catch {
             throw ConfigurationError(error.message)
         }
@@ -58,6 +65,15 @@ extension ServiceConfiguration {
 
     /// The bundle identifier of the demo app.
     public static let demoBundleIdentifier = "com.example.offersigner.demo"
+
+    /// The admin token of `serve --demo` when `OFFER_SIGNER_ADMIN_TOKENS` is not set (named
+    /// `demo`): public, like everything in the demo, which keeps made-up data in memory and listens on 127.0.0.1.
+    public static let demoAdminToken = "demo-admin-token"
+
+    /// Whether `serve --demo` with this environment signs admins in with ``demoAdminToken``.
+    public static func demoUsesItsOwnAdminToken(environment: [String: String]) -> Bool {
+        (reader(environment).string(.adminTokens) ?? "").isEmpty
+    }
 }
 
 extension DemoAppStore {
@@ -68,7 +84,11 @@ extension DemoAppStore {
         return ServiceAddOn(
             name: "the demo", describesDemoRoutes: true, readableTokens: true,
             registerRoutes: { router, service in DemoRoutes(service: service, appStore: appStore).register(on: router) },
-            prepare: { ingestor in try await Demo.seed(ingestor, appStore: appStore) })
+            prepare: { service in
+                guard let ingestor = service.notifications else { return }
+                try await Demo.seed(ingestor, appStore: appStore)
+                try await DemoHistory.seed(service, appStore: appStore)
+            })
     }
 }
 

@@ -186,14 +186,6 @@ public func buildApplication(
     keysDirectoryPollInterval: Duration = .seconds(2)
 ) async throws -> some ApplicationProtocol {
     let (store, notifications) = try await openStore(configuration: configuration, logger: logger)
-    if let addOn = configuration.addOn, let notifications {
-        do {
-            try await addOn.prepare(notifications)
-        } catch {
-            try? await store?.close()
-            throw ConfigurationError("\(addOn.name) could not prepare: \(error)")
-        }
-    }
     let appStoreClients: [String: AppStoreServerAPIClient]
     do {
         appStoreClients = try makeAppStoreClients(configuration: configuration, verifiers: notifications?.verifiers ?? [:], logger: logger)
@@ -235,6 +227,10 @@ public func buildApplication(
     }
     let authenticator: ClientAuthenticator
     do {
+        // The add-on's work before the service answers (the demo seeds its history through the service).
+        if let addOn = configuration.addOn, notifications != nil {
+            do { try await addOn.prepare(service) } catch { throw ConfigurationError("\(addOn.name) could not prepare: \(error)") }
+        }
         authenticator = try await ClientAuthenticator(configuration.clientAuth)
     } catch {
         try? await store?.close()

@@ -10,8 +10,9 @@ public struct ServiceAddOn: Sendable {
     /// Registers the add-on's routes on the public part of the router; `/openapi.yaml` describes the demo's
     /// routes (`/demo/*`) only when ``describesDemoRoutes`` is set.
     public var registerRoutes: @Sendable (Router<OfferSignerRequestContext>, OfferService) -> Void
-    /// Runs once the store is open, before the service answers (the demo seeds its customers).
-    public var prepare: @Sendable (NotificationIngestor) async throws -> Void
+    /// Runs once the service is built (with a store and App Store data), before it answers: the demo seeds its
+    /// customers' history through it.
+    public var prepare: @Sendable (OfferService) async throws -> Void
     /// Whether `/openapi.yaml` keeps the document's `/demo/*` paths and `Demo*` schemas.
     public var describesDemoRoutes: Bool
     /// Whether an `appAccountToken` may be any valid customer identifier rather than a UUID (the demo's stand-in
@@ -22,7 +23,7 @@ public struct ServiceAddOn: Sendable {
     public init(
         name: String, describesDemoRoutes: Bool = false, readableTokens: Bool = false,
         registerRoutes: @escaping @Sendable (Router<OfferSignerRequestContext>, OfferService) -> Void = { _, _ in },
-        prepare: @escaping @Sendable (NotificationIngestor) async throws -> Void = { _ in }
+        prepare: @escaping @Sendable (OfferService) async throws -> Void = { _ in }
     ) {
         self.name = name
         self.describesDemoRoutes = describesDemoRoutes

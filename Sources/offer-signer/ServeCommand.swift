@@ -64,13 +64,13 @@ struct ServeCommand: AsyncParsableCommand {
             for warning in configuration.warnings { logger.warning("\(warning)") }
             logger.warning("\(banner)")
             let base = "http://\(configuration.host):\(configuration.port)"
-            logger.notice("demo customers: lapsed-user (left 40 days ago), leaving-user (auto-renew off), loyal-user (8 renewals), new-user (unknown). Try:")
+            logger.notice("demo customers: lapsed-user (left 40 days ago), leaving-user (auto-renew off), loyal-user (8 renewals), new-user (unknown), and a history of subscriber-01…12 and returning-01…04 for the console. Try:")
             for line in demoCommands(base: base) { logger.notice("  \(line)") }
             let console = configuration.operationsListener.map { "http://\($0.host):\($0.port)/console" } ?? "\(base)/console"
-            if configuration.adminTokens.isEmpty {
-                logger.notice("the console (docs/console.md) needs an admin token: start with \(variable: .adminTokens)=name:$(openssl rand -hex 24), then open \(console)")
+            if ServiceConfiguration.demoUsesItsOwnAdminToken(environment: environment) {
+                logger.notice("Console: \(console) — sign in with the demo's admin token \(ServiceConfiguration.demoAdminToken) (public, demo only; set \(variable: .adminTokens) to use your own)")
             } else {
-                logger.notice("the console: open \(console) and sign in with one of the tokens of \(variable: .adminTokens)")
+                logger.notice("Console: \(console) — sign in with one of the tokens of \(variable: .adminTokens)")
             }
         } else {
             for warning in configuration.warnings { logger.warning("\(warning)") }

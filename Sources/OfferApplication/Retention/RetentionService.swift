@@ -181,7 +181,8 @@ extension OfferService {
                     let issuer = try self.issuerIdentifier(of: app)
                     let signed = try await JWSOfferSigner.signPromotionalOffer(
                         bundleIdentifier: app.bundleIdentifier, productIdentifier: product.productIdentifier,
-                        offerIdentifier: offerIdentifier, transactionId: originalTransactionId, issuerIdentifier: issuer, key: key)
+                        offerIdentifier: offerIdentifier, transactionId: originalTransactionId, issuerIdentifier: issuer, key: key,
+                        issuedAt: context.now)
                     return SignedOutput(
                         output: Self.retentionAnswer(entry, signed: .v2(signed.token)),
                         record: IssuedSignature(
@@ -193,7 +194,8 @@ extension OfferService {
                     let token = UUID(uuidString: customer.applicationUsername) != nil ? customer.applicationUsername : nil
                     let bundle = try OfferSigner.signLegacy(PromotionalOffer(
                         bundleIdentifier: app.bundleIdentifier, productIdentifier: product.productIdentifier,
-                        offerIdentifier: offerIdentifier, applicationUsername: token ?? "", requiresApplicationUsername: false), with: key)
+                        offerIdentifier: offerIdentifier, applicationUsername: token ?? "", requiresApplicationUsername: false), with: key,
+                        timestamp: Int64((context.now.timeIntervalSince1970 * 1000).rounded(.down)))
                     let signature = PromotionalOfferSignatureV1(
                         encodedSignature: bundle.signature, productIdentifier: bundle.productIdentifier, nonce: bundle.nonce,
                         timestamp: bundle.timestamp, keyIdentifier: bundle.keyIdentifier, offerIdentifier: bundle.offerIdentifier,

@@ -67,6 +67,8 @@ public struct OfferPolicy: Sendable {
     /// The policy's version: the SHA-256 of its text, 64 lower-case hex characters. Every decision in the
     /// decision log carries it (docs/policy.md "Dry-run").
     public var version: String
+    /// The text the policy was read from (YAML or JSON), as given.
+    public var text: String
 
     /// The result of looking an offer up.
     public enum Lookup: Sendable {
@@ -111,6 +113,7 @@ public struct OfferPolicy: Sendable {
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex
         }.joined()
+        self.text = text
         let root = try PolicyNode.parse(text)
         try root.requireOnlyKeys(["apps", "appStoreUnavailable", "experiments"])
         if let node = root["appStoreUnavailable"] {

@@ -6,7 +6,7 @@ enum ConsoleLayout {
     /// The pages in the navigation bar: path and title.
     static let navigation: [(path: String, title: String)] = [
         ("/console", "Overview"), ("/console/offers", "Offers"), ("/console/experiments", "Experiments"),
-        ("/console/customers", "Customer"), ("/console/keys", "Keys"),
+        ("/console/policy", "Policy"), ("/console/customers", "Customer"), ("/console/keys", "Keys"),
     ]
 
     /// A signed-in page: the navigation, the sign-out form (with the session's CSRF token) and `body`.
@@ -106,6 +106,9 @@ enum ConsoleLayout {
         form.signout { display: flex; gap: .5rem; align-items: center; margin: 0; }
         form.stack { display: grid; gap: .5rem; max-width: 420px; }
         form.inline { display: flex; flex-wrap: wrap; gap: .4rem; align-items: center; margin: .2rem 0; }
+        form.wide { max-width: none; } textarea { width: 100%; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); font: .85rem/1.4 ui-monospace, Menlo, monospace; }
+        pre { overflow-x: auto; font-size: .8rem; padding: .6rem; border: 1px solid var(--line); border-radius: 6px; }
+        h3 { font-size: 1rem; margin: 1.2rem 0 .5rem; } details { margin: .8rem 0; } summary { cursor: pointer; }
         input, select, button { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); }
         button { cursor: pointer; } button.danger { border-color: var(--bad); color: var(--bad); }
         svg.chart { width: 100%; height: auto; max-height: 320px; }

@@ -10,6 +10,8 @@ import OfferStore
 struct ConsolePages {
     let service: OfferService
     let keyManager: KeyManager?
+    /// When the policy in force was loaded (it is read once, as the service starts).
+    var policyLoadedAt = Date()
 
     /// The window of the outcome pages: the 30 days before now, as `GET /admin/outcomes` defaults to.
     static let window: TimeInterval = 30 * 86_400

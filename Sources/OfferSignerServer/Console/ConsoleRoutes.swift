@@ -57,6 +57,12 @@ struct ConsoleRoutes {
             // The query as a GET form sends it (`+` for a space), each field bounded.
             try await pages.customer(try ConsoleForm(encoded: request.uri.query ?? ""), session: try context.requireConsoleSession).response()
         }
+        signedIn.get("/policy") { _, context in pages.policy(try context.requireConsoleSession).response() }
+        signedIn.post("/policy") { request, context in
+            var request = request
+            let form = try await ConsoleForm.body(of: &request)
+            return try await pages.dryRun(form, session: try context.requireConsoleSession, logger: context.logger)
+        }
         signedIn.get("/keys") { _, context in try await pages.keys(try context.requireConsoleSession, message: nil).response() }
         signedIn.post("/keys") { request, context in
             var request = request

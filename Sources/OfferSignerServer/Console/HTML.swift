@@ -76,16 +76,25 @@ struct ConsoleForm: Sendable {
     static let maximumBodySize = 16 * 1024
     /// The longest value kept; a longer one is refused.
     static let maximumValueLength = 2048
+    /// The longest candidate policy the policy form takes (a policy file is a few kilobytes).
+    static let maximumPolicyLength = 256 * 1024
+    /// The path of the one form with a long field, the policy's.
+    static let policyPath = "/console/policy"
 
-    /// Parses `name=value&…`; `+` is a space, `%XX` a byte of UTF-8. A field that is too long, or not valid
-    /// percent-encoding, is 400.
-    init(encoded: String) throws(APIError) {
+    /// The limits of a form posted to `path`: the body read and the longest value kept.
+    static func limits(forPath path: String) -> (body: Int, value: Int) {
+        path == policyPath ? (3 * maximumPolicyLength + 4096, maximumPolicyLength) : (maximumBodySize, maximumValueLength)
+    }
+
+    /// Parses `name=value&…`; `+` is a space, `%XX` a byte of UTF-8. A field longer than `maximumValueLength`, or
+    /// not valid percent-encoding, is 400.
+    init(encoded: String, maximumValueLength: Int = Self.maximumValueLength) throws(APIError) {
         for pair in encoded.split(separator: "&", omittingEmptySubsequences: true).prefix(64) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             func decode(_ part: Substring) throws(APIError) -> String {
-                guard part.utf8.count <= 3 * Self.maximumValueLength,
+                guard part.utf8.count <= 3 * maximumValueLength,
                       let value = part.replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
-                      value.utf8.count <= Self.maximumValueLength
+                      value.utf8.count <= maximumValueLength
                 else {
                     throw APIError(status: .badRequest, code: "invalid_request", message: "A form field is too long or not valid form encoding.")
                 }
@@ -96,10 +105,11 @@ struct ConsoleForm: Sendable {
         }
     }
 
-    /// The form of a request's body (read up to ``maximumBodySize`` bytes).
+    /// The form of a request's body, read within the limits of its path (``limits(forPath:)``).
     static func body(of request: inout Request) async throws -> ConsoleForm {
-        let buffer = try await request.collectBody(upTo: maximumBodySize)
-        return try ConsoleForm(encoded: String(buffer: buffer))
+        let limits = limits(forPath: request.uri.path)
+        let buffer = try await request.collectBody(upTo: limits.body)
+        return try ConsoleForm(encoded: String(buffer: buffer), maximumValueLength: limits.value)
     }
 
     /// The value of `name`, or `nil`.

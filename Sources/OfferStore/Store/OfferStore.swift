@@ -154,6 +154,15 @@ public protocol OfferStore: Sendable {
     /// The facts snapshots with these hashes (at most 10,000), by hash.
     func decisionSnapshots(hashes: [String]) async throws -> [String: String]
 
+    /// The logged decisions about one customer of an app (by the log's keyed hash, ``PolicyDecisionRecord/customerHash``)
+    /// made since `since` (Unix ms), newest first, at most `limit` (1 to 1,000), without their snapshots. The log has
+    /// no index on the customer: the window bounds what is read.
+    func customerDecisions(bundleIdentifier: String, customerHash: String, since: Int64, limit: Int) async throws -> [PolicyDecisionRecord]
+
+    /// The redemptions filed under a customer or about one of `originalTransactionIds` (at most 100 are read), and
+    /// the retention answers given about those transactions, newest first, at most `limit` (1 to 1,000) of each.
+    func customerOutcomes(_ key: CustomerKey, originalTransactionIds: [String], limit: Int) async throws -> CustomerOutcomes
+
     /// Deletes the decisions made before `before` and the snapshots no later decision uses.
     /// - Returns: how many decisions went.
     func purgeDecisionLog(before: Date) async throws -> Int
@@ -172,6 +181,9 @@ extension OfferStore {
     public func policyDecisions(bundleIdentifiers: [String], since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord] { [] }
     public func purgeDecisionLog(before: Date) async throws -> Int { 0 }
     public func decisionSnapshots(hashes: [String]) async throws -> [String: String] { [:] }
+    public func customerDecisions(bundleIdentifier: String, customerHash: String, since: Int64, limit: Int) async throws -> [PolicyDecisionRecord] { [] }
+    /// A store without outcomes knows none.
+    public func customerOutcomes(_ key: CustomerKey, originalTransactionIds: [String], limit: Int) async throws -> CustomerOutcomes { CustomerOutcomes() }
 }
 
 extension OfferStore {

@@ -1,0 +1,156 @@
+import Foundation
+import Hummingbird
+import OfferApplication
+import OfferModel
+import OfferSigning
+import OfferStore
+
+extension ConsolePages {
+    /// `/console/customers?bundleId=…&customer=…`: what the rules see of one customer and the signatures issued to
+    /// them (`GET /admin/customers/{bundleId}/{applicationUsername}` and `GET /admin/signatures`).
+    func customer(_ query: ConsoleForm, session: ConsoleSession) async throws -> HTML {
+        var bundleIdentifier = query["bundleId"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        var applicationUsername = query["customer"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        let originalTransactionId = query["originalTransactionId"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        let search: HTML = """
+            <form class="inline" method="get" action="/console/customers">
+            <input name="bundleId" placeholder="bundle ID" value="\(bundleIdentifier)" maxlength="155" required>
+            <input name="customer" placeholder="applicationUsername / appAccountToken" value="\(applicationUsername)" maxlength="255" required>
+            <button type="submit">Look up</button></form>
+            <form class="inline" method="get" action="/console/customers">
+            <input name="originalTransactionId" placeholder="originalTransactionId" value="\(originalTransactionId)" inputmode="numeric" maxlength="32" required>
+            <button type="submit">Look up</button></form>
+            """
+        if !originalTransactionId.isEmpty, let store = service.store {
+            guard (1...32).contains(originalTransactionId.utf8.count), originalTransactionId.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+                throw APIError.invalidRequest(field: "originalTransactionId", "originalTransactionId is 1 to 32 digits.")
+            }
+            let keys = try await storeCall { try await store.customers(withOriginalTransactionId: originalTransactionId) }
+            if keys.count == 1 {
+                (bundleIdentifier, applicationUsername) = (keys[0].bundleIdentifier, keys[0].applicationUsername)
+            } else {
+                let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
+                let links: [HTML] = keys.map { key in
+                    let href = "/console/customers?bundleId=\(key.bundleIdentifier.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")&customer=\(key.applicationUsername.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")"
+                    return "<li><a href=\"\(href)\">\(key.bundleIdentifier) · \(key.applicationUsername)</a></li>"
+                }
+                let found: HTML = keys.isEmpty
+                    ? "<p class=\"muted\">No customer is known with the original transaction \(originalTransactionId).</p>"
+                    : "<p>Customers with the original transaction \(originalTransactionId):</p><ul>\(links)</ul>"
+                return ConsoleLayout.page("Customer", session: session, current: "/console/customers", body: "\(search)\(found)")
+            }
+        }
+        guard !bundleIdentifier.isEmpty, !applicationUsername.isEmpty else {
+            return ConsoleLayout.page("Customer", session: session, current: "/console/customers", body: search)
+        }
+        guard let store = service.store else {
+            return ConsoleLayout.page("Customer", session: session, current: "/console/customers", body: "\(search)<p class=\"muted\">Customers need the customer store.</p>")
+        }
+        do throws(OfferSigningError) {
+            try PayloadField.validate(bundleIdentifier, named: "bundleId", maximumLength: PayloadField.maximumBundleIdentifierLength)
+            try PayloadField.validateApplicationUsername(applicationUsername, named: "customer")
+        } catch {
+            throw APIError(error)
+        }
+        let key = CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: applicationUsername)
+        let facts = try await storeCall { try await store.customerFacts(for: key) }
+        let signatures = try await storeCall {
+            try await store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, limit: 100))
+        }
+        var body: HTML = search
+        if let facts {
+            let subscriptions: [[HTML]] = facts.subscriptions.map { subscription in
+                [
+                    "\(subscription.productIdentifier)", "\(subscription.state.rawValue)", "\(subscription.autoRenewEnabled ? "on" : "off")",
+                    "\(subscription.expiresDate.map(ConsoleLayout.date) ?? "–")", "\(subscription.renewalCount)",
+                    "\(subscription.hadIntroductoryOffer ? "yes" : "no")", "\(subscription.lastSignedDate.map(ConsoleLayout.date) ?? "–")",
+                ]
+            }
+            let flags = facts.flags.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
+            let grants: [[HTML]] = facts.grants.map { grant in
+                ["\(grant.productIdentifier)", "\(grant.offerIdentifier)", "\(grant.grantedBy)", "\(ConsoleLayout.date(grant.expiresAt))", "\(grant.usedAt.map(ConsoleLayout.date) ?? "unused")"]
+            }
+            body = """
+                \(body)
+                <h2>Facts</h2>
+                <p>Storefront \(facts.storefront ?? "unknown") · flags \(flags.isEmpty ? "none" : flags) · updated \(ConsoleLayout.date(facts.updatedAt))</p>
+                \(subscriptions.isEmpty ? "<p class=\"muted\">No subscription known.</p>" : ConsoleLayout.table(["Product", "State", "Auto-renew", "Expires", "Renewals", "Had intro", "Last signed"], subscriptions))
+                <h2>Customer-service grants</h2>
+                \(grants.isEmpty ? "<p class=\"muted\">None.</p>" : ConsoleLayout.table(["Product", "Offer", "Granted by", "Expires", "Used"], grants))
+                """
+        } else {
+            body = "\(body)<p class=\"muted\">The store has not heard of this customer.</p>"
+        }
+        let rows: [[HTML]] = signatures.map { signature in
+            [
+                "\(ConsoleLayout.date(Date(timeIntervalSince1970: Double(signature.timestamp) / 1000)))", "\(signature.productIdentifier)",
+                "\(signature.offerIdentifier)", "\(signature.channel)", "<code>\(signature.keyIdentifier)</code>", "\(signature.format)",
+            ]
+        }
+        var originals = facts?.subscriptions.compactMap(\.originalTransactionId) ?? []
+        if !originalTransactionId.isEmpty { originals.append(originalTransactionId) }
+        return ConsoleLayout.page("Customer", session: session, current: "/console/customers", body: """
+            \(body)
+            \(try await decisions(key, store: store))
+            \(try await outcomes(key, originalTransactionIds: originals, store: store))
+            <h2>Signatures issued (newest 100)</h2>
+            \(rows.isEmpty ? "<p class=\"muted\">None.</p>" : ConsoleLayout.table(["When", "Product", "Offer", "Channel", "Key", "Format"], rows))
+            """)
+    }
+
+    /// How far back the customer page reads the decision log (it has no index on the customer: the window bounds
+    /// the read).
+    static let decisionWindowDays = 90
+
+    /// Every decision the log kept about the customer in the window, newest first (at most 100), with its reasons:
+    /// looked up by the log's keyed hash of the customer, computed as the service computes it.
+    private func decisions(_ key: CustomerKey, store: any OfferStore) async throws -> HTML {
+        await store.flushDecisionLog()
+        let since = Int64((Date().timeIntervalSince1970 - Double(Self.decisionWindowDays) * 86_400) * 1000)
+        let hash = CustomerHash.of(key.applicationUsername)
+        let records = try await storeCall {
+            try await store.customerDecisions(bundleIdentifier: key.bundleIdentifier, customerHash: hash, since: since, limit: 100)
+        }
+        let rows: [[HTML]] = records.map { record in
+            let reasons: [HTML] = record.reasons.split(separator: ",").map { "<code>\(String($0))</code> " }
+            let what = record.retentionEntry.map { "entry \($0.prefix(8))… \(record.offerIdentifier)" } ?? record.offerIdentifier
+            return [
+                "\(ConsoleLayout.date(Date(timeIntervalSince1970: Double(record.decidedAt) / 1000)))", "\(record.channel)", "\(record.productIdentifier)",
+                "\(what.isEmpty ? "–" : what)", record.granted ? "<span class=\"ok\">granted</span>" : "<span class=\"bad\">refused</span>",
+                record.granted ? "<span class=\"muted\">–</span>" : "\(reasons)", "<code title=\"\(record.policyVersion)\">\(record.policyVersion.prefix(8))</code>",
+            ]
+        }
+        let table: HTML = rows.isEmpty
+            ? "<p class=\"muted\">No decision logged about this customer in the last \(Self.decisionWindowDays) days (decisions under a policy only; without \(ConfigurationVariable.logHashKey.environmentName), only this process's).</p>"
+            : ConsoleLayout.table(["When", "Channel", "Product", "Offer", "Answer", "Reasons (rule:code)", "Policy"], rows)
+        return "<h2 id=\"decisions\">Decisions, with their reasons (last \(Self.decisionWindowDays) days, newest 100)</h2>\(table)"
+    }
+
+    /// The redemptions of the customer or of their subscriptions, and the retention answers given about them.
+    private func outcomes(_ key: CustomerKey, originalTransactionIds: [String], store: any OfferStore) async throws -> HTML {
+        let outcomes = try await storeCall { try await store.customerOutcomes(key, originalTransactionIds: originalTransactionIds, limit: 100) }
+        func date(_ milliseconds: Int64?) -> String { milliseconds.map { ConsoleLayout.date(Date(timeIntervalSince1970: Double($0) / 1000)) } ?? "–" }
+        let redemptions: [[HTML]] = outcomes.redemptions.map { history in
+            let redemption = history.redemption
+            let price = redemption.price.map { ConsoleLayout.money($0, redemption.currency ?? "") } ?? "–"
+            let attributed = history.signatureChannel.map { "\($0), signed \(date(history.signatureTimestamp))" } ?? "no signature of this service"
+            return [
+                "\(date(redemption.purchaseDate))", "\(redemption.productIdentifier)", "\(redemption.offerIdentifier ?? "(introductory)")",
+                "\(redemption.offerType)", "\(price)", "\(attributed)", "\(date(history.renewedAt))",
+                history.refundedAt == nil ? "–" : "<span class=\"bad\">\(date(history.refundedAt))</span>", "\(date(history.expiredAt))",
+            ]
+        }
+        let answers: [[HTML]] = outcomes.retentionAnswers.map { history in
+            [
+                "\(date(history.answer.answeredAt))", "\(history.answer.productIdentifier)", "\(history.answer.offered ? "an offer" : "a message or another product")",
+                history.savedAt == nil ? "<span class=\"muted\">not (yet)</span>" : "<span class=\"ok\">\(date(history.savedAt))</span>",
+            ]
+        }
+        return """
+            <h2 id="redemptions">Redemptions</h2>
+            \(redemptions.isEmpty ? "<p class=\"muted\">No offer redeemed.</p>" : ConsoleLayout.table(["Purchased", "Product", "Offer", "Type", "Paid", "Attributed to", "Renewed", "Refunded", "Expired"], redemptions))
+            <h2 id="retention">Retention answers</h2>
+            \(answers.isEmpty ? "<p class=\"muted\">None.</p>" : ConsoleLayout.table(["Answered", "Product", "Answer", "Saved"], answers))
+            """
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+import Hummingbird
+import Logging
+import OfferApplication
+import OfferEligibility
+import OfferErrors
+import OfferStore
+
+extension ConsolePages {
+    /// `/console/policy`: the policy in force (version, when loaded, what it holds, its text) and the form that
+    /// dry-runs a candidate against the decision log, as `POST /admin/policy/dry-run` does.
+    func policy(_ session: ConsoleSession, candidate: String = "", days: Int = 30, result: HTML = .empty) -> HTML {
+        var inForce: HTML = "<p class=\"muted\">No policy is in force: every well-formed request is signed (\(ConfigurationVariable.policy.environmentName)).</p>"
+        if let policy = service.policy {
+            var rows: [[HTML]] = []
+            for app in policy.apps {
+                for product in app.products {
+                    for offer in product.offers {
+                        rows.append(["\(app.bundleIdentifier)", "\(product.productIdentifier)", "offer <code>\(offer.offerIdentifier)</code>", "\(Self.ruleNames(offer.rule))"])
+                    }
+                    if let introductory = product.introductoryOffer {
+                        rows.append(["\(app.bundleIdentifier)", "\(product.productIdentifier)", "introductory offer", "\(Self.ruleNames(introductory))"])
+                    }
+                    for entry in product.retention {
+                        let answer: String = switch entry.answer {
+                        case .message: entry.isFallback ? "retention: fallback message" : "retention: message"
+                        case .alternateProduct(let productIdentifier): "retention: switch to \(productIdentifier)"
+                        case .promotionalOffer(let offerIdentifier, _): "retention: offer \(offerIdentifier)"
+                        }
+                        rows.append(["\(app.bundleIdentifier)", "\(product.productIdentifier)", "\(answer) <code>\(entry.messageIdentifier.prefix(8))…</code>" as HTML, "\(Self.ruleNames(entry.rule))"])
+                    }
+                }
+            }
+            let experiments: [[HTML]] = policy.experiments.map { experiment in
+                let variants = experiment.variants.map { "\($0.name)\($0.isHoldout ? " (holdout)" : "") ×\($0.weight)" }.joined(separator: ", ")
+                return ["<a href=\"/console/experiments/\(experiment.identifier)\">\(experiment.identifier)</a>", "\(experiment.productIdentifier)", "\(experiment.channel.rawValue)", "\(experiment.metric.rawValue)", "\(variants)"]
+            }
+            inForce = """
+                <div class="cards"><div class="card"><span>Version (SHA-256 of the text)</span><b><code title="\(policy.version)">\(policy.version.prefix(12))</code></b></div>
+                <div class="card"><span>Loaded</span><b>\(ConsoleLayout.date(policyLoadedAt))</b></div>
+                <div class="card"><span>Holds</span>\(Self.policySummary(policy))</div></div>
+                \(ConsoleLayout.table(["App", "Product", "Answer", "Rules (all must hold)"], rows))
+                \(experiments.isEmpty ? HTML.empty : "<h3>Experiments</h3>\(ConsoleLayout.table(["Experiment", "Product", "Channel", "Metric", "Variants"], experiments))" as HTML)
+                <details><summary>The policy's text</summary><pre>\(policy.text)</pre></details>
+                """
+        }
+        let form: HTML = service.store == nil ? "<p class=\"muted\">A dry-run replays the decision log, which needs the customer store.</p>" : """
+            <form class="stack wide" method="post" action="\(ConsoleForm.policyPath)">\(ConsoleLayout.csrfField(session))
+            <label for="candidate">Candidate policy (YAML or JSON, as <code>offer-signer policy check</code> reads it)</label>
+            <textarea id="candidate" name="candidate" rows="16" required spellcheck="false">\(candidate)</textarea>
+            <label for="days">Replay the decisions of the last … days</label>
+            <input id="days" name="days" type="number" min="1" max="\(PolicyDryRun.maximumDays)" value="\(days)" required>
+            <button type="submit">Dry-run</button>
+            </form>
+            """
+        return ConsoleLayout.page("Policy", session: session, current: ConsoleForm.policyPath, body: """
+            <h2>In force</h2>
+            \(inForce)
+            <h2>Dry-run a candidate</h2>
+            <p class="note">Replays the decisions logged in the window under the candidate and shows what would change, by offer, with examples (docs/policy.md, “Dry-run”). Nothing is changed; the dry-run is audited under your name. A candidate with experiments or customer lists cannot be replayed: the log keeps customers only as a keyed hash.</p>
+            \(result)
+            \(form)
+            """)
+    }
+
+    /// `POST /console/policy`: the dry-run of the candidate in the form, shown with the form; an invalid candidate
+    /// or one the log cannot replay is a plain message (400, 422), never a failure of the page.
+    func dryRun(_ form: ConsoleForm, session: ConsoleSession, logger: Logger) async throws -> Response {
+        let candidateText = form["candidate"] ?? ""
+        let daysText = (form["days"] ?? "30").trimmingCharacters(in: .whitespaces)
+        func page(_ message: String, status: HTTPResponse.Status) -> Response {
+            let days = Int(daysText).map { min(max($0, 1), PolicyDryRun.maximumDays) } ?? 30
+            return policy(session, candidate: candidateText, days: days, result: "<p class=\"error\" role=\"alert\">\(message)</p>").response(status: status)
+        }
+        guard let store = service.store else { return page("A dry-run needs the customer store.", status: .serviceUnavailable) }
+        guard daysText.count <= 5, let days = Int(daysText), (1...PolicyDryRun.maximumDays).contains(days) else {
+            return page("days is a whole number from 1 to \(PolicyDryRun.maximumDays).", status: .badRequest)
+        }
+        guard !candidateText.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            return page("Paste a candidate policy first.", status: .badRequest)
+        }
+        let candidate: OfferPolicy
+        do {
+            candidate = try OfferPolicy(text: candidateText)
+        } catch {
+            return page("The candidate is not a valid policy: \(error.message)", status: .badRequest)
+        }
+        let report: DryRunReport
+        do {
+            report = try await PolicyDryRun(store: store, candidate: candidate).run(days: days)
+        } catch let error as OfferServiceError {
+            let apiError = APIError(error)
+            return page(apiError.message, status: apiError.status)
+        }
+        do {
+            try await store.appendAudit(AuditEvent(actor: session.admin, action: "policy.dry-run", target: candidate.version, details: [
+                "days": "\(days)", "replayed": "\(report.replayed)", "grantedToRefused": "\(report.grantedToRefused)",
+                "refusedToGranted": "\(report.refusedToGranted)", "changedOffer": "\(report.changedOffer)", "via": "console",
+            ]))
+        } catch {
+            logger.warning("dry-run answered, but the audit event could not be written", metadata: ["admin": "\(session.admin)"])
+        }
+        logger.notice("audit: policy.dry-run", metadata: ["admin": "\(session.admin)", "target": "\(candidate.version)", "via": "console"])
+        return policy(session, candidate: candidateText, days: days, result: Self.dryRunResult(report, candidate: candidate, days: days)).response()
+    }
+
+    /// A dry-run's answer: the counts, the changes by offer, the examples.
+    static func dryRunResult(_ report: DryRunReport, candidate: OfferPolicy, days: Int) -> HTML {
+        let perDay = report.signaturesPerDay
+        let byOffer: [[HTML]] = report.byOffer.map { change in
+            ["\(change.productIdentifier)", "<code>\(change.offerIdentifier)</code>", "\(change.grantedToRefused)", "\(change.refusedToGranted)"]
+        }
+        func answer(_ side: DryRunReport.Answer) -> HTML {
+            let what = side.offerIdentifier.isEmpty ? "" : " \(side.offerIdentifier)"
+            let reasons = side.reasons.isEmpty ? "" : " (\(side.reasons.joined(separator: ", ")))"
+            return side.granted ? "<span class=\"ok\">granted\(what)</span>" : "<span class=\"bad\">refused\(what)</span><span class=\"muted\">\(reasons)</span>"
+        }
+        let examples: [[HTML]] = report.examples.map { example in
+            ["\(ConsoleLayout.date(example.decidedAt))", "\(example.channel)", "<code>\(example.customerHash)</code>", "\(example.productIdentifier)",
+             "\(example.offerIdentifier.isEmpty ? "–" : example.offerIdentifier)", answer(example.before), answer(example.after)]
+        }
+        return """
+            <section id="dry-run-result" data-replayed="\(report.replayed)" data-granted-to-refused="\(report.grantedToRefused)" data-refused-to-granted="\(report.refusedToGranted)" data-changed-offer="\(report.changedOffer)">
+            <h3>Dry-run of <code title="\(candidate.version)">\(candidate.version.prefix(12))</code> over the last \(days) days</h3>
+            <div class="cards">
+            <div class="card"><span>Decisions replayed</span><b>\(report.replayed)</b></div>
+            <div class="card"><span>Unchanged</span><b>\(report.unchanged)</b></div>
+            <div class="card"><span>Granted → refused</span><b class="\(report.grantedToRefused > 0 ? "bad" : "")">\(report.grantedToRefused)</b></div>
+            <div class="card"><span>Refused → granted</span><b>\(report.refusedToGranted)</b></div>
+            <div class="card"><span>Another offer or answer</span><b>\(report.changedOffer)</b></div>
+            <div class="card"><span>Signatures a day</span><b>\(String(format: "%.2f → %.2f", perDay.before, perDay.after))</b></div>
+            </div>
+            <h3>By offer</h3>
+            \(byOffer.isEmpty ? "<p class=\"muted\">No offer changes.</p>" : ConsoleLayout.table(["Product", "Offer", "Granted → refused", "Refused → granted"], byOffer, numericFrom: 2))
+            <h3>Examples (at most \(DryRunReport.maximumExamples))</h3>
+            \(examples.isEmpty ? "<p class=\"muted\">No decision would change.</p>" : ConsoleLayout.table(["Decided", "Channel", "Customer (keyed hash)", "Product", "Offer", "Before", "After"], examples))
+            </section>
+            """
+    }
+
+    /// The names of a rule's parts, as the policy file writes them.
+    static func ruleNames(_ rule: AllRules) -> String {
+        let names = rule.rules.map(\.name)
+        return names.isEmpty ? "none (everyone)" : names.joined(separator: ", ")
+    }
+}
