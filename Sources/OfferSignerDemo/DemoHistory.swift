@@ -46,12 +46,15 @@ enum DemoHistory {
                 environment: .sandbox, signedDate: at(asked).appStoreMilliseconds)
             let answer = try await service.answerRetention(request, bundleIdentifier: Demo.bundleIdentifier, now: at(asked))
             if answer.promotionalOffer != nil {
-                // Offered the retention offer: most redeem it; of those, some renew, one asks for a refund.
-                guard index % 5 != 4 else { continue }
+                // Offered the retention offer: most redeem it; of those, most renew, one asks for a refund.
+                guard index != 9 else { continue }
                 let redeemed = asked - 0.1
                 try await notify(.redeemWinback, username, redeemed, offer: "retention_30")
-                if index % 3 == 0 { try await notify(.renew, username, asked - 1) }
-                if index % 3 == 1 { try await notify(.refund, username, redeemed - 0.4, transactionAt: at(redeemed)) }
+                if index == 1 {
+                    try await notify(.refund, username, redeemed - 0.4, transactionAt: at(redeemed))
+                } else {
+                    try await notify(.renew, username, asked - 1)
+                }
             } else if index % 2 == 0 {
                 // Not offered anything, and stayed all the same.
                 try await notify(.autoRenewOn, username, asked - 0.3)
