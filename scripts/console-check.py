@@ -125,13 +125,16 @@ try:
     visited = []
 
     def screenshot(name):
-        """The whole page: the window made as tall as the document (at most 6000 px) for the shot."""
-        height = min(6000, max(915, int(driver.execute_script("return document.documentElement.scrollHeight"))))
-        driver.set_window_size(412, height)
-        path = os.path.join(arguments.output, f"{name}.png")
-        driver.save_screenshot(path)
+        """The whole page at a phone's width (`name.png`) and a laptop's (`name-wide.png`): the window made as tall
+        as the document (at most 6000 px) for each shot."""
+        for suffix, width in (("", 412), ("-wide", 1200)):
+            driver.set_window_size(width, 915)
+            height = min(6000, max(915, int(driver.execute_script("return document.documentElement.scrollHeight")) + 140))
+            driver.set_window_size(width, height)
+            path = os.path.join(arguments.output, f"{name}{suffix}.png")
+            driver.save_screenshot(path)
+            shots[name + suffix] = path
         driver.set_window_size(412, 915)
-        shots[name] = path
 
     def settled(name, signed_in=True):
         wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
@@ -215,12 +218,14 @@ try:
     check("winback_50" in result.text, "the dry-run lists the win-back offer's changes")
 
     open_page("/console/customers", "customer-search")
-    open_page("/console/customers?bundleId=com.example.offersigner.demo&customer=subscriber-02", "customer")
+    open_page("/console/customers?bundleId=com.example.offersigner.demo&customer=returning-01", "customer")
     decisions = driver.find_elements(By.CSS_SELECTOR, "#decisions + .scroll tbody tr")
     redemptions = driver.find_elements(By.CSS_SELECTOR, "#redemptions + .scroll tbody tr")
-    check(len(decisions) >= 1 and len(redemptions) >= 1, f"the customer page shows decisions ({len(decisions)}) and redemptions ({len(redemptions)})")
-    open_page("/console/customers?bundleId=com.example.offersigner.demo&customer=returning-04", "customer-refused")
-    check("refused" in driver.find_element(By.ID, "decisions").find_element(By.XPATH, "following-sibling::div").text, "a refusal is shown with its reasons")
+    check(len(decisions) >= 3 and len(redemptions) >= 1, f"the customer page shows decisions ({len(decisions)}) and redemptions ({len(redemptions)})")
+    check("cap:cap_reached" in driver.find_element(By.CSS_SELECTOR, "#decisions + .scroll").text, "a refusal is shown with its reasons")
+    open_page("/console/customers?bundleId=com.example.offersigner.demo&customer=subscriber-02", "customer-retention")
+    answers = driver.find_elements(By.CSS_SELECTOR, "#retention + .scroll tbody tr")
+    check(len(answers) >= 1, f"the customer page shows the retention answers ({len(answers)})")
 
     open_page("/console/keys", "keys")
     Select(driver.find_element(By.ID, "keyIdentifier")).select_by_value("DEMOKEY002")
@@ -254,8 +259,9 @@ finally:
 
 if arguments.copy_to and not failures:
     os.makedirs(arguments.copy_to, exist_ok=True)
-    for name in ("overview", "offers", "experiments", "experiment", "policy-dry-run", "customer", "keys-after-rotation"):
-        shutil.copy(shots[name], os.path.join(arguments.copy_to, f"{name}.png"))
+    for name in ("overview", "offers", "experiments", "experiment", "policy", "policy-dry-run", "customer", "customer-retention", "keys-after-rotation"):
+        shutil.copy(shots[name + "-wide"], os.path.join(arguments.copy_to, f"{name}.png"))
+    shutil.copy(shots["overview"], os.path.join(arguments.copy_to, "overview-phone.png"))
     print(f"copied the pages' screenshots to {arguments.copy_to}")
 print(f"{len(failures)} failure(s); screenshots in {arguments.output}")
 sys.exit(1 if failures else 0)
