@@ -260,7 +260,7 @@ finally:
 if arguments.copy_to and not failures:
     os.makedirs(arguments.copy_to, exist_ok=True)
     for name in ("overview", "offers", "experiments", "experiment", "policy", "policy-dry-run", "customer", "customer-retention", "keys-after-rotation"):
-        shutil.copy(shots[name + "-wide"], os.path.join(arguments.copy_to, f"{name}.png"))
+        shutil.copy(shots[name + "-wide"], os.path.join(arguments.copy_to, f"{name.removesuffix('-after-rotation')}.png"))
     shutil.copy(shots["overview"], os.path.join(arguments.copy_to, "overview-phone.png"))
     print(f"copied the pages' screenshots to {arguments.copy_to}")
 print(f"{len(failures)} failure(s); screenshots in {arguments.output}")
