@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 import urllib.request
 
 from selenium import webdriver
@@ -98,9 +99,13 @@ try:
                 raise RuntimeError("offer-signer was not ready within 120 s")
             time.sleep(0.3)
 
-    # What the demo says about its console: the address and a token that signs in.
-    printed = open(log_path, encoding="utf-8", errors="replace").read()
-    match = re.search(r"Console: (http://\S+/console) \S+ sign in with the demo's admin token (\S+) \(public, demo only", printed)
+    # What the demo says about its console: the address and a token that signs in (waiting for the log to be written).
+    pattern = re.compile(r"Console: (http://\S+/console) \S+ sign in with the demo's admin token (\S+) \(public, demo only")
+    match, deadline = None, time.time() + WAIT
+    while match is None and time.time() < deadline:
+        match = pattern.search(open(log_path, encoding="utf-8", errors="replace").read())
+        if match is None:
+            time.sleep(0.3)
     check(match is not None, "the demo prints the console's address and its sign-in")
     console_url, token = (match.group(1), match.group(2)) if match else (f"{base}/console", "demo-admin-token")
     check(console_url == f"{base}/console", f"the printed address is the demo's ({console_url})")
@@ -118,7 +123,15 @@ try:
     for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=412,915", "--hide-scrollbars"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(arguments.driver), options=options)
+    for attempt in (1, 2):  # a slow machine sometimes loses Chromium's first start
+        try:
+            driver = webdriver.Chrome(service=Service(arguments.driver), options=options)
+            break
+        except Exception as error:
+            if attempt == 2:
+                raise
+            print(f"note: Chromium did not start ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}); trying again")
+            time.sleep(2)
     driver.set_page_load_timeout(WAIT)
     driver.set_script_timeout(WAIT)
     wait = WebDriverWait(driver, WAIT)
@@ -245,6 +258,7 @@ try:
     open_page("/console/keys", "after-sign-out", signed_in=False)
     check(driver.current_url.endswith("/console/login"), "after signing out, pages lead to the sign-in form")
 except Exception as error:  # a failure to start or to drive the browser is a failure of the check
+    traceback.print_exc()
     check(False, f"{type(error).__name__}: {error}")
 finally:
     signal.alarm(0)

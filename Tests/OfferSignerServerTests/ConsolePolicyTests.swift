@@ -26,7 +26,8 @@ import Testing
     func sessionAndCSRF(_ backend: StoreBackend) async throws {
         let history = try await DryRunHistory(backend)
         try await history.make()
-        try await test(history) { client in
+        let admin = "csrf-\(UUID().uuidString.prefix(8))"  // the PostgreSQL database is shared with other tests
+        try await test(history, tokens: "\(admin):\(ConsoleTests.token)") { client in
             let page = try await ConsoleTests.get(client, "/console/policy", nil)
             #expect(page.status == .seeOther)
             #expect(page.headers[.location] == "/console/login")
@@ -41,7 +42,7 @@ import Testing
             }
         }
         let audit = try await history.store.auditEvents(limit: 1000, since: Date().addingTimeInterval(-600))
-        #expect(!audit.contains { $0.action == "policy.dry-run" && $0.actor == "alice" })
+        #expect(!audit.contains { $0.action == "policy.dry-run" && $0.actor == admin })
         try await history.store.close()
     }
 
@@ -88,18 +89,20 @@ import Testing
         let history = try await DryRunHistory(backend)
         try await history.make()
         let customer = CustomerKey(bundleIdentifier: history.bundle, applicationUsername: "dry-customer-1")
+        // Identifiers of this run's own: the PostgreSQL database is shared with other tests and runs.
+        let original = "20\(UInt64.random(in: 100_000_000_000...999_999_999_999))", transaction = "30\(UInt64.random(in: 100_000_000_000...999_999_999_999))"
         _ = try await history.store.updateCustomer(customer) { facts in
-            facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: "group", productIdentifier: DryRunHistory.product, originalTransactionId: "2000000000000901", state: .active)]
+            facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: "group", productIdentifier: DryRunHistory.product, originalTransactionId: original, state: .active)]
         }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let recorded = try await history.store.recordRedemption(Redemption(
-            environment: "Sandbox", transactionId: "2000000000000902", originalTransactionId: "2000000000000901", customer: customer,
+            environment: "Sandbox", transactionId: transaction, originalTransactionId: original, customer: customer,
             productIdentifier: DryRunHistory.product, offerType: 2, offerIdentifier: "winback", price: 2_490, currency: "USD", purchaseDate: now))
         #expect(recorded == .recorded(channel: "app"))
         try await history.store.recordRetentionAnswer(RetentionAnswerRecord(
             bundleIdentifier: history.bundle, requestIdentifier: UUID().uuidString.lowercased(), environment: "Sandbox",
-            originalTransactionId: "2000000000000901", productIdentifier: DryRunHistory.product, offered: true, answeredAt: now - 1000))
-        try await history.store.recordSubscriptionEvent(SubscriptionEvent(environment: "Sandbox", originalTransactionId: "2000000000000901", kind: .autoRenewEnabled, at: now + 1000))
+            originalTransactionId: original, productIdentifier: DryRunHistory.product, offered: true, answeredAt: now - 1000))
+        try await history.store.recordSubscriptionEvent(SubscriptionEvent(environment: "Sandbox", originalTransactionId: original, kind: .autoRenewEnabled, at: now + 1000))
         try await test(history) { client in
             let session = try await ConsoleTests.signIn(client)
             let page = try await ConsoleTests.get(client, "/console/customers?bundleId=\(history.bundle)&customer=dry-customer-1", session)
