@@ -4,7 +4,7 @@ reads the console's address and sign-in from the demo's log, makes a little hist
 then drives Debian's Chromium (headless, a phone's width) with Selenium: the redirect to the sign-in form, sign-in
 with the printed token, every page (overview, offers, experiments, the demo's experiment, policy, a customer, keys)
 with no browser console error (a CSP violation is one), the offers chart against GET /admin/outcomes/daily, the
-experiment's intervals against GET /admin/experiments/{id}, a dry-run from the policy form against
+experiment's intervals against GET /admin/experiments/{id}, a dry-run from the policy form (pasted, then uploaded) against
 POST /admin/policy/dry-run, a key rotation (DEMOKEY002 activated) through the Keys form found in the audit, the token
 in no URL, sign-out. Saves a full-page screenshot of each page in the directory given (and, with --copy-to, the
 pages of docs/console.md there). Bounded: 5 minutes at most, explicit waits with generous timeouts.
@@ -229,6 +229,18 @@ try:
     check(form_numbers == {name: answer[name] for name in fields} and answer["grantedToRefused"] > 0,
           f"the form's dry-run is POST /admin/policy/dry-run's ({form_numbers})")
     check("winback_50" in result.text, "the dry-run lists the win-back offer's changes")
+    # The same candidate uploaded as a file (the form's file input, multipart), the text area emptied.
+    candidate_file = os.path.join(arguments.output, "candidate.yaml")
+    with open(candidate_file, "w") as file:
+        file.write(candidate)
+    driver.find_element(By.ID, "candidate").clear()
+    driver.find_element(By.ID, "file").send_keys(os.path.abspath(candidate_file))
+    submit("form.wide")
+    wait.until(lambda d: d.find_elements(By.ID, "dry-run-result"))
+    settled("policy-upload")
+    result = driver.find_element(By.ID, "dry-run-result")
+    uploaded = {name: int(result.get_attribute(attribute)) for name, attribute in fields.items()}
+    check(uploaded == form_numbers, f"the uploaded file's dry-run is the same ({uploaded})")
 
     open_page("/console/customers", "customer-search")
     open_page("/console/customers?bundleId=com.example.offersigner.demo&customer=returning-01", "customer")

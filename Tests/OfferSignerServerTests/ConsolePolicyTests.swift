@@ -84,6 +84,44 @@ import Testing
         try await history.store.close()
     }
 
+    /// A `multipart/form-data` body as a browser sends it: text fields, then a file.
+    static func multipart(_ fields: [(String, String)], file: String?, boundary: String) -> ByteBuffer {
+        var body = ""
+        for (name, value) in fields { body += "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n" }
+        body += "--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"\(file == nil ? "" : "candidate.yaml")\"\r\nContent-Type: \(file == nil ? "application/octet-stream" : "application/yaml")\r\n\r\n\(file ?? "")\r\n"
+        return ByteBuffer(string: body + "--\(boundary)--\r\n")
+    }
+
+    @Test("a candidate uploaded as a file (multipart, as the form sends it without JavaScript) is dry-run; the upload needs the CSRF token too", arguments: StoreBackend.available)
+    func upload(_ backend: StoreBackend) async throws {
+        let history = try await DryRunHistory(backend)
+        try await history.make()
+        let expected = try await history.dryRun(history.looser)
+        try await test(history) { client in
+            let session = try await ConsoleTests.signIn(client)
+            let boundary = "----WebKitFormBoundary\(UUID().uuidString.prefix(12))"
+            func upload(_ fields: [(String, String)], file: String?) async throws -> TestResponse {
+                try await client.execute(uri: "/console/policy", method: .post, headers: [
+                    .contentType: "multipart/form-data; boundary=\(boundary)", .cookie: session.cookie,
+                ], body: Self.multipart(fields, file: file, boundary: boundary))
+            }
+            let uploaded = try await upload([("csrf", session.csrf), ("candidate", ""), ("days", "30")], file: history.looser)
+            #expect(uploaded.status == .ok)
+            #expect(uploaded.text.contains("data-replayed=\"\(expected.replayed)\" data-granted-to-refused=\"\(expected.grantedToRefused)\" data-refused-to-granted=\"\(expected.refusedToGranted)\""))
+            // No file chosen: the pasted text is the candidate.
+            let pasted = try await upload([("csrf", session.csrf), ("candidate", history.looser), ("days", "30")], file: nil)
+            #expect(pasted.status == .ok)
+            #expect(pasted.text.contains("data-refused-to-granted=\"\(expected.refusedToGranted)\""))
+            #expect(try await upload([("candidate", ""), ("days", "30")], file: history.looser).status == .forbidden)
+            #expect(try await upload([("csrf", String(session.csrf.reversed())), ("days", "30")], file: history.looser).status == .forbidden)
+            let garbled = try await client.execute(uri: "/console/policy", method: .post, headers: [
+                .contentType: "multipart/form-data; boundary=\(boundary)", .cookie: session.cookie,
+            ], body: ByteBuffer(string: "not multipart at all"))
+            #expect(garbled.status == .badRequest)
+        }
+        try await history.store.close()
+    }
+
     @Test("the customer page lists the customer's decisions with their reasons, their redemptions and retention answers", arguments: StoreBackend.available)
     func customerStory(_ backend: StoreBackend) async throws {
         let history = try await DryRunHistory(backend)

@@ -45,9 +45,11 @@ extension ConsolePages {
                 """
         }
         let form: HTML = service.store == nil ? "<p class=\"muted\">A dry-run replays the decision log, which needs the customer store.</p>" : """
-            <form class="stack wide" method="post" action="\(ConsoleForm.policyPath)">\(ConsoleLayout.csrfField(session))
-            <label for="candidate">Candidate policy (YAML or JSON, as <code>offer-signer policy check</code> reads it)</label>
-            <textarea id="candidate" name="candidate" rows="16" required spellcheck="false">\(candidate)</textarea>
+            <form class="stack wide" method="post" action="\(ConsoleForm.policyPath)" enctype="multipart/form-data">\(ConsoleLayout.csrfField(session))
+            <label for="candidate">Candidate policy (YAML or JSON, as <code>offer-signer policy check</code> reads it): paste it…</label>
+            <textarea id="candidate" name="candidate" rows="16" spellcheck="false">\(candidate)</textarea>
+            <label for="file">…or upload the file (it wins over the text)</label>
+            <input id="file" name="file" type="file" accept=".yaml,.yml,.json,application/json,application/yaml,text/yaml,text/plain">
             <label for="days">Replay the decisions of the last … days</label>
             <input id="days" name="days" type="number" min="1" max="\(PolicyDryRun.maximumDays)" value="\(days)" required>
             <button type="submit">Dry-run</button>
@@ -66,7 +68,7 @@ extension ConsolePages {
     /// `POST /console/policy`: the dry-run of the candidate in the form, shown with the form; an invalid candidate
     /// or one the log cannot replay is a plain message (400, 422), never a failure of the page.
     func dryRun(_ form: ConsoleForm, session: ConsoleSession, logger: Logger) async throws -> Response {
-        let candidateText = form["candidate"] ?? ""
+        let candidateText = form["file"].flatMap { $0.isEmpty ? nil : $0 } ?? form["candidate"] ?? ""
         let daysText = (form["days"] ?? "30").trimmingCharacters(in: .whitespaces)
         func page(_ message: String, status: HTTPResponse.Status) -> Response {
             let days = Int(daysText).map { min(max($0, 1), PolicyDryRun.maximumDays) } ?? 30
@@ -77,7 +79,7 @@ extension ConsolePages {
             return page("days is a whole number from 1 to \(PolicyDryRun.maximumDays).", status: .badRequest)
         }
         guard !candidateText.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
-            return page("Paste a candidate policy first.", status: .badRequest)
+            return page("Paste a candidate policy or choose its file first.", status: .badRequest)
         }
         let candidate: OfferPolicy
         do {

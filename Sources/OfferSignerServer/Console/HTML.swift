@@ -105,11 +105,39 @@ struct ConsoleForm: Sendable {
         }
     }
 
-    /// The form of a request's body, read within the limits of its path (``limits(forPath:)``).
+    /// The form of a request's body, URL-encoded or `multipart/form-data` (a file upload), read within the limits
+    /// of its path (``limits(forPath:)``).
     static func body(of request: inout Request) async throws -> ConsoleForm {
         let limits = limits(forPath: request.uri.path)
         let buffer = try await request.collectBody(upTo: limits.body)
-        return try ConsoleForm(encoded: String(buffer: buffer), maximumValueLength: limits.value)
+        let contentType = request.headers[.contentType] ?? ""
+        guard contentType.lowercased().hasPrefix("multipart/form-data") else {
+            return try ConsoleForm(encoded: String(buffer: buffer), maximumValueLength: limits.value)
+        }
+        guard let match = contentType.firstMatch(of: /(?i);\s*boundary="?([0-9A-Za-z'()+_,.\/:=?-]{1,70})"?/) else {
+            throw APIError(status: .badRequest, code: "invalid_request", message: "A multipart form needs a boundary.")
+        }
+        return try ConsoleForm(multipart: String(decoding: buffer.readableBytesView, as: UTF8.self), boundary: String(match.1), maximumValueLength: limits.value)
+    }
+
+    /// Parses a `multipart/form-data` body (RFC 7578): each part's `name` and its content (a file's as text). A file
+    /// input left empty is left out. A part that is too long, or a body that is not multipart, is 400.
+    init(multipart body: String, boundary: String, maximumValueLength: Int = Self.maximumValueLength) throws(APIError) {
+        let invalid = APIError(status: .badRequest, code: "invalid_request", message: "The form is not valid multipart/form-data, or a field is too long.")
+        let parts = body.components(separatedBy: "--" + boundary).dropFirst()  // the preamble
+        guard !parts.isEmpty else { throw invalid }
+        for part in parts.prefix(64) {
+            if part.hasPrefix("--") { break }  // the closing delimiter
+            guard let blank = part.range(of: "\r\n\r\n") else { throw invalid }
+            let headers = part[..<blank.lowerBound]
+            var content = part[blank.upperBound...]
+            if content.hasSuffix("\r\n") { content = content.dropLast() }  // "\r\n" is one Character
+            guard let name = headers.firstMatch(of: /(?i)content-disposition:[^\r\n]*;\s*name="([^"\r\n]*)"/)?.1,
+                  content.utf8.count <= maximumValueLength
+            else { throw invalid }
+            if content.isEmpty, headers.contains("filename=") { continue }
+            fields[String(name)] = String(content)
+        }
     }
 
     /// The value of `name`, or `nil`.
