@@ -78,6 +78,11 @@ import Testing
             #expect(needsFacts.text.contains("role=\"alert\""))
             let badDays = try await ConsoleTests.post(client, "/console/policy", [("csrf", session.csrf), ("candidate", history.looser), ("days", "0")], cookie: session.cookie)
             #expect(badDays.status == .badRequest)
+            // Over 256 KiB of candidate: refused as too long; over the body's limit: 413. Never a failure of the page.
+            let long = try await ConsoleTests.post(client, "/console/policy", [("csrf", session.csrf), ("candidate", String(repeating: "a", count: 300 * 1024))], cookie: session.cookie)
+            #expect(long.status == .badRequest)
+            let huge = try await ConsoleTests.post(client, "/console/policy", [("csrf", session.csrf), ("candidate", String(repeating: "a", count: 900 * 1024))], cookie: session.cookie)
+            #expect(huge.status == .contentTooLarge)
         }
         let audit = try await history.store.auditEvents(limit: 1000, since: Date().addingTimeInterval(-600))
         #expect(audit.contains { $0.action == "policy.dry-run" && $0.actor == "alice" && $0.details["via"] == "console" && $0.details["refusedToGranted"] == "4" })

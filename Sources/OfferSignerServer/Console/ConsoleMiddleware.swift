@@ -24,7 +24,7 @@ struct ConsoleHeadersMiddleware: RouterMiddleware {
         } catch {
             let apiError: APIError
             if error is NIOTooManyBytesError {
-                apiError = APIError.payloadTooLarge(limit: ConsoleForm.maximumBodySize)
+                apiError = APIError.payloadTooLarge(limit: ConsoleForm.limits(forPath: request.uri.path).body)
             } else if let error = error as? HTTPError {
                 apiError = APIError(httpError: error)
             } else {
