@@ -77,8 +77,9 @@ extension ServiceConfiguration {
 }
 
 extension DemoAppStore {
-    /// What the demo adds to the service: `/demo/*` (described in `/openapi.yaml`), its customers seeded through
-    /// the notification endpoint's code at start-up, and readable `appAccountToken`s.
+    /// What the demo adds to the service: `/demo/*` (described in `/openapi.yaml`), its customers and their weeks
+    /// of history seeded through the service and the notification endpoint's code at start-up (``DemoHistory``), and
+    /// readable `appAccountToken`s.
     public var addOn: ServiceAddOn {
         let appStore = self
         return ServiceAddOn(

@@ -16,6 +16,7 @@ enum DemoHistory {
     /// Lapsed customers signed the win-back offer: `returning-01` … `returning-04`.
     static let returning = (1...4).map { "returning-0\($0)" }
 
+    /// Plays the history up to `now` through `service` (its ingestor for the App Store's notifications).
     static func seed(_ service: OfferService, appStore: DemoAppStore, now: Date = Date()) async throws {
         guard let ingestor = service.notifications else { return }
         let day: TimeInterval = 86_400
