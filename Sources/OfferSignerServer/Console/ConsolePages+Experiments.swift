@@ -48,7 +48,7 @@ extension ConsolePages {
             <div class="cards">
             <div class="card"><span>Readable</span><b class="\(report.readable ? "ok" : "bad")" data-metric="readable">\(report.readable ? "yes" : "not yet")</b></div>
             <div class="card"><span>Sample ratio</span>\(sampleRatio)</div>
-            <div class="card"><span>Reference</span><b>\(report.reference)</b></div></div>
+            <div class="card"><span>Reference</span><b>\(report.reference)\(report.variants.contains { $0.name == report.reference && $0.holdout } ? " (holdout)" : "")</b></div></div>
             <p class="note">\(report.note)</p>
             <h2>Rates with their \(ConsoleLayout.percent(report.confidenceLevel)) always-valid intervals</h2>
             \(ConsoleCharts.intervals(report))
