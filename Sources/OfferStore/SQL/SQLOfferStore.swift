@@ -135,7 +135,8 @@ final class SQLOfferStore: OfferStore {
                 }
             }
             // A stored answer is returned as it is: nothing the body decides is written.
-            let issued = storedAnswer != nil ? [] : try await Self.selectSignatures(
+            // `Int64.max`: the body reads no signatures (a flow locked for idempotency alone).
+            let issued = storedAnswer != nil || since == Int64.max ? [] : try await Self.selectSignatures(
                 IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, since: since),
                 limit: nil, on: database)
             let commit: CustomerCommit<T>
@@ -168,7 +169,7 @@ final class SQLOfferStore: OfferStore {
     /// A write transaction whose callers' errors come out unchanged.
     private func inCustomerTransaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         do {
-            return try await backend.transaction(body)
+            return try await backend.transaction(flushAfterCommit: true, body)
         } catch let error as CallerError {
             throw error.error
         }
