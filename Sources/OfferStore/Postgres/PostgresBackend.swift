@@ -15,6 +15,7 @@ final class PostgresBackend: SQLStoreBackend {
 
     let name = "PostgreSQL"
     let beginTransaction = "BEGIN"
+    let writesInCommonTableExpressions = true
     let batchInTransaction = false
     /// A customer's transaction commits without waiting for the WAL flush (its row lock released at once), then a
     /// transaction that writes one WAL record and commits synchronously flushes the WAL up to it — past the first's

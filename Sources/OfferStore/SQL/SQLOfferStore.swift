@@ -118,7 +118,11 @@ final class SQLOfferStore: OfferStore {
         _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>
     ) async throws -> T {
         try await inCustomerTransaction { database in
-            let locked = try await Self.lockCustomer(key, on: database)
+            // Locked for its answer key alone (`Int64.max` with a key: the body reads no signatures), a transaction
+            // reads the customer's facts without their lock: requests of one customer then wait for each other
+            // only on the same key.
+            let keyOnly = since == Int64.max && answerKey != nil
+            let locked = keyOnly ? (facts: try await Self.readCustomer(key, on: database), placeholder: false) : try await Self.lockCustomer(key, on: database)
             var storedAnswer: String?
             var claimed = false
             if let answerKey {
@@ -135,7 +139,6 @@ final class SQLOfferStore: OfferStore {
                 }
             }
             // A stored answer is returned as it is: nothing the body decides is written.
-            // `Int64.max`: the body reads no signatures (a flow locked for idempotency alone).
             let issued = storedAnswer != nil || since == Int64.max ? [] : try await Self.selectSignatures(
                 IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, since: since),
                 limit: nil, on: database)
@@ -146,11 +149,21 @@ final class SQLOfferStore: OfferStore {
                 throw CallerError(error: error)
             }
             if storedAnswer == nil, var facts = commit.facts {
+                if keyOnly { _ = try await Self.lockCustomer(key, on: database) }
                 try await Self.write(&facts, of: key, on: database)
             } else if locked.placeholder {
                 try await database.delete(from: "customers").where(customer: key).run()
             }
             guard storedAnswer == nil else { return commit.value }
+            if let record = commit.record, let answerKey, let answer = commit.answer, backend.writesInCommonTableExpressions {
+                // The record and the answer in one statement: one round trip under the customer's lock, not two.
+                let inserted = try await database.raw("""
+                    WITH answered AS (UPDATE stored_answers SET answer = \(bind: answer), created_at = \(bind: Date().unixMilliseconds) \
+                    WHERE answer_key = \(bind: answerKey)) \(IssuedSignatureInsert(records: [record], ignoringDuplicates: true))
+                    """).all()
+                if inserted.isEmpty { throw OfferStoreError.duplicateNonce(record.nonce) }
+                return commit.value
+            }
             if let record = commit.record, try await Self.insert([record], on: database).isEmpty {
                 throw OfferStoreError.duplicateNonce(record.nonce)
             }
@@ -189,6 +202,12 @@ final class SQLOfferStore: OfferStore {
             .first(decodingColumn: "facts", as: String.self)
         guard let text, !placeholder else { return (nil, placeholder) }
         return (try StoreCoding.decode(CustomerFacts.self, from: text), false)
+    }
+
+    /// A customer's facts, read inside a transaction without locking them.
+    private static func readCustomer(_ key: CustomerKey, on database: any SQLDatabase) async throws -> CustomerFacts? {
+        try await database.select().column("facts").from("customers").where(customer: key)
+            .first(decodingColumn: "facts", as: String.self).map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
     }
 
     /// Read-modify-write of a customer's facts inside a transaction; a customer not heard of starts empty.
@@ -261,25 +280,5 @@ final class SQLOfferStore: OfferStore {
     private struct RecordIdentity: Hashable, Decodable {
         var timestamp: Int64, nonce: String
         init(_ record: IssuedSignature) { (timestamp, nonce) = (record.timestamp, record.nonce) }
-    }
-
-    func issuedSignatures(matching query: IssuedSignatureQuery) async throws -> [IssuedSignature] {
-        try await backend.reading { database in
-            try await Self.selectSignatures(query, limit: max(query.limit, 0), on: database)
-        }
-    }
-
-    /// Issued signatures matching `query`, newest first, at most `limit` (`nil`: all).
-    private static func selectSignatures(_ query: IssuedSignatureQuery, limit: Int?, on database: any SQLDatabase) async throws -> [IssuedSignature] {
-        try await database.select().column("*").from("issued_signatures").where(query)
-            .orderBy("timestamp", .descending).orderBy("nonce").limit(limit)
-            .all(decoding: IssuedSignature.self, keyDecodingStrategy: .convertFromSnakeCase)
-    }
-
-    func countIssuedSignatures(matching query: IssuedSignatureQuery) async throws -> Int {
-        try await backend.reading { database in
-            try await database.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("issued_signatures").where(query)
-                .first(decodingColumn: "n", as: Int.self) ?? 0
-        }
     }
 }

@@ -25,6 +25,10 @@ protocol SQLStoreBackend: Sendable {
     /// flushes after releasing its lock (a SQLite file).
     var commitBeforeFlush: (begin: String, flush: String)? { get }
 
+    /// Whether a statement may write in a `WITH` clause (PostgreSQL; SQLite's `WITH` only reads): a customer
+    /// transaction then records its signature and stores its answer in one statement.
+    var writesInCommonTableExpressions: Bool { get }
+
     /// The largest group-commit batch (a multi-row INSERT has 10 parameters a row).
     var recordsPerBatch: Int { get }
 

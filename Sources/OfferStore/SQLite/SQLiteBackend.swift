@@ -25,6 +25,7 @@ final class SQLiteBackend: SQLStoreBackend {
 
     let name = "SQLite"
     let beginTransaction = "BEGIN IMMEDIATE"
+    let writesInCommonTableExpressions = false
     let batchInTransaction = true
     /// ``write(_:)`` flushes a file's WAL once the write gate is released.
     let commitBeforeFlush: (begin: String, flush: String)? = nil
