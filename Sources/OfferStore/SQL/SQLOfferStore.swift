@@ -117,12 +117,10 @@ final class SQLOfferStore: OfferStore {
         _ key: CustomerKey, issuedSince since: Int64?, answerKey: String?,
         _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>
     ) async throws -> T {
-        try await inCustomerTransaction { database in
-            // Locked for its answer key alone (`Int64.max` with a key: the body reads no signatures), a transaction
-            // reads the customer's facts without their lock: requests of one customer then wait for each other
-            // only on the same key.
-            let keyOnly = since == Int64.max && answerKey != nil
-            let locked = keyOnly ? (facts: try await Self.readCustomer(key, on: database), placeholder: false) : try await Self.lockCustomer(key, on: database)
+        // Here for its answer key alone (`Int64.max` with a key: the body reads no signatures): no customer lock.
+        if since == Int64.max, let answerKey { return try await answerOnce(key, answerKey: answerKey, body) }
+        return try await inCustomerTransaction { database in
+            let locked = try await Self.lockCustomer(key, on: database)
             var storedAnswer: String?
             var claimed = false
             if let answerKey {
@@ -149,7 +147,6 @@ final class SQLOfferStore: OfferStore {
                 throw CallerError(error: error)
             }
             if storedAnswer == nil, var facts = commit.facts {
-                if keyOnly { _ = try await Self.lockCustomer(key, on: database) }
                 try await Self.write(&facts, of: key, on: database)
             } else if locked.placeholder {
                 try await database.delete(from: "customers").where(customer: key).run()
@@ -191,7 +188,7 @@ final class SQLOfferStore: OfferStore {
     /// Locks the customer for the rest of the transaction and reads their facts (`nil`: the store has not heard
     /// of them). Such a customer gets a placeholder row with empty facts, the row that is locked; it is overwritten
     /// by the facts written, or deleted again.
-    private static func lockCustomer(_ key: CustomerKey, on database: any SQLDatabase) async throws -> (facts: CustomerFacts?, placeholder: Bool) {
+    static func lockCustomer(_ key: CustomerKey, on database: any SQLDatabase) async throws -> (facts: CustomerFacts?, placeholder: Bool) {
         let placeholder = try await database.insert(into: "customers")
             .columns("bundle_identifier", "application_username", "facts", "updated_at")
             .values(SQLBind(key.bundleIdentifier), SQLBind(key.applicationUsername),
@@ -202,12 +199,6 @@ final class SQLOfferStore: OfferStore {
             .first(decodingColumn: "facts", as: String.self)
         guard let text, !placeholder else { return (nil, placeholder) }
         return (try StoreCoding.decode(CustomerFacts.self, from: text), false)
-    }
-
-    /// A customer's facts, read inside a transaction without locking them.
-    private static func readCustomer(_ key: CustomerKey, on database: any SQLDatabase) async throws -> CustomerFacts? {
-        try await database.select().column("facts").from("customers").where(customer: key)
-            .first(decodingColumn: "facts", as: String.self).map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
     }
 
     /// Read-modify-write of a customer's facts inside a transaction; a customer not heard of starts empty.
@@ -223,7 +214,7 @@ final class SQLOfferStore: OfferStore {
     }
 
     /// Writes facts over the customer's (locked) row, and indexes their original transaction identifiers.
-    private static func write(_ facts: inout CustomerFacts, of key: CustomerKey, on database: any SQLDatabase) async throws {
+    static func write(_ facts: inout CustomerFacts, of key: CustomerKey, on database: any SQLDatabase) async throws {
         facts.key = key
         facts.updatedAt = Date()
         try await database.update("customers")
@@ -272,12 +263,12 @@ final class SQLOfferStore: OfferStore {
 
     /// Inserts records with one multi-row statement; returns the records inserted (any other was recorded before),
     /// each once.
-    private static func insert(_ records: [IssuedSignature], on database: any SQLDatabase) async throws -> Set<RecordIdentity> {
+    static func insert(_ records: [IssuedSignature], on database: any SQLDatabase) async throws -> Set<RecordIdentity> {
         Set(try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: true))").all(decoding: RecordIdentity.self))
     }
 
     /// What identifies a record in the log: its timestamp and nonce (the unique index of schema version 6).
-    private struct RecordIdentity: Hashable, Decodable {
+    struct RecordIdentity: Hashable, Decodable {
         var timestamp: Int64, nonce: String
         init(_ record: IssuedSignature) { (timestamp, nonce) = (record.timestamp, record.nonce) }
     }
