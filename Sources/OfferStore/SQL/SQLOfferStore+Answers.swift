@@ -22,6 +22,11 @@ extension SQLOfferStore {
             return try await body(CustomerSnapshot(facts: facts, issuedSignatures: [], storedAnswer: stored)).value
         }
         let commit = try await body(CustomerSnapshot(facts: facts, issuedSignatures: []))
+        if backend.writesInCommonTableExpressions, commit.facts == nil, let answer = commit.answer, let record = commit.record {
+            if try await claimAndRecord(answerKey: answerKey, answer: answer, record: record) { return commit.value }
+            let stored = try await backend.reading { database in try await Self.storedAnswer(answerKey, on: database) }
+            return try await body(CustomerSnapshot(facts: facts, issuedSignatures: [], storedAnswer: stored ?? "")).value
+        }
         let answeredMeanwhile: String? = try await backend.transaction { database in
             if let answer = commit.answer {
                 // The claim and the answer in one row: a concurrent first use of the key waits here for this
@@ -42,6 +47,30 @@ extension SQLOfferStore {
         }
         guard let answeredMeanwhile else { return commit.value }
         return try await body(CustomerSnapshot(facts: facts, issuedSignatures: [], storedAnswer: answeredMeanwhile)).value
+    }
+
+    /// PostgreSQL: the claim with its answer and the signature's record in one statement, its own transaction (one
+    /// round trip): `false` when the key was answered meanwhile, and nothing was written.
+    private func claimAndRecord(answerKey: String, answer: String, record: IssuedSignature) async throws -> Bool {
+        try await backend.mappingErrors {
+            try await backend.write { database in
+                do {
+                    return try await !database.raw("""
+                        WITH claimed AS (INSERT INTO stored_answers (answer_key, answer, created_at) \
+                        VALUES (\(bind: answerKey), \(bind: answer), \(bind: Date().unixMilliseconds)) \
+                        ON CONFLICT (answer_key) DO NOTHING RETURNING answer_key) \
+                        INSERT INTO issued_signatures (\(unsafeRaw: IssuedSignatureInsert.columns)) \
+                        SELECT \(bind: record.nonce), \(bind: record.keyIdentifier), \(bind: record.bundleIdentifier), \
+                        \(bind: record.productIdentifier), \(bind: record.offerIdentifier), \(bind: record.applicationUsername), \
+                        \(bind: record.timestamp), \(bind: record.format), \(bind: record.channel), \(bind: record.requestIdentifier) \
+                        WHERE EXISTS (SELECT 1 FROM claimed) RETURNING nonce
+                        """).all().isEmpty
+                } catch where backend.isUniqueViolation(error) {
+                    // The claim skips a key taken; only the record's (timestamp, nonce) can refuse the statement.
+                    throw OfferStoreError.duplicateNonce(record.nonce)
+                }
+            }
+        }
     }
 
     /// The answer stored under `answerKey`; `nil` when there is none (or only the claim of a transaction that has
