@@ -2,14 +2,17 @@
 # POST /v1/offers/sign over loopback with each issued-signature store, in one run: what compare.sh measures for
 # the SQLite file, plus PostgreSQL and SQLite in memory, with peak resident memory and start-up to ready.
 #
-#   scripts/bench-http.sh [seconds] [connections]
+#   scripts/bench-http.sh [seconds] [connections] [rounds, 1]
+#
+# With several rounds the stores are loaded in turn, round after round (a slow patch of a shared machine touches
+# each), and the last line gives PostgreSQL's req/s over the SQLite file's, per round and over all rounds.
 #
 # PostgreSQL is measured when OFFER_SIGNER_BENCH_DATABASE_URL names a database the run may fill (each run adds
 # its ~100,000 signatures to issued_signatures): a throw-away one, such as the server scripts/start-postgres.sh
 # starts (export OFFER_SIGNER_BENCH_DATABASE_URL=postgres://offersigner:offersigner@127.0.0.1:54329/offersigner).
 # Linux only (/proc). Needs wrk, curl, openssl, python3. Release build, as compare.sh.
 set -eu
-dur=${1:-10}; conns=${2:-32}
+dur=${1:-10}; conns=${2:-32}; rounds=${3:-1}
 cd "$(dirname "$0")/.."
 . scripts/bench-setup.sh
 
@@ -47,16 +50,25 @@ run() {  # name, database URL
   load -d"${dur}s" --latency >"$work/$1.txt"
   local peak; peak=$(awk '/VmHWM/{printf "%.0f MiB", $2/1024}' "/proc/$pid/status")
   kill "$pid"; wait "$pid" 2>/dev/null || true
+  awk -v s="$1" '/Requests\/sec/{print s, $2}' "$work/$1.txt" >>"$work/rates.txt"
   printf '%-14s %7s req/s   p50 %7s   p99 %7s   non-2xx %s   socket errors %s   peak RSS %-8s  start-up to ready %s\n' "$1" \
     "$(awk '/Requests\/sec/{print int($2)}' "$work/$1.txt")" "$(awk '$1=="50%"{print $2}' "$work/$1.txt")" \
     "$(awk '$1=="99%"{print $2}' "$work/$1.txt")" "$(awk '/Non-2xx/{n=$NF} END{print n+0}' "$work/$1.txt")" \
     "$(awk -F'[ ,]+' '/Socket errors/{e=$5+$7+$9+$11} END{print e+0}' "$work/$1.txt")" "$peak" "$ready"
 }
 
-run sqlite-file "sqlite:$work/store.sqlite"
+for round in $(seq "$rounds"); do
+  [ "$rounds" -gt 1 ] && echo "round $round (load average $(cut -d' ' -f1 /proc/loadavg))"
+  run sqlite-file "sqlite:$work/store.sqlite"
+  if [ -n "${OFFER_SIGNER_BENCH_DATABASE_URL:-}" ]; then
+    run postgresql "$OFFER_SIGNER_BENCH_DATABASE_URL"
+  else
+    echo "postgresql     (not measured: set OFFER_SIGNER_BENCH_DATABASE_URL to a throw-away database; see the top of this script)"
+  fi
+  run sqlite-memory "sqlite::memory:"
+done
 if [ -n "${OFFER_SIGNER_BENCH_DATABASE_URL:-}" ]; then
-  run postgresql "$OFFER_SIGNER_BENCH_DATABASE_URL"
-else
-  echo "postgresql     (not measured: set OFFER_SIGNER_BENCH_DATABASE_URL to a throw-away database; see the top of this script)"
+  awk '$1 == "sqlite-file" { f[++n] = $2; tf += $2 } $1 == "postgresql" { p[++m] = $2; tp += $2 }
+    END { line = ""; for (i = 1; i <= m; i++) line = line (i > 1 ? ", " : "") sprintf("%.2f", p[i] / f[i])
+          printf "postgresql / sqlite-file req/s: %.2f (per round: %s)\n", tp / tf, line }' "$work/rates.txt"
 fi
-run sqlite-memory "sqlite::memory:"

@@ -159,11 +159,14 @@ import Testing
         try await store.close()
     }
 
-    @Test("an answer key makes a transaction idempotent: the first answer is stored, a retry sees it and writes nothing", arguments: Backend.available)
-    func answerKeyIsIdempotent(_ backend: Backend) async throws {
+    /// `issuedSince` `Int64.max` (no signatures read): the body runs without the customer's lock, and the answer is
+    /// claimed after it — the same outcome.
+    @Test("an answer key makes a transaction idempotent: the first answer is stored, a retry sees it and writes nothing",
+          arguments: Backend.available, [nil, Int64.max] as [Int64?])
+    func answerKeyIsIdempotent(_ backend: Backend, issuedSince since: Int64?) async throws {
         let stores = try await stores(backend)
-        let key = CustomerKey(bundleIdentifier: app, applicationUsername: "retried")
         let requestIdentifier = UUID().uuidString.lowercased()
+        let key = CustomerKey(bundleIdentifier: app, applicationUsername: "retried-\(requestIdentifier)")
         // 20 concurrent deliveries of one request (over two stores on PostgreSQL): one signs, the others see its answer.
         let answers = try await withThrowingTaskGroup(of: String.self) { group in
             for attempt in 0..<20 {
@@ -174,7 +177,7 @@ import Testing
                 let record = draft
                 let nonce = record.nonce
                 group.addTask {
-                    try await store.withCustomerTransaction(key, issuedSince: nil, answerKey: "retention:\(requestIdentifier)") { snapshot in
+                    try await store.withCustomerTransaction(key, issuedSince: since, answerKey: "retention:\(requestIdentifier)") { snapshot in
                         if let stored = snapshot.storedAnswer {
                             #expect(snapshot.issuedSignatures.isEmpty)
                             return CustomerCommit(value: stored, record: record)   // ignored: a stored answer writes nothing
@@ -187,13 +190,13 @@ import Testing
             return try await group.reduce(into: [String]()) { $0.append($1) }
         }
         #expect(Set(answers).count == 1)
-        let issued = try await stores[0].issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app, applicationUsername: "retried"))
+        let issued = try await stores[0].issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app, applicationUsername: key.applicationUsername))
         #expect(issued.count == 1)
         #expect(issued.first?.nonce == answers.first)
         #expect(issued.first?.channel == "retention")
         #expect(issued.first?.requestIdentifier == requestIdentifier)
         // Another key answers afresh; without a key nothing is stored.
-        let fresh = try await stores[0].withCustomerTransaction(key, issuedSince: nil, answerKey: "retention:other-\(requestIdentifier)") { snapshot in
+        let fresh = try await stores[0].withCustomerTransaction(key, issuedSince: since, answerKey: "retention:other-\(requestIdentifier)") { snapshot in
             CustomerCommit(value: snapshot.storedAnswer == nil, answer: "second")
         }
         #expect(fresh)

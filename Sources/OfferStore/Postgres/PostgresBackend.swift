@@ -15,7 +15,14 @@ final class PostgresBackend: SQLStoreBackend {
 
     let name = "PostgreSQL"
     let beginTransaction = "BEGIN"
+    let writesInCommonTableExpressions = true
     let batchInTransaction = false
+    /// A customer's transaction commits without waiting for the WAL flush (its row lock released at once), then a
+    /// transaction that writes one WAL record and commits synchronously flushes the WAL up to it — past the first's
+    /// commit, which came before it. (A transaction that writes nothing commits without a flush, whatever
+    /// `synchronous_commit` says.)
+    let commitBeforeFlush: (begin: String, flush: String)? = (
+        "SET LOCAL synchronous_commit TO off", "SELECT pg_logical_emit_message(true, 'offer-signer-flush', '')")
     /// 8,000 parameters, well below PostgreSQL's 65,535.
     let recordsPerBatch = 1000
 

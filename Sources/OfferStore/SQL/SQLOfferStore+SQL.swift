@@ -67,3 +67,25 @@ extension OfferStoreError {
         OfferStoreError(code: .duplicateNonce, message: "A signature with nonce \(nonce) was recorded before.")
     }
 }
+
+extension SQLOfferStore {
+    func issuedSignatures(matching query: IssuedSignatureQuery) async throws -> [IssuedSignature] {
+        try await backend.reading { database in
+            try await Self.selectSignatures(query, limit: max(query.limit, 0), on: database)
+        }
+    }
+
+    /// Issued signatures matching `query`, newest first, at most `limit` (`nil`: all).
+    static func selectSignatures(_ query: IssuedSignatureQuery, limit: Int?, on database: any SQLDatabase) async throws -> [IssuedSignature] {
+        try await database.select().column("*").from("issued_signatures").where(query)
+            .orderBy("timestamp", .descending).orderBy("nonce").limit(limit)
+            .all(decoding: IssuedSignature.self, keyDecodingStrategy: .convertFromSnakeCase)
+    }
+
+    func countIssuedSignatures(matching query: IssuedSignatureQuery) async throws -> Int {
+        try await backend.reading { database in
+            try await database.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("issued_signatures").where(query)
+                .first(decodingColumn: "n", as: Int.self) ?? 0
+        }
+    }
+}

@@ -117,7 +117,9 @@ final class SQLOfferStore: OfferStore {
         _ key: CustomerKey, issuedSince since: Int64?, answerKey: String?,
         _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>
     ) async throws -> T {
-        try await inCustomerTransaction { database in
+        // Here for its answer key alone (`Int64.max` with a key: the body reads no signatures): no customer lock.
+        if since == Int64.max, let answerKey { return try await answerOnce(key, answerKey: answerKey, body) }
+        return try await inCustomerTransaction { database in
             let locked = try await Self.lockCustomer(key, on: database)
             var storedAnswer: String?
             var claimed = false
@@ -135,7 +137,7 @@ final class SQLOfferStore: OfferStore {
                 }
             }
             // A stored answer is returned as it is: nothing the body decides is written.
-            let issued = storedAnswer != nil ? [] : try await Self.selectSignatures(
+            let issued = storedAnswer != nil || since == Int64.max ? [] : try await Self.selectSignatures(
                 IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, since: since),
                 limit: nil, on: database)
             let commit: CustomerCommit<T>
@@ -150,6 +152,15 @@ final class SQLOfferStore: OfferStore {
                 try await database.delete(from: "customers").where(customer: key).run()
             }
             guard storedAnswer == nil else { return commit.value }
+            if let record = commit.record, let answerKey, let answer = commit.answer, backend.writesInCommonTableExpressions {
+                // The record and the answer in one statement: one round trip under the customer's lock, not two.
+                let inserted = try await database.raw("""
+                    WITH answered AS (UPDATE stored_answers SET answer = \(bind: answer), created_at = \(bind: Date().unixMilliseconds) \
+                    WHERE answer_key = \(bind: answerKey)) \(IssuedSignatureInsert(records: [record], ignoringDuplicates: true))
+                    """).all()
+                if inserted.isEmpty { throw OfferStoreError.duplicateNonce(record.nonce) }
+                return commit.value
+            }
             if let record = commit.record, try await Self.insert([record], on: database).isEmpty {
                 throw OfferStoreError.duplicateNonce(record.nonce)
             }
@@ -168,7 +179,7 @@ final class SQLOfferStore: OfferStore {
     /// A write transaction whose callers' errors come out unchanged.
     private func inCustomerTransaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         do {
-            return try await backend.transaction(body)
+            return try await backend.transaction(flushAfterCommit: true, body)
         } catch let error as CallerError {
             throw error.error
         }
@@ -177,7 +188,7 @@ final class SQLOfferStore: OfferStore {
     /// Locks the customer for the rest of the transaction and reads their facts (`nil`: the store has not heard
     /// of them). Such a customer gets a placeholder row with empty facts, the row that is locked; it is overwritten
     /// by the facts written, or deleted again.
-    private static func lockCustomer(_ key: CustomerKey, on database: any SQLDatabase) async throws -> (facts: CustomerFacts?, placeholder: Bool) {
+    static func lockCustomer(_ key: CustomerKey, on database: any SQLDatabase) async throws -> (facts: CustomerFacts?, placeholder: Bool) {
         let placeholder = try await database.insert(into: "customers")
             .columns("bundle_identifier", "application_username", "facts", "updated_at")
             .values(SQLBind(key.bundleIdentifier), SQLBind(key.applicationUsername),
@@ -203,7 +214,7 @@ final class SQLOfferStore: OfferStore {
     }
 
     /// Writes facts over the customer's (locked) row, and indexes their original transaction identifiers.
-    private static func write(_ facts: inout CustomerFacts, of key: CustomerKey, on database: any SQLDatabase) async throws {
+    static func write(_ facts: inout CustomerFacts, of key: CustomerKey, on database: any SQLDatabase) async throws {
         facts.key = key
         facts.updatedAt = Date()
         try await database.update("customers")
@@ -252,33 +263,13 @@ final class SQLOfferStore: OfferStore {
 
     /// Inserts records with one multi-row statement; returns the records inserted (any other was recorded before),
     /// each once.
-    private static func insert(_ records: [IssuedSignature], on database: any SQLDatabase) async throws -> Set<RecordIdentity> {
+    static func insert(_ records: [IssuedSignature], on database: any SQLDatabase) async throws -> Set<RecordIdentity> {
         Set(try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: true))").all(decoding: RecordIdentity.self))
     }
 
     /// What identifies a record in the log: its timestamp and nonce (the unique index of schema version 6).
-    private struct RecordIdentity: Hashable, Decodable {
+    struct RecordIdentity: Hashable, Decodable {
         var timestamp: Int64, nonce: String
         init(_ record: IssuedSignature) { (timestamp, nonce) = (record.timestamp, record.nonce) }
-    }
-
-    func issuedSignatures(matching query: IssuedSignatureQuery) async throws -> [IssuedSignature] {
-        try await backend.reading { database in
-            try await Self.selectSignatures(query, limit: max(query.limit, 0), on: database)
-        }
-    }
-
-    /// Issued signatures matching `query`, newest first, at most `limit` (`nil`: all).
-    private static func selectSignatures(_ query: IssuedSignatureQuery, limit: Int?, on database: any SQLDatabase) async throws -> [IssuedSignature] {
-        try await database.select().column("*").from("issued_signatures").where(query)
-            .orderBy("timestamp", .descending).orderBy("nonce").limit(limit)
-            .all(decoding: IssuedSignature.self, keyDecodingStrategy: .convertFromSnakeCase)
-    }
-
-    func countIssuedSignatures(matching query: IssuedSignatureQuery) async throws -> Int {
-        try await backend.reading { database in
-            try await database.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("issued_signatures").where(query)
-                .first(decodingColumn: "n", as: Int.self) ?? 0
-        }
     }
 }

@@ -19,6 +19,16 @@ protocol SQLStoreBackend: Sendable {
     /// the single statement is its own transaction (one round trip instead of three).
     var batchInTransaction: Bool { get }
 
+    /// For a transaction under a customer's lock: the statement run after `BEGIN` that lets its `COMMIT` return
+    /// before the disk flush — releasing the locks sooner — and the statement run after `COMMIT` that returns once
+    /// the commit is flushed (the caller is answered only then). `nil`: `COMMIT` itself is durable, or ``write(_:)``
+    /// flushes after releasing its lock (a SQLite file).
+    var commitBeforeFlush: (begin: String, flush: String)? { get }
+
+    /// Whether a statement may write in a `WITH` clause (PostgreSQL; SQLite's `WITH` only reads): a customer
+    /// transaction then records its signature and stores its answer in one statement.
+    var writesInCommonTableExpressions: Bool { get }
+
     /// The largest group-commit batch (a multi-row INSERT has 10 parameters a row).
     var recordsPerBatch: Int { get }
 
@@ -60,18 +70,26 @@ struct CallerError: Error {
 extension SQLStoreBackend {
     /// Runs `body` in one transaction on a connection of its own: committed if `body` returns, rolled back if it
     /// throws. Driver errors become ``OfferStoreError`` `unavailable`.
-    func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        try await mappingErrors {
+    ///
+    /// `flushAfterCommit`: the locks are released at `COMMIT`, before the disk flush, which this then waits for
+    /// (``commitBeforeFlush``): for transactions that many callers queue for (one customer's lock). The WAL is
+    /// flushed in commit order, so whatever such a transaction read is durable before it is.
+    func transaction<T: Sendable>(flushAfterCommit: Bool = false, _ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        let early = flushAfterCommit ? commitBeforeFlush : nil
+        return try await mappingErrors {
             try await write { database in
                 try await database.execute(sql: SQLRaw(beginTransaction)) { _ in }
+                let value: T
                 do {
-                    let value = try await body(database)
+                    if let early { try await database.execute(sql: SQLRaw(early.begin)) { _ in } }
+                    value = try await body(database)
                     try await database.execute(sql: SQLRaw("COMMIT")) { _ in }
-                    return value
                 } catch {
                     try? await database.execute(sql: SQLRaw("ROLLBACK")) { _ in }
                     throw error
                 }
+                if let early { try await database.execute(sql: SQLRaw(early.flush)) { _ in } }
+                return value
             }
         }
     }

@@ -6,8 +6,10 @@ import SQLiteNIO
 
 /// The embedded database: one SQLite file, nothing to install (the default).
 ///
-/// The file is in WAL mode with `synchronous=FULL`: a transaction is on disk (the WAL fsynced) when COMMIT
-/// returns, so a killed process — or a power cut — loses nothing that was acknowledged. Writes go one transaction
+/// The file is in WAL mode: a transaction is on disk (the WAL fsynced) before its writer returns — the group
+/// commit's batches at COMMIT (`synchronous=FULL`), other writes by a flush just after their COMMIT, with the write
+/// lock already released (``SQLiteWALFlush``) — so a killed process, or a power cut, loses nothing that was
+/// acknowledged. Writes go one transaction
 /// at a time (an ``AsyncGate``), each opened with `BEGIN IMMEDIATE`: the group commit's batches of a file on the
 /// ``SQLiteLogWriter``'s own connection (statements prepared once), everything else on sqlite-nio's writer
 /// connection; reads of a file use a third connection, which WAL lets read while a write is in progress.
@@ -18,10 +20,15 @@ final class SQLiteBackend: SQLStoreBackend {
     /// The group commit's writer of a file (`nil` in memory: a second connection would open another database).
     private let logWriter: SQLiteLogWriter?
     private let readGate: AsyncGate
+    /// The flush of a file's WAL after a write (`nil` in memory: nothing is durable).
+    private let walFlush: SQLiteWALFlush?
 
     let name = "SQLite"
     let beginTransaction = "BEGIN IMMEDIATE"
+    let writesInCommonTableExpressions = false
     let batchInTransaction = true
+    /// ``write(_:)`` flushes a file's WAL once the write gate is released.
+    let commitBeforeFlush: (begin: String, flush: String)? = nil
     /// sqlite-nio builds SQLite with `SQLITE_MAX_VARIABLE_NUMBER=250000` (32,766 is SQLite's own default):
     /// 500 rows of 10 parameters fit either way (the in-memory store's batches; a file's are prepared one-row
     /// INSERTs).
@@ -34,7 +41,9 @@ final class SQLiteBackend: SQLStoreBackend {
             if let path {
                 writer = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
                 _ = try await writer.query("PRAGMA journal_mode=WAL")
-                _ = try await writer.query("PRAGMA synchronous=FULL")
+                // Commits write the WAL without flushing it; ``write(_:)`` waits for a flush after the write gate is
+                // released (``SQLiteWALFlush``), so a writer's lock is not held through the disk's flush.
+                _ = try await writer.query("PRAGMA synchronous=NORMAL")
                 _ = try await writer.query("PRAGMA busy_timeout=5000")
                 // A statement inside `BEGIN IMMEDIATE` that may fail alone (an INSERT a unique index refuses)
                 // keeps a statement journal (the pages it changes, to undo that statement); past 64 KiB SQLite
@@ -46,11 +55,13 @@ final class SQLiteBackend: SQLStoreBackend {
                 _ = try await reader.query("PRAGMA busy_timeout=5000")
                 readGate = AsyncGate()
                 logWriter = SQLiteLogWriter(path: path)
+                walFlush = SQLiteWALFlush(path: path)
             } else {
                 writer = try await SQLiteConnection.open(storage: .memory, logger: logger)
                 reader = writer
                 readGate = writeGate
                 logWriter = nil
+                walFlush = nil
             }
         } catch {
             throw OfferStoreError(code: .unavailable, message: "Cannot open the SQLite store\(path.map { " at \($0)" } ?? ""): \(Self.describe(error)).")
@@ -80,9 +91,13 @@ final class SQLiteBackend: SQLStoreBackend {
         return try await readGate.withGate { try await body(reader.sql(queryLogLevel: nil)) }
     }
 
+    /// Runs `body` inside the write gate, then — for a file — waits, with the gate released, until what it committed
+    /// is on disk (the writer connection commits without flushing: ``SQLiteWALFlush``).
     func write<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let writer = self.writer
-        return try await writeGate.withGate { try await body(writer.sql(queryLogLevel: nil)) }
+        let value = try await writeGate.withGate { try await body(writer.sql(queryLogLevel: nil)) }
+        try await walFlush?.flush()
+        return value
     }
 
     /// A file's batches go through ``SQLiteLogWriter``, on its queue, inside the write gate (waited for blocking

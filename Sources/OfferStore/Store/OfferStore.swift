@@ -75,7 +75,12 @@ public protocol OfferStore: Sendable {
     /// (``CustomerSnapshot/storedAnswer``), which then writes nothing: a retried request gets the same answer and
     /// no second signature. The key is claimed before the body runs, so concurrent first uses of one key — under
     /// different customers' locks, on different replicas — wait for each other, and the later sees the earlier's
-    /// answer. Answers are kept until ``purgeExpired(storedAnswersBefore:processedNotificationsBefore:)``.
+    /// answer. Answers are kept until ``purgeExpired(storedAnswersBefore:processedNotificationsBefore:)``. With an
+    /// `answerKey` and `since` `Int64.max` (the body reads no signatures: a flow here for its idempotency alone),
+    /// nothing is locked while the body decides: its answer is stored under the key, with its record, only if no
+    /// other was stored meanwhile — else nothing is written and the body is shown that answer, whose value is
+    /// returned. One customer's requests under different keys so do not wait for each other; facts the body returns
+    /// are written under the customer's lock.
     func withCustomerTransaction<T: Sendable>(
         _ key: CustomerKey, issuedSince since: Int64?, answerKey: String?,
         _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>) async throws -> T
