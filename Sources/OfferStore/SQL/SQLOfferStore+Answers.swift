@@ -19,12 +19,14 @@ extension SQLOfferStore {
             return (facts, try await Self.storedAnswer(answerKey, on: database))
         }
         if let stored {
+            try await waitUntilDurable()
             return try await body(CustomerSnapshot(facts: facts, issuedSignatures: [], storedAnswer: stored)).value
         }
         let commit = try await body(CustomerSnapshot(facts: facts, issuedSignatures: []))
         if backend.writesInCommonTableExpressions, commit.facts == nil, let answer = commit.answer, let record = commit.record {
             if try await claimAndRecord(answerKey: answerKey, answer: answer, record: record) { return commit.value }
             let stored = try await backend.reading { database in try await Self.storedAnswer(answerKey, on: database) }
+            try await waitUntilDurable()
             return try await body(CustomerSnapshot(facts: facts, issuedSignatures: [], storedAnswer: stored ?? "")).value
         }
         let answeredMeanwhile: String? = try await backend.transaction { database in
@@ -46,6 +48,7 @@ extension SQLOfferStore {
             return nil
         }
         guard let answeredMeanwhile else { return commit.value }
+        try await waitUntilDurable()
         return try await body(CustomerSnapshot(facts: facts, issuedSignatures: [], storedAnswer: answeredMeanwhile)).value
     }
 
@@ -71,6 +74,12 @@ extension SQLOfferStore {
                 }
             }
         }
+    }
+
+    /// Returns once every commit before the call is on disk: an answer another request stored may have been read
+    /// before its flush (commits release their locks first), and is never returned before it is durable.
+    private func waitUntilDurable() async throws {
+        try await backend.transaction(flushAfterCommit: true) { _ in }
     }
 
     /// The answer stored under `answerKey`; `nil` when there is none (or only the claim of a transaction that has
