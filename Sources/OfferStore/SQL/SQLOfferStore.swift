@@ -150,8 +150,9 @@ final class SQLOfferStore: OfferStore {
                 try await database.delete(from: "customers").where(customer: key).run()
             }
             guard storedAnswer == nil else { return commit.value }
-            if let record = commit.record, try await Self.insert([record], on: database).isEmpty {
-                throw OfferStoreError.duplicateNonce(record.nonce)
+            if let record = commit.record {
+                if try await Self.insert([record], on: database).isEmpty { throw OfferStoreError.duplicateNonce(record.nonce) }
+                try await IssuedRollup.add([record], on: database)
             }
             if let answerKey {
                 if let answer = commit.answer {
@@ -228,13 +229,19 @@ final class SQLOfferStore: OfferStore {
     /// Writes one group-commit batch in one transaction; each record's outcome (`nil`: written).
     private static func recordBatch(_ records: [IssuedSignature], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
         do {
+            // The batch's issued_daily counts (IssuedRollup): in the same statement where the batch is one, else
+            // one more statement in its transaction.
+            let countingDaily = !backend.batchInTransaction
             let insert: @Sendable (any SQLDatabase) async throws -> Set<RecordIdentity> = { database in
+                let inserted: Set<RecordIdentity>
                 do {
-                    try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: false))").run()
-                    return Set(records.map(RecordIdentity.init))
+                    try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: false, countingDaily: countingDaily))").run()
+                    inserted = Set(records.map(RecordIdentity.init))
                 } catch where backend.isUniqueViolation(error) {
-                    return try await Self.insert(records, on: database)
+                    inserted = try await Self.insert(records, countingDaily: countingDaily, on: database)
                 }
+                if !countingDaily { try await IssuedRollup.add(records.filter { inserted.contains(RecordIdentity($0)) }, on: database) }
+                return inserted
             }
             var inserted = backend.batchInTransaction
                 ? try await backend.transaction(insert)
@@ -252,8 +259,8 @@ final class SQLOfferStore: OfferStore {
 
     /// Inserts records with one multi-row statement; returns the records inserted (any other was recorded before),
     /// each once.
-    private static func insert(_ records: [IssuedSignature], on database: any SQLDatabase) async throws -> Set<RecordIdentity> {
-        Set(try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: true))").all(decoding: RecordIdentity.self))
+    private static func insert(_ records: [IssuedSignature], countingDaily: Bool = false, on database: any SQLDatabase) async throws -> Set<RecordIdentity> {
+        Set(try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: true, countingDaily: countingDaily))").all(decoding: RecordIdentity.self))
     }
 
     /// What identifies a record in the log: its timestamp and nonce (the unique index of schema version 6).
