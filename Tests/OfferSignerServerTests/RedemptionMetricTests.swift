@@ -6,6 +6,7 @@ import HummingbirdTesting
 import Logging
 import Metrics
 import OfferSignerServer
+import OfferStore
 import Prometheus
 import Testing
 
