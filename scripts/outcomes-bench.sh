@@ -72,6 +72,11 @@ redemption_columns="environment, transaction_id, original_transaction_id, bundle
 downgrade_sql="DROP TABLE issued_daily; DROP TABLE issued_customer_days; DROP TABLE issued_rollup_days;
   ALTER TABLE redemptions DROP COLUMN period_of; DELETE FROM schema_migrations WHERE version = 11;"
 
+# The log's secondary indexes are made after the rows (as the migrations define them): faster than keeping them.
+drop_indexes_sql="DROP INDEX issued_by_customer; DROP INDEX issued_by_key;"
+create_indexes_sql="CREATE INDEX issued_by_customer ON issued_signatures (bundle_identifier, application_username, timestamp);
+  CREATE INDEX issued_by_key ON issued_signatures (key_identifier, timestamp);"
+
 # The report over [from, to) three times: seconds each (curl's total), and the answer's figures.
 report() {  # $1: label, $2: query string
   local times=()
@@ -123,13 +128,16 @@ if [ "${ONLY:-sqlite}" != postgres ]; then
   start=$(date +%s)
   sqlite3 -bail "$db" > /dev/null <<SQL
 PRAGMA journal_mode=WAL;
+PRAGMA cache_size=-2000000;
 $downgrade_sql
+$drop_indexes_sql
 BEGIN;
 WITH RECURSIVE c(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM c WHERE n + 1 < $signatures)
 INSERT INTO issued_signatures ($signature_columns) $(signatures_sql "printf('%032x', n)") FROM c;
 WITH RECURSIVE c(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM c WHERE n + 1 < $redemptions)
 INSERT INTO redemptions ($redemption_columns) $(redemptions_sql) FROM c;
 COMMIT;
+$create_indexes_sql
 ANALYZE;
 PRAGMA wal_checkpoint(TRUNCATE);
 SQL
@@ -148,10 +156,13 @@ if [ "${ONLY:-postgres}" != sqlite ]; then
     start=$(date +%s)
     psql "$url" -q -v ON_ERROR_STOP=1 <<SQL
 $downgrade_sql
+SET maintenance_work_mem = '1GB';
+$drop_indexes_sql
 BEGIN;
 INSERT INTO issued_signatures ($signature_columns) $(signatures_sql "lpad(to_hex(n), 32, '0')") FROM generate_series(0::bigint, $signatures - 1) AS n;
 INSERT INTO redemptions ($redemption_columns) $(redemptions_sql) FROM generate_series(0::bigint, $redemptions - 1) AS n;
 COMMIT;
+$create_indexes_sql
 VACUUM ANALYZE issued_signatures;
 VACUUM ANALYZE redemptions;
 SQL
