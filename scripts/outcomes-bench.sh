@@ -109,6 +109,18 @@ direct() {  # $1: label, then the client's command
   end=$(date +%s.%N)
   echo "  the log counted directly (30 whole days): $(python3 -c "print(f'{$end - $start:.2f}')") s; issued, customers: $answer"
 }
+daily() {  # $1: label, $2: query string; GET /admin/outcomes/daily three times
+  local times=()
+  for _ in 1 2 3; do
+    times+=("$(curl -fs -o "$work/daily.json" -w '%{time_total}' -H "Authorization: Bearer $token" "http://127.0.0.1:$port/admin/outcomes/daily?$2")")
+  done
+  python3 - "$work/daily.json" "$1" "${times[@]}" <<'PY'
+import json, sys
+days = json.load(open(sys.argv[1]))["days"]
+print(f"  {sys.argv[2]}: {', '.join(f'{float(t):.2f}' for t in sys.argv[3:6])} s; {len(days)} days, "
+      f"issued {sum(row['issued'] for day in days for row in day['offers']):,}")
+PY
+}
 measure() {  # $1: database URL, $2: label
   local start end
   start=$(date +%s.%N)
@@ -119,6 +131,7 @@ measure() {  # $1: database URL, $2: label
   report "30 whole days (from, to: dates)" "from=$((today - 29 * day_ms))&to=$((today + day_ms))"
   report "the default window (the 30 days before now)" ""
   report "30 whole days, one app" "from=$((today - 29 * day_ms))&to=$((today + day_ms))&bundleId=com.example.bench"
+  daily "/admin/outcomes/daily, the same 30 days" "from=$((today - 29 * day_ms))&to=$((today + day_ms))"
   stop
 }
 

@@ -23,17 +23,13 @@ extension SQLOfferStore {
         }
     }
 
-    /// Rolls every day of the log, inside the migration's transaction (schema version 11), a month at a time.
+    /// Rolls every day of the log, inside the migration's transaction (schema version 11).
     static func rollUpEveryDay(on database: any SQLDatabase) async throws {
         let bounds = try await database.raw("SELECT MIN(day) AS first, MAX(day) AS last FROM issued_daily").first(decoding: Bounds.self)
         guard let first = bounds?.first, let last = bounds?.last else { return }
         let cumulative = try await cumulativeIssued(through: last, on: database)
-        var start = first
-        while start <= last {
-            let run = start...min(start + 30, last)
-            try await store(try await customerDays(run, on: database), cumulative: cumulative, days: run, on: database)
-            start = run.upperBound + 1
-        }
+        // One run: nothing precedes it, so no customer is looked up before it.
+        try await store(try await customerDays(first...last, on: database), cumulative: cumulative, days: first...last, on: database)
     }
 
     /// For every day up to `last`, the signatures issued on it and every day before (what a rolled day is checked
@@ -80,9 +76,9 @@ extension SQLOfferStore {
         return runs
     }
 
-    /// The customer rows of `days`, from the log: each customer's days in the run, the previous one by `LAG`
-    /// within the run, or for their first day in it by their latest signature before the run (the customer index,
-    /// newest first, one step for most customers).
+    /// The customer rows of `days`, from the log, in one sort: each customer's signatures of the run in time order,
+    /// the first of each day kept with the day of the one before it (`LAG`), or for their first in the run the day
+    /// of their latest signature before it (the customer index, newest first).
     private static func customerDays(_ days: ClosedRange<Int64>, on database: any SQLDatabase) async throws -> [CustomerDayRow] {
         let start = days.lowerBound * IssuedRollup.day, end = (days.upperBound + 1) * IssuedRollup.day
         let statement: SQLQueryString = """
@@ -94,14 +90,13 @@ extension SQLOfferStore {
                     AND s.offer_identifier = r.offer_identifier AND s.channel = r.channel AND s.format <> 'introductory-eligibility'
                 ) / 86400000, -1) AS previous_day
               FROM (
-                SELECT bundle_identifier, product_identifier, offer_identifier, channel, application_username, day,
-                  LAG(day) OVER (PARTITION BY bundle_identifier, product_identifier, offer_identifier, channel, application_username ORDER BY day) AS previous_in_run
-                FROM (
-                  SELECT DISTINCT bundle_identifier, product_identifier, offer_identifier, channel, application_username, timestamp / 86400000 AS day
-                  FROM issued_signatures
-                  WHERE timestamp >= \(bind: start) AND timestamp < \(bind: end) AND format <> 'introductory-eligibility'
-                ) appearances
+                SELECT bundle_identifier, product_identifier, offer_identifier, channel, application_username, timestamp / 86400000 AS day,
+                  LAG(timestamp / 86400000) OVER (PARTITION BY bundle_identifier, product_identifier, offer_identifier, channel, application_username
+                                                  ORDER BY timestamp) AS previous_in_run
+                FROM issued_signatures
+                WHERE timestamp >= \(bind: start) AND timestamp < \(bind: end) AND format <> 'introductory-eligibility'
               ) r
+              WHERE previous_in_run IS NULL OR previous_in_run < day
             ) customer_days
             GROUP BY bundle_identifier, product_identifier, offer_identifier, channel, day, previous_day
             """
