@@ -32,7 +32,7 @@ public func openStore(configuration: ServiceConfiguration, logger: Logger) async
             throw DependencyUnavailableError("\(variable: .databaseUrl): the database did not answer within \(storeStartupTimeout.components.seconds) seconds; check that it runs, that this host can reach it, and the host and port in the URL.")
         }
         // The migrations are not under the deadline: the first start after an upgrade may have a large log to roll
-        // up (schema version 11: about a minute for 10 million signatures, docs/outcomes.md).
+        // up (schema version 11: minutes for 10 million signatures, docs/PERFORMANCE.md "The outcome report").
         do {
             try await opened.migrate()
         } catch {
