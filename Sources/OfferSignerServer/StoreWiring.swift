@@ -24,8 +24,20 @@ public func openStore(configuration: ServiceConfiguration, logger: Logger) async
     guard let url = configuration.databaseURL else { return (nil, nil) }
     let store: any OfferStore
     do {
-        guard let opened = try await withDeadline(storeStartupTimeout, { try await makeOfferStore(databaseURL: url, logger: logger) }) else {
+        guard let opened = try await withDeadline(storeStartupTimeout, { () async throws -> any OfferStore in
+            let store = try await makeOfferStore(databaseURL: url, logger: logger, migrating: false)
+            try await store.ping()
+            return store
+        }) else {
             throw DependencyUnavailableError("\(variable: .databaseUrl): the database did not answer within \(storeStartupTimeout.components.seconds) seconds; check that it runs, that this host can reach it, and the host and port in the URL.")
+        }
+        // The migrations are not under the deadline: the first start after an upgrade may have a large log to roll
+        // up (schema version 11: minutes for 10 million signatures, docs/PERFORMANCE.md "The outcome report").
+        do {
+            try await opened.migrate()
+        } catch {
+            try? await opened.close()
+            throw error
         }
         store = opened
     } catch let error as OfferStoreError {

@@ -171,6 +171,46 @@ import Testing
         try await fixture.store.close()
     }
 
+    @Test("missing fields, an unknown environment, an unknown app: recorded as far as valid or refused with the reason, never a 500", arguments: StoreBackend.available)
+    func missingFieldsAndUnknownApps(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        let start = Date()
+        let tag = UUID().uuidString.prefix(8).lowercased()
+        try await fixture.application.test(.router) { client in
+            func offer(_ identifier: String, _ change: (inout JWSTransactionDecodedPayload) -> Void = { _ in }) -> JWSTransactionDecodedPayload {
+                var transaction = transaction(fixture, token: "missing-\(Int.random(in: 0...999_999))", original: Self.otid(), offer: "\(identifier)-\(tag)", type: .promotionalOffer, purchase: Date())
+                change(&transaction)
+                return transaction
+            }
+            let deliveries = [
+                offer("no-transaction") { $0.transactionId = nil }, offer("no-original") { $0.originalTransactionId = nil },
+                offer("no-purchase") { $0.purchaseDate = nil }, offer("no-product") { $0.productIdentifier = nil },
+                offer("no-currency") { $0.currency = nil },
+            ]
+            for transaction in deliveries {
+                let response = try await client.post("/v1/notifications/appstore", json: try await notification(fixture, .subscribed, .resubscribe, transaction))
+                #expect(response.status == .ok, "\(transaction.offerIdentifier ?? ""): \(response.text)")
+            }
+            // Another app's notification, one from an environment the app does not accept, a transaction of an
+            // unknown environment: refused with the reason, not a 500.
+            for (bundle, environment, transactionEnvironment) in [
+                ("com.example.unknown-\(tag)", AppStoreEnvironment.sandbox, AppStoreEnvironment.sandbox), (fixture.bundle, .production, .production),
+                (fixture.bundle, .sandbox, AppStoreEnvironment(rawValue: "Staging")),
+            ] {
+                let other = offer("elsewhere") { $0.environment = transactionEnvironment }
+                let payload = try await fixture.signer.signNotification(
+                    .subscribed, subtype: .resubscribe, transaction: other, renewalInfo: TestPayloads.renewalInfo(for: other), bundleIdentifier: bundle, environment: environment)
+                let response = try await client.post("/v1/notifications/appstore", json: "{\"signedPayload\":\"\(payload)\"}")
+                #expect(response.status == .badRequest, "\(bundle) \(environment): \(response.status) \(response.text)")
+                #expect(response.text.contains("invalid_signed_payload"))
+            }
+        }
+        let report = try await fixture.service.outcomeReport(from: start - 60, to: start + 86_400, bundleIdentifier: nil, environment: nil)
+        #expect(report.offers.filter { $0.offerIdentifier.hasSuffix(tag) }.map { "\($0.offerIdentifier.prefix { $0 != "-" }) \($0.redeemed) \($0.revenue.count)" }
+            .sorted() == ["no 1 0"], "of the valid deliveries, only the one without a currency is recorded (without revenue)")
+        try await fixture.store.close()
+    }
+
     @Test("a window that is not one is 400 naming the parameter")
     func badWindows() async throws {
         let fixture = try await StoreFixture(.sqlite)

@@ -167,11 +167,12 @@ import Testing
         let stores = try await stores(backend)
         let requestIdentifier = UUID().uuidString.lowercased()
         let key = CustomerKey(bundleIdentifier: app, applicationUsername: "retried-\(requestIdentifier)")
+        let offer = "retention-\(requestIdentifier.prefix(8))"
         // 20 concurrent deliveries of one request (over two stores on PostgreSQL): one signs, the others see its answer.
         let answers = try await withThrowingTaskGroup(of: String.self) { group in
             for attempt in 0..<20 {
                 let store = stores[attempt % stores.count]
-                var draft = signature(key, offer: "retention")
+                var draft = signature(key, offer: offer)
                 draft.channel = "retention"
                 draft.requestIdentifier = requestIdentifier
                 let record = draft
@@ -195,6 +196,13 @@ import Testing
         #expect(issued.first?.nonce == answers.first)
         #expect(issued.first?.channel == "retention")
         #expect(issued.first?.requestIdentifier == requestIdentifier)
+        // The outcome report's rollup counts the one signature written, in the same transaction as the record.
+        let sqlStore = try #require(stores[0] as? SQLOfferStore)
+        let counted = try await sqlStore.backend.reading { database in
+            try await database.select().column("issued").from("issued_daily").where("offer_identifier", .equal, offer)
+                .all(decodingColumn: "issued", as: Int64.self).reduce(0, +)
+        }
+        #expect(counted == 1)
         // Another key answers afresh; without a key nothing is stored.
         let fresh = try await stores[0].withCustomerTransaction(key, issuedSince: since, answerKey: "retention:other-\(requestIdentifier)") { snapshot in
             CustomerCommit(value: snapshot.storedAnswer == nil, answer: "second")

@@ -104,4 +104,31 @@ import Testing
         #expect(empty.offers.isEmpty && empty.retention == RetentionOutcome(answered: 0, offers: 0, saved: 0))
         try await store.close()
     }
+
+    @Test("a pay-as-you-go offer is one redemption whichever period arrives first, every delivery shuffled and sent twice", arguments: Backend.available)
+    func payAsYouGoInAnyOrder(_ backend: Backend) async throws {
+        let (store, _) = try await backend.open()
+        let month = 30 * 24 * hour
+        for round in 0..<4 {
+            let original = otid(), offer = "payg-\(round)"
+            // Three periods of the offer, a renewal at full price, then the same offer again for two periods.
+            let periods = [0, 1, 2, 4, 5].map { period in
+                redemption("user-p", original: original, transaction: "\(original)\(period)", offer: offer, at: t0 + Int64(period) * month)
+            }
+            let renewal = SubscriptionEvent(environment: "Sandbox", originalTransactionId: original, kind: .renewed, at: t0 + 3 * month, transactionId: "\(original)3")
+            var deliveries: [@Sendable () async throws -> Void] = periods.map { period in { _ = try await store.recordRedemption(period) } }
+            deliveries.append { _ = try await store.recordSubscriptionEvent(renewal) }
+            for delivery in (deliveries + deliveries).shuffled() { try await delivery() }
+            func redeemed(_ from: Int64, _ to: Int64) async throws -> Int {
+                try await store.outcomeReport(OutcomeQuery(from: from, to: to, bundleIdentifier: app, environment: "Sandbox"))
+                    .offers.filter { $0.offerIdentifier == offer }.map(\.redeemed).reduce(0, +)
+            }
+            #expect(try await redeemed(t0, t0 + 6 * month) == 2, "round \(round)")
+            #expect(try await redeemed(t0, t0 + 1) == 1, "the first redemption is dated by its first period")
+            #expect(try await redeemed(t0 + 4 * month, t0 + 4 * month + 1) == 1, "the second, after the renewal, by its own")
+            #expect(try await redeemed(t0 + 1, t0 + 4 * month) == 0)
+            #expect(try await redeemed(t0 + 4 * month + 1, t0 + 6 * month) == 0)
+        }
+        try await store.close()
+    }
 }

@@ -20,6 +20,8 @@ import Testing
                     application_username TEXT NOT NULL, timestamp INTEGER NOT NULL, format TEXT NOT NULL,
                     channel TEXT NOT NULL DEFAULT 'api', request_identifier TEXT, UNIQUE (timestamp, nonce))
                 """)
+            // The rollup the writer keeps (schema version 11).
+            try await database.run(IssuedRollup.migration(bigint: .bigint)[0])
         }
         return (backend, path)
     }
@@ -37,7 +39,14 @@ import Testing
         }
     }
 
-    @Test("a record written before fails alone; an empty customer name is stored as empty, not NULL")
+    /// `issued_daily`'s counts, by day.
+    private func daily(_ backend: SQLiteBackend) async throws -> [Int] {
+        try await backend.read { database in
+            try await database.raw("SELECT issued FROM issued_daily ORDER BY day").all(decodingColumn: "issued", as: Int.self)
+        }
+    }
+
+    @Test("a record written before fails alone; an empty customer name is stored as empty, not NULL; the day's count is of the records written")
     func duplicatesFailAlone() async throws {
         let (backend, path) = try await database()
         let writer = SQLiteLogWriter(path: path)
@@ -47,6 +56,9 @@ import Testing
         #expect(outcomes[0] == nil && outcomes[2] == nil)
         #expect((outcomes[1] as? OfferStoreError)?.code == .duplicateNonce)
         #expect(try await rows(backend) == ["", "user", "user"])
+        #expect(try await daily(backend) == [3])
+        #expect(try await writer.write([record(at: 86_400_000 + 1), record(at: 86_400_000 + 2)]).allSatisfy { $0 == nil })
+        #expect(try await daily(backend) == [3, 2])
         await writer.close()
         try await backend.close()
     }
@@ -61,8 +73,10 @@ import Testing
         #expect(error?.code == .unavailable)
         #expect(error?.message.contains("CHECK constraint failed") == true)
         #expect(try await rows(backend).isEmpty)
+        #expect(try await daily(backend).isEmpty)
         #expect(try await writer.write([record(username: "after", at: 3)]).allSatisfy { $0 == nil })
         #expect(try await rows(backend) == ["after"])
+        #expect(try await daily(backend) == [1])
         await writer.close()
         let closed = await #expect(throws: OfferStoreError.self) { _ = try await writer.write([self.record(at: 4)]) }
         #expect(closed?.code == .unavailable)

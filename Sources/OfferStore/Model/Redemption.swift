@@ -70,6 +70,9 @@ public enum RedemptionRecording: Sendable, Hashable {
     /// A renewal that still carries an offer already recorded for the subscription (a pay-as-you-go offer's later
     /// period): not a second redemption.
     case continuation
+    /// The first period of a redemption recorded before from a later period (whose notification came first): the
+    /// same redemption, now dated by its first period and attributed to the signature of this channel, or to none.
+    case firstPeriod(channel: String?)
 }
 
 /// Something that happened to a subscription after a redemption or a retention answer, kept so that it counts

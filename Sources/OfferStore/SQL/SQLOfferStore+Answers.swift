@@ -42,8 +42,9 @@ extension SQLOfferStore {
                 _ = try await Self.lockCustomer(key, on: database)
                 try await Self.write(&facts, of: key, on: database)
             }
-            if let record = commit.record, try await Self.insert([record], on: database).isEmpty {
-                throw OfferStoreError.duplicateNonce(record.nonce)
+            if let record = commit.record {
+                if try await Self.insert([record], on: database).isEmpty { throw OfferStoreError.duplicateNonce(record.nonce) }
+                try await IssuedRollup.add([record], on: database)
             }
             return nil
         }
@@ -52,7 +53,7 @@ extension SQLOfferStore {
         return try await body(CustomerSnapshot(facts: facts, issuedSignatures: [], storedAnswer: answeredMeanwhile)).value
     }
 
-    /// PostgreSQL: the claim with its answer and the signature's record in one statement, its own transaction (one
+    /// PostgreSQL: the claim with its answer, the signature's record and its count in `issued_daily` in one statement, its own transaction (one
     /// round trip): `false` when the key was answered meanwhile, and nothing was written.
     private func claimAndRecord(answerKey: String, answer: String, record: IssuedSignature) async throws -> Bool {
         try await backend.mappingErrors {
@@ -61,12 +62,12 @@ extension SQLOfferStore {
                     return try await !database.raw("""
                         WITH claimed AS (INSERT INTO stored_answers (answer_key, answer, created_at) \
                         VALUES (\(bind: answerKey), \(bind: answer), \(bind: Date().unixMilliseconds)) \
-                        ON CONFLICT (answer_key) DO NOTHING RETURNING answer_key) \
-                        INSERT INTO issued_signatures (\(unsafeRaw: IssuedSignatureInsert.columns)) \
+                        ON CONFLICT (answer_key) DO NOTHING RETURNING answer_key), \
+                        inserted AS (INSERT INTO issued_signatures (\(unsafeRaw: IssuedSignatureInsert.columns)) \
                         SELECT \(bind: record.nonce), \(bind: record.keyIdentifier), \(bind: record.bundleIdentifier), \
                         \(bind: record.productIdentifier), \(bind: record.offerIdentifier), \(bind: record.applicationUsername), \
                         \(bind: record.timestamp), \(bind: record.format), \(bind: record.channel), \(bind: record.requestIdentifier) \
-                        WHERE EXISTS (SELECT 1 FROM claimed) RETURNING nonce
+                        WHERE EXISTS (SELECT 1 FROM claimed)\(unsafeRaw: IssuedSignatureInsert.countingDailyTail)
                         """).all().isEmpty
                 } catch where backend.isUniqueViolation(error) {
                     // The claim skips a key taken; only the record's (timestamp, nonce) can refuse the statement.

@@ -41,7 +41,7 @@ extension SQLOfferStore {
                       ON r.bundle_identifier = e.bundle_identifier AND r.application_username = e.application_username
                     WHERE e.experiment_identifier = \(bind: experimentIdentifier) AND e.variant = \(bind: variant)
                       AND r.product_identifier = \(bind: productIdentifier) AND r.offer_identifier IN (\(binds: identifiers))
-                      AND r.offer_type IN (2, 5) AND r.purchase_date >= e.exposed_at
+                      AND r.offer_type IN (2, 5) AND r.purchase_date >= e.exposed_at AND r.period_of IS NULL
                     """
                 let customers = try await database.raw("""
                     SELECT COUNT(DISTINCT r.application_username) AS redeemed,

@@ -2,17 +2,27 @@ import Foundation
 import OfferModel
 import SQLKit
 
-/// The outcome report: four aggregate statements over one window — signatures issued (by their time, the log's
-/// unique index), redemptions purchased and their revenue (`redemptions_by_time`), retention answers given
+/// The outcome report: aggregate statements over one window — signatures issued and their distinct customers,
+/// redemptions purchased and their revenue (`redemptions_by_time`), retention answers given
 /// (`retention_answers_by_time`) — merged into one row per app, product, offer, offer type and channel.
+///
+/// Signatures are counted from the rollups (``IssuedRollup``) for the whole UTC days of the window, and from the
+/// log for the part of a day at either end; a window without a whole day is counted from the log alone.
 extension SQLOfferStore {
     func outcomeReport(_ query: OutcomeQuery) async throws -> OutcomeReport {
-        try await backend.reading { database in
+        let plan = try await rollupPlan(query)
+        if let plan { try await rollUpCustomerDays(plan.days) }
+        return try await backend.reading { database in
             var rows: [RowKey: OfferOutcome] = [:]
             func row(_ key: RowKey) -> OfferOutcome {
                 rows[key] ?? OfferOutcome(bundleIdentifier: key.bundle, productIdentifier: key.product, offerIdentifier: key.offer, offerType: key.offerType, channel: key.channel)
             }
-            for issued in try await database.raw(Self.issuedStatement(query)).all(decoding: IssuedRow.self) {
+            let issuedRows = if let plan {
+                try await Self.issuedFromRollups(plan, query, on: database)
+            } else {
+                try await database.raw(Self.issuedStatement(query)).all(decoding: IssuedRow.self)
+            }
+            for issued in issuedRows {
                 let key = RowKey(bundle: issued.bundleIdentifier, product: issued.productIdentifier, offer: issued.offerIdentifier,
                                  offerType: 2, channel: issued.channel == "retention" ? "retention" : "app")
                 var outcome = row(key)
@@ -64,6 +74,79 @@ extension SQLOfferStore {
         return statement
     }
 
+    /// How the window's signatures are counted: whole UTC days `days` from the rollups, the parts `front` (before
+    /// the first whole day) and `back` (after the last) from the log. A part day with no signature outside the
+    /// window counts as a whole day (a window ending now: today so far).
+    struct RollupPlan {
+        var days: ClosedRange<Int64>, front: Range<Int64>?, back: Range<Int64>?
+    }
+
+    /// The plan of a window, or `nil` when it holds no whole day.
+    private func rollupPlan(_ query: OutcomeQuery) async throws -> RollupPlan? {
+        let day = IssuedRollup.day
+        guard query.from >= 0 else { return nil }
+        var first = (query.from + day - 1) / day, last = query.to / day - 1
+        guard first <= last else { return nil }
+        var front = query.from < first * day ? query.from..<(first * day) : nil
+        var back = (last + 1) * day < query.to ? ((last + 1) * day)..<query.to : nil
+        let outside = try await backend.reading { [front, back, first, last] database in
+            (front: front == nil ? true : try await Self.anySignature((first - 1) * day..<query.from, on: database),
+             back: back == nil ? true : try await Self.anySignature(query.to..<((last + 2) * day), on: database))
+        }
+        if !outside.front { (first, front) = (first - 1, nil) }
+        if !outside.back { (last, back) = (last + 1, nil) }
+        return RollupPlan(days: first...last, front: front, back: back)
+    }
+
+    private static func anySignature(_ range: Range<Int64>, on database: any SQLDatabase) async throws -> Bool {
+        let statement: SQLQueryString = """
+            SELECT timestamp FROM issued_signatures WHERE timestamp >= \(bind: range.lowerBound) AND timestamp < \(bind: range.upperBound)
+              AND format <> 'introductory-eligibility' LIMIT 1
+            """
+        return try await database.raw(statement).first() != nil
+    }
+
+    /// Issued signatures and distinct customers per app, product, offer and channel: the whole days' from the
+    /// rollups (the customers of `[A, B]`: the customer days of `[A, B]` whose previous day is before `A`), each part
+    /// day's from the log — its customers counted only when they had no signature in the window before it (the
+    /// back part) or in the whole days (the front part).
+    private static func issuedFromRollups(_ plan: RollupPlan, _ query: OutcomeQuery, on database: any SQLDatabase) async throws -> [IssuedRow] {
+        let (first, last) = (plan.days.lowerBound, plan.days.upperBound)
+        let bundle: SQLQueryString = query.bundleIdentifier.map { " AND bundle_identifier = \(bind: $0)" } ?? ""
+        var rows = try await database.raw("""
+            SELECT bundle_identifier, product_identifier, offer_identifier, channel, CAST(SUM(issued) AS BIGINT) AS issued,
+                CAST(0 AS BIGINT) AS customers
+            FROM issued_daily WHERE day >= \(bind: first) AND day <= \(bind: last)\(bundle)
+            GROUP BY bundle_identifier, product_identifier, offer_identifier, channel
+            """).all(decoding: IssuedRow.self)
+        rows += try await database.raw("""
+            SELECT bundle_identifier, product_identifier, offer_identifier, channel, CAST(0 AS BIGINT) AS issued,
+                CAST(SUM(customers) AS BIGINT) AS customers
+            FROM issued_customer_days WHERE day >= \(bind: first) AND day <= \(bind: last) AND previous_day < \(bind: first)\(bundle)
+            GROUP BY bundle_identifier, product_identifier, offer_identifier, channel
+            """).all(decoding: IssuedRow.self)
+        let wholeDays = (first * IssuedRollup.day)..<((last + 1) * IssuedRollup.day)
+        for (part, before) in [(plan.front, wholeDays), (plan.back, query.from..<wholeDays.upperBound)] {
+            guard let part else { continue }
+            var statement: SQLQueryString = """
+                SELECT bundle_identifier, product_identifier, offer_identifier, channel, COUNT(*) AS issued,
+                    COUNT(DISTINCT CASE WHEN NOT EXISTS (
+                        SELECT 1 FROM issued_signatures s
+                        WHERE s.bundle_identifier = r.bundle_identifier AND s.application_username = r.application_username
+                          AND s.timestamp >= \(bind: before.lowerBound) AND s.timestamp < \(bind: before.upperBound)
+                          AND s.product_identifier = r.product_identifier AND s.offer_identifier = r.offer_identifier
+                          AND s.channel = r.channel AND s.format <> 'introductory-eligibility')
+                      THEN application_username END) AS customers
+                FROM issued_signatures r
+                WHERE timestamp >= \(bind: part.lowerBound) AND timestamp < \(bind: part.upperBound) AND format <> 'introductory-eligibility'
+                """
+            if let bundle = query.bundleIdentifier { statement += " AND bundle_identifier || '' = \(bind: bundle)" }
+            statement += " GROUP BY bundle_identifier, product_identifier, offer_identifier, channel"
+            rows += try await database.raw(statement).all(decoding: IssuedRow.self)
+        }
+        return rows
+    }
+
     /// Redemptions purchased in the window, with the channel of the signature they are attributed to (`app` when none).
     private static func redemptionStatement(_ query: OutcomeQuery) -> SQLQueryString {
         var statement: SQLQueryString = """
@@ -91,7 +174,7 @@ extension SQLOfferStore {
     }
 
     private static func window(_ query: OutcomeQuery) -> SQLQueryString {
-        var clause: SQLQueryString = " WHERE purchase_date >= \(bind: query.from) AND purchase_date < \(bind: query.to)"
+        var clause: SQLQueryString = " WHERE purchase_date >= \(bind: query.from) AND purchase_date < \(bind: query.to) AND period_of IS NULL"
         if let bundle = query.bundleIdentifier { clause += " AND bundle_identifier = \(bind: bundle)" }
         if let environment = query.environment { clause += " AND environment = \(bind: environment)" }
         return clause

@@ -13,7 +13,6 @@ extension SQLOfferStore {
                 .where("environment", .equal, redemption.environment).where("transaction_id", .equal, redemption.transactionId)
                 .first()
             guard seen == nil else { return .duplicate }
-            if try await Self.continues(redemption, on: database) { return .continuation }
             let signature = redemption.attributable ? try await Self.attribution(of: redemption, on: database) : nil
             let events = try await Self.events(of: redemption.originalTransactionId, environment: redemption.environment, on: database)
             let after = events.filter { $0.at > redemption.purchaseDate }
@@ -37,7 +36,11 @@ extension SQLOfferStore {
                          "signature_channel", "renewed_at", "refunded_at", "expired_at")
                 .values(values)
                 .ignoringConflicts(with: ["environment", "transaction_id"]).returning("transaction_id").first()
-            return inserted == nil ? .duplicate : .recorded(channel: channel)
+            guard inserted != nil else { return .duplicate }
+            let (continuing, absorbed) = try await Self.relink(redemption.originalTransactionId, environment: redemption.environment,
+                                                               inserted: redemption.transactionId, on: database)
+            if continuing.contains(redemption.transactionId) { return .continuation }
+            return absorbed ? .firstPeriod(channel: channel) : .recorded(channel: channel)
         }
     }
 
@@ -68,6 +71,9 @@ extension SQLOfferStore {
                     update.where("original_transaction_id", .equal, event.originalTransactionId).where("environment", .equal, event.environment)
                         .where("purchase_date", .lessThan, event.at)
                 }
+            }
+            if event.kind == .renewed || event.kind == .expired {
+                _ = try await Self.relink(event.originalTransactionId, environment: event.environment, on: database)
             }
             return changed
         }
@@ -102,19 +108,37 @@ extension SQLOfferStore {
         }
     }
 
-    /// Whether a transaction is a later period of an offer already recorded for its subscription (same offer, bought
-    /// before, neither renewed at full price nor expired since).
-    private static func continues(_ redemption: Redemption, on database: any SQLDatabase) async throws -> Bool {
-        let earlier = try await database.select().column("transaction_id").from("redemptions")
-            .where("original_transaction_id", .equal, redemption.originalTransactionId)
-            .where("environment", .equal, redemption.environment)
-            .where("offer_type", .equal, Int64(redemption.offerType))
-            .where("offer_identifier", .equal, redemption.offerIdentifier ?? "")
-            .where("purchase_date", .lessThan, redemption.purchaseDate)
-            .where(group: { $0.where("renewed_at", .is, SQLLiteral.null).orWhere("renewed_at", .greaterThan, redemption.purchaseDate) })
-            .where(group: { $0.where("expired_at", .is, SQLLiteral.null).orWhere("expired_at", .greaterThan, redemption.purchaseDate) })
-            .limit(1).first()
-        return earlier != nil
+    /// Links a subscription's offer transactions into redemptions, whichever order they were recorded in: a
+    /// transaction with the same offer as the one before it (by purchase date), which was neither renewed at full
+    /// price nor expired by then, is a later period of the same redemption (a pay-as-you-go offer), and names its
+    /// first period in `period_of`; the others are redemptions (`NULL`). Returns the transactions that are later
+    /// periods, and whether a transaction counted as a redemption before (other than `inserted`, just written) is
+    /// one no longer.
+    private static func relink(_ originalTransactionId: String, environment: String, inserted: String? = nil, on database: any SQLDatabase) async throws -> (continuing: Set<String>, absorbed: Bool) {
+        let rows = try await database.select().columns("transaction_id", "offer_type", "offer_identifier", "purchase_date", "renewed_at", "expired_at", "period_of")
+            .from("redemptions").where("original_transaction_id", .equal, originalTransactionId).where("environment", .equal, environment)
+            .orderBy("purchase_date").orderBy("transaction_id")
+            .all(decoding: PeriodRow.self, keyDecodingStrategy: .convertFromSnakeCase)
+        var continuing: Set<String> = []
+        var absorbed = false
+        var last: [String: (row: PeriodRow, first: String)] = [:]
+        for row in rows {
+            let offer = "\(row.offerType)|\(row.offerIdentifier)"
+            var first: String?
+            if let previous = last[offer], previous.row.renewedAt.map({ $0 > row.purchaseDate }) ?? true,
+               previous.row.expiredAt.map({ $0 > row.purchaseDate }) ?? true, previous.row.purchaseDate < row.purchaseDate {
+                first = previous.first
+            }
+            last[offer] = (row, first ?? row.transactionId)
+            if first != nil {
+                continuing.insert(row.transactionId)
+                if row.periodOf == nil && row.transactionId != inserted { absorbed = true }
+            }
+            guard row.periodOf != first else { continue }
+            try await database.update("redemptions").set("period_of", to: SQLBind(first))
+                .where("environment", .equal, environment).where("transaction_id", .equal, row.transactionId).run()
+        }
+        return (continuing, absorbed)
     }
 
     /// The signature a redemption is attributed to: of the same app, product and offer, issued at or before the
@@ -144,12 +168,15 @@ extension SQLOfferStore {
             .all(decoding: EventRow.self, keyDecodingStrategy: .convertFromSnakeCase)
     }
 
-    /// Sets a time column to `at` on the rows `narrow` selects where it is unset or later; returns how many changed.
+    /// Sets a time column to `at` on the rows `narrow` selects where it is unset or later; returns how many changed
+    /// (of redemptions, those that are not a later period of another).
     private static func setEarliest(_ column: String, to at: Int64, in table: String, on database: any SQLDatabase,
                                     _ narrow: (SQLUpdateBuilder) -> SQLUpdateBuilder) async throws -> Int {
         let update = narrow(database.update(table).set(SQLIdentifier(column), to: SQLBind(at)))
             .where(group: { $0.where(SQLIdentifier(column), .is, SQLLiteral.null).orWhere(SQLIdentifier(column), .greaterThan, SQLBind(at)) })
-        return try await update.returning(SQLIdentifier(column)).all().count
+        guard table == "redemptions" else { return try await update.returning(SQLIdentifier(column)).all().count }
+        // A later period of a redemption changes with it, and is not counted apart.
+        return try await update.returning("period_of").all().filter { (try? $0.decodeNil(column: "period_of")) ?? true }.count
     }
 
     /// A renewal or auto-renew turned back on saves the retention answers given for the subscription before it.
@@ -162,6 +189,11 @@ extension SQLOfferStore {
 
     private struct AttributedSignature: Decodable, Sendable {
         var nonce: String, timestamp: Int64, channel: String
+    }
+
+    private struct PeriodRow: Decodable, Sendable {
+        var transactionId: String, offerType: Int64, offerIdentifier: String, purchaseDate: Int64
+        var renewedAt: Int64?, expiredAt: Int64?, periodOf: String?
     }
 
     private struct EventRow: Decodable, Sendable {

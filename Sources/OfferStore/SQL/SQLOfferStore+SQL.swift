@@ -34,11 +34,23 @@ struct IssuedSignatureInsert: SQLExpression {
     var records: [IssuedSignature]
     /// Skip the records written before and return those inserted, instead of failing the statement on the first.
     var ignoringDuplicates: Bool
+    /// Add the records inserted to `issued_daily` in the same statement (``IssuedRollup``; a data-modifying `WITH`,
+    /// PostgreSQL's): where a batch is one statement, not a transaction.
+    var countingDaily = false
+    /// Data-modifying `WITH` clauses (`name AS (...)`, PostgreSQL's) run in the same statement as the insert.
+    var preceding: SQLQueryString? = nil
 
     /// The columns a record fills, in the order its values are bound (also ``SQLiteLogWriter``'s INSERT).
     static let columns = "nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format, channel, request_identifier"
 
     func serialize(to serializer: inout SQLSerializer) {
+        if let preceding {
+            serializer.write("WITH ")
+            preceding.serialize(to: &serializer)
+            serializer.write(countingDaily ? ", inserted AS (" : " ")
+        } else if countingDaily {
+            serializer.write("WITH inserted AS (")
+        }
         serializer.write("INSERT INTO issued_signatures (\(Self.columns)) VALUES ")
         for (index, record) in records.enumerated() {
             serializer.write(index == 0 ? "(" : ", (")
@@ -57,8 +69,26 @@ struct IssuedSignatureInsert: SQLExpression {
             serializer.write(bind: record.requestIdentifier)
             serializer.write(")")
         }
-        if ignoringDuplicates { serializer.write(" ON CONFLICT (timestamp, nonce) DO NOTHING RETURNING timestamp, nonce") }
+        if ignoringDuplicates { serializer.write(" ON CONFLICT (timestamp, nonce) DO NOTHING") }
+        if countingDaily {
+            // Rows in the order of the table's key, so that two batches at once lock them in one order.
+            serializer.write(Self.countingDailyTail)
+        } else if ignoringDuplicates {
+            serializer.write(" RETURNING timestamp, nonce")
+        }
     }
+
+    /// The rest of the statement with ``countingDaily``: the records inserted, counted into `issued_daily`.
+    static let countingDailyTail = """
+         RETURNING timestamp, nonce, bundle_identifier, product_identifier, offer_identifier, channel, format), \
+        counted AS (INSERT INTO issued_daily (day, bundle_identifier, product_identifier, offer_identifier, channel, issued) \
+        SELECT timestamp / 86400000, bundle_identifier, product_identifier, offer_identifier, channel, COUNT(*) FROM inserted \
+        WHERE format <> 'introductory-eligibility' \
+        GROUP BY timestamp / 86400000, bundle_identifier, product_identifier, offer_identifier, channel ORDER BY 1, 2, 3, 4, 5 \
+        ON CONFLICT (day, bundle_identifier, product_identifier, offer_identifier, channel) \
+        DO UPDATE SET issued = issued_daily.issued + EXCLUDED.issued) \
+        SELECT timestamp, nonce FROM inserted
+        """
 }
 
 extension OfferStoreError {

@@ -153,16 +153,19 @@ final class SQLOfferStore: OfferStore {
             }
             guard storedAnswer == nil else { return commit.value }
             if let record = commit.record, let answerKey, let answer = commit.answer, backend.writesInCommonTableExpressions {
-                // The record and the answer in one statement: one round trip under the customer's lock, not two.
-                let inserted = try await database.raw("""
-                    WITH answered AS (UPDATE stored_answers SET answer = \(bind: answer), created_at = \(bind: Date().unixMilliseconds) \
-                    WHERE answer_key = \(bind: answerKey)) \(IssuedSignatureInsert(records: [record], ignoringDuplicates: true))
-                    """).all()
+                // The record, its count in `issued_daily` and the answer in one statement: one round trip under the
+                // customer's lock, not three.
+                let answered: SQLQueryString = """
+                    answered AS (UPDATE stored_answers SET answer = \(bind: answer), created_at = \(bind: Date().unixMilliseconds) \
+                    WHERE answer_key = \(bind: answerKey))
+                    """
+                let inserted = try await database.raw("\(IssuedSignatureInsert(records: [record], ignoringDuplicates: true, countingDaily: true, preceding: answered))").all()
                 if inserted.isEmpty { throw OfferStoreError.duplicateNonce(record.nonce) }
                 return commit.value
             }
-            if let record = commit.record, try await Self.insert([record], on: database).isEmpty {
-                throw OfferStoreError.duplicateNonce(record.nonce)
+            if let record = commit.record {
+                if try await Self.insert([record], on: database).isEmpty { throw OfferStoreError.duplicateNonce(record.nonce) }
+                try await IssuedRollup.add([record], on: database)
             }
             if let answerKey {
                 if let answer = commit.answer {
@@ -239,13 +242,19 @@ final class SQLOfferStore: OfferStore {
     /// Writes one group-commit batch in one transaction; each record's outcome (`nil`: written).
     private static func recordBatch(_ records: [IssuedSignature], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
         do {
+            // The batch's issued_daily counts (IssuedRollup): in the same statement where the batch is one, else
+            // one more statement in its transaction.
+            let countingDaily = !backend.batchInTransaction
             let insert: @Sendable (any SQLDatabase) async throws -> Set<RecordIdentity> = { database in
+                let inserted: Set<RecordIdentity>
                 do {
-                    try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: false))").run()
-                    return Set(records.map(RecordIdentity.init))
+                    try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: false, countingDaily: countingDaily))").run()
+                    inserted = Set(records.map(RecordIdentity.init))
                 } catch where backend.isUniqueViolation(error) {
-                    return try await Self.insert(records, on: database)
+                    inserted = try await Self.insert(records, countingDaily: countingDaily, on: database)
                 }
+                if !countingDaily { try await IssuedRollup.add(records.filter { inserted.contains(RecordIdentity($0)) }, on: database) }
+                return inserted
             }
             var inserted = backend.batchInTransaction
                 ? try await backend.transaction(insert)
@@ -263,8 +272,8 @@ final class SQLOfferStore: OfferStore {
 
     /// Inserts records with one multi-row statement; returns the records inserted (any other was recorded before),
     /// each once.
-    static func insert(_ records: [IssuedSignature], on database: any SQLDatabase) async throws -> Set<RecordIdentity> {
-        Set(try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: true))").all(decoding: RecordIdentity.self))
+    static func insert(_ records: [IssuedSignature], countingDaily: Bool = false, on database: any SQLDatabase) async throws -> Set<RecordIdentity> {
+        Set(try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: true, countingDaily: countingDaily))").all(decoding: RecordIdentity.self))
     }
 
     /// What identifies a record in the log: its timestamp and nonce (the unique index of schema version 6).

@@ -154,6 +154,10 @@ enum StoreSchema {
             // The report joins each variant's customers to their redemptions.
             "CREATE INDEX IF NOT EXISTS redemptions_by_customer ON redemptions (bundle_identifier, application_username)",
         ]),
+        // The outcome report's rollups of the log (issue 27, ``IssuedRollup``, docs/outcomes.md "How the report
+        // counts"): issued signatures per day and offer, filled from the log here and kept by every write of it;
+        // the customer days, rolled from the log right after these statements (``rollUpEveryDay(on:)``).
+        (11, IssuedRollup.migration(bigint: bigint)),
     ]
 
     static let migrationsTable: SQLQueryString =
@@ -172,6 +176,7 @@ enum StoreSchema {
                         .where("version", .equal, migration.version).first()
                     guard applied == nil else { return }
                     for statement in migration.statements { try await database.run(statement) }
+                    if migration.version == 11 { try await SQLOfferStore.rollUpEveryDay(on: database) }
                     try await database.insert(into: "schema_migrations").columns("version", "applied_at")
                         .values(SQLBind(migration.version), SQLBind(Date().unixMilliseconds)).run()
                 }

@@ -28,6 +28,7 @@ final class SQLiteLogWriter: @unchecked Sendable {
     private var connection: OpaquePointer?
     private var begin: OpaquePointer?
     private var insert: OpaquePointer?
+    private var addToDaily: OpaquePointer?
     private var commit: OpaquePointer?
     private var rollback: OpaquePointer?
     private var closed = false
@@ -76,6 +77,7 @@ final class SQLiteLogWriter: @unchecked Sendable {
             for record in records {
                 outcomes.append(try append(record))
             }
+            try addToDailyCounts(zip(records, outcomes).lazy.filter { $0.1 == nil }.map(\.0))
             try run(commit)
             return outcomes
         } catch {
@@ -121,13 +123,32 @@ final class SQLiteLogWriter: @unchecked Sendable {
         throw failure(result)
     }
 
-    private func bind(_ text: String, at index: Int32) throws {
+    /// Adds the records written to `issued_daily` (``IssuedRollup``): one upsert per day and offer of the batch.
+    private func addToDailyCounts(_ written: some Sequence<IssuedSignature>) throws {
+        for (key, count) in IssuedRollup.dailyCounts(of: written) {
+            defer {
+                sqlite_nio_sqlite3_reset(addToDaily)
+                sqlite_nio_sqlite3_clear_bindings(addToDaily)
+            }
+            try check(sqlite_nio_sqlite3_bind_int64(addToDaily, 1, key.day))
+            try bind(key.bundleIdentifier, at: 2, in: addToDaily)
+            try bind(key.productIdentifier, at: 3, in: addToDaily)
+            try bind(key.offerIdentifier, at: 4, in: addToDaily)
+            try bind(key.channel, at: 5, in: addToDaily)
+            try check(sqlite_nio_sqlite3_bind_int64(addToDaily, 6, count))
+            let result = sqlite_nio_sqlite3_step(addToDaily)
+            guard result == SQLITE_DONE else { throw failure(result) }
+        }
+    }
+
+    private func bind(_ text: String, at index: Int32, in statement: OpaquePointer? = nil) throws {
+        let statement = statement ?? insert
         var text = text
         let result = text.withUTF8 { bytes in
             bytes.withMemoryRebound(to: CChar.self) { characters in
                 // A nil pointer would bind NULL: an empty string binds as "" (SQLite reads none of it).
                 withUnsafePointer(to: CChar(0)) { empty in
-                    sqlite_nio_sqlite3_bind_text64(insert, index, characters.baseAddress ?? empty, UInt64(characters.count),
+                    sqlite_nio_sqlite3_bind_text64(statement, index, characters.baseAddress ?? empty, UInt64(characters.count),
                                                    SQLITE_TRANSIENT, UInt8(SQLITE_UTF8))
                 }
             }
@@ -171,6 +192,7 @@ final class SQLiteLogWriter: @unchecked Sendable {
             }
             begin = try prepare("BEGIN IMMEDIATE")
             insert = try prepare("INSERT INTO issued_signatures (\(IssuedSignatureInsert.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            addToDaily = try prepare(IssuedRollup.upsertText)
             commit = try prepare("COMMIT")
             rollback = try prepare("ROLLBACK")
         } catch {
@@ -187,10 +209,10 @@ final class SQLiteLogWriter: @unchecked Sendable {
     }
 
     private func closeOnQueue() {
-        for statement in [begin, insert, commit, rollback] where statement != nil {
+        for statement in [begin, insert, addToDaily, commit, rollback] where statement != nil {
             sqlite_nio_sqlite3_finalize(statement)
         }
-        (begin, insert, commit, rollback) = (nil, nil, nil, nil)
+        (begin, insert, addToDaily, commit, rollback) = (nil, nil, nil, nil, nil)
         if let connection { sqlite_nio_sqlite3_close_v2(connection) }
         connection = nil
         closed = true
