@@ -7,22 +7,13 @@ import SQLKit
 extension SQLOfferStore {
     func customerDecisions(bundleIdentifier: String, customerHash: String, since: Int64, limit: Int) async throws -> [PolicyDecisionRecord] {
         // The log has no index on the customer: the window bounds the scan (the primary key leads with decided_at).
-        let rows = try await backend.reading { database in
+        try await backend.reading { database in
             try await database.raw("""
-                SELECT decided_at, id, channel, bundle_identifier, product_identifier, offer_identifier, retention_entry,
-                    customer_hash, policy_version, granted, reasons, lookback_seconds, facts_hash
-                FROM policy_decisions
+                SELECT \(unsafeRaw: DecisionRow.columns) FROM policy_decisions
                 WHERE decided_at >= \(bind: since) AND bundle_identifier = \(bind: bundleIdentifier) AND customer_hash = \(bind: customerHash)
                 ORDER BY decided_at DESC, id DESC LIMIT \(bind: max(1, min(limit, 1_000)))
-                """).all(decoding: CustomerDecisionRow.self, keyDecodingStrategy: .convertFromSnakeCase)
-        }
-        return rows.map { row in
-            PolicyDecisionRecord(
-                identifier: row.id, decidedAt: row.decidedAt, channel: row.channel, bundleIdentifier: row.bundleIdentifier,
-                productIdentifier: row.productIdentifier, offerIdentifier: row.offerIdentifier, retentionEntry: row.retentionEntry,
-                customerHash: row.customerHash, policyVersion: row.policyVersion, granted: row.granted != 0, reasons: row.reasons,
-                lookbackSeconds: row.lookbackSeconds, factsHash: row.factsHash, factsSnapshot: "")
-        }
+                """).all(decoding: DecisionRow.self)
+        }.map(\.record)
     }
 
     func customerOutcomes(_ key: CustomerKey, originalTransactionIds: [String], limit: Int) async throws -> CustomerOutcomes {
@@ -75,12 +66,6 @@ extension SQLOfferStore {
     }
 
     // Rows as read: the snake_case columns, decoded to these names.
-    private struct CustomerDecisionRow: Decodable, Sendable {
-        var decidedAt: Int64, id: Int64, channel: String, bundleIdentifier: String, productIdentifier: String
-        var offerIdentifier: String, retentionEntry: String?, customerHash: String, policyVersion: String
-        var granted: Int64, reasons: String, lookbackSeconds: Int64, factsHash: String
-    }
-
     private struct RedemptionRow: Decodable, Sendable {
         var environment: String, transactionId: String, originalTransactionId: String, bundleIdentifier: String
         var applicationUsername: String, productIdentifier: String, offerType: Int64, offerIdentifier: String

@@ -59,22 +59,14 @@ extension SQLOfferStore {
         let start = cursor ?? PolicyDecisionCursor(decidedAt: since, identifier: .min)
         let rows = try await backend.reading { database in
             try await database.raw("""
-                SELECT decided_at, id, channel, bundle_identifier, product_identifier, offer_identifier,
-                    retention_entry, customer_hash, policy_version, granted, reasons, lookback_seconds, facts_hash
-                FROM policy_decisions
+                SELECT \(unsafeRaw: DecisionRow.columns) FROM policy_decisions
                 WHERE decided_at >= \(bind: max(since, start.decidedAt)) AND decided_at < \(bind: until)
                     AND (decided_at, id) > (\(bind: start.decidedAt), \(bind: start.identifier))
                     AND bundle_identifier IN (\(binds: bundleIdentifiers))
                 ORDER BY decided_at, id LIMIT \(bind: max(1, min(limit, 10_000)))
                 """).all(decoding: DecisionRow.self)
         }
-        return rows.map { row in
-            PolicyDecisionRecord(
-                identifier: row.identifier, decidedAt: row.decidedAt, channel: row.channel, bundleIdentifier: row.bundleIdentifier,
-                productIdentifier: row.productIdentifier, offerIdentifier: row.offerIdentifier, retentionEntry: row.retentionEntry,
-                customerHash: row.customerHash, policyVersion: row.policyVersion, granted: row.granted != 0, reasons: row.reasons,
-                lookbackSeconds: row.lookbackSeconds, factsHash: row.factsHash, factsSnapshot: "")
-        }
+        return rows.map(\.record)
     }
 
     func decisionSnapshots(hashes: [String]) async throws -> [String: String] {
@@ -102,7 +94,13 @@ extension SQLOfferStore {
     }
 
     /// A `policy_decisions` row, as read.
-    private struct DecisionRow: Decodable, Sendable {
+    /// A `policy_decisions` row as the log's reads select it (``columns``), without its facts snapshot.
+    struct DecisionRow: Decodable, Sendable {
+        static let columns = """
+            decided_at, id, channel, bundle_identifier, product_identifier, offer_identifier, retention_entry,
+            customer_hash, policy_version, granted, reasons, lookback_seconds, facts_hash
+            """
+
         var decidedAt: Int64, identifier: Int64, channel: String, bundleIdentifier: String, productIdentifier: String
         var offerIdentifier: String, retentionEntry: String?, customerHash: String, policyVersion: String
         var granted: Int64, reasons: String, lookbackSeconds: Int64, factsHash: String
@@ -112,6 +110,15 @@ extension SQLOfferStore {
             case productIdentifier = "product_identifier", offerIdentifier = "offer_identifier", retentionEntry = "retention_entry"
             case customerHash = "customer_hash", policyVersion = "policy_version", granted, reasons
             case lookbackSeconds = "lookback_seconds", factsHash = "facts_hash"
+        }
+
+        /// The decision, its facts snapshot left empty (read on its own, ``decisionSnapshots(hashes:)``).
+        var record: PolicyDecisionRecord {
+            PolicyDecisionRecord(
+                identifier: identifier, decidedAt: decidedAt, channel: channel, bundleIdentifier: bundleIdentifier,
+                productIdentifier: productIdentifier, offerIdentifier: offerIdentifier, retentionEntry: retentionEntry,
+                customerHash: customerHash, policyVersion: policyVersion, granted: granted != 0, reasons: reasons,
+                lookbackSeconds: lookbackSeconds, factsHash: factsHash, factsSnapshot: "")
         }
     }
 }
