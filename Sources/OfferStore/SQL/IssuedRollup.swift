@@ -44,22 +44,26 @@ enum IssuedRollup {
 
     /// The upsert that adds to a row of `issued_daily` (`?` placeholders in the order of ``DailyCount``, then the
     /// count): the SQLite log writer's prepared statement.
-    static let upsertText = """
-        INSERT INTO issued_daily (day, bundle_identifier, product_identifier, offer_identifier, channel, issued) VALUES (?, ?, ?, ?, ?, ?)
-        ON CONFLICT (day, bundle_identifier, product_identifier, offer_identifier, channel) DO UPDATE SET issued = issued_daily.issued + excluded.issued
-        """
+    static let upsertText = "\(insertText) VALUES (?, ?, ?, ?, ?, ?) \(addOnConflict)"
+
+    /// The start of every insert into `issued_daily`, before its rows.
+    static let insertText = "INSERT INTO issued_daily (day, bundle_identifier, product_identifier, offer_identifier, channel, issued)"
+
+    /// The end of every insert into `issued_daily`: a row that exists is added to.
+    static let addOnConflict =
+        "ON CONFLICT (day, bundle_identifier, product_identifier, offer_identifier, channel) DO UPDATE SET issued = issued_daily.issued + excluded.issued"
 
     /// Adds a batch's increments to `issued_daily`, in one statement, inside the caller's transaction.
     static func add(_ records: [IssuedSignature], on database: any SQLDatabase) async throws {
         let counts = dailyCounts(of: records)
         guard !counts.isEmpty else { return }
-        var statement: SQLQueryString = "INSERT INTO issued_daily (day, bundle_identifier, product_identifier, offer_identifier, channel, issued) VALUES "
+        var statement: SQLQueryString = "\(unsafeRaw: insertText) VALUES "
         for (index, entry) in counts.enumerated() {
             let key = entry.key
             statement += index == 0 ? "(" : ", ("
             statement += "\(bind: key.day), \(bind: key.bundleIdentifier), \(bind: key.productIdentifier), \(bind: key.offerIdentifier), \(bind: key.channel), \(bind: entry.value))"
         }
-        statement += " ON CONFLICT (day, bundle_identifier, product_identifier, offer_identifier, channel) DO UPDATE SET issued = issued_daily.issued + excluded.issued"
+        statement += " \(unsafeRaw: addOnConflict)"
         try await database.run(statement)
     }
 

@@ -18,16 +18,17 @@ extension SQLOfferStore {
                 .first(decodingColumn: "facts", as: String.self).map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
             return (facts, try await Self.storedAnswer(answerKey, on: database))
         }
-        if let stored {
+        // An answer another request stored: shown to the body once it is on disk, and nothing is written.
+        func answered(_ stored: String) async throws -> T {
             try await waitUntilDurable()
             return try await body(CustomerSnapshot(facts: facts, issuedSignatures: [], storedAnswer: stored)).value
         }
+        if let stored { return try await answered(stored) }
         let commit = try await body(CustomerSnapshot(facts: facts, issuedSignatures: []))
         if backend.writesInCommonTableExpressions, commit.facts == nil, let answer = commit.answer, let record = commit.record {
             if try await claimAndRecord(answerKey: answerKey, answer: answer, record: record) { return commit.value }
             let stored = try await backend.reading { database in try await Self.storedAnswer(answerKey, on: database) }
-            try await waitUntilDurable()
-            return try await body(CustomerSnapshot(facts: facts, issuedSignatures: [], storedAnswer: stored ?? "")).value
+            return try await answered(stored ?? "")
         }
         let answeredMeanwhile: String? = try await backend.transaction { database in
             if let answer = commit.answer {
@@ -42,15 +43,11 @@ extension SQLOfferStore {
                 _ = try await Self.lockCustomer(key, on: database)
                 try await Self.write(&facts, of: key, on: database)
             }
-            if let record = commit.record {
-                if try await Self.insert([record], on: database).isEmpty { throw OfferStoreError.duplicateNonce(record.nonce) }
-                try await IssuedRollup.add([record], on: database)
-            }
+            if let record = commit.record { try await Self.record(record, on: database) }
             return nil
         }
         guard let answeredMeanwhile else { return commit.value }
-        try await waitUntilDurable()
-        return try await body(CustomerSnapshot(facts: facts, issuedSignatures: [], storedAnswer: answeredMeanwhile)).value
+        return try await answered(answeredMeanwhile)
     }
 
     /// PostgreSQL: the claim with its answer, the signature's record and its count in `issued_daily` in one statement, its own transaction (one

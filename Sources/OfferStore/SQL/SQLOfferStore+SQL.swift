@@ -81,12 +81,11 @@ struct IssuedSignatureInsert: SQLExpression {
     /// The rest of the statement with ``countingDaily``: the records inserted, counted into `issued_daily`.
     static let countingDailyTail = """
          RETURNING timestamp, nonce, bundle_identifier, product_identifier, offer_identifier, channel, format), \
-        counted AS (INSERT INTO issued_daily (day, bundle_identifier, product_identifier, offer_identifier, channel, issued) \
+        counted AS (\(IssuedRollup.insertText) \
         SELECT timestamp / 86400000, bundle_identifier, product_identifier, offer_identifier, channel, COUNT(*) FROM inserted \
-        WHERE format <> 'introductory-eligibility' \
+        WHERE format <> '\(IssuedRollup.eligibilityFormat)' \
         GROUP BY timestamp / 86400000, bundle_identifier, product_identifier, offer_identifier, channel ORDER BY 1, 2, 3, 4, 5 \
-        ON CONFLICT (day, bundle_identifier, product_identifier, offer_identifier, channel) \
-        DO UPDATE SET issued = issued_daily.issued + EXCLUDED.issued) \
+        \(IssuedRollup.addOnConflict)) \
         SELECT timestamp, nonce FROM inserted
         """
 }

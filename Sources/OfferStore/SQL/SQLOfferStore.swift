@@ -163,10 +163,7 @@ final class SQLOfferStore: OfferStore {
                 if inserted.isEmpty { throw OfferStoreError.duplicateNonce(record.nonce) }
                 return commit.value
             }
-            if let record = commit.record {
-                if try await Self.insert([record], on: database).isEmpty { throw OfferStoreError.duplicateNonce(record.nonce) }
-                try await IssuedRollup.add([record], on: database)
-            }
+            if let record = commit.record { try await Self.record(record, on: database) }
             if let answerKey {
                 if let answer = commit.answer {
                     try await database.update("stored_answers").set("answer", to: answer).set("created_at", to: Date().unixMilliseconds)
@@ -268,6 +265,13 @@ final class SQLOfferStore: OfferStore {
 
     private static func logBatchFailure(_ records: [IssuedSignature], _ error: any Error, logger: Logger) {
         logger.error("issued-signature batch not recorded", metadata: ["count": "\(records.count)", "error": "\(error)"])
+    }
+
+    /// Writes one signature's record and its count in `issued_daily`, inside the caller's transaction; a nonce
+    /// recorded before refuses it.
+    static func record(_ record: IssuedSignature, on database: any SQLDatabase) async throws {
+        if try await insert([record], on: database).isEmpty { throw OfferStoreError.duplicateNonce(record.nonce) }
+        try await IssuedRollup.add([record], on: database)
     }
 
     /// Inserts records with one multi-row statement; returns the records inserted (any other was recorded before),
