@@ -89,20 +89,11 @@ extension ConsolePages {
         }
         let report: DryRunReport
         do {
-            report = try await PolicyDryRun(store: store, candidate: candidate).run(days: days)
+            report = try await AdminPolicyRoutes.dryRun(candidate, days: days, store: store, admin: session.admin, via: "console", logger: logger)
         } catch let error as OfferServiceError {
             let apiError = APIError(error)
             return page(apiError.message, status: apiError.status)
         }
-        do {
-            try await store.appendAudit(AuditEvent(actor: session.admin, action: "policy.dry-run", target: candidate.version, details: [
-                "days": "\(days)", "replayed": "\(report.replayed)", "grantedToRefused": "\(report.grantedToRefused)",
-                "refusedToGranted": "\(report.refusedToGranted)", "changedOffer": "\(report.changedOffer)", "via": "console",
-            ]))
-        } catch {
-            logger.warning("dry-run answered, but the audit event could not be written", metadata: ["admin": "\(session.admin)"])
-        }
-        logger.notice("audit: policy.dry-run", metadata: ["admin": "\(session.admin)", "target": "\(candidate.version)", "via": "console"])
         return policy(session, candidate: candidateText, days: days, result: Self.dryRunResult(report, candidate: candidate, days: days)).response()
     }
 

@@ -39,18 +39,27 @@ struct AdminPolicyRoutes {
                 // The message `policy check` prints.
                 throw APIError(status: .badRequest, code: error.code.rawValue, message: error.message)
             }
-            let report = try await PolicyDryRun(store: store, candidate: candidate).run(days: days)
-            let admin = context.adminName ?? "unknown"
-            do {
-                try await store.appendAudit(AuditEvent(actor: admin, action: "policy.dry-run", target: candidate.version, details: [
-                    "days": "\(days)", "replayed": "\(report.replayed)", "grantedToRefused": "\(report.grantedToRefused)",
-                    "refusedToGranted": "\(report.refusedToGranted)", "changedOffer": "\(report.changedOffer)",
-                ]))
-            } catch {
-                context.logger.warning("dry-run answered, but the audit event could not be written", metadata: ["admin": "\(admin)"])
-            }
-            context.logger.notice("audit: policy.dry-run", metadata: ["admin": "\(admin)", "target": "\(candidate.version)"])
-            return report
+            return try await Self.dryRun(candidate, days: days, store: store, admin: context.adminName ?? "unknown", logger: context.logger)
         }
+    }
+
+    /// Replays the decision log under `candidate` and audits it as `policy.dry-run` under `admin` (with the
+    /// counts; `via` names a front end other than the admin API): the admin route's and the console's dry-run.
+    /// An audit that cannot be written is logged, and the report still answered.
+    static func dryRun(_ candidate: OfferPolicy, days: Int, store: any OfferStore, admin: String, via: String? = nil, logger: Logger) async throws -> DryRunReport {
+        let report = try await PolicyDryRun(store: store, candidate: candidate).run(days: days)
+        var details = [
+            "days": "\(days)", "replayed": "\(report.replayed)", "grantedToRefused": "\(report.grantedToRefused)",
+            "refusedToGranted": "\(report.refusedToGranted)", "changedOffer": "\(report.changedOffer)",
+        ]
+        var metadata: Logger.Metadata = ["admin": "\(admin)", "target": "\(candidate.version)"]
+        if let via { (details["via"], metadata["via"]) = (via, "\(via)") }
+        do {
+            try await store.appendAudit(AuditEvent(actor: admin, action: "policy.dry-run", target: candidate.version, details: details))
+        } catch {
+            logger.warning("dry-run answered, but the audit event could not be written", metadata: ["admin": "\(admin)"])
+        }
+        logger.notice("audit: policy.dry-run", metadata: metadata)
+        return report
     }
 }
