@@ -131,6 +131,11 @@ try:
                 outcomes[outcome] = outcomes.get(outcome, 0) + 1
         connection.close()
 
+    def server_cpu_seconds():  # user + system time of the server process, from /proc (Linux)
+        fields = open(f"/proc/{server.pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    server_cpu_before, client_cpu_before = server_cpu_seconds(), time.process_time()
     started = time.perf_counter()
     threads = [threading.Thread(target=worker) for _ in range(concurrency)]
     for thread in threads:
@@ -138,6 +143,7 @@ try:
     for thread in threads:
         thread.join()
     duration = time.perf_counter() - started
+    server_cpu, client_cpu = server_cpu_seconds() - server_cpu_before, time.process_time() - client_cpu_before
     metrics = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     metrics.request("GET", "/metrics")
     late = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.getresponse().read().decode().splitlines()
@@ -156,6 +162,8 @@ def percentile(p):
 succeeded = sum(count for outcome, count in outcomes.items() if outcome in ("message", "alternateProduct", "promotionalOffer")) - int(late)
 within = sum(1 for latency in latencies if latency <= 700)
 print(f"{requests_total} requests ({mode}), concurrency {concurrency}, {duration:.1f} s ({requests_total / duration:.0f}/s), store {'PostgreSQL' if database_url else 'SQLite'}")
+print(f"CPU per request: server {server_cpu / requests_total * 1e6:.0f} µs, this client {client_cpu / requests_total * 1e6:.0f} µs "
+      f"(server busy {100 * server_cpu / duration:.0f} % of one core, client {100 * client_cpu / duration:.0f} %)")
 print(f"p50 {percentile(50):.1f} ms  p90 {percentile(90):.1f} ms  p95 {percentile(95):.1f} ms  p99 {percentile(99):.1f} ms  max {latencies[-1]:.1f} ms")
 print(f"success rate {100 * succeeded / requests_total:.2f} % (200 with exactly one answer, not a fallback after the deadline: {int(late)}), within 700 ms {100 * within / requests_total:.2f} %")
 print("answers: " + ", ".join(f"{outcome} {count}" for outcome, count in sorted(outcomes.items())))

@@ -105,6 +105,28 @@ import Testing
         try await store.close()
     }
 
+    @Test("retention answers recorded at once share batches: each requestIdentifier once, saved by an earlier renewal only when it came after the answer", arguments: Backend.available)
+    func retentionAnswersTogether(_ backend: Backend) async throws {
+        let (store, _) = try await backend.open()
+        let renewedLater = otid(), renewedBefore = otid(), quiet = otid()
+        try await store.recordSubscriptionEvent(SubscriptionEvent(environment: "Sandbox", originalTransactionId: renewedLater, kind: .renewed, at: t0 + 10 * hour, transactionId: "\(renewedLater)2"))
+        try await store.recordSubscriptionEvent(SubscriptionEvent(environment: "Sandbox", originalTransactionId: renewedBefore, kind: .autoRenewEnabled, at: t0, transactionId: renewedBefore))
+        // 40 requests per subscription, every one sent twice, all at once: answered at t0 + 1 h.
+        let answers = [renewedLater, renewedBefore, quiet].flatMap { original in
+            (0..<40).map { index in
+                RetentionAnswerRecord(bundleIdentifier: app, requestIdentifier: "\(original)-\(index)", environment: "Sandbox", originalTransactionId: original,
+                                      productIdentifier: product, offered: index.isMultiple(of: 2), answeredAt: t0 + hour)
+            }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for answer in (answers + answers).shuffled() { group.addTask { try await store.recordRetentionAnswer(answer) } }
+            try await group.waitForAll()
+        }
+        let report = try await store.outcomeReport(OutcomeQuery(from: t0, to: t0 + 24 * hour, bundleIdentifier: app))
+        #expect(report.retention == RetentionOutcome(answered: 120, offers: 60, saved: 40))
+        try await store.close()
+    }
+
     @Test("a pay-as-you-go offer is one redemption whichever period arrives first, every delivery shuffled and sent twice", arguments: Backend.available)
     func payAsYouGoInAnyOrder(_ backend: Backend) async throws {
         let (store, _) = try await backend.open()

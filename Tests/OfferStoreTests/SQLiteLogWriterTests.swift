@@ -20,6 +20,7 @@ import Testing
                     application_username TEXT NOT NULL, timestamp INTEGER NOT NULL, format TEXT NOT NULL,
                     channel TEXT NOT NULL DEFAULT 'api', request_identifier TEXT, UNIQUE (timestamp, nonce))
                 """)
+            try await database.run("CREATE TABLE stored_answers (answer_key TEXT PRIMARY KEY, answer TEXT NOT NULL, created_at INTEGER NOT NULL)")
             // The rollup the writer keeps (schema version 11).
             try await database.run(IssuedRollup.migration(bigint: .bigint)[0])
         }
@@ -81,5 +82,48 @@ import Testing
         let closed = await #expect(throws: OfferStoreError.self) { _ = try await writer.write([self.record(at: 4)]) }
         #expect(closed?.code == .unavailable)
         try await backend.close()
+    }
+
+    private func answers(_ backend: SQLiteBackend) async throws -> [String] {
+        try await backend.read { database in
+            try await database.raw("SELECT answer_key FROM stored_answers ORDER BY answer_key").all(decodingColumn: "answer_key", as: String.self)
+        }
+    }
+
+    @Test("claims in one batch: a key answered before writes nothing, a signature recorded before undoes its claim alone, the rest are stored and counted")
+    func claims() async throws {
+        let (backend, path) = try await database()
+        let writer = SQLiteLogWriter(path: path)
+        let recorded = record(username: "recorded", at: 1)
+        #expect(try await writer.write([recorded]).allSatisfy { $0 == nil })
+        let claim = { @Sendable (key: String, record: IssuedSignature) in AnswerClaim(answerKey: key, answer: "{\"\(key)\":1}", createdAt: 5, record: record) }
+        let outcomes = try await writer.queueSync {
+            try writer.claimOnQueue([
+                claim("a", self.record(username: "first", at: 2)),
+                claim("a", self.record(username: "retry", at: 3)),  // the same key again, in the same batch
+                claim("b", recorded),                               // its signature was recorded before
+                claim("c", self.record(username: "third", at: 4)),
+            ])
+        }
+        #expect(outcomes[0] == nil && outcomes[3] == nil)
+        #expect(outcomes[1] is AnswerAlreadyStored)
+        #expect((outcomes[2] as? OfferStoreError)?.code == .duplicateNonce)
+        #expect(try await answers(backend) == ["a", "c"])
+        #expect(try await rows(backend) == ["recorded", "first", "third"])
+        #expect(try await daily(backend) == [3])
+        let again = try await writer.queueSync { try writer.claimOnQueue([claim("c", self.record(username: "late", at: 6))]) }
+        #expect(again[0] is AnswerAlreadyStored)
+        #expect(try await rows(backend) == ["recorded", "first", "third"])
+        await writer.close()
+        try await backend.close()
+    }
+}
+
+extension SQLiteLogWriter {
+    /// Runs `body` on the writer's queue (as the group commit calls it) and returns its value.
+    fileprivate func queueSync<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try body() }) }
+        }
     }
 }

@@ -7,7 +7,8 @@ extension SQLOfferStore {
     /// reads no signatures): nothing it reads is changed by another request of the customer, so nothing is locked
     /// while it decides and signs. The facts and any answer already stored under the key are read first; the body
     /// runs outside any transaction; then one short transaction stores its answer under the key and records its
-    /// signature — unless the key was answered meanwhile (a retry racing the first request), when nothing is
+    /// signature (a SQLite file: in the log writer's next batch, with other requests' claims; PostgreSQL: one
+    /// statement) — unless the key was answered meanwhile (a retry racing the first request), when nothing is
     /// written and the body is shown that answer instead, whose value is returned. Facts the body returns (a grant
     /// spent) are written under the customer's lock in that transaction.
     func answerOnce<T: Sendable>(
@@ -25,8 +26,23 @@ extension SQLOfferStore {
         }
         if let stored { return try await answered(stored) }
         let commit = try await body(CustomerSnapshot(facts: facts, issuedSignatures: []))
-        if backend.writesInCommonTableExpressions, commit.facts == nil, let answer = commit.answer, let record = commit.record {
-            if try await claimAndRecord(answerKey: answerKey, answer: answer, record: record) { return commit.value }
+        if claimRecorder != nil || backend.writesInCommonTableExpressions, commit.facts == nil, let answer = commit.answer, let record = commit.record {
+            let claimed: Bool
+            if let claimRecorder {
+                // A SQLite file: the claim joins the log writer's next batch (one transaction, prepared statements).
+                let claim = AnswerClaim(answerKey: answerKey, answer: answer, createdAt: Date().unixMilliseconds, record: record)
+                do {
+                    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                        claimRecorder.submit(claim) { continuation.resume(with: $0) }
+                    }
+                    claimed = true
+                } catch is AnswerAlreadyStored {
+                    claimed = false
+                }
+            } else {
+                claimed = try await claimAndRecord(answerKey: answerKey, answer: answer, record: record)
+            }
+            if claimed { return commit.value }
             let stored = try await backend.reading { database in try await Self.storedAnswer(answerKey, on: database) }
             return try await answered(stored ?? "")
         }

@@ -69,8 +69,10 @@ extension SQLOfferStore {
     }
 
     func close() async throws {
+        await claimRecorder?.close()
         await recorder.close()
         await decisionRecorder.close()
+        await retentionAnswerRecorder.close()
         try await backend.close()
     }
 }

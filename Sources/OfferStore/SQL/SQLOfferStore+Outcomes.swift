@@ -79,28 +79,6 @@ extension SQLOfferStore {
         }
     }
 
-    func recordRetentionAnswer(_ answer: RetentionAnswerRecord) async throws {
-        try await backend.transaction { database in
-            try await backend.lockSubscriptionOutcomes(answer.originalTransactionId, environment: answer.environment, on: database)
-            let inserted = try await database.insert(into: "retention_answers")
-                .columns("bundle_identifier", "request_identifier", "environment", "original_transaction_id", "product_identifier",
-                         "offered", "answered_at")
-                .values(SQLBind(answer.bundleIdentifier), SQLBind(answer.requestIdentifier), SQLBind(answer.environment),
-                        SQLBind(answer.originalTransactionId), SQLBind(answer.productIdentifier),
-                        SQLBind(answer.offered ? 1 : 0), SQLBind(answer.answeredAt))
-                .ignoringConflicts(with: ["bundle_identifier", "request_identifier"]).returning("request_identifier").first()
-            guard inserted != nil else { return }
-            let saving: Set<String> = [SubscriptionEvent.Kind.renewed.rawValue, SubscriptionEvent.Kind.autoRenewEnabled.rawValue]
-            let saved = try await Self.events(of: answer.originalTransactionId, environment: answer.environment, on: database)
-                .filter { saving.contains($0.kind) && $0.at >= answer.answeredAt }.map(\.at).min()
-            if let saved {
-                try await database.update("retention_answers").set("saved_at", to: SQLBind(saved))
-                    .where("bundle_identifier", .equal, answer.bundleIdentifier).where("request_identifier", .equal, answer.requestIdentifier)
-                    .run()
-            }
-        }
-    }
-
     func purgeSubscriptionEvents(recordedBefore: Date) async throws -> Int {
         try await backend.transaction { database in
             try await database.delete(from: "subscription_events")
@@ -162,7 +140,7 @@ extension SQLOfferStore {
     }
 
     /// The subscription events recorded for an original transaction.
-    private static func events(of originalTransactionId: String, environment: String, on database: any SQLDatabase) async throws -> [EventRow] {
+    static func events(of originalTransactionId: String, environment: String, on database: any SQLDatabase) async throws -> [EventRow] {
         try await database.select().columns("kind", "at", "transaction_id").from("subscription_events")
             .where("original_transaction_id", .equal, originalTransactionId).where("environment", .equal, environment)
             .all(decoding: EventRow.self, keyDecodingStrategy: .convertFromSnakeCase)
@@ -196,7 +174,7 @@ extension SQLOfferStore {
         var renewedAt: Int64?, expiredAt: Int64?, periodOf: String?
     }
 
-    private struct EventRow: Decodable, Sendable {
+    struct EventRow: Decodable, Sendable {
         var kind: String, at: Int64, transactionId: String
     }
 }

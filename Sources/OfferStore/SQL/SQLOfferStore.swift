@@ -32,13 +32,29 @@ final class SQLOfferStore: OfferStore {
     let recorder: GroupCommitQueue<IssuedSignature>
     /// The decision log's batched writer (``logDecision(_:)``): off the answer's path, one transaction a batch.
     let decisionRecorder: GroupCommitQueue<PolicyDecisionRecord>
+    /// A SQLite file's batched writer of idempotent answers' claims with their signatures (``answerOnce``), on the
+    /// log writer's queue; `nil` elsewhere.
+    let claimRecorder: GroupCommitQueue<AnswerClaim>?
+    /// The retention answers' batched writer (``recordRetentionAnswer(_:)``): its callers wait for their batch.
+    let retentionAnswerRecorder: GroupCommitQueue<RetentionAnswerRecord>
 
     init(backend: any SQLStoreBackend, logger: Logger) {
         self.backend = backend
         decisionRecorder = GroupCommitQueue(maximumBatch: 500) { records in
             try await Self.writeDecisions(records, backend: backend, logger: logger)
         }
+        retentionAnswerRecorder = GroupCommitQueue(maximumBatch: 500) { answers in
+            try await Self.writeRetentionAnswers(answers, backend: backend, logger: logger)
+        }
         if let writer = backend.issuedSignatureWriter {
+            claimRecorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch, queue: writer.queue) { claims in
+                do {
+                    return try writer.claim(claims)
+                } catch {
+                    Self.logBatchFailure(claims.map(\.record), error, logger: logger)
+                    throw error
+                }
+            }
             recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch, queue: writer.queue) { records in
                 do {
                     return try writer.write(records)
@@ -48,6 +64,7 @@ final class SQLOfferStore: OfferStore {
                 }
             }
         } else {
+            claimRecorder = nil
             recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch) { records in
                 try await Self.recordBatch(records, backend: backend, logger: logger)
             }

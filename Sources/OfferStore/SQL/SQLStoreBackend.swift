@@ -127,4 +127,19 @@ extension SQLDatabase {
 struct IssuedSignatureWriter: Sendable {
     var queue: DispatchQueue
     var write: @Sendable ([IssuedSignature]) throws -> [(any Error)?]
+    /// Writes a batch of ``AnswerClaim``s the same way: one outcome per claim (`nil`, ``AnswerAlreadyStored`` or
+    /// `duplicateNonce`).
+    var claim: @Sendable ([AnswerClaim]) throws -> [(any Error)?]
 }
+
+/// An idempotent flow's first answer to store under its key, with the signature it records (a retention answer
+/// under its `requestIdentifier`): both written, or neither.
+struct AnswerClaim: Sendable {
+    var answerKey: String
+    var answer: String
+    var createdAt: Int64
+    var record: IssuedSignature
+}
+
+/// A claim's key was answered before (a retry that raced the first request): nothing was written for it.
+struct AnswerAlreadyStored: Error {}

@@ -107,6 +107,8 @@ final class SQLiteBackend: SQLStoreBackend {
         let gate = writeGate
         return IssuedSignatureWriter(queue: logWriter.queue) { records in
             try gate.withGateBlocking { try logWriter.writeOnQueue(records) }
+        } claim: { claims in
+            try gate.withGateBlocking { try logWriter.claimOnQueue(claims) }
         }
     }
 

@@ -5,8 +5,9 @@ import OfferModel
 // not, and could corrupt the file.
 import VaporCSQLite
 
-/// The group commit's writer for a SQLite file: a batch of issued signatures in one transaction on a connection
-/// of its own, with its statements prepared once, on a serial queue of its own.
+/// The group commit's writer for a SQLite file: a batch of issued signatures — or of retention answers' claims
+/// with their signatures (``claimOnQueue(_:)``) — in one transaction on a connection of its own, with its
+/// statements prepared once, on a serial queue of its own.
 ///
 /// Through SQLKit and sqlite-nio a batch cost three trips to sqlite-nio's thread pool (BEGIN, INSERT, COMMIT),
 /// a fresh parse of a multi-row INSERT, every value encoded twice, and a trip to the event loop for every row
@@ -29,6 +30,8 @@ final class SQLiteLogWriter: @unchecked Sendable {
     private var begin: OpaquePointer?
     private var insert: OpaquePointer?
     private var addToDaily: OpaquePointer?
+    private var claimAnswer: OpaquePointer?
+    private var unclaimAnswer: OpaquePointer?
     private var commit: OpaquePointer?
     private var rollback: OpaquePointer?
     private var closed = false
@@ -67,19 +70,62 @@ final class SQLiteLogWriter: @unchecked Sendable {
 
     /// ``write(_:)`` on ``queue`` itself: called only from a block running on it.
     func writeOnQueue(_ records: [IssuedSignature]) throws -> [(any Error)?] {
-        dispatchPrecondition(condition: .onQueue(queue))
-        guard !closed else { throw OfferStoreError(code: .unavailable, message: "The store is closed.") }
-        if connection == nil { try open() }
-        try run(begin)
-        do {
+        try inTransaction {
             var outcomes: [(any Error)?] = []
             outcomes.reserveCapacity(records.count)
             for record in records {
                 outcomes.append(try append(record))
             }
             try addToDailyCounts(zip(records, outcomes).lazy.filter { $0.1 == nil }.map(\.0))
-            try run(commit)
             return outcomes
+        }
+    }
+
+    /// Stores each claim's answer under its key and records its signature, in one transaction for the batch, on
+    /// ``queue``: one outcome per claim — `nil` (stored and recorded), ``AnswerAlreadyStored`` (the key was answered
+    /// before: nothing written for it) or `duplicateNonce` (the signature was recorded before: its claim undone).
+    func claimOnQueue(_ claims: [AnswerClaim]) throws -> [(any Error)?] {
+        try inTransaction {
+            if claimAnswer == nil {  // at the first claim: a log writer may serve a file without answers (tests)
+                claimAnswer = try prepare("INSERT INTO stored_answers (answer_key, answer, created_at) VALUES (?, ?, ?) ON CONFLICT (answer_key) DO NOTHING")
+                unclaimAnswer = try prepare("DELETE FROM stored_answers WHERE answer_key = ?")
+            }
+            var outcomes: [(any Error)?] = []
+            var written: [IssuedSignature] = []
+            outcomes.reserveCapacity(claims.count)
+            for claim in claims {
+                try bind(claim.answerKey, at: 1, in: claimAnswer)
+                try bind(claim.answer, at: 2, in: claimAnswer)
+                try check(sqlite_nio_sqlite3_bind_int64(claimAnswer, 3, claim.createdAt))
+                try run(claimAnswer)
+                guard sqlite_nio_sqlite3_changes(connection) == 1 else {
+                    outcomes.append(AnswerAlreadyStored())
+                    continue
+                }
+                if let refusal = try append(claim.record) {
+                    try bind(claim.answerKey, at: 1, in: unclaimAnswer)
+                    try run(unclaimAnswer)
+                    outcomes.append(refusal)
+                } else {
+                    written.append(claim.record)
+                    outcomes.append(nil)
+                }
+            }
+            try addToDailyCounts(written)
+            return outcomes
+        }
+    }
+
+    /// Runs `body` between `BEGIN IMMEDIATE` and `COMMIT` (durable when it returns); rolls back when it throws.
+    private func inTransaction<T>(_ body: () throws -> T) throws -> T {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !closed else { throw OfferStoreError(code: .unavailable, message: "The store is closed.") }
+        if connection == nil { try open() }
+        try run(begin)
+        do {
+            let value = try body()
+            try run(commit)
+            return value
         } catch {
             let rolledBack = sqlite_nio_sqlite3_step(rollback)
             sqlite_nio_sqlite3_reset(rollback)
@@ -157,7 +203,10 @@ final class SQLiteLogWriter: @unchecked Sendable {
     }
 
     private func run(_ statement: OpaquePointer?) throws {
-        defer { sqlite_nio_sqlite3_reset(statement) }
+        defer {
+            sqlite_nio_sqlite3_reset(statement)
+            sqlite_nio_sqlite3_clear_bindings(statement)
+        }
         let result = sqlite_nio_sqlite3_step(statement)
         guard result == SQLITE_DONE else { throw failure(result) }
     }
@@ -209,10 +258,11 @@ final class SQLiteLogWriter: @unchecked Sendable {
     }
 
     private func closeOnQueue() {
-        for statement in [begin, insert, addToDaily, commit, rollback] where statement != nil {
+        for statement in [begin, insert, addToDaily, claimAnswer, unclaimAnswer, commit, rollback] where statement != nil {
             sqlite_nio_sqlite3_finalize(statement)
         }
         (begin, insert, addToDaily, commit, rollback) = (nil, nil, nil, nil, nil)
+        (claimAnswer, unclaimAnswer) = (nil, nil)
         if let connection { sqlite_nio_sqlite3_close_v2(connection) }
         connection = nil
         closed = true
