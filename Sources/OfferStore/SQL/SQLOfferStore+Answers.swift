@@ -14,10 +14,15 @@ extension SQLOfferStore {
     func answerOnce<T: Sendable>(
         _ key: CustomerKey, answerKey: String, _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>
     ) async throws -> T {
+        // The facts and the stored answer in one statement (one round trip).
         let (facts, stored) = try await backend.reading { database in
-            let facts = try await database.select().column("facts").from("customers").where(customer: key)
-                .first(decodingColumn: "facts", as: String.self).map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
-            return (facts, try await Self.storedAnswer(answerKey, on: database))
+            let row = try await database.raw("""
+                SELECT (SELECT facts FROM customers WHERE bundle_identifier = \(bind: key.bundleIdentifier) \
+                AND application_username = \(bind: key.applicationUsername)) AS facts, \
+                (SELECT answer FROM stored_answers WHERE answer_key = \(bind: answerKey)) AS answer
+                """).first()
+            let facts = try row?.decode(column: "facts", as: String?.self).map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
+            return (facts, try row?.decode(column: "answer", as: String?.self).flatMap { $0.isEmpty ? nil : $0 })
         }
         // An answer another request stored: shown to the body once it is on disk, and nothing is written.
         func answered(_ stored: String) async throws -> T {
