@@ -56,10 +56,15 @@ extension OfferService {
             throw error
         }
         var answer: RealtimeResponseBody?
+        // The answer's record for the outcome report, started as soon as the answer is decided (before its claim
+        // and signature are written, and beside them).
+        let recording = Mutex<Task<Void, Never>?>(nil)
         do {
             let deadline = ContinuousClock.now + retentionDeadline
             answer = try await withDeadline(retentionDeadline) {
-                try await self.decideRetention(request, app: app, product: product, entries: entries, deadline: deadline, now: now)
+                try await self.decideRetention(request, app: app, product: product, entries: entries, deadline: deadline, now: now) { answer in
+                    recording.withLock { $0 = self.startRecordingRetentionOutcome(request, bundleIdentifier: app.bundleIdentifier, product: product.productIdentifier, answer: answer, now: now) }
+                }
             }
         } catch let error as OfferServiceError where error.code == .appStoreUnavailable {
             // The App Store could not be asked about a stranger within its budget: as when the deadline passes.
@@ -76,7 +81,12 @@ extension OfferService {
         }
         if let answer {
             PipelineMetrics.countRetentionAnswer(answer.promotionalOffer != nil ? "promotionalOffer" : answer.alternateProduct != nil ? "alternateProduct" : "message")
-            await recordRetentionOutcome(request, bundleIdentifier: app.bundleIdentifier, product: product.productIdentifier, answer: answer, now: now)
+            if let started = recording.withLock({ $0 }) {
+                await Self.waitForRecording(started)
+            } else {
+                // A stored answer (a repeated requestIdentifier): its record was written with it; written again, it is skipped.
+                await recordRetentionOutcome(request, bundleIdentifier: app.bundleIdentifier, product: product.productIdentifier, answer: answer, now: now)
+            }
             return answer
         }
         guard let fallback = entries.first(where: \.isFallback) else {
@@ -154,7 +164,11 @@ extension OfferService {
 
     /// The pipeline's retention flow: the customer, the entries as one rule, an answer signed only for a
     /// promotional offer, idempotent per `requestIdentifier`.
-    private func decideRetention(_ request: DecodedRealtimeRequestBody, app: AppConfiguration, product: OfferPolicy.Product, entries: [OfferPolicy.RetentionEntry], deadline: ContinuousClock.Instant, now: Date) async throws -> RealtimeResponseBody {
+    /// `decided` is told the answer once it is decided and signed, before it is stored and its signature recorded.
+    private func decideRetention(
+        _ request: DecodedRealtimeRequestBody, app: AppConfiguration, product: OfferPolicy.Product, entries: [OfferPolicy.RetentionEntry],
+        deadline: ContinuousClock.Instant, now: Date, decided: @escaping @Sendable (RealtimeResponseBody) -> Void
+    ) async throws -> RealtimeResponseBody {
         let originalTransactionId = request.originalTransactionId ?? ""
         let requestIdentifier = (request.requestIdentifier ?? "").lowercased()
         let binding = "\(originalTransactionId) \(product.productIdentifier)"
@@ -173,7 +187,9 @@ extension OfferService {
                 }
                 let entry = entries[index]
                 guard case .promotionalOffer(let offerIdentifier, let format) = entry.answer else {
-                    return SignedOutput(output: Self.retentionAnswer(entry, signed: nil), record: nil)
+                    let answer = Self.retentionAnswer(entry, signed: nil)
+                    decided(answer)
+                    return SignedOutput(output: answer, record: nil)
                 }
                 switch format {
                 case .v2:
@@ -183,8 +199,10 @@ extension OfferService {
                         bundleIdentifier: app.bundleIdentifier, productIdentifier: product.productIdentifier,
                         offerIdentifier: offerIdentifier, transactionId: originalTransactionId, issuerIdentifier: issuer, key: key,
                         issuedAt: context.now)
+                    let answer = Self.retentionAnswer(entry, signed: .v2(signed.token))
+                    decided(answer)
                     return SignedOutput(
-                        output: Self.retentionAnswer(entry, signed: .v2(signed.token)),
+                        output: answer,
                         record: IssuedSignature(
                             signed, bundleIdentifier: app.bundleIdentifier, customer: customer.applicationUsername,
                             channel: "retention", requestIdentifier: requestIdentifier))
@@ -200,8 +218,10 @@ extension OfferService {
                         encodedSignature: bundle.signature, productIdentifier: bundle.productIdentifier, nonce: bundle.nonce,
                         timestamp: bundle.timestamp, keyIdentifier: bundle.keyIdentifier, offerIdentifier: bundle.offerIdentifier,
                         appAccountToken: token)
+                    let answer = Self.retentionAnswer(entry, signed: .v1(signature))
+                    decided(answer)
                     return SignedOutput(
-                        output: Self.retentionAnswer(entry, signed: .v1(signature)),
+                        output: answer,
                         record: IssuedSignature(bundle, customer: customer.applicationUsername, channel: "retention", requestIdentifier: requestIdentifier))
                 }
             },

@@ -140,7 +140,7 @@ extension SQLOfferStore {
     }
 
     /// The subscription events recorded for an original transaction.
-    static func events(of originalTransactionId: String, environment: String, on database: any SQLDatabase) async throws -> [EventRow] {
+    private static func events(of originalTransactionId: String, environment: String, on database: any SQLDatabase) async throws -> [EventRow] {
         try await database.select().columns("kind", "at", "transaction_id").from("subscription_events")
             .where("original_transaction_id", .equal, originalTransactionId).where("environment", .equal, environment)
             .all(decoding: EventRow.self, keyDecodingStrategy: .convertFromSnakeCase)
@@ -174,7 +174,7 @@ extension SQLOfferStore {
         var renewedAt: Int64?, expiredAt: Int64?, periodOf: String?
     }
 
-    struct EventRow: Decodable, Sendable {
+    private struct EventRow: Decodable, Sendable {
         var kind: String, at: Int64, transactionId: String
     }
 }

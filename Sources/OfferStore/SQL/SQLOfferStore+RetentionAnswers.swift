@@ -17,9 +17,10 @@ extension SQLOfferStore {
     }
 
     /// Writes one batch of retention answers in one transaction: the outcome lock of each subscription in the
-    /// batch (in one order, so two writers never wait on each other), the answers in one multi-row INSERT (an
-    /// app's `requestIdentifier` recorded before is skipped), then `saved_at` for each new answer a renewal or
-    /// auto-renew turned back on, recorded before it, already saves.
+    /// batch (in one order, so two writers never wait on each other), then the answers in one multi-row INSERT (an
+    /// app's `requestIdentifier` recorded before is skipped), each saved at once by the earliest renewal or
+    /// auto-renew turned back on recorded at or after it (``RetentionAnswerInsert``). The INSERT runs after the locks
+    /// are held, so it sees every event whose transaction held them before.
     static func writeRetentionAnswers(_ answers: [RetentionAnswerRecord], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
         do {
             try await backend.transaction { database in
@@ -28,37 +29,7 @@ extension SQLOfferStore {
                 for subscription in subscriptions {
                     try await backend.lockSubscriptionOutcomes(subscription.originalTransactionId, environment: subscription.environment, on: database)
                 }
-                let inserted = Set(try await database.insert(into: "retention_answers")
-                    .columns("bundle_identifier", "request_identifier", "environment", "original_transaction_id", "product_identifier",
-                             "offered", "answered_at")
-                    .rows(answers.map { answer -> [any SQLExpression] in
-                        [SQLBind(answer.bundleIdentifier), SQLBind(answer.requestIdentifier), SQLBind(answer.environment),
-                         SQLBind(answer.originalTransactionId), SQLBind(answer.productIdentifier),
-                         SQLBind(answer.offered ? 1 : 0), SQLBind(answer.answeredAt)]
-                    })
-                    .ignoringConflicts(with: ["bundle_identifier", "request_identifier"])
-                    .returning("bundle_identifier", "request_identifier")
-                    .all(decoding: AnswerIdentity.self, keyDecodingStrategy: .convertFromSnakeCase))
-                guard !inserted.isEmpty else { return }
-                // The first of a requestIdentifier repeated within the batch is the one its INSERT kept.
-                var fresh: [AnswerIdentity: RetentionAnswerRecord] = [:]
-                for answer in answers where inserted.contains(AnswerIdentity(answer)) && fresh[AnswerIdentity(answer)] == nil {
-                    fresh[AnswerIdentity(answer)] = answer
-                }
-                let saving: Set<String> = [SubscriptionEvent.Kind.renewed.rawValue, SubscriptionEvent.Kind.autoRenewEnabled.rawValue]
-                for subscription in subscriptions {
-                    let answered = fresh.values.filter { $0.originalTransactionId == subscription.originalTransactionId && $0.environment == subscription.environment }
-                    guard !answered.isEmpty else { continue }
-                    let savedAt = try await Self.events(of: subscription.originalTransactionId, environment: subscription.environment, on: database)
-                        .filter { saving.contains($0.kind) }.map(\.at)
-                    guard !savedAt.isEmpty else { continue }
-                    for answer in answered {
-                        guard let saved = savedAt.filter({ $0 >= answer.answeredAt }).min() else { continue }
-                        try await database.update("retention_answers").set("saved_at", to: SQLBind(saved))
-                            .where("bundle_identifier", .equal, answer.bundleIdentifier).where("request_identifier", .equal, answer.requestIdentifier)
-                            .run()
-                    }
-                }
+                try await database.raw("\(RetentionAnswerInsert(answers: answers))").run()
             }
             return answers.map { _ in nil }
         } catch {
@@ -71,9 +42,35 @@ extension SQLOfferStore {
         var originalTransactionId: String, environment: String
     }
 
-    /// What identifies a retention answer: its app and the App Store's `requestIdentifier`.
-    private struct AnswerIdentity: Hashable, Decodable {
-        var bundleIdentifier: String, requestIdentifier: String
-        init(_ answer: RetentionAnswerRecord) { (bundleIdentifier, requestIdentifier) = (answer.bundleIdentifier, answer.requestIdentifier) }
+}
+
+/// `INSERT INTO retention_answers` for a batch, one row per answer, each with its `saved_at`: the earliest renewal
+/// or auto-renew turned back on of its subscription at or after the answer (`NULL`: none yet; a later event sets it,
+/// ``SQLOfferStore/recordSubscriptionEvent(_:)``). An app's `requestIdentifier` recorded before — or earlier in the
+/// batch — is skipped.
+struct RetentionAnswerInsert: SQLExpression {
+    var answers: [RetentionAnswerRecord]
+
+    func serialize(to serializer: inout SQLSerializer) {
+        serializer.write("INSERT INTO retention_answers (bundle_identifier, request_identifier, environment, original_transaction_id, "
+            + "product_identifier, offered, answered_at, saved_at) VALUES ")
+        for (index, answer) in answers.enumerated() {
+            serializer.write(index == 0 ? "(" : ", (")
+            for value in [answer.bundleIdentifier, answer.requestIdentifier, answer.environment, answer.originalTransactionId, answer.productIdentifier] {
+                serializer.write(bind: value)
+                serializer.write(", ")
+            }
+            serializer.write(bind: answer.offered ? 1 : 0)
+            serializer.write(", ")
+            serializer.write(bind: answer.answeredAt)
+            serializer.write(", (SELECT MIN(at) FROM subscription_events WHERE original_transaction_id = ")
+            serializer.write(bind: answer.originalTransactionId)
+            serializer.write(" AND environment = ")
+            serializer.write(bind: answer.environment)
+            serializer.write(" AND kind IN ('\(SubscriptionEvent.Kind.renewed.rawValue)', '\(SubscriptionEvent.Kind.autoRenewEnabled.rawValue)') AND at >= ")
+            serializer.write(bind: answer.answeredAt)
+            serializer.write("))")
+        }
+        serializer.write(" ON CONFLICT (bundle_identifier, request_identifier) DO NOTHING")
     }
 }

@@ -3,6 +3,7 @@ import OfferModel
 import SQLKit
 import SQLiteKit
 import SQLiteNIO
+import Synchronization
 
 /// The embedded database: one SQLite file, nothing to install (the default).
 ///
@@ -12,14 +13,15 @@ import SQLiteNIO
 /// acknowledged. Writes go one transaction
 /// at a time (an ``AsyncGate``), each opened with `BEGIN IMMEDIATE`: the group commit's batches of a file on the
 /// ``SQLiteLogWriter``'s own connection (statements prepared once), everything else on sqlite-nio's writer
-/// connection; reads of a file use a third connection, which WAL lets read while a write is in progress.
+/// connection; reads of a file use connections of their own (``SQLiteReaders``), which WAL lets read side by side
+/// and while a write is in progress.
 final class SQLiteBackend: SQLStoreBackend {
     private let writer: SQLiteConnection
-    private let reader: SQLiteConnection
+    /// A file's read connections (`nil` in memory: reads share the writer's connection and its gate).
+    private let readers: SQLiteReaders?
     private let writeGate = AsyncGate()
     /// The group commit's writer of a file (`nil` in memory: a second connection would open another database).
     private let logWriter: SQLiteLogWriter?
-    private let readGate: AsyncGate
     /// The flush of a file's WAL after a write (`nil` in memory: nothing is durable).
     private let walFlush: SQLiteWALFlush?
 
@@ -51,15 +53,18 @@ final class SQLiteBackend: SQLStoreBackend {
                 // were one multi-row INSERT. In memory it is a copy. It only ever undoes a statement: durability
                 // is the WAL's. (The log writer's connection sets the same.)
                 _ = try await writer.query("PRAGMA temp_store=MEMORY")
-                reader = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
-                _ = try await reader.query("PRAGMA busy_timeout=5000")
-                readGate = AsyncGate()
+                var connections: [SQLiteConnection] = []
+                for _ in 0..<SQLiteReaders.count {
+                    let reader = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+                    _ = try await reader.query("PRAGMA busy_timeout=5000")
+                    connections.append(reader)
+                }
+                readers = SQLiteReaders(connections)
                 logWriter = SQLiteLogWriter(path: path)
                 walFlush = SQLiteWALFlush(path: path)
             } else {
                 writer = try await SQLiteConnection.open(storage: .memory, logger: logger)
-                reader = writer
-                readGate = writeGate
+                readers = nil
                 logWriter = nil
                 walFlush = nil
             }
@@ -71,7 +76,7 @@ final class SQLiteBackend: SQLStoreBackend {
     deinit {
         // A store dropped without close() (a test that never ran the service) still closes its connections:
         // the future-based close keeps each connection alive until it is done.
-        if !reader.isClosed, reader !== writer { _ = reader.close() }
+        for reader in readers?.connections ?? [] where !reader.isClosed { _ = reader.close() }
         if !writer.isClosed { _ = writer.close() }
     }
 
@@ -87,8 +92,11 @@ final class SQLiteBackend: SQLStoreBackend {
     }
 
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        let reader = self.reader
-        return try await readGate.withGate { try await body(reader.sql(queryLogLevel: nil)) }
+        guard let readers else {
+            let writer = self.writer
+            return try await writeGate.withGate { try await body(writer.sql(queryLogLevel: nil)) }
+        }
+        return try await readers.withReader { reader in try await body(reader.sql(queryLogLevel: nil)) }
     }
 
     /// Runs `body` inside the write gate, then — for a file — waits, with the gate released, until what it committed
@@ -118,10 +126,61 @@ final class SQLiteBackend: SQLStoreBackend {
     func lockSubscriptionOutcomes(_ originalTransactionId: String, environment: String, on database: any SQLDatabase) async throws {}
 
     func close() async throws {
-        try await writeGate.withGate { [writer, reader, logWriter] in
+        try await writeGate.withGate { [writer, readers, logWriter] in
             await logWriter?.close()
-            if reader !== writer { try await reader.close() }
+            for reader in readers?.connections ?? [] { try await reader.close() }
             try await writer.close()
         }
+    }
+}
+
+/// A SQLite file's read connections, each lent to one reader at a time, first come first served. With one
+/// connection every read of the service queued behind the one before it — each a trip to sqlite-nio's thread pool
+/// and back — however little it read; WAL lets several connections read at once, and beside the writer.
+final class SQLiteReaders: Sendable {
+    /// How many read connections a file gets.
+    static let count = 4
+
+    let connections: [SQLiteConnection]
+    private struct State {
+        var free: [Int]
+        var waiters: [CheckedContinuation<Int, Never>] = []
+    }
+    private let state: Mutex<State>
+
+    init(_ connections: [SQLiteConnection]) {
+        self.connections = connections
+        state = Mutex(State(free: Array(connections.indices)))
+    }
+
+    /// Runs `body` with a connection no other reader uses until it returns.
+    func withReader<T: Sendable>(_ body: @Sendable (SQLiteConnection) async throws -> T) async throws -> T {
+        let index = await lease()
+        defer { giveBack(index) }
+        return try await body(connections[index])
+    }
+
+    private func lease() async -> Int {
+        if let index = state.withLock({ $0.free.popLast() }) { return index }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+            let index = state.withLock { state -> Int? in
+                if let index = state.free.popLast() { return index }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let index { continuation.resume(returning: index) }
+        }
+    }
+
+    /// Hands the connection to the first waiter, or frees it.
+    private func giveBack(_ index: Int) {
+        let waiter = state.withLock { state -> CheckedContinuation<Int, Never>? in
+            if state.waiters.isEmpty {
+                state.free.append(index)
+                return nil
+            }
+            return state.waiters.removeFirst()
+        }
+        waiter?.resume(returning: index)
     }
 }
