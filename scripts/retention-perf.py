@@ -7,7 +7,7 @@ Apple's `Get Performance Test Results` does (docs/retention.md). Apple requires 
 The service gets a policy with retention entries, trusts a test App Store chain made here, and knows 200
 customers from signed notifications (half with auto-renew off). MODE `apple` (the default) plays Apple's test:
 every request is for one original transaction (a customer with auto-renew off, so every answer is a signed
-promotional offer, each decided under that customer's lock); MODE `mix` spreads the requests over the 200
+promotional offer, stored under its requestIdentifier); MODE `mix` spreads the requests over the 200
 customers and a tenth of strangers. A fallback answered because the deadline passed is not a success (read
 from /metrics), nor is a 429: the service runs with its default rate limits.
 """
@@ -144,25 +144,11 @@ try:
         fields = open(f"/proc/{server.pid}/stat").read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def postgres_cpu_seconds():  # every local PostgreSQL process's CPU time (a database on this machine only)
-        total = 0
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                stat = open(f"/proc/{pid}/stat").read()
-            except OSError:
-                continue
-            if "(postgres)" in stat:
-                fields = stat.rsplit(")", 1)[1].split()
-                total += int(fields[11]) + int(fields[12])
-        return total / os.sysconf("SC_CLK_TCK")
-
     server_cpu_before, client_cpu_before = server_cpu_seconds(), time.process_time()
-    postgres_cpu_before = postgres_cpu_seconds() if database_url else 0
     started = time.perf_counter()
     asyncio.run(run_all())
     duration = time.perf_counter() - started
     server_cpu, client_cpu = server_cpu_seconds() - server_cpu_before, time.process_time() - client_cpu_before
-    postgres_cpu = postgres_cpu_seconds() - postgres_cpu_before if database_url else 0
     metrics = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     metrics.request("GET", "/metrics")
     late = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.getresponse().read().decode().splitlines()
@@ -182,8 +168,7 @@ succeeded = sum(count for outcome, count in outcomes.items() if outcome in ("mes
 within = sum(1 for latency in latencies if latency <= 700)
 print(f"{requests_total} requests ({mode}), concurrency {concurrency}, {duration:.1f} s ({requests_total / duration:.0f}/s), store {'PostgreSQL' if database_url else 'SQLite'}")
 print(f"CPU per request: server {server_cpu / requests_total * 1e6:.0f} µs, this client {client_cpu / requests_total * 1e6:.0f} µs "
-      f"(server busy {100 * server_cpu / duration:.0f} % of one core, client {100 * client_cpu / duration:.0f} %)"
-      + (f"; PostgreSQL's processes on this machine {postgres_cpu / requests_total * 1e6:.0f} µs" if database_url else ""))
+      f"(server busy {100 * server_cpu / duration:.0f} % of one core, client {100 * client_cpu / duration:.0f} %)")
 print(f"p50 {percentile(50):.1f} ms  p90 {percentile(90):.1f} ms  p95 {percentile(95):.1f} ms  p99 {percentile(99):.1f} ms  max {latencies[-1]:.1f} ms")
 print(f"success rate {100 * succeeded / requests_total:.2f} % (200 with exactly one answer, not a fallback after the deadline: {int(late)}), within 700 ms {100 * within / requests_total:.2f} %")
 print("answers: " + ", ".join(f"{outcome} {count}" for outcome, count in sorted(outcomes.items())))

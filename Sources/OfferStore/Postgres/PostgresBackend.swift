@@ -30,6 +30,7 @@ final class PostgresBackend: SQLStoreBackend {
     init(configuration: PostgresClient.Configuration, logger: Logger) {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
+        self.preparedAnswerStatements = PostgresAnswers.statements(client)
         self.running = Task { await client.run() }
     }
 
@@ -70,6 +71,8 @@ final class PostgresBackend: SQLStoreBackend {
 
     /// PostgreSQL's batch is the store's one multi-row INSERT, its own transaction.
     let issuedSignatureWriter: IssuedSignatureWriter? = nil
+
+    let preparedAnswerStatements: PreparedAnswerStatements?
 
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await client.withConnection { connection in try await body(connection.sql(queryLogLevel: nil)) }

@@ -15,15 +15,21 @@ extension SQLOfferStore {
         _ key: CustomerKey, answerKey: String, _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>
     ) async throws -> T {
         // The facts and the stored answer in one statement (one round trip).
-        let (facts, stored) = try await backend.reading { database in
-            let row = try await database.raw("""
-                SELECT (SELECT facts FROM customers WHERE bundle_identifier = \(bind: key.bundleIdentifier) \
-                AND application_username = \(bind: key.applicationUsername)) AS facts, \
-                (SELECT answer FROM stored_answers WHERE answer_key = \(bind: answerKey)) AS answer
-                """).first()
-            let facts = try row?.decode(column: "facts", as: String?.self).map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
-            return (facts, try row?.decode(column: "answer", as: String?.self).flatMap { $0.isEmpty ? nil : $0 })
+        let (factsText, storedText): (String?, String?)
+        if let prepared = backend.preparedAnswerStatements {
+            (factsText, storedText) = try await backend.mappingErrors { try await prepared.factsAndAnswer(key, answerKey) }
+        } else {
+            (factsText, storedText) = try await backend.reading { database in
+                let row = try await database.raw("""
+                    SELECT (SELECT facts FROM customers WHERE bundle_identifier = \(bind: key.bundleIdentifier) \
+                    AND application_username = \(bind: key.applicationUsername)) AS facts, \
+                    (SELECT answer FROM stored_answers WHERE answer_key = \(bind: answerKey)) AS answer
+                    """).first()
+                return (try row?.decode(column: "facts", as: String?.self), try row?.decode(column: "answer", as: String?.self))
+            }
         }
+        let facts = try factsText.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
+        let stored = storedText.flatMap { $0.isEmpty ? nil : $0 }
         // An answer another request stored: shown to the body once it is on disk, and nothing is written.
         func answered(_ stored: String) async throws -> T {
             try await waitUntilDurable()
@@ -31,22 +37,8 @@ extension SQLOfferStore {
         }
         if let stored { return try await answered(stored) }
         let commit = try await body(CustomerSnapshot(facts: facts, issuedSignatures: []))
-        if claimRecorder != nil || backend.writesInCommonTableExpressions, commit.facts == nil, let answer = commit.answer, let record = commit.record {
-            let claimed: Bool
-            if let claimRecorder {
-                // A SQLite file: the claim joins the log writer's next batch (one transaction, prepared statements).
-                let claim = AnswerClaim(answerKey: answerKey, answer: answer, createdAt: Date().unixMilliseconds, record: record)
-                do {
-                    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                        claimRecorder.submit(claim) { continuation.resume(with: $0) }
-                    }
-                    claimed = true
-                } catch is AnswerAlreadyStored {
-                    claimed = false
-                }
-            } else {
-                claimed = try await claimAndRecord(answerKey: answerKey, answer: answer, record: record)
-            }
+        if commit.facts == nil, let answer = commit.answer, let record = commit.record,
+           let claimed = try await claimAlone(AnswerClaim(answerKey: answerKey, answer: answer, createdAt: Date().unixMilliseconds, record: record)) {
             if claimed { return commit.value }
             let stored = try await backend.reading { database in try await Self.storedAnswer(answerKey, on: database) }
             return try await answered(stored ?? "")
@@ -71,26 +63,29 @@ extension SQLOfferStore {
         return try await answered(answeredMeanwhile)
     }
 
-    /// PostgreSQL: the claim with its answer, the signature's record and its count in `issued_daily` in one statement, its own transaction (one
-    /// round trip): `false` when the key was answered meanwhile, and nothing was written.
-    private func claimAndRecord(answerKey: String, answer: String, record: IssuedSignature) async throws -> Bool {
-        try await backend.mappingErrors {
-            try await backend.write { database in
-                do {
-                    return try await !database.raw("""
-                        WITH claimed AS (INSERT INTO stored_answers (answer_key, answer, created_at) \
-                        VALUES (\(bind: answerKey), \(bind: answer), \(bind: Date().unixMilliseconds)) \
-                        ON CONFLICT (answer_key) DO NOTHING RETURNING answer_key), \
-                        inserted AS (INSERT INTO issued_signatures (\(unsafeRaw: IssuedSignatureInsert.columns)) \
-                        SELECT \(bind: record.nonce), \(bind: record.keyIdentifier), \(bind: record.bundleIdentifier), \
-                        \(bind: record.productIdentifier), \(bind: record.offerIdentifier), \(bind: record.applicationUsername), \
-                        \(bind: record.timestamp), \(bind: record.format), \(bind: record.channel), \(bind: record.requestIdentifier) \
-                        WHERE EXISTS (SELECT 1 FROM claimed)\(unsafeRaw: IssuedSignatureInsert.countingDailyTail)
-                        """).all().isEmpty
-                } catch where backend.isUniqueViolation(error) {
-                    // The claim skips a key taken; only the record's (timestamp, nonce) can refuse the statement.
-                    throw OfferStoreError.duplicateNonce(record.nonce)
+    /// Stores a claim's answer and records its signature, both or neither, without a transaction of the caller's:
+    /// a SQLite file's in the log writer's next batch (one transaction, prepared statements, with other requests'
+    /// claims); PostgreSQL's in one prepared statement, its own transaction (``PostgresAnswers/ClaimAndRecord``).
+    /// `false` when the key was answered meanwhile (nothing written); `nil` where the backend has neither (SQLite in
+    /// memory: the caller's transaction does it).
+    private func claimAlone(_ claim: AnswerClaim) async throws -> Bool? {
+        if let claimRecorder {
+            do {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    claimRecorder.submit(claim) { continuation.resume(with: $0) }
                 }
+                return true
+            } catch is AnswerAlreadyStored {
+                return false
+            }
+        }
+        guard let prepared = backend.preparedAnswerStatements else { return nil }
+        return try await backend.mappingErrors {
+            do {
+                return try await prepared.claimAndRecord(claim.answerKey, claim.answer, claim.createdAt, claim.record)
+            } catch where backend.isUniqueViolation(error) {
+                // The claim skips a key taken; only the record's (timestamp, nonce) can refuse the statement.
+                throw OfferStoreError.duplicateNonce(claim.record.nonce)
             }
         }
     }

@@ -86,7 +86,10 @@ final class SQLOfferStore: OfferStore {
     }
 
     func customers(withOriginalTransactionId originalTransactionId: String) async throws -> [CustomerKey] {
-        try await backend.reading { database in
+        if let prepared = backend.preparedAnswerStatements {
+            return try await backend.mappingErrors { try await prepared.customers(originalTransactionId) }
+        }
+        return try await backend.reading { database in
             try await database.select().columns("bundle_identifier", "application_username").from("customer_transactions")
                 .where("original_transaction_id", .equal, originalTransactionId)
                 .orderBy("bundle_identifier").orderBy("application_username")

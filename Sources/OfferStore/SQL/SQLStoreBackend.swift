@@ -42,6 +42,10 @@ protocol SQLStoreBackend: Sendable {
     /// `nil`: the store writes each batch with ``IssuedSignatureInsert`` from a task.
     var issuedSignatureWriter: IssuedSignatureWriter? { get }
 
+    /// The retention path's statements prepared once per connection (PostgreSQL: ``PostgresAnswers``); `nil`: the
+    /// store's own through SQLKit.
+    var preparedAnswerStatements: PreparedAnswerStatements? { get }
+
     /// Keeps migrators of several processes apart, inside a migration's transaction.
     func lockMigrations(on database: any SQLDatabase) async throws
 
@@ -130,6 +134,16 @@ struct IssuedSignatureWriter: Sendable {
     /// Writes a batch of ``AnswerClaim``s the same way: one outcome per claim (`nil`, ``AnswerAlreadyStored`` or
     /// `duplicateNonce`).
     var claim: @Sendable ([AnswerClaim]) throws -> [(any Error)?]
+}
+
+/// The statements of the retention path a backend runs prepared, each what ``SQLOfferStore`` would run through
+/// SQLKit: the customers holding an original transaction; a customer's facts and the answer stored under a key;
+/// the claim of a key with its answer and the signature's record (`false`: the key was answered before, nothing
+/// written; a nonce recorded before is a unique violation).
+struct PreparedAnswerStatements: Sendable {
+    var customers: @Sendable (_ originalTransactionId: String) async throws -> [CustomerKey]
+    var factsAndAnswer: @Sendable (_ key: CustomerKey, _ answerKey: String) async throws -> (facts: String?, answer: String?)
+    var claimAndRecord: @Sendable (_ answerKey: String, _ answer: String, _ createdAt: Int64, _ record: IssuedSignature) async throws -> Bool
 }
 
 /// An idempotent flow's first answer to store under its key, with the signature it records (a retention answer

@@ -120,6 +120,8 @@ final class SQLiteBackend: SQLStoreBackend {
         }
     }
 
+    let preparedAnswerStatements: PreparedAnswerStatements? = nil
+
     /// `BEGIN IMMEDIATE` already holds the file's write lock, which keeps other processes' migrators out.
     func lockMigrations(on database: any SQLDatabase) async throws {}
 

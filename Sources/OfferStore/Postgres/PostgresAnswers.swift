@@ -1,0 +1,103 @@
+import OfferModel
+import PostgresNIO
+
+/// The statements a real-time retention request runs on PostgreSQL, as prepared statements: their text never
+/// changes, so postgres-nio prepares each once per connection and the server parses and plans it once, instead of
+/// each request's statement being parsed, described and planned afresh (Apple's performance test sends 32 at a
+/// time, all of them for one subscription). What they do is ``SQLOfferStore``'s, statement for statement:
+/// ``SQLOfferStore/customers(withOriginalTransactionId:)``, the read and the claim of
+/// ``SQLOfferStore/answerOnce(_:answerKey:_:)``.
+enum PostgresAnswers {
+    /// The backend's ``PreparedAnswerStatements`` over `client`.
+    static func statements(_ client: PostgresClient) -> PreparedAnswerStatements {
+        PreparedAnswerStatements(
+            customers: { originalTransactionId in
+                var customers: [CustomerKey] = []
+                for try await (bundle, username) in try await client.execute(Customers(originalTransactionId: originalTransactionId)) {
+                    customers.append(CustomerKey(bundleIdentifier: bundle, applicationUsername: username))
+                }
+                return customers
+            },
+            factsAndAnswer: { key, answerKey in
+                for try await row in try await client.execute(FactsAndAnswer(key: key, answerKey: answerKey)) { return row }
+                return (nil, nil)
+            },
+            claimAndRecord: { answerKey, answer, createdAt, record in
+                for try await _ in try await client.execute(ClaimAndRecord(answerKey: answerKey, answer: answer, createdAt: createdAt, record: record)) {
+                    return true
+                }
+                return false
+            })
+    }
+
+    /// The customers who hold an original transaction, in the order of their keys.
+    struct Customers: PostgresPreparedStatement {
+        static let name = "offer_signer_customers_of_transaction"
+        static let sql = """
+            SELECT bundle_identifier, application_username FROM customer_transactions WHERE original_transaction_id = $1 \
+            ORDER BY bundle_identifier, application_username
+            """
+        static var bindingDataTypes: [PostgresDataType] { [.text] }
+        var originalTransactionId: String
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(originalTransactionId)
+            return bindings
+        }
+        func decodeRow(_ row: PostgresRow) throws -> (String, String) { try row.decode((String, String).self) }
+    }
+
+    /// A customer's facts and the answer stored under a key, in one row (each `NULL` when there is none).
+    struct FactsAndAnswer: PostgresPreparedStatement {
+        static let name = "offer_signer_facts_and_answer"
+        static let sql = """
+            SELECT (SELECT facts FROM customers WHERE bundle_identifier = $1 AND application_username = $2), \
+            (SELECT answer FROM stored_answers WHERE answer_key = $3)
+            """
+        static var bindingDataTypes: [PostgresDataType] { [.text, .text, .text] }
+        var key: CustomerKey
+        var answerKey: String
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 3)
+            bindings.append(key.bundleIdentifier)
+            bindings.append(key.applicationUsername)
+            bindings.append(answerKey)
+            return bindings
+        }
+        func decodeRow(_ row: PostgresRow) throws -> (String?, String?) { try row.decode((String?, String?).self) }
+    }
+
+    /// The claim of a key with its answer, the signature's record and its count in `issued_daily`, in one statement
+    /// (its own transaction): a row when the claim took, none when the key was answered before (nothing written).
+    struct ClaimAndRecord: PostgresPreparedStatement {
+        static let name = "offer_signer_claim_and_record"
+        static let sql = """
+            WITH claimed AS (INSERT INTO stored_answers (answer_key, answer, created_at) VALUES ($1, $2, $3) \
+            ON CONFLICT (answer_key) DO NOTHING RETURNING answer_key), \
+            inserted AS (INSERT INTO issued_signatures (\(IssuedSignatureInsert.columns)) \
+            SELECT $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 WHERE EXISTS (SELECT 1 FROM claimed)
+            """ + IssuedSignatureInsert.countingDailyTail
+        static var bindingDataTypes: [PostgresDataType] {
+            [.text, .text, .int8, .text, .text, .text, .text, .text, .text, .int8, .text, .text, .text]
+        }
+        var answerKey: String
+        var answer: String
+        var createdAt: Int64
+        var record: IssuedSignature
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 13)
+            bindings.append(answerKey)
+            bindings.append(answer)
+            bindings.append(createdAt)
+            for value in [record.nonce, record.keyIdentifier, record.bundleIdentifier, record.productIdentifier, record.offerIdentifier, record.applicationUsername] {
+                bindings.append(value)
+            }
+            bindings.append(record.timestamp)
+            bindings.append(record.format)
+            bindings.append(record.channel)
+            bindings.append(record.requestIdentifier)
+            return bindings
+        }
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+}
