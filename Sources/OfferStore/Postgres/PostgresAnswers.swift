@@ -100,4 +100,57 @@ enum PostgresAnswers {
         }
         func decodeRow(_ row: PostgresRow) throws {}
     }
+
+    /// Records a batch of retention answers (``SQLOfferStore/writeRetentionAnswers(_:backend:logger:)``) in one
+    /// round trip: a call of ``recordRetentionAnswersFunction``, its own transaction, durable when it returns.
+    static func recordRetentionAnswers(_ answers: [RetentionAnswerRecord], client: PostgresClient) async throws {
+        for try await _ in try await client.execute(RecordRetentionAnswers(answers: answers)) {}
+    }
+
+    /// The function schema version 12 creates: the outcome lock of each subscription in the batch, in one order
+    /// (the lock ``PostgresBackend/lockSubscriptionOutcomes(_:environment:on:)`` takes), then the answers inserted —
+    /// an app's `requestIdentifier` recorded before skipped — each with its `saved_at`, the earliest renewal or
+    /// auto-renew turned back on at or after it. The INSERT is a statement of a volatile function, so it reads the
+    /// database as it is once the locks are held: it sees every event whose transaction held them before
+    /// (``RetentionAnswerInsert`` is the same INSERT for the other stores).
+    static let recordRetentionAnswersFunction = """
+        CREATE OR REPLACE FUNCTION offer_signer_record_retention_answers(
+            bundles TEXT[], requests TEXT[], environments TEXT[], originals TEXT[], products TEXT[], offered INTEGER[], answered BIGINT[])
+        RETURNS VOID LANGUAGE plpgsql VOLATILE AS $$
+        DECLARE subscription TEXT;
+        BEGIN
+            FOR subscription IN SELECT DISTINCT e || ':' || o FROM unnest(environments, originals) AS s(e, o) ORDER BY 1 LOOP
+                PERFORM pg_advisory_xact_lock(72453652, hashtext(subscription));
+            END LOOP;
+            INSERT INTO retention_answers (bundle_identifier, request_identifier, environment, original_transaction_id,
+                product_identifier, offered, answered_at, saved_at)
+            SELECT a.b, a.r, a.e, a.o, a.p, a.f, a.t,
+                (SELECT MIN(v.at) FROM subscription_events v WHERE v.original_transaction_id = a.o AND v.environment = a.e
+                 AND v.kind IN ('\(SubscriptionEvent.Kind.renewed.rawValue)', '\(SubscriptionEvent.Kind.autoRenewEnabled.rawValue)') AND v.at >= a.t)
+            FROM unnest(bundles, requests, environments, originals, products, offered, answered) AS a(b, r, e, o, p, f, t)
+            ON CONFLICT (bundle_identifier, request_identifier) DO NOTHING;
+        END $$
+        """
+
+    /// A call of ``recordRetentionAnswersFunction`` with the batch as seven arrays.
+    struct RecordRetentionAnswers: PostgresPreparedStatement {
+        static let name = "offer_signer_record_retention_answers"
+        static let sql = "SELECT offer_signer_record_retention_answers($1, $2, $3, $4, $5, $6, $7)"
+        static var bindingDataTypes: [PostgresDataType] {
+            [.textArray, .textArray, .textArray, .textArray, .textArray, .int4Array, .int8Array]
+        }
+        var answers: [RetentionAnswerRecord]
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 7)
+            bindings.append(answers.map(\.bundleIdentifier))
+            bindings.append(answers.map(\.requestIdentifier))
+            bindings.append(answers.map(\.environment))
+            bindings.append(answers.map(\.originalTransactionId))
+            bindings.append(answers.map(\.productIdentifier))
+            bindings.append(answers.map { Int32($0.offered ? 1 : 0) })
+            bindings.append(answers.map(\.answeredAt))
+            return bindings
+        }
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
 }

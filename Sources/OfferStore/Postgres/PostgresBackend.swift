@@ -31,6 +31,7 @@ final class PostgresBackend: SQLStoreBackend {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.preparedAnswerStatements = PostgresAnswers.statements(client)
+        self.retentionAnswersWriter = { answers in try await PostgresAnswers.recordRetentionAnswers(answers, client: client) }
         self.running = Task { await client.run() }
     }
 
@@ -73,6 +74,11 @@ final class PostgresBackend: SQLStoreBackend {
     let issuedSignatureWriter: IssuedSignatureWriter? = nil
 
     let preparedAnswerStatements: PreparedAnswerStatements?
+    let retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)?
+
+    func migrationStatements(version: Int) -> [SQLQueryString] {
+        version == 12 ? [SQLQueryString(PostgresAnswers.recordRetentionAnswersFunction)] : []
+    }
 
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await client.withConnection { connection in try await body(connection.sql(queryLogLevel: nil)) }

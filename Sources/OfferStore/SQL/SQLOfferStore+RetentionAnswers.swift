@@ -23,6 +23,10 @@ extension SQLOfferStore {
     /// are held, so it sees every event whose transaction held them before.
     static func writeRetentionAnswers(_ answers: [RetentionAnswerRecord], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
         do {
+            if let writer = backend.retentionAnswersWriter {
+                try await backend.mappingErrors { try await writer(answers) }
+                return answers.map { _ in nil }
+            }
             try await backend.transaction { database in
                 let subscriptions = Set(answers.map { Subscription(originalTransactionId: $0.originalTransactionId, environment: $0.environment) })
                     .sorted { ($0.environment, $0.originalTransactionId) < ($1.environment, $1.originalTransactionId) }

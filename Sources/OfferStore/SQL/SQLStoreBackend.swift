@@ -46,6 +46,14 @@ protocol SQLStoreBackend: Sendable {
     /// store's own through SQLKit.
     var preparedAnswerStatements: PreparedAnswerStatements? { get }
 
+    /// Statements of a migration that only this database runs, after the shared ones (``StoreSchema``).
+    func migrationStatements(version: Int) -> [SQLQueryString]
+
+    /// Records a batch of retention answers in one statement, its own transaction, when the database can
+    /// (PostgreSQL: ``PostgresAnswers/recordRetentionAnswers``); `nil`: ``SQLOfferStore`` writes the batch in a
+    /// transaction of its own statements.
+    var retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? { get }
+
     /// Keeps migrators of several processes apart, inside a migration's transaction.
     func lockMigrations(on database: any SQLDatabase) async throws
 

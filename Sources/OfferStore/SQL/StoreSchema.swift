@@ -158,6 +158,9 @@ enum StoreSchema {
         // counts"): issued signatures per day and offer, filled from the log here and kept by every write of it;
         // the customer days, rolled from the log right after these statements (``rollUpEveryDay(on:)``).
         (11, IssuedRollup.migration(bigint: bigint)),
+        // Retention answers recorded in one round trip on PostgreSQL (``PostgresAnswers/recordRetentionAnswers``):
+        // the backend's own statements (``SQLStoreBackend/migrationStatements(version:)``), none on SQLite.
+        (12, []),
     ]
 
     static let migrationsTable: SQLQueryString =
@@ -175,7 +178,9 @@ enum StoreSchema {
                     let applied = try await database.select().column("version").from("schema_migrations")
                         .where("version", .equal, migration.version).first()
                     guard applied == nil else { return }
-                    for statement in migration.statements { try await database.run(statement) }
+                    for statement in migration.statements + backend.migrationStatements(version: migration.version) {
+                        try await database.run(statement)
+                    }
                     if migration.version == 11 { try await SQLOfferStore.rollUpEveryDay(on: database) }
                     try await database.insert(into: "schema_migrations").columns("version", "applied_at")
                         .values(SQLBind(migration.version), SQLBind(Date().unixMilliseconds)).run()
