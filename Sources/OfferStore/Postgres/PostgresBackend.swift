@@ -68,8 +68,13 @@ final class PostgresBackend: SQLStoreBackend {
         (error as? PSQLError)?.serverInfo?[.sqlState] == "23505"
     }
 
-    /// PostgreSQL's batch is the store's one multi-row INSERT, its own transaction.
+    /// PostgreSQL's batch is one statement from a task (``issuedSignatureBatchInsert``), its own transaction.
     let issuedSignatureWriter: IssuedSignatureWriter? = nil
+
+    /// ``PostgresIssuedBatch``: one prepared statement, the batch bound as arrays.
+    var issuedSignatureBatchInsert: (@Sendable ([IssuedSignature]) async throws -> Set<SQLOfferStore.RecordIdentity>)? {
+        { [client] records in try await PostgresIssuedBatch.insert(records, client: client) }
+    }
 
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await client.withConnection { connection in try await body(connection.sql(queryLogLevel: nil)) }
