@@ -23,7 +23,8 @@ final class PostgresBackend: SQLStoreBackend {
     /// `synchronous_commit` says.)
     let commitBeforeFlush: (begin: String, flush: String)? = (
         "SET LOCAL synchronous_commit TO off", "SELECT pg_logical_emit_message(true, 'offer-signer-flush', '')")
-    /// 8,000 parameters, well below PostgreSQL's 65,535.
+    /// A batch is sixteen array parameters whatever its size (``PostgresIssuedBatch``); the bound keeps one
+    /// statement's size, and what one failed statement fails, in check.
     let recordsPerBatch = 1000
 
     /// Connects (lazily: the first query opens the first connection).
