@@ -6,6 +6,9 @@
 #
 # With several rounds the stores are loaded in turn, round after round (a slow patch of a shared machine touches
 # each), and the last line gives PostgreSQL's req/s over the SQLite file's, per round and over all rounds.
+# Each line also gives the CPU a request costs (utime + stime from /proc, over the measured load): the server's,
+# and for PostgreSQL on this machine its server processes serving the benchmark's database too ("+ N pg") — a
+# figure that other load on a shared machine moves far less than req/s.
 #
 # PostgreSQL is measured when OFFER_SIGNER_BENCH_DATABASE_URL names a database the run may fill (each run adds
 # its ~100,000 signatures to issued_signatures): a throw-away one, such as the server scripts/start-postgres.sh
@@ -40,6 +43,10 @@ print('%.0f ms' % sorted(times)[2])
 PY
 }
 
+tick=$(getconf CLK_TCK)
+# utime + stime of processes, in clock ticks (0 for none); read after the ")" that ends the name.
+ticks() { local t=0 p; for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}'))); done; echo "$t"; }
+
 run() {  # name, database URL
   local ready; ready=$(startup "$2")
   OFFER_SIGNER_DATABASE_URL="$2" "$bin" serve >"$work/$1.log" 2>&1 &
@@ -47,14 +54,24 @@ run() {  # name, database URL
   wait_up
   kill -0 "$pid" 2>/dev/null || { echo "$1: the server exited:" >&2; tail -5 "$work/$1.log" >&2; return 1; }
   load -d2s >/dev/null  # warm-up
+  # PostgreSQL's processes for the benchmark's database (their titles name it; none for a server elsewhere).
+  local pg=""
+  case $2 in postgres*) local db=${2##*/}; pg=$(pgrep -f "^postgres: [^ ]+ ${db%%\?*} " | tr '\n' ' ') ;; esac
+  local before pgbefore; before=$(ticks "$pid"); pgbefore=$(ticks $pg)
+  local t0; t0=$(date +%s.%N)
   load -d"${dur}s" --latency >"$work/$1.txt"
+  local cpu; cpu=$(python3 -c "
+import sys; t = float(sys.argv[1]) - float(sys.argv[2]); rps = float(sys.argv[3]); tick = float(sys.argv[4])
+server, pg = (float(sys.argv[5]) - float(sys.argv[6])) / tick / t, (float(sys.argv[7]) - float(sys.argv[8])) / tick / t
+print('%.0f us' % (server / rps * 1e6) + (' + %.0f pg' % (pg / rps * 1e6) if sys.argv[9] else ''))" \
+    "$(date +%s.%N)" "$t0" "$(awk '/Requests\/sec/{print $2}' "$work/$1.txt")" "$tick" "$(ticks "$pid")" "$before" "$(ticks $pg)" "$pgbefore" "$pg")
   local peak; peak=$(awk '/VmHWM/{printf "%.0f MiB", $2/1024}' "/proc/$pid/status")
   kill "$pid"; wait "$pid" 2>/dev/null || true
   awk -v s="$1" '/Requests\/sec/{print s, $2}' "$work/$1.txt" >>"$work/rates.txt"
-  printf '%-14s %7s req/s   p50 %7s   p99 %7s   non-2xx %s   socket errors %s   peak RSS %-8s  start-up to ready %s\n' "$1" \
+  printf '%-14s %7s req/s   p50 %7s   p99 %7s   non-2xx %s   socket errors %s   peak RSS %-8s  start-up to ready %-6s  CPU a request %s\n' "$1" \
     "$(awk '/Requests\/sec/{print int($2)}' "$work/$1.txt")" "$(awk '$1=="50%"{print $2}' "$work/$1.txt")" \
     "$(awk '$1=="99%"{print $2}' "$work/$1.txt")" "$(awk '/Non-2xx/{n=$NF} END{print n+0}' "$work/$1.txt")" \
-    "$(awk -F'[ ,]+' '/Socket errors/{e=$5+$7+$9+$11} END{print e+0}' "$work/$1.txt")" "$peak" "$ready"
+    "$(awk -F'[ ,]+' '/Socket errors/{e=$5+$7+$9+$11} END{print e+0}' "$work/$1.txt")" "$peak" "$ready" "$cpu"
 }
 
 for round in $(seq "$rounds"); do

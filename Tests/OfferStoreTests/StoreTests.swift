@@ -176,6 +176,40 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
         try await store.close()
     }
 
+    @Test("every field of a group-commit batch round-trips: request identifiers NULL or not, text with quotes and accents", arguments: Backend.available)
+    func batchFieldsRoundTrip(_ backend: Backend) async throws {
+        let (store, _) = try await backend.open()
+        let records = (0..<40).map { (index: Int) -> IssuedSignature in
+            let retention = index % 2 == 1
+            let requestIdentifier: String? = !retention ? nil : index % 3 == 0 ? "" : "request-\(index)"
+            let offer = index % 7 == 0 ? "" : "offre-été-\(index % 4)"
+            let format = index % 5 == 0 ? "introductory-eligibility" : "legacy"
+            return IssuedSignature(
+                nonce: UUID().uuidString.lowercased(), keyIdentifier: "KEY\(index % 3)", bundleIdentifier: app,
+                productIdentifier: "com.example.'p\(index % 2)\"", offerIdentifier: offer, applicationUsername: "user-\(index)",
+                timestamp: 1_800_000_000_000 + Int64(index) * 3_600_000, format: format, channel: retention ? "retention" : "api",
+                requestIdentifier: requestIdentifier)
+        }
+        let outcomes = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for record in records + [records[1]] {
+                group.addTask {
+                    do {
+                        try await store.record(record)
+                        return true
+                    } catch let error as OfferStoreError where error.code == .duplicateNonce {
+                        return false
+                    }
+                }
+            }
+            return try await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { !$0 }.count == 1)
+        let found = try await store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app, limit: 100))
+        #expect(Set(found) == Set(records))
+        #expect(found.count == records.count)
+        try await store.close()
+    }
+
     @Test("audit events round-trip, newest first", arguments: Backend.available)
     func audit(_ backend: Backend) async throws {
         let (store, _) = try await backend.open()

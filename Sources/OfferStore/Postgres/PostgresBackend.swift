@@ -23,7 +23,8 @@ final class PostgresBackend: SQLStoreBackend {
     /// `synchronous_commit` says.)
     let commitBeforeFlush: (begin: String, flush: String)? = (
         "SET LOCAL synchronous_commit TO off", "SELECT pg_logical_emit_message(true, 'offer-signer-flush', '')")
-    /// 8,000 parameters, well below PostgreSQL's 65,535.
+    /// A batch is sixteen array parameters whatever its size (``PostgresIssuedBatch``); the bound keeps one
+    /// statement's size, and what one failed statement fails, in check.
     let recordsPerBatch = 1000
 
     /// Connects (lazily: the first query opens the first connection).
@@ -70,7 +71,7 @@ final class PostgresBackend: SQLStoreBackend {
         (error as? PSQLError)?.serverInfo?[.sqlState] == "23505"
     }
 
-    /// PostgreSQL's batch is the store's one multi-row INSERT, its own transaction.
+    /// PostgreSQL's batch is one statement from a task (``issuedSignatureBatchInsert``), its own transaction.
     let issuedSignatureWriter: IssuedSignatureWriter? = nil
 
     let preparedAnswerStatements: PreparedAnswerStatements?
@@ -78,6 +79,11 @@ final class PostgresBackend: SQLStoreBackend {
 
     func migrationStatements(version: Int) -> [SQLQueryString] {
         version == 12 ? [SQLQueryString(PostgresAnswers.recordRetentionAnswersFunction)] : []
+    }
+
+    /// ``PostgresIssuedBatch``: one prepared statement, the batch bound as arrays.
+    var issuedSignatureBatchInsert: (@Sendable ([IssuedSignature]) async throws -> Set<SQLOfferStore.RecordIdentity>)? {
+        { [client] records in try await PostgresIssuedBatch.insert(records, client: client) }
     }
 
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {

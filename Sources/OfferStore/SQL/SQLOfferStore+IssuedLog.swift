@@ -13,6 +13,10 @@ extension SQLOfferStore {
     /// Writes one group-commit batch in one transaction; each record's outcome (`nil`: written).
     static func recordBatch(_ records: [IssuedSignature], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
         do {
+            if let batchInsert = backend.issuedSignatureBatchInsert {
+                var inserted = try await backend.mappingErrors { try await batchInsert(records) }
+                return records.map { inserted.remove(RecordIdentity($0)) != nil ? nil : OfferStoreError.duplicateNonce($0.nonce) }
+            }
             // The batch's issued_daily counts (IssuedRollup): in the same statement where the batch is one, else
             // one more statement in its transaction.
             let countingDaily = !backend.batchInTransaction
@@ -58,5 +62,6 @@ extension SQLOfferStore {
     struct RecordIdentity: Hashable, Decodable {
         var timestamp: Int64, nonce: String
         init(_ record: IssuedSignature) { (timestamp, nonce) = (record.timestamp, record.nonce) }
+        init(timestamp: Int64, nonce: String) { (self.timestamp, self.nonce) = (timestamp, nonce) }
     }
 }

@@ -5,8 +5,9 @@ import SQLKit
 
 /// The store, written once with SQLKit's query builder over either database: the embedded SQLite file (the
 /// default) or PostgreSQL shared by replicas. The group commit's insert, the hot path, is the one exception: a
-/// SQLite file's batches go through ``SQLiteLogWriter`` (prepared statements on a connection of its own), the
-/// others through one hand-written ``IssuedSignatureInsert``. The ``SQLStoreBackend`` supplies connections and the
+/// SQLite file's batches go through ``SQLiteLogWriter`` (prepared statements on a connection of its own),
+/// PostgreSQL's through ``PostgresIssuedBatch`` (one prepared statement, the batch bound as arrays), the others
+/// through one hand-written ``IssuedSignatureInsert``. The ``SQLStoreBackend`` supplies connections and the
 /// few things that really differ (PRAGMAs, how a write transaction begins, the migration lock).
 ///
 /// ## Durability and group commit
@@ -16,7 +17,8 @@ import SQLKit
 /// one writer takes everything queued, writes it in one transaction and commits once, then resumes every waiting
 /// caller; a record written before fails only its own caller. A record is identified by its (timestamp, nonce)
 /// pair, what its signature covers (schema version 6: an index that grows at its right edge, not one random page
-/// a record). A SQLite file's batch: ``SQLiteLogWriter``, on whose queue the writer runs (no task). Otherwise one multi-row `INSERT`; should a unique index
+/// a record). A SQLite file's batch: ``SQLiteLogWriter``, on whose queue the writer runs (no task). PostgreSQL's:
+/// ``PostgresIssuedBatch``. Otherwise one multi-row `INSERT`; should a unique index
 /// refuse it (the statement writes nothing), the batch is inserted again with `ON CONFLICT (timestamp, nonce) DO
 /// NOTHING RETURNING timestamp, nonce`, and a record not returned fails alone.
 ///

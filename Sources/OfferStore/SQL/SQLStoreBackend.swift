@@ -54,6 +54,11 @@ protocol SQLStoreBackend: Sendable {
     /// transaction of its own statements.
     var retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? { get }
 
+    /// The backend's own insert of a group-commit batch, from a task (PostgreSQL: one prepared statement, its own
+    /// transaction, durable when it returns, counting into `issued_daily`): the records inserted, each once — any
+    /// other was recorded before. `nil` (the default): the store's ``IssuedSignatureInsert``.
+    var issuedSignatureBatchInsert: (@Sendable ([IssuedSignature]) async throws -> Set<SQLOfferStore.RecordIdentity>)? { get }
+
     /// Keeps migrators of several processes apart, inside a migration's transaction.
     func lockMigrations(on database: any SQLDatabase) async throws
 
@@ -80,6 +85,8 @@ struct CallerError: Error {
 }
 
 extension SQLStoreBackend {
+    var issuedSignatureBatchInsert: (@Sendable ([IssuedSignature]) async throws -> Set<SQLOfferStore.RecordIdentity>)? { nil }
+
     /// Runs `body` in one transaction on a connection of its own: committed if `body` returns, rolled back if it
     /// throws. Driver errors become ``OfferStoreError`` `unavailable`.
     ///
