@@ -42,16 +42,17 @@ protocol SQLStoreBackend: Sendable {
     /// `nil`: the store writes each batch with ``IssuedSignatureInsert`` from a task.
     var issuedSignatureWriter: IssuedSignatureWriter? { get }
 
-    /// The retention path's statements prepared once per connection (PostgreSQL: ``PostgresAnswers``); `nil`: the
-    /// store's own through SQLKit.
+    /// The retention path's statements prepared once per connection (PostgreSQL: ``PostgresAnswers``); `nil` (the
+    /// default): the store's own through SQLKit.
     var preparedAnswerStatements: PreparedAnswerStatements? { get }
 
-    /// Statements of a migration that only this database runs, after the shared ones (``StoreSchema``).
+    /// Statements of a migration that only this database runs, after the shared ones (``StoreSchema``); none by
+    /// default.
     func migrationStatements(version: Int) -> [SQLQueryString]
 
     /// Records a batch of retention answers in one statement, its own transaction, when the database can
-    /// (PostgreSQL: ``PostgresAnswers/recordRetentionAnswers``); `nil`: ``SQLOfferStore`` writes the batch in a
-    /// transaction of its own statements.
+    /// (PostgreSQL: ``PostgresAnswers/recordRetentionAnswers``); `nil` (the default): ``SQLOfferStore`` writes the
+    /// batch in a transaction of its own statements.
     var retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? { get }
 
     /// The backend's own insert of a group-commit batch, from a task (PostgreSQL: one prepared statement, its own
@@ -86,6 +87,9 @@ struct CallerError: Error {
 
 extension SQLStoreBackend {
     var issuedSignatureBatchInsert: (@Sendable ([IssuedSignature]) async throws -> Set<SQLOfferStore.RecordIdentity>)? { nil }
+    var preparedAnswerStatements: PreparedAnswerStatements? { nil }
+    var retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? { nil }
+    func migrationStatements(version: Int) -> [SQLQueryString] { [] }
 
     /// Runs `body` in one transaction on a connection of its own: committed if `body` returns, rolled back if it
     /// throws. Driver errors become ``OfferStoreError`` `unavailable`.

@@ -120,11 +120,6 @@ final class SQLiteBackend: SQLStoreBackend {
         }
     }
 
-    let preparedAnswerStatements: PreparedAnswerStatements? = nil
-    let retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? = nil
-
-    func migrationStatements(version: Int) -> [SQLQueryString] { [] }
-
     /// `BEGIN IMMEDIATE` already holds the file's write lock, which keeps other processes' migrators out.
     func lockMigrations(on database: any SQLDatabase) async throws {}
 
