@@ -33,10 +33,7 @@ enum PostgresAnswers {
     /// The customers who hold an original transaction, in the order of their keys.
     struct Customers: PostgresPreparedStatement {
         static let name = "offer_signer_customers_of_transaction"
-        static let sql = """
-            SELECT bundle_identifier, application_username FROM customer_transactions WHERE original_transaction_id = $1 \
-            ORDER BY bundle_identifier, application_username
-            """
+        static let sql = SQLOfferStore.customersOfTransaction.numbered
         static var bindingDataTypes: [PostgresDataType] { [.text] }
         var originalTransactionId: String
         func makeBindings() -> PostgresBindings {
@@ -50,10 +47,7 @@ enum PostgresAnswers {
     /// A customer's facts and the answer stored under a key, in one row (each `NULL` when there is none).
     struct FactsAndAnswer: PostgresPreparedStatement {
         static let name = "offer_signer_facts_and_answer"
-        static let sql = """
-            SELECT (SELECT facts FROM customers WHERE bundle_identifier = $1 AND application_username = $2), \
-            (SELECT answer FROM stored_answers WHERE answer_key = $3)
-            """
+        static let sql = SQLOfferStore.factsAndAnswer.numbered
         static var bindingDataTypes: [PostgresDataType] { [.text, .text, .text] }
         var key: CustomerKey
         var answerKey: String

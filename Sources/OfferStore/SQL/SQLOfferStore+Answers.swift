@@ -20,11 +20,7 @@ extension SQLOfferStore {
             (factsText, storedText) = try await backend.mappingErrors { try await prepared.factsAndAnswer(key, answerKey) }
         } else {
             (factsText, storedText) = try await backend.reading { database in
-                let row = try await database.raw("""
-                    SELECT (SELECT facts FROM customers WHERE bundle_identifier = \(bind: key.bundleIdentifier) \
-                    AND application_username = \(bind: key.applicationUsername)) AS facts, \
-                    (SELECT answer FROM stored_answers WHERE answer_key = \(bind: answerKey)) AS answer
-                    """).first()
+                let row = try await database.raw(Self.factsAndAnswer.bound([key.bundleIdentifier, key.applicationUsername, answerKey])).first()
                 return (try row?.decode(column: "facts", as: String?.self), try row?.decode(column: "answer", as: String?.self))
             }
         }

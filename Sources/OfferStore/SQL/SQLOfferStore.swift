@@ -92,9 +92,7 @@ final class SQLOfferStore: OfferStore {
             return try await backend.mappingErrors { try await prepared.customers(originalTransactionId) }
         }
         return try await backend.reading { database in
-            try await database.select().columns("bundle_identifier", "application_username").from("customer_transactions")
-                .where("original_transaction_id", .equal, originalTransactionId)
-                .orderBy("bundle_identifier").orderBy("application_username")
+            try await database.raw(Self.customersOfTransaction.bound([originalTransactionId]))
                 .all(decoding: CustomerKey.self, keyDecodingStrategy: .convertFromSnakeCase)
         }
     }
