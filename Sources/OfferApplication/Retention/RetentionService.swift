@@ -186,10 +186,14 @@ extension OfferService {
                     throw OfferServiceError(.noRetentionAnswer, "No retention entry of \(product.productIdentifier) holds for this customer and there is no fallback; the App Store shows its default message.", reasons: decision.reasons)
                 }
                 let entry = entries[index]
-                guard case .promotionalOffer(let offerIdentifier, let format) = entry.answer else {
-                    let answer = Self.retentionAnswer(entry, signed: nil)
+                // The answer, told to `decided` before the pipeline stores it and records its signature.
+                func answering(_ signed: RetentionSignature?, record: IssuedSignature?) -> SignedOutput<RealtimeResponseBody> {
+                    let answer = Self.retentionAnswer(entry, signed: signed)
                     decided(answer)
-                    return SignedOutput(output: answer, record: nil)
+                    return SignedOutput(output: answer, record: record)
+                }
+                guard case .promotionalOffer(let offerIdentifier, let format) = entry.answer else {
+                    return answering(nil, record: nil)
                 }
                 switch format {
                 case .v2:
@@ -199,13 +203,9 @@ extension OfferService {
                         bundleIdentifier: app.bundleIdentifier, productIdentifier: product.productIdentifier,
                         offerIdentifier: offerIdentifier, transactionId: originalTransactionId, issuerIdentifier: issuer, key: key,
                         issuedAt: context.now)
-                    let answer = Self.retentionAnswer(entry, signed: .v2(signed.token))
-                    decided(answer)
-                    return SignedOutput(
-                        output: answer,
-                        record: IssuedSignature(
-                            signed, bundleIdentifier: app.bundleIdentifier, customer: customer.applicationUsername,
-                            channel: "retention", requestIdentifier: requestIdentifier))
+                    return answering(.v2(signed.token), record: IssuedSignature(
+                        signed, bundleIdentifier: app.bundleIdentifier, customer: customer.applicationUsername,
+                        channel: "retention", requestIdentifier: requestIdentifier))
                 case .v1:
                     // The legacy signature covers an applicationUsername: the customer's appAccountToken when they
                     // are known by one (Apple's V1 answer carries it), else nothing.
@@ -218,11 +218,8 @@ extension OfferService {
                         encodedSignature: bundle.signature, productIdentifier: bundle.productIdentifier, nonce: bundle.nonce,
                         timestamp: bundle.timestamp, keyIdentifier: bundle.keyIdentifier, offerIdentifier: bundle.offerIdentifier,
                         appAccountToken: token)
-                    let answer = Self.retentionAnswer(entry, signed: .v1(signature))
-                    decided(answer)
-                    return SignedOutput(
-                        output: answer,
-                        record: IssuedSignature(bundle, customer: customer.applicationUsername, channel: "retention", requestIdentifier: requestIdentifier))
+                    return answering(.v1(signature), record: IssuedSignature(
+                        bundle, customer: customer.applicationUsername, channel: "retention", requestIdentifier: requestIdentifier))
                 }
             },
             idempotency: FlowIdempotency(
