@@ -118,9 +118,7 @@ enum PostgresAnswers {
             END LOOP;
             INSERT INTO retention_answers (bundle_identifier, request_identifier, environment, original_transaction_id,
                 product_identifier, offered, answered_at, saved_at)
-            SELECT a.b, a.r, a.e, a.o, a.p, a.f, a.t,
-                (SELECT MIN(v.at) FROM subscription_events v WHERE v.original_transaction_id = a.o AND v.environment = a.e
-                 AND v.kind IN ('\(SubscriptionEvent.Kind.renewed.rawValue)', '\(SubscriptionEvent.Kind.autoRenewEnabled.rawValue)') AND v.at >= a.t)
+            SELECT a.b, a.r, a.e, a.o, a.p, a.f, a.t, \(RetentionAnswerInsert.savedAt.filled(["a.o", "a.e", "a.t"]))
             FROM unnest(bundles, requests, environments, originals, products, offered, answered) AS a(b, r, e, o, p, f, t)
             ON CONFLICT (bundle_identifier, request_identifier) DO NOTHING;
         END $$

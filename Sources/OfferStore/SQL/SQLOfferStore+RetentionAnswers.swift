@@ -55,6 +55,13 @@ extension SQLOfferStore {
 struct RetentionAnswerInsert: SQLExpression {
     var answers: [RetentionAnswerRecord]
 
+    /// A retention answer's `saved_at` as it is recorded: the earliest renewal or auto-renew turned back on of its
+    /// subscription at or after it (values: its original transaction, environment and time); PostgreSQL's function
+    /// (``PostgresAnswers/recordRetentionAnswersFunction``) fills it with its columns.
+    static let savedAt = StatementText(
+        "(SELECT MIN(at) FROM subscription_events WHERE original_transaction_id = ", " AND environment = ",
+        " AND kind IN ('\(SubscriptionEvent.Kind.renewed.rawValue)', '\(SubscriptionEvent.Kind.autoRenewEnabled.rawValue)') AND at >= ", ")")
+
     func serialize(to serializer: inout SQLSerializer) {
         serializer.write("INSERT INTO retention_answers (bundle_identifier, request_identifier, environment, original_transaction_id, "
             + "product_identifier, offered, answered_at, saved_at) VALUES ")
@@ -67,13 +74,9 @@ struct RetentionAnswerInsert: SQLExpression {
             serializer.write(bind: answer.offered ? 1 : 0)
             serializer.write(", ")
             serializer.write(bind: answer.answeredAt)
-            serializer.write(", (SELECT MIN(at) FROM subscription_events WHERE original_transaction_id = ")
-            serializer.write(bind: answer.originalTransactionId)
-            serializer.write(" AND environment = ")
-            serializer.write(bind: answer.environment)
-            serializer.write(" AND kind IN ('\(SubscriptionEvent.Kind.renewed.rawValue)', '\(SubscriptionEvent.Kind.autoRenewEnabled.rawValue)') AND at >= ")
-            serializer.write(bind: answer.answeredAt)
-            serializer.write("))")
+            serializer.write(", ")
+            Self.savedAt.write([answer.originalTransactionId, answer.environment, answer.answeredAt], to: &serializer)
+            serializer.write(")")
         }
         serializer.write(" ON CONFLICT (bundle_identifier, request_identifier) DO NOTHING")
     }

@@ -12,7 +12,21 @@ struct StatementText: Sendable {
 
     /// The text with `$1`, `$2`, … for the values.
     var numbered: String {
-        parts.enumerated().map { index, part in index == 0 ? part : "$\(index)" + part }.joined()
+        filled(parts.indices.dropFirst().map { "$\($0)" })
+    }
+
+    /// The text with `expressions` (column names, parameters) for the values, in order.
+    func filled(_ expressions: [String]) -> String {
+        zip(expressions, parts.dropFirst()).reduce(parts.first ?? "") { text, pair in text + pair.0 + pair.1 }
+    }
+
+    /// Writes the statement to `serializer` with `values` bound in order (a part of a larger statement).
+    func write(_ values: [any Encodable & Sendable], to serializer: inout SQLSerializer) {
+        serializer.write(parts.first ?? "")
+        for (value, part) in zip(values, parts.dropFirst()) {
+            serializer.write(bind: value)
+            serializer.write(part)
+        }
     }
 
     /// The statement with `values` bound in order, one between each two parts.
