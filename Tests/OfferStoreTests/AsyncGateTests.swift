@@ -51,6 +51,26 @@ import Testing
         #expect(occupancy.entries == 400)
     }
 
+    @Test("a gate of three permits has at most three holders at once, and every waiter gets it")
+    func permits() async throws {
+        let gate = AsyncGate(permits: 3)
+        let occupancy = Occupancy()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<200 {
+                group.addTask {
+                    try await gate.withGate {
+                        occupancy.enter()
+                        try await Task.sleep(for: .milliseconds(1))
+                        occupancy.leave()
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(occupancy.most == 3)
+        #expect(occupancy.entries == 200)
+    }
+
     @Test("a thread waiting for the gate a task holds goes on only when the task releases it")
     func threadWaitsForTask() async throws {
         let gate = AsyncGate()

@@ -134,53 +134,31 @@ final class SQLiteBackend: SQLStoreBackend {
     }
 }
 
-/// A SQLite file's read connections, each lent to one reader at a time, first come first served. With one
-/// connection every read of the service queued behind the one before it — each a trip to sqlite-nio's thread pool
-/// and back — however little it read; WAL lets several connections read at once, and beside the writer.
+/// A SQLite file's read connections, each lent to one reader at a time, first come first served (an ``AsyncGate``
+/// with a permit per connection). With one connection every read of the service queued behind the one before it —
+/// each a trip to sqlite-nio's thread pool and back — however little it read; WAL lets several connections read at
+/// once, and beside the writer.
 final class SQLiteReaders: Sendable {
     /// How many read connections a file gets.
     static let count = 4
 
     let connections: [SQLiteConnection]
-    private struct State {
-        var free: [Int]
-        var waiters: [CheckedContinuation<Int, Never>] = []
-    }
-    private let state: Mutex<State>
+    private let gate: AsyncGate
+    /// The connections not lent: never empty for a holder of the gate.
+    private let free: Mutex<[Int]>
 
     init(_ connections: [SQLiteConnection]) {
         self.connections = connections
-        state = Mutex(State(free: Array(connections.indices)))
+        gate = AsyncGate(permits: connections.count)
+        free = Mutex(Array(connections.indices))
     }
 
     /// Runs `body` with a connection no other reader uses until it returns.
     func withReader<T: Sendable>(_ body: @Sendable (SQLiteConnection) async throws -> T) async throws -> T {
-        let index = await lease()
-        defer { giveBack(index) }
-        return try await body(connections[index])
-    }
-
-    private func lease() async -> Int {
-        if let index = state.withLock({ $0.free.popLast() }) { return index }
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
-            let index = state.withLock { state -> Int? in
-                if let index = state.free.popLast() { return index }
-                state.waiters.append(continuation)
-                return nil
-            }
-            if let index { continuation.resume(returning: index) }
+        try await gate.withGate {
+            let index = free.withLock { $0.removeLast() }
+            defer { free.withLock { $0.append(index) } }
+            return try await body(connections[index])
         }
-    }
-
-    /// Hands the connection to the first waiter, or frees it.
-    private func giveBack(_ index: Int) {
-        let waiter = state.withLock { state -> CheckedContinuation<Int, Never>? in
-            if state.waiters.isEmpty {
-                state.free.append(index)
-                return nil
-            }
-            return state.waiters.removeFirst()
-        }
-        waiter?.resume(returning: index)
     }
 }

@@ -1,8 +1,9 @@
 import Dispatch
 import Synchronization
 
-/// A first-come-first-served mutex for tasks and threads alike: one holder at a time, waiters resumed in order.
-/// Guards a database connection so that one transaction never interleaves with another on it.
+/// A first-come-first-served mutex for tasks and threads alike: one holder at a time (or `permits` holders: a pool
+/// of that many connections), waiters resumed in order. Guards a database connection so that one transaction never
+/// interleaves with another on it.
 ///
 /// A task waits suspended (``withGate(_:)``); a thread of its own waits blocked (``withGateBlocking(_:)``: the
 /// SQLite log writer's queue, which must not hop to a task to write a batch).
@@ -13,17 +14,22 @@ final class AsyncGate: Sendable {
     }
 
     private struct State {
-        var busy = false
+        var free: Int
         var waiters: [Waiter] = []
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
+
+    /// - Parameter permits: how many may hold the gate at once.
+    init(permits: Int = 1) {
+        state = Mutex(State(free: max(1, permits)))
+    }
 
     /// Takes the gate if it is free; otherwise queues `waiter` (when given), to be woken when its turn comes.
     private func take(orQueue waiter: Waiter? = nil) -> Bool {
         state.withLock { state in
-            if !state.busy {
-                state.busy = true
+            if state.free > 0 {
+                state.free -= 1
                 return true
             }
             if let waiter { state.waiters.append(waiter) }
@@ -45,11 +51,11 @@ final class AsyncGate: Sendable {
         if !take(orQueue: .thread(semaphore)) { semaphore.wait() }
     }
 
-    /// Hands the gate to the first waiter, or frees it.
+    /// Hands the holder's place to the first waiter, or frees it.
     func release() {
         let next = state.withLock { state -> Waiter? in
             if state.waiters.isEmpty {
-                state.busy = false
+                state.free += 1
                 return nil
             }
             return state.waiters.removeFirst()
