@@ -5,8 +5,8 @@ import PostgresNIO
 /// changes, so postgres-nio prepares each once per connection and the server parses and plans it once, instead of
 /// each request's statement being parsed, described and planned afresh (Apple's performance test sends 32 at a
 /// time, all of them for one subscription). What they do is ``SQLOfferStore``'s, statement for statement:
-/// ``SQLOfferStore/customers(withOriginalTransactionId:)``, the read and the claim of
-/// ``SQLOfferStore/answerOnce(_:answerKey:_:)``.
+/// ``SQLOfferStore/customers(withOriginalTransactionId:)``, the read of ``SQLOfferStore/answerOnce(_:answerKey:_:)``
+/// and its claims, in batches.
 enum PostgresAnswers {
     /// The backend's ``PreparedAnswerStatements`` over `client`.
     static func statements(_ client: PostgresClient) -> PreparedAnswerStatements {
@@ -22,12 +22,43 @@ enum PostgresAnswers {
                 for try await row in try await client.execute(FactsAndAnswer(key: key, answerKey: answerKey)) { return row }
                 return (nil, nil)
             },
-            claimAndRecord: { answerKey, answer, createdAt, record in
-                for try await _ in try await client.execute(ClaimAndRecord(answerKey: answerKey, answer: answer, createdAt: createdAt, record: record)) {
-                    return true
+            claim: { claims in try await claim(claims, client: client) })
+    }
+
+    /// Claims a batch's keys with their answers and records their signatures in one statement (``ClaimBatch``, one
+    /// transaction, durable when it returns; `issued_daily` updated once for the batch): one outcome per claim, in
+    /// ``IssuedSignatureWriter/claim``'s terms. A key claimed twice in the batch is claimed by its first claim, the
+    /// others answered before. Should a record's (timestamp, nonce) have been recorded before (the statement then
+    /// writes nothing), each claim is made alone, in order, and only that one fails.
+    static func claim(_ claims: [AnswerClaim], client: PostgresClient) async throws -> [(any Error)?] {
+        var outcomes = [(any Error)?](repeating: nil, count: claims.count)
+        var keys = Set<String>()
+        var firsts: [Int] = []  // the positions of each key's first claim
+        for (index, claim) in claims.enumerated() {
+            if keys.insert(claim.answerKey).inserted { firsts.append(index) } else { outcomes[index] = AnswerAlreadyStored() }
+        }
+        do {
+            var recorded = Set<SQLOfferStore.RecordIdentity>()
+            for try await (timestamp, nonce) in try await client.execute(ClaimBatch(claims: firsts.map { claims[$0] })) {
+                recorded.insert(SQLOfferStore.RecordIdentity(timestamp: timestamp, nonce: nonce))
+            }
+            for index in firsts where !recorded.contains(SQLOfferStore.RecordIdentity(claims[index].record)) {
+                outcomes[index] = AnswerAlreadyStored()
+            }
+            return outcomes
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+            for (index, claim) in claims.enumerated() {
+                do {
+                    var claimed = false
+                    for try await _ in try await client.execute(ClaimAndRecord(claim: claim)) { claimed = true }
+                    outcomes[index] = claimed ? nil : AnswerAlreadyStored()
+                } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+                    // The claim skips a key taken; only the record's (timestamp, nonce) can refuse the statement.
+                    outcomes[index] = OfferStoreError.duplicateNonce(claim.record.nonce)
                 }
-                return false
-            })
+            }
+            return outcomes
+        }
     }
 
     /// The customers who hold an original transaction, in the order of their keys.
@@ -61,7 +92,34 @@ enum PostgresAnswers {
         func decodeRow(_ row: PostgresRow) throws -> (String?, String?) { try row.decode((String?, String?).self) }
     }
 
-    /// The claim of a key with its answer, the signature's record and its count in `issued_daily`, in one statement
+    /// A batch of claims (each key once) as thirteen arrays: each key with its answer, stored unless the key was
+    /// answered before, and the record of each claim that took inserted and counted in `issued_daily`, in one
+    /// statement (its own transaction); the (timestamp, nonce) of each record inserted.
+    struct ClaimBatch: PostgresPreparedStatement {
+        static let name = "offer_signer_claim_batch"
+        static let sql = """
+            WITH claimed AS (INSERT INTO stored_answers (answer_key, answer, created_at) \
+            SELECT * FROM unnest($1::text[], $2::text[], $3::int8[]) \
+            ON CONFLICT (answer_key) DO NOTHING RETURNING answer_key), \
+            inserted AS (INSERT INTO issued_signatures (\(IssuedSignatureInsert.columns)) \
+            SELECT r.n, r.k, r.b, r.p, r.o, r.u, r.t, r.f, r.c, r.q FROM unnest($1::text[], $4::text[], $5::text[], \
+            $6::text[], $7::text[], $8::text[], $9::text[], $10::int8[], $11::text[], $12::text[], $13::text[]) \
+            AS r(a, n, k, b, p, o, u, t, f, c, q) WHERE r.a IN (SELECT answer_key FROM claimed)
+            """ + IssuedSignatureInsert.countingDailyTail
+        static var bindingDataTypes: [PostgresDataType] { [.textArray, .textArray, .int8Array] + PostgresIssuedBatch.types }
+        var claims: [AnswerClaim]
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 13)
+            bindings.append(claims.map(\.answerKey))
+            bindings.append(claims.map(\.answer))
+            bindings.append(claims.map(\.createdAt))
+            PostgresIssuedBatch.appendColumns(of: claims.map(\.record), to: &bindings)
+            return bindings
+        }
+        func decodeRow(_ row: PostgresRow) throws -> (Int64, String) { try row.decode((Int64, String).self) }
+    }
+
+    /// One claim of a key with its answer, the signature's record and its count in `issued_daily`, in one statement
     /// (its own transaction): a row when the claim took, none when the key was answered before (nothing written).
     struct ClaimAndRecord: PostgresPreparedStatement {
         static let name = "offer_signer_claim_and_record"
@@ -74,15 +132,13 @@ enum PostgresAnswers {
         static var bindingDataTypes: [PostgresDataType] {
             [.text, .text, .int8, .text, .text, .text, .text, .text, .text, .int8, .text, .text, .text]
         }
-        var answerKey: String
-        var answer: String
-        var createdAt: Int64
-        var record: IssuedSignature
+        var claim: AnswerClaim
         func makeBindings() -> PostgresBindings {
             var bindings = PostgresBindings(capacity: 13)
-            bindings.append(answerKey)
-            bindings.append(answer)
-            bindings.append(createdAt)
+            bindings.append(claim.answerKey)
+            bindings.append(claim.answer)
+            bindings.append(claim.createdAt)
+            let record = claim.record
             for value in [record.nonce, record.keyIdentifier, record.bundleIdentifier, record.productIdentifier, record.offerIdentifier, record.applicationUsername] {
                 bindings.append(value)
             }

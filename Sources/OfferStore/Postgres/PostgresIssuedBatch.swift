@@ -30,16 +30,7 @@ enum PostgresIssuedBatch {
     /// `issued_daily` increments (``IssuedRollup/dailyCounts(of:)``) as six arrays, in the order of the table's key.
     private static func bindings(_ records: [IssuedSignature], countingDaily: Bool) -> PostgresBindings {
         var bindings = PostgresBindings(capacity: countingDaily ? 16 : 10)
-        bindings.append(records.map(\.nonce))
-        bindings.append(records.map(\.keyIdentifier))
-        bindings.append(records.map(\.bundleIdentifier))
-        bindings.append(records.map(\.productIdentifier))
-        bindings.append(records.map(\.offerIdentifier))
-        bindings.append(records.map(\.applicationUsername))
-        bindings.append(records.map(\.timestamp))
-        bindings.append(records.map(\.format))
-        bindings.append(records.map(\.channel))
-        bindings.append(NullableTextArray(records.map(\.requestIdentifier)))
+        appendColumns(of: records, to: &bindings)
         guard countingDaily else { return bindings }
         let counts = IssuedRollup.dailyCounts(of: records).sorted { a, b in
             (a.key.day, a.key.bundleIdentifier, a.key.productIdentifier, a.key.offerIdentifier, a.key.channel)
@@ -54,6 +45,20 @@ enum PostgresIssuedBatch {
         return bindings
     }
 
+    /// Appends `records` as ten arrays, in the order of ``IssuedSignatureInsert/columns`` (their types: ``types``).
+    static func appendColumns(of records: [IssuedSignature], to bindings: inout PostgresBindings) {
+        bindings.append(records.map(\.nonce))
+        bindings.append(records.map(\.keyIdentifier))
+        bindings.append(records.map(\.bundleIdentifier))
+        bindings.append(records.map(\.productIdentifier))
+        bindings.append(records.map(\.offerIdentifier))
+        bindings.append(records.map(\.applicationUsername))
+        bindings.append(records.map(\.timestamp))
+        bindings.append(records.map(\.format))
+        bindings.append(records.map(\.channel))
+        bindings.append(NullableTextArray(records.map(\.requestIdentifier)))
+    }
+
     /// The insert of the batch's ten arrays, up to its conflict clause.
     private static let insertText = """
         INSERT INTO issued_signatures (\(IssuedSignatureInsert.columns)) \
@@ -62,7 +67,7 @@ enum PostgresIssuedBatch {
         """
 
     /// The parameters' types, in the order of ``IssuedSignatureInsert/columns``.
-    private static let types: [PostgresDataType] = [
+    static let types: [PostgresDataType] = [
         .textArray, .textArray, .textArray, .textArray, .textArray, .textArray, .int8Array, .textArray, .textArray, .textArray,
     ]
 

@@ -7,8 +7,8 @@ extension SQLOfferStore {
     /// reads no signatures): nothing it reads is changed by another request of the customer, so nothing is locked
     /// while it decides and signs. The facts and any answer already stored under the key are read first; the body
     /// runs outside any transaction; then one short transaction stores its answer under the key and records its
-    /// signature (a SQLite file: in the log writer's next batch, with other requests' claims; PostgreSQL: one
-    /// statement) — unless the key was answered meanwhile (a retry racing the first request), when nothing is
+    /// signature (in the claim recorder's next batch, with other requests' claims: a SQLite file's log writer,
+    /// PostgreSQL's one statement a batch) — unless the key was answered meanwhile (a retry racing the first request), when nothing is
     /// written and the body is shown that answer instead, whose value is returned. Facts the body returns (a grant
     /// spent) are written under the customer's lock in that transaction.
     func answerOnce<T: Sendable>(
@@ -60,29 +60,18 @@ extension SQLOfferStore {
     }
 
     /// Stores a claim's answer and records its signature, both or neither, without a transaction of the caller's:
-    /// a SQLite file's in the log writer's next batch (one transaction, prepared statements, with other requests'
-    /// claims); PostgreSQL's in one prepared statement, its own transaction (``PostgresAnswers/ClaimAndRecord``).
-    /// `false` when the key was answered meanwhile (nothing written); `nil` where the backend has neither (SQLite in
-    /// memory: the caller's transaction does it).
+    /// in the claim recorder's next batch (one transaction with other requests' claims: a SQLite file's log writer,
+    /// PostgreSQL's ``PostgresAnswers/ClaimBatch``). `false` when the key was answered meanwhile (nothing written);
+    /// `nil` where there is no claim recorder (SQLite in memory: the caller's transaction does it).
     private func claimAlone(_ claim: AnswerClaim) async throws -> Bool? {
-        if let claimRecorder {
-            do {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    claimRecorder.submit(claim) { continuation.resume(with: $0) }
-                }
-                return true
-            } catch is AnswerAlreadyStored {
-                return false
+        guard let claimRecorder else { return nil }
+        do {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                claimRecorder.submit(claim) { continuation.resume(with: $0) }
             }
-        }
-        guard let prepared = backend.preparedAnswerStatements else { return nil }
-        return try await backend.mappingErrors {
-            do {
-                return try await prepared.claimAndRecord(claim.answerKey, claim.answer, claim.createdAt, claim.record)
-            } catch where backend.isUniqueViolation(error) {
-                // The claim skips a key taken; only the record's (timestamp, nonce) can refuse the statement.
-                throw OfferStoreError.duplicateNonce(claim.record.nonce)
-            }
+            return true
+        } catch is AnswerAlreadyStored {
+            return false
         }
     }
 

@@ -34,8 +34,9 @@ final class SQLOfferStore: OfferStore {
     let recorder: GroupCommitQueue<IssuedSignature>
     /// The decision log's batched writer (``logDecision(_:)``): off the answer's path, one transaction a batch.
     let decisionRecorder: GroupCommitQueue<PolicyDecisionRecord>
-    /// A SQLite file's batched writer of idempotent answers' claims with their signatures (``answerOnce``), on the
-    /// log writer's queue; `nil` elsewhere.
+    /// The batched writer of idempotent answers' claims with their signatures (``answerOnce``): a SQLite file's on
+    /// the log writer's queue, PostgreSQL's one prepared statement a batch; `nil` in memory (the claim is then
+    /// made in a transaction of its own).
     let claimRecorder: GroupCommitQueue<AnswerClaim>?
     /// The retention answers' batched writer (``recordRetentionAnswer(_:)``): its callers wait for their batch.
     let retentionAnswerRecorder: GroupCommitQueue<RetentionAnswerRecord>
@@ -66,7 +67,16 @@ final class SQLOfferStore: OfferStore {
                 }
             }
         } else {
-            claimRecorder = nil
+            claimRecorder = backend.preparedAnswerStatements.map { prepared in
+                GroupCommitQueue(maximumBatch: backend.recordsPerBatch) { claims in
+                    do {
+                        return try await backend.mappingErrors { try await prepared.claim(claims) }
+                    } catch {
+                        Self.logBatchFailure(claims.map(\.record), error, logger: logger)
+                        throw error
+                    }
+                }
+            }
             recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch) { records in
                 try await Self.recordBatch(records, backend: backend, logger: logger)
             }

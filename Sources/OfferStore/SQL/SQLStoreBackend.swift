@@ -157,12 +157,12 @@ struct IssuedSignatureWriter: Sendable {
 
 /// The statements of the retention path a backend runs prepared, each what ``SQLOfferStore`` would run through
 /// SQLKit: the customers holding an original transaction; a customer's facts and the answer stored under a key;
-/// the claim of a key with its answer and the signature's record (`false`: the key was answered before, nothing
-/// written; a nonce recorded before is a unique violation).
+/// a batch of claims, each of a key with its answer and the signature's record, one outcome per claim as
+/// ``IssuedSignatureWriter/claim``'s (its own transaction, durable when it returns).
 struct PreparedAnswerStatements: Sendable {
     var customers: @Sendable (_ originalTransactionId: String) async throws -> [CustomerKey]
     var factsAndAnswer: @Sendable (_ key: CustomerKey, _ answerKey: String) async throws -> (facts: String?, answer: String?)
-    var claimAndRecord: @Sendable (_ answerKey: String, _ answer: String, _ createdAt: Int64, _ record: IssuedSignature) async throws -> Bool
+    var claim: @Sendable ([AnswerClaim]) async throws -> [(any Error)?]
 }
 
 /// An idempotent flow's first answer to store under its key, with the signature it records (a retention answer
