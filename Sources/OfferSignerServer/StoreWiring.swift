@@ -25,7 +25,7 @@ public func openStore(configuration: ServiceConfiguration, logger: Logger) async
     let store: any OfferStore
     do {
         guard let opened = try await withDeadline(storeStartupTimeout, { () async throws -> any OfferStore in
-            let store = try await makeOfferStore(databaseURL: url, logger: logger, migrating: false)
+            let store = try await makeOfferStore(databaseURL: url, logger: logger, migrating: false, keepingConnectionsOpen: true)
             try await store.ping()
             return store
         }) else {
@@ -35,6 +35,7 @@ public func openStore(configuration: ServiceConfiguration, logger: Logger) async
         // up (schema version 11: minutes for 10 million signatures, docs/PERFORMANCE.md "The outcome report").
         do {
             try await opened.migrate()
+            await opened.warmUp()
         } catch {
             try? await opened.close()
             throw error

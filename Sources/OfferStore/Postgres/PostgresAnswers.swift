@@ -1,3 +1,4 @@
+import Logging
 import OfferModel
 import PostgresNIO
 
@@ -23,6 +24,16 @@ enum PostgresAnswers {
                 return (nil, nil)
             },
             claim: { claims in try await claim(claims, client: client) })
+    }
+
+    /// Runs each of the path's statements once on `connection`, with nothing to read or write (a key no customer
+    /// has, empty batches), so that the connection has them prepared — and its server process has read the tables'
+    /// definitions and compiled schema 12's function — before the first request needs them.
+    static func prepare(on connection: PostgresConnection, logger: Logger) async throws {
+        for try await _ in try await connection.execute(Customers(originalTransactionId: ""), logger: logger) {}
+        for try await _ in try await connection.execute(FactsAndAnswer(key: CustomerKey(bundleIdentifier: "", applicationUsername: ""), answerKey: ""), logger: logger) {}
+        for try await _ in try await connection.execute(ClaimBatch(claims: []), logger: logger) {}
+        _ = try await connection.execute(RecordRetentionAnswers(answers: []), logger: logger)
     }
 
     /// Claims a batch's keys with their answers and records their signatures in one statement (``ClaimBatch``, one

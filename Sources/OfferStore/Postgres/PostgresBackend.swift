@@ -4,6 +4,7 @@ import OfferModel
 import PostgresKit
 import PostgresNIO
 import SQLKit
+import Synchronization
 
 /// The shared database: PostgreSQL, for several replicas behind a load balancer.
 ///
@@ -12,6 +13,9 @@ import SQLKit
 final class PostgresBackend: SQLStoreBackend {
     private let client: PostgresClient
     private let running: Task<Void, Never>
+    private let logger: Logger
+    /// The connections the pool keeps open, idle or not (``warmUp()`` prepares the hot statements on each).
+    private let connectionsKeptOpen: Int
 
     let name = "PostgreSQL"
     let beginTransaction = "BEGIN"
@@ -31,14 +35,52 @@ final class PostgresBackend: SQLStoreBackend {
     init(configuration: PostgresClient.Configuration, logger: Logger) {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
+        self.logger = logger
+        self.connectionsKeptOpen = configuration.options.minimumConnections
         self.preparedAnswerStatements = PostgresAnswers.statements(client)
         self.retentionAnswersWriter = { answers in try await PostgresAnswers.recordRetentionAnswers(answers, client: client) }
         self.running = Task { await client.run() }
     }
 
+    /// Opens the connections the pool keeps (``connectionsKeptOpen``) and prepares the signing and retention paths'
+    /// statements on each (``PostgresAnswers/prepare(on:logger:)``, ``PostgresIssuedBatch/prepare(on:logger:)``):
+    /// without it the first requests after start-up, all at once, wait while the pool opens its connections and
+    /// each new server process reads the catalog and plans the statements (Apple's retention performance test
+    /// sends 32 at once). Each connection is held until every one is leased (at most two seconds), so that each
+    /// lease warms another. A failure is logged: the statements are then prepared at their first use.
+    func warmUp() async {
+        let count = connectionsKeptOpen
+        guard count > 0 else { return }
+        let leased = LeaseCount()
+        let deadline = ContinuousClock.now + .seconds(2)
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<count {
+                    group.addTask { [client, logger] in
+                        try await client.withConnection { connection in
+                            try await PostgresAnswers.prepare(on: connection, logger: logger)
+                            try await PostgresIssuedBatch.prepare(on: connection, logger: logger)
+                            leased.count.withLock { $0 += 1 }
+                            while leased.count.withLock({ $0 }) < count, ContinuousClock.now < deadline {
+                                try await Task.sleep(for: .milliseconds(1))
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        } catch {
+            logger.warning("the database connections could not be prepared ahead of the first requests; each prepares its statements at first use", metadata: ["reason": "\(describe(error))"])
+        }
+    }
+
+    /// The connections a store opens at most (a server keeps them all open: ``warmUp()``).
+    static let connectionLimit = 8
+
     /// Parses `postgres://USER:PASSWORD@HOST:PORT/DATABASE[?sslmode=disable|prefer|require]`.
     /// - Throws: ``OfferStoreError`` `invalidDatabaseURL`, never repeating the password.
-    static func configuration(databaseURL: String) throws -> PostgresClient.Configuration {
+    /// `keepingConnectionsOpen`: all ``connectionLimit`` connections stay open while idle (``warmUp()``).
+    static func configuration(databaseURL: String, keepingConnectionsOpen: Bool = false) throws -> PostgresClient.Configuration {
         guard let components = URLComponents(string: databaseURL), let host = components.host, !host.isEmpty,
               let user = components.user, !user.isEmpty
         else {
@@ -57,7 +99,8 @@ final class PostgresBackend: SQLStoreBackend {
         var configuration = PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: user, password: components.password,
             database: database.isEmpty ? nil : database, tls: tls)
-        configuration.options.maximumConnections = 8
+        configuration.options.maximumConnections = connectionLimit
+        if keepingConnectionsOpen { configuration.options.minimumConnections = connectionLimit }
         return configuration
     }
 
@@ -108,4 +151,9 @@ final class PostgresBackend: SQLStoreBackend {
         running.cancel()
         await running.value
     }
+}
+
+/// How many of ``PostgresBackend/warmUp()``'s leases hold a connection.
+private final class LeaseCount: Sendable {
+    let count = Mutex(0)
 }

@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import OfferModel
 import PostgresNIO
@@ -24,6 +25,12 @@ enum PostgresIssuedBatch {
             }
             return inserted
         }
+    }
+
+    /// Runs the batch's statement with an empty batch on `connection` (it writes nothing), so that the connection
+    /// has it prepared before the first batch (``PostgresBackend/warmUp()``).
+    static func prepare(on connection: PostgresConnection, logger: Logger) async throws {
+        _ = try await connection.execute(Insert(bindings: bindings([], countingDaily: true)), logger: logger)
     }
 
     /// The batch as ten arrays in the order of ``IssuedSignatureInsert/columns``; with `countingDaily`, then its

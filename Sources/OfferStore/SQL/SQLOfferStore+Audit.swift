@@ -64,6 +64,10 @@ extension SQLOfferStore {
         }
     }
 
+    func warmUp() async {
+        await backend.warmUp()
+    }
+
     func ping() async throws {
         try await backend.reading { database in try await database.run("SELECT 1") }
     }

@@ -50,6 +50,10 @@ protocol SQLStoreBackend: Sendable {
     /// default.
     func migrationStatements(version: Int) -> [SQLQueryString]
 
+    /// Opens what the backend keeps open and prepares its hot statements there, ahead of the first requests
+    /// (``OfferStore/warmUp()``); failures are logged, not thrown.
+    func warmUp() async
+
     /// Records a batch of retention answers in one statement, its own transaction, when the database can
     /// (PostgreSQL: ``PostgresAnswers/recordRetentionAnswers``); `nil` (the default): ``SQLOfferStore`` writes the
     /// batch in a transaction of its own statements.
@@ -90,6 +94,7 @@ extension SQLStoreBackend {
     var preparedAnswerStatements: PreparedAnswerStatements? { nil }
     var retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? { nil }
     func migrationStatements(version: Int) -> [SQLQueryString] { [] }
+    func warmUp() async {}
 
     /// Runs `body` in one transaction on a connection of its own: committed if `body` returns, rolled back if it
     /// throws. Driver errors become ``OfferStoreError`` `unavailable`.

@@ -7,9 +7,12 @@ import Logging
 /// - `sqlite:PATH` — an embedded SQLite file (created if missing); `sqlite::memory:` for a throw-away store.
 /// - `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (or `postgresql://`) — a PostgreSQL server, shared by replicas.
 ///
+/// `keepingConnectionsOpen`: PostgreSQL's pool keeps all its connections open while idle (a server, which calls
+/// ``OfferStore/warmUp()`` to prepare them); otherwise it opens them on demand and closes them after a minute idle.
+///
 /// - Throws: ``OfferStoreError`` `invalidDatabaseURL` (the message never repeats a password), `unavailable`,
 ///   `migrationFailed`.
-public func makeOfferStore(databaseURL: String, logger: Logger, migrating: Bool = true) async throws -> any OfferStore {
+public func makeOfferStore(databaseURL: String, logger: Logger, migrating: Bool = true, keepingConnectionsOpen: Bool = false) async throws -> any OfferStore {
     if databaseURL.hasPrefix("sqlite:") {
         let path = String(databaseURL.dropFirst("sqlite:".count))
         guard !path.isEmpty else {
@@ -19,7 +22,7 @@ public func makeOfferStore(databaseURL: String, logger: Logger, migrating: Bool 
         return migrating ? try await migrated(store) : store
     }
     if databaseURL.hasPrefix("postgres://") || databaseURL.hasPrefix("postgresql://") {
-        let configuration = try PostgresBackend.configuration(databaseURL: databaseURL)
+        let configuration = try PostgresBackend.configuration(databaseURL: databaseURL, keepingConnectionsOpen: keepingConnectionsOpen)
         let store = SQLOfferStore(backend: PostgresBackend(configuration: configuration, logger: logger), logger: logger)
         return migrating ? try await migrated(store) : store
     }

@@ -34,6 +34,11 @@ public protocol OfferStore: Sendable {
     /// Creates or upgrades the schema (versioned migrations); safe to run on every start.
     func migrate() async throws
 
+    /// Opens the connections the store keeps and prepares the signing and retention paths' statements on each, so
+    /// that the first requests after start-up do not wait for it (a server calls it after ``migrate()``). A
+    /// failure is logged, not thrown: the statements are then prepared at their first use.
+    func warmUp() async
+
     /// The facts of a customer, or `nil` if the store has never heard of them.
     func customerFacts(for key: CustomerKey) async throws -> CustomerFacts?
 
@@ -180,6 +185,8 @@ public protocol OfferStore: Sendable {
 }
 
 extension OfferStore {
+    /// A store without connections to open has nothing to warm.
+    public func warmUp() async {}
     /// A store without a decision log keeps nothing.
     public func logDecision(_ decision: PolicyDecisionRecord) {}
     public func flushDecisionLog() async {}
