@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOPosix
 import OfferModel
 import PostgresKit
 import PostgresNIO
@@ -8,10 +9,16 @@ import SQLKit
 /// The shared database: PostgreSQL, for several replicas behind a load balancer.
 ///
 /// Owns a postgres-nio `PostgresClient` (a connection pool) and runs it in a task of its own from `init` until
-/// ``close()``. Commits are durable with PostgreSQL's default `synchronous_commit = on`.
+/// ``close()``, on an event-loop thread of its own where the group-commit writer runs too. Commits are durable with
+/// PostgreSQL's default `synchronous_commit = on`.
 final class PostgresBackend: SQLStoreBackend {
     private let client: PostgresClient
     private let running: Task<Void, Never>
+    /// The connections' one thread, so that a batch's answer is read and the next batch sent without waiting for
+    /// the HTTP event loops' signing work.
+    private let eventLoops: MultiThreadedEventLoopGroup
+    /// The group-commit writer task runs on that thread: no hop between threads from one batch's answer to the next.
+    let batchExecutor: (any TaskExecutor)?
 
     let name = "PostgreSQL"
     let beginTransaction = "BEGIN"
@@ -29,7 +36,10 @@ final class PostgresBackend: SQLStoreBackend {
 
     /// Connects (lazily: the first query opens the first connection).
     init(configuration: PostgresClient.Configuration, logger: Logger) {
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        self.eventLoops = eventLoops
+        self.batchExecutor = EventLoopTaskExecutor(eventLoops.next())
+        let client = PostgresClient(configuration: configuration, eventLoopGroup: eventLoops, backgroundLogger: logger)
         self.client = client
         self.preparedAnswerStatements = PostgresAnswers.statements(client)
         self.retentionAnswersWriter = { answers in try await PostgresAnswers.recordRetentionAnswers(answers, client: client) }
@@ -71,7 +81,7 @@ final class PostgresBackend: SQLStoreBackend {
         (error as? PSQLError)?.serverInfo?[.sqlState] == "23505"
     }
 
-    /// PostgreSQL's batch is one statement from a task (``issuedSignatureBatchInsert``), its own transaction.
+    /// PostgreSQL's batch is one statement from a task (``issuedSignatureBatchRun``), its own transaction.
     let issuedSignatureWriter: IssuedSignatureWriter? = nil
 
     let preparedAnswerStatements: PreparedAnswerStatements?
@@ -81,9 +91,25 @@ final class PostgresBackend: SQLStoreBackend {
         version == 12 ? [SQLQueryString(PostgresAnswers.recordRetentionAnswersFunction)] : []
     }
 
-    /// ``PostgresIssuedBatch``: one prepared statement, the batch bound as arrays.
-    var issuedSignatureBatchInsert: (@Sendable ([IssuedSignature]) async throws -> Set<SQLOfferStore.RecordIdentity>)? {
-        { [client] records in try await PostgresIssuedBatch.insert(records, client: client) }
+    /// ``PostgresIssuedBatch``: one prepared statement, the batch bound as arrays; every batch of a writer's run on
+    /// one connection leased for the run (a lease and release per batch would also start and cancel the pool's
+    /// idle and keep-alive timers, tasks on the shared pool, each time).
+    var issuedSignatureBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.BatchInsert) async -> Void) async -> Void)? {
+        { [client] batches in
+            do {
+                try await client.withConnection { connection in
+                    await batches { records in
+                        // A connection that closed during the run (the server ended it): this batch and the rest
+                        // of the run lease one each, as a run would.
+                        guard connection.isClosed else { return try await PostgresIssuedBatch.insert(records, connection: connection) }
+                        return try await client.withConnection { try await PostgresIssuedBatch.insert(records, connection: $0) }
+                    }
+                }
+            } catch {
+                // No connection could be leased (nothing ran): the run's batches fail with why.
+                await batches { _ in throw error }
+            }
+        }
     }
 
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
@@ -107,5 +133,6 @@ final class PostgresBackend: SQLStoreBackend {
     func close() async throws {
         running.cancel()
         await running.value
+        try await eventLoops.shutdownGracefully()
     }
 }

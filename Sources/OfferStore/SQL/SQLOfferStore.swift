@@ -65,6 +65,13 @@ final class SQLOfferStore: OfferStore {
                     throw error
                 }
             }
+        } else if let batchRun = backend.issuedSignatureBatchRun {
+            claimRecorder = nil
+            recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch, executor: backend.batchExecutor) { batches in
+                await batchRun { insert in
+                    await batches { records in try await Self.recordBatch(records, batchInsert: insert, backend: backend, logger: logger) }
+                }
+            }
         } else {
             claimRecorder = nil
             recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch) { records in
