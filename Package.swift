@@ -159,6 +159,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -296,7 +297,10 @@ let package = Package(
         ),
         .testTarget(
             name: "OfferStoreTests",
-            dependencies: ["OfferStore", .product(name: "Logging", package: "swift-log"), .product(name: "SQLKit", package: "sql-kit")],
+            dependencies: [
+                "OfferStore", .product(name: "Logging", package: "swift-log"), .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

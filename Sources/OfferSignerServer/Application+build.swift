@@ -185,7 +185,7 @@ public func buildApplication(
     metricsRegistry: PrometheusCollectorRegistry? = nil,
     keysDirectoryPollInterval: Duration = .seconds(2)
 ) async throws -> some ApplicationProtocol {
-    let (store, notifications) = try await openStore(configuration: configuration, logger: logger)
+    let (store, notifications) = try await openStore(configuration: configuration, logger: logger, serving: true)
     let appStoreClients: [String: AppStoreServerAPIClient]
     do {
         appStoreClients = try makeAppStoreClients(configuration: configuration, verifiers: notifications?.verifiers ?? [:], logger: logger)

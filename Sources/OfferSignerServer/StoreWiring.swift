@@ -16,16 +16,21 @@ import OfferApplication
 /// How long start-up waits for the database before giving up (exit 69).
 public let storeStartupTimeout: Duration = .seconds(15)
 
+/// How long a server's start-up waits at most for its database connections to be opened and prepared
+/// (``OfferStore/warmUp()``); past it, the rest prepare at their first use.
+let storeWarmUpTimeout: Duration = .seconds(5)
+
 /// Opens the store `OFFER_SIGNER_DATABASE_URL` names (if any) and the App Store verification of every app
 /// that can verify (Production needs the app's appAppleId): what `serve`, `eligibility explain` and
-/// `notifications import` share.
+/// `notifications import` share. `serving` (the server): PostgreSQL's connections are opened and prepared before
+/// the first request and kept open (``OfferStore/warmUp()``); the tools open theirs on demand.
 /// - Throws: ``ConfigurationError`` when the store cannot be opened.
-public func openStore(configuration: ServiceConfiguration, logger: Logger) async throws -> ((any OfferStore)?, NotificationIngestor?) {
+public func openStore(configuration: ServiceConfiguration, logger: Logger, serving: Bool = false) async throws -> ((any OfferStore)?, NotificationIngestor?) {
     guard let url = configuration.databaseURL else { return (nil, nil) }
     let store: any OfferStore
     do {
         guard let opened = try await withDeadline(storeStartupTimeout, { () async throws -> any OfferStore in
-            let store = try await makeOfferStore(databaseURL: url, logger: logger, migrating: false, keepingConnectionsOpen: true)
+            let store = try await makeOfferStore(databaseURL: url, logger: logger, migrating: false, keepingConnectionsOpen: serving)
             try await store.ping()
             return store
         }) else {
@@ -35,10 +40,13 @@ public func openStore(configuration: ServiceConfiguration, logger: Logger) async
         // up (schema version 11: minutes for 10 million signatures, docs/PERFORMANCE.md "The outcome report").
         do {
             try await opened.migrate()
-            await opened.warmUp()
         } catch {
             try? await opened.close()
             throw error
+        }
+        if serving {
+            // Bounded: a database that refuses connections delays start-up by this much at most (warmUp logs it).
+            _ = try? await withDeadline(storeWarmUpTimeout) { await opened.warmUp() }
         }
         store = opened
     } catch let error as OfferStoreError {

@@ -16,11 +16,11 @@ struct PostgresWarmUpTests {
         "offer_signer_record_retention_answers", "offer_signer_issued_batch",
     ]
 
-    /// What each of the pool's connections has prepared, by server process: every connection leased at once.
-    private func preparedByConnection(_ store: SQLOfferStore) async throws -> [Int32: Int] {
+    /// What `count` of the pool's connections have prepared, by server process: that many leased at once.
+    private func preparedByConnection(_ store: SQLOfferStore, count: Int = PostgresBackend.connectionLimit) async throws -> [Int32: Int] {
         let leased = Leased()
         return try await withThrowingTaskGroup(of: (Int32, Int).self) { group in
-            for _ in 0..<PostgresBackend.connectionLimit {
+            for _ in 0..<count {
                 group.addTask {
                     try await store.backend.reading { database in
                         let row = try await database.raw("""
@@ -28,7 +28,7 @@ struct PostgresWarmUpTests {
                             """).first()
                         leased.count.withLock { $0 += 1 }
                         let deadline = ContinuousClock.now + .seconds(5)
-                        while leased.count.withLock({ $0 }) < PostgresBackend.connectionLimit, ContinuousClock.now < deadline {
+                        while leased.count.withLock({ $0 }) < count, ContinuousClock.now < deadline {
                             try await Task.sleep(for: .milliseconds(1))
                         }
                         return (try row?.decode(column: "pid", as: Int32.self) ?? 0, try row?.decode(column: "prepared", as: Int.self) ?? 0)
@@ -43,16 +43,24 @@ struct PostgresWarmUpTests {
     func warmedConnections() async throws {
         let url = try #require(Backend.postgresURL)
         let warmed = try #require(try await makeOfferStore(databaseURL: url, logger: Logger(label: "test"), keepingConnectionsOpen: true) as? SQLOfferStore)
-        await warmed.warmUp()
-        let prepared = try await preparedByConnection(warmed)
+        // The suite's other stores share the server's connections: should it refuse some for a while, a warm-up
+        // may not reach every connection, and it is run again (it only prepares what is prepared already), three
+        // times at most.
+        var prepared: [Int32: Int] = [:]
+        for _ in 0..<3 {
+            await warmed.warmUp()
+            prepared = try await preparedByConnection(warmed)
+            if prepared.count == PostgresBackend.connectionLimit, prepared.values.allSatisfy({ $0 == Self.statements.count }) { break }
+        }
         #expect(prepared.count == PostgresBackend.connectionLimit)
         #expect(prepared.values.allSatisfy { $0 == Self.statements.count })
         try await warmed.close()
 
-        // A store that is not warmed prepares at first use: its connections start with nothing prepared.
+        // A store that is not warmed prepares at first use: its connections start with nothing prepared (two of
+        // them, leased at once: the suite's other stores share the server's connections).
         let cold = try #require(try await makeOfferStore(databaseURL: url, logger: Logger(label: "test")) as? SQLOfferStore)
-        let coldPrepared = try await preparedByConnection(cold)
-        #expect(coldPrepared.count == PostgresBackend.connectionLimit)
+        let coldPrepared = try await preparedByConnection(cold, count: 2)
+        #expect(coldPrepared.count == 2)
         #expect(coldPrepared.values.allSatisfy { $0 == 0 })
         try await cold.close()
     }

@@ -39,8 +39,11 @@ enum PostgresAnswers {
     /// Claims a batch's keys with their answers and records their signatures in one statement (``ClaimBatch``, one
     /// transaction, durable when it returns; `issued_daily` updated once for the batch): one outcome per claim, in
     /// ``IssuedSignatureWriter/claim``'s terms. A key claimed twice in the batch is claimed by its first claim, the
-    /// others answered before. Should a record's (timestamp, nonce) have been recorded before (the statement then
-    /// writes nothing), each claim is made alone, in order, and only that one fails.
+    /// others answered before. The keys are inserted in their order, so two replicas' batches that share keys wait
+    /// for each other instead of deadlocking. Should a record's (timestamp, nonce) have been recorded before (the
+    /// statement then writes nothing), each claim is made alone, in order, as a SQLite file's log writer does: only
+    /// that one fails, and a later claim of its key may take it. Should the connection fail then, the claims made
+    /// alone before are written and the rest are told their outcome is unknown.
     static func claim(_ claims: [AnswerClaim], client: PostgresClient) async throws -> [(any Error)?] {
         var outcomes = [(any Error)?](repeating: nil, count: claims.count)
         var keys = Set<String>()
@@ -66,6 +69,12 @@ enum PostgresAnswers {
                 } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
                     // The claim skips a key taken; only the record's (timestamp, nonce) can refuse the statement.
                     outcomes[index] = OfferStoreError.duplicateNonce(claim.record.nonce)
+                } catch {
+                    guard index > 0 else { throw error }  // nothing written: the batch fails whole
+                    // The claims before it are written, each in its own transaction; this one's outcome is unknown.
+                    let unknown = OfferStoreError(code: .unavailable, message: "PostgreSQL store: the connection failed while recording; the answer may have been stored, and a retry of the request returns it.")
+                    for rest in index..<claims.count { outcomes[rest] = unknown }
+                    return outcomes
                 }
             }
             return outcomes
@@ -110,7 +119,7 @@ enum PostgresAnswers {
         static let name = "offer_signer_claim_batch"
         static let sql = """
             WITH claimed AS (INSERT INTO stored_answers (answer_key, answer, created_at) \
-            SELECT * FROM unnest($1::text[], $2::text[], $3::int8[]) \
+            SELECT * FROM unnest($1::text[], $2::text[], $3::int8[]) AS c(k, a, t) ORDER BY k \
             ON CONFLICT (answer_key) DO NOTHING RETURNING answer_key), \
             inserted AS (INSERT INTO issued_signatures (\(IssuedSignatureInsert.columns)) \
             SELECT r.n, r.k, r.b, r.p, r.o, r.u, r.t, r.f, r.c, r.q FROM unnest($1::text[], $4::text[], $5::text[], \

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOPosix
 import OfferModel
 import PostgresKit
 import PostgresNIO
@@ -9,13 +10,19 @@ import Synchronization
 /// The shared database: PostgreSQL, for several replicas behind a load balancer.
 ///
 /// Owns a postgres-nio `PostgresClient` (a connection pool) and runs it in a task of its own from `init` until
-/// ``close()``. Commits are durable with PostgreSQL's default `synchronous_commit = on`.
+/// ``close()``, on an event-loop thread of its own where the group-commit writer runs too. Commits are durable with
+/// PostgreSQL's default `synchronous_commit = on`.
 final class PostgresBackend: SQLStoreBackend {
     private let client: PostgresClient
     private let running: Task<Void, Never>
     private let logger: Logger
-    /// The connections the pool keeps open, idle or not (``warmUp()`` prepares the hot statements on each).
+    /// The connections ``warmUp()`` opens and prepares the hot statements on (a pool that keeps them open; else none).
     private let connectionsKeptOpen: Int
+    /// The connections' one thread, so that a batch's answer is read and the next batch sent without waiting for
+    /// the HTTP event loops' signing work.
+    private let eventLoops: MultiThreadedEventLoopGroup
+    /// The group-commit writer task runs on that thread: no hop between threads from one batch's answer to the next.
+    let batchExecutor: (any TaskExecutor)?
 
     let name = "PostgreSQL"
     let beginTransaction = "BEGIN"
@@ -32,17 +39,22 @@ final class PostgresBackend: SQLStoreBackend {
     let recordsPerBatch = 1000
 
     /// Connects (lazily: the first query opens the first connection).
-    init(configuration: PostgresClient.Configuration, logger: Logger) {
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+    /// `keepingConnectionsOpen`: the configuration's (``configuration(databaseURL:keepingConnectionsOpen:)``), and
+    /// ``warmUp()`` opens and prepares ``connectionLimit`` connections.
+    init(configuration: PostgresClient.Configuration, logger: Logger, keepingConnectionsOpen: Bool = false) {
+        let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        self.eventLoops = eventLoops
+        self.batchExecutor = EventLoopTaskExecutor(eventLoops.next())
+        let client = PostgresClient(configuration: configuration, eventLoopGroup: eventLoops, backgroundLogger: logger)
         self.client = client
         self.logger = logger
-        self.connectionsKeptOpen = configuration.options.minimumConnections
+        self.connectionsKeptOpen = keepingConnectionsOpen ? Self.connectionLimit : 0
         self.preparedAnswerStatements = PostgresAnswers.statements(client)
         self.retentionAnswersWriter = { answers in try await PostgresAnswers.recordRetentionAnswers(answers, client: client) }
         self.running = Task { await client.run() }
     }
 
-    /// Opens the connections the pool keeps (``connectionsKeptOpen``) and prepares the signing and retention paths'
+    /// Opens the connections the pool keeps open (``connectionsKeptOpen``) and prepares the signing and retention paths'
     /// statements on each (``PostgresAnswers/prepare(on:logger:)``, ``PostgresIssuedBatch/prepare(on:logger:)``):
     /// without it the first requests after start-up, all at once, wait while the pool opens its connections and
     /// each new server process reads the catalog and plans the statements (Apple's retention performance test
@@ -74,12 +86,13 @@ final class PostgresBackend: SQLStoreBackend {
         }
     }
 
-    /// The connections a store opens at most (a server keeps them all open: ``warmUp()``).
+    /// The connections a store opens at most (a server opens them all at start-up: ``warmUp()``).
     static let connectionLimit = 8
 
     /// Parses `postgres://USER:PASSWORD@HOST:PORT/DATABASE[?sslmode=disable|prefer|require]`.
     /// - Throws: ``OfferStoreError`` `invalidDatabaseURL`, never repeating the password.
-    /// `keepingConnectionsOpen`: all ``connectionLimit`` connections stay open while idle (``warmUp()``).
+    /// `keepingConnectionsOpen`: connections stay open an hour after their last use (a server: ``warmUp()`` opens
+    /// ``connectionLimit`` of them).
     static func configuration(databaseURL: String, keepingConnectionsOpen: Bool = false) throws -> PostgresClient.Configuration {
         guard let components = URLComponents(string: databaseURL), let host = components.host, !host.isEmpty,
               let user = components.user, !user.isEmpty
@@ -100,12 +113,31 @@ final class PostgresBackend: SQLStoreBackend {
             host: host, port: components.port ?? 5432, username: user, password: components.password,
             database: database.isEmpty ? nil : database, tls: tls)
         configuration.options.maximumConnections = connectionLimit
-        if keepingConnectionsOpen { configuration.options.minimumConnections = connectionLimit }
+        // Opened connections stay an hour after their last use (instead of a minute), so those warmUp() prepared
+        // are there for a burst after a quiet spell. Not a minimum the pool must keep: should the server refuse
+        // some connections, a pool below its minimum queues every lease until it has them all.
+        if keepingConnectionsOpen { configuration.options.connectionIdleTimeout = .seconds(3600) }
         return configuration
     }
 
+    /// What went wrong, in plain words: the server's message, else what happened to the connection.
     func describe(_ error: any Error) -> String {
-        (error as? PSQLError)?.serverInfo?[.message] ?? "\(type(of: error))"
+        guard let error = error as? PSQLError else {
+            return error is CancellationError ? "the operation was cancelled" : "the database did not answer as expected"
+        }
+        if let message = error.serverInfo?[.message] { return message }
+        switch error.code {
+        case .serverClosedConnection, .clientClosedConnection, .uncleanShutdown:
+            return "the connection to the database was closed; its last statement's outcome is unknown"
+        case .connectionError:
+            return "the database could not be reached"
+        case .poolClosed:
+            return "the store is closed"
+        case .queryCancelled:
+            return "the statement was cancelled"
+        default:
+            return "the database did not answer as expected"
+        }
     }
 
     /// SQLSTATE 23505, `unique_violation`: the server refused the statement (not a lost connection, whose
@@ -114,7 +146,7 @@ final class PostgresBackend: SQLStoreBackend {
         (error as? PSQLError)?.serverInfo?[.sqlState] == "23505"
     }
 
-    /// PostgreSQL's batch is one statement from a task (``issuedSignatureBatchInsert``), its own transaction.
+    /// PostgreSQL's batch is one statement from a task (``issuedSignatureBatchRun``), its own transaction.
     let issuedSignatureWriter: IssuedSignatureWriter? = nil
 
     let preparedAnswerStatements: PreparedAnswerStatements?
@@ -124,9 +156,25 @@ final class PostgresBackend: SQLStoreBackend {
         version == 12 ? [SQLQueryString(PostgresAnswers.recordRetentionAnswersFunction)] : []
     }
 
-    /// ``PostgresIssuedBatch``: one prepared statement, the batch bound as arrays.
-    var issuedSignatureBatchInsert: (@Sendable ([IssuedSignature]) async throws -> Set<SQLOfferStore.RecordIdentity>)? {
-        { [client] records in try await PostgresIssuedBatch.insert(records, client: client) }
+    /// ``PostgresIssuedBatch``: one prepared statement, the batch bound as arrays; every batch of a writer's run on
+    /// one connection leased for the run (a lease and release per batch would also start and cancel the pool's
+    /// idle and keep-alive timers, tasks on the shared pool, each time).
+    var issuedSignatureBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.BatchInsert) async -> Void) async -> Void)? {
+        { [client] batches in
+            do {
+                try await client.withConnection { connection in
+                    await batches { records in
+                        // A connection that closed during the run (the server ended it): this batch and the rest
+                        // of the run lease one each, as a run would.
+                        guard connection.isClosed else { return try await PostgresIssuedBatch.insert(records, connection: connection) }
+                        return try await client.withConnection { try await PostgresIssuedBatch.insert(records, connection: $0) }
+                    }
+                }
+            } catch {
+                // No connection could be leased (nothing ran): the run's batches fail with why.
+                await batches { _ in throw error }
+            }
+        }
     }
 
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
@@ -150,6 +198,7 @@ final class PostgresBackend: SQLStoreBackend {
     func close() async throws {
         running.cancel()
         await running.value
+        try await eventLoops.shutdownGracefully()
     }
 }
 

@@ -13,14 +13,14 @@ import PostgresNIO
 /// (timestamp, nonce) refuse it (the statement writes nothing), it is inserted again skipping the records written
 /// before, counted by the statement, and a record not returned fails alone.
 enum PostgresIssuedBatch {
-    /// Inserts `records`; returns those inserted, each once (any other was recorded before).
-    static func insert(_ records: [IssuedSignature], client: PostgresClient) async throws -> Set<SQLOfferStore.RecordIdentity> {
+    /// Inserts `records` on `connection`; returns those inserted, each once (any other was recorded before).
+    static func insert(_ records: [IssuedSignature], connection: PostgresConnection) async throws -> Set<SQLOfferStore.RecordIdentity> {
         do {
-            for try await _ in try await client.execute(Insert(bindings: bindings(records, countingDaily: true))) {}
+            for try await _ in try await connection.execute(Insert(bindings: bindings(records, countingDaily: true)), logger: statementLogger) {}
             return Set(records.map(SQLOfferStore.RecordIdentity.init))
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
             var inserted = Set<SQLOfferStore.RecordIdentity>()
-            for try await (timestamp, nonce) in try await client.execute(InsertSkippingDuplicates(bindings: bindings(records, countingDaily: false))) {
+            for try await (timestamp, nonce) in try await connection.execute(InsertSkippingDuplicates(bindings: bindings(records, countingDaily: false)), logger: statementLogger) {
                 inserted.insert(SQLOfferStore.RecordIdentity(timestamp: timestamp, nonce: nonce))
             }
             return inserted
@@ -32,6 +32,9 @@ enum PostgresIssuedBatch {
     static func prepare(on connection: PostgresConnection, logger: Logger) async throws {
         _ = try await connection.execute(Insert(bindings: bindings([], countingDaily: true)), logger: logger)
     }
+
+    /// The statements' logger: none (postgres-nio logs each statement at debug level; the store logs a failed batch).
+    private static let statementLogger = Logger(label: "offer-signer.postgres.batch", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// The batch as ten arrays in the order of ``IssuedSignatureInsert/columns``; with `countingDaily`, then its
     /// `issued_daily` increments (``IssuedRollup/dailyCounts(of:)``) as six arrays, in the order of the table's key.

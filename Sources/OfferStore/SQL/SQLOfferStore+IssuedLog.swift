@@ -10,10 +10,15 @@ extension SQLOfferStore {
         recorder.submit(signature, startWhenReady: startWhenReady, completion: completion)
     }
 
-    /// Writes one group-commit batch in one transaction; each record's outcome (`nil`: written).
-    static func recordBatch(_ records: [IssuedSignature], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
+    /// A backend's own insert of one group-commit batch (``SQLStoreBackend/issuedSignatureBatchRun``): the records
+    /// inserted, each once.
+    typealias BatchInsert = @Sendable ([IssuedSignature]) async throws -> Set<RecordIdentity>
+
+    /// Writes one group-commit batch in one transaction, with `batchInsert` when the backend has its own; each
+    /// record's outcome (`nil`: written).
+    static func recordBatch(_ records: [IssuedSignature], batchInsert: BatchInsert? = nil, backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
         do {
-            if let batchInsert = backend.issuedSignatureBatchInsert {
+            if let batchInsert {
                 var inserted = try await backend.mappingErrors { try await batchInsert(records) }
                 return records.map { inserted.remove(RecordIdentity($0)) != nil ? nil : OfferStoreError.duplicateNonce($0.nonce) }
             }

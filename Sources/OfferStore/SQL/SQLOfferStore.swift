@@ -66,6 +66,13 @@ final class SQLOfferStore: OfferStore {
                     throw error
                 }
             }
+        } else if let batchRun = backend.issuedSignatureBatchRun {
+            claimRecorder = nil
+            recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch, executor: backend.batchExecutor) { batches in
+                await batchRun { insert in
+                    await batches { records in try await Self.recordBatch(records, batchInsert: insert, backend: backend, logger: logger) }
+                }
+            }
         } else {
             claimRecorder = backend.preparedAnswerStatements.map { prepared in
                 GroupCommitQueue(maximumBatch: backend.recordsPerBatch) { claims in

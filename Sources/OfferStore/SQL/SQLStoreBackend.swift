@@ -59,10 +59,16 @@ protocol SQLStoreBackend: Sendable {
     /// batch in a transaction of its own statements.
     var retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? { get }
 
-    /// The backend's own insert of a group-commit batch, from a task (PostgreSQL: one prepared statement, its own
-    /// transaction, durable when it returns, counting into `issued_daily`): the records inserted, each once — any
-    /// other was recorded before. `nil` (the default): the store's ``IssuedSignatureInsert``.
-    var issuedSignatureBatchInsert: (@Sendable ([IssuedSignature]) async throws -> Set<SQLOfferStore.RecordIdentity>)? { get }
+    /// The backend's own insert of group-commit batches, from a task, for one run of the writer
+    /// (``GroupCommitQueue/Run``): calls `batches` exactly once with the insert of each batch of that run
+    /// (PostgreSQL: one prepared statement, its own transaction, durable when it returns, counting into
+    /// `issued_daily`, on one connection leased for the whole run), which returns the records inserted, each once
+    /// — any other was recorded before. `nil` (the default): the store's ``IssuedSignatureInsert``.
+    var issuedSignatureBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.BatchInsert) async -> Void) async -> Void)? { get }
+
+    /// Where the task that writes the group-commit batches runs (PostgreSQL: the event loop of its connections);
+    /// `nil` (the default): the shared cooperative pool.
+    var batchExecutor: (any TaskExecutor)? { get }
 
     /// Keeps migrators of several processes apart, inside a migration's transaction.
     func lockMigrations(on database: any SQLDatabase) async throws
@@ -90,8 +96,9 @@ struct CallerError: Error {
 }
 
 extension SQLStoreBackend {
-    var issuedSignatureBatchInsert: (@Sendable ([IssuedSignature]) async throws -> Set<SQLOfferStore.RecordIdentity>)? { nil }
+    var issuedSignatureBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.BatchInsert) async -> Void) async -> Void)? { nil }
     var preparedAnswerStatements: PreparedAnswerStatements? { nil }
+    var batchExecutor: (any TaskExecutor)? { nil }
     var retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? { nil }
     func migrationStatements(version: Int) -> [SQLQueryString] { [] }
     func warmUp() async {}

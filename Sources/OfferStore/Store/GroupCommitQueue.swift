@@ -7,17 +7,22 @@ import Synchronization
 /// batch with its own outcome. Under load the next batch fills while the previous one is being written; when idle
 /// an item is written at once.
 ///
-/// The writer is a task (``init(maximumBatch:write:)``), or a serial dispatch queue that writes each batch without
+/// The writer is a task (``init(maximumBatch:executor:write:)``, ``init(maximumBatch:executor:run:)``: on the
+/// shared pool, or on the given executor — PostgreSQL's connections' event loop), or a serial dispatch queue that writes each batch without
 /// suspending (``init(maximumBatch:queue:write:)``: a SQLite file's log writer, which so costs no hop to a task and
 /// back per batch).
 final class GroupCommitQueue<Item: Sendable>: Sendable {
     /// Writes a batch durably. Returns one outcome per item (`nil`: written); throwing fails the whole batch.
     typealias Write = @Sendable ([Item]) async throws -> [(any Error)?]
+    /// One run of a task writer, from its start until nothing is queued: calls `batches` exactly once, with the
+    /// ``Write`` of every batch of that run (PostgreSQL: on one connection leased for the run, not one per batch).
+    /// A run that cannot set up its write calls `batches` with one that throws why: the batches queued fail.
+    typealias Run = @Sendable (_ batches: @Sendable (@escaping Write) async -> Void) async -> Void
     /// ``Write`` for a writer that blocks its thread instead of suspending.
     typealias BlockingWrite = @Sendable ([Item]) throws -> [(any Error)?]
 
     private enum Writer {
-        case task(Write)
+        case task(Run, (any TaskExecutor)?)
         case queue(DispatchQueue, BlockingWrite)
     }
 
@@ -52,9 +57,15 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
     /// Items per batch written (docs/observability.md): near 1 when idle, growing with load.
     private let batchSize = Recorder(label: "offer_signer_store_commit_batch_size")
 
-    init(maximumBatch: Int, write: @escaping Write) {
+    /// A queue whose writer is a task, on `executor` when given (else the shared pool).
+    convenience init(maximumBatch: Int, executor: (any TaskExecutor)? = nil, write: @escaping Write) {
+        self.init(maximumBatch: maximumBatch, executor: executor, run: { batches in await batches(write) })
+    }
+
+    /// A queue whose writer is a task, on `executor` when given, each of its runs set up by `run`.
+    init(maximumBatch: Int, executor: (any TaskExecutor)?, run: @escaping Run) {
         self.maximumBatch = maximumBatch
-        self.writer = .task(write)
+        self.writer = .task(run, executor)
     }
 
     /// A queue whose writer runs on `queue` (serial), calling `write` there for each batch.
@@ -102,8 +113,8 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
 
     private func startWriter() {
         switch writer {
-        case .task(let write):
-            Task.detached { await self.writeUntilEmpty(write) }  // serves every caller: no task-locals of the first
+        case .task(let run, let executor):
+            Task.detached(executorPreference: executor) { await run { write in await self.writeUntilEmpty(write) } }  // serves every caller: no task-locals of the first
         case .queue(let queue, let write):
             queue.async { self.writeUntilEmpty(write) }
         }

@@ -7,8 +7,9 @@ import Logging
 /// - `sqlite:PATH` — an embedded SQLite file (created if missing); `sqlite::memory:` for a throw-away store.
 /// - `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (or `postgresql://`) — a PostgreSQL server, shared by replicas.
 ///
-/// `keepingConnectionsOpen`: PostgreSQL's pool keeps all its connections open while idle (a server, which calls
-/// ``OfferStore/warmUp()`` to prepare them); otherwise it opens them on demand and closes them after a minute idle.
+/// `keepingConnectionsOpen`: PostgreSQL's pool keeps a connection open an hour after its last use, and
+/// ``OfferStore/warmUp()`` opens them all and prepares them (a server); otherwise connections close after a minute
+/// idle.
 ///
 /// - Throws: ``OfferStoreError`` `invalidDatabaseURL` (the message never repeats a password), `unavailable`,
 ///   `migrationFailed`.
@@ -23,7 +24,7 @@ public func makeOfferStore(databaseURL: String, logger: Logger, migrating: Bool 
     }
     if databaseURL.hasPrefix("postgres://") || databaseURL.hasPrefix("postgresql://") {
         let configuration = try PostgresBackend.configuration(databaseURL: databaseURL, keepingConnectionsOpen: keepingConnectionsOpen)
-        let store = SQLOfferStore(backend: PostgresBackend(configuration: configuration, logger: logger), logger: logger)
+        let store = SQLOfferStore(backend: PostgresBackend(configuration: configuration, logger: logger, keepingConnectionsOpen: keepingConnectionsOpen), logger: logger)
         return migrating ? try await migrated(store) : store
     }
     let scheme = databaseURL.split(separator: ":").first.map(String.init) ?? ""
