@@ -27,6 +27,7 @@ struct PostgresClaimTests {
         let (opened, _) = try await Backend.postgres.open()
         let store = try #require(opened as? SQLOfferStore)
         let statements = try #require(store.backend.preparedAnswerStatements)
+        #expect(store.claimRecorder != nil)  // a retention answer's claim joins these batches
         let recorded = record(username: "recorded", at: 1_800_000_000_001)
         try await store.record(recorded)
 

@@ -66,13 +66,6 @@ final class SQLOfferStore: OfferStore {
                     throw error
                 }
             }
-        } else if let batchRun = backend.issuedSignatureBatchRun {
-            claimRecorder = nil
-            recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch, executor: backend.batchExecutor) { batches in
-                await batchRun { insert in
-                    await batches { records in try await Self.recordBatch(records, batchInsert: insert, backend: backend, logger: logger) }
-                }
-            }
         } else {
             claimRecorder = backend.preparedAnswerStatements.map { prepared in
                 GroupCommitQueue(maximumBatch: backend.recordsPerBatch) { claims in
@@ -84,8 +77,16 @@ final class SQLOfferStore: OfferStore {
                     }
                 }
             }
-            recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch) { records in
-                try await Self.recordBatch(records, backend: backend, logger: logger)
+            if let batchRun = backend.issuedSignatureBatchRun {
+                recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch, executor: backend.batchExecutor) { batches in
+                    await batchRun { insert in
+                        await batches { records in try await Self.recordBatch(records, batchInsert: insert, backend: backend, logger: logger) }
+                    }
+                }
+            } else {
+                recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch) { records in
+                    try await Self.recordBatch(records, backend: backend, logger: logger)
+                }
             }
         }
     }
