@@ -64,7 +64,7 @@ enum PostgresAnswers {
             for (index, claim) in claims.enumerated() {
                 do {
                     var claimed = false
-                    for try await _ in try await client.execute(ClaimAndRecord(claim: claim)) { claimed = true }
+                    for try await _ in try await client.execute(ClaimBatch(claims: [claim])) { claimed = true }
                     outcomes[index] = claimed ? nil : AnswerAlreadyStored()
                 } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
                     // The claim skips a key taken; only the record's (timestamp, nonce) can refuse the statement.
@@ -114,7 +114,8 @@ enum PostgresAnswers {
 
     /// A batch of claims (each key once) as thirteen arrays: each key with its answer, stored unless the key was
     /// answered before, and the record of each claim that took inserted and counted in `issued_daily`, in one
-    /// statement (its own transaction); the (timestamp, nonce) of each record inserted.
+    /// statement (its own transaction); the (timestamp, nonce) of each record inserted. A batch of one is also the
+    /// fallback's claim made alone.
     struct ClaimBatch: PostgresPreparedStatement {
         static let name = "offer_signer_claim_batch"
         static let sql = """
@@ -137,38 +138,6 @@ enum PostgresAnswers {
             return bindings
         }
         func decodeRow(_ row: PostgresRow) throws -> (Int64, String) { try row.decode((Int64, String).self) }
-    }
-
-    /// One claim of a key with its answer, the signature's record and its count in `issued_daily`, in one statement
-    /// (its own transaction): a row when the claim took, none when the key was answered before (nothing written).
-    struct ClaimAndRecord: PostgresPreparedStatement {
-        static let name = "offer_signer_claim_and_record"
-        static let sql = """
-            WITH claimed AS (INSERT INTO stored_answers (answer_key, answer, created_at) VALUES ($1, $2, $3) \
-            ON CONFLICT (answer_key) DO NOTHING RETURNING answer_key), \
-            inserted AS (INSERT INTO issued_signatures (\(IssuedSignatureInsert.columns)) \
-            SELECT $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 WHERE EXISTS (SELECT 1 FROM claimed)
-            """ + IssuedSignatureInsert.countingDailyTail
-        static var bindingDataTypes: [PostgresDataType] {
-            [.text, .text, .int8, .text, .text, .text, .text, .text, .text, .int8, .text, .text, .text]
-        }
-        var claim: AnswerClaim
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 13)
-            bindings.append(claim.answerKey)
-            bindings.append(claim.answer)
-            bindings.append(claim.createdAt)
-            let record = claim.record
-            for value in [record.nonce, record.keyIdentifier, record.bundleIdentifier, record.productIdentifier, record.offerIdentifier, record.applicationUsername] {
-                bindings.append(value)
-            }
-            bindings.append(record.timestamp)
-            bindings.append(record.format)
-            bindings.append(record.channel)
-            bindings.append(record.requestIdentifier)
-            return bindings
-        }
-        func decodeRow(_ row: PostgresRow) throws {}
     }
 
     /// Records a batch of retention answers (``SQLOfferStore/writeRetentionAnswers(_:backend:logger:)``) in one
