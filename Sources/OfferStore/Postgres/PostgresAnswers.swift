@@ -60,13 +60,13 @@ enum PostgresAnswers {
                 outcomes[index] = AnswerAlreadyStored()
             }
             return outcomes
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+        } catch let error as PSQLError where error.isUniqueViolation {
             for (index, claim) in claims.enumerated() {
                 do {
                     var claimed = false
                     for try await _ in try await client.execute(ClaimBatch(claims: [claim])) { claimed = true }
                     outcomes[index] = claimed ? nil : AnswerAlreadyStored()
-                } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+                } catch let error as PSQLError where error.isUniqueViolation {
                     // The claim skips a key taken; only the record's (timestamp, nonce) can refuse the statement.
                     outcomes[index] = OfferStoreError.duplicateNonce(claim.record.nonce)
                 } catch {

@@ -140,10 +140,8 @@ final class PostgresBackend: SQLStoreBackend {
         }
     }
 
-    /// SQLSTATE 23505, `unique_violation`: the server refused the statement (not a lost connection, whose
-    /// statement's outcome would be unknown).
     func isUniqueViolation(_ error: any Error) -> Bool {
-        (error as? PSQLError)?.serverInfo?[.sqlState] == "23505"
+        (error as? PSQLError)?.isUniqueViolation == true
     }
 
     /// PostgreSQL's batch is one statement from a task (``issuedSignatureBatchRun``), its own transaction.
@@ -205,4 +203,10 @@ final class PostgresBackend: SQLStoreBackend {
 /// How many of ``PostgresBackend/warmUp()``'s leases hold a connection.
 private final class LeaseCount: Sendable {
     let count = Mutex(0)
+}
+
+extension PSQLError {
+    /// SQLSTATE 23505, `unique_violation`: the server refused the statement (not a lost connection, whose
+    /// statement's outcome would be unknown).
+    var isUniqueViolation: Bool { serverInfo?[.sqlState] == "23505" }
 }

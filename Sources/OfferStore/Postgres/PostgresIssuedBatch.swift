@@ -18,7 +18,7 @@ enum PostgresIssuedBatch {
         do {
             for try await _ in try await connection.execute(Insert(bindings: bindings(records, countingDaily: true)), logger: statementLogger) {}
             return Set(records.map(SQLOfferStore.RecordIdentity.init))
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+        } catch let error as PSQLError where error.isUniqueViolation {
             var inserted = Set<SQLOfferStore.RecordIdentity>()
             for try await (timestamp, nonce) in try await connection.execute(InsertSkippingDuplicates(bindings: bindings(records, countingDaily: false)), logger: statementLogger) {
                 inserted.insert(SQLOfferStore.RecordIdentity(timestamp: timestamp, nonce: nonce))
