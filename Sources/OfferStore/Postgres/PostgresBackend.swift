@@ -39,9 +39,13 @@ final class PostgresBackend: SQLStoreBackend {
     let recordsPerBatch = 1000
 
     /// Connects (lazily: the first query opens the first connection).
-    /// `keepingConnectionsOpen`: the configuration's (``configuration(databaseURL:keepingConnectionsOpen:)``), and
-    /// ``warmUp()`` opens and prepares ``connectionLimit`` connections.
+    /// `keepingConnectionsOpen` (a server): connections stay open an hour after their last use, instead of a
+    /// minute, and ``warmUp()`` opens and prepares ``connectionLimit`` of them.
     init(configuration: PostgresClient.Configuration, logger: Logger, keepingConnectionsOpen: Bool = false) {
+        var configuration = configuration
+        // Not a minimum the pool must keep: should the server refuse some connections, a pool below its minimum
+        // queues every lease until it has them all.
+        if keepingConnectionsOpen { configuration.options.connectionIdleTimeout = .seconds(3600) }
         let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         self.eventLoops = eventLoops
         self.batchExecutor = EventLoopTaskExecutor(eventLoops.next())
@@ -91,9 +95,7 @@ final class PostgresBackend: SQLStoreBackend {
 
     /// Parses `postgres://USER:PASSWORD@HOST:PORT/DATABASE[?sslmode=disable|prefer|require]`.
     /// - Throws: ``OfferStoreError`` `invalidDatabaseURL`, never repeating the password.
-    /// `keepingConnectionsOpen`: connections stay open an hour after their last use (a server: ``warmUp()`` opens
-    /// ``connectionLimit`` of them).
-    static func configuration(databaseURL: String, keepingConnectionsOpen: Bool = false) throws -> PostgresClient.Configuration {
+    static func configuration(databaseURL: String) throws -> PostgresClient.Configuration {
         guard let components = URLComponents(string: databaseURL), let host = components.host, !host.isEmpty,
               let user = components.user, !user.isEmpty
         else {
@@ -113,10 +115,6 @@ final class PostgresBackend: SQLStoreBackend {
             host: host, port: components.port ?? 5432, username: user, password: components.password,
             database: database.isEmpty ? nil : database, tls: tls)
         configuration.options.maximumConnections = connectionLimit
-        // Opened connections stay an hour after their last use (instead of a minute), so those warmUp() prepared
-        // are there for a burst after a quiet spell. Not a minimum the pool must keep: should the server refuse
-        // some connections, a pool below its minimum queues every lease until it has them all.
-        if keepingConnectionsOpen { configuration.options.connectionIdleTimeout = .seconds(3600) }
         return configuration
     }
 

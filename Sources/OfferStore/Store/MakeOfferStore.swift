@@ -23,7 +23,7 @@ public func makeOfferStore(databaseURL: String, logger: Logger, migrating: Bool 
         return migrating ? try await migrated(store) : store
     }
     if databaseURL.hasPrefix("postgres://") || databaseURL.hasPrefix("postgresql://") {
-        let configuration = try PostgresBackend.configuration(databaseURL: databaseURL, keepingConnectionsOpen: keepingConnectionsOpen)
+        let configuration = try PostgresBackend.configuration(databaseURL: databaseURL)
         let store = SQLOfferStore(backend: PostgresBackend(configuration: configuration, logger: logger, keepingConnectionsOpen: keepingConnectionsOpen), logger: logger)
         return migrating ? try await migrated(store) : store
     }
