@@ -7,10 +7,10 @@ import Synchronization
 /// batch with its own outcome. Under load the next batch fills while the previous one is being written; when idle
 /// an item is written at once.
 ///
-/// The writer is a task (``init(maximumBatch:executor:write:)``, ``init(maximumBatch:executor:run:)``: on the
-/// shared pool, or on the given executor — PostgreSQL's connections' event loop), or a serial dispatch queue that writes each batch without
-/// suspending (``init(maximumBatch:queue:write:)``: a SQLite file's log writer, which so costs no hop to a task and
-/// back per batch).
+/// The writer is a task (``init(maximumBatch:write:)`` on the shared pool; ``init(maximumBatch:executor:run:)``, on
+/// the given executor when there is one — PostgreSQL's connections' event loop), or a serial dispatch queue that
+/// writes each batch without suspending (``init(maximumBatch:queue:write:)``: a SQLite file's log writer, which so
+/// costs no hop to a task and back per batch).
 final class GroupCommitQueue<Item: Sendable>: Sendable {
     /// Writes a batch durably. Returns one outcome per item (`nil`: written); throwing fails the whole batch.
     typealias Write = @Sendable ([Item]) async throws -> [(any Error)?]
@@ -57,9 +57,9 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
     /// Items per batch written (docs/observability.md): near 1 when idle, growing with load.
     private let batchSize = Recorder(label: "offer_signer_store_commit_batch_size")
 
-    /// A queue whose writer is a task, on `executor` when given (else the shared pool).
-    convenience init(maximumBatch: Int, executor: (any TaskExecutor)? = nil, write: @escaping Write) {
-        self.init(maximumBatch: maximumBatch, executor: executor, run: { batches in await batches(write) })
+    /// A queue whose writer is a task on the shared pool.
+    convenience init(maximumBatch: Int, write: @escaping Write) {
+        self.init(maximumBatch: maximumBatch, executor: nil, run: { batches in await batches(write) })
     }
 
     /// A queue whose writer is a task, on `executor` when given, each of its runs set up by `run`.
