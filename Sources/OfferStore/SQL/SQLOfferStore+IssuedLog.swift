@@ -17,37 +17,56 @@ extension SQLOfferStore {
     /// Writes one group-commit batch in one transaction, with `batchInsert` when the backend has its own; each
     /// record's outcome (`nil`: written).
     static func recordBatch(_ records: [IssuedSignature], batchInsert: BatchInsert? = nil, backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
-        do {
+        try await loggingFailure(ofBatchOf: records.count, logger: logger) {
+            var inserted: Set<RecordIdentity>
             if let batchInsert {
-                var inserted = try await backend.mappingErrors { try await batchInsert(records) }
-                return records.map { inserted.remove(RecordIdentity($0)) != nil ? nil : OfferStoreError.duplicateNonce($0.nonce) }
-            }
-            // The batch's issued_daily counts (IssuedRollup): in the same statement where the batch is one, else
-            // one more statement in its transaction.
-            let countingDaily = !backend.batchInTransaction
-            let insert: @Sendable (any SQLDatabase) async throws -> Set<RecordIdentity> = { database in
-                let inserted: Set<RecordIdentity>
-                do {
-                    try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: false, countingDaily: countingDaily))").run()
-                    inserted = Set(records.map(RecordIdentity.init))
-                } catch where backend.isUniqueViolation(error) {
-                    inserted = try await Self.insert(records, countingDaily: countingDaily, on: database)
+                inserted = try await backend.mappingErrors { try await batchInsert(records) }
+            } else {
+                // The batch's issued_daily counts (IssuedRollup): in the same statement where the batch is one, else
+                // one more statement in its transaction.
+                let countingDaily = !backend.batchInTransaction
+                let insert: @Sendable (any SQLDatabase) async throws -> Set<RecordIdentity> = { database in
+                    let inserted: Set<RecordIdentity>
+                    do {
+                        try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: false, countingDaily: countingDaily))").run()
+                        inserted = Set(records.map(RecordIdentity.init))
+                    } catch where backend.isUniqueViolation(error) {
+                        inserted = try await Self.insert(records, countingDaily: countingDaily, on: database)
+                    }
+                    if !countingDaily { try await IssuedRollup.add(records.filter { inserted.contains(RecordIdentity($0)) }, on: database) }
+                    return inserted
                 }
-                if !countingDaily { try await IssuedRollup.add(records.filter { inserted.contains(RecordIdentity($0)) }, on: database) }
-                return inserted
+                inserted = backend.batchInTransaction
+                    ? try await backend.transaction(insert)
+                    : try await backend.mappingErrors { try await backend.write(insert) }
             }
-            var inserted = backend.batchInTransaction
-                ? try await backend.transaction(insert)
-                : try await backend.mappingErrors { try await backend.write(insert) }
             return records.map { inserted.remove(RecordIdentity($0)) != nil ? nil : OfferStoreError.duplicateNonce($0.nonce) }
+        }
+    }
+
+    /// Runs one group-commit batch's write (of `count` records); when it fails, logs that the batch was not recorded
+    /// and rethrows.
+    static func loggingFailure<T>(ofBatchOf count: Int, logger: Logger, _ write: () throws -> T) rethrows -> T {
+        do {
+            return try write()
         } catch {
-            logBatchFailure(records, error, logger: logger)
+            logBatchFailure(count: count, error, logger: logger)
             throw error
         }
     }
 
-    static func logBatchFailure(_ records: [IssuedSignature], _ error: any Error, logger: Logger) {
-        logger.error("issued-signature batch not recorded", metadata: ["count": "\(records.count)", "error": "\(error)"])
+    /// ``loggingFailure(ofBatchOf:logger:_:)`` for a write that suspends.
+    static func loggingFailure<T>(ofBatchOf count: Int, logger: Logger, _ write: () async throws -> T) async rethrows -> T {
+        do {
+            return try await write()
+        } catch {
+            logBatchFailure(count: count, error, logger: logger)
+            throw error
+        }
+    }
+
+    private static func logBatchFailure(count: Int, _ error: any Error, logger: Logger) {
+        logger.error("issued-signature batch not recorded", metadata: ["count": "\(count)", "error": "\(error)"])
     }
 
     /// Writes one signature's record and its count in `issued_daily`, inside the caller's transaction; a nonce

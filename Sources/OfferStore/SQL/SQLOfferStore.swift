@@ -51,29 +51,16 @@ final class SQLOfferStore: OfferStore {
         }
         if let writer = backend.issuedSignatureWriter {
             claimRecorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch, queue: writer.queue) { claims in
-                do {
-                    return try writer.claim(claims)
-                } catch {
-                    Self.logBatchFailure(claims.map(\.record), error, logger: logger)
-                    throw error
-                }
+                try Self.loggingFailure(ofBatchOf: claims.count, logger: logger) { try writer.claim(claims) }
             }
             recorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch, queue: writer.queue) { records in
-                do {
-                    return try writer.write(records)
-                } catch {
-                    Self.logBatchFailure(records, error, logger: logger)
-                    throw error
-                }
+                try Self.loggingFailure(ofBatchOf: records.count, logger: logger) { try writer.write(records) }
             }
         } else {
             claimRecorder = backend.preparedAnswerStatements.map { prepared in
                 GroupCommitQueue(maximumBatch: backend.recordsPerBatch) { claims in
-                    do {
-                        return try await backend.mappingErrors { try await prepared.claim(claims) }
-                    } catch {
-                        Self.logBatchFailure(claims.map(\.record), error, logger: logger)
-                        throw error
+                    try await Self.loggingFailure(ofBatchOf: claims.count, logger: logger) {
+                        try await backend.mappingErrors { try await prepared.claim(claims) }
                     }
                 }
             }
