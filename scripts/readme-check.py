@@ -99,6 +99,9 @@ port = harness.free_port()
 env = dict(os.environ, OFFER_SIGNER_PORT=str(port), OFFER_SIGNER_HOST="127.0.0.1", PATH=os.path.dirname(binary) + os.pathsep + os.environ.get("PATH", ""))
 env.pop("OFFER_SIGNER_DATABASE_URL", None)
 server = harness.start_server(binary, env, args=("serve", "--demo"))
+# The quick start's `mktemp -d` folders go to a scratch TMPDIR removed afterwards, not to the machine's /tmp.
+scratch = tempfile.TemporaryDirectory(prefix="offer-signer-readme-quickstart-")
+env["TMPDIR"] = scratch.name
 try:
     for run in (1, 2):
         for command, shown in steps:
@@ -109,6 +112,7 @@ try:
 finally:
     server.terminate()
     server.wait(timeout=10)
+    scratch.cleanup()
 
 # "Securing it": the block as a script, in a folder of its own (serve's default SQLite file lands there).
 block = between(readme, "<!-- securing:begin -->", "<!-- securing:end -->")
