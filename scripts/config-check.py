@@ -8,10 +8,11 @@ exit status 0; on a bad value exit status 78 and the message `serve` stops with;
 import os
 import subprocess
 import sys
-import tempfile
+
+import scratch  # scripts/scratch.py: the run's folder, removed when it passes
 
 binary = os.path.abspath(sys.argv[1])
-work = tempfile.mkdtemp(prefix="offer-signer-config-")
+work = scratch.folder("offer-signer-config-")
 failures = 0
 
 
@@ -75,4 +76,5 @@ check(taken.returncode == 78 and "cannot listen on" in taken.stderr and "Cancell
       f"a port in use: exit 78 with what to do, no CancellationError ({taken.returncode})")
 
 print(f"\n{failures} check(s) failed" if failures else "\nall config check checks pass")
+scratch.finish(work, failed=bool(failures))
 sys.exit(1 if failures else 0)

@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import urllib.request
@@ -85,6 +86,7 @@ log_path = os.path.join(arguments.output, "server.log")
 log = open(log_path, "wb")
 server = subprocess.Popen([arguments.binary, "serve", "--demo"], env=env, stdout=log, stderr=subprocess.STDOUT)
 driver = None
+browser_scratch = tempfile.TemporaryDirectory(prefix="offer-signer-console-chromium-")
 shots = {}
 try:
     deadline = time.time() + 120
@@ -123,9 +125,11 @@ try:
     for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=412,915", "--hide-scrollbars"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    # Chromium's own scratch files (its profile's lock and socket) in a folder removed after the check.
+    browser_env = dict(os.environ, TMPDIR=browser_scratch.name)
     for attempt in (1, 2):  # a slow machine sometimes loses Chromium's first start
         try:
-            driver = webdriver.Chrome(service=Service(arguments.driver), options=options)
+            driver = webdriver.Chrome(service=Service(arguments.driver, env=browser_env), options=options)
             break
         except Exception as error:
             if attempt == 2:
@@ -276,6 +280,7 @@ finally:
     signal.alarm(0)
     if driver:
         driver.quit()
+    browser_scratch.cleanup()
     server.terminate()
     try:
         server.wait(timeout=20)

@@ -16,12 +16,13 @@ import secrets
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 
 import jwt  # PyJWT
+
+import scratch  # scripts/scratch.py: the run's folder, removed when it passes
 
 BINARY = os.path.abspath(sys.argv[1])
 failures = []
@@ -52,7 +53,7 @@ def call(port, method, path, body=None, token=None):
         return error.code, dict(error.headers), error.read().decode()
 
 
-work = tempfile.mkdtemp(prefix="offer-signer-edge-")
+work = scratch.folder("offer-signer-edge-")
 key = subprocess.run([BINARY, "keys", "generate"], capture_output=True, text=True, check=True).stdout
 api_key, jwt_secret, admin_token = secrets.token_hex(24), secrets.token_hex(32), secrets.token_hex(24)
 public, operations = free_port(), free_port()
@@ -146,4 +147,5 @@ for secret, what in [(api_key, "the API key"), (jwt_secret, "the JWT secret"), (
 check('"requestId"' in text, "log lines carry request IDs (JSON)")
 
 print(f"\n{len(failures)} failure(s)" if failures else "\nall edge checks passed")
+scratch.finish(work, failed=bool(failures))
 sys.exit(1 if failures else 0)

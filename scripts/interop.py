@@ -18,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -30,6 +29,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from appstoreserverlibrary.promotional_offer import PromotionalOfferSignatureCreator
 from appstoreserverlibrary.jws_signature_creator import IntroductoryOfferEligibilitySignatureCreator, PromotionalOfferV2SignatureCreator
 import jwt  # PyJWT, a dependency of Apple's library
+
+import scratch  # scripts/scratch.py: the run's folder, removed when it passes
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402  (server start-up and an App Store test chain, shared by the live checks)
@@ -75,7 +76,7 @@ def verifies(public_key, signature_b64, payload):
         return False
 
 
-work = tempfile.mkdtemp(prefix="offer-signer-interop-")
+work = scratch.folder("offer-signer-interop-")
 key_id = "INTEROP001"
 key_path = os.path.join(work, f"SubscriptionKey_{key_id}.p8")
 generated = run("keys", "generate", "--output", key_path)
@@ -295,4 +296,5 @@ finally:
     server.wait(timeout=10)
 
 print(f"\n{len(failures)} failure(s)" if failures else "\nall interoperability checks passed")
+scratch.finish(work, failed=bool(failures))
 sys.exit(1 if failures else 0)

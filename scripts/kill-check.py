@@ -11,13 +11,14 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import http.client
 
+import scratch  # scripts/scratch.py: the run's folder, removed when it passes
+
 binary = os.path.abspath(sys.argv[1])
-work = tempfile.mkdtemp(prefix="offer-signer-kill-")
+work = scratch.folder("offer-signer-kill-")
 database = os.path.join(work, "store.sqlite")
 key = subprocess.run([binary, "keys", "generate"], capture_output=True, text=True, check=True).stdout
 with socket.socket() as s:
@@ -64,4 +65,5 @@ for thread in threads:
 logged = {row[0] for row in sqlite3.connect(database).execute("SELECT nonce FROM issued_signatures")}
 missing = [nonce for nonce in received if nonce not in logged]
 print(f"received {len(received)} bundles before kill -9; {len(logged)} records in the log; {len(missing)} received but not logged")
+scratch.finish(work, failed=not received or bool(missing))
 sys.exit(0 if received and not missing else 1)

@@ -17,9 +17,10 @@ import json
 import os
 import random
 import sys
-import tempfile
 import time
 import uuid
+
+import scratch  # scripts/scratch.py: the run's folder, removed when it passes
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -31,7 +32,7 @@ database_url = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
 mode = sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] else "apple"
 bundle, app_apple_id, product = "com.example.app", 1234567890, "com.example.monthly"
 
-work = tempfile.mkdtemp(prefix="offer-signer-retention-perf-")
+work = scratch.folder("offer-signer-retention-perf-")
 chain = harness.AppStoreTestChain()
 open(f"{work}/root.pem", "w").write(chain.root_pem())
 open(f"{work}/policy.yaml", "w").write(f"""
@@ -172,4 +173,5 @@ print(f"CPU per request: server {server_cpu / requests_total * 1e6:.0f} µs, thi
 print(f"p50 {percentile(50):.1f} ms  p90 {percentile(90):.1f} ms  p95 {percentile(95):.1f} ms  p99 {percentile(99):.1f} ms  max {latencies[-1]:.1f} ms")
 print(f"success rate {100 * succeeded / requests_total:.2f} % (200 with exactly one answer, not a fallback after the deadline: {int(late)}), within 700 ms {100 * within / requests_total:.2f} %")
 print("answers: " + ", ".join(f"{outcome} {count}" for outcome, count in sorted(outcomes.items())))
+scratch.finish(work, failed=not (succeeded == requests_total and within == requests_total))
 sys.exit(0 if succeeded == requests_total and within == requests_total else 1)
