@@ -14,7 +14,7 @@ import http.client
 import json
 import os
 import sys
-import tempfile
+import scratch  # scripts/scratch.py: the run's folder, removed when it passes
 import threading
 import time
 import uuid
@@ -26,7 +26,7 @@ count = int(sys.argv[3]) if len(sys.argv) > 3 else 100_000
 concurrency = int(sys.argv[4]) if len(sys.argv) > 4 else 16
 bundle = "com.example.bench"
 
-work = tempfile.mkdtemp(prefix="offer-signer-ingest-")
+work = scratch.folder("offer-signer-ingest-")
 chain = harness.AppStoreTestChain()
 with open(f"{work}/root.pem", "w") as file:
     file.write(chain.root_pem())
@@ -92,3 +92,4 @@ try:
 finally:
     server.terminate()
     server.wait()
+    scratch.finish(work, failed=sys.exc_info()[0] is not None)

@@ -15,7 +15,7 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
+import scratch  # scripts/scratch.py: the run's folder, removed when it passes
 import threading
 import time
 
@@ -24,7 +24,7 @@ minutes = float(sys.argv[2]) if len(sys.argv) > 2 else 10
 rate = float(sys.argv[3]) if len(sys.argv) > 3 else 500
 connections = int(sys.argv[4]) if len(sys.argv) > 4 else 16
 
-work = tempfile.mkdtemp(prefix="offer-signer-soak-")
+work = scratch.folder("offer-signer-soak-")
 database = os.path.join(work, "store.sqlite")
 key = subprocess.run([binary, "keys", "generate"], capture_output=True, text=True, check=True).stdout
 with socket.socket() as s:
@@ -132,4 +132,5 @@ finally:
         thread.join(timeout=15)
     server.terminate()
     server.wait(timeout=15)
+scratch.finish(work, failed=exit_status != 0)
 sys.exit(exit_status)

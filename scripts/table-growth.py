@@ -10,11 +10,11 @@ the size the service writes — a notification UUID; a stored retention answer h
 import json
 import os
 import sqlite3
-import tempfile
+import scratch  # scripts/scratch.py: the run's folder, removed when it passes
 import uuid
 
 ROWS = 100_000
-work = tempfile.mkdtemp(prefix="offer-signer-growth-")
+work = scratch.folder("offer-signer-growth-")
 
 
 def measure(name, statements, insert, rows):
@@ -44,3 +44,4 @@ measure(
      "CREATE INDEX stored_answers_by_time ON stored_answers (created_at)"],
     "INSERT INTO stored_answers VALUES (?, ?, ?)",
     ((f"retention:com.example.app:{uuid.uuid4()}", answer, 1_700_000_000_000 + i) for i in range(ROWS)))
+scratch.finish(work, failed=False)
