@@ -30,9 +30,9 @@ import traceback
 import urllib.request
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 parser = argparse.ArgumentParser()
@@ -166,10 +166,26 @@ try:
         driver.get(f"{base}{path}")
         settled(name, signed_in)
 
+    def replaced(element):
+        """A wait condition: the page that held `element` is gone. Chromium answers a question about an element
+        of a page it is leaving either with a stale reference or, mid-navigation, with "Node with given id does not
+        belong to the document" (an unknown error to Selenium); both mean the same."""
+        def gone(_):
+            try:
+                element.is_enabled()
+                return False
+            except StaleElementReferenceException:
+                return True
+            except WebDriverException as error:
+                if "does not belong to the document" in str(error):
+                    return True
+                raise
+        return gone
+
     def submit(form_selector):
         old = driver.find_element(By.TAG_NAME, "html")
         driver.find_element(By.CSS_SELECTOR, f"{form_selector} button[type=submit]").click()
-        wait.until(EC.staleness_of(old))
+        wait.until(replaced(old))
 
     open_page("/console", "redirect", signed_in=False)
     check(driver.current_url.endswith("/console/login"), "without a session, /console leads to the sign-in form")

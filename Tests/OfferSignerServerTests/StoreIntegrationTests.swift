@@ -24,7 +24,7 @@ enum StoreBackend: String, Sendable, CustomTestStringConvertible {
     func open() async throws -> any OfferStore {
         switch self {
         case .sqlite:
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("offer-signer-it-\(UUID().uuidString).sqlite").path
+            let file = ScratchFolder.sqliteFile("offer-signer-it")
             return try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"))
         case .postgres:
             return try await makeOfferStore(databaseURL: try #require(Self.postgresURL), logger: Logger(label: "test"))

@@ -10,7 +10,7 @@ import Testing
     /// A SQLite file whose `issued_signatures` has the store's columns and unique key, plus a CHECK that refuses a
     /// product named `refused` — an error of another kind than a duplicate.
     private func database() async throws -> (SQLiteBackend, String) {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("log-writer-\(UUID().uuidString).sqlite").path
+        let path = ScratchFolder.sqliteFile("log-writer")
         let backend = try await SQLiteBackend(path: path, logger: Logger(label: "test"))
         try await backend.write { database in
             try await database.run("""

@@ -19,7 +19,7 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     func open(path: String? = nil) async throws -> (any OfferStore, String?) {
         switch self {
         case .sqlite:
-            let file = path ?? FileManager.default.temporaryDirectory.appendingPathComponent("offer-store-\(UUID().uuidString).sqlite").path
+            let file = path ?? ScratchFolder.sqliteFile("offer-store")
             return (try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test")), file)
         case .postgres:
             return (try await makeOfferStore(databaseURL: try #require(Self.postgresURL), logger: Logger(label: "test")), nil)
