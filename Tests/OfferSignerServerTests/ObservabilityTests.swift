@@ -273,7 +273,7 @@ enum RequestLoggingMiddlewareProbe {
             lapsed.subscriptionGroupIdentifier = "21000001"
             let signedTransaction = try await signer.sign(lapsed)
             #expect(try await sign("winback_50", withTransaction, extra: #","signedTransaction":"\#(signedTransaction)""#).status == .ok)
-            #expect(try await sign("winback_50", sent, extra: #","signedTransaction":"\#(signedTransaction)""#).status == .badRequest)  // someone else's
+            #expect(try await sign("winback_50", sent, extra: #","signedTransaction":"\#(signedTransaction)""#).status == .forbidden)  // someone else's
 
             // Admin: flags, a grant and its use, the customer, the signatures, the audit, the keys.
             let encodedTarget = adminTarget.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? adminTarget

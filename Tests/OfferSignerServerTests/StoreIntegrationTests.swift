@@ -227,7 +227,7 @@ struct StoreFixture {
             #expect(facts?.subscriptions.first?.state == .expired)
             // Someone else's transaction is refused.
             let theirs = try await fixture.sign(client, "winback_50", "someone-else", extra: #","signedTransaction":"\#(signed)""#)
-            #expect(theirs.status == .badRequest)
+            #expect(theirs.status == .forbidden)
             #expect(try theirs.decode(ErrorBody.self).error.field == "signedTransaction")
         }
         try await fixture.store.close()

@@ -1,4 +1,5 @@
 import JWTKit
+import OfferErrors
 
 /// The payload of a JWS as jwt-kit hands it over: the expected type if it decodes, and `signedDate` either way.
 ///
@@ -9,7 +10,7 @@ struct SignedBody<Payload: Codable & Sendable>: JWTPayload {
     /// The payload, if it decoded as `Payload`.
     let payload: Payload?
 
-    /// Why it did not decode, if it did not.
+    /// Why it did not decode, if it did not, in plain words (``DecodingProblem``).
     let decodingFailure: String?
 
     /// The payload's `signedDate` (ms since 1970), if it has an integer one.
@@ -26,7 +27,7 @@ struct SignedBody<Payload: Codable & Sendable>: JWTPayload {
             self.decodingFailure = nil
         } catch {
             self.payload = nil
-            self.decodingFailure = String(describing: error)
+            self.decodingFailure = DecodingProblem.describe(error)
         }
     }
 

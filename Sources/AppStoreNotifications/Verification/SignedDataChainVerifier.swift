@@ -43,7 +43,7 @@ struct SignedDataChainVerifier: Sendable {
         do {
             (header, unverified, _) = try parser.parse(token, as: SignedBody<Payload>.self)
         } catch {
-            throw SignedDataVerificationError(.invalidJWS, "not a compact JWS with JSON header and payload: \(error)")
+            throw SignedDataVerificationError(.invalidJWS, "not a compact JWS: three base64url parts separated by dots, a JSON header and a JSON payload")
         }
 
         guard header.alg == "ES256" else {
@@ -87,7 +87,7 @@ struct SignedDataChainVerifier: Sendable {
             await keys.add(ecdsa: try ES256PublicKey(backing: leafKey), parser: parser)
             verified = try await keys.verify(token, as: SignedBody<Payload>.self)
         } catch {
-            throw SignedDataVerificationError(.invalidSignature, "the signature does not verify with the leaf key: \(error)")
+            throw SignedDataVerificationError(.invalidSignature, "the signature does not verify with the leaf certificate's key")
         }
         guard let payload = verified.payload else {
             throw SignedDataVerificationError(

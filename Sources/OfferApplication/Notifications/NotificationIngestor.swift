@@ -157,6 +157,8 @@ public struct NotificationIngestor: Sendable {
     /// Verifies a StoreKit 2 signed transaction an app sent with a sign request and folds it into that
     /// customer's facts.
     /// - Returns: the verified transaction.
+    /// - Throws: ``OfferServiceError`` 400 `invalid_request` (it does not verify, or is another app's), 403
+    ///   `customer_mismatch` (another customer's `appAccountToken`), 409 `transaction_claimed`, 503 `store_unavailable`.
     @discardableResult
     public func ingest(signedTransaction: String, for key: CustomerKey) async throws(OfferServiceError) -> JWSTransactionDecodedPayload {
         let transaction = try await verify(field: "signedTransaction") { verifier in try await verifier.verifyAndDecodeTransaction(signedTransaction) }
@@ -164,7 +166,7 @@ public struct NotificationIngestor: Sendable {
             throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction is for another app (\(transaction.bundleIdentifier ?? "none")).")
         }
         if let token = CustomerBinding.token(of: transaction, rule: tokenRule), token != key.applicationUsername {
-            throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction belongs to another customer (its appAccountToken is not this applicationUsername).")
+            throw OfferServiceError(.customerMismatch, "signedTransaction belongs to another customer (its appAccountToken is not this applicationUsername); send the signed-in customer's own transaction, or none.", field: "signedTransaction")
         }
         // The first customer that presented an original transaction (or that the App Store's notifications were
         // filed under) keeps it: the same rule as for notifications.

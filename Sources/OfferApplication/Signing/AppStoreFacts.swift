@@ -50,6 +50,20 @@ enum AppStoreLookupOutcome: Sendable, Hashable {
 extension OfferService {
     private static let appStoreLogger = Logger(label: "offer-signer.app-store-facts")
 
+    /// A transaction the store links to other customers of the app is not this customer's to present: a request
+    /// cannot have an offer signed (or facts fetched) under another customer's transaction, as a signed transaction
+    /// cannot move one. A transaction the store does not link to anyone passes; the App Store checks it against the
+    /// purchaser.
+    /// - Throws: ``OfferServiceError`` 409 `transaction_claimed`, 503 `store_unavailable`.
+    func refuseAnotherCustomersTransaction(_ lookup: AppStoreLookup, app: AppConfiguration) async throws(OfferServiceError) {
+        guard let store, case .customer(let customer) = lookup.owner else { return }
+        let owners = try await storeCall { try await store.customers(withOriginalTransactionId: lookup.transactionId) }
+            .filter { $0.bundleIdentifier == app.bundleIdentifier }
+        guard owners.isEmpty || owners.contains(customer) else {
+            throw OfferServiceError(.transactionClaimed, "\(lookup.field) names a subscription already claimed by another customer of \(app.bundleIdentifier); send one of this customer's own transactions, or none.", field: lookup.field)
+        }
+    }
+
     /// The pipeline's one step that completes the store from the App Store Server API: when the customer has no
     /// subscription facts (none at all, or none in the offer's group) and the request carries a transaction
     /// identifier, asks Apple (statuses and history, within the client's time budget: the request never waits

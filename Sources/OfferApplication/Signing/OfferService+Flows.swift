@@ -111,6 +111,7 @@ extension OfferService {
         try CustomerIdentifier.validate(request.applicationUsername)
         try PayloadField.validate(request.productIdentifier, named: "productIdentifier")
         try PayloadField.validate(request.offerIdentifier, named: "offerIdentifier")
+        if let transactionId = request.transactionId { try JWSOfferSigner.validateTransactionIdentifier(transactionId) }
         let issuer = try issuerIdentifier(of: app)
         let presented = try await ingestSignedTransaction(request, app: app)
         let customer = request.applicationUsername.lowercased()

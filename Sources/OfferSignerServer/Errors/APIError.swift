@@ -141,7 +141,11 @@ public struct APIError: Error, HTTPResponseError, Sendable {
             self = .invalidRequest(field: field, "\(field) is required.")
         case .valueNotFound(_, let context):
             let field = path(context)
-            self = .invalidRequest(field: field, "\(field) must not be null.")
+            if field.isEmpty {
+                self = APIError(status: .badRequest, code: "invalid_request", message: "The request body must be a JSON object.")
+            } else {
+                self = .invalidRequest(field: field, "\(field) must not be null.")
+            }
         case .typeMismatch(let type, let context):
             let field = path(context)
             if field.isEmpty {
@@ -162,15 +166,8 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     }
 
     private static func describe(_ type: Any.Type) -> String {
-        switch type {
-        case is String.Type: "a string"
-        case is Bool.Type: "true or false"
-        case is Int.Type, is Int64.Type, is Int32.Type: "an integer"
-        case is Double.Type, is Float.Type: "a number"
-        case is [String: Any].Type, is [String: String].Type, is [String: String?].Type: "a JSON object"
-        case is [Any].Type, is [String].Type: "a JSON array"
-        default: "a value of another JSON type (see GET /openapi.yaml)"
-        }
+        let kind = DecodingProblem.describe(type)
+        return kind == "a value of another JSON type" ? "\(kind) (see GET /openapi.yaml)" : kind
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {

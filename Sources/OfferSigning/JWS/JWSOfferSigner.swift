@@ -65,7 +65,7 @@ public enum JWSOfferSigner {
     }
 
     /// Transaction identifiers are decimal digits (App Store transaction and app-transaction IDs), 1–64.
-    static func validateTransactionIdentifier(_ value: String) throws(OfferSigningError) {
+    package static func validateTransactionIdentifier(_ value: String) throws(OfferSigningError) {
         try PayloadField.validate(value, named: "transactionId", maximumLength: 64)
         guard value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw .invalidField("transactionId", "transactionId must be an App Store transaction identifier (decimal digits).")

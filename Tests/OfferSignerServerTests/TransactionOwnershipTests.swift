@@ -1,0 +1,96 @@
+import AppStoreNotifications
+import AppStoreTestSupport
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import OfferStore
+import Testing
+
+@testable import OfferSignerServer
+
+/// A transaction is presented only by the customer it belongs to, and refusals of App Store data speak plain words.
+@Suite struct TransactionOwnershipTests {
+    @Test("a transactionId the store links to another customer is refused with 409 transaction_claimed, in both formats; the customer's own and an unknown one sign", arguments: StoreBackend.available)
+    func anotherCustomersTransactionIsRefused(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        try await fixture.application.test(.router) { client in
+            let owned = fixture.transaction("owner", expires: Date() + 20 * 86_400, signedDate: Date())
+            #expect(try await fixture.notify(client, .subscribed, .initialBuy, transaction: owned, signedDate: Date()).status == .ok)
+            let theirs = owned.originalTransactionId ?? ""
+            for format in [#","format":"jws""#, ""] {
+                let refused = try await fixture.sign(client, "everyone", "intruder", extra: #"\#(format),"transactionId":"\#(theirs)""#)
+                #expect(refused.status == .conflict, "\(refused.text)")
+                let error = try refused.decode(ErrorBody.self).error
+                #expect(error.code == "transaction_claimed" && error.field == "transactionId")
+                #expect(!refused.text.contains("owner"))
+                #expect(try await fixture.sign(client, "everyone", "owner", extra: #"\#(format),"transactionId":"\#(theirs)""#).status == .ok)
+                #expect(try await fixture.sign(client, "everyone", "intruder", extra: #"\#(format),"transactionId":"2000000000000001""#).status == .ok)
+            }
+            // Nothing was signed for the intruder under the owner's transaction.
+            let log = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: "intruder", limit: 10))
+            #expect(log.count == 2)
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("a signedTransaction carrying another customer's appAccountToken is 403 customer_mismatch", arguments: StoreBackend.available)
+    func anotherCustomersSignedTransactionIsRefused(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        try await fixture.application.test(.router) { client in
+            let signed = try await fixture.signer.sign(fixture.transaction("holder", expires: Date() - 86_400, signedDate: Date() - 40 * 86_400))
+            let response = try await fixture.sign(client, "everyone", "someone-else", extra: #","signedTransaction":"\#(signed)""#)
+            #expect(response.status == .forbidden)
+            let error = try response.decode(ErrorBody.self).error
+            #expect(error.code == "customer_mismatch" && error.field == "signedTransaction")
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("a JWS transactionId that is not an App Store transaction identifier is 400 before any decision")
+    func aMalformedTransactionIdIsA400() async throws {
+        let fixture = try await StoreFixture(.sqlite)
+        try await fixture.application.test(.router) { client in
+            // retention_30 would refuse this customer (no facts): the field's error comes first.
+            let response = try await fixture.sign(client, "retention_30", "nobody", extra: #","format":"jws","transactionId":"abc""#)
+            #expect(response.status == .badRequest)
+            #expect(try response.decode(ErrorBody.self).error.field == "transactionId")
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("refused App Store data is explained in plain words: no Swift type, no decoder text, no address")
+    func refusalsSpeakPlainWords() async throws {
+        let fixture = try await StoreFixture(.sqlite)
+        struct WrongShape: Encodable, Sendable { let signedDate = "yesterday"; let data = [1, 2] }
+        let wrongShape = try await fixture.signer.sign(WrongShape())
+        let garbage = ["eyJhbGciOiJFUzI1NiJ9.e30.a/b", "eyJhbGciOiJFUzI1NiJ9.e30.", "a.b.c", wrongShape]
+        try await fixture.application.test(.router) { client in
+            var messages: [String] = []
+            for jws in garbage {
+                let notification = try await client.post("/v1/notifications/appstore", json: #"{"signedPayload":"\#(jws)"}"#)
+                #expect(notification.status == .badRequest)
+                messages.append(try notification.decode(ErrorBody.self).error.message)
+                let signing = try await fixture.sign(client, "everyone", "plain-user", extra: #","signedTransaction":"\#(jws)""#)
+                #expect(signing.status == .badRequest)
+                messages.append(try signing.decode(ErrorBody.self).error.message)
+            }
+            for message in messages {
+                for word in ["Error(", "Dictionary", "Swift.", "DecodingError", "JWTKit", "Base64", "context at", "0x", "$", "Optional", "Array<"] {
+                    #expect(!message.contains(word), "\(message)")
+                }
+            }
+            #expect(messages.contains { $0.contains("not a compact JWS") })
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("a body of null is asked to be a JSON object")
+    func aNullBodyIsAskedForAnObject() async throws {
+        try await TestService().application.test(.router) { client in
+            let response = try await client.post("/v1/offers/sign", json: "null")
+            #expect(response.status == .badRequest)
+            let error = try response.decode(ErrorBody.self).error
+            #expect(error.message == "The request body must be a JSON object.", "\(error.message)")
+        }
+    }
+}
