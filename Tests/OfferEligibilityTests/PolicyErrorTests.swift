@@ -66,6 +66,32 @@ import Testing
         }
     }
 
+    @Test("nested YAML aliases (a billion laughs) are refused at the value budget, before they are built")
+    func nestedAliasesAreRefused() {
+        // Nine levels of ten aliases each: 10^9 values if expanded.
+        var lines = ["a0: &a0 [" + Array(repeating: "x", count: 10).joined(separator: ",") + "]"]
+        for level in 1...9 {
+            lines.append("a\(level): &a\(level) [" + Array(repeating: "*a\(level - 1)", count: 10).joined(separator: ",") + "]")
+        }
+        lines.append("apps: *a9")
+        let error = #expect(throws: PolicyError.self) { try OfferPolicy(text: lines.joined(separator: "\n")) }
+        #expect(error?.message.contains("more than \(PolicyNode.maximumValues) values") == true, "\(error?.message ?? "")")
+    }
+
+    @Test("an alias used a few times is read as its value")
+    func aliasesWithinTheBudgetAreRead() throws {
+        let policy = try OfferPolicy(text: """
+            apps:
+              - bundleIdentifier: a
+                products:
+                  - productIdentifier: p
+                    offers:
+                      - {offerIdentifier: first, rules: &lapsed [{lapsed: {minDays: 30, maxDays: 365}}]}
+                      - {offerIdentifier: second, rules: *lapsed}
+            """)
+        #expect(policy.app("a")?.product("p")?.offers.count == 2)
+    }
+
     @Test func aDeveloperRuleIsRegisteredInAFewLines() throws {
         struct BetaTesters: EligibilityRule {
             let name = "beta-testers"

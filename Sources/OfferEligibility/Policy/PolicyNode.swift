@@ -25,8 +25,13 @@ public struct PolicyNode: Sendable {
         return position.map { "\(shown) (\($0))" } ?? shown
     }
 
+    /// The most values a policy may hold, aliases counted at each place they are used: far above any real
+    /// catalogue, and a bound on what a document of nested aliases (a "billion laughs") can make the parser build.
+    public static let maximumValues = 100_000
+
     /// Parses YAML (and so JSON, which is YAML) into nodes.
-    /// - Throws: ``PolicyError`` naming the line of a syntax error.
+    /// - Throws: ``PolicyError`` naming the line of a syntax error, or saying the document holds more than
+    ///   ``maximumValues`` values.
     public static func parse(_ text: String) throws(PolicyError) -> PolicyNode {
         let node: Node?
         do {
@@ -35,22 +40,34 @@ public struct PolicyNode: Sendable {
             throw PolicyError("the policy is not valid YAML or JSON: \(error)")
         }
         guard let node else { throw PolicyError("the policy file is empty") }
-        return convert(node, path: "")
+        var budget = maximumValues
+        return try convert(node, path: "", budget: &budget)
     }
 
-    static func convert(_ node: Node, path: String) -> PolicyNode {
+    /// `node` as a ``PolicyNode``, spending one of `budget` per value.
+    static func convert(_ node: Node, path: String, budget: inout Int) throws(PolicyError) -> PolicyNode {
+        budget -= 1
+        guard budget >= 0 else {
+            throw PolicyError("the policy holds more than \(maximumValues) values, counting each use of a YAML alias; a policy is far smaller — write repeated parts out, or alias smaller ones")
+        }
         let position = node.mark.map { "line \($0.line), column \($0.column)" }
         switch node {
         case .scalar(let scalar):
             if scalar.style == .plain, ["null", "~", ""].contains(scalar.string) { return PolicyNode(value: .null, path: path, position: position) }
             return PolicyNode(value: .scalar(scalar.string), path: path, position: position)
         case .sequence(let sequence):
-            return PolicyNode(value: .list(sequence.enumerated().map { convert($0.element, path: "\(path)[\($0.offset)]") }), path: path, position: position)
+            var elements: [PolicyNode] = []
+            for (offset, element) in sequence.enumerated() {
+                elements.append(try convert(element, path: "\(path)[\(offset)]", budget: &budget))
+            }
+            return PolicyNode(value: .list(elements), path: path, position: position)
         case .mapping(let mapping):
-            return PolicyNode(value: .map(mapping.map { pair in
-                let key = pair.key.string ?? "\(pair.key)"
-                return (key: key, value: convert(pair.value, path: path.isEmpty ? key : "\(path).\(key)"))
-            }), path: path, position: position)
+            var entries: [(key: String, value: PolicyNode)] = []
+            for pair in mapping {
+                let key = pair.key.string ?? "(a key that is not text)"
+                entries.append((key: key, value: try convert(pair.value, path: path.isEmpty ? key : "\(path).\(key)", budget: &budget)))
+            }
+            return PolicyNode(value: .map(entries), path: path, position: position)
         case .alias:
             return PolicyNode(value: .null, path: path, position: position)
         }
