@@ -62,6 +62,10 @@ public func buildRouter(
     // Metrics outside the error mapping, so that they label the status actually sent (a 400 from the signing
     // core is a 400 in the metrics, not the 500 an unmapped error would count as).
     router.add(middleware: RequestMetricsMiddleware())
+    if part != .publicOnly {
+        // A /console path no console route matched (404, 405) is answered as a console page, with its headers.
+        router.add(middleware: ConsoleHeadersMiddleware(onlyUnder: "/console"))
+    }
     let allowedMethods = AllowedMethods()
     router.add(middleware: ErrorMappingMiddleware(allowedMethods: allowedMethods))
     OperationsRoutes(

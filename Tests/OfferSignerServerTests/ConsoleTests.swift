@@ -144,6 +144,9 @@ import Testing
             responses.append(("login", try await Self.post(client, "/console/login", [("token", "nope")])))
             responses.append(("csrf", try await Self.post(client, "/console/keys", [], cookie: session.cookie)))
             responses.append(("redirect", try await Self.get(client, "/console/keys", nil)))
+            // What no console route matches: an unknown page, and a page with a method it does not take.
+            responses.append(("unknown", try await Self.get(client, "/console/nope", session)))
+            responses.append(("method", try await client.execute(uri: "/console/offers", method: .put, headers: [.cookie: session.cookie])))
             for (page, response) in responses {
                 #expect(response.headers[.contentSecurityPolicy] == "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'", "\(page)")
                 #expect(response.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff", "\(page)")
@@ -157,6 +160,10 @@ import Testing
                 #expect(!response.text.contains("style=\""), "\(page)")
             }
             #expect(responses.first { $0.0 == "/console/experiments/none" }?.1.status == .notFound)
+            let unknown = try #require(responses.first { $0.0 == "unknown" }?.1)
+            #expect(unknown.status == .notFound && unknown.text.contains("<h1>404"), "\(unknown.text)")
+            let method = try #require(responses.first { $0.0 == "method" }?.1)
+            #expect(method.status == .methodNotAllowed && method.text.contains("<h1>405") && method.headers[.allow] != nil, "\(method.text)")
         }
     }
 

@@ -6,8 +6,14 @@ import NIOCore
 
 /// Every `/console` response: the security headers (a strict Content-Security-Policy with no third-party origin,
 /// `nosniff`, no referrer, no caching), and errors as an HTML page rather than the API's JSON.
+///
+/// On the console's route group it answers what its routes throw; on the whole router, outside the error mapping
+/// and with `onlyUnder: "/console"`, it answers what no console route matched (404, 405 with `Allow`) the same way.
 struct ConsoleHeadersMiddleware: RouterMiddleware {
     typealias Context = OfferSignerRequestContext
+
+    /// When set, requests outside this path (and its subpaths) pass through untouched.
+    var onlyUnder: String? = nil
 
     /// The headers every console response carries.
     static let securityHeaders: HTTPFields = [
@@ -18,6 +24,9 @@ struct ConsoleHeadersMiddleware: RouterMiddleware {
     ]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if let onlyUnder, request.uri.path != onlyUnder, !request.uri.path.hasPrefix(onlyUnder + "/") {
+            return try await next(request, context)
+        }
         var response: Response
         do {
             response = try await next(request, context)
