@@ -3,7 +3,8 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
-import OfferSignerServer
+@testable import OfferSignerServer
+import OfferModel
 import OfferStore
 import Testing
 
@@ -60,6 +61,42 @@ import Testing
             let grant = try await client.execute(uri: "/admin/customers/\(fixture.bundle)/u/grants", method: .post, headers: headers, body: ByteBuffer(string: #"{"productIdentifier":"","offerIdentifier":""}"#))
             #expect(grant.status == .badRequest)
             #expect(try grant.decode(ErrorBody.self).error.field == "productIdentifier")
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("customer writes: an app the service does not serve is 404; flags are bounded in number and printable")
+    func customerWritesAreValidated() async throws {
+        let fixture = try await StoreFixture(.sqlite)
+        try await fixture.application.test(.router) { client in
+            let headers: HTTPFields = [.authorization: "Bearer \(StoreFixture.adminToken)", .contentType: "application/json"]
+            func flags(_ body: String, app: String? = nil) async throws -> TestResponse {
+                try await client.execute(uri: "/admin/customers/\(app ?? fixture.bundle)/flagged/flags", method: .post, headers: headers, body: ByteBuffer(string: body))
+            }
+            let unknownApp = try await flags(#"{"flags":{"churnRisk":"high"}}"#, app: "com.example.nope")
+            #expect(unknownApp.status == .notFound)
+            #expect(try unknownApp.decode(ErrorBody.self).error.code == "unknown_app")
+            #expect(try await client.execute(uri: "/admin/customers/com.example.nope/flagged", method: .get, headers: headers).status == .notFound)
+
+            for body in [#"{"flags":{"k\u0000":"v"}}"#, #"{"flags":{"":"v"}}"#, #"{"flags":{"k":"a\nb"}}"#] {
+                let refused = try await flags(body)
+                #expect(refused.status == .badRequest, "\(body)")
+                #expect(try refused.decode(ErrorBody.self).error.field == "flags")
+            }
+            let many = (0...AdminCustomerRoutes.maximumFlags).map { #""f\#($0)":"x""# }.joined(separator: ",")
+            #expect(try await flags(#"{"flags":{\#(many)}}"#).status == .badRequest)
+
+            // Filled up to the bound in two requests; one more is refused and changes nothing; a removal makes room.
+            let half = AdminCustomerRoutes.maximumFlags / 2
+            let first = (0..<half).map { #""a\#($0)":"x""# }.joined(separator: ",")
+            let second = (0..<(AdminCustomerRoutes.maximumFlags - half)).map { #""b\#($0)":"x""# }.joined(separator: ",")
+            #expect(try await flags(#"{"flags":{\#(first)}}"#).status == .ok)
+            #expect(try await flags(#"{"flags":{\#(second)}}"#).status == .ok)
+            let over = try await flags(#"{"flags":{"one-more":"x"}}"#)
+            #expect(over.status == .badRequest, "\(over.text)")
+            let facts = try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "flagged"))
+            #expect(facts?.flags.count == AdminCustomerRoutes.maximumFlags && facts?.flags["one-more"] == nil)
+            #expect(try await flags(#"{"flags":{"a0":null,"one-more":"x"}}"#).status == .ok)
         }
         try await fixture.store.close()
     }

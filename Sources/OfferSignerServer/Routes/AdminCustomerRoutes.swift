@@ -39,6 +39,10 @@ struct AdminCustomerRoutes {
     let service: OfferService
     let store: any OfferStore
 
+    /// The most flags a customer holds (and a request sets): flags are an admin's notes for the rules, and each change
+    /// is copied into the audit.
+    static let maximumFlags = 100
+
     func register(on group: RouterGroup<OfferSignerRequestContext>) {
         group.get("/customers/:bundleIdentifier/:applicationUsername") { _, context -> CustomerAnswer in
             let key = try customerKey(context)
@@ -48,14 +52,23 @@ struct AdminCustomerRoutes {
         group.post("/customers/:bundleIdentifier/:applicationUsername/flags") { request, context -> CustomerAnswer in
             let key = try customerKey(context)
             let body = try await request.decodeJSON(as: FlagsRequest.self, context: context)
+            guard body.flags.count <= Self.maximumFlags else {
+                throw APIError.invalidRequest(field: "flags", "A request sets at most \(Self.maximumFlags) flags.")
+            }
             for (name, value) in body.flags {
-                guard !name.isEmpty, name.count <= 64, (value?.count ?? 0) <= 255 else {
-                    throw APIError.invalidRequest(field: "flags", "Flag names are 1–64 characters and values at most 255.")
+                do throws(OfferSigningError) {
+                    try PayloadField.validate(name, named: "flags", maximumLength: 64)
+                    if let value, !value.isEmpty { try PayloadField.validate(value, named: "flags", maximumLength: 255) }
+                } catch {
+                    throw APIError.invalidRequest(field: "flags", "Flag names are 1–64 printable characters and values at most 255 (\(error.message))")
                 }
             }
             let facts = try await storeCall {
                 try await store.updateCustomer(key) { facts in
                     for (name, value) in body.flags { facts.flags[name] = value }
+                    guard facts.flags.count <= Self.maximumFlags else {
+                        throw OfferServiceError.invalidRequest(field: "flags", "A customer holds at most \(Self.maximumFlags) flags; remove some (a flag set to null is removed) before adding others.")
+                    }
                 }
             }
             try await audit(context, action: "customer.flags", target: "\(key)", logTarget: CustomerHash.of(key), details: body.flags.mapValues { $0 ?? "(removed)" })
@@ -124,7 +137,7 @@ struct AdminCustomerRoutes {
     }
 
     /// The customer of the path, percent-decoded (`%C3%84bc` is `Äbc`, stored as `äbc`) and validated like a
-    /// request field.
+    /// request field, of an app this service serves.
     private func customerKey(_ context: OfferSignerRequestContext) throws -> CustomerKey {
         func decoded(_ name: String) throws -> String {
             let raw = try context.parameters.require(name)
@@ -141,6 +154,7 @@ struct AdminCustomerRoutes {
         } catch {
             throw APIError(error)
         }
+        _ = try service.app(named: bundle)  // 404 unknown_app: a customer of an app this service does not serve
         return CustomerKey(bundleIdentifier: bundle, applicationUsername: username)
     }
 
