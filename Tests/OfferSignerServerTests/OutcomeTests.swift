@@ -216,13 +216,17 @@ import Testing
         let fixture = try await StoreFixture(.sqlite)
         try await fixture.application.test(.router) { client in
             for (query, field) in [("from=yesterday", "from"), ("from=2026-11-02&to=2026-11-01", "from"), ("from=2020-01-01&to=2026-01-01", "to"),
-                                   ("environment=Pro%0Aduction", "environment")] {
+                                   ("environment=Pro%0Aduction", "environment"), ("environment=Foo", "environment"),
+                                   ("from=2026-02-30", "from"), ("from=2025-02-29", "from"), ("to=2026-11-01T25:00:00Z", "to"),
+                                   ("to=2026-11-01T23:60:00Z", "to"), ("from=2026-13-01", "from")] {
                 let response = try await client.execute(uri: "/admin/outcomes?\(query)", method: .get, headers: [.authorization: "Bearer \(StoreFixture.adminToken)"])
                 #expect(response.status == .badRequest, "\(query)")
                 #expect(try response.decode(ErrorBody.self).error.field == field, "\(query)")
             }
-            let ok = try await client.execute(uri: "/admin/outcomes?from=2026-11-01&to=2026-11-02T00:00:00Z", method: .get, headers: [.authorization: "Bearer \(StoreFixture.adminToken)"])
-            #expect(ok.status == .ok, "\(ok.text)")
+            for query in ["from=2026-11-01&to=2026-11-02T00:00:00Z", "from=2024-02-29&to=2024-03-01T23:59:59.5%2B01:00", "environment=Sandbox"] {
+                let ok = try await client.execute(uri: "/admin/outcomes?\(query)", method: .get, headers: [.authorization: "Bearer \(StoreFixture.adminToken)"])
+                #expect(ok.status == .ok, "\(query): \(ok.text)")
+            }
             let unauthorized = try await client.execute(uri: "/admin/outcomes", method: .get)
             #expect(unauthorized.status == .unauthorized)
         }
