@@ -56,6 +56,7 @@ extension ServiceConfiguration {
         configuration.connectionLimits = try connectionLimits(reader(environment))
         configuration.retentionDeadline = try retentionDeadline(reader(environment))
         configuration.appStoreClockSkew = try appStoreClockSkew(reader(environment))
+        configuration.decisionLogDays = try decisionLogDays(reader(environment))
         configuration.rateLimits = try rateLimits(reader(environment))
         configuration.operationsListener = try operationsListener(reader(environment), publicPort: port)
         configuration.warnings.append("The demo's client mode is open: /v1/offers/* needs no credential.")

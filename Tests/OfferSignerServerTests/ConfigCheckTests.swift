@@ -55,6 +55,17 @@ import Testing
         #expect(lines.contains { $0.hasPrefix("key DEMOKEY001 = active, fingerprint ") })
     }
 
+    @Test("what the demo prints is what it runs with: its own admin token, the decision log's days it reads")
+    func theDemoPrintsWhatItRunsWith() throws {
+        let environment = ["OFFER_SIGNER_PORT": "0", "OFFER_SIGNER_DECISION_LOG_DAYS": "5"]
+        let configuration = try ServiceConfiguration.demo(environment: environment)
+        #expect(configuration.decisionLogDays == 5)
+        let lines = configuration.effectiveSettings(environment: environment)
+        #expect(lines.contains("OFFER_SIGNER_DECISION_LOG_DAYS = 5"))
+        #expect(lines.contains { $0.hasPrefix("OFFER_SIGNER_ADMIN_TOKENS = the demo's own admin") }, "\(lines)")
+        #expect(!lines.joined().contains(ServiceConfiguration.demoAdminToken))
+    }
+
     @Test func theStartUpChecksGiveServesMessage() async throws {
         let environment = ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.pem, "OFFER_SIGNER_CLIENT_JWT_KEYS": "/nonexistent/jwks.json", "OFFER_SIGNER_DATABASE_URL": "sqlite::memory:"]
         let configuration = try ServiceConfiguration(environment: environment)

@@ -56,7 +56,7 @@ extension ServiceConfiguration {
         case .databaseUrl: databaseURL ?? "none"
         case .environments: environments.map(\.rawValue).sorted().joined(separator: ",")
         case .trustedRoots: "the bundled Apple Root CA - G3"
-        case .adminTokens: "none: /admin refuses every request"
+        case .adminTokens: isDemo && !adminTokens.isEmpty ? "the demo's own admin, demo, with the public token serve --demo prints" : "none: /admin refuses every request"
         case .stateFile: databaseURL == nil ? "none: in memory" : "none: in the store"
         case .idleTimeout: "\(connectionLimits.idleTimeout.components.seconds)"
         case .requestTimeout: "\(connectionLimits.requestTimeout.components.seconds)"

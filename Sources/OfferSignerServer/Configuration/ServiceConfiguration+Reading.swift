@@ -82,6 +82,10 @@ extension ServiceConfiguration {
         return .milliseconds(milliseconds)
     }
 
+    package static func decisionLogDays(_ config: ConfigReader) throws(ConfigurationError) -> Int {
+        try config.integer(.decisionLogDays, in: 1...PolicyDryRun.maximumDays, unit: "days") ?? 90
+    }
+
     package static func appStoreClockSkew(_ config: ConfigReader) throws(ConfigurationError) -> TimeInterval {
         guard let seconds = try config.integer(.appStoreClockSkew, in: 10...3_600, unit: "seconds") else { return NotificationIngestor.defaultClockSkew }
         return TimeInterval(seconds)

@@ -214,7 +214,7 @@ public struct ServiceConfiguration: Sendable {
         self.connectionLimits = try Self.connectionLimits(config)
         self.retentionDeadline = try Self.retentionDeadline(config)
         self.appStoreClockSkew = try Self.appStoreClockSkew(config)
-        self.decisionLogDays = try config.integer(.decisionLogDays, in: 1...PolicyDryRun.maximumDays, unit: "days") ?? 90
+        self.decisionLogDays = try Self.decisionLogDays(config)
         self.clientAuth = try Self.clientAuth(config)
         self.rateLimits = try Self.rateLimits(config)
         self.operationsListener = try Self.operationsListener(config, publicPort: port)
