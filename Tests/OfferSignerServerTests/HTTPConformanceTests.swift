@@ -57,6 +57,28 @@ import Testing
         }
     }
 
+    @Test("a request NIO cannot parse is 400 malformed_request in the API's error shape, after the answer to the one before it", arguments: [false, true])
+    func brokenFraming(signing: Bool) async throws {
+        try await Self.application(try TestService(), signing: signing).test(.live) { client in
+            let port = try #require(client.port)
+            let broken = [
+                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: abc\r\n\r\n{}",
+                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Length: -1\r\n\r\n",
+                "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Folded: a\r\n b\r\n\r\n",
+                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+            ]
+            for request in broken {
+                let answer = try await RawHTTP.exchange(port: port, send: request, responses: nil)
+                #expect(Self.statuses(answer) == ["400"], "\(request)")
+                #expect(answer.contains(#"{"error":{"code":"malformed_request""#), "\(answer)")
+                #expect(answer.lowercased().contains("content-type: application/json"))
+            }
+            // A good request first, pipelined: it is answered, then the broken one.
+            let answer = try await RawHTTP.exchange(port: port, send: Self.sign() + broken[0], responses: nil)
+            #expect(Self.statuses(answer) == ["200", "400"], "\(answer)")
+        }
+    }
+
     @Test("CONNECT is refused and the connection closed; an Upgrade request is answered and the connection closed", arguments: [false, true])
     func connectAndUpgrade(signing: Bool) async throws {
         try await Self.application(try TestService(), signing: signing).test(.live) { client in

@@ -53,6 +53,11 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     public static let malformedJSON = APIError(
         status: .badRequest, code: "malformed_json", message: "The request body is not valid JSON; send a JSON object with Content-Type: application/json.")
 
+    /// 400 `malformed_request`: the request's HTTP/1.1 framing is broken (a header line, Content-Length, a chunk size).
+    public static let malformedRequest = APIError(
+        status: .badRequest, code: "malformed_request",
+        message: "The request is not well-formed HTTP: a bad Content-Length, chunk size or header line, for example; fix the client's framing.")
+
     /// 415 `unsupported_media_type`: the body is not declared as JSON.
     public static let unsupportedMediaType = APIError(
         status: .unsupportedMediaType, code: "unsupported_media_type",

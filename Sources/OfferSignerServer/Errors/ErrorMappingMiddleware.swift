@@ -27,9 +27,7 @@ struct ErrorMappingMiddleware<Context: RequestContext>: RouterMiddleware {
             }
             throw APIError(httpError: error)
         } catch is HTTPParserError {
-            throw APIError(
-                status: .badRequest, code: "malformed_request",
-                message: "The request is not well-formed HTTP/1.1 (for example a bad chunk size or header); fix the client's framing.")
+            throw APIError.malformedRequest
         } catch {
             throw APIError(pipeline: error, logger: context.logger)
         }

@@ -17,6 +17,10 @@ import NIOHTTP1
 /// - `Expect: 100-continue`: `100 Continue` at once, so a client that holds its body back sends it (RFC 9110 §10.1.1).
 /// - A body arriving while all connections' incomplete bodies together hold more than ``PartialBodyBudget``'s limit:
 ///   503 with `Retry-After` and close, instead of memory growing with the connection count.
+/// - A request NIO's decoder cannot parse (a bad `Content-Length`, chunk size or header line): 400
+///   `malformed_request` in the API's error shape, and close — NIO's own handler would answer an empty 400. Its
+///   pipelining handler, in front, holds the error until the response in flight has ended; if a response has begun
+///   nonetheless, the connection only closes.
 final class HTTP1ConformanceHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -31,6 +35,8 @@ final class HTTP1ConformanceHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// The current request does not keep the connection alive: its response says `Connection: close` (RFC 9112 §9.6),
     /// whichever path writes it.
     private var closing = false
+    /// A response head has been written and its end has not.
+    private var responding = false
 
     init(budget: PartialBodyBudget) {
         self.budget = budget
@@ -70,6 +76,11 @@ final class HTTP1ConformanceHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(let head) where head.status.code >= 200: responding = true
+        case .end: responding = false
+        default: break
+        }
         if closing, case .head(var head) = unwrapOutboundIn(data), head.status.code >= 200 {
             closing = false
             if !head.headers.contains(name: "connection") {
@@ -78,6 +89,17 @@ final class HTTP1ConformanceHandler: ChannelDuplexHandler, RemovableChannelHandl
             }
         }
         context.write(data, promise: promise)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard error is HTTPParserError else { return context.fireErrorCaught(error) }
+        guard !refused else { return }
+        if responding {
+            refused = true
+            return context.close(promise: nil)
+        }
+        let answer = APIError.malformedRequest
+        refuse(answer.status, code: answer.code, answer.message, context: context)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
