@@ -57,8 +57,9 @@ public func buildRouter(
     metricsRegistry: PrometheusCollectorRegistry? = nil, authenticator: ClientAuthenticator? = nil,
     rateLimits: RateLimits = RateLimits(.none), part: RouterPart = .all, addOn: ServiceAddOn? = nil
 ) -> Router<OfferSignerRequestContext> {
-    let router = Router(context: OfferSignerRequestContext.self)
-    router.add(middleware: RequestLoggingMiddleware())  // outermost: the request ID and the access log (docs/observability.md)
+    let router = Router(context: OfferSignerRequestContext.self, options: .autoGenerateHeadEndpoints)
+    router.add(middleware: HeadMiddleware())  // HEAD is GET without the body, errors included
+    router.add(middleware: RequestLoggingMiddleware())  // the request ID and the access log (docs/observability.md)
     // Metrics outside the error mapping, so that they label the status actually sent (a 400 from the signing
     // core is a 400 in the metrics, not the 500 an unmapped error would count as).
     router.add(middleware: RequestMetricsMiddleware())

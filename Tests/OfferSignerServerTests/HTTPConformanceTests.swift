@@ -79,6 +79,20 @@ import Testing
         }
     }
 
+    @Test("HEAD is GET without a body, errors included, and the connection serves the next request", arguments: [false, true])
+    func head(signing: Bool) async throws {
+        try await Self.application(try TestService(), signing: signing).test(.live) { client in
+            let port = try #require(client.port)
+            let requests = ["HEAD /healthz", "HEAD /nowhere", "HEAD /v1/offers/sign", "GET /healthz"].map { "\($0) HTTP/1.1\r\nHost: localhost\r\n\r\n" }
+            let answer = try await RawHTTP.exchange(port: port, send: requests.joined() + Self.sign("Connection: close\r\n"), responses: nil)
+            #expect(Self.statuses(answer) == ["200", "404", "405", "200", "200"], "\(answer)")
+            // Only the two GET-like answers with bodies: the health check and the signature.
+            #expect(answer.components(separatedBy: #"{"status":"ok"}"#).count == 2, "\(answer)")
+            #expect(!answer.contains("not_found") && !answer.contains("method_not_allowed"), "\(answer)")
+            #expect(answer.contains("Allow: POST"))
+        }
+    }
+
     @Test("CONNECT is refused and the connection closed; an Upgrade request is answered and the connection closed", arguments: [false, true])
     func connectAndUpgrade(signing: Bool) async throws {
         try await Self.application(try TestService(), signing: signing).test(.live) { client in

@@ -11,7 +11,10 @@ final class AllowedMethods: Sendable {
     /// Records the router's routes (`/admin/keys/:keyIdentifier/activate` style paths).
     func record(_ routes: [(path: String, method: String)]) {
         var grouped: [String: Set<String>] = [:]
-        for route in routes { grouped[route.path, default: []].insert(route.method) }
+        for route in routes {
+            grouped[route.path, default: []].insert(route.method)
+            if route.method == "GET" { grouped[route.path, default: []].insert("HEAD") }  // the router's generated HEAD
+        }
         let rows = grouped.map { (segments: $0.key.split(separator: "/"), methods: $0.value) }
         table.withLock { $0 = rows }
     }
