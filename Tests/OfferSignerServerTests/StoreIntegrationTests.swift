@@ -300,6 +300,13 @@ struct StoreFixture {
             _ = try await fixture.notify(client, .subscribed, .initialBuy, transaction: transaction, signedDate: Date())
             let original = try #require(transaction.originalTransactionId)
             #expect(try allow(try await ask("had-intro", original)) == false)
+            // A renewal's transaction is known by its subscription once the renewal's signed transaction comes with it.
+            var renewal = transaction
+            renewal.transactionId = "\(Int.random(in: 1_000_000_000...9_999_999_999))"
+            renewal.offerType = nil
+            let renewalId = try #require(renewal.transactionId)
+            #expect(try await ask("had-intro", renewalId).status == .notFound)
+            #expect(try allow(try await ask("had-intro", renewalId, signedTransaction: try await fixture.signer.sign(renewal))) == false)
             // Someone else asking with that customer's transaction is refused.
             let stolen = try await ask("fresh", original)
             #expect(stolen.status == .forbidden)

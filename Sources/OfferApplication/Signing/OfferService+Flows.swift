@@ -72,13 +72,13 @@ extension OfferService {
     /// - Returns: its original transaction identifier.
     @discardableResult
     func ingestSignedTransaction(_ request: SignOfferRequest, app: AppConfiguration) async throws(OfferServiceError) -> String? {
-        try await ingestSignedTransaction(request.signedTransaction, app: app, applicationUsername: request.applicationUsername)
+        try await ingestSignedTransaction(request.signedTransaction, app: app, applicationUsername: request.applicationUsername)?.originalTransactionId
     }
 
     /// Verifies and records a StoreKit 2 signed transaction for a customer (nothing when `nil`).
-    /// - Returns: its original transaction identifier.
+    /// - Returns: the verified transaction.
     @discardableResult
-    func ingestSignedTransaction(_ signedTransaction: String?, app: AppConfiguration, applicationUsername: String) async throws(OfferServiceError) -> String? {
+    func ingestSignedTransaction(_ signedTransaction: String?, app: AppConfiguration, applicationUsername: String) async throws(OfferServiceError) -> JWSTransactionDecodedPayload? {
         guard let signedTransaction else { return nil }
         guard let notifications else {
             throw OfferServiceError(
@@ -88,7 +88,7 @@ extension OfferService {
         guard signedTransaction.utf8.count <= 16 * 1024 else {
             throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction is longer than 16 KiB.")
         }
-        return try await notifications.ingest(signedTransaction: signedTransaction, for: CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)).originalTransactionId
+        return try await notifications.ingest(signedTransaction: signedTransaction, for: CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername))
     }
 
     /// The issuer ID JWS signatures of `app` need.
@@ -135,8 +135,9 @@ extension OfferService {
 
     /// The decision is made for the customer who owns `transactionId`: the request's customer must be the one
     /// verified App Store data (a notification, or a signed transaction — the request's own `signedTransaction`
-    /// is verified and recorded first) links that original transaction to. An unknown transaction is refused,
-    /// never decided on empty facts.
+    /// is verified and recorded first) links that original transaction to; a later transaction (a renewal) is
+    /// known by its subscription when the request's `signedTransaction` is that transaction. An unknown
+    /// transaction is refused, never decided on empty facts.
     /// - Throws: ``OfferServiceError`` `unknown_transaction`, `customer_mismatch`, `store_unavailable`.
     func requireOwnership(of transactionId: String, by customer: CustomerKey, signedTransaction: String?, app: AppConfiguration) async throws(OfferServiceError) {
         guard let store else {
@@ -145,8 +146,10 @@ extension OfferService {
         guard !transactionId.isEmpty, transactionId.count <= 64, transactionId.allSatisfy(\.isNumber) else {
             throw OfferServiceError.invalidRequest(field: "transactionId", "transactionId must be a transaction identifier: 1 to 64 decimal digits.")
         }
-        try await ingestSignedTransaction(signedTransaction, app: app, applicationUsername: customer.applicationUsername)
-        let owners = try await storeCall { try await store.customers(withOriginalTransactionId: transactionId) }.filter { $0.bundleIdentifier == app.bundleIdentifier }
+        let presented = try await ingestSignedTransaction(signedTransaction, app: app, applicationUsername: customer.applicationUsername)
+        // A renewal's (or any later) transaction, presented with its signed transaction: its subscription's owner.
+        let original = presented.flatMap { $0.transactionId == transactionId ? $0.originalTransactionId : nil } ?? transactionId
+        let owners = try await storeCall { try await store.customers(withOriginalTransactionId: original) }.filter { $0.bundleIdentifier == app.bundleIdentifier }
         // A transaction the store does not know: the App Store's answer, attached only if it can be this
         // customer's (appAccountToken, or a subscription nobody has claimed), links it.
         if owners.isEmpty, case .stored(let owner, _) = try await fetchMissingFacts(
