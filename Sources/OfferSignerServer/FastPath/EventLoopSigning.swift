@@ -153,13 +153,17 @@ public struct EventLoopSigning: Sendable {
     }
 
     /// Runs the pipeline for a request decided as ``Outcome/pipeline(_:_:)`` in a task and calls `completion` with
-    /// the answer's body (what the route answers, encoded as the route's responses are) or its mapped error.
-    func answer(_ request: SignOfferRequest, logger: Logger, completion: @escaping @Sendable (Result<ByteBuffer, APIError>) -> Void) {
+    /// the answer's body (what the route answers, encoded as the route's responses are) or its mapped error. Lines
+    /// logged meanwhile by other loggers (the notification ingestor's, the store's) carry the request's ID, as on
+    /// the router (``RequestMetadata``).
+    func answer(_ request: SignOfferRequest, _ answering: Answering, completion: @escaping @Sendable (Result<ByteBuffer, APIError>) -> Void) {
         Task {
-            do {
-                completion(.success(try await answer(request)))
-            } catch {
-                completion(.failure(APIError(pipeline: error, logger: logger)))
+            await RequestMetadata.$requestID.withValue(answering.requestID) {
+                do {
+                    completion(.success(try await answer(request)))
+                } catch {
+                    completion(.failure(APIError(pipeline: error, logger: answering.logger)))
+                }
             }
         }
     }
