@@ -89,6 +89,8 @@ try:
     report = json.loads(connection.getresponse().read())
     redeemed = sum(row["redeemed"] for row in report["offers"])
     print(f"the report counts {redeemed:,} redemptions in Sandbox today ({'every one' if redeemed == count else 'NOT the number sent'})")
+    if redeemed != count:
+        sys.exit(1)
 finally:
     server.terminate()
     server.wait()

@@ -78,6 +78,16 @@ import Testing
         #expect(error?.message.contains("more than \(PolicyNode.maximumValues) values") == true, "\(error?.message ?? "")")
     }
 
+    @Test("a long key repeated through aliases at every level is refused at the path budget, before the paths are built")
+    func longKeysThroughAliasesAreRefused() {
+        // A 100 KB key, 200 levels deep: each value's path would repeat it, 2 GB of paths in all.
+        var lines = ["k: &k \"" + String(repeating: "x", count: 100_000) + "\"", "l0: &l0 1"]
+        for level in 1...200 { lines.append("l\(level): &l\(level) {*k : *l\(level - 1)}") }
+        lines.append("apps: *l200")
+        let error = #expect(throws: PolicyError.self) { try OfferPolicy(text: lines.joined(separator: "\n")) }
+        #expect(error?.message.contains("nested too deep") == true, "\(error?.message.prefix(200) ?? "")")
+    }
+
     @Test("an alias used a few times is read as its value")
     func aliasesWithinTheBudgetAreRead() throws {
         let policy = try OfferPolicy(text: """

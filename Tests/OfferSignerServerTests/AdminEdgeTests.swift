@@ -97,6 +97,16 @@ import Testing
             let facts = try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "flagged"))
             #expect(facts?.flags.count == AdminCustomerRoutes.maximumFlags && facts?.flags["one-more"] == nil)
             #expect(try await flags(#"{"flags":{"a0":null,"one-more":"x"}}"#).status == .ok)
+
+            // A customer holding more than the bound (flags set before it existed) can always be brought down.
+            let crowded = CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "crowded")
+            _ = try await fixture.store.updateCustomer(crowded) { facts in
+                for index in 0..<(AdminCustomerRoutes.maximumFlags + 50) { facts.flags["old\(index)"] = "x" }
+            }
+            let removal = try await client.execute(uri: "/admin/customers/\(fixture.bundle)/crowded/flags", method: .post, headers: headers, body: ByteBuffer(string: #"{"flags":{"old0":null,"old1":null}}"#))
+            #expect(removal.status == .ok, "\(removal.text)")
+            let growth = try await client.execute(uri: "/admin/customers/\(fixture.bundle)/crowded/flags", method: .post, headers: headers, body: ByteBuffer(string: #"{"flags":{"new":"x"}}"#))
+            #expect(growth.status == .badRequest)
         }
         try await fixture.store.close()
     }

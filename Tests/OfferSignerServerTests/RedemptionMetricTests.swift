@@ -60,4 +60,25 @@ import Testing
         }
         try await fixture.store.close()
     }
+
+    @Test("a HEAD request is counted and timed like a GET, though no body is written")
+    func headRequestsAreCounted() async throws {
+        let registry = Self.registry
+        let test = try TestService()
+        let router = buildRouter(service: test.service, adminTokens: try BearerTokens(parsing: "carol:\(StoreFixture.adminToken)"), metricsRegistry: registry)
+        try await Application(router: router, logger: Logger(label: "test")).test(.router) { client in
+            func headCount() async throws -> Double {
+                let text = try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: "Bearer \(StoreFixture.adminToken)"]).text
+                return text.split(separator: "\n")
+                    .filter { $0.hasPrefix("hb_requests{") && $0.contains(#"http_request_method="HEAD""#) && $0.contains(#"http_route="/v1/keys""#) }
+                    .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
+            }
+            let before = try await headCount()
+            for _ in 0..<2 {
+                let response = try await client.execute(uri: "/v1/keys", method: .head)
+                #expect(response.status == .ok && response.body.readableBytes == 0)
+            }
+            #expect(try await headCount() == before + 2)
+        }
+    }
 }

@@ -8,14 +8,15 @@ enum ScratchFolder {
         folder.appendingPathComponent("\(prefix)-\(UUID().uuidString).sqlite").path
     }
 
+    /// Named by a UUID, not the process ID: processes of other PID namespaces may share the temporary directory.
     private static let folder: URL = {
-        let url = location(of: getpid())
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("offer-signer-tests-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        atexit { try? FileManager.default.removeItem(at: ScratchFolder.location(of: getpid())) }
+        atexit { ScratchFolder.remove() }
         return url
     }()
 
-    private static func location(of process: pid_t) -> URL {
-        FileManager.default.temporaryDirectory.appendingPathComponent("offer-signer-tests-\(process)")
+    private static func remove() {
+        try? FileManager.default.removeItem(at: folder)
     }
 }

@@ -50,10 +50,10 @@ enum AppStoreLookupOutcome: Sendable, Hashable {
 extension OfferService {
     private static let appStoreLogger = Logger(label: "offer-signer.app-store-facts")
 
-    /// A transaction the store links to other customers of the app is not this customer's to present: a request
-    /// cannot have an offer signed (or facts fetched) under another customer's transaction, as a signed transaction
-    /// cannot move one. A transaction the store does not link to anyone passes; the App Store checks it against the
-    /// purchaser.
+    /// A JWS's `transactionId` the store knows as another customer's original transaction is not this customer's to
+    /// present: an offer is not signed under another customer's subscription, as a signed transaction cannot move
+    /// one. The store links original transactions only; any other identifier passes, and the App Store checks it
+    /// against the purchaser.
     /// - Throws: ``OfferServiceError`` 409 `transaction_claimed`, 503 `store_unavailable`.
     func refuseAnotherCustomersTransaction(_ lookup: AppStoreLookup, app: AppConfiguration) async throws(OfferServiceError) {
         guard let store, case .customer(let customer) = lookup.owner else { return }

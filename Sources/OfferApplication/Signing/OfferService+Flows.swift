@@ -114,6 +114,12 @@ extension OfferService {
         if let transactionId = request.transactionId { try JWSOfferSigner.validateTransactionIdentifier(transactionId) }
         let issuer = try issuerIdentifier(of: app)
         let presented = try await ingestSignedTransaction(request, app: app)
+        if let transactionId = request.transactionId {
+            // Signed into the JWS: never another customer's subscription.
+            try await refuseAnotherCustomersTransaction(
+                AppStoreLookup(transactionId: transactionId, owner: .customer(CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: request.applicationUsername)), field: "transactionId"),
+                app: app)
+        }
         let customer = request.applicationUsername.lowercased()
         return try await run(offerFlow(
             app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier,

@@ -79,7 +79,6 @@ extension OfferService {
     /// grant is spent once. Other flows read without a lock and record through the group commit.
     func run<Output: Sendable>(_ given: SigningFlow<Output>, now: Date = Date()) async throws -> Output {
         var completed = given
-        if let lookup = given.appStoreLookup { try await refuseAnotherCustomersTransaction(lookup, app: given.app) }
         // Facts the store lacks, from the App Store (stored before the decision reads them); a rule-less flow
         // reads no facts, so it asks nothing.
         if let lookup = given.appStoreLookup, given.rule != nil,
@@ -173,8 +172,7 @@ extension OfferService {
     /// effect, so a caller can ask before it spends anything (a rate-limit token) on the request.
     func immediateRun<Output: Sendable>(_ flow: SigningFlow<Output>, now: Date = Date()) throws(OfferServiceError) -> (() throws -> SignedOutput<Output>)? {
         guard case .immediate(let signer) = flow.sign, flow.idempotency == nil, flow.deadline == nil,
-              flow.rule == nil || (store == nil && flow.appStoreLookup == nil),
-              store == nil || flow.appStoreLookup == nil else { return nil }
+              flow.rule == nil || (store == nil && flow.appStoreLookup == nil) else { return nil }
         return {
             // No store behind the rule (or no rule): it decides over what the request says alone.
             let (decision, context) = try self.decide(flow, facts: CustomerFacts(key: flow.customer), issued: [], now: now)

@@ -29,6 +29,16 @@ public struct PolicyNode: Sendable {
     /// catalogue, and a bound on what a document of nested aliases (a "billion laughs") can make the parser build.
     public static let maximumValues = 100_000
 
+    /// The most bytes the values' paths (`apps[0].products[1]…`, kept with each value for its errors) may add up to:
+    /// the bound on what long keys repeated through aliases, or deep nesting, can make the paths weigh.
+    public static let maximumPathBytes = 16 << 20
+
+    /// What converting a document may still spend.
+    struct Budget {
+        var values = PolicyNode.maximumValues
+        var pathBytes = PolicyNode.maximumPathBytes
+    }
+
     /// Parses YAML (and so JSON, which is YAML) into nodes.
     /// - Throws: ``PolicyError`` naming the line of a syntax error, or saying the document holds more than
     ///   ``maximumValues`` values.
@@ -40,14 +50,18 @@ public struct PolicyNode: Sendable {
             throw PolicyError("the policy is not valid YAML or JSON: \(error)")
         }
         guard let node else { throw PolicyError("the policy file is empty") }
-        var budget = maximumValues
+        var budget = Budget()
         return try convert(node, path: "", budget: &budget)
     }
 
-    /// `node` as a ``PolicyNode``, spending one of `budget` per value.
-    static func convert(_ node: Node, path: String, budget: inout Int) throws(PolicyError) -> PolicyNode {
-        budget -= 1
-        guard budget >= 0 else {
+    /// `node` as a ``PolicyNode``, spending a value and its path's bytes of `budget`.
+    static func convert(_ node: Node, path: String, budget: inout Budget) throws(PolicyError) -> PolicyNode {
+        budget.values -= 1
+        budget.pathBytes -= path.utf8.count
+        guard budget.pathBytes >= 0 else {
+            throw PolicyError("the policy's keys are too long or nested too deep: the paths to its values add up to more than \(maximumPathBytes >> 20) MiB")
+        }
+        guard budget.values >= 0 else {
             throw PolicyError("the policy holds more than \(maximumValues) values, counting each use of a YAML alias; a policy is far smaller — write repeated parts out, or alias smaller ones")
         }
         let position = node.mark.map { "line \($0.line), column \($0.column)" }

@@ -72,6 +72,12 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
             var response = try await next(request, context)
             let status = response.status.code
             let route = context.endpointPath ?? "Unknown"
+            if request.method == .head {
+                // A HEAD answer's body is never written (HeadMiddleware drops it): counted now.
+                RequestMetrics.answered(route: route, method: method, status: status, since: start)
+                active.decrement()
+                return response
+            }
             let body = response.body
             // Counted once the body is written, as Hummingbird's middleware does.
             response.body = ResponseBody(contentLength: body.contentLength) { writer in

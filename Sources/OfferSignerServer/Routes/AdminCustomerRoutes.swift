@@ -65,8 +65,10 @@ struct AdminCustomerRoutes {
             }
             let facts = try await storeCall {
                 try await store.updateCustomer(key) { facts in
+                    let before = facts.flags.count
                     for (name, value) in body.flags { facts.flags[name] = value }
-                    guard facts.flags.count <= Self.maximumFlags else {
+                    // Only a change that grows the flags past the bound is refused: removals always go through.
+                    guard facts.flags.count <= Self.maximumFlags || facts.flags.count <= before else {
                         throw OfferServiceError.invalidRequest(field: "flags", "A customer holds at most \(Self.maximumFlags) flags; remove some (a flag set to null is removed) before adding others.")
                     }
                 }
