@@ -125,10 +125,11 @@ public struct OfferPolicy: Sendable {
         }
         guard let appsNode = root["apps"] else { throw PolicyError("\(root.location): a policy starts with apps:") }
         var apps: [App] = []
+        var bundleIdentifiers: Set<String> = []  // the duplicate checks in constant time: a candidate can list thousands
         for appNode in try appsNode.list() {
             try appNode.requireOnlyKeys(["bundleIdentifier", "issuerIdentifier", "appAppleId", "activeKeyIdentifier", "products"])
             let bundleIdentifier = try Self.required(appNode, "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
-            guard !apps.contains(where: { $0.bundleIdentifier == bundleIdentifier }) else {
+            guard bundleIdentifiers.insert(bundleIdentifier).inserted else {
                 throw PolicyError("\(appNode.location): app \(bundleIdentifier) is listed twice")
             }
             var appAppleId: Int64?
@@ -137,18 +138,20 @@ public struct OfferPolicy: Sendable {
                 appAppleId = value
             }
             var products: [Product] = []
+            var productIdentifiers: Set<String> = []
             let productNodes = try (appNode["products"]?.list() ?? [])
             for productNode in productNodes {
                 try productNode.requireOnlyKeys(["productIdentifier", "subscriptionGroupIdentifier", "offers", "introductoryOffer", "retention"])
                 let productIdentifier = try Self.required(productNode, "productIdentifier")
-                guard !products.contains(where: { $0.productIdentifier == productIdentifier }) else {
+                guard productIdentifiers.insert(productIdentifier).inserted else {
                     throw PolicyError("\(productNode.location): product \(productIdentifier) is listed twice in \(bundleIdentifier)")
                 }
                 var offers: [Offer] = []
+                var offerIdentifiers: Set<String> = []
                 for offerNode in try (productNode["offers"]?.list() ?? []) {
                     try offerNode.requireOnlyKeys(["offerIdentifier", "description", "rules"])
                     let offerIdentifier = try Self.required(offerNode, "offerIdentifier")
-                    guard !offers.contains(where: { $0.offerIdentifier == offerIdentifier }) else {
+                    guard offerIdentifiers.insert(offerIdentifier).inserted else {
                         throw PolicyError("\(offerNode.location): offer \(offerIdentifier) is listed twice in \(productIdentifier)")
                     }
                     offers.append(Offer(offerIdentifier: offerIdentifier, rule: try Self.rules(offerNode["rules"], registry: registry)))
@@ -163,9 +166,10 @@ public struct OfferPolicy: Sendable {
                     subscriptionGroupIdentifier: try Self.optional(productNode, "subscriptionGroupIdentifier"),
                     offers: offers, introductoryOffer: introductory))
             }
+            let productsByIdentifier = Dictionary(products.map { ($0.productIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
             for (index, productNode) in productNodes.enumerated() {
                 guard let retentionNode = productNode["retention"] else { continue }
-                products[index].retention = try Self.retentionEntries(retentionNode, product: products[index], appProducts: products, registry: registry)
+                products[index].retention = try Self.retentionEntries(retentionNode, product: products[index], appProducts: productsByIdentifier, registry: registry)
             }
             apps.append(App(
                 bundleIdentifier: bundleIdentifier, issuerIdentifier: try Self.optional(appNode, "issuerIdentifier"),

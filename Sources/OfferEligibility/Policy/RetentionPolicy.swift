@@ -105,12 +105,14 @@ extension OfferPolicy {
     /// Parses a product's `retention:` list once all the app's products are known (an alternate product may be
     /// listed after the product that names it).
     static func retentionEntries(
-        _ node: PolicyNode, product: Product, appProducts: [Product], registry: RuleRegistry
+        _ node: PolicyNode, product: Product, appProducts: [String: Product], registry: RuleRegistry
     ) throws(PolicyError) -> [RetentionEntry] {
         var entries: [RetentionEntry] = []
+        // Lookups in constant time: a candidate may list thousands of entries and offers.
+        let offers = Dictionary(product.offers.map { ($0.offerIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
         for entryNode in try node.list() {
             try entryNode.requireOnlyKeys(["promotionalOffer", "alternateProduct", "messageIdentifier", "signature", "rules", "description"])
-            if let fallback = entries.first(where: \.isFallback) {
+            if let fallback = entries.last, fallback.isFallback {  // only ever the last: nothing may follow it
                 throw PolicyError("\(entryNode.location): this entry comes after the fallback (\(fallback.location)), an entry without rules that always answers, so it would never be chosen; move it up or give the fallback rules")
             }
             let messageIdentifier = try required(entryNode, "messageIdentifier", maximumLength: 64).lowercased()
@@ -126,7 +128,7 @@ extension OfferPolicy {
             case (.some, .some):
                 throw PolicyError("\(entryNode.location): an entry answers with promotionalOffer or alternateProduct, not both")
             case (.some(let offerIdentifier), nil):
-                guard let found = product.offer(offerIdentifier) else {
+                guard let found = offers[offerIdentifier] else {
                     let known = product.offers.map(\.offerIdentifier)
                     throw PolicyError("\(entryNode.location): promotionalOffer '\(offerIdentifier)' is not an offer of \(product.productIdentifier)\(known.isEmpty ? " (it lists no offers)" : "; its offers: \(known.joined(separator: ", "))")")
                 }
@@ -140,7 +142,7 @@ extension OfferPolicy {
                 }
                 answer = .promotionalOffer(offerIdentifier: offerIdentifier, signature: format)
             case (nil, .some(let alternateIdentifier)):
-                guard let target = appProducts.first(where: { $0.productIdentifier == alternateIdentifier }), alternateIdentifier != product.productIdentifier else {
+                guard let target = appProducts[alternateIdentifier], alternateIdentifier != product.productIdentifier else {
                     throw PolicyError("\(entryNode.location): alternateProduct '\(alternateIdentifier)' must be another product of this app in the policy")
                 }
                 if let group = product.subscriptionGroupIdentifier, let other = target.subscriptionGroupIdentifier, group != other {
