@@ -88,6 +88,14 @@ import Testing
         #expect(error?.message.contains("nested too deep") == true, "\(error?.message.prefix(200) ?? "")")
     }
 
+    @Test("a syntax error in a long one-line document is reported short, not with the document")
+    func syntaxErrorsAreShort() {
+        let keys = (0..<50_000).map { "\"k\($0)\": 1" }.joined(separator: ", ")
+        let error = #expect(throws: PolicyError.self) { try OfferPolicy(text: "{\"apps\": [], \(keys), \"k1\": 2}") }
+        #expect(error?.message.contains("not valid YAML or JSON") == true)
+        #expect((error?.message.count ?? .max) < 2_000, "\(error?.message.count ?? 0) characters")
+    }
+
     @Test("an alias used a few times is read as its value")
     func aliasesWithinTheBudgetAreRead() throws {
         let policy = try OfferPolicy(text: """

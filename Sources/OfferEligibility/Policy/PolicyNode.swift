@@ -47,11 +47,18 @@ public struct PolicyNode: Sendable {
         do {
             node = try Yams.compose(yaml: text)
         } catch {
-            throw PolicyError("the policy is not valid YAML or JSON: \(error)")
+            throw PolicyError("the policy is not valid YAML or JSON: \(excerpt(String(describing: error)))")
         }
         guard let node else { throw PolicyError("the policy file is empty") }
         var budget = Budget()
         return try convert(node, path: "", budget: &budget)
+    }
+
+    /// The parser's message, short: its first lines, each cut at 160 characters (the context it quotes is a line of
+    /// the document, which can be the whole of a one-line candidate).
+    static func excerpt(_ message: String) -> String {
+        let lines = message.split(separator: "\n", omittingEmptySubsequences: false).prefix(6)
+        return lines.map { $0.count > 160 ? "\($0.prefix(160))…" : String($0) }.joined(separator: "\n")
     }
 
     /// `node` as a ``PolicyNode``, spending a value and its path's bytes of `budget`.
