@@ -90,7 +90,7 @@ import Testing
         }
     }
 
-    @Test("a retention experiment gates the entries it names; its holdout falls through to the fallback message")
+    @Test("a retention experiment gates the entries it names; its holdout falls through to the entries no variant names, then the fallback")
     func retention() throws {
         let text = Self.policy("""
               - id: save-2026
@@ -112,6 +112,15 @@ import Testing
             seen.insert(chosen ?? "")
         }
         #expect(seen == ["5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e01", "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03"])
+        // An entry no variant names is not touched: an active subscriber in the holdout gets it, as experiments.md says.
+        for index in 0..<100 {
+            let key = CustomerKey(bundleIdentifier: "com.example.app", applicationUsername: "otid:\(2_000 + index)")
+            var facts = CustomerFacts(key: key)
+            facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: "g", productIdentifier: "monthly", state: .active)]
+            let context = EligibilityContext(bundleIdentifier: "com.example.app", productIdentifier: "monthly", offerIdentifier: "", facts: facts)
+            let chosen = OfferPolicy.chooseRetention(product.retention, in: context).entry?.messageIdentifier
+            #expect(chosen == (experiment.variant(for: key).isHoldout ? "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e02" : "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e01"))
+        }
     }
 
     @Test("policy check refuses what would make the split or the answers ambiguous", arguments: [

@@ -126,7 +126,7 @@ extension OfferPolicy {
                 throw PolicyError("\(node.location): variant \(name) names message \(message), which no retention entry of \(product.productIdentifier) has")
             }
             guard !entry.isFallback else {
-                throw PolicyError("\(node.location): variant \(name) names the fallback message, which is what a holdout gets: name an entry with an offer or rules")
+                throw PolicyError("\(node.location): variant \(name) names the fallback message, which every customer gets when no other entry holds: name an entry with an offer or rules")
             }
             answer = message
         }

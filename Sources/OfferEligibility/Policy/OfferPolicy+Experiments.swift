@@ -35,7 +35,7 @@ extension OfferPolicy {
             public var answer: String?
             /// Its share of customers.
             public var weight: Int
-            /// The holdout: no offer (`app`), the fallback message (`retention`).
+            /// The holdout: no offer of the experiment (`app`), none of its entries (`retention`: the entries no variant names, else the fallback).
             public var isHoldout: Bool { answer == nil }
         }
 
