@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import OfferEligibility
+import OfferKeys
 import OfferModel
 import OfferSignerServer
 import OfferSigning
@@ -228,6 +229,34 @@ private struct SlowStore: OfferStore {
             let capped = try await fixture.ask(client, try await fixture.request(originalTransactionId: original))
             #expect(try capped.decode(RealtimeResponseBody.self).message?.messageIdentifier == "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03")
             #expect(try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle)) == 3)
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("Apple's retry after the key that signed the stored offer was revoked: the fallback message, never the revoked key's signature", arguments: StoreBackend.available)
+    func aRevokedKeysAnswerIsNotReplayed(_ backend: StoreBackend) async throws {
+        let fixture = try await RetentionFixture(backend)
+        let token = UUID().uuidString.lowercased()
+        let original = Self.otid()
+        try await fixture.application.test(.router) { client in
+            try await fixture.subscribe(client, token: token, originalTransactionId: original, autoRenew: .off)
+            let signed = try await fixture.request(originalTransactionId: original)
+            let first = try await fixture.ask(client, signed).decode(RealtimeResponseBody.self)
+            #expect(first.promotionalOffer?.signingKeyIdentifier == "TESTKEY001")
+            // The leaked-key runbook: a new key active, the old one revoked.
+            let replacement = try SigningKey.generate(keyIdentifier: "TESTKEY002")
+            fixture.service.keys.replace(with: try KeyRing(
+                keys: [.init(key: fixture.key, source: "test"), .init(key: replacement, source: "test")],
+                activeKeyIdentifier: "TESTKEY002", revokedKeyIdentifiers: ["TESTKEY001"]))
+            let retry = try await fixture.ask(client, signed)
+            #expect(retry.status == .ok, "\(retry.text)")
+            let answer = try retry.decode(RealtimeResponseBody.self)
+            #expect(answer.promotionalOffer == nil)
+            #expect(answer.message?.messageIdentifier == "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03")
+            #expect(!retry.text.contains(try #require(first.promotionalOffer?.promotionalOfferSignatureV2)))
+            // A new request is signed with the new key.
+            let fresh = try await fixture.ask(client, try await fixture.request(originalTransactionId: original)).decode(RealtimeResponseBody.self)
+            #expect(fresh.promotionalOffer?.signingKeyIdentifier == "TESTKEY002")
         }
         try await fixture.store.close()
     }

@@ -1,3 +1,5 @@
+import OfferSigning
+
 /// The answer to the App Store's real-time "Get Retention Message" request: Apple's `RealtimeResponseBody`, with
 /// exactly one of its fields set.
 public struct RealtimeResponseBody: Codable, Sendable, Hashable {
@@ -50,6 +52,11 @@ public struct RetentionPromotionalOffer: Codable, Sendable, Hashable {
         self.messageIdentifier = messageIdentifier
         self.promotionalOfferSignatureV2 = promotionalOfferSignatureV2
         self.promotionalOfferSignatureV1 = promotionalOfferSignatureV1
+    }
+
+    /// The identifier of the key that signed the offer: the JWS header's `kid`, or the V1 signature's `keyIdentifier`.
+    public var signingKeyIdentifier: String? {
+        promotionalOfferSignatureV2.flatMap { JWSOfferVerifier.decode($0)?.header.kid } ?? promotionalOfferSignatureV1?.keyIdentifier
     }
 }
 

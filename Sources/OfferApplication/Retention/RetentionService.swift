@@ -2,6 +2,7 @@ import AppStoreNotifications
 import Foundation
 import Logging
 import OfferEligibility
+import OfferKeys
 import OfferModel
 import OfferSigning
 import OfferStore
@@ -230,6 +231,15 @@ extension OfferService {
                     // product (an answer stored before answers were bound names no request, and is given to none).
                     guard let stored = try? StoredRetentionAnswer(decoding: text), stored.request == binding else {
                         throw OfferServiceError(.requestIdentifierConflict, "This requestIdentifier was already answered for another original transaction or product; a stored answer is given only to the request it answered.")
+                    }
+                    // An offer signed with a key revoked since (or gone) is not handed out again: the product's
+                    // fallback message instead, else no answer (the App Store shows its default message).
+                    if let key = stored.answer.promotionalOffer?.signingKeyIdentifier, [nil, .revoked].contains(self.keys.current.state(of: key)) {
+                        PipelineMetrics.countRetentionAnswer("revoked_replay")
+                        guard let fallback = entries.last, fallback.isFallback else {
+                            throw OfferServiceError(.noRetentionAnswer, "The answer stored for this requestIdentifier carries an offer signed with a key revoked since, and \(product.productIdentifier) has no fallback message; the App Store shows its default message.")
+                        }
+                        return Self.retentionAnswer(fallback, signed: nil)
                     }
                     return stored.answer
                 }))
