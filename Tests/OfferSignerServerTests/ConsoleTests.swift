@@ -286,6 +286,8 @@ import Testing
             #expect(unknown.text.contains("has not heard of this customer"))
             let tooLong = try await Self.get(client, "/console/customers?bundleId=com.example.app&customer=\(String(repeating: "x", count: 3000))", session)
             #expect(tooLong.status == .badRequest)
+            let otherApp = try await Self.get(client, "/console/customers?bundleId=com.example.nope&customer=nobody", session)
+            #expect(otherApp.status == .notFound && otherApp.text.contains("<h1>404"), "\(otherApp.text)")
         }
     }
 

@@ -52,6 +52,7 @@ extension ConsolePages {
         } catch {
             throw APIError(error)
         }
+        _ = try service.app(named: bundleIdentifier)  // 404 unknown_app, as GET /admin/customers answers
         let key = CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: applicationUsername)
         let facts = try await storeCall { try await store.customerFacts(for: key) }
         let signatures = try await storeCall {

@@ -55,7 +55,7 @@ struct AdminOutcomeRoutes {
         func date(_ name: String) throws -> Date? {
             guard let value = try text(name) else { return nil }
             guard let date = parseDate(value) else {
-                throw APIError.invalidRequest(field: name, "\(name) is an ISO 8601 date, e.g. 2026-11-01 or 2026-11-01T00:00:00Z.")
+                throw APIError.invalidRequest(field: name, "\(name) is an ISO 8601 date that exists (2026-11-01, 2026-11-01T00:00:00Z) or Unix milliseconds (1793491200000).")
             }
             return date
         }
