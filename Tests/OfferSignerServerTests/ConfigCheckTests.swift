@@ -20,7 +20,7 @@ import Testing
     ]
     static let environment = secrets.merging([
         "OFFER_SIGNER_BUNDLE_ID": "com.example.app", "OFFER_SIGNER_KEY_ABC123DEFG": pem, "OFFER_SIGNER_IDLE_TIMEOUT": "45",
-        "OFFER_SIGNER_APP_APPLE_ID": "1234567890",
+        "OFFER_SIGNER_APP_APPLE_ID": "1234567890", "OFFER_SIGNER_URL": "https://ops:url-password-0123@offers.internal:9090",
     ]) { $1 }
 
     @Test func everyVariableIsOneLineWithSecretsRedactedAndDefaultsMarked() throws {
@@ -31,6 +31,7 @@ import Testing
             #expect(!text.contains(value))
         }
         #expect(!text.contains("db-password"))
+        #expect(!text.contains("url-password") && lines.contains("OFFER_SIGNER_URL = https://ops:<redacted>@offers.internal:9090"), "\(lines)")
         #expect(!text.contains("PRIVATE KEY"))
         for line in Self.pem.split(separator: "\n") { #expect(!text.contains(line)) }
         #expect(lines.contains("OFFER_SIGNER_BUNDLE_ID = com.example.app"))

@@ -25,7 +25,7 @@ extension ServiceConfiguration {
         let config = ConfigurationVariable.reader(environment)
         var lines: [String] = []
         for variable in ConfigurationVariable.allCases {
-            let given = config.string(variable).map { variable.isSecret ? "<redacted>" : Self.oneLine($0) }
+            let given = config.string(variable).map { variable.isSecret ? "<redacted>" : Self.oneLine(Self.withoutPassword($0)) }
             let value: String
             if isDemo, !Self.demoReads.contains(variable) {
                 value = given.map { "\($0) (ignored by --demo)" } ?? "(not read by --demo)"
@@ -82,6 +82,13 @@ extension ServiceConfiguration {
         case .logHashKey: "a random key per process"
         case .url: "http://127.0.0.1:8080"
         }
+    }
+
+    /// A URL's password (`https://user:secret@host`) as `<redacted>`; any other value as it is.
+    static func withoutPassword(_ value: String) -> String {
+        guard value.contains("@"), let password = URLComponents(string: value)?.percentEncodedPassword else { return value }
+        guard let range = value.range(of: ":\(password)@") else { return "<redacted>" }
+        return value.replacingCharacters(in: range, with: ":<redacted>@")
     }
 
     /// A value on one line: line breaks written as `\n`.
