@@ -96,7 +96,7 @@ public final class ClientAuthenticator: Sendable {
     /// The configuration.
     public let configuration: ClientAuthConfiguration
     private let secretKeys: JWTKeyCollection?
-    private let publicKeys: Mutex<JWTKeyCollection?>
+    private let publicKeys: Mutex<LoginPublicKeys?>
 
     /// Builds the authenticator, reading `OFFER_SIGNER_CLIENT_JWT_KEYS`.
     /// - Throws: ``ConfigurationError`` when the key file cannot be read or holds no usable key.
@@ -110,7 +110,7 @@ public final class ClientAuthenticator: Sendable {
             secretKeys = nil
         }
         if let path = configuration.jwtKeysPath {
-            publicKeys = Mutex(try await Self.loadPublicKeys(path))
+            publicKeys = Mutex(try await LoginPublicKeys.load(path))
         } else {
             publicKeys = Mutex(nil)
         }
@@ -120,27 +120,8 @@ public final class ClientAuthenticator: Sendable {
     /// keeps the previous keys and throws.
     public func reloadPublicKeys() async throws(ConfigurationError) {
         guard let path = configuration.jwtKeysPath else { return }
-        let keys = try await Self.loadPublicKeys(path)
+        let keys = try await LoginPublicKeys.load(path)
         publicKeys.withLock { $0 = keys }
-    }
-
-    static func loadPublicKeys(_ path: String) async throws(ConfigurationError) -> JWTKeyCollection {
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-            throw ConfigurationError("\(variable: .clientJwtKeys)=\(path) cannot be read; point it at a PEM public key or a JWK Set file.")
-        }
-        let keys = JWTKeyCollection()
-        do {
-            if text.trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("{") {
-                try await keys.add(jwksJSON: text)
-            } else if let key = try? ES256PublicKey(pem: text) {
-                await keys.add(ecdsa: key)
-            } else {
-                await keys.add(rsa: try Insecure.RSA.PublicKey(pem: text), digestAlgorithm: .sha256)
-            }
-        } catch {
-            throw ConfigurationError("\(variable: .clientJwtKeys)=\(path) holds no ES256 or RS256 public key (a PEM \"PUBLIC KEY\" or a JWK Set with kid on each key).")
-        }
-        return keys
     }
 
     /// Who presents `authorization` (the `Authorization` header).
@@ -210,7 +191,10 @@ public final class ClientAuthenticator: Sendable {
         let keys: JWTKeyCollection?
         switch header.alg {
         case "HS256": keys = secretKeys
-        case "ES256", "RS256": keys = publicKeys.withLock { $0 }
+        case "ES256", "RS256":
+            let loaded = publicKeys.withLock { $0 }
+            try loaded?.requireKey(alg: header.alg, kid: header.kid)
+            keys = loaded?.collection
         default: keys = nil
         }
         guard let keys else {

@@ -27,6 +27,8 @@ extension ClientAuthenticator {
     /// extension (RFC 7515 §4.1.11).
     struct LoginHeader {
         var alg: String
+        /// The key that signed the token, when the header names one.
+        var kid: String?
 
         init(_ data: Data) throws(OfferServiceError) {
             let object = try ClientAuthenticator.object(data, "header")
@@ -35,6 +37,11 @@ extension ClientAuthenticator {
             }
             if object["crit"] != nil {
                 throw OfferServiceError(.unauthorized, "The login token's header names critical extensions (crit) this service does not understand; issue tokens without crit.")
+            }
+            switch object["kid"] {
+            case nil: kid = nil
+            case .string(let value): kid = value
+            default: throw OfferServiceError(.unauthorized, "The login token's kid must be a string.")
             }
             self.alg = alg
         }
