@@ -115,9 +115,19 @@ struct ServeCommand: AsyncParsableCommand {
             // A graceful shutdown (SIGTERM, SIGINT): every answer in flight was sent and every signature recorded.
             logger.notice("offer-signer stopped: connections drained, the store closed")
         } catch let error as IOError where error.errnoCode == EADDRINUSE || error.errnoCode == EADDRNOTAVAIL || error.errnoCode == EACCES {
-            logger.critical("cannot start: cannot listen on \(configuration.host):\(configuration.port) (\(String(cString: strerror(error.errnoCode)))); set \(variable: .host)/\(variable: .port) (and \(variable: .adminPort)) to a free address, or stop what holds it.")
+            logger.critical("cannot start: cannot listen on \(Self.listeners(configuration)) (\(String(cString: strerror(error.errnoCode)))); set \(variable: .host)/\(variable: .port) (and \(variable: .adminHost)/\(variable: .adminPort)) to a free address, or stop what holds it.")
+            throw ExitCode(78)  // EX_CONFIG
+        } catch let error where error is SocketAddressError || error is SocketAddressError.UnknownHost {
+            logger.critical("cannot start: cannot resolve the address to listen on, \(Self.listeners(configuration)); set \(variable: .host) (and \(variable: .adminHost)) to an IP address or a name this host resolves.")
             throw ExitCode(78)  // EX_CONFIG
         }
+    }
+
+    /// The addresses `serve` listens on, for a message: the public one, and the operations listener's when set.
+    private static func listeners(_ configuration: ServiceConfiguration) -> String {
+        let main = "\(configuration.host):\(configuration.port)"
+        guard let operations = configuration.operationsListener else { return main }
+        return "\(main) or the operations listener's \(operations.host):\(operations.port)"
     }
 }
 

@@ -69,6 +69,9 @@ import OfferApplication
         Failure(name: "missing folder", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEYS_DIR": "/nonexistent/keys"], mentions: ["OFFER_SIGNER_KEYS_DIR", "/nonexistent/keys"]),
         Failure(name: "unknown active key", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_ACTIVE_KEY_ID": "K2"], mentions: ["K2", "K1"]),
         Failure(name: "bad port", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_PORT": "eighty"], mentions: ["OFFER_SIGNER_PORT"]),
+        Failure(name: "bad host", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_HOST": "not a host!"], mentions: ["OFFER_SIGNER_HOST", "IPv4 or IPv6"]),
+        Failure(name: "not an IPv4 address", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_HOST": "999.1.1.1"], mentions: ["OFFER_SIGNER_HOST"]),
+        Failure(name: "bad admin host", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_ADMIN_PORT": "9090", "OFFER_SIGNER_ADMIN_HOST": "-bad-", "OFFER_SIGNER_CLIENT_AUTH": "none"], mentions: ["OFFER_SIGNER_ADMIN_HOST"]),
         Failure(name: "no client authentication", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM], mentions: ["OFFER_SIGNER_API_KEYS", "OFFER_SIGNER_CLIENT_JWT_SECRET", "OFFER_SIGNER_CLIENT_AUTH=none"]),
         Failure(name: "an API key without a name", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_API_KEYS": "0123456789abcdef0123"], mentions: ["OFFER_SIGNER_API_KEYS", "name:token"]),
         Failure(name: "a short API key", environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": validPEM, "OFFER_SIGNER_API_KEYS": "backend:short"], mentions: ["OFFER_SIGNER_API_KEYS", "backend", "16"]),
@@ -95,6 +98,12 @@ import OfferApplication
         }
         #expect(error?.message.contains("SECRETSECRET") == false)
         #expect(error?.message.contains(Self.validPEM.split(separator: "\n")[1]) == false)
+    }
+
+    @Test("a listen host is an IPv4 or IPv6 address or a host name", arguments: ["127.0.0.1", "0.0.0.0", "::", "::1", "localhost", "offers-1.internal.example.com"])
+    func listenHostsThatAreAddressesOrNames(_ host: String) throws {
+        let configuration = try ServiceConfiguration(environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.validPEM, "OFFER_SIGNER_CLIENT_AUTH": "none", "OFFER_SIGNER_HOST": host])
+        #expect(configuration.host == host)
     }
 
     @Test func twoKeysWithoutAnActiveOneStopStartUp() async throws {

@@ -64,7 +64,7 @@ extension ServiceConfiguration {
         guard port == 0 || port != publicPort else {
             throw ConfigurationError("\(variable: .adminPort)=\(port) is \(variable: .port) too; give the operations listener a port of its own.")
         }
-        return (config.string(.adminHost) ?? "127.0.0.1", port)
+        return (try listenHost(config, .adminHost), port)
     }
 
     package static func connectionLimits(_ config: ConfigReader) throws(ConfigurationError) -> ConnectionLimits {
@@ -115,8 +115,32 @@ extension ServiceConfiguration {
     }
 
     package static func listenAddress(_ config: ConfigReader) throws(ConfigurationError) -> (String, Int) {
-        let host = config.string(.host) ?? "127.0.0.1"
+        let host = try listenHost(config, .host)
         let port = try config.integer(.port, in: 0...65_535, note: "a port number; 0 picks a free one") ?? 8080
         return (host, port)
+    }
+
+    /// A listen host: an IPv4 or IPv6 address, or a host name (letters, digits, `-` and `.`; a name of digits and
+    /// dots is an IPv4 address), else 78 at start-up and in `config check` rather than a failed bind.
+    static func listenHost(_ config: ConfigReader, _ variable: ConfigurationVariable) throws(ConfigurationError) -> String {
+        let host = config.string(variable) ?? "127.0.0.1"
+        var ipv4 = in_addr(), ipv6 = in6_addr()
+        if inet_pton(AF_INET, host, &ipv4) == 1 || inet_pton(AF_INET6, host, &ipv6) == 1 { return host }
+        let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        let isName = (1...253).contains(host.utf8.count) && labels.allSatisfy { label in
+            (1...63).contains(label.utf8.count) && label.first != "-" && label.last != "-"
+                && label.utf8.allSatisfy { $0.isASCIILetterOrDigit || $0 == UInt8(ascii: "-") }
+        }
+        guard isName, !labels.allSatisfy({ $0.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } }) else {
+            throw ConfigurationError("\(variable: variable)=\(host.prefix(64)) is not an address to listen on: give an IPv4 or IPv6 address (127.0.0.1, 0.0.0.0, ::) or a host name.")
+        }
+        return host
+    }
+}
+
+private extension UInt8 {
+    var isASCIILetterOrDigit: Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
     }
 }
