@@ -54,6 +54,13 @@ for _ in $(seq 50); do [ "$(state NEWKEY0001 2>/dev/null)" = retired ] && break;
 [ "$(state OLDKEY0001)" = revoked ] && ok "keys revoke OLDKEY0001"
 "$bin" keys revoke NEWKEY0001 >/dev/null 2>"$work/err" && fail "revoking the active key must be refused"
 grep -q key_state_conflict "$work/err" && ok "revoking the active key is refused (activate another key first)"
+"$bin" keys activate MISTYPED01 >/dev/null 2>"$work/err" && fail "activating a key that is not loaded must be refused"
+grep -q unknown_key "$work/err" && grep -q "MISTYPED01 is loaded\|No key MISTYPED01" "$work/err" \
+  && ok "a mistyped key: the service's own answer (unknown_key), not a wrong-port hint" || { cat "$work/err"; fail "a mistyped key's refusal"; }
+started=$(date +%s)
+status=0; OFFER_SIGNER_URL=http://127.0.0.1:1 "$bin" keys list >/dev/null 2>"$work/err" || status=$?
+[ "$status" = 2 ] && [ $(( $(date +%s) - started )) -lt 6 ] && grep -q "connection refused" "$work/err" \
+  && ok "no service at the URL: exit 2 at once, saying the connection was refused" || { cat "$work/err"; fail "an unreachable service (exit $status)"; }
 
 # The offline command line applies the same saved states (the state file) as the server.
 offline() { OFFER_SIGNER_KEYS_DIR="$work/keys" OFFER_SIGNER_STATE_FILE="$work/key-states.json" OFFER_SIGNER_BUNDLE_ID=com.example.app "$bin" "$@"; }

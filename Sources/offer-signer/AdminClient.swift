@@ -31,9 +31,15 @@ struct AdminOptions: ParsableArguments {
         request.headers.add(name: "Authorization", value: "Bearer \(token)")
         let response: HTTPClientResponse
         let body: ByteBuffer
+        // A refused or unreachable address is said at once (5 s to connect, no retries), not after the request's 30 s.
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout.connect = .seconds(5)
         do {
-            response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
-            body = try await response.body.collect(upTo: 1 << 20)
+            (response, body) = try await HTTPClient.withHTTPClient(configuration: configuration) { client in
+                let response = try await client.execute(request, timeout: .seconds(30))
+                return (response, try await response.body.collect(upTo: 1 << 20))
+            }
         } catch {
             FileHandle.standardError.write(Data("offer-signer: cannot reach \(base): \(Self.reason(error)). Is the service running there? Set --url or \(variable: .url) to its operations address (\(variable: .adminHost):\(variable: .adminPort) when the admin API has its own port).\n".utf8))
             throw ExitCode(2)
@@ -41,13 +47,25 @@ struct AdminOptions: ParsableArguments {
         let text = String(buffer: body)
         if (200..<300).contains(response.status.code) {
             return text
-        } else if response.status.code == 404, path.hasPrefix("/admin/") {
-            FileHandle.standardError.write(Data("offer-signer: \(base) serves no admin API (404). With \(variable: .adminPort) set, the admin API is on the operations port, not the public one: point --url or \(variable: .url) at it.\n".utf8))
-            throw ExitCode(1)
-        } else {
-            FileHandle.standardError.write(Data("offer-signer: \(response.status.code) \(text)\n".utf8))
-            throw ExitCode(1)
         }
+        let refusal = Self.refusal(in: text)
+        if response.status.code == 404, path.hasPrefix("/admin/"), refusal == nil || refusal?.code == "not_found" {
+            FileHandle.standardError.write(Data("offer-signer: \(base) serves no admin API (404). With \(variable: .adminPort) set, the admin API is on the operations port, not the public one: point --url or \(variable: .url) at it.\n".utf8))
+        } else if let refusal {
+            // The service's own answer: its message and code (an unknown key, app or experiment is a 404 too).
+            FileHandle.standardError.write(Data("offer-signer: \(refusal.message) (\(response.status.code) \(refusal.code))\n".utf8))
+        } else {
+            FileHandle.standardError.write(Data("offer-signer: \(response.status.code) \(text.prefix(2_000))\n".utf8))
+        }
+        throw ExitCode(1)
+    }
+
+    /// The API's error envelope, `{"error": {"code", "message"}}`, if the body is one.
+    static func refusal(in text: String) -> (code: String, message: String)? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+              let error = object["error"] as? [String: Any], let code = error["code"] as? String, let message = error["message"] as? String
+        else { return nil }
+        return (code, message)
     }
 }
 
