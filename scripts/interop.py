@@ -127,6 +127,10 @@ open(public_path, "w").write(inspected["publicKeyPEM"])
 check(run("verify", "--public-key-file", public_path, stdin=json.dumps(apple_bundle)).returncode == 0, "offer-signer verify --public-key-file accepts it with the public key only")
 tampered = dict(apple_bundle, offerIdentifier="winback_60")
 check(run("verify", "--key-file", key_path, stdin=json.dumps(tampered)).returncode == 1, "offer-signer verify refuses it tampered (exit 1)")
+# A key named twice: refused as the HTTP API refuses it, never one copy read (the first would verify).
+doubled = json.dumps(apple_bundle)[:-1] + ', "applicationUsername": "someone-else"}'
+twice = run("verify", "--key-file", key_path, stdin=doubled)
+check(twice.returncode == 64 and "appears twice" in twice.stderr, f"offer-signer verify refuses a bundle naming a key twice (exit {twice.returncode})")
 
 # 3. SEC1 form of the same key.
 sec1_path = os.path.join(work, "sec1.pem")

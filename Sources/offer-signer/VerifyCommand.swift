@@ -28,6 +28,10 @@ struct VerifyCommand: AsyncParsableCommand {
             data = FileHandle.standardInput.readDataToEndOfFile()
         }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        // A JSON input is read as the HTTP API reads it: a key named twice is refused, never one copy picked.
+        if text.hasPrefix("{"), let problem = StrictJSON.problem(in: data) {
+            throw ValidationError("The input is not strict JSON: \(problem)")
+        }
         if let token = Self.jwsToken(in: text) {
             guard publicKeyFile == nil else { throw ValidationError("--public-key-file verifies legacy bundles; for a JWS, use --key-file or the environment.") }
             let result = await JWSOfferVerifier.verify(token, keyRing: try await keys.keyRing(environment: ConfigurationVariable.processEnvironment))

@@ -12,7 +12,7 @@
 /// `malformed` wherever its duplicate key is; a duplicate is reported only in an otherwise valid text.
 ///
 /// The scan is iterative (no recursion, whatever the nesting), linear in the body's size, and never traps.
-enum StrictJSON {
+package enum StrictJSON {
     /// The deepest nesting of objects and arrays a body may have.
     static let maximumDepth = 64
 
@@ -212,5 +212,13 @@ enum StrictJSON {
                 while isDigit(index) { index += 1 }
             }
         }
+    }
+}
+
+extension StrictJSON {
+    /// What `data` breaks of strict JSON, in plain words, or `nil`: the command line reads its JSON inputs as the
+    /// HTTP API does (`offer-signer verify`).
+    package static func problem(in data: some Sequence<UInt8>) -> String? {
+        violation(in: data)?.message
     }
 }
