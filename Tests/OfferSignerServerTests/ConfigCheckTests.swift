@@ -67,6 +67,20 @@ import Testing
         #expect(!lines.joined().contains(ServiceConfiguration.demoAdminToken))
     }
 
+    @Test("config check refuses what serve would: a state file that is a folder, a PostgreSQL URL whose port is not one", arguments: [
+        ["OFFER_SIGNER_STATE_FILE": "/tmp"],
+        ["OFFER_SIGNER_DATABASE_URL": "postgres://u:p@db:notaport/offers"],
+        ["OFFER_SIGNER_DATABASE_URL": "postgres://u:p@db:99999/offers"],
+        ["OFFER_SIGNER_DATABASE_URL": "sqlite:"],
+    ])
+    func whatServeRefusesConfigCheckRefuses(_ extra: [String: String]) async throws {
+        let environment = ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.pem, "OFFER_SIGNER_CLIENT_AUTH": "none"].merging(extra) { $1 }
+        let error = await #expect(throws: ConfigurationError.self) { _ = try await checkStartUp(configuration: try ServiceConfiguration(environment: environment)) }
+        let variable = try #require(extra.keys.first)
+        #expect(error?.message.contains(variable) == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains(":p@") == false)
+    }
+
     @Test func theStartUpChecksGiveServesMessage() async throws {
         let environment = ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.pem, "OFFER_SIGNER_CLIENT_JWT_KEYS": "/nonexistent/jwks.json", "OFFER_SIGNER_DATABASE_URL": "sqlite::memory:"]
         let configuration = try ServiceConfiguration(environment: environment)

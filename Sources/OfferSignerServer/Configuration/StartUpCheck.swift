@@ -1,4 +1,6 @@
 import Logging
+import OfferKeys
+import OfferStore
 import OfferSigning
 
 /// The start-up checks of ``buildApplication(configuration:logger:metricsRegistry:keysDirectoryPollInterval:)`` that
@@ -12,6 +14,17 @@ public func checkStartUp(configuration: ServiceConfiguration) async throws(Confi
     let quiet = Logger(label: "offer-signer", factory: { _ in SwiftLogNoOpLogHandler() })
     _ = try makeAppStoreClients(configuration: configuration, verifiers: appStoreVerifiers(configuration: configuration, logger: quiet), logger: quiet)
     _ = try await ClientAuthenticator(configuration.clientAuth)
+    // What serve checks before it listens, without opening anything: the store's URL, the key state file.
+    if let databaseURL = configuration.databaseURL {
+        do throws(OfferStoreError) { try checkDatabaseURL(databaseURL) } catch { throw ConfigurationError(error.message) }
+    }
+    if let path = configuration.stateFilePath {
+        do { _ = try await FileKeyStateStore(path: path).load() } catch let error as KeyManagementError {
+            throw ConfigurationError(error.message)
+        } catch {
+            throw ConfigurationError("\(variable: .stateFile)=\(path) cannot be read.")
+        }
+    }
     var notes: [String] = []
     if configuration.keyRing.activeKeyIdentifier == nil, configuration.keyRing.entries.count > 1 {
         notes.append(

@@ -95,11 +95,14 @@ final class PostgresBackend: SQLStoreBackend {
 
     /// Parses `postgres://USER:PASSWORD@HOST:PORT/DATABASE[?sslmode=disable|prefer|require]`.
     /// - Throws: ``OfferStoreError`` `invalidDatabaseURL`, never repeating the password.
-    static func configuration(databaseURL: String) throws -> PostgresClient.Configuration {
+    static func configuration(databaseURL: String) throws(OfferStoreError) -> PostgresClient.Configuration {
         guard let components = URLComponents(string: databaseURL), let host = components.host, !host.isEmpty,
               let user = components.user, !user.isEmpty
         else {
             throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL is not a PostgreSQL URL of the form postgres://USER:PASSWORD@HOST:5432/DATABASE.")
+        }
+        if let port = components.port, !(1...65_535).contains(port) {
+            throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL: the port must be 1 to 65535 (PostgreSQL listens on 5432 unless told otherwise).")
         }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         let sslMode = components.queryItems?.first { $0.name == "sslmode" }?.value ?? "disable"

@@ -31,6 +31,22 @@ public func makeOfferStore(databaseURL: String, logger: Logger, migrating: Bool 
     throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL must start with sqlite: or postgres:// (got a '\(scheme.prefix(20))' URL).")
 }
 
+/// Checks that `databaseURL` names a store ``makeOfferStore(databaseURL:logger:migrating:keepingConnectionsOpen:)`` can
+/// open, without opening it (`offer-signer config check`): the scheme, a SQLite path, a PostgreSQL URL's parts.
+/// - Throws: ``OfferStoreError`` `invalidDatabaseURL`, with the message opening it would give.
+public func checkDatabaseURL(_ databaseURL: String) throws(OfferStoreError) {
+    if databaseURL.hasPrefix("sqlite:") {
+        guard databaseURL != "sqlite:" else {
+            throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL=sqlite: needs a path, as in sqlite:/var/lib/offer-signer/store.sqlite (or sqlite::memory:).")
+        }
+    } else if databaseURL.hasPrefix("postgres://") || databaseURL.hasPrefix("postgresql://") {
+        _ = try PostgresBackend.configuration(databaseURL: databaseURL)
+    } else {
+        let scheme = databaseURL.split(separator: ":").first.map(String.init) ?? ""
+        throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL must start with sqlite: or postgres:// (got a '\(scheme.prefix(20))' URL).")
+    }
+}
+
 /// The store, migrated; closed again if the migrations fail.
 private func migrated(_ store: SQLOfferStore) async throws -> any OfferStore {
     do {
