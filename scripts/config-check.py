@@ -59,6 +59,10 @@ check(demo.returncode == 0 and "OFFER_SIGNER_PORT = 0" in demo.stdout.splitlines
       f"config check --demo reads what serve --demo reads ({demo.returncode})")
 
 policy = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "policy.yaml")
+missing = run("eligibility", "explain", "--username", "user-0001", env=dict(base, OFFER_SIGNER_POLICY=policy))
+check(missing.returncode == 64 and "names no store" in missing.stderr and not os.path.exists(f"{work}/store.sqlite"),
+      f"a tool that only reads refuses a SQLite store that does not exist, and creates none ({missing.returncode})")
+open(f"{work}/store.sqlite", "w").close()  # an empty SQLite file: the store, before the service ever wrote to it
 tool = run("eligibility", "explain", "--username", "user-0001", env=dict(base, OFFER_SIGNER_POLICY=policy))
 check(tool.returncode == 0, f"eligibility explain runs ({tool.returncode}: {tool.stderr.strip()[:200]})")
 check("appAppleId" not in tool.stdout + tool.stderr and "are refused" not in tool.stdout + tool.stderr, "a tool that opens the store does not print the appAppleId warning")

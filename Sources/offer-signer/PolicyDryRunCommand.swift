@@ -34,7 +34,7 @@ extension PolicyCommand {
                 FileHandle.standardError.write(Data("\(error.message)\n".utf8))
                 throw ExitCode(1)
             }
-            let (_, store, _) = try await openForTools()
+            let (_, store, _) = try await openForTools(readOnly: true)
             guard let store else {
                 throw ValidationError("A dry-run replays the store's decision log: set \(variable: .databaseUrl).")
             }

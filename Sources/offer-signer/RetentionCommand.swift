@@ -22,7 +22,7 @@ struct RetentionCommand: AsyncParsableCommand {
 
         func run() async throws {
             let text = String(decoding: try readInput(file), as: UTF8.self)
-            let (configuration, store, notifications) = try await openForTools()
+            let (configuration, store, notifications) = try await openForTools(readOnly: true)
             guard configuration.policy != nil else {
                 throw ValidationError("No policy (\(variable: .policy)): there are no retention entries to explain.")
             }

@@ -9,7 +9,9 @@ import OfferStore
 import OfferApplication
 
 /// Opens what the store commands need from the same OFFER_SIGNER_* variables as `serve` (keys not needed).
-func openForTools() async throws -> (ServiceConfiguration, (any OfferStore)?, NotificationIngestor?) {
+/// `readOnly`: a command that only reads (a dry-run, an explanation) refuses a SQLite file that does not exist,
+/// which opening would create empty, answering as if the log were.
+func openForTools(readOnly: Bool = false) async throws -> (ServiceConfiguration, (any OfferStore)?, NotificationIngestor?) {
     var logger = Logger(label: "offer-signer")
     logger.logLevel = .warning
     let configuration: ServiceConfiguration
@@ -17,6 +19,12 @@ func openForTools() async throws -> (ServiceConfiguration, (any OfferStore)?, No
         configuration = try ServiceConfiguration(environment: ConfigurationVariable.processEnvironment, requireKeys: false)
     } catch {
         throw ValidationError(error.message)
+    }
+    if readOnly, let url = configuration.databaseURL, url.hasPrefix("sqlite:"), url != "sqlite::memory:" {
+        let path = String(url.dropFirst("sqlite:".count))
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw ValidationError("\(variable: .databaseUrl)=\(url) names no store: \(path) does not exist. Point it at the service's store.")
+        }
     }
     let (store, notifications) = try await openStore(configuration: configuration, logger: logger)
     return (configuration, store, notifications)
@@ -50,7 +58,7 @@ struct EligibilityCommand: AsyncParsableCommand {
         var productIdentifier: String?
 
         func run() async throws {
-            let (configuration, store, _) = try await openForTools()
+            let (configuration, store, _) = try await openForTools(readOnly: true)
             guard configuration.policy != nil else {
                 throw ValidationError("No policy (\(variable: .policy)): every well-formed request is signed; there is nothing to explain.")
             }

@@ -105,7 +105,8 @@ public enum KeyLoader {
         case NSFileReadNoSuchFileError: return "no such file or folder"
         case NSFileReadNoPermissionError: return "permission denied"
         case NSFileReadInapplicableStringEncodingError: return "not a text file"
-        default: return "error \(nsError.code)"
+        case NSFileReadUnknownError: return "it is a folder, or not a regular file"  // Foundation's code 256
+        default: return "it cannot be read (Foundation's code \(nsError.code))"
         }
     }
 }
