@@ -106,6 +106,13 @@ import OfferApplication
         #expect(configuration.host == host)
     }
 
+    @Test("the open mode with credentials configured says they are not required")
+    func openModeWithCredentialsWarns() throws {
+        let configuration = try ServiceConfiguration(environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.validPEM, "OFFER_SIGNER_CLIENT_AUTH": "none", "OFFER_SIGNER_API_KEYS": "backend:0123456789abcdef0123"])
+        #expect(configuration.warnings.contains { $0.contains("OPEN CLIENT MODE") && $0.contains("not required") })
+        #expect(!configuration.warnings.joined().contains("0123456789abcdef0123"))
+    }
+
     @Test func twoKeysWithoutAnActiveOneStopStartUp() async throws {
         let configuration = try ServiceConfiguration(environment: ["OFFER_SIGNER_CLIENT_AUTH": "none", "OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.validPEM, "OFFER_SIGNER_KEY_K2": pem, "OFFER_SIGNER_DATABASE_URL": "sqlite::memory:"])
         let error = await #expect(throws: ConfigurationError.self) {

@@ -225,7 +225,7 @@ public struct ServiceConfiguration: Sendable {
         self.warnings += Self.verificationWarnings(apps: apps, environments: environments, trustedRoots: trustedRoots, asksAppStoreAPI: appStoreAPI != nil)
         self.warnings += ConfigurationVariable.unknownVariableWarnings(in: environment)
         if clientAuth.isOpen {
-            self.warnings.append("OPEN CLIENT MODE (\(variable: .clientAuth)=none): /v1/offers/* signs for anyone who can reach it, for any customer they name. For local development only.")
+            self.warnings.append("OPEN CLIENT MODE (\(variable: .clientAuth)=none): /v1/offers/* signs for anyone who can reach it, for any customer they name. For local development only.\(clientAuth.hasCredentials ? " The credentials configured (\(variable: .apiKeys), login tokens) are not required in this mode: unset \(variable: .clientAuth) to require them." : "")")
         }
     }
 
