@@ -1,6 +1,7 @@
 import AppStoreNotifications
 import Configuration
 import Foundation
+import NIOCore
 import OfferKeys
 import X509
 import OfferEligibility
@@ -124,8 +125,7 @@ extension ServiceConfiguration {
     /// dots is an IPv4 address), else 78 at start-up and in `config check` rather than a failed bind.
     static func listenHost(_ config: ConfigReader, _ variable: ConfigurationVariable) throws(ConfigurationError) -> String {
         let host = config.string(variable) ?? "127.0.0.1"
-        var ipv4 = in_addr(), ipv6 = in6_addr()
-        if inet_pton(AF_INET, host, &ipv4) == 1 || inet_pton(AF_INET6, host, &ipv6) == 1 { return host }
+        if (try? SocketAddress(ipAddress: host, port: 0)) != nil { return host }  // an IPv4 or IPv6 literal, no lookup
         let labels = host.split(separator: ".", omittingEmptySubsequences: false)
         let isName = (1...253).contains(host.utf8.count) && labels.allSatisfy { label in
             (1...63).contains(label.utf8.count) && label.first != "-" && label.last != "-"
