@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import OfferSignerDemo
-import OfferSignerServer
+@testable import OfferSignerServer
 import OfferSigning
 import Testing
 
@@ -32,6 +32,7 @@ import Testing
         }
         #expect(!text.contains("db-password"))
         #expect(!text.contains("url-password") && lines.contains("OFFER_SIGNER_URL = https://ops:<redacted>@offers.internal:9090"), "\(lines)")
+        #expect(ServiceConfiguration.withoutPassword("https://ops:p@ss word@host") == "<redacted>")
         #expect(!text.contains("PRIVATE KEY"))
         for line in Self.pem.split(separator: "\n") { #expect(!text.contains(line)) }
         #expect(lines.contains("OFFER_SIGNER_BUNDLE_ID = com.example.app"))

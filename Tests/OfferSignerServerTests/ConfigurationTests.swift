@@ -100,7 +100,7 @@ import OfferApplication
         #expect(error?.message.contains(Self.validPEM.split(separator: "\n")[1]) == false)
     }
 
-    @Test("a listen host is an IPv4 or IPv6 address or a host name", arguments: ["127.0.0.1", "0.0.0.0", "::", "::1", "localhost", "offers-1.internal.example.com"])
+    @Test("a listen host is an IPv4 or IPv6 address or a host name", arguments: ["127.0.0.1", "0.0.0.0", "::", "::1", "fe80::1%lo", "localhost", "offers-1.internal.example.com", "offer_signer", "host.example.com."])
     func listenHostsThatAreAddressesOrNames(_ host: String) throws {
         let configuration = try ServiceConfiguration(environment: ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.validPEM, "OFFER_SIGNER_CLIENT_AUTH": "none", "OFFER_SIGNER_HOST": host])
         #expect(configuration.host == host)

@@ -40,7 +40,9 @@ import Testing
     @Test("a token names a key of the set and its algorithm: another kid, no kid, or another algorithm is 401")
     func tokensNameTheirKey() async throws {
         let (a, b) = (P256.Signing.PrivateKey(), P256.Signing.PrivateKey())
-        let path = try Self.file(#"{"keys":[\#(Self.jwk(a.publicKey, kid: "a", alg: "ES256")),\#(Self.jwk(b.publicKey, kid: "b"))]}"#)
+        // With what an identity provider's set also holds: an encryption key and a key of another kind, left out.
+        let others = #"{"kty":"RSA","use":"enc","alg":"RSA-OAEP","kid":"enc","n":"AQAB","e":"AQAB"},{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"ed"}"#
+        let path = try Self.file(#"{"keys":[\#(Self.jwk(a.publicKey, kid: "a", alg: "ES256")),\#(others),\#(Self.jwk(b.publicKey, kid: "b"))]}"#)
         defer { try? FileManager.default.removeItem(atPath: path) }
         try await ClientAuthenticationTests.application(ClientAuthConfiguration(jwtKeysPath: path)).test(.router) { client async throws in
             func sign(_ token: String) async throws -> HTTPResponse.Status {
@@ -53,19 +55,21 @@ import Testing
             #expect(try await sign(try await Self.token(a, kid: "nobody")) == .unauthorized)
             #expect(try await sign(try await Self.token(a, kid: nil)) == .unauthorized)
             #expect(try await sign(try await Self.token(a, kid: "a", header: "RS256")) == .unauthorized)
+            #expect(try await sign(try await Self.token(a, kid: "ed", header: "EdDSA")) == .unauthorized)
         }
     }
 
-    @Test("a set without an ES256 or RS256 key, with a key of another kind, a misstated alg or kids missing is refused at start-up and on reload", arguments: [
+    @Test("a set without an ES256 or RS256 signing key, or with a signing key without its own kid, is refused at start-up and on reload", arguments: [
         #"{"keys":[]}"#,
         #"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"e"}]}"#,
         #"{"keys":[{"kty":"EC","crv":"P-384","x":"AA","y":"AA","kid":"p384"}]}"#,
-        "MISSTATED", "TWO-WITHOUT-KID", #"{"no":"keys"}"#,
+        "MISSTATED", "TWO-WITHOUT-KID", "ONE-WITHOUT-KID", #"{"no":"keys"}"#,
     ])
     func unusableSetsAreRefused(_ text: String) async throws {
         let key = P256.Signing.PrivateKey()
         let set = switch text {
         case "MISSTATED": #"{"keys":[\#(Self.jwk(key.publicKey, kid: "a", alg: "ES384"))]}"#
+        case "ONE-WITHOUT-KID": #"{"keys":[\#(Self.jwk(key.publicKey, kid: nil))]}"#
         case "TWO-WITHOUT-KID": #"{"keys":[\#(Self.jwk(key.publicKey, kid: nil)),\#(Self.jwk(P256.Signing.PrivateKey().publicKey, kid: nil))]}"#
         default: text
         }

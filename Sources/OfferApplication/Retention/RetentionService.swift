@@ -235,7 +235,9 @@ extension OfferService {
                     // An offer signed with a key revoked since (or gone) is not handed out again: the product's
                     // fallback message instead, else no answer (the App Store shows its default message).
                     if let key = stored.answer.promotionalOffer?.signingKeyIdentifier, [nil, .revoked].contains(self.keys.current.state(of: key)) {
-                        PipelineMetrics.countRetentionAnswer("revoked_replay")
+                        self.retentionLogger.notice("a stored retention answer signed with a key revoked since was not given again", metadata: [
+                            "bundleIdentifier": "\(app.bundleIdentifier)", "keyIdentifier": "\(key)", "requestIdentifier": "\(requestIdentifier)",
+                        ])
                         guard let fallback = entries.last, fallback.isFallback else {
                             throw OfferServiceError(.noRetentionAnswer, "The answer stored for this requestIdentifier carries an offer signed with a key revoked since, and \(product.productIdentifier) has no fallback message; the App Store shows its default message.")
                         }

@@ -12,8 +12,8 @@ struct LoginPublicKeys: Sendable {
     /// `ES256` or `RS256` for each key, by `kid`; a PEM key, which has none, under `""`.
     let algorithms: [String: String]
 
-    /// Reads a PEM public key (ES256 or RS256) or a JWK Set of EC P-256 and RSA keys, each with a `kid` when there
-    /// are several.
+    /// Reads a PEM public key (ES256 or RS256) or a JWK Set, of which the ES256 and RS256 signing keys are kept,
+    /// each with its own `kid`.
     /// - Throws: ``ConfigurationError`` naming what is wrong; the file's contents are never repeated.
     static func load(_ path: String) async throws(ConfigurationError) -> LoginPublicKeys {
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
@@ -24,8 +24,10 @@ struct LoginPublicKeys: Sendable {
         let refused = ConfigurationError("\(variable: .clientJwtKeys)=\(path) holds no ES256 or RS256 public key (a PEM \"PUBLIC KEY\" or a JWK Set with kid on each key).")
         do {
             if text.trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("{") {
-                algorithms = try Self.algorithms(ofSet: data, path: path)
-                try await collection.add(jwksJSON: text)
+                let usable: [[String: Any]]
+                (usable, algorithms) = try Self.usableKeys(ofSet: data, path: path)
+                let filtered = try JSONSerialization.data(withJSONObject: ["keys": usable])
+                try await collection.add(jwksJSON: String(decoding: filtered, as: UTF8.self))
             } else if let key = try? ES256PublicKey(pem: text) {
                 await collection.add(ecdsa: key)
                 algorithms[""] = "ES256"
@@ -41,39 +43,43 @@ struct LoginPublicKeys: Sendable {
         return LoginPublicKeys(collection: collection, algorithms: algorithms)
     }
 
-    /// The algorithm of each key of a JWK Set, by `kid`: every key an EC P-256 (ES256) or RSA (RS256) key whose
-    /// `alg`, when given, says so; at least one; a distinct `kid` on each when there are several.
-    private static func algorithms(ofSet data: Data, path: String) throws(ConfigurationError) -> [String: String] {
+    /// The keys of a JWK Set login tokens can be signed with, and the algorithm of each by `kid`: EC P-256 (ES256)
+    /// and RSA (RS256) keys for signing; others — an encryption key (`use` other than `sig`), another curve or
+    /// algorithm — are left out, as an identity provider's set often holds them. Each key needs a distinct `kid`.
+    /// - Throws: ``ConfigurationError`` when the set is not one, a usable key has no `kid` or shares one, or none
+    ///   is usable.
+    private static func usableKeys(ofSet data: Data, path: String) throws(ConfigurationError) -> ([[String: Any]], [String: String]) {
         guard let set = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any], let keys = set["keys"] as? [[String: Any]] else {
             throw ConfigurationError("\(variable: .clientJwtKeys)=\(path) is not a JWK Set: a JSON object with a \"keys\" array of keys.")
         }
-        guard !keys.isEmpty else {
-            throw ConfigurationError("\(variable: .clientJwtKeys)=\(path) holds no key; a JWK Set needs at least one ES256 or RS256 public key.")
-        }
+        var usable: [[String: Any]] = []
         var algorithms: [String: String] = [:]
         for (index, key) in keys.enumerated() {
-            let kid = key["kid"] as? String ?? ""
-            let name = kid.isEmpty ? "key \(index + 1)" : "key \(kid.prefix(64))"
             let algorithm: String
             switch (key["kty"] as? String, key["crv"] as? String) {
             case ("EC", "P-256"): algorithm = "ES256"
             case ("RSA", _): algorithm = "RS256"
-            default:
-                throw ConfigurationError("\(variable: .clientJwtKeys)=\(path): \(name) is not an ES256 (EC P-256) or RS256 (RSA) public key; remove it, login tokens are signed with one of those.")
+            default: continue
             }
-            if let stated = key["alg"] as? String, stated != algorithm {
-                throw ConfigurationError("\(variable: .clientJwtKeys)=\(path): \(name) says alg \(stated.prefix(16)), but it is an \(algorithm) key; login tokens are ES256 or RS256.")
+            if let use = key["use"] as? String, use != "sig" { continue }
+            if let stated = key["alg"] as? String, stated != algorithm { continue }
+            guard let kid = key["kid"] as? String, !kid.isEmpty else {
+                throw ConfigurationError("\(variable: .clientJwtKeys)=\(path): key \(index + 1) of the JWK Set has no kid; give each key one (a PEM file holds a single key without).")
             }
-            guard keys.count == 1 || !kid.isEmpty, algorithms[kid] == nil else {
-                throw ConfigurationError("\(variable: .clientJwtKeys)=\(path): with several keys, each needs its own kid (\(name) has \(kid.isEmpty ? "none" : "one already used")).")
+            guard algorithms[kid] == nil else {
+                throw ConfigurationError("\(variable: .clientJwtKeys)=\(path): two keys share the kid \(kid.prefix(64)); give each its own.")
             }
             algorithms[kid] = algorithm
+            usable.append(key)
         }
-        return algorithms
+        guard !usable.isEmpty else {
+            throw ConfigurationError("\(variable: .clientJwtKeys)=\(path) holds no ES256 (EC P-256) or RS256 (RSA) signing key; login tokens are signed with one of those.")
+        }
+        return (usable, algorithms)
     }
 
     /// Refuses a token whose header does not name one of these keys and that key's algorithm: a `kid` of the set
-    /// (any `kid`, or none, for a single PEM key; none for a set of one key without `kid`).
+    /// (any `kid`, or none, for a PEM key).
     func requireKey(alg: String, kid: String?) throws(OfferServiceError) {
         let keyAlgorithm: String?
         if let single = algorithms[""], algorithms.count == 1 {

@@ -86,7 +86,9 @@ extension ServiceConfiguration {
 
     /// A URL's password (`https://user:secret@host`) as `<redacted>`; any other value as it is.
     static func withoutPassword(_ value: String) -> String {
-        guard value.contains("@"), let password = URLComponents(string: value)?.percentEncodedPassword else { return value }
+        guard value.contains("@") else { return value }
+        guard let components = URLComponents(string: value) else { return "<redacted>" }  // unreadable: it may hold one
+        guard let password = components.percentEncodedPassword else { return value }
         guard let range = value.range(of: ":\(password)@") else { return "<redacted>" }
         return value.replacingCharacters(in: range, with: ":<redacted>@")
     }

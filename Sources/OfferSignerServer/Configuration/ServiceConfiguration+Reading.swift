@@ -126,10 +126,11 @@ extension ServiceConfiguration {
     static func listenHost(_ config: ConfigReader, _ variable: ConfigurationVariable) throws(ConfigurationError) -> String {
         let host = config.string(variable) ?? "127.0.0.1"
         if (try? SocketAddress(ipAddress: host, port: 0)) != nil { return host }  // an IPv4 or IPv6 literal, no lookup
-        let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        // A fully qualified name may end with a dot; names may hold `_` (container and service names).
+        let labels = (host.hasSuffix(".") ? String(host.dropLast()) : host).split(separator: ".", omittingEmptySubsequences: false)
         let isName = (1...253).contains(host.utf8.count) && labels.allSatisfy { label in
             (1...63).contains(label.utf8.count) && label.first != "-" && label.last != "-"
-                && label.utf8.allSatisfy { $0.isASCIILetterOrDigit || $0 == UInt8(ascii: "-") }
+                && label.utf8.allSatisfy { $0.isASCIILetterOrDigit || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }
         }
         guard isName, !labels.allSatisfy({ $0.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } }) else {
             throw ConfigurationError("\(variable: variable)=\(host.prefix(64)) is not an address to listen on: give an IPv4 or IPv6 address (127.0.0.1, 0.0.0.0, ::) or a host name.")
