@@ -26,6 +26,7 @@ python3 scripts/config-check.py "$(swift build --show-bin-path)/offer-signer"
 python3 scripts/kill-check.py "$(swift build --show-bin-path)/offer-signer"
 python3 scripts/connection-check.py "$(swift build --show-bin-path)/offer-signer"
 python3 scripts/replica-check.py "$(swift build --show-bin-path)/offer-signer"
+python3 scripts/observability-check.py "$(swift build --show-bin-path)/offer-signer"
 "$venv/bin/python" scripts/edge-check.py "$(swift build --show-bin-path)/offer-signer"
 # The fuzzing and schema campaign (docs/fuzzing.md), bounded for CI: schemathesis against a live `serve --demo`
 # (a few minutes), then each libFuzzer target for OFFER_SIGNER_FUZZ_SECONDS (default 30) after its own build.
