@@ -12,6 +12,11 @@ caps, grants and key states must hold across them.
   is revoked on both, and signatures — requested after the revoke returned on A, after the activation returned
   on B, and 20 from each afterwards — are never made with a revoked key. Signers run against both processes
   throughout.
+- (d) the revocation window, WINDOW_TRIALS times: A activates the next key and at once revokes the one before
+  it, while B's signers run without pause. Key states reach B by PostgreSQL's NOTIFY (the 5 s poll is the
+  backstop): for each trial, how long after A's revoke returned B still answered a signature made with the
+  revoked key (0 when it never did), and how long until B's verify called a bundle signed with it `key_revoked`.
+  The worst trial of each must be within 100 ms (docs/deployment.md).
 
 Usage: scripts/replica-check.py PATH/TO/offer-signer     (exit status 0 when every check passes)
 
@@ -42,6 +47,9 @@ RUN = secrets.token_hex(4).upper()
 BUNDLE = f"com.replicacheck.r{RUN.lower()}"
 PRODUCT = "com.example.monthly"
 KEYS = [f"RC{RUN}K{i}" for i in range(6)]  # 5 rounds of activate-while-revoke
+WINDOW_TRIALS = int(os.environ.get("OFFER_SIGNER_WINDOW_TRIALS", "20"))
+WINDOW_KEYS = [f"RC{RUN}W{i}" for i in range(WINDOW_TRIALS)]
+WINDOW_LIMIT = 0.100
 TOKEN = secrets.token_hex(24)
 CONCURRENT = 50
 failures = []
@@ -62,7 +70,7 @@ def free_port():
 
 work = tempfile.mkdtemp(prefix="offer-signer-replicas-")
 os.mkdir(os.path.join(work, "keys"))
-for key in KEYS:
+for key in KEYS + WINDOW_KEYS:
     subprocess.run([BINARY, "keys", "generate", "--output", os.path.join(work, "keys", f"SubscriptionKey_{key}.p8")],
                    check=True, stdout=subprocess.DEVNULL)
 policy = os.path.join(work, "policy.yaml")
@@ -244,6 +252,7 @@ try:
               f"round {round_}: both processes report the same states {time.monotonic() - started:.1f} s after the change"
               + ("" if (a_active, a_states) == (b_active, b_states) else f": A {a_active} {a_states}, B {b_active} {b_states}"))
         expected = {k: ("revoked" if i < round_ else "active" if i == round_ else "retired") for i, k in enumerate(KEYS)}
+        expected.update({k: "retired" for k in WINDOW_KEYS})
         check(a_states == expected and b_states == expected and a_active == b_active == new,
               f"round {round_}: {new} active, {', '.join(KEYS[:round_])} revoked on both")
         for p in procs:
@@ -257,6 +266,58 @@ try:
     check(not errors, f"signers during the rotations: {len(signed)} requests, {len(errors)} failed" + (f": {errors[:3]}" if errors else ""))
     bad = [(name, key) for name, sent, key in signed if key in revoked_since and sent >= revoked_since[key][name]]
     check(not bad, f"no signature requested after its key's revoke (A) or successor's activation (B) used that key ({len(bad)} did: {bad[:3]})")
+
+    # (d) the revocation window: A activates the next key and at once revokes the previous one; B signs throughout.
+    windows, verify_lags = [], []
+    previous = KEYS[-1]
+    for trial, new in enumerate(WINDOW_KEYS):
+        status, bundle = B.sign("open_offer", f"window-bundle-{trial}")
+        check(status == 200 and bundle.get("keyIdentifier") == previous, f"window {trial}: B signs with {previous} before the change ({status})")
+        b_signed = []  # (received, keyIdentifier)
+        stop = threading.Event()
+
+        def hammer(index, stop=stop, b_signed=b_signed, trial=trial):
+            n = 0
+            while not stop.is_set():
+                status, body = B.sign("open_offer", f"window-{trial}-{index}-{n}")
+                b_signed.append((time.monotonic(), body["keyIdentifier"] if status == 200 else f"status {status}"))
+                n += 1
+
+        threads = [threading.Thread(target=hammer, args=(i,), daemon=True) for i in range(2)]
+        for t in threads:
+            t.start()
+        time.sleep(0.05)
+        status_activate, _ = A.call("POST", f"/admin/keys/{new}/activate", admin=True)
+        status_revoke, body_revoke = A.call("POST", f"/admin/keys/{previous}/revoke", admin=True)
+        revoked = time.monotonic()
+        # B's verify of the bundle signed before: polled until it says key_revoked.
+        verify_lag = None
+        while time.monotonic() - revoked < 10:
+            status, answer = B.call("POST", "/v1/offers/verify", bundle)
+            if status == 200 and answer.get("reason") == "key_revoked":
+                verify_lag = time.monotonic() - revoked
+                break
+            time.sleep(0.002)
+        time.sleep(0.2)
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+        check(status_activate == 200 and status_revoke == 200, f"window {trial}: A activated {new} ({status_activate}) and revoked {previous} ({status_revoke})"
+              + ("" if status_revoke == 200 else f": {body_revoke}"))
+        late = [received - revoked for received, key in b_signed if key == previous and received > revoked]
+        windows.append(max(late, default=0.0))
+        verify_lags.append(verify_lag if verify_lag is not None else float("inf"))
+        failed = [key for _, key in b_signed if key not in (previous, new)]
+        check(not failed, f"window {trial}: B answered {len(b_signed)} signatures during the change, {len(failed)} not signed" + (f": {failed[:2]}" if failed else ""))
+        previous = new
+
+    def summary(values):
+        ordered = sorted(values)
+        return f"median {ordered[len(ordered) // 2] * 1000:.1f} ms, worst {ordered[-1] * 1000:.1f} ms"
+
+    check(max(windows) <= WINDOW_LIMIT, f"revocation window over {WINDOW_TRIALS} trials: B's last signature with the revoked key "
+          f"answered after A's revoke returned — {summary(windows)} (limit {WINDOW_LIMIT * 1000:.0f} ms)")
+    check(max(verify_lags) <= WINDOW_LIMIT, f"B's verify says key_revoked after A's revoke returned — {summary(verify_lags)} (limit {WINDOW_LIMIT * 1000:.0f} ms)")
     for p in procs:
         check(p.process.poll() is None, f"process {p.name} still running")
 finally:

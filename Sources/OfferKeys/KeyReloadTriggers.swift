@@ -69,21 +69,40 @@ public struct KeyDirectoryWatcher: Service {
     }
 }
 
-/// Applies key states that another replica saved in the shared store, every `interval`.
+/// Applies key states that another replica saved in the shared store: at once when the store pushes the change
+/// (PostgreSQL's LISTEN/NOTIFY: `changes`), and every `interval` in any case (the backstop, should a notification
+/// be lost while the listener reconnects).
 public struct KeyStateRefresher: Service {
     let manager: KeyManager
     let interval: Duration
+    let changes: (@Sendable () -> AsyncStream<String>)?
+    let documentName: String
 
-    public init(manager: KeyManager, interval: Duration = .seconds(5)) {
+    /// - Parameters:
+    ///   - changes: the names of documents other processes change, as they commit (`"*"`: any may have changed).
+    ///   - documentName: the document the key states are kept in.
+    public init(manager: KeyManager, interval: Duration = .seconds(5), changes: (@Sendable () -> AsyncStream<String>)? = nil, documentName: String = "key-states") {
         self.manager = manager
         self.interval = interval
+        self.changes = changes
+        self.documentName = documentName
     }
 
     public func run() async throws {
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            // Woken at once by a graceful shutdown (SIGTERM), so that stopping never waits for the interval.
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
-            await manager.refreshStates()
+        await withDiscardingTaskGroup { group in
+            if let changes {
+                group.addTask { [manager, documentName] in
+                    for await name in changes() where name == documentName || name == "*" {
+                        await manager.refreshStates()
+                    }
+                }
+            }
+            while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                // Woken at once by a graceful shutdown (SIGTERM), so that stopping never waits for the interval.
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+                await manager.refreshStates()
+            }
+            group.cancelAll()
         }
     }
 }

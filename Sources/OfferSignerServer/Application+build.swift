@@ -90,6 +90,7 @@ public func buildRouter(
         // One limiter of failed admin authentications per address, for the admin API and the console's sign-in.
         let failures = TokenBuckets(rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure, burst: AdminAuthenticationMiddleware.failureBurst)
         let admin = router.group("/admin").add(middleware: AdminAuthenticationMiddleware(tokens: adminTokens, failures: failures))
+            .add(middleware: SingleQueryParametersMiddleware())
         if let keyManager {
             AdminKeyRoutes(service: service, manager: keyManager).register(on: admin)
         }
@@ -97,7 +98,7 @@ public func buildRouter(
             AdminCustomerRoutes(service: service, store: store).register(on: admin)
             AdminOutcomeRoutes(service: service).register(on: admin)
             AdminExperimentRoutes(service: service).register(on: admin)
-            AdminPolicyRoutes(store: store).register(on: admin)
+            AdminPolicyRoutes(service: service).register(on: admin)
         }
         // The console: never on the public port (docs/console.md).
         ConsoleRoutes(service: service, keyManager: keyManager, adminTokens: adminTokens, failures: failures, sessions: ConsoleSessions())
@@ -247,7 +248,10 @@ public func buildApplication(
         services.append(StoreCloser(store: store, logger: logger))
         services.append(StorePurge(store: store, clockSkew: configuration.appStoreClockSkew, decisionLogDays: configuration.decisionLogDays, logger: logger))
     }
-    if configuration.stateFilePath == nil, store != nil { services.append(KeyStateRefresher(manager: manager)) }
+    if configuration.stateFilePath == nil, let store {
+        // Other replicas' key changes: pushed by the store (PostgreSQL's NOTIFY) as they commit, polled as a backstop.
+        services.append(KeyStateRefresher(manager: manager, changes: { store.documentChanges() }, documentName: StoreKeyStateStore.defaultDocumentName))
+    }
     if let directory = configuration.keysDirectory {
         services.append(KeyDirectoryWatcher(directory: directory, interval: keysDirectoryPollInterval, manager: manager))
     }

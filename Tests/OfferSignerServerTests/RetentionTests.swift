@@ -137,9 +137,14 @@ private struct SlowStore: OfferStore {
     func customers(withOriginalTransactionId originalTransactionId: String) async throws -> [CustomerKey] {
         try await base.customers(withOriginalTransactionId: originalTransactionId)
     }
-    func updateCustomer(_ key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts { try await base.updateCustomer(key, body) }
-    func applyNotification(notificationUUID: String, to key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool {
-        try await base.applyNotification(notificationUUID: notificationUUID, to: key, body)
+    func updateCustomer(_ key: CustomerKey, claiming claims: [TransactionClaim], _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts {
+        try await base.updateCustomer(key, claiming: claims, body)
+    }
+    func applyNotification(notificationUUID: String, to key: CustomerKey, claiming claims: [TransactionClaim], _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool {
+        try await base.applyNotification(notificationUUID: notificationUUID, to: key, claiming: claims, body)
+    }
+    func transactionOwner(bundleIdentifier: String, environment: String, originalTransactionId: String) async throws -> CustomerKey? {
+        try await base.transactionOwner(bundleIdentifier: bundleIdentifier, environment: environment, originalTransactionId: originalTransactionId)
     }
     func markNotificationProcessed(notificationUUID: String) async throws -> Bool { try await base.markNotificationProcessed(notificationUUID: notificationUUID) }
     func purgeExpired(storedAnswersBefore: Date, processedNotificationsBefore: Date) async throws -> (storedAnswers: Int, processedNotifications: Int) {

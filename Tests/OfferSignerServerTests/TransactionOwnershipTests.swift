@@ -3,6 +3,7 @@ import AppStoreTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import OfferModel
 import OfferStore
 import Testing
 
@@ -93,5 +94,72 @@ import Testing
             let error = try response.decode(ErrorBody.self).error
             #expect(error.message == "The request body must be a JSON object.", "\(error.message)")
         }
+    }
+}
+
+/// The double claim (issue 38): presentations at the same instant get one owner, on one process and on two replicas
+/// sharing PostgreSQL; the refused one is 409 `transaction_claimed`, audited.
+@Suite struct TransactionDoubleClaimTests {
+    /// Where the second presentation goes: the same service, or a second replica on the same database.
+    enum Topology: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        case sqliteOneProcess, postgresOneReplica, postgresTwoReplicas
+        var testDescription: String { rawValue }
+        static var available: [Topology] { StoreBackend.postgresURL == nil ? [.sqliteOneProcess] : allCases }
+        var backend: StoreBackend { self == .sqliteOneProcess ? .sqlite : .postgres }
+    }
+
+    /// Sends both requests at the same instant, one through each application.
+    private func race(_ one: StoreFixture, _ two: StoreFixture, _ first: (String, String), _ second: (String, String)) async throws -> (TestResponse, TestResponse) {
+        try await one.application.test(.router) { clientOne in
+            try await two.application.test(.router) { clientTwo in
+                async let a = one.sign(clientOne, "everyone", first.0, extra: #","signedTransaction":"\#(first.1)""#)
+                async let b = two.sign(clientTwo, "everyone", second.0, extra: #","signedTransaction":"\#(second.1)""#)
+                return try await (a, b)
+            }
+        }
+    }
+
+    private func fixtures(_ topology: Topology) async throws -> (StoreFixture, StoreFixture) {
+        let one = try await StoreFixture(topology.backend)
+        return (one, topology == .postgresTwoReplicas ? try await StoreFixture(.postgres, replicaOf: one) : one)
+    }
+
+    @Test("two customers presenting one signed transaction (no appAccountToken) at once: one owner, the other 409 transaction_claimed, audited — 25 rounds", arguments: Topology.available)
+    func twoCustomersOneTransaction(_ topology: Topology) async throws {
+        let (one, two) = try await fixtures(topology)
+        for round in 0..<25 {
+            var transaction = one.transaction("ignored", expires: Date() + 86_400, signedDate: Date())
+            transaction.appAccountToken = nil
+            let jws = try await one.signer.sign(transaction)
+            let (a, b) = try await race(one, two, ("first-\(round)", jws), ("second-\(round)", jws))
+            #expect(Set([a.status, b.status]) == [.ok, .conflict], "round \(round): \(a.status) \(b.status)")
+            let refused = a.status == .conflict ? a : b
+            #expect(try refused.decode(ErrorBody.self).error.code == "transaction_claimed")
+            let owners = try await one.store.customers(withOriginalTransactionId: try #require(transaction.originalTransactionId))
+            #expect(owners.map(\.applicationUsername) == [a.status == .ok ? "first-\(round)" : "second-\(round)"])
+        }
+        let audit = try await one.store.auditEvents(limit: 10_000, since: Date() - 600)
+        let refusals = audit.filter { $0.action == "customer.binding_conflict" && $0.details["source"] == "signed_transaction" && $0.target.hasPrefix(one.bundle) }
+        #expect(refusals.count == 25)
+        try await one.store.close()
+        if topology == .postgresTwoReplicas { try await two.store.close() }
+    }
+
+    @Test("one customer presenting two transactions of one subscription group at once: one is theirs, the other 409 — 25 rounds", arguments: Topology.available)
+    func oneCustomerTwoTransactionsOfAGroup(_ topology: Topology) async throws {
+        let (one, two) = try await fixtures(topology)
+        for round in 0..<25 {
+            var first = one.transaction("ignored", expires: Date() + 86_400, signedDate: Date())
+            var second = one.transaction("ignored", expires: Date() + 86_400, signedDate: Date())
+            first.appAccountToken = nil
+            second.appAccountToken = nil
+            let customer = "holder-\(round)"
+            let (a, b) = try await race(one, two, (customer, try await one.signer.sign(first)), (customer, try await one.signer.sign(second)))
+            #expect(Set([a.status, b.status]) == [.ok, .conflict], "round \(round): \(a.status) \(b.status)")
+            let facts = try #require(try await one.store.customerFacts(for: CustomerKey(bundleIdentifier: one.bundle, applicationUsername: customer)))
+            #expect(facts.subscriptions.count == 1)
+        }
+        try await one.store.close()
+        if topology == .postgresTwoReplicas { try await two.store.close() }
     }
 }

@@ -92,6 +92,23 @@ package struct CustomerBinding: Sendable {
         return CustomerBinding(key: candidate)
     }
 
+    /// The claims a write filing `transactions` under `key` makes (``TransactionClaim``): one per original
+    /// transaction, in the transaction's App Store environment. A transaction whose own `appAccountToken` names
+    /// `key` may take its subscription from the internal `otid:` key it was filed under before any account claimed
+    /// it; nothing else moves an owner.
+    static func claims(_ transactions: [JWSTransactionDecodedPayload], for key: CustomerKey, environment: String? = nil, tokens rule: TokenRule = .uuid) -> [TransactionClaim] {
+        var claims: [TransactionClaim] = []
+        for transaction in transactions {
+            guard let original = transaction.originalTransactionId else { continue }
+            let named = !isUnclaimed(key) && token(of: transaction, rule: rule) == key.applicationUsername
+            claims.append(TransactionClaim(
+                environment: transaction.environment?.rawValue ?? environment ?? "",
+                originalTransactionId: original,
+                replacing: named ? internalPrefix + original : nil))
+        }
+        return claims
+    }
+
     /// Audits, counts and logs a conflict (nothing when there is none). `source`: `notification`,
     /// `signed_transaction` or `app_store_answer`.
     func report(source: String, store: any OfferStore, logger: Logger) async throws {

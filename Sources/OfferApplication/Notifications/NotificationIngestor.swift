@@ -96,19 +96,35 @@ public struct NotificationIngestor: Sendable {
         }
         let outcome: IngestOutcome
         do {
-            guard let binding = try await CustomerBinding.resolve(transaction, bundleIdentifier: bundleIdentifier, store: store, tokens: tokenRule) else {
-                // Nothing names a customer: recorded as seen, filed under no one (never a shared customer).
-                _ = try await store.markNotificationProcessed(notificationUUID: uuid)
-                ignored.increment()
-                logger.warning("App Store notification names no customer and no original transaction; nothing was filed", metadata: ["notificationUUID": "\(uuid)", "type": "\(type.rawValue)"])
-                return .ignored
+            let environment = decoded.notification.data?.environment?.rawValue
+            var attempt = 0
+            var filed: (binding: CustomerBinding, applied: Bool, changed: Bool)?
+            while filed == nil {
+                attempt += 1
+                guard let binding = try await CustomerBinding.resolve(transaction, bundleIdentifier: bundleIdentifier, store: store, tokens: tokenRule) else {
+                    // Nothing names a customer: recorded as seen, filed under no one (never a shared customer).
+                    _ = try await store.markNotificationProcessed(notificationUUID: uuid)
+                    ignored.increment()
+                    logger.warning("App Store notification names no customer and no original transaction; nothing was filed", metadata: ["notificationUUID": "\(uuid)", "type": "\(type.rawValue)"])
+                    return .ignored
+                }
+                let changed = Changed()
+                let claims = CustomerBinding.claims([transaction], for: binding.key, environment: environment, tokens: tokenRule)
+                do {
+                    let applied = try await store.applyNotification(notificationUUID: uuid, to: binding.key, claiming: claims) { facts in
+                        if SubscriptionFolding.fold(decoded, into: &facts) { changed.set() }
+                    }
+                    try await binding.report(source: "notification", store: store, logger: logger)
+                    filed = (binding, applied, changed.value)
+                } catch let error as OfferStoreError where error.code == .transactionClaimed && attempt < 3 {
+                    // Another customer claimed the subscription between the resolution and the write: resolve again,
+                    // now that its owner is stored, and file the notification under that owner.
+                    continue
+                }
             }
-            try await binding.report(source: "notification", store: store, logger: logger)
-            let changed = Changed()
-            let applied = try await store.applyNotification(notificationUUID: uuid, to: binding.key) { facts in
-                if SubscriptionFolding.fold(decoded, into: &facts) { changed.set() }
-            }
-            outcome = !applied ? .duplicate : changed.value ? .processed : .stale
+            guard let filed else { throw OfferStoreError(code: .transactionClaimed, message: "The subscription's owner kept changing while the notification was filed.") }
+            let binding = filed.binding
+            outcome = !filed.applied ? .duplicate : filed.changed ? .processed : .stale
             // Also for a duplicate: recording is idempotent, and a delivery the store failed on halfway is retried.
             try await outcomes.record(decoded, customer: binding.key)
             logger.info("App Store notification", metadata: [
@@ -178,17 +194,41 @@ public struct NotificationIngestor: Sendable {
         }
         if let binding, binding.key != key {
             try? await binding.report(source: "signed_transaction", store: store, logger: logger)
-            throw OfferServiceError(.transactionClaimed, "This subscription's original transaction is already claimed by another customer of this app, or this customer already holds another subscription of its group; a signed transaction cannot move it. Set appAccountToken on purchases to tie them to your accounts.", field: "signedTransaction")
+            throw Self.claimedError
         }
+        // The check above read the owners; the write claims the original transaction (one owner per app,
+        // environment and original transaction, in the write's own transaction) and, under the customer's lock,
+        // refuses a second subscription of the group: two presentations at the same instant cannot both pass.
+        let original = transaction.originalTransactionId
+        let group = transaction.subscriptionGroupIdentifier
+        let claims = CustomerBinding.claims([transaction], for: key, tokens: tokenRule)
         do {
-            try await store.updateCustomer(key) { facts in
+            try await store.updateCustomer(key, claiming: claims) { facts in
+                if let original, let group, !facts.subscriptions.contains(where: { $0.originalTransactionId == original }),
+                   let held = facts.subscription(inGroup: group)?.originalTransactionId, held != original {
+                    throw OfferStoreError(code: .transactionClaimed, message: "This customer already holds another subscription of this group.")
+                }
                 SubscriptionFolding.fold(transaction: transaction, into: &facts)
             }
+        } catch let error as OfferStoreError where error.code == .transactionClaimed {
+            let conflict = (try? await CustomerBinding.resolve(transaction, bundleIdentifier: key.bundleIdentifier, store: store, claimant: key, tokens: tokenRule))
+                .flatMap { $0 } ?? CustomerBinding(key: key, refused: key, conflict: .transactionClaimed)
+            if conflict.conflict == nil {
+                try? await CustomerBinding(key: key, refused: key, conflict: .transactionClaimed).report(source: "signed_transaction", store: store, logger: logger)
+            } else {
+                try? await conflict.report(source: "signed_transaction", store: store, logger: logger)
+            }
+            throw Self.claimedError
         } catch {
             throw OfferServiceError.storeUnavailable
         }
         await outcomes.recordQuietly([transaction], customer: key, source: "signed_transaction")
         return transaction
+    }
+
+    /// 409 `transaction_claimed` for a signed transaction another customer owns.
+    private static var claimedError: OfferServiceError {
+        OfferServiceError(.transactionClaimed, "This subscription's original transaction is already claimed by another customer of this app, or this customer already holds another subscription of its group; a signed transaction cannot move it. Set appAccountToken on purchases to tie them to your accounts.", field: "signedTransaction")
     }
 
     /// Verifies a Retention Messaging real-time request and finds its app: the one whose `appAppleId` it carries.

@@ -121,7 +121,18 @@ extension OfferService {
             }
             key = binding.key
         }
-        try await storeCall { _ = try await store.updateCustomer(key) { facts in fetched.fold(into: &facts) } }
+        // The write claims every original transaction of the answer for the customer (one owner each, checked in
+        // the write's transaction): a concurrent claim by another customer refuses this one, 409.
+        let claims = CustomerBinding.claims(transactions, for: key, environment: fetched.environment.rawValue, tokens: notifications?.tokenRule ?? .uuid)
+        try await storeCall { () async throws -> Void in
+            do {
+                _ = try await store.updateCustomer(key, claiming: claims) { facts in fetched.fold(into: &facts) }
+            } catch let error as OfferStoreError where error.code == .transactionClaimed {
+                Self.countLookup("refused_claimed")
+                try? await CustomerBinding(key: key, refused: key, conflict: .transactionClaimed).report(source: "app_store_answer", store: store, logger: Self.appStoreLogger)
+                throw OfferServiceError(.transactionClaimed, "This subscription's original transaction is already claimed by another customer of this app; the App Store's answer was not attached to this customer. Set appAccountToken on purchases to tie them to your accounts.", field: lookup.field)
+            }
+        }
         // The answer's offers and renewals for the outcome report, after the request: a history holds up to a
         // write per transaction, which the request (a retention deadline among them) must not wait for.
         let outcomes = notifications?.outcomes ?? OutcomeRecorder(store: store, logger: Self.appStoreLogger)

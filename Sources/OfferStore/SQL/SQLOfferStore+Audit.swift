@@ -54,14 +54,23 @@ extension SQLOfferStore {
                 .set("body", to: SQLBind(text)).set("version", to: SQLBind(version)).set("updated_at", to: SQLBind(now))
                 .where("name", .equal, name).where("version", .equal, version - 1)
                 .returning("name").first()
-            if updated != nil { return true }
-            guard version == 1 else { return false }
-            let inserted = try await database.insert(into: "documents").columns("name", "body", "version", "updated_at")
-                .values(SQLBind(name), SQLBind(text), SQLBind(version), SQLBind(now))
-                .ignoringConflicts(with: "name")
-                .returning("name").first()
-            return inserted != nil
+            var changed = updated != nil
+            if !changed, version == 1 {
+                changed = try await database.insert(into: "documents").columns("name", "body", "version", "updated_at")
+                    .values(SQLBind(name), SQLBind(text), SQLBind(version), SQLBind(now))
+                    .ignoringConflicts(with: "name")
+                    .returning("name").first() != nil
+            }
+            // Delivered to every replica's listener when this transaction commits (``PostgresDocumentFeed``).
+            if changed, documentFeed != nil {
+                try await database.raw("SELECT pg_notify(\(bind: PostgresDocumentFeed.channel), \(bind: name))").run()
+            }
+            return changed
         }
+    }
+
+    func documentChanges() -> AsyncStream<String> {
+        documentFeed?.changes() ?? AsyncStream { $0.finish() }
     }
 
     func warmUp() async {
@@ -73,6 +82,7 @@ extension SQLOfferStore {
     }
 
     func close() async throws {
+        documentFeed?.close()
         await claimRecorder?.close()
         await recorder.close()
         await decisionRecorder.close()

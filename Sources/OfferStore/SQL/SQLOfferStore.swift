@@ -24,7 +24,7 @@ import SQLKit
 ///
 /// ## One customer at a time
 ///
-/// ``updateCustomer(_:_:)``, ``applyNotification(notificationUUID:to:_:)`` and
+/// ``updateCustomer(_:claiming:_:)``, ``applyNotification(notificationUUID:to:claiming:_:)`` and
 /// ``withCustomerTransaction(_:issuedSince:_:)`` lock the customer's row (inserting a placeholder row for a
 /// customer the store has not heard of) with `SELECT … FOR UPDATE` inside their transaction, so they are
 /// serialized per customer across every process sharing a PostgreSQL database. SQLite renders no `FOR UPDATE`:
@@ -32,7 +32,8 @@ import SQLKit
 final class SQLOfferStore: OfferStore {
     let backend: any SQLStoreBackend
     let recorder: GroupCommitQueue<IssuedSignature>
-    /// The decision log's batched writer (``logDecision(_:)``): off the answer's path, one transaction a batch.
+    /// The decision log's batched writer (``logDecision(_:)``): off the answer's path, one transaction a batch, a
+    /// failed batch retried and what waits bounded (``decisionLogRetry(logger:delays:maximumQueued:)``).
     let decisionRecorder: GroupCommitQueue<PolicyDecisionRecord>
     /// The batched writer of idempotent answers' claims with their signatures (``answerOnce``): a SQLite file's on
     /// the log writer's queue, PostgreSQL's one prepared statement a batch; `nil` in memory (the claim is then
@@ -40,11 +41,15 @@ final class SQLOfferStore: OfferStore {
     let claimRecorder: GroupCommitQueue<AnswerClaim>?
     /// The retention answers' batched writer (``recordRetentionAnswer(_:)``): its callers wait for their batch.
     let retentionAnswerRecorder: GroupCommitQueue<RetentionAnswerRecord>
+    /// PostgreSQL's LISTEN/NOTIFY of document changes (``documentChanges()``); `nil` on a SQLite file, which one
+    /// process serves.
+    let documentFeed: PostgresDocumentFeed?
 
-    init(backend: any SQLStoreBackend, logger: Logger) {
+    init(backend: any SQLStoreBackend, logger: Logger, documentFeed: PostgresDocumentFeed? = nil) {
         self.backend = backend
-        decisionRecorder = GroupCommitQueue(maximumBatch: 500) { records in
-            try await Self.writeDecisions(records, backend: backend, logger: logger)
+        self.documentFeed = documentFeed
+        decisionRecorder = GroupCommitQueue(maximumBatch: 500, retry: Self.decisionLogRetry(logger: logger)) { records in
+            try await Self.writeDecisions(records, backend: backend)
         }
         retentionAnswerRecorder = GroupCommitQueue(maximumBatch: 500) { answers in
             try await Self.writeRetentionAnswers(answers, backend: backend, logger: logger)
@@ -103,20 +108,64 @@ final class SQLOfferStore: OfferStore {
     }
 
     @discardableResult
-    func updateCustomer(_ key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts {
+    func updateCustomer(_ key: CustomerKey, claiming claims: [TransactionClaim], _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts {
         try await inCustomerTransaction { database in
-            try await Self.update(key, on: database, body)
+            try await Self.update(key, claiming: claims, on: database, body)
         }
     }
 
-    func applyNotification(notificationUUID: String, to key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool {
+    func applyNotification(notificationUUID: String, to key: CustomerKey, claiming claims: [TransactionClaim], _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool {
         try await inCustomerTransaction { database in
             let first = try await database.insert(into: "processed_notifications").columns("notification_uuid", "processed_at")
                 .values(SQLBind(notificationUUID), SQLBind(Date().unixMilliseconds))
                 .ignoringConflicts(with: "notification_uuid").returning("notification_uuid").first()
             guard first != nil else { return false }
-            _ = try await Self.update(key, on: database, body)
+            _ = try await Self.update(key, claiming: claims, on: database, body)
             return true
+        }
+    }
+
+    func transactionOwner(bundleIdentifier: String, environment: String, originalTransactionId: String) async throws -> CustomerKey? {
+        try await backend.reading { database in
+            try await Self.owner(bundleIdentifier: bundleIdentifier, environment: environment, originalTransactionId: originalTransactionId, on: database)
+        }
+    }
+
+    private static func owner(bundleIdentifier: String, environment: String, originalTransactionId: String, on database: any SQLDatabase) async throws -> CustomerKey? {
+        try await database.select().column("application_username").from("transaction_owners")
+            .where("bundle_identifier", .equal, bundleIdentifier).where("environment", .equal, environment)
+            .where("original_transaction_id", .equal, originalTransactionId)
+            .first(decodingColumn: "application_username", as: String.self)
+            .map { CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: $0) }
+    }
+
+    /// Claims each original transaction for `key` inside the write's transaction (``TransactionClaim``), in one
+    /// order (so two writes claiming the same two never wait for each other crosswise). The insert does nothing
+    /// when the row exists; on PostgreSQL it first waits for a concurrent claim of the same row to commit or roll
+    /// back, so the read after it sees the winner. SQLite's writes are serialized by its one writer.
+    static func claim(_ claims: [TransactionClaim], for key: CustomerKey, on database: any SQLDatabase) async throws {
+        for claim in Set(claims).sorted(by: { ($0.environment, $0.originalTransactionId) < ($1.environment, $1.originalTransactionId) }) {
+            let claimed = try await database.insert(into: "transaction_owners")
+                .columns("bundle_identifier", "environment", "original_transaction_id", "application_username", "claimed_at")
+                .values(SQLBind(key.bundleIdentifier), SQLBind(claim.environment), SQLBind(claim.originalTransactionId),
+                        SQLBind(key.applicationUsername), SQLBind(Date().unixMilliseconds))
+                .ignoringConflicts(with: ["bundle_identifier", "environment", "original_transaction_id"])
+                .returning("application_username").first() != nil
+            if claimed { continue }
+            let owner = try await owner(bundleIdentifier: key.bundleIdentifier, environment: claim.environment, originalTransactionId: claim.originalTransactionId, on: database)
+            if owner == key { continue }
+            if let replacing = claim.replacing, owner?.applicationUsername == replacing {
+                let moved = try await database.update("transaction_owners")
+                    .set("application_username", to: key.applicationUsername).set("claimed_at", to: Date().unixMilliseconds)
+                    .where("bundle_identifier", .equal, key.bundleIdentifier).where("environment", .equal, claim.environment)
+                    .where("original_transaction_id", .equal, claim.originalTransactionId)
+                    .where("application_username", .equal, replacing)
+                    .returning("application_username").first() != nil
+                if moved { continue }
+            }
+            throw CallerError(error: OfferStoreError(
+                code: .transactionClaimed,
+                message: "This subscription's original transaction is already claimed by another customer of this app; nothing was written."))
         }
     }
 
@@ -227,13 +276,16 @@ final class SQLOfferStore: OfferStore {
     }
 
     /// Read-modify-write of a customer's facts inside a transaction; a customer not heard of starts empty.
-    private static func update(_ key: CustomerKey, on database: any SQLDatabase, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts {
+    private static func update(_ key: CustomerKey, claiming claims: [TransactionClaim] = [], on database: any SQLDatabase, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts {
         var facts = try await lockCustomer(key, on: database).facts ?? CustomerFacts(key: key)
         do {
             try body(&facts)
         } catch {
             throw CallerError(error: error)
         }
+        // After the customer's lock and the body: locks are taken in one order (customer, then transactions), and a
+        // body that refuses claims nothing.
+        try await claim(claims, for: key, on: database)
         try await write(&facts, of: key, on: database)
         return facts
     }

@@ -161,6 +161,17 @@ enum StoreSchema {
         // Retention answers recorded in one round trip on PostgreSQL (``PostgresAnswers/recordRetentionAnswers``):
         // the backend's own statements (``SQLStoreBackend/migrationStatements(version:)``), none on SQLite.
         (12, []),
+        // One owner per transaction (issue 38, ``TransactionClaim``): the customer who first filed an original
+        // transaction of an app and environment under them. `customer_transactions` keeps indexing who holds
+        // which subscription; this table is the claim that refuses a second owner atomically.
+        (13, [
+            """
+            CREATE TABLE IF NOT EXISTS transaction_owners (
+                bundle_identifier TEXT NOT NULL, environment TEXT NOT NULL, original_transaction_id TEXT NOT NULL,
+                application_username TEXT NOT NULL, claimed_at \(bigint) NOT NULL,
+                PRIMARY KEY (bundle_identifier, environment, original_transaction_id))
+            """,
+        ]),
     ]
 
     static let migrationsTable: SQLQueryString =

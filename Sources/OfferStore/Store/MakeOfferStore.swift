@@ -12,18 +12,36 @@ import PostgresNIO
 /// ``OfferStore/warmUp()`` opens them all and prepares them (a server); otherwise connections close after a minute
 /// idle.
 ///
+/// `timeout` (`OFFER_SIGNER_STORE_TIMEOUT`): how long a call waits for the database before it fails `unavailable`
+/// — PostgreSQL: for a connection (a database that does not answer is then taken as down, calls fail at once, and a
+/// fresh pool serves as soon as it answers: ``PostgresConnections``); SQLite: for another process's lock on the
+/// file (`busy_timeout`). It bounds the wait, not the work: a long report on a connection it has runs to its end.
+///
+/// `exclusive` (a server): a SQLite file is taken for this process for as long as the store is open
+/// (``SQLiteFileLock``); a second server on it fails with `storeInUse`. The tools, which only read or write a
+/// little, share it.
+///
 /// - Throws: ``OfferStoreError`` `invalidDatabaseURL` (the message never repeats a password), `unavailable`,
-///   `migrationFailed`.
-public func makeOfferStore(databaseURL: String, logger: Logger, migrating: Bool = true, keepingConnectionsOpen: Bool = false) async throws -> any OfferStore {
+///   `migrationFailed`, `storeInUse`.
+public func makeOfferStore(
+    databaseURL: String, logger: Logger, migrating: Bool = true, keepingConnectionsOpen: Bool = false,
+    timeout: Duration = defaultStoreTimeout, exclusive: Bool = false
+) async throws -> any OfferStore {
     let store: SQLOfferStore
     switch try StoreLocation(databaseURL) {
     case .sqlite(let path):
-        store = SQLOfferStore(backend: try await SQLiteBackend(path: path, logger: logger), logger: logger)
+        store = SQLOfferStore(backend: try await SQLiteBackend(path: path, logger: logger, busyTimeout: timeout, exclusive: exclusive), logger: logger)
     case .postgres(let configuration):
-        store = SQLOfferStore(backend: PostgresBackend(configuration: configuration, logger: logger, keepingConnectionsOpen: keepingConnectionsOpen), logger: logger)
+        store = SQLOfferStore(
+            backend: PostgresBackend(configuration: configuration, logger: logger, keepingConnectionsOpen: keepingConnectionsOpen, waitLimit: timeout),
+            logger: logger, documentFeed: PostgresDocumentFeed(configuration: configuration, logger: logger))
     }
     return migrating ? try await migrated(store) : store
 }
+
+/// How long a store call waits for the database by default (`OFFER_SIGNER_STORE_TIMEOUT`): a connection from
+/// PostgreSQL's pool, another process's lock on a SQLite file.
+public let defaultStoreTimeout: Duration = .seconds(2)
 
 /// Checks that `databaseURL` names a store ``makeOfferStore(databaseURL:logger:migrating:keepingConnectionsOpen:)`` can
 /// open, without opening it (`offer-signer config check`): the scheme, a SQLite path, a PostgreSQL URL's parts.

@@ -47,13 +47,29 @@ public protocol OfferStore: Sendable {
 
     /// Reads, changes and writes a customer's facts in one transaction (concurrent updates of one customer
     /// lose nothing). A customer the store has not heard of starts from empty facts.
+    ///
+    /// `claims`: the original transactions this write files under the customer. Each is claimed in the same
+    /// transaction, one owner per (app, environment, original transaction) across every process sharing the
+    /// database: the first claim wins, a later claim by its owner passes, and a claim by anyone else rolls the
+    /// whole write back (``TransactionClaim``).
     /// - Returns: the facts as written.
+    /// - Throws: ``OfferStoreError`` `transactionClaimed` (nothing written), `unavailable`; an error `body` throws,
+    ///   unchanged.
     @discardableResult
-    func updateCustomer(_ key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts
+    func updateCustomer(_ key: CustomerKey, claiming claims: [TransactionClaim], _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts
 
-    /// Like ``updateCustomer(_:_:)``, once per App Store `notificationUUID`: in the same transaction it records
-    /// the UUID, and when the UUID was seen before it changes nothing and returns `false`.
-    func applyNotification(notificationUUID: String, to key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool
+    /// Like ``updateCustomer(_:claiming:_:)``, once per App Store `notificationUUID`: in the same transaction it
+    /// records the UUID, and when the UUID was seen before it changes nothing and returns `false`.
+    func applyNotification(notificationUUID: String, to key: CustomerKey, claiming claims: [TransactionClaim], _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool
+
+    /// The names of documents (``document(named:)``) changed by any process sharing the store, as each change
+    /// commits — PostgreSQL's LISTEN/NOTIFY; `"*"` when anything may have changed unheard (the listener
+    /// reconnected). A store one process serves (a SQLite file) ends the stream at once: its process made every
+    /// change itself.
+    func documentChanges() -> AsyncStream<String>
+
+    /// The customer an original transaction of an app is claimed by (``TransactionClaim``), or `nil`.
+    func transactionOwner(bundleIdentifier: String, environment: String, originalTransactionId: String) async throws -> CustomerKey?
 
     /// Records an App Store `notificationUUID` as seen without changing any customer (a notification that names
     /// no customer). - Returns: `false` when it was seen before.
@@ -150,7 +166,8 @@ public protocol OfferStore: Sendable {
     /// of `offers[variant]` (by customer), renewed after it, and the revenue of those redemptions not refunded.
     func experimentOutcomes(experimentIdentifier: String, productIdentifier: String, offers: [String: [String]]) async throws -> [String: ExperimentVariantOutcome]
     /// Adds a decision to the decision log through a batched writer (one transaction a batch), without waiting:
-    /// the answer never waits for it. A batch that cannot be written is logged and lost (docs/policy.md "Dry-run").
+    /// the answer never waits for it. A batch that fails is written again for a few seconds, then logged, counted
+    /// (`offer_signer_decision_log_dropped_total`) and lost (docs/store.md "The decision log").
     func logDecision(_ decision: PolicyDecisionRecord)
 
     /// Returns once every decision logged so far is written (or has failed).
@@ -194,16 +211,53 @@ extension OfferStore {
     public func purgeDecisionLog(before: Date) async throws -> Int { 0 }
     public func decisionSnapshots(hashes: [String]) async throws -> [String: String] { [:] }
     public func customerDecisions(bundleIdentifier: String, customerHash: String, since: Int64, limit: Int) async throws -> [PolicyDecisionRecord] { [] }
+    /// A store no other process shares has no one else's changes to tell.
+    public func documentChanges() -> AsyncStream<String> { AsyncStream { $0.finish() } }
     /// A store without outcomes knows none.
     public func customerOutcomes(_ key: CustomerKey, originalTransactionIds: [String], limit: Int) async throws -> CustomerOutcomes { CustomerOutcomes() }
 }
 
 extension OfferStore {
+    /// ``updateCustomer(_:claiming:_:)`` claiming no transaction (flags, grants, storefront).
+    @discardableResult
+    public func updateCustomer(_ key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts {
+        try await updateCustomer(key, claiming: [], body)
+    }
+
+    /// ``applyNotification(notificationUUID:to:claiming:_:)`` claiming no transaction.
+    public func applyNotification(notificationUUID: String, to key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool {
+        try await applyNotification(notificationUUID: notificationUUID, to: key, claiming: [], body)
+    }
+
     /// ``withCustomerTransaction(_:issuedSince:answerKey:_:)`` without an idempotency key.
     public func withCustomerTransaction<T: Sendable>(
         _ key: CustomerKey, issuedSince since: Int64?,
         _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>) async throws -> T {
         try await withCustomerTransaction(key, issuedSince: since, answerKey: nil, body)
+    }
+}
+
+/// An original transaction that a write of customer facts files under its customer: the claim that makes the
+/// customer its one owner. Keyed by (app, App Store environment, original transaction identifier); the customer's
+/// app is the key's bundle identifier.
+///
+/// The first claim wins and is kept (table `transaction_owners`). The claim is one statement inside the write's
+/// transaction (an insert that does nothing on conflict, then a read of the owner): two customers claiming one
+/// transaction at the same instant — on one process or on replicas sharing PostgreSQL — serialize on its row, and
+/// the second sees the first's owner and is refused.
+public struct TransactionClaim: Sendable, Hashable {
+    /// The App Store environment of the transaction (`Production`, `Sandbox`, …).
+    public var environment: String
+    public var originalTransactionId: String
+    /// The one other owner this claim may take the transaction from (an `applicationUsername`): the internal key a
+    /// subscription no account had claimed was filed under, when the transaction's own `appAccountToken` names the
+    /// claimant. `nil`: no owner but the claimant itself is accepted.
+    public var replacing: String?
+
+    public init(environment: String, originalTransactionId: String, replacing: String? = nil) {
+        self.environment = environment
+        self.originalTransactionId = originalTransactionId
+        self.replacing = replacing
     }
 }
 
@@ -260,4 +314,6 @@ extension ErrorCode where Domain == OfferStoreError {
     public static var duplicateNonce: Self { Self("duplicate_nonce") }
     /// A stored record could not be decoded.
     public static var corruptRecord: Self { Self("corrupt_record") }
+    /// An original transaction a write claimed is another customer's (``TransactionClaim``); nothing was written.
+    public static var transactionClaimed: Self { Self("transaction_claimed") }
 }
