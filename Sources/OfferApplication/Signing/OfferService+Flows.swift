@@ -81,9 +81,11 @@ extension OfferService {
     func ingestSignedTransaction(_ signedTransaction: String?, app: AppConfiguration, applicationUsername: String) async throws(OfferServiceError) -> JWSTransactionDecodedPayload? {
         guard let signedTransaction else { return nil }
         guard let notifications else {
+            // Configuration, not an outage: 422, which no client retries (a 503 with Retry-After was retried forever).
             throw OfferServiceError(
-                .storeUnavailable,
-                "signedTransaction cannot be used: this service has no customer store or cannot verify App Store data for \(app.bundleIdentifier) (see OFFER_SIGNER_DATABASE_URL, OFFER_SIGNER_ENVIRONMENTS, appAppleId).")
+                .appStoreDataNotConfigured,
+                "signedTransaction cannot be used here: this service has no customer store or no app configured to receive App Store data. Send the request without signedTransaction, or ask the operator to configure OFFER_SIGNER_DATABASE_URL, OFFER_SIGNER_ENVIRONMENTS and the app's appAppleId.",
+                field: "signedTransaction")
         }
         guard signedTransaction.utf8.count <= 16 * 1024 else {
             throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction is longer than 16 KiB.")

@@ -78,6 +78,10 @@ extension ErrorCode where Domain == OfferServiceError {
     /// An App Store refresh was asked for an app without an App Store Server API key
     /// (`OFFER_SIGNER_APP_STORE_API_KEY_ID`).
     public static var appStoreNotConfigured: Self { Self("app_store_api_not_configured") }
+    /// A `signedTransaction` was sent to a service that cannot verify App Store data: it has no customer store, or
+    /// no app is configured to receive App Store data. A retry cannot help; the request without `signedTransaction`
+    /// can, or the configuration.
+    public static var appStoreDataNotConfigured: Self { Self("app_store_data_not_configured") }
     /// The policy in force has no experiment by that id.
     public static var unknownExperiment: Self { Self("unknown_experiment") }
 }

@@ -9,9 +9,11 @@ extension ConsolePages {
     /// `/console/customers?bundleId=…&customer=…`: what the rules see of one customer and the signatures issued to
     /// them (`GET /admin/customers/{bundleId}/{applicationUsername}` and `GET /admin/signatures`).
     func customer(_ query: ConsoleForm, session: ConsoleSession) async throws -> HTML {
-        var bundleIdentifier = query["bundleId"]?.trimmingCharacters(in: .whitespaces) ?? ""
-        var applicationUsername = query["customer"]?.trimmingCharacters(in: .whitespaces) ?? ""
-        let originalTransactionId = query["originalTransactionId"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        // Exactly as typed, as the admin API reads its path: ` a` is another customer than `a` (and a leading or
+        // trailing space is kept, never trimmed into someone else).
+        var bundleIdentifier = query["bundleId"] ?? ""
+        var applicationUsername = query["customer"] ?? ""
+        let originalTransactionId = query["originalTransactionId"] ?? ""
         let search: HTML = """
             <form class="inline" method="get" action="/console/customers">
             <input name="bundleId" placeholder="bundle ID" value="\(bundleIdentifier)" maxlength="155" required>
@@ -46,14 +48,8 @@ extension ConsolePages {
         guard let store = service.store else {
             return ConsoleLayout.page("Customer", session: session, current: "/console/customers", body: "\(search)<p class=\"muted\">Customers need the customer store.</p>")
         }
-        do throws(OfferSigningError) {
-            try PayloadField.validate(bundleIdentifier, named: "bundleId", maximumLength: PayloadField.maximumBundleIdentifierLength)
-            try PayloadField.validateApplicationUsername(applicationUsername, named: "customer")
-        } catch {
-            throw APIError(error)
-        }
-        _ = try service.app(named: bundleIdentifier)  // 404 unknown_app, as GET /admin/customers answers
-        let key = CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: applicationUsername)
+        // The admin API's own validation, messages and 404 unknown_app (GET /admin/customers/{bundleIdentifier}/{applicationUsername}).
+        let key = try AdminCustomerRoutes.customerKey(bundleIdentifier: bundleIdentifier, applicationUsername: applicationUsername, service: service)
         let facts = try await storeCall { try await store.customerFacts(for: key) }
         let signatures = try await storeCall {
             try await store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, limit: 100))

@@ -73,27 +73,26 @@ struct ConsoleRoutes {
 
     /// Checks the token of the sign-in form; on success a session and its cookie, then 303 to the overview. A
     /// wrong token is 403 with the form again, and counts against the client's address as a failed admin
-    /// authentication does (429 once over the limit). The token is never logged, echoed or put in a URL.
+    /// authentication does (429 once over the limit); so does a body that cannot be read as the form (malformed,
+    /// too large), which is then answered 400 or 413. The token is never logged, echoed or put in a URL.
     private func signIn(_ request: Request, context: OfferSignerRequestContext) async throws -> Response {
         var request = request
-        let form = try await ConsoleForm.body(of: &request)
         let client = context.remoteAddress?.ipAddress ?? "unknown"
+        let form: ConsoleForm
+        do {
+            form = try await ConsoleForm.body(of: &request)
+        } catch {
+            // Counted first: an unreadable body is a failed sign-in, throttled like a wrong token.
+            try throttle(client: client, context: context, failure: "console sign-in failed: the form could not be read")
+            throw error
+        }
         let token = (form["token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard !token.isEmpty, token.utf8.count <= 512, let admin = adminTokens.admin(presenting: token) else {
-            switch failures.take(client) {
-            case .allowed:
-                context.logger.warning("console sign-in failed", metadata: ["client": "\(client)"])
-                let message = adminTokens.isEmpty
-                    ? "The console is disabled: no \(ConfigurationVariable.adminTokens.environmentName) are configured."
-                    : "That is not an admin token."
-                return Self.loginPage(message: message).response(status: .forbidden)
-            case .limited(let retryAfter):
-                context.logger.warning("console sign-in throttled", metadata: ["client": "\(client)", "retryAfterSeconds": "\(retryAfter)"])
-                throw APIError(
-                    status: .tooManyRequests, code: "rate_limited",
-                    message: "Too many failed admin authentications from this address; try again in \(retryAfter) seconds with a valid token.",
-                    headers: [.retryAfter: "\(retryAfter)"])
-            }
+            try throttle(client: client, context: context, failure: "console sign-in failed")
+            let message = adminTokens.isEmpty
+                ? "The console is disabled: no \(ConfigurationVariable.adminTokens.environmentName) are configured."
+                : "That is not an admin token."
+            return Self.loginPage(message: message).response(status: .forbidden)
         }
         let (cookieValue, _) = await sessions.start(admin: admin)
         var context = context
@@ -105,6 +104,21 @@ struct ConsoleRoutes {
         return Response(status: .seeOther, headers: [
             .location: "/console", .setCookie: ConsoleSessions.setCookie(cookieValue, secure: ConsoleSessions.isSecure(request)),
         ])
+    }
+
+    /// Counts a failed sign-in against the client's address (the admin API's limiter) and logs it; over the limit,
+    /// throws 429 `rate_limited` with `Retry-After`.
+    private func throttle(client: String, context: OfferSignerRequestContext, failure: String) throws(APIError) {
+        switch failures.take(client) {
+        case .allowed:
+            context.logger.warning("\(failure)", metadata: ["client": "\(client)"])
+        case .limited(let retryAfter):
+            context.logger.warning("console sign-in throttled", metadata: ["client": "\(client)", "retryAfterSeconds": "\(retryAfter)"])
+            throw APIError(
+                status: .tooManyRequests, code: "rate_limited",
+                message: "Too many failed admin authentications from this address; try again in \(retryAfter) seconds with a valid token.",
+                headers: [.retryAfter: "\(retryAfter)"])
+        }
     }
 
     /// The sign-in form.

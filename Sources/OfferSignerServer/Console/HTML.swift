@@ -117,26 +117,38 @@ struct ConsoleForm: Sendable {
         guard let match = contentType.firstMatch(of: /(?i);\s*boundary="?([0-9A-Za-z'()+_,.\/:=?-]{1,70})"?/) else {
             throw APIError(status: .badRequest, code: "invalid_request", message: "A multipart form needs a boundary.")
         }
-        return try ConsoleForm(multipart: String(decoding: buffer.readableBytesView, as: UTF8.self), boundary: String(match.1), maximumValueLength: limits.value)
+        return try ConsoleForm(multipart: buffer, boundary: String(match.1), maximumValueLength: limits.value)
     }
 
-    /// Parses a `multipart/form-data` body (RFC 7578): each part's `name` and its content (a file's as text). A file
-    /// input left empty is left out. A part that is too long, or a body that is not multipart, is 400.
-    init(multipart body: String, boundary: String, maximumValueLength: Int = Self.maximumValueLength) throws(APIError) {
-        let invalid = APIError(status: .badRequest, code: "invalid_request", message: "The form is not valid multipart/form-data, or a field is too long.")
-        let parts = body.components(separatedBy: "--" + boundary).dropFirst()  // the preamble
-        guard !parts.isEmpty else { throw invalid }
-        for part in parts.prefix(64) {
-            if part.hasPrefix("--") { break }  // the closing delimiter
-            guard let blank = part.range(of: "\r\n\r\n") else { throw invalid }
-            let headers = part[..<blank.lowerBound]
-            var content = part[blank.upperBound...]
-            if content.hasSuffix("\r\n") { content = content.dropLast() }  // "\r\n" is one Character
-            guard let name = headers.firstMatch(of: /(?i)content-disposition:[^\r\n]*;\s*name="([^"\r\n]*)"/)?.1,
-                  content.utf8.count <= maximumValueLength
-            else { throw invalid }
-            if content.isEmpty, headers.contains("filename=") { continue }
-            fields[String(name)] = String(content)
+    /// Reads a `multipart/form-data` body (RFC 7578) in one pass (``MultipartFormData``): each part's `name` and its
+    /// content (a file's as text). A file input left empty is left out. A body that is not multipart, has more than
+    /// ``MultipartFormData/maximumParts`` parts or a part whose headers or content are too long, or is not UTF-8, is 400.
+    init(multipart body: ByteBuffer, boundary: String, maximumValueLength: Int = Self.maximumValueLength) throws(APIError) {
+        let parts: [MultipartFormData.Part]
+        do throws(MultipartFormData.Problem) {
+            parts = try MultipartFormData.parse(body, boundary: boundary, maximumContentLength: maximumValueLength)
+        } catch {
+            throw APIError(status: .badRequest, code: "invalid_request", message: Self.message(error, maximumValueLength: maximumValueLength))
+        }
+        for part in parts {
+            if part.content.isEmpty, part.filename != nil { continue }
+            fields[part.name] = part.content
+        }
+    }
+
+    /// What a client is told of a multipart body refused.
+    static func message(_ problem: MultipartFormData.Problem, maximumValueLength: Int) -> String {
+        switch problem {
+        case .noBoundary, .malformed, .missingClosingDelimiter, .noName:
+            "The form is not valid multipart/form-data (RFC 7578): a boundary line, a part's headers or the closing boundary line is missing or broken; send the form again from the console's page."
+        case .tooManyParts:
+            "The form has more than \(MultipartFormData.maximumParts) parts; send only the fields of the console's form."
+        case .headerBlockTooLarge:
+            "A part of the form has more than \(MultipartFormData.maximumHeaderBlock / 1024) KiB or \(MultipartFormData.maximumHeaderLines) lines of headers; send the form again from the console's page."
+        case .contentTooLong:
+            "A field or file of the form is longer than \(maximumValueLength) bytes; shorten it."
+        case .notUTF8:
+            "A field or file of the form is not UTF-8 text; save the file as UTF-8 and send it again."
         }
     }
 

@@ -90,7 +90,8 @@ public struct APIError: Error, HTTPResponseError, Sendable {
 
     /// Maps an error of the request pipeline: 400 `invalid_request` / `invalid_signed_payload`, 403
     /// `not_eligible` / `customer_mismatch`, 404 `unknown_*`, 409 `transaction_claimed` / `request_identifier_conflict`, 503 `store_unavailable` /
-    /// `issuer_not_configured` / `app_store_unavailable` (with `Retry-After`), 409 `app_store_api_not_configured`.
+    /// `issuer_not_configured` / `app_store_unavailable` (with `Retry-After`), 409 `app_store_api_not_configured`, 422
+    /// `app_store_data_not_configured`.
     public init(_ error: OfferServiceError) {
         let status: HTTPResponse.Status
         var retryAfter: String?  // every 503 says when to try again
@@ -100,7 +101,8 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         case .unauthorized: status = .unauthorized
         // app_store_api_not_configured: nothing a retry fixes; the request needs configuration it lacks.
         case .transactionClaimed, .appStoreNotConfigured, .requestIdentifierConflict: status = .conflict
-        case .dryRunNeedsFacts: status = .unprocessableContent
+        // app_store_data_not_configured: a signedTransaction this service cannot verify; retrying cannot help.
+        case .dryRunNeedsFacts, .appStoreDataNotConfigured: status = .unprocessableContent
         case .storeUnavailable, .retentionTimedOut: (status, retryAfter) = (.serviceUnavailable, "1")
         case .appStoreUnavailable: (status, retryAfter) = (.serviceUnavailable, "5")
         case .issuerNotConfigured: (status, retryAfter) = (.serviceUnavailable, "3600")

@@ -215,11 +215,18 @@ struct OfferSignerHTTP1Channel: HTTPChannelHandler {
         inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let operations = channel.pipeline.syncOperations
             let decoder = try operations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            // Chunk sizes no Int64 holds: 400 at once instead of a wait for the request timeout (the decoder
+            // tells no handler a chunk's size, so the guard reads the framing beside it).
+            let pending = ChunkSizeGuard.Pending()
+            try operations.addHandler(ChunkSizeGuard(pending: pending), position: .before(decoder))
+            // Right after the decoder, so that it sees each head as the decoder produces it.
+            let heads = ChunkSizeGuard.Heads(pending: pending)
+            try operations.addHandler(heads, position: .after(decoder))
             // HTTP/1 pipelining by NIO's own handler, for both paths: a request is delivered only after the previous
             // response has ended, reading pauses meanwhile, a parse error and the half-close wait behind the pending
             // response, and graceful shutdown closes the connection once the response in flight has ended.
             let pipelining = HTTPServerPipelineHandler()
-            try operations.addHandler(pipelining, position: .after(decoder))
+            try operations.addHandler(pipelining, position: .after(heads))
             let conformance = HTTP1ConformanceHandler(budget: budget)
             try operations.addHandler(conformance, position: .after(pipelining))
             let idle = HTTP1IdleTimeoutHandler(idleTimeout: limits.idleTimeout)

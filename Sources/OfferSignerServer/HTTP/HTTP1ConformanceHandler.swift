@@ -52,6 +52,12 @@ final class HTTP1ConformanceHandler: ChannelDuplexHandler, RemovableChannelHandl
             if let coding = Self.unknownTransferCoding(head.headers) {
                 return refuse(.notImplemented, code: "unsupported_transfer_coding", "The transfer coding \(coding.prefix(32)) is not supported; send the body plain, with Content-Length or Transfer-Encoding: chunked only.", context: context)
             }
+            // NIO's decoder takes any Content-Length up to 2^64 − 1 and waits for that many bytes; a length no Int64
+            // holds is no body anyone sends: 400 at once, as for a length it cannot parse.
+            if let length = head.headers.first(name: "content-length"), Int64(length) == nil {
+                let answer = APIError.malformedRequest
+                return refuse(answer.status, code: answer.code, answer.message, context: context)
+            }
             let upgrade = head.headers.contains(name: "upgrade")
             closing = !head.isKeepAlive || upgrade
             if closing {

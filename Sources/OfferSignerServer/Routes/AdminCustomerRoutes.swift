@@ -148,9 +148,16 @@ struct AdminCustomerRoutes {
             }
             return value
         }
-        let bundle = try decoded("bundleIdentifier")
-        let username = try decoded("applicationUsername")
-        do {
+        return try Self.customerKey(bundleIdentifier: try decoded("bundleIdentifier"), applicationUsername: try decoded("applicationUsername"), service: service)
+    }
+
+    /// The customer of an app and an identifier, validated as every customer route (and the console's customer page)
+    /// validates them: exactly as given — nothing trimmed, so ` a` is not `a` — each a valid payload field, the
+    /// identifier as ``PayloadField/validateApplicationUsername(_:named:)`` says.
+    /// - Throws: ``APIError`` 400 `invalid_request` naming the field, or 404 `unknown_app` for an app this service
+    ///   does not serve.
+    static func customerKey(bundleIdentifier bundle: String, applicationUsername username: String, service: OfferService) throws -> CustomerKey {
+        do throws(OfferSigningError) {
             try PayloadField.validate(bundle, named: "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
             try PayloadField.validateApplicationUsername(username)
         } catch {
