@@ -3,9 +3,20 @@
 # and times `offer-signer policy dry-run` replaying them, on SQLite and (when PostgreSQL is reachable) PostgreSQL;
 # prints the decision log's bytes per decision on SQLite. Not a test: run it by hand.
 #
-#   scripts/dry-run-bench.sh                 # builds offer-signer in release mode first
+#   scripts/dry-run-bench.sh                 # builds offer-signer in release mode first (.build-release)
 #   DECISIONS=200000 scripts/dry-run-bench.sh
 #   BIN=.build/debug/offer-signer scripts/dry-run-bench.sh
+#
+# Signing beside a dry-run (issue 38; docs/PERFORMANCE.md "Signing beside a dry-run"):
+#
+#   scripts/dry-run-bench.sh beside-load [seconds per phase, 20] [connections, 32] [rounds, 2]
+#
+# serves the same SQLite store (`offer-signer serve`, release build; OFFER_SIGNER_BIN measures another binary) and
+# loads POST /v1/offers/sign with wrk (scripts/bench-setup.sh's request and credential), in rounds of two phases:
+# `seconds` of signing alone, then `seconds` of signing while POST /admin/policy/dry-run replays the 1,000,000
+# decisions — one dry-run at a time, the next asked as soon as one answers, so one is running through the whole
+# phase. Prints each phase's req/s and p99 and the ratios with / without (goal: p99 at most 1.5x, req/s at least
+# 0.8x), and how long the dry-runs took under load. Needs wrk (apt-get install -y wrk), curl, sqlite3.
 #
 # The rows are the service's format (schema version 9, made by the binary's own migrations), written by SQL for
 # speed: 1,000,000 decisions over the last 29 days, three quarters for `winback` (two thirds granted), a quarter
@@ -14,18 +25,27 @@
 # 1,000 customers). PostgreSQL: a database of its own (offersigner_bench), created with the superuser of
 # scripts/start-postgres.sh, so the shared test database is not touched.
 set -euo pipefail
-# The tools read the service's configuration (an app, client authentication); the dry-run needs only the store.
-export OFFER_SIGNER_BUNDLE_ID=com.example.bench OFFER_SIGNER_CLIENT_AUTH=none
 cd "$(dirname "$0")/.."
+mode=${1:-replay}
 decisions=${DECISIONS:-1000000}
 customers=$((decisions / 10))
 block=$((customers < 1000 ? customers : 1000))
-work=$(mktemp -d /tmp/offer-signer-dry-run-bench.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-
-if [ -z "${BIN:-}" ]; then
-  swift build -c release --product offer-signer >&2
-  BIN=.build/release/offer-signer
+if [ "$mode" = beside-load ]; then
+  dur=${2:-20}; conns=${3:-32}; rounds=${4:-2}
+  # The release build (or OFFER_SIGNER_BIN), $work, a signing key, $work/post.lua, a free $port, the server's
+  # configuration exported (API keys: the offline commands below accept them too), wait_up and load.
+  . scripts/bench-setup.sh
+  BIN=$bin
+  export OFFER_SIGNER_ADMIN_TOKENS=bench:bench-admin-token-0123456789abcdef
+else
+  # The tools read the service's configuration (an app, client authentication); the dry-run needs only the store.
+  export OFFER_SIGNER_BUNDLE_ID=com.example.bench OFFER_SIGNER_CLIENT_AUTH=none
+  work=$(mktemp -d /tmp/offer-signer-dry-run-bench.XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+  if [ -z "${BIN:-}" ]; then
+    swift build -c release --scratch-path .build-release --product offer-signer >&2
+    BIN=$(swift build -c release --scratch-path .build-release --show-bin-path)/offer-signer
+  fi
 fi
 
 cat > "$work/candidate.yaml" <<'YAML'
@@ -101,6 +121,69 @@ after=$(sqlite3 "$db" "PRAGMA page_count;")
 echo "SQLite: $(( (after - before) * page / decisions )) bytes per decision ($decisions decisions, $customers snapshots; file grew $(( (after - before) * page / 1048576 )) MiB)"
 sqlite3 "$db" "SELECT name, SUM(pgsize) / $decisions FROM dbstat WHERE name IN ('policy_decisions', 'decision_facts') OR name LIKE 'sqlite_autoindex_policy_decisions%' OR name LIKE 'sqlite_autoindex_decision_facts%' OR name = 'decision_facts_by_last_use' GROUP BY name;" 2>/dev/null \
   | sed 's/^/  bytes per decision in /; s/|/: /' || true
+
+# Signing alone, then beside a running dry-run, in rounds (`beside-load`).
+beside_load() {
+  local admin="Authorization: Bearer bench-admin-token-0123456789abcdef"
+  OFFER_SIGNER_DATABASE_URL="sqlite:$db" "$BIN" serve >"$work/serve.log" 2>&1 &
+  local pid=$!
+  wait_up
+  kill -0 "$pid" 2>/dev/null || { echo "the server exited:" >&2; tail -5 "$work/serve.log" >&2; return 1; }
+  load -d3s >/dev/null  # warm-up
+  : >"$work/phases.txt"
+  phase() {  # $1: label; wrk's req/s and p99 (in ms) go to phases.txt
+    load -d"${dur}s" --latency >"$work/$1.txt"
+    awk -v label="$1" '
+      /Requests\/sec/ { rps = $2 }
+      $1 == "99%" { v = $2; unit = v; sub(/[0-9.]+/, "", unit); sub(/[a-z]+$/, "", v)
+                    p99 = v * (unit == "us" ? 0.001 : unit == "s" ? 1000 : unit == "m" ? 60000 : 1) }
+      /Non-2xx/ { bad = $NF }
+      END { printf "%s %.1f %.2f %d\n", label, rps, p99, bad }' "$work/$1.txt" >>"$work/phases.txt"
+    tail -1 "$work/phases.txt" | awk '{ printf "  %-22s %8.0f req/s   p99 %8.2f ms   non-2xx %d\n", $1, $2, $3, $4 }'
+  }
+  local round
+  for round in $(seq "$rounds"); do
+    echo "round $round (load average $(cut -d' ' -f1 /proc/loadavg))"
+    phase "alone-$round"
+    # Dry-runs back to back until the phase ends: one is replaying throughout.
+    rm -f "$work/stop"
+    (
+      while [ ! -e "$work/stop" ]; do
+        curl -s -o "$work/dry-run.json" -w '%{http_code} %{time_total}\n' -X POST -H "$admin" \
+          --data-binary @"$work/candidate.yaml" "http://127.0.0.1:$port/admin/policy/dry-run?days=30" >>"$work/dry-runs-$round.txt"
+      done
+    ) &
+    local replaying=$!
+    sleep 1  # the dry-run is replaying when the load starts
+    phase "with-dry-run-$round"
+    touch "$work/stop"
+    local t0; t0=$(date +%s.%N)
+    wait "$replaying"
+    awk -v waited="$(python3 -c "import sys, time; print('%.1f' % (time.time() - float(sys.argv[1])))" "$t0")" '
+      { n++; codes[$1]++; if ($1 == 200) { done++; s = s (s ? ", " : "") sprintf("%.1f s", $2) } }
+      END { c = ""; for (k in codes) c = c (c ? ", " : "") k " x" codes[k]
+            printf "  dry-runs: %d asked (%s); answered 200 after %s; the last finished %s s after the load stopped\n", n, c, (s ? s : "none"), waited }' \
+      "$work/dry-runs-$round.txt"
+    python3 -c "import json, sys; a = json.load(open(sys.argv[1])); print('  last dry-run: replayed %s decisions' % format(a.get('replayed', 0), ','))" "$work/dry-run.json" 2>/dev/null || true
+  done
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  awk '
+    $1 ~ /^alone-/ { a_rps += $2; a_p99 += $3; na++ }
+    $1 ~ /^with-dry-run-/ { w_rps += $2; w_p99 += $3; nw++; r = r sprintf("%s%.2fx / %.2fx", (r ? "; " : ""), $3 / p99[substr($1, 14)], $2 / rps[substr($1, 14)]) }
+    $1 ~ /^alone-/ { rps[substr($1, 7)] = $2; p99[substr($1, 7)] = $3 }
+    END {
+      printf "signing alone:        %8.0f req/s   p99 %8.2f ms  (mean of %d phases)\n", a_rps / na, a_p99 / na, na
+      printf "beside a dry-run:     %8.0f req/s   p99 %8.2f ms  (mean of %d phases)\n", w_rps / nw, w_p99 / nw, nw
+      printf "with / without: p99 %.2fx (goal <= 1.5x), req/s %.2fx (goal >= 0.8x); per round (p99 / req/s): %s\n",
+        (w_p99 / nw) / (a_p99 / na), (w_rps / nw) / (a_rps / na), r
+    }' "$work/phases.txt"
+}
+
+if [ "$mode" = beside-load ]; then
+  beside_load
+  exit 0
+fi
+
 replay "sqlite:$db" "SQLite"
 
 # PostgreSQL, when scripts/start-postgres.sh's server is up (or PG_ADMIN_URL names a superuser connection).

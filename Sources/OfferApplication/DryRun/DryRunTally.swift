@@ -8,9 +8,8 @@ import OfferStore
 struct DryRunTally {
     let candidate: OfferPolicy
     private(set) var report = DryRunReport()
-    /// The candidate's rules that look back further than the log kept, by name: how far they look and the least
-    /// the log kept.
-    private(set) var missingLookback: [String: (needed: TimeInterval, kept: Int64)] = [:]
+    /// The candidate's rules that look back further than the log kept for the decisions replayed.
+    private(set) var shortfalls = LookbackShortfalls()
     /// Decisions whose snapshot could not be read back.
     private(set) var unreadable = 0
     private var byOffer: [OfferKey: (grantedToRefused: Int, refusedToGranted: Int)] = [:]
@@ -129,16 +128,16 @@ struct DryRunTally {
         switch channel {
         case .legacy, .jws:
             guard let offer = product.offer(record.offerIdentifier) else { return refused("unknown_offer") }
-            checkLookback(offer.rule.rules, kept: record.lookbackSeconds)
+            shortfalls.check(offer.rule.rules, kept: record.lookbackSeconds)
             let decision = offer.rule.evaluate(context)
             return Outcome(granted: decision.isEligible, offerIdentifier: record.offerIdentifier, reasons: Self.codes(decision), signs: decision.isEligible)
         case .introductory:
             guard let rule = product.introductoryOffer else { return Outcome(granted: true, offerIdentifier: "", reasons: [], signs: true) }
-            checkLookback(rule.rules, kept: record.lookbackSeconds)
+            shortfalls.check(rule.rules, kept: record.lookbackSeconds)
             let decision = rule.evaluate(context)
             return Outcome(granted: decision.isEligible, offerIdentifier: "", reasons: Self.codes(decision), signs: true)
         case .retention:
-            checkLookback(product.retention.flatMap(\.rule.rules), kept: record.lookbackSeconds)
+            shortfalls.check(product.retention.flatMap(\.rule.rules), kept: record.lookbackSeconds)
             let choice = OfferPolicy.chooseRetention(product.retention, in: context)
             guard let entry = choice.entry else {
                 return Outcome(granted: false, offerIdentifier: "", reasons: Self.codes(choice.decision), signs: false)
@@ -152,12 +151,48 @@ struct DryRunTally {
         decision.reasons.map { "\($0.rule):\($0.code)" }
     }
 
-    /// Notes each rule that looks back further than the log kept for this decision.
-    private mutating func checkLookback(_ rules: [any EligibilityRule], kept: Int64) {
+    /// The candidate's rules that would decide a logged decision on `channel` about this offer, as ``decide`` finds
+    /// them (none for a product or offer the candidate does not list).
+    static func rules(of candidate: OfferPolicy, channel: DecisionChannel, bundleIdentifier: String, productIdentifier: String, offerIdentifier: String) -> [any EligibilityRule] {
+        guard let product = candidate.app(bundleIdentifier)?.product(productIdentifier) else { return [] }
+        switch channel {
+        case .legacy, .jws: return product.offer(offerIdentifier)?.rule.rules ?? []
+        case .introductory: return product.introductoryOffer?.rules ?? []
+        case .retention: return product.retention.flatMap(\.rule.rules)
+        }
+    }
+
+    /// The longest any of the candidate's rules looks back, in seconds (0: none looks back).
+    static func longestLookback(of candidate: OfferPolicy) -> TimeInterval {
+        let rules = candidate.apps.flatMap(\.products).flatMap { product in
+            product.offers.flatMap(\.rule.rules) + product.retention.flatMap(\.rule.rules) + (product.introductoryOffer?.rules ?? [])
+        }
+        return rules.compactMap(\.lookback).max() ?? 0
+    }
+}
+
+/// The candidate's rules that look back further than the log kept for some decisions, by name: how far they look
+/// and the least the log kept.
+struct LookbackShortfalls {
+    private(set) var byRule: [String: (needed: TimeInterval, kept: Int64)] = [:]
+
+    var isEmpty: Bool { byRule.isEmpty }
+
+    /// Notes each rule that looks back further than `kept` seconds.
+    mutating func check(_ rules: [any EligibilityRule], kept: Int64) {
         for rule in rules {
             guard let needed = rule.lookback, needed > Double(kept) else { continue }
-            let known = missingLookback[rule.name]
-            missingLookback[rule.name] = (max(known?.needed ?? 0, needed), min(known?.kept ?? .max, kept))
+            let known = byRule[rule.name]
+            byRule[rule.name] = (max(known?.needed ?? 0, needed), min(known?.kept ?? .max, kept))
         }
+    }
+
+    /// `dry_run_needs_facts` naming the rules, or `nil` when none falls short.
+    var refusal: OfferServiceError? {
+        guard !byRule.isEmpty else { return nil }
+        let rules = byRule.sorted { $0.key < $1.key }.map { name, window in
+            "\(name) (looks back \(describeDuration(window.needed)); the log kept \(window.kept == 0 ? "no issued signatures" : describeDuration(TimeInterval(window.kept))) for some decisions)"
+        }
+        return OfferServiceError(.dryRunNeedsFacts, "The candidate's rules need issued signatures the decision log did not keep: \(rules.joined(separator: "; ")). Replay fewer days, or wait until decisions logged under a policy that looks back as far have accumulated.")
     }
 }

@@ -32,9 +32,14 @@ public struct PolicyDryRun: Sendable {
         self.candidate = candidate
     }
 
-    /// Replays the decisions about the candidate's apps of the last `days` days before `now`.
+    /// Replays the decisions about the candidate's apps of the last `days` days before `now`, a page at a time,
+    /// yielding between pages (run it on the ``BackgroundLane``, as ``OfferService/dryRun(_:days:)`` does). A
+    /// candidate the log cannot replay is refused before any decision is replayed: one that reads the customer's
+    /// identifier, and — from one aggregate of the log, on a SQL store — one that looks back further than the
+    /// window's decisions kept.
     /// - Throws: ``OfferServiceError`` `invalid_request` for days outside 1…``maximumDays``, `dry_run_needs_facts`
-    ///   naming the candidate's rules that read what the log did not keep, `store_unavailable`.
+    ///   naming the candidate's rules that read what the log did not keep, `store_unavailable`;
+    ///   `CancellationError` when the task is cancelled (between pages).
     public func run(days: Int, now: Date = Date()) async throws -> DryRunReport {
         guard (1...Self.maximumDays).contains(days) else {
             throw OfferServiceError.invalidRequest(field: "days", "days must be 1 to \(Self.maximumDays).")
@@ -43,6 +48,7 @@ public struct PolicyDryRun: Sendable {
         let until = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
         let since = until - Int64(days) * 86_400_000
         await store.flushDecisionLog()
+        try await refuseRulesLookingBackFurther(since: since, until: until)
         var tally = DryRunTally(candidate: candidate)
         var cursor: PolicyDecisionCursor?
         while true {
@@ -63,17 +69,38 @@ public struct PolicyDryRun: Sendable {
             for record in page { tally.replay(record) }
             guard page.count == pageSize, let last = page.last else { break }
             cursor = PolicyDecisionCursor(decidedAt: last.decidedAt, identifier: last.identifier)
+            // A slice at a time: whatever else waits for this thread runs before the next page.
+            await Task.yield()
+            try Task.checkCancellation()
         }
-        if !tally.missingLookback.isEmpty {
-            let rules = tally.missingLookback.sorted { $0.key < $1.key }.map { name, window in
-                "\(name) (looks back \(describeDuration(window.needed)); the log kept \(window.kept == 0 ? "no issued signatures" : describeDuration(TimeInterval(window.kept))) for some decisions)"
-            }
-            throw OfferServiceError(.dryRunNeedsFacts, "The candidate's rules need issued signatures the decision log did not keep: \(rules.joined(separator: "; ")). Replay fewer days, or wait until decisions logged under a policy that looks back as far have accumulated.")
-        }
+        // A store without the log's aggregate: the shortfalls the replay met.
+        if let refusal = tally.shortfalls.refusal { throw refusal }
         if tally.unreadable > 0 && tally.report.replayed == 0 {
             throw OfferServiceError(.dryRunNeedsFacts, "None of the \(tally.unreadable) logged decisions could be read back.")
         }
         return tally.finish(days: days)
+    }
+
+    /// A rule that looks back further than the window's decisions kept issued signatures cannot be replayed on
+    /// them: refused from the log's aggregate (``DecisionLookbackSummary``), before any page is read.
+    private func refuseRulesLookingBackFurther(since: Int64, until: Int64) async throws {
+        let longest = DryRunTally.longestLookback(of: candidate)
+        guard longest > 0, let log = store as? any DecisionLookbackSummary else { return }
+        let lookbacks: [DecisionLookback]
+        do {
+            lookbacks = try await log.decisionLookbacks(
+                bundleIdentifiers: candidate.apps.map(\.bundleIdentifier), since: since, until: until, below: Int64(min(longest, 1e12).rounded(.up)))
+        } catch {
+            throw OfferServiceError.storeUnavailable
+        }
+        var shortfalls = LookbackShortfalls()
+        for lookback in lookbacks {
+            guard let channel = DecisionChannel(rawValue: lookback.channel) else { continue }
+            let rules = DryRunTally.rules(of: candidate, channel: channel, bundleIdentifier: lookback.bundleIdentifier,
+                                          productIdentifier: lookback.productIdentifier, offerIdentifier: lookback.offerIdentifier)
+            shortfalls.check(rules, kept: lookback.leastLookbackSeconds)
+        }
+        if let refusal = shortfalls.refusal { throw refusal }
     }
 
     /// A rule that reads the customer's identifier cannot be replayed: the log keeps only a keyed hash.

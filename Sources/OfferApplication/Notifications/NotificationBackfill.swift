@@ -1,6 +1,7 @@
 public import AppStoreNotifications
 public import AppStoreServerAPI
 public import Foundation
+import OfferStore
 
 /// Reads what the App Store sent over the last days (Get Notification History) and records it as if it had just
 /// arrived: every notification verified and ingested by ``NotificationIngestor`` — customer facts, redemptions and
@@ -24,7 +25,8 @@ public struct NotificationBackfill: Sendable {
     }
 
     /// Reads `days` days up to `now` for every app and environment, in the order of bundle identifiers, then
-    /// environments.
+    /// environments, on the ``BackgroundLane`` (verifying and folding each notification is the lane's work, a
+    /// notification at a time), where signing does not feel it.
     ///
     /// - Parameters:
     ///   - days: 1 to ``maximumDays``.
@@ -32,6 +34,10 @@ public struct NotificationBackfill: Sendable {
     /// - Returns: What became of the notifications read, with one problem line per notification refused or failed,
     ///   and per app and environment that could not be read.
     public func run(days: Int, now: Date = Date()) async -> ReplaySummary {
+        await BackgroundLane.shared.run { await replay(days: days, now: now) }
+    }
+
+    private func replay(days: Int, now: Date) async -> ReplaySummary {
         var summary = ReplaySummary()
         guard (1...Self.maximumDays).contains(days) else {
             summary.problems.append("the number of days must be 1 to \(Self.maximumDays) (Apple keeps \(Self.maximumDays) days of notifications)")
@@ -45,6 +51,7 @@ public struct NotificationBackfill: Sendable {
                 do {
                     _ = try await client.notificationHistory(from: start, to: now, environment: environment, now: now) { payload in
                         await tally.ingest(payload, with: ingestor, where: "\(bundleIdentifier) \(environment.rawValue)")
+                        await Task.yield()  // a notification at a time
                     }
                 } catch {
                     await tally.fail("\(bundleIdentifier) \(environment.rawValue): the history could not be read: \(error.message)")

@@ -9,7 +9,7 @@ extension OfferService {
     public static let outcomeReportMaximumDays = 366
 
     /// What the offers issued and redeemed in `[from, to)` became (`GET /admin/outcomes`, `offer-signer outcomes
-    /// report`; docs/outcomes.md).
+    /// report`; docs/outcomes.md). Read and added up on the ``BackgroundLane``, where signing does not feel it.
     /// - Parameters:
     ///   - bundleIdentifier: one app (`nil`: every app).
     ///   - environment: one App Store environment for redemptions and retention answers (`nil`: every one).
@@ -18,25 +18,30 @@ extension OfferService {
     public func outcomeReport(from: Date, to: Date, bundleIdentifier: String?, environment: String?) async throws(OfferServiceError) -> OutcomeReport {
         let query = try outcomeQuery(from: from, to: to, bundleIdentifier: bundleIdentifier, environment: environment)
         guard let store else { throw OfferServiceError.storeUnavailable }
-        return try await storeCall { try await store.outcomeReport(query) }
+        return try await BackgroundLane.shared.run { () async throws(OfferServiceError) in
+            try await storeCall { try await store.outcomeReport(query) }
+        }
     }
 
     /// The same report for every UTC day that `[from, to)` touches, in order (the first and last days cut to the
-    /// window).
+    /// window), on the ``BackgroundLane``, a day at a time.
     public func dailyOutcomeReports(from: Date, to: Date, bundleIdentifier: String?, environment: String?) async throws(OfferServiceError) -> [OutcomeReport] {
         let query = try outcomeQuery(from: from, to: to, bundleIdentifier: bundleIdentifier, environment: environment)
         guard let store else { throw OfferServiceError.storeUnavailable }
         let day: Int64 = 86_400_000
-        var reports: [OutcomeReport] = []
-        var start = query.from
-        while start < query.to {
-            let end = min((start / day + 1) * day, query.to)
-            var daily = query
-            (daily.from, daily.to) = (start, end)
-            reports.append(try await storeCall { try await store.outcomeReport(daily) })
-            start = end
+        return try await BackgroundLane.shared.run { () async throws(OfferServiceError) in
+            var reports: [OutcomeReport] = []
+            var start = query.from
+            while start < query.to {
+                let end = min((start / day + 1) * day, query.to)
+                var daily = query
+                (daily.from, daily.to) = (start, end)
+                reports.append(try await storeCall { try await store.outcomeReport(daily) })
+                start = end
+                await Task.yield()  // a day at a time: other background work gets its turn between days
+            }
+            return reports
         }
-        return reports
     }
 
     private func outcomeQuery(from: Date, to: Date, bundleIdentifier: String?, environment: String?) throws(OfferServiceError) -> OutcomeQuery {

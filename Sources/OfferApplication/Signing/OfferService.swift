@@ -38,6 +38,8 @@ public final class OfferService: Sendable {
     /// The products whose retention requests got no answer, logged once each.
     let retentionUnanswered = Mutex<Set<String>>([])
     let retentionLogger = Logger(label: "offer-signer.retention")
+    /// At most one policy dry-run at a time on this replica (``dryRun(_:days:)``).
+    let dryRunSlot = DryRunSlot()
 
     /// Signatures made by this process, by key identifier.
     public var signatureCountsByKey: [String: Int] { issuedByKey.withLock { $0 } }

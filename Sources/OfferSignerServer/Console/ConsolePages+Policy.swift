@@ -74,7 +74,7 @@ extension ConsolePages {
             let days = Int(daysText).map { min(max($0, 1), PolicyDryRun.maximumDays) } ?? 30
             return policy(session, candidate: candidateText, days: days, result: "<p class=\"error\" role=\"alert\">\(message)</p>").response(status: status)
         }
-        guard let store = service.store else { return page("A dry-run needs the customer store.", status: .serviceUnavailable) }
+        guard service.store != nil else { return page("A dry-run needs the customer store.", status: .serviceUnavailable) }
         guard daysText.count <= 5, let days = Int(daysText), (1...PolicyDryRun.maximumDays).contains(days) else {
             return page("days is a whole number from 1 to \(PolicyDryRun.maximumDays).", status: .badRequest)
         }
@@ -89,7 +89,7 @@ extension ConsolePages {
         }
         let report: DryRunReport
         do {
-            report = try await AdminPolicyRoutes.dryRun(candidate, days: days, store: store, admin: session.admin, via: "console", logger: logger)
+            report = try await AdminPolicyRoutes.dryRun(candidate, days: days, service: service, admin: session.admin, via: "console", logger: logger)
         } catch let error as OfferServiceError {
             let apiError = APIError(error)
             return page(apiError.message, status: apiError.status)

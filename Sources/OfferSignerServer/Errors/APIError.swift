@@ -89,12 +89,13 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     }
 
     /// Maps an error of the request pipeline: 400 `invalid_request` / `invalid_signed_payload`, 403
-    /// `not_eligible` / `customer_mismatch`, 404 `unknown_*`, 409 `transaction_claimed` / `request_identifier_conflict`, 503 `store_unavailable` /
+    /// `not_eligible` / `customer_mismatch`, 404 `unknown_*`, 409 `transaction_claimed` / `request_identifier_conflict`,
+    /// 429 `dry_run_running` (with `Retry-After`), 503 `store_unavailable` /
     /// `issuer_not_configured` / `app_store_unavailable` (with `Retry-After`), 409 `app_store_api_not_configured`, 422
     /// `app_store_data_not_configured`.
     public init(_ error: OfferServiceError) {
         let status: HTTPResponse.Status
-        var retryAfter: String?  // every 503 says when to try again
+        var retryAfter: String?  // every 503 and 429 says when to try again
         switch error.code {
         case .unknownApp, .unknownProduct, .unknownOffer, .unknownTransaction, .noRetentionAnswer, .unknownExperiment: status = .notFound
         case .notEligible, .customerMismatch: status = .forbidden
@@ -103,6 +104,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         case .transactionClaimed, .appStoreNotConfigured, .requestIdentifierConflict: status = .conflict
         // app_store_data_not_configured: a signedTransaction this service cannot verify; retrying cannot help.
         case .dryRunNeedsFacts, .appStoreDataNotConfigured: status = .unprocessableContent
+        case .dryRunRunning: (status, retryAfter) = (.tooManyRequests, "\(OfferService.dryRunRetryAfterSeconds)")
         case .storeUnavailable, .retentionTimedOut: (status, retryAfter) = (.serviceUnavailable, "1")
         case .appStoreUnavailable: (status, retryAfter) = (.serviceUnavailable, "5")
         case .issuerNotConfigured: (status, retryAfter) = (.serviceUnavailable, "3600")

@@ -10,10 +10,11 @@ import OfferStore
 extension DryRunReport: ResponseEncodable {}
 
 /// `POST /admin/policy/dry-run?days=N`: replays the decision log of the last N days (default 30) under the
-/// candidate policy in the body (YAML or JSON) and answers what would change (docs/policy.md "Dry-run"). Audited
-/// as `policy.dry-run` with the candidate's version and the counts.
+/// candidate policy in the body (YAML or JSON, UTF-8) and answers what would change (docs/policy.md "Dry-run").
+/// Audited as `policy.dry-run` with the candidate's version and the counts. The replay runs on the background lane,
+/// one at a time per replica: a second is 429 `dry_run_running` with `Retry-After` (``OfferService/dryRun(_:days:)``).
 struct AdminPolicyRoutes {
-    let store: any OfferStore
+    let service: OfferService
     /// The largest candidate accepted (a policy file is a few kilobytes).
     static let maximumPolicySize = 1 << 20
 
@@ -32,22 +33,28 @@ struct AdminPolicyRoutes {
             } catch is NIOTooManyBytesError {
                 throw APIError.payloadTooLarge(limit: Self.maximumPolicySize)
             }
+            // Decoding would replace bytes that are not UTF-8 and dry-run another text than the one sent.
+            guard let text = String(validating: body.readableBytesView, as: UTF8.self) else {
+                throw APIError(status: .badRequest, code: "invalid_policy", message: "The candidate policy is not UTF-8 text; send the policy file's YAML or JSON as UTF-8.")
+            }
             let candidate: OfferPolicy
             do {
-                candidate = try OfferPolicy(text: String(buffer: body))
+                candidate = try OfferPolicy(text: text)
             } catch let error as PolicyError {
                 // The message `policy check` prints.
                 throw APIError(status: .badRequest, code: error.code.rawValue, message: error.message)
             }
-            return try await Self.dryRun(candidate, days: days, store: store, admin: context.adminName ?? "unknown", logger: context.logger)
+            return try await Self.dryRun(candidate, days: days, service: service, admin: context.adminName ?? "unknown", logger: context.logger)
         }
     }
 
-    /// Replays the decision log under `candidate` and audits it as `policy.dry-run` under `admin` (with the
-    /// counts; `via` names a front end other than the admin API): the admin route's and the console's dry-run.
-    /// An audit that cannot be written is logged, and the report still answered.
-    static func dryRun(_ candidate: OfferPolicy, days: Int, store: any OfferStore, admin: String, via: String? = nil, logger: Logger) async throws -> DryRunReport {
-        let report = try await PolicyDryRun(store: store, candidate: candidate).run(days: days)
+    /// Replays the decision log under `candidate` (``OfferService/dryRun(_:days:)``: on the background lane, one at
+    /// a time) and audits it as `policy.dry-run` under `admin` (with the counts; `via` names a front end other than
+    /// the admin API): the admin route's and the console's dry-run. An audit that cannot be written is logged, and
+    /// the report still answered.
+    static func dryRun(_ candidate: OfferPolicy, days: Int, service: OfferService, admin: String, via: String? = nil, logger: Logger) async throws -> DryRunReport {
+        guard let store = service.store else { throw OfferServiceError.storeUnavailable }
+        let report = try await service.dryRun(candidate, days: days)
         var details = [
             "days": "\(days)", "replayed": "\(report.replayed)", "grantedToRefused": "\(report.grantedToRefused)",
             "refusedToGranted": "\(report.refusedToGranted)", "changedOffer": "\(report.changedOffer)",

@@ -109,7 +109,13 @@ extension SQLStoreBackend {
     /// `flushAfterCommit`: the locks are released at `COMMIT`, before the disk flush, which this then waits for
     /// (``commitBeforeFlush``): for transactions that many callers queue for (one customer's lock). The WAL is
     /// flushed in commit order, so whatever such a transaction read is durable before it is.
+    ///
+    /// Background work (``BackgroundLane``) runs its transactions off the lane: their locks are signing's too.
     func transaction<T: Sendable>(flushAfterCommit: Bool = false, _ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        try await BackgroundLane.leaving { () async throws -> T in try await transactionHere(flushAfterCommit: flushAfterCommit, body) }
+    }
+
+    private func transactionHere<T: Sendable>(flushAfterCommit: Bool, _ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let early = flushAfterCommit ? commitBeforeFlush : nil
         return try await mappingErrors {
             try await write { database in

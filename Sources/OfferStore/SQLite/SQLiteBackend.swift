@@ -1,4 +1,5 @@
 import Logging
+import NIOPosix
 import OfferModel
 import SQLKit
 import SQLiteKit
@@ -14,11 +15,17 @@ import Synchronization
 /// at a time (an ``AsyncGate``), each opened with `BEGIN IMMEDIATE`: the group commit's batches of a file on the
 /// ``SQLiteLogWriter``'s own connection (statements prepared once), everything else on sqlite-nio's writer
 /// connection; reads of a file use connections of their own (``SQLiteReaders``), which WAL lets read side by side
-/// and while a write is in progress.
+/// and while a write is in progress, and the background lane's reads (reports, dry-runs) one more, whose statements
+/// run on the lane's low-priority thread (``BackgroundLane``).
 final class SQLiteBackend: SQLStoreBackend {
     private let writer: SQLiteConnection
     /// A file's read connections (`nil` in memory: reads share the writer's connection and its gate).
     private let readers: SQLiteReaders?
+    /// A file's read connection for the background lane (``BackgroundLane``): its statements run on the lane's
+    /// low-priority thread, one at a time, so a report or a replay never holds a reader or a thread that signing
+    /// reads with (`nil` in memory).
+    private let backgroundReader: SQLiteConnection?
+    private let backgroundGate = AsyncGate()
     private let writeGate = AsyncGate()
     /// The group commit's writer of a file (`nil` in memory: a second connection would open another database).
     private let logWriter: SQLiteLogWriter?
@@ -60,11 +67,17 @@ final class SQLiteBackend: SQLStoreBackend {
                     connections.append(reader)
                 }
                 readers = SQLiteReaders(connections)
+                let background = try await SQLiteConnection.open(
+                    storage: .file(path: path), threadPool: BackgroundLane.shared.threadPool, logger: logger,
+                    on: MultiThreadedEventLoopGroup.singleton.any())
+                _ = try await background.query("PRAGMA busy_timeout=5000")
+                backgroundReader = background
                 logWriter = SQLiteLogWriter(path: path)
                 walFlush = SQLiteWALFlush(path: path)
             } else {
                 writer = try await SQLiteConnection.open(storage: .memory, logger: logger)
                 readers = nil
+                backgroundReader = nil
                 logWriter = nil
                 walFlush = nil
             }
@@ -77,6 +90,7 @@ final class SQLiteBackend: SQLStoreBackend {
         // A store dropped without close() (a test that never ran the service) still closes its connections:
         // the future-based close keeps each connection alive until it is done.
         for reader in readers?.connections ?? [] where !reader.isClosed { _ = reader.close() }
+        if let backgroundReader, !backgroundReader.isClosed { _ = backgroundReader.close() }
         if !writer.isClosed { _ = writer.close() }
     }
 
@@ -91,7 +105,12 @@ final class SQLiteBackend: SQLStoreBackend {
         return [.constraint, .constraintUniqueFailed, .constraintPrimaryKeyFailed].contains(reason)
     }
 
+    /// Reads on a connection of the file's own: the background one inside ``BackgroundLane/run(_:)``, a reader
+    /// of ``SQLiteReaders`` otherwise (in memory: the writer's).
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        if BackgroundLane.isActive, let backgroundReader {
+            return try await backgroundGate.withGate { try await body(backgroundReader.sql(queryLogLevel: nil)) }
+        }
         guard let readers else {
             let writer = self.writer
             return try await writeGate.withGate { try await body(writer.sql(queryLogLevel: nil)) }
@@ -101,11 +120,14 @@ final class SQLiteBackend: SQLStoreBackend {
 
     /// Runs `body` inside the write gate, then — for a file — waits, with the gate released, until what it committed
     /// is on disk (the writer connection commits without flushing: ``SQLiteWALFlush``).
+    /// Background work (``BackgroundLane``) writes off the lane: the write gate is signing's too.
     func write<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        let writer = self.writer
-        let value = try await writeGate.withGate { try await body(writer.sql(queryLogLevel: nil)) }
-        try await walFlush?.flush()
-        return value
+        try await BackgroundLane.leaving { () async throws -> T in
+            let writer = self.writer
+            let value = try await writeGate.withGate { try await body(writer.sql(queryLogLevel: nil)) }
+            try await walFlush?.flush()
+            return value
+        }
     }
 
     /// A file's batches go through ``SQLiteLogWriter``, on its queue, inside the write gate (waited for blocking
@@ -126,6 +148,7 @@ final class SQLiteBackend: SQLStoreBackend {
     func lockSubscriptionOutcomes(_ originalTransactionId: String, environment: String, on database: any SQLDatabase) async throws {}
 
     func close() async throws {
+        try await backgroundGate.withGate { [backgroundReader] in try await backgroundReader?.close() }
         try await writeGate.withGate { [writer, readers, logWriter] in
             await logWriter?.close()
             for reader in readers?.connections ?? [] { try await reader.close() }
