@@ -12,6 +12,8 @@ caps, grants and key states must hold across them.
   is revoked on both, and signatures — requested after the revoke returned on A, after the activation returned
   on B, and 20 from each afterwards — are never made with a revoked key. Signers run against both processes
   throughout.
+- (e) a console session signed in through A works on B, and a sign-out through B ends it on A (sessions are kept
+  in the store: no session affinity).
 - (d) the revocation window, WINDOW_TRIALS times: A activates the next key and at once revokes the one before
   it, while B's signers run without pause. Key states reach B by PostgreSQL's NOTIFY (the 5 s poll is the
   backstop): for each trial, how long after A's revoke returned B still answered a signature made with the
@@ -318,6 +320,33 @@ try:
     check(max(windows) <= WINDOW_LIMIT, f"revocation window over {WINDOW_TRIALS} trials: B's last signature with the revoked key "
           f"answered after A's revoke returned — {summary(windows)} (limit {WINDOW_LIMIT * 1000:.0f} ms)")
     check(max(verify_lags) <= WINDOW_LIMIT, f"B's verify says key_revoked after A's revoke returned — {summary(verify_lags)} (limit {WINDOW_LIMIT * 1000:.0f} ms)")
+
+    # (e) a console session moves between the replicas.
+    def console(process, method, path, form=None, cookie=None):
+        connection = http.client.HTTPConnection("127.0.0.1", process.port, timeout=30)
+        try:
+            headers = {"Cookie": f"offer_signer_session={cookie}"} if cookie else {}
+            body = None
+            if form is not None:
+                body = "&".join(f"{k}={v}" for k, v in form.items())
+                headers["Content-Type"] = "application/x-www-form-urlencoded"
+            connection.request(method, path, body=body, headers=headers)
+            response = connection.getresponse()
+            return response.status, response.getheader("Location") or "", response.getheader("Set-Cookie") or "", response.read().decode(errors="replace")
+        finally:
+            connection.close()
+
+    status, location, set_cookie, _ = console(A, "POST", "/console/login", {"token": TOKEN})
+    cookie = set_cookie.split(";", 1)[0].split("=", 1)[1] if set_cookie.startswith("offer_signer_session=") else ""
+    check(status == 303 and location == "/console" and cookie, f"console: signed in through A ({status} to {location})")
+    status, location, _, page = console(B, "GET", "/console", cookie=cookie)
+    check(status == 200, f"console: the session works on B ({status}{' to ' + location if location else ''})")
+    csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0] if 'name="csrf" value="' in page else ""
+    status, location, _, _ = console(B, "POST", "/console/logout", {"csrf": csrf}, cookie=cookie)
+    check(status == 303 and location == "/console/login", f"console: signed out through B ({status} to {location})")
+    status, location, _, _ = console(A, "GET", "/console", cookie=cookie)
+    check(status == 303 and location == "/console/login", f"console: the session is gone on A too ({status} to {location})")
+
     for p in procs:
         check(p.process.poll() is None, f"process {p.name} still running")
 finally:

@@ -143,6 +143,9 @@ private struct SlowStore: OfferStore {
     func applyNotification(notificationUUID: String, to key: CustomerKey, claiming claims: [TransactionClaim], _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool {
         try await base.applyNotification(notificationUUID: notificationUUID, to: key, claiming: claims, body)
     }
+    func saveConsoleSession(_ session: ConsoleSessionRecord, keepingAtMost limit: Int) async throws { try await base.saveConsoleSession(session, keepingAtMost: limit) }
+    func consoleSession(digest: String) async throws -> ConsoleSessionRecord? { try await base.consoleSession(digest: digest) }
+    func deleteConsoleSession(digest: String) async throws { try await base.deleteConsoleSession(digest: digest) }
     func transactionOwner(bundleIdentifier: String, environment: String, originalTransactionId: String) async throws -> CustomerKey? {
         try await base.transactionOwner(bundleIdentifier: bundleIdentifier, environment: environment, originalTransactionId: originalTransactionId)
     }

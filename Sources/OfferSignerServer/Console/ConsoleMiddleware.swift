@@ -54,7 +54,7 @@ struct ConsoleSessionMiddleware: RouterMiddleware {
     let sessions: ConsoleSessions
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let cookieValue = ConsoleSessions.cookieValue(in: request), let session = await sessions.session(cookieValue) else {
+        guard let cookieValue = ConsoleSessions.cookieValue(in: request), let session = try await sessions.session(cookieValue) else {
             return Response(status: .seeOther, headers: [.location: "/console/login"])
         }
         var request = request

@@ -2,6 +2,8 @@ import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
+import OfferApplication
+import OfferStore
 
 /// One signed-in admin of the console.
 struct ConsoleSession: Sendable {
@@ -9,41 +11,63 @@ struct ConsoleSession: Sendable {
     var admin: String
     /// The token every form of this session carries in a hidden field (``ConsoleSessions/csrfField``).
     var csrfToken: String
-    /// When the session ends, whatever happens.
-    var expiresAt: ContinuousClock.Instant
+    /// When the session ends, whatever happens (wall-clock time, which replicas share).
+    var expiresAt: Date
 }
 
-/// The console's sessions, in memory: keyed by the SHA-256 of the cookie's value (the value itself is never
-/// kept), each expiring ``lifetime`` after sign-in; at most ``maximumSessions`` (the oldest goes first). A
-/// restart signs everyone out.
+/// The console's sessions, keyed by the SHA-256 of the cookie's value (the value itself is never kept), each
+/// expiring ``lifetime`` after sign-in; at most ``maximumSessions`` (the oldest goes first).
+///
+/// With a store they are kept in it (``ConsoleSessionRecord``), so a session signed in on one replica works on
+/// every replica sharing the store, a sign-out on one ends it on all, and a restart signs no one out: a session
+/// is read from the store on each console request (the console is not a hot path). Without a store they live in
+/// this process's memory.
 actor ConsoleSessions {
     /// The cookie's name.
     static let cookieName = "offer_signer_session"
     /// The hidden field of every console form.
     static let csrfField = "csrf"
     /// How long a session lasts.
-    static let lifetime: Duration = .seconds(8 * 3600)
+    static let lifetime: TimeInterval = 8 * 3600
     /// The most sessions held at once.
     static let maximumSessions = 1000
 
+    private let store: (any OfferStore)?
     private var sessions: [SHA256.Digest: ConsoleSession] = [:]
+
+    /// - Parameter store: where replicas share the sessions; `nil` keeps them in memory.
+    init(store: (any OfferStore)? = nil) {
+        self.store = store
+    }
 
     /// Starts a session for `admin`.
     /// - Returns: the cookie's value (32 random bytes, base64url) and the session.
-    func start(admin: String, now: ContinuousClock.Instant = .now) -> (cookieValue: String, session: ConsoleSession) {
+    /// - Throws: ``OfferServiceError`` 503 `store_unavailable` when the store cannot keep it.
+    func start(admin: String, now: Date = Date()) async throws -> (cookieValue: String, session: ConsoleSession) {
+        let cookieValue = Self.randomToken()
+        let session = ConsoleSession(admin: admin, csrfToken: Self.randomToken(), expiresAt: now + Self.lifetime)
+        if let store {
+            let record = ConsoleSessionRecord(digest: Self.hex(cookieValue), admin: admin, csrfToken: session.csrfToken, expiresAt: session.expiresAt)
+            try await storeCall { try await store.saveConsoleSession(record, keepingAtMost: Self.maximumSessions) }
+            return (cookieValue, session)
+        }
         removeExpired(now: now)
         if sessions.count >= Self.maximumSessions, let oldest = sessions.min(by: { $0.value.expiresAt < $1.value.expiresAt }) {
             sessions[oldest.key] = nil
         }
-        let cookieValue = Self.randomToken()
-        let session = ConsoleSession(admin: admin, csrfToken: Self.randomToken(), expiresAt: now + Self.lifetime)
         sessions[Self.digest(cookieValue)] = session
         return (cookieValue, session)
     }
 
     /// The session of a cookie value, if it is one and has not expired.
-    func session(_ cookieValue: String, now: ContinuousClock.Instant = .now) -> ConsoleSession? {
+    /// - Throws: ``OfferServiceError`` 503 `store_unavailable` when the store cannot be read.
+    func session(_ cookieValue: String, now: Date = Date()) async throws -> ConsoleSession? {
         guard cookieValue.utf8.count <= 128 else { return nil }
+        if let store {
+            let record = try await storeCall { try await store.consoleSession(digest: Self.hex(cookieValue)) }
+            guard let record, record.expiresAt > now else { return nil }
+            return ConsoleSession(admin: record.admin, csrfToken: record.csrfToken, expiresAt: record.expiresAt)
+        }
         let key = Self.digest(cookieValue)
         guard let session = sessions[key] else { return nil }
         guard session.expiresAt > now else {
@@ -53,17 +77,23 @@ actor ConsoleSessions {
         return session
     }
 
-    /// Ends the session of a cookie value.
-    func end(_ cookieValue: String) {
+    /// Ends the session of a cookie value (on every replica, with a store).
+    func end(_ cookieValue: String) async throws {
         guard cookieValue.utf8.count <= 128 else { return }
+        if let store {
+            try await storeCall { try await store.deleteConsoleSession(digest: Self.hex(cookieValue)) }
+            return
+        }
         sessions[Self.digest(cookieValue)] = nil
     }
 
-    private func removeExpired(now: ContinuousClock.Instant) {
+    private func removeExpired(now: Date) {
         sessions = sessions.filter { $0.value.expiresAt > now }
     }
 
     private static func digest(_ value: String) -> SHA256.Digest { SHA256.hash(data: Data(value.utf8)) }
+
+    private static func hex(_ value: String) -> String { digest(value).map { String(format: "%02x", $0) }.joined() }
 
     /// 32 bytes from the system's secure random generator, base64url without padding.
     static func randomToken() -> String {
@@ -104,7 +134,7 @@ actor ConsoleSessions {
 
     /// The `Set-Cookie` value that stores `value` (or, with `nil`, deletes the cookie).
     static func setCookie(_ value: String?, secure: Bool) -> String {
-        let maxAge = value == nil ? 0 : Int(lifetime.components.seconds)
+        let maxAge = value == nil ? 0 : Int(lifetime)
         return "\(cookieName)=\(value ?? ""); Path=/console; Max-Age=\(maxAge); HttpOnly; SameSite=Strict\(secure ? "; Secure" : "")"
     }
 }

@@ -172,6 +172,14 @@ enum StoreSchema {
                 PRIMARY KEY (bundle_identifier, environment, original_transaction_id))
             """,
         ]),
+        // Console sessions every replica knows (issue 41, ``ConsoleSessionRecord``): by the SHA-256 of the cookie.
+        (14, [
+            """
+            CREATE TABLE IF NOT EXISTS console_sessions (
+                digest TEXT PRIMARY KEY, admin TEXT NOT NULL, csrf_token TEXT NOT NULL, expires_at \(bigint) NOT NULL)
+            """,
+            "CREATE INDEX IF NOT EXISTS console_sessions_by_expiry ON console_sessions (expires_at)",
+        ]),
     ]
 
     static let migrationsTable: SQLQueryString =

@@ -68,6 +68,16 @@ public protocol OfferStore: Sendable {
     /// change itself.
     func documentChanges() -> AsyncStream<String>
 
+    /// Keeps a console session (``ConsoleSessionRecord``) for every replica; expired sessions go, and beyond
+    /// `limit` sessions the oldest.
+    func saveConsoleSession(_ session: ConsoleSessionRecord, keepingAtMost limit: Int) async throws
+
+    /// The console session of a cookie's digest, expired or not (the caller compares `expiresAt`), or `nil`.
+    func consoleSession(digest: String) async throws -> ConsoleSessionRecord?
+
+    /// Ends a console session on every replica.
+    func deleteConsoleSession(digest: String) async throws
+
     /// The customer an original transaction of an app is claimed by (``TransactionClaim``), or `nil`.
     func transactionOwner(bundleIdentifier: String, environment: String, originalTransactionId: String) async throws -> CustomerKey?
 
