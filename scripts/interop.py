@@ -125,6 +125,13 @@ check(run("verify", "--key-file", key_path, stdin=json.dumps(apple_bundle)).retu
 public_path = os.path.join(work, "public.pem")
 open(public_path, "w").write(inspected["publicKeyPEM"])
 check(run("verify", "--public-key-file", public_path, stdin=json.dumps(apple_bundle)).returncode == 0, "offer-signer verify --public-key-file accepts it with the public key only")
+# Offline, the key file says nothing of the key's state on a service: no keyState, and a warning that says so.
+offline = json.loads(run("verify", "--key-file", key_path, stdin=json.dumps(apple_bundle)).stdout)
+check(offline.get("keyState") is None and any("does not know the key's state" in w for w in offline["warnings"]),
+      f"offline verify claims no key state and says it cannot know it ({offline.get('keyState')})")
+unknown = json.loads(run("verify", "--key-file", key_path, stdin=json.dumps(dict(apple_bundle, keyIdentifier="NOTMYKEY01"))).stdout)
+check(unknown["reason"] == "unknown_key" and "among the keys given" in unknown["message"] and "this service" not in unknown["message"],
+      f"offline verify of another key says it is not among the keys given ({unknown['message']})")
 tampered = dict(apple_bundle, offerIdentifier="winback_60")
 check(run("verify", "--key-file", key_path, stdin=json.dumps(tampered)).returncode == 1, "offer-signer verify refuses it tampered (exit 1)")
 # A key named twice: refused as the HTTP API refuses it, never one copy read (the first would verify).

@@ -20,6 +20,12 @@ struct KeyOptions: ParsableArguments {
     /// applied (the state file, else the store) — so a revoked key verifies nothing and the key an admin activated
     /// signs, as on the server.
     func keyRing(environment: [String: String]) async throws -> KeyRing {
+        try await keys(environment: environment).ring
+    }
+
+    /// ``keyRing(environment:)``, and whether the ring knows the states admins saved: not with `--key-file`, nor
+    /// from the environment without a state file or a store (the key's file alone says nothing of a revoke).
+    func keys(environment: [String: String]) async throws -> (ring: KeyRing, statesKnown: Bool) {
         guard let keyFile else {
             let entries = try KeyLoader.load(environment: environment)
             guard !entries.isEmpty else {
@@ -39,14 +45,14 @@ struct KeyOptions: ParsableArguments {
                 stateStore = nil
             }
             defer { if let store { Task { try? await store.close() } } }
-            guard let stateStore else { return try KeyRing(keys: entries, activeKeyIdentifier: configured) }
+            guard let stateStore else { return (try KeyRing(keys: entries, activeKeyIdentifier: configured), false) }
             let manager = try await KeyManager(
                 holder: KeyRingHolder(try KeyRing(keys: entries, activeKeyIdentifier: configured)), loadKeys: { entries },
                 configuredActiveKeyIdentifier: configured, stateStore: stateStore, logger: Logger(label: "offer-signer"))
             let ring = await manager.keyRing
             try? await store?.close()
             store = nil
-            return ring
+            return (ring, true)
         }
         let name = URL(fileURLWithPath: keyFile).lastPathComponent
         guard let keyIdentifier = keyIdentifier ?? KeyLoader.keyIdentifier(fromFileName: name) else {
@@ -59,7 +65,7 @@ struct KeyOptions: ParsableArguments {
             throw ValidationError("Cannot read \(keyFile).")
         }
         let key = try SigningKey(keyIdentifier: keyIdentifier, pemRepresentation: pem, source: keyFile)
-        return try KeyRing(keys: [.init(key: key, source: keyFile)])
+        return (try KeyRing(keys: [.init(key: key, source: keyFile)]), false)
     }
 }
 

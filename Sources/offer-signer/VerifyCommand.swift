@@ -34,7 +34,13 @@ struct VerifyCommand: AsyncParsableCommand {
         }
         if let token = Self.jwsToken(in: text) {
             guard publicKeyFile == nil else { throw ValidationError("--public-key-file verifies legacy bundles; for a JWS, use --key-file or the environment.") }
-            let result = await JWSOfferVerifier.verify(token, keyRing: try await keys.keyRing(environment: ConfigurationVariable.processEnvironment))
+            let (ring, statesKnown) = try await keys.keys(environment: ConfigurationVariable.processEnvironment)
+            var result = await JWSOfferVerifier.verify(token, keyRing: ring)
+            if !statesKnown {
+                result.keyState = nil
+                result.warnings.append(Self.offlineWarning)
+                if result.reason == "unknown_key" { result.message = Self.unknownKeyMessage(result.keyIdentifier) }
+            }
             try printJSON(result)
             if !result.valid { throw ExitCode(1) }
             return
@@ -45,16 +51,33 @@ struct VerifyCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("The input is not a legacy bundle: expected the JSON object `offer-signer sign` or POST /v1/offers/sign returns.")
         }
-        let result: LegacyOfferVerification
+        var result: LegacyOfferVerification
+        let statesKnown: Bool
         if let publicKeyFile {
             guard let pem = try? String(contentsOfFile: publicKeyFile, encoding: .utf8) else { throw ValidationError("Cannot read \(publicKeyFile).") }
             let key = try VerificationKey(keyIdentifier: bundle.keyIdentifier, publicKeyPEM: pem)
             result = LegacyOfferVerifier.verify(bundle, key: key)
+            statesKnown = false
         } else {
-            result = LegacyOfferVerifier.verify(bundle, keyRing: try await keys.keyRing(environment: ConfigurationVariable.processEnvironment))
+            let keys = try await keys.keys(environment: ConfigurationVariable.processEnvironment)
+            result = LegacyOfferVerifier.verify(bundle, keyRing: keys.ring)
+            statesKnown = keys.statesKnown
+        }
+        if !statesKnown {
+            result.keyState = nil
+            result.warnings.append(Self.offlineWarning)
+            if result.reason == "unknown_key" { result.message = Self.unknownKeyMessage(result.keyIdentifier) }
         }
         try printJSON(result)
         if !result.valid { throw ExitCode(1) }
+    }
+
+    /// What an offline check cannot know: whether the service has since revoked or retired the key.
+    static let offlineWarning = "Checked against the key given only: this command does not know the key's state on the service (revoked, retired). Set OFFER_SIGNER_DATABASE_URL (or OFFER_SIGNER_STATE_FILE) as the service has it, or ask the service: POST /v1/offers/verify, or offer-signer keys list --url."
+
+    /// An unknown key, offline: unknown to the keys given, not to the service.
+    static func unknownKeyMessage(_ keyIdentifier: String?) -> String {
+        "No key \(keyIdentifier ?? "(none named)") is among the keys given (--key-file, --public-key-file or the OFFER_SIGNER_KEY_* and OFFER_SIGNER_KEYS_DIR environment); the service may still know it — ask it with POST /v1/offers/verify."
     }
 
     /// A compact JWS given bare, as `{"signature": …}`, or as the JWS answer `sign` and POST /v1/offers/sign return
