@@ -3,6 +3,8 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import NIOEmbedded
+import NIOHTTP1
 import OfferModel
 import OfferStore
 @testable import OfferSignerServer
@@ -130,6 +132,49 @@ import Testing
             let split = try await RawHTTP.session(port: port, sends: [(0, Self.chunkedHead + "ff"), (0.1, "ffffffffff"), (0.1, "ffff\r\n")], responses: nil)
             #expect(HTTPConformanceTests.statuses(split.text) == ["400"], "\(split.text)")
         }
+    }
+
+    static let huge = [
+        "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n{}",
+        "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n8000000000000000\r\n",
+    ]
+
+    /// A channel with NIO's decoder, with the guard around it or not.
+    static func channel(guarded: Bool) throws -> EmbeddedChannel {
+        let channel = EmbeddedChannel()
+        let pending = ChunkSizeGuard.Pending()
+        if guarded { try channel.pipeline.syncOperations.addHandler(ChunkSizeGuard(pending: pending)) }
+        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder()))
+        if guarded { try channel.pipeline.syncOperations.addHandler(ChunkSizeGuard.Heads(pending: pending)) }
+        return channel
+    }
+
+    @Test("why the guard exists: NIO's decoder alone takes these framings and waits for the bytes they announce")
+    func decoderAloneWaits() throws {
+        for request in Self.huge + ["POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 9223372036854775808\r\n\r\n{}"] {
+            let channel = try Self.channel(guarded: false)
+            try channel.writeInbound(ByteBuffer(string: request))  // no error
+            var parts: [HTTPServerRequestPart] = []
+            while let part = try channel.readInbound(as: HTTPServerRequestPart.self) { parts.append(part) }
+            #expect(parts.count >= 1 && !parts.contains { if case .end = $0 { true } else { false } }, "\(request)")
+            _ = try? channel.finish()
+        }
+    }
+
+    @Test("the guard beside the decoder: a chunk size over Int64 is the decoder's invalidChunkSize; valid chunked requests pass untouched")
+    func guardOnAChannel() throws {
+        for request in Self.huge {
+            let channel = try Self.channel(guarded: true)
+            #expect(throws: HTTPParserError.invalidChunkSize) { try channel.writeInbound(ByteBuffer(string: request)) }
+            _ = try? channel.finish()
+        }
+        let channel = try Self.channel(guarded: true)
+        let valid = Self.chunkedSign() + "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc" + Self.chunkedSign(pieces: 1)
+        for byte in valid.utf8 { try channel.writeInbound(ByteBuffer(bytes: [byte])) }  // one byte a read
+        var ends = 0
+        while let part = try channel.readInbound(as: HTTPServerRequestPart.self) { if case .end = part { ends += 1 } }
+        #expect(ends == 3)
+        _ = try channel.finish()
     }
 
     @Test("pipelined requests around them keep their framing: chunked with extensions and trailers, a chunk whose data looks like a size, Content-Length", arguments: [false, true])

@@ -50,6 +50,8 @@ final class ChunkSizeGuard: ChannelInboundHandler, RemovableChannelHandler {
     /// The heads the decoder has produced and the guard has not reached yet, in order.
     final class Pending {
         fileprivate var framings: [Framing] = []
+        /// Cleared when the guard stops following the connection: heads are no longer kept for it.
+        fileprivate var following = true
     }
 
     private let pending: Pending
@@ -63,10 +65,13 @@ final class ChunkSizeGuard: ChannelInboundHandler, RemovableChannelHandler {
         guard state != .off else { return context.fireChannelRead(data) }
         let buffer = unwrapInboundIn(data)
         context.fireChannelRead(data)  // the decoder first: the heads in this buffer are then in `pending`
-        if !read(buffer) {
-            state = .off
-            context.fireErrorCaught(HTTPParserError.invalidChunkSize)
+        let refused = !read(buffer)
+        if refused { state = .off }
+        if state == .off {
+            pending.following = false
+            pending.framings.removeAll()
         }
+        if refused { context.fireErrorCaught(HTTPParserError.invalidChunkSize) }
     }
 
     /// Follows the framing through `buffer`. `false`: a chunk size no `Int64` holds.
@@ -169,7 +174,7 @@ final class ChunkSizeGuard: ChannelInboundHandler, RemovableChannelHandler {
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            if case .head(let head) = unwrapInboundIn(data) {
+            if pending.following, case .head(let head) = unwrapInboundIn(data) {
                 pending.framings.append(ChunkSizeGuard.framing(of: head))
             }
             context.fireChannelRead(data)
