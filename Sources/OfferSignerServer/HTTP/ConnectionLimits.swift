@@ -185,9 +185,9 @@ final class HTTP1IdleTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 }
 
-/// Hummingbird's HTTP/1 channel with the service's connection handling added: NIO's pipelining handler right after
-/// the HTTP/1 decoder, then what RFC 9110/9112 ask that NIO leaves to the server (``HTTP1ConformanceHandler``:
-/// `Connection` tokens, transfer codings, `CONNECT`, `Upgrade`, `100 Continue`, the budget of incomplete bodies),
+/// Hummingbird's HTTP/1 channel with the service's connection handling added: ``ChunkSizeGuard`` around the HTTP/1
+/// decoder (chunk sizes no Int64 holds), NIO's pipelining handler after the decoder, then what RFC 9110/9112 ask
+/// that NIO leaves to the server (``HTTP1ConformanceHandler``: `Connection` tokens, transfer codings, `CONNECT`, `Upgrade`, `100 Continue`, the budget of incomplete bodies),
 /// the idle timeout (``HTTP1IdleTimeoutHandler``, instead of Hummingbird's), on the public listener the event-loop
 /// signing path, and the request deadline (after the conversion to HTTP types).
 struct OfferSignerHTTP1Channel: HTTPChannelHandler {

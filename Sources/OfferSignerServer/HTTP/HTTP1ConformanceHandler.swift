@@ -17,7 +17,8 @@ import NIOHTTP1
 /// - `Expect: 100-continue`: `100 Continue` at once, so a client that holds its body back sends it (RFC 9110 §10.1.1).
 /// - A body arriving while all connections' incomplete bodies together hold more than ``PartialBodyBudget``'s limit:
 ///   503 with `Retry-After` and close, instead of memory growing with the connection count.
-/// - A request NIO's decoder cannot parse (a bad `Content-Length`, chunk size or header line): 400
+/// - A request NIO's decoder cannot parse (a bad `Content-Length`, chunk size or header line), a `Content-Length` no
+///   `Int64` holds, or a chunk size no `Int64` holds (``ChunkSizeGuard``, before the decoder): 400
 ///   `malformed_request` in the API's error shape, and close — NIO's own handler would answer an empty 400. Its
 ///   pipelining handler, in front, holds the error until the response in flight has ended; if a response has begun
 ///   nonetheless, the connection only closes.
