@@ -153,6 +153,7 @@ public actor KeyManager {
                 throw KeyManagementError(.keyStateConflict, "Key \(keyIdentifier) is the active key; activate another key first (POST /admin/keys/<KEYID>/activate), then revoke this one.")
             }
             states.revokedKeyIdentifiers.insert(keyIdentifier)
+            states.revokedPublicKeys[keyIdentifier] = ring.entry(for: keyIdentifier)?.key.verificationKey.pemRepresentation
         }
     }
 
@@ -269,7 +270,8 @@ public actor KeyManager {
                 logger.warning("the key an admin activated is not loaded; using the configured active key", metadata: ["keyIdentifier": "\(chosen)"])
             }
         }
-        let ring = try KeyRing(keys: entries, activeKeyIdentifier: active, activeKeyIdentifiersByApp: byApp, revokedKeyIdentifiers: states.revokedKeyIdentifiers)
+        let remembered = states.revokedPublicKeys.compactMap { try? VerificationKey(keyIdentifier: $0.key, publicKeyPEM: $0.value) }
+        let ring = try KeyRing(keys: entries, activeKeyIdentifier: active, activeKeyIdentifiersByApp: byApp, revokedKeyIdentifiers: states.revokedKeyIdentifiers, revokedKeysNotLoaded: remembered)
         _ = try ring.activeKey()
         return ring
     }

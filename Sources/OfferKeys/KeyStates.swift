@@ -35,16 +35,20 @@ public struct KeyStates: Sendable, Codable, Equatable {
     public var revokedKeyIdentifiers: Set<String>
     /// Every change, oldest first.
     public var history: [Change]
+    /// The public key (PEM) of each key revoked, kept with the revocation: a revoked key stays listed, and its
+    /// signatures are reported `key_revoked`, after its file is removed.
+    public var revokedPublicKeys: [String: String]
 
-    public init(version: Int = 0, activeKeyIdentifier: String? = nil, revokedKeyIdentifiers: Set<String> = [], history: [Change] = []) {
+    public init(version: Int = 0, activeKeyIdentifier: String? = nil, revokedKeyIdentifiers: Set<String> = [], history: [Change] = [], revokedPublicKeys: [String: String] = [:]) {
         self.version = version
         self.activeKeyIdentifier = activeKeyIdentifier
         self.revokedKeyIdentifiers = revokedKeyIdentifiers
         self.history = history
+        self.revokedPublicKeys = revokedPublicKeys
     }
 
     private enum CodingKeys: String, CodingKey {
-        case version, activeKeyIdentifier, revokedKeyIdentifiers, history
+        case version, activeKeyIdentifier, revokedKeyIdentifiers, history, revokedPublicKeys
     }
 
     public init(from decoder: any Decoder) throws {
@@ -54,6 +58,7 @@ public struct KeyStates: Sendable, Codable, Equatable {
         activeKeyIdentifier = try container.decodeIfPresent(String.self, forKey: .activeKeyIdentifier)
         revokedKeyIdentifiers = try container.decodeIfPresent(Set<String>.self, forKey: .revokedKeyIdentifiers) ?? []
         history = try container.decodeIfPresent([Change].self, forKey: .history) ?? []
+        revokedPublicKeys = try container.decodeIfPresent([String: String].self, forKey: .revokedPublicKeys) ?? [:]
     }
 
     public static func decode(_ data: Data) throws -> KeyStates {

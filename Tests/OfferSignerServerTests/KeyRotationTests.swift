@@ -19,8 +19,8 @@ struct AdminKeys: Decodable {
         var state: String
         var fingerprint: String
         var source: String
-        /// Unix milliseconds, as every timestamp of the API.
-        var loadedAt: Int64
+        /// Unix milliseconds, as every timestamp of the API; absent for a revoked key whose file was removed.
+        var loadedAt: Int64?
         var signaturesIssued: Int
     }
     var activeKeyIdentifier: String?
@@ -188,6 +188,40 @@ extension TestClientProtocol {
 }
 
 @Suite struct KeyReloadTests {
+    @Test("a revoked key whose file is removed stays known as revoked: listed, published, and its old bundles say key_revoked")
+    func aRevokedKeyOutlivesItsFile() async throws {
+        let fixture = try await RotationFixture(initialKeys: ["OLDKEY0001", "NEWKEY0001"], active: "OLDKEY0001")
+        defer { fixture.cleanUp() }
+        try await fixture.application.test(.router) { client in
+            let old = try await client.post("/v1/offers/sign", json: SignRouteTests.validBody)
+            #expect(try old.decode(SignedLegacyOffer.self).keyIdentifier == "OLDKEY0001")
+            #expect(try await client.admin(.post, "/admin/keys/NEWKEY0001/activate").status == .ok)
+            #expect(try await client.admin(.post, "/admin/keys/OLDKEY0001/revoke").status == .ok)
+            // docs/key-rotation.md step 4: the leaked key's file is removed and the keys reloaded.
+            try FileManager.default.removeItem(at: fixture.directory.appendingPathComponent("SubscriptionKey_OLDKEY0001.p8"))
+            let reloaded = try await client.admin(.post, "/admin/keys/reload")
+            #expect(reloaded.status == .ok, "\(reloaded.text)")
+            let listed = try reloaded.decode(AdminKeys.self)
+            #expect(listed.state(of: "OLDKEY0001") == "revoked")
+            #expect(listed.keys.first { $0.keyIdentifier == "OLDKEY0001" }?.loadedAt == nil)
+            let published = try await client.execute(uri: "/v1/keys", method: .get).decode([PublishedKey].self)
+            #expect(published.first { $0.keyIdentifier == "OLDKEY0001" }?.state == "revoked")
+            #expect(try await !client.execute(uri: "/.well-known/jwks.json", method: .get).text.contains("OLDKEY0001"))
+            let verified = try await client.post("/v1/offers/verify", json: old.text)
+            #expect(verified.text.contains("\"key_revoked\""), "\(verified.text)")
+            // A key that was never loaded is still unknown.
+            let other = try await client.post("/v1/offers/verify", json: old.text.replacingOccurrences(of: "OLDKEY0001", with: "NEVERKEY01"))
+            #expect(other.text.contains("\"unknown_key\""), "\(other.text)")
+        }
+        // The restart reads it back from the states.
+        let folder = fixture.directory.path
+        let restarted = try await KeyManager(
+            holder: KeyRingHolder(.empty), loadKeys: { try KeyLoader.loadDirectory(folder) }, configuredActiveKeyIdentifier: nil,
+            stateStore: FileKeyStateStore(path: fixture.stateFile), logger: Logger(label: "test"))
+        let ring = await restarted.keyRing
+        #expect(ring.state(of: "OLDKEY0001") == .revoked && ring.revokedKeysNotLoaded.map(\.keyIdentifier) == ["OLDKEY0001"])
+    }
+
     @Test func aReloadPicksUpANewKeyFile() async throws {
         let fixture = try await RotationFixture()
         defer { fixture.cleanUp() }

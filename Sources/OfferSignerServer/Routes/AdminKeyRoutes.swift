@@ -12,8 +12,8 @@ struct AdminKeyDescription: Codable, Sendable {
     var state: KeyState
     var fingerprint: String
     var source: String
-    /// When the key was loaded (Unix milliseconds on the wire).
-    var loadedAt: Date
+    /// When the key was loaded (Unix milliseconds on the wire); `nil` for a revoked key whose file was removed.
+    var loadedAt: Date?
     /// Signatures made with this key by this process since it started.
     var signaturesIssued: Int
 }
@@ -76,6 +76,11 @@ struct AdminKeyRoutes {
                     keyIdentifier: entry.key.keyIdentifier, state: ring.state(of: entry.key.keyIdentifier) ?? .retired,
                     fingerprint: entry.key.fingerprint, source: entry.source, loadedAt: entry.loadedAt,
                     signaturesIssued: counts[entry.key.keyIdentifier, default: 0])
+            } + ring.revokedKeysNotLoaded.map { key in
+                AdminKeyDescription(
+                    keyIdentifier: key.keyIdentifier, state: .revoked, fingerprint: key.fingerprint,
+                    source: "not loaded (its file was removed; the key states remember it as revoked)", loadedAt: nil,
+                    signaturesIssued: counts[key.keyIdentifier, default: 0])
             })
     }
 }

@@ -26,6 +26,9 @@ struct KeyRoutes<Context: RequestContext> {
                 PublicKeyDescription(
                     keyIdentifier: entry.key.keyIdentifier, state: ring.state(of: entry.key.keyIdentifier) ?? .retired,
                     fingerprint: entry.key.fingerprint, publicKeyPEM: entry.key.verificationKey.pemRepresentation)
+            } + ring.revokedKeysNotLoaded.map { key in
+                // Still published as revoked after its file is removed: a client holding its signatures learns why.
+                PublicKeyDescription(keyIdentifier: key.keyIdentifier, state: .revoked, fingerprint: key.fingerprint, publicKeyPEM: key.pemRepresentation)
             }
             return try context.responseEncoder.encode(keys, from: request, context: context)
         }

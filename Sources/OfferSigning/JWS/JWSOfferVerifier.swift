@@ -89,13 +89,14 @@ public enum JWSOfferVerifier {
         guard contents.header.alg == "ES256" else {
             return fail("unsupported_algorithm", "alg is \(contents.header.alg ?? "missing"); offer signatures are ES256.")
         }
+        if let keyIdentifier = contents.header.kid, keyRing.state(of: keyIdentifier) == .revoked {
+            result.keyState = .revoked
+            return fail("key_revoked", "Key \(keyIdentifier) is revoked: its signatures are no longer valid.")
+        }
         guard let keyIdentifier = contents.header.kid, let key = keyRing.verificationKey(for: keyIdentifier) else {
             return fail("unknown_key", "No key \(contents.header.kid ?? "(no kid in the header)") is known to this service.")
         }
         result.keyState = keyRing.state(of: keyIdentifier)
-        if result.keyState == .revoked {
-            return fail("key_revoked", "Key \(keyIdentifier) is revoked: its signatures are no longer valid.")
-        }
         do {
             let keys = JWTKeyCollection()
             await keys.add(ecdsa: try ES256PublicKey(backing: key.publicKey), kid: JWKIdentifier(string: keyIdentifier))

@@ -40,6 +40,9 @@ public struct KeyRing: Sendable {
     public let activeKeyIdentifiersByApp: [String: String]
     /// Keys that must neither sign nor verify.
     public let revokedKeyIdentifiers: Set<String>
+    /// The public halves of revoked keys whose files are no longer loaded (the key states remember them): still
+    /// listed, as revoked, and their signatures reported `key_revoked`, not as made with an unknown key.
+    public let revokedKeysNotLoaded: [VerificationKey]
     private let index: [String: Int]
 
     /// Builds a key ring and checks that it is coherent.
@@ -50,13 +53,16 @@ public struct KeyRing: Sendable {
     ///     default signing key when there are several.
     ///   - activeKeyIdentifiersByApp: app-specific signing keys.
     ///   - revokedKeyIdentifiers: compromised keys.
+    ///   - revokedKeysNotLoaded: the public keys of revoked keys, remembered; those whose files are among `keys`
+    ///     are left out.
     /// - Throws: ``OfferSigningError`` `unknownKey` when an active key is not among `keys`, `noSigningKey` when
     ///   an active key is revoked, `conflictingKey` when one identifier names two different keys.
     public init(
         keys: [Entry],
         activeKeyIdentifier: String? = nil,
         activeKeyIdentifiersByApp: [String: String] = [:],
-        revokedKeyIdentifiers: Set<String> = []
+        revokedKeyIdentifiers: Set<String> = [],
+        revokedKeysNotLoaded: [VerificationKey] = []
     ) throws(OfferSigningError) {
         var unique: [String: Entry] = [:]
         for entry in keys {
@@ -98,6 +104,9 @@ public struct KeyRing: Sendable {
         self.activeKeyIdentifier = defaultActive
         self.activeKeyIdentifiersByApp = activeKeyIdentifiersByApp
         self.revokedKeyIdentifiers = revokedKeyIdentifiers
+        self.revokedKeysNotLoaded = revokedKeysNotLoaded
+            .filter { index[$0.keyIdentifier] == nil && revokedKeyIdentifiers.contains($0.keyIdentifier) }
+            .sorted { $0.keyIdentifier < $1.keyIdentifier }
     }
 
     /// An empty ring: nothing signs, nothing verifies.
@@ -112,8 +121,9 @@ public struct KeyRing: Sendable {
 
     /// The state of a key, or `nil` if the ring does not hold it.
     public func state(of keyIdentifier: String) -> KeyState? {
-        guard index[keyIdentifier] != nil else { return nil }
+        // A revoked key stays revoked when its file is removed: its old signatures say so.
         if revokedKeyIdentifiers.contains(keyIdentifier) { return .revoked }
+        guard index[keyIdentifier] != nil else { return nil }
         if keyIdentifier == activeKeyIdentifier || activeKeyIdentifiersByApp.values.contains(keyIdentifier) {
             return .active
         }
@@ -139,6 +149,6 @@ public struct KeyRing: Sendable {
     /// The key that verifies signatures made under `keyIdentifier`, or `nil` if unknown. Revoked keys are
     /// returned too; callers decide (``LegacyOfferVerifier`` reports them as not valid).
     public func verificationKey(for keyIdentifier: String) -> VerificationKey? {
-        entry(for: keyIdentifier)?.key.verificationKey
+        entry(for: keyIdentifier)?.key.verificationKey ?? revokedKeysNotLoaded.first { $0.keyIdentifier == keyIdentifier }
     }
 }

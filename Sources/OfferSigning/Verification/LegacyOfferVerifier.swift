@@ -63,11 +63,11 @@ public enum LegacyOfferVerifier {
         guard OfferTimestamp.millisecondRange.contains(bundle.timestamp) else {
             return fail("invalid_field", "timestamp must be Unix time in milliseconds, between 0 and 253402300799999 (year 9999).")
         }
-        guard let key, key.keyIdentifier == bundle.keyIdentifier else {
-            return fail("unknown_key", "No key \(bundle.keyIdentifier) is known to this service.")
-        }
         if keyState == .revoked {
             return fail("key_revoked", "Key \(bundle.keyIdentifier) is revoked: its signatures are no longer valid.")
+        }
+        guard let key, key.keyIdentifier == bundle.keyIdentifier else {
+            return fail("unknown_key", "No key \(bundle.keyIdentifier) is known to this service.")
         }
         guard let der = Data(base64Encoded: bundle.signature),
               let signature = try? P256.Signing.ECDSASignature(derRepresentation: der)
