@@ -160,7 +160,7 @@ public struct FakeAppStore: Sendable {
     }
 
     /// The bearer token, if it is what Apple requires; `nil` otherwise.
-    private static func checkedToken(_ request: Request, keys: JWTKeyCollection, bundleIdentifier: String) async -> String? {
+    static func checkedToken(_ request: Request, keys: JWTKeyCollection, bundleIdentifier: String) async -> String? {
         guard let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer ") else { return nil }
         let token = String(authorization.dropFirst("Bearer ".count))
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
