@@ -73,11 +73,11 @@ struct VerifyCommand: AsyncParsableCommand {
     }
 
     /// What an offline check cannot know: whether the service has since revoked or retired the key.
-    static let offlineWarning = "Checked against the key given only: this command does not know the key's state on the service (revoked, retired). Set OFFER_SIGNER_DATABASE_URL (or OFFER_SIGNER_STATE_FILE) as the service has it, or ask the service: POST /v1/offers/verify, or offer-signer keys list --url."
+    static let offlineWarning = "Checked against the key given only: this command does not know the key's state on the service (revoked, retired). Set \(variable: .databaseUrl) (or \(variable: .stateFile)) as the service has it, or ask the service: POST /v1/offers/verify, or offer-signer keys list --url."
 
     /// An unknown key, offline: unknown to the keys given, not to the service.
     static func unknownKeyMessage(_ keyIdentifier: String?) -> String {
-        "No key \(keyIdentifier ?? "(none named)") is among the keys given (--key-file, --public-key-file or the OFFER_SIGNER_KEY_* and OFFER_SIGNER_KEYS_DIR environment); the service may still know it — ask it with POST /v1/offers/verify."
+        "No key \(keyIdentifier ?? "(none named)") is among the keys given (--key-file, --public-key-file or the \(ConfigurationVariable.keyVariable("*")) and \(variable: .keysDir) environment); the service may still know it — ask it with POST /v1/offers/verify."
     }
 
     /// A compact JWS given bare, as `{"signature": …}`, or as the JWS answer `sign` and POST /v1/offers/sign return
