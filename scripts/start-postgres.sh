@@ -5,9 +5,17 @@
 #
 # Installs Debian's postgresql package if no server is installed. Data lives in $PGDATA_DIR
 # (default /tmp/offer-signer-pg); the server listens on 127.0.0.1:$PGPORT (default 54329). Logs go to stderr.
+#
+# max_connections is $PG_MAX_CONNECTIONS (default 500), not PostgreSQL's 100, which the suite exhausted
+# ("remaining connection slots are reserved"): Swift Testing runs every test at once, and about 110 of them open
+# a PostgreSQL store (a test's own, a replica's), each pool bounded to 4 connections by the tests' URL
+# (pool_max_conns, Backend.postgresStoreURL in Tests/*): 440 at most, 16 more for the warm-up test's two
+# server-sized pools (8 each), the rest for the live checks run after the suite (two replicas of 8) and psql. A
+# server already running with fewer is restarted with it (its clients are disconnected).
 set -euo pipefail
 port=${PGPORT:-54329}
 data=${PGDATA_DIR:-/tmp/offer-signer-pg}
+max_connections=${PG_MAX_CONNECTIONS:-500}
 url="postgres://offersigner:offersigner@127.0.0.1:$port/offersigner"
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -28,10 +36,17 @@ if [ ! -f "$data/PG_VERSION" ]; then
   [ "$(id -u)" = 0 ] && chown postgres "$data"
   run_pg "'$bindir/initdb' -D '$data' -U postgres --auth=trust" >&2
 fi
-if ! run_pg "'$bindir/pg_ctl' -D '$data' status" >/dev/null 2>&1; then
-  run_pg "'$bindir/pg_ctl' -D '$data' -o \"-p $port -k /tmp -c listen_addresses=127.0.0.1\" -l '$data/server.log' -w start" >&2
-fi
 psql() { "$bindir/psql" -h 127.0.0.1 -p "$port" -U postgres -v ON_ERROR_STOP=1 -qtA "$@"; }
+options="-p $port -k /tmp -c listen_addresses=127.0.0.1 -c max_connections=$max_connections"
+if ! run_pg "'$bindir/pg_ctl' -D '$data' status" >/dev/null 2>&1; then
+  run_pg "'$bindir/pg_ctl' -D '$data' -o \"$options\" -l '$data/server.log' -w start" >&2
+else
+  current=$(psql -c "SHOW max_connections" 2>/dev/null || echo 0)
+  if [ "$current" -lt "$max_connections" ]; then
+    echo "restarting PostgreSQL: max_connections is $current, the tests need $max_connections" >&2
+    run_pg "'$bindir/pg_ctl' -D '$data' -o \"$options\" -l '$data/server.log' -m fast -w restart" >&2
+  fi
+fi
 [ "$(psql -c "SELECT 1 FROM pg_roles WHERE rolname='offersigner'")" = 1 ] || psql -c "CREATE ROLE offersigner LOGIN PASSWORD 'offersigner'" >&2
 [ "$(psql -c "SELECT 1 FROM pg_database WHERE datname='offersigner'")" = 1 ] || psql -c "CREATE DATABASE offersigner OWNER offersigner" >&2
 echo "export OFFER_SIGNER_TEST_DATABASE_URL=$url"

@@ -197,7 +197,7 @@ enum RequestLoggingMiddlewareProbe {
         case .sqlite:
             store = try await makeOfferStore(databaseURL: "sqlite:\(folder.appendingPathComponent("scan.sqlite").path)", logger: logger)
         case .postgres:
-            store = try await makeOfferStore(databaseURL: try #require(StoreBackend.postgresURL), logger: logger)
+            store = try await makeOfferStore(databaseURL: try #require(StoreBackend.postgresStoreURL), logger: logger)
         }
         var options = TestCertificateChain.Options()
         options.leafValidity = Date().addingTimeInterval(-365 * 86_400)...Date().addingTimeInterval(365 * 86_400)

@@ -18,6 +18,14 @@ import OfferApplication
 enum StoreBackend: String, Sendable, CustomTestStringConvertible {
     case sqlite, postgres
     static let postgresURL = ProcessInfo.processInfo.environment["OFFER_SIGNER_TEST_DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    /// The URL a test's store opens: `postgresURL` with its pool bounded to `connectionsPerStore` connections
+    /// (`pool_max_conns`), unless the URL bounds it itself. The suite runs its PostgreSQL tests at once, a store
+    /// each (two for a replica); `scripts/start-postgres.sh` sizes the server's `max_connections` for them.
+    static var postgresStoreURL: String? {
+        postgresURL.map { url in url.contains("pool_max_conns=") ? url : url + (url.contains("?") ? "&" : "?") + "pool_max_conns=\(connectionsPerStore)" }
+    }
+    /// Enough for a test's concurrent requests (a customer's lock serializes them anyway) and a nested lease.
+    static let connectionsPerStore = 4
     static var available: [StoreBackend] { postgresURL == nil ? [.sqlite] : [.sqlite, .postgres] }
     var testDescription: String { rawValue }
 
@@ -27,7 +35,7 @@ enum StoreBackend: String, Sendable, CustomTestStringConvertible {
             let file = ScratchFolder.sqliteFile("offer-signer-it")
             return try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"))
         case .postgres:
-            return try await makeOfferStore(databaseURL: try #require(Self.postgresURL), logger: Logger(label: "test"))
+            return try await makeOfferStore(databaseURL: try #require(Self.postgresStoreURL), logger: Logger(label: "test"))
         }
     }
 }

@@ -11,6 +11,14 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case sqlite, postgres
 
     static let postgresURL = ProcessInfo.processInfo.environment["OFFER_SIGNER_TEST_DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    /// The URL a test's store opens: `postgresURL` with its pool bounded to `connectionsPerStore` connections
+    /// (`pool_max_conns`), unless the URL bounds it itself. The suite runs its PostgreSQL tests at once, a store
+    /// each (two for a replica); `scripts/start-postgres.sh` sizes the server's `max_connections` for them.
+    static var postgresStoreURL: String? {
+        postgresURL.map { url in url.contains("pool_max_conns=") ? url : url + (url.contains("?") ? "&" : "?") + "pool_max_conns=\(connectionsPerStore)" }
+    }
+    /// Enough for a test's concurrent requests (a customer's lock serializes them anyway) and a nested lease.
+    static let connectionsPerStore = 4
     static var available: [Backend] { postgresURL == nil ? [.sqlite] : [.sqlite, .postgres] }
 
     var testDescription: String { rawValue }
@@ -22,7 +30,7 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
             let file = path ?? ScratchFolder.sqliteFile("offer-store")
             return (try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test")), file)
         case .postgres:
-            return (try await makeOfferStore(databaseURL: try #require(Self.postgresURL), logger: Logger(label: "test")), nil)
+            return (try await makeOfferStore(databaseURL: try #require(Self.postgresStoreURL), logger: Logger(label: "test")), nil)
         }
     }
 }

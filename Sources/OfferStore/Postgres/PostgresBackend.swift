@@ -40,7 +40,8 @@ final class PostgresBackend: SQLStoreBackend {
 
     /// Connects (lazily: the first query opens the first connection).
     /// `keepingConnectionsOpen` (a server): connections stay open an hour after their last use, instead of a
-    /// minute, and ``warmUp()`` opens and prepares ``connectionLimit`` of them.
+    /// minute, and ``warmUp()`` opens and prepares the pool's maximum of them (``connectionLimit`` unless the URL's
+    /// `pool_max_conns` says otherwise).
     init(configuration: PostgresClient.Configuration, logger: Logger, keepingConnectionsOpen: Bool = false) {
         var configuration = configuration
         // Not a minimum the pool must keep: should the server refuse some connections, a pool below its minimum
@@ -52,7 +53,7 @@ final class PostgresBackend: SQLStoreBackend {
         let client = PostgresClient(configuration: configuration, eventLoopGroup: eventLoops, backgroundLogger: logger)
         self.client = client
         self.logger = logger
-        self.connectionsKeptOpen = keepingConnectionsOpen ? Self.connectionLimit : 0
+        self.connectionsKeptOpen = keepingConnectionsOpen ? configuration.options.maximumConnections : 0
         self.preparedAnswerStatements = PostgresAnswers.statements(client)
         self.retentionAnswersWriter = { answers in try await PostgresAnswers.recordRetentionAnswers(answers, client: client) }
         self.running = Task { await client.run() }
@@ -90,10 +91,12 @@ final class PostgresBackend: SQLStoreBackend {
         }
     }
 
-    /// The connections a store opens at most (a server opens them all at start-up: ``warmUp()``).
+    /// The connections a store opens at most unless its URL's `pool_max_conns` says otherwise (a server opens them all
+    /// at start-up: ``warmUp()``).
     static let connectionLimit = 8
 
-    /// Parses `postgres://USER:PASSWORD@HOST:PORT/DATABASE[?sslmode=disable|prefer|require]`.
+    /// Parses `postgres://USER:PASSWORD@HOST:PORT/DATABASE[?sslmode=disable|prefer|require][&pool_max_conns=N]`
+    /// (`pool_max_conns`: the pool's connections at most, 1 to 100, ``connectionLimit`` by default).
     /// - Throws: ``OfferStoreError`` `invalidDatabaseURL`, never repeating the password.
     static func configuration(databaseURL: String) throws(OfferStoreError) -> PostgresClient.Configuration {
         guard let components = URLComponents(string: databaseURL), let host = components.host, !host.isEmpty,
@@ -118,6 +121,12 @@ final class PostgresBackend: SQLStoreBackend {
             host: host, port: components.port ?? 5432, username: user, password: components.password,
             database: database.isEmpty ? nil : database, tls: tls)
         configuration.options.maximumConnections = connectionLimit
+        if let text = components.queryItems?.first(where: { $0.name == "pool_max_conns" })?.value {
+            guard let count = Int(text), (1...100).contains(count) else {
+                throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL: pool_max_conns is the number of connections the pool opens at most, 1 to 100 (\(connectionLimit) when not given).")
+            }
+            configuration.options.maximumConnections = count
+        }
         return configuration
     }
 
