@@ -300,6 +300,7 @@ let package = Package(
             dependencies: [
                 "OfferStore", .product(name: "Logging", package: "swift-log"), .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -186,7 +186,7 @@ final class PostgresBackend: SQLStoreBackend {
     }
 
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        try await client.withConnection { connection in try await body(connection.sql(queryLogLevel: nil)) }
+        try await client.withConnection { connection in try await body(OpenConnectionDatabase(connection)) }
     }
 
     func write<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {

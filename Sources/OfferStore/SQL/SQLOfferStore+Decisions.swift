@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import OfferModel
 import SQLKit
 
@@ -7,7 +8,32 @@ extension SQLOfferStore {
     // MARK: the decision log (schema version 9)
 
     func logDecision(_ decision: PolicyDecisionRecord) {
-        decisionRecorder.submit(decision) { _ in }  // a failed batch is logged by the writer
+        decisionRecorder.submit(decision) { result in
+            // Logged by the writer (a batch given up) or the queue (full); counted here, one a decision.
+            guard case .failure(let error) = result else { return }
+            Counter(label: "offer_signer_decision_log_dropped_total",
+                    dimensions: [("reason", error is GroupCommitQueueFull ? "queue_full" : "not_written")]).increment()
+        }
+    }
+
+    /// The decision log's writer rides out a store that refuses connections or statements for a few seconds: a
+    /// failed batch is written again after 0.1, 0.5 and 2 s (four attempts, idempotent: the decisions are keyed,
+    /// the snapshots upserted), and at most 10,000 decisions (about 10 MB) wait meanwhile. A batch given up, or a
+    /// decision refused by a full queue, is logged and counted (`offer_signer_decision_log_dropped_total`).
+    static func decisionLogRetry(logger: Logger, delays: [Duration] = [.milliseconds(100), .milliseconds(500), .seconds(2)], maximumQueued: Int = 10_000) -> BatchRetry {
+        BatchRetry(
+            delays: delays, maximumQueued: maximumQueued,
+            failed: { error, count, attempt, retryAfter in
+                let metadata: Logger.Metadata = ["count": "\(count)", "attempt": "\(attempt)", "error": "\(error)"]
+                if let retryAfter {
+                    logger.warning("policy decision batch not written yet; retrying", metadata: metadata.merging(["retry_in": "\(retryAfter)"]) { $1 })
+                } else {
+                    logger.error("policy decision batch not logged", metadata: metadata)
+                }
+            },
+            full: { queued in
+                logger.error("policy decisions not logged: the decision log's queue is full while the store fails or falls behind; each is counted in offer_signer_decision_log_dropped_total", metadata: ["queued": "\(queued)"])
+            })
     }
 
     func flushDecisionLog() async {
@@ -15,39 +41,36 @@ extension SQLOfferStore {
     }
 
     /// Writes one batch of decisions in one transaction: each distinct snapshot once (its `last_used_at` moved to
-    /// the newest decision using it), then the decisions in one multi-row INSERT.
-    static func writeDecisions(_ records: [PolicyDecisionRecord], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
+    /// the newest decision using it), then the decisions in one multi-row INSERT. Idempotent: written again after a
+    /// failure whose outcome is unknown (a connection lost at `COMMIT`), nothing is doubled. A failure is logged by
+    /// the queue's retry (``decisionLogRetry(logger:delays:maximumQueued:)``).
+    static func writeDecisions(_ records: [PolicyDecisionRecord], backend: any SQLStoreBackend) async throws -> [(any Error)?] {
         var snapshots: [String: (facts: String, lastUsedAt: Int64)] = [:]
         for record in records {
             let newest = max(snapshots[record.factsHash]?.lastUsedAt ?? .min, record.decidedAt)
             snapshots[record.factsHash] = (record.factsSnapshot, newest)
         }
         let facts = snapshots.sorted { $0.key < $1.key }
-        do {
-            try await backend.transaction { database in
-                try await database.insert(into: "decision_facts").columns("hash", "facts", "last_used_at")
-                    .rows(facts.map { [SQLBind($0.key), SQLBind($0.value.facts), SQLBind($0.value.lastUsedAt)] as [any SQLExpression] })
-                    .onConflict(with: ["hash"]) { update in
-                        update.set("last_used_at", to: SQLRaw(
-                            "CASE WHEN excluded.last_used_at > decision_facts.last_used_at THEN excluded.last_used_at ELSE decision_facts.last_used_at END"))
-                    }
-                    .run()
-                try await database.insert(into: "policy_decisions")
-                    .columns("decided_at", "id", "channel", "bundle_identifier", "product_identifier", "offer_identifier",
-                             "retention_entry", "customer_hash", "policy_version", "granted", "reasons", "lookback_seconds", "facts_hash")
-                    .rows(records.map { record -> [any SQLExpression] in
-                        [SQLBind(record.decidedAt), SQLBind(record.identifier), SQLBind(record.channel),
-                         SQLBind(record.bundleIdentifier), SQLBind(record.productIdentifier), SQLBind(record.offerIdentifier),
-                         SQLBind(record.retentionEntry), SQLBind(record.customerHash), SQLBind(record.policyVersion),
-                         SQLBind(Int64(record.granted ? 1 : 0)), SQLBind(record.reasons), SQLBind(record.lookbackSeconds),
-                         SQLBind(record.factsHash)]
-                    })
-                    .ignoringConflicts(with: ["decided_at", "id"])
-                    .run()
-            }
-        } catch {
-            logger.error("policy decision batch not logged", metadata: ["count": "\(records.count)", "error": "\(error)"])
-            throw error
+        try await backend.transaction { database in
+            try await database.insert(into: "decision_facts").columns("hash", "facts", "last_used_at")
+                .rows(facts.map { [SQLBind($0.key), SQLBind($0.value.facts), SQLBind($0.value.lastUsedAt)] as [any SQLExpression] })
+                .onConflict(with: ["hash"]) { update in
+                    update.set("last_used_at", to: SQLRaw(
+                        "CASE WHEN excluded.last_used_at > decision_facts.last_used_at THEN excluded.last_used_at ELSE decision_facts.last_used_at END"))
+                }
+                .run()
+            try await database.insert(into: "policy_decisions")
+                .columns("decided_at", "id", "channel", "bundle_identifier", "product_identifier", "offer_identifier",
+                         "retention_entry", "customer_hash", "policy_version", "granted", "reasons", "lookback_seconds", "facts_hash")
+                .rows(records.map { record -> [any SQLExpression] in
+                    [SQLBind(record.decidedAt), SQLBind(record.identifier), SQLBind(record.channel),
+                     SQLBind(record.bundleIdentifier), SQLBind(record.productIdentifier), SQLBind(record.offerIdentifier),
+                     SQLBind(record.retentionEntry), SQLBind(record.customerHash), SQLBind(record.policyVersion),
+                     SQLBind(Int64(record.granted ? 1 : 0)), SQLBind(record.reasons), SQLBind(record.lookbackSeconds),
+                     SQLBind(record.factsHash)]
+                })
+                .ignoringConflicts(with: ["decided_at", "id"])
+                .run()
         }
         return Array(repeating: nil, count: records.count)
     }

@@ -44,16 +44,21 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
         var recentBatches = (1, 1)
         /// The writer's start was handed to a caller (``submit(_:startWhenReady:completion:)``) and has not run.
         var startPending = false
+        /// Items are being refused (``BatchRetry/maximumQueued``) since the writer last took a batch.
+        var refusing = false
 
         /// Whether either of the last two batches held more than one record.
         var underLoad: Bool { recentBatches.0 > 1 || recentBatches.1 > 1 }
     }
 
-    private enum SubmitOutcome { case refuse, wait, startWriter, startWriterWhenReady }
+    private enum SubmitOutcome { case refuse, refuseFull(queued: Int, first: Bool), wait, startWriter, startWriterWhenReady }
 
     private let state = Mutex(State())
     private let maximumBatch: Int
     private let writer: Writer
+    /// A failed batch's retries and the bound on what waits meanwhile; `nil`: a failed batch fails its callers at
+    /// once, and nothing bounds the queue (its callers wait for their outcome, so they are bounded themselves).
+    private let retry: BatchRetry?
     /// Items per batch written (docs/observability.md): near 1 when idle, growing with load.
     private let batchSize = Recorder(label: "offer_signer_store_commit_batch_size")
 
@@ -62,20 +67,29 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
         self.init(maximumBatch: maximumBatch, executor: nil, run: { batches in await batches(write) })
     }
 
+    /// A queue whose writer is a task on the shared pool, retrying a failed batch and bounding what is queued as
+    /// `retry` says (the decision log, whose callers do not wait).
+    convenience init(maximumBatch: Int, retry: BatchRetry, write: @escaping Write) {
+        self.init(maximumBatch: maximumBatch, executor: nil, retry: retry, run: { batches in await batches(write) })
+    }
+
     /// A queue whose writer is a task, on `executor` when given, each of its runs set up by `run`.
-    init(maximumBatch: Int, executor: (any TaskExecutor)?, run: @escaping Run) {
+    init(maximumBatch: Int, executor: (any TaskExecutor)?, retry: BatchRetry? = nil, run: @escaping Run) {
         self.maximumBatch = maximumBatch
         self.writer = .task(run, executor)
+        self.retry = retry
     }
 
     /// A queue whose writer runs on `queue` (serial), calling `write` there for each batch.
     init(maximumBatch: Int, queue: DispatchQueue, write: @escaping BlockingWrite) {
         self.maximumBatch = maximumBatch
         self.writer = .queue(queue, write)
+        self.retry = nil
     }
 
     /// Queues `item` and calls `completion` once it is written, with its own error or its batch's — without
-    /// a task of the caller's (the event-loop signing path). `completion` runs on the writer's thread.
+    /// a task of the caller's (the event-loop signing path). `completion` runs on the writer's thread; a queue
+    /// holding its ``BatchRetry/maximumQueued`` items refuses `item` at once (``GroupCommitQueueFull``).
     ///
     /// `startWhenReady`: when `item` finds no writer running while records arrive together (one of the last two
     /// batches held more than one), the writer's start is handed to it, to run once the caller has queued what else
@@ -86,6 +100,10 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
     func submit(_ item: Item, startWhenReady: StartWhenReady? = nil, completion: @escaping Completion) {
         let next = state.withLock { state -> SubmitOutcome in
             if state.closed { return .refuse }
+            if let retry, state.waiting.count >= retry.maximumQueued {
+                defer { state.refusing = true }
+                return .refuseFull(queued: state.waiting.count, first: !state.refusing)
+            }
             state.waiting.append(item)
             state.completions.append(completion)
             if state.flushing { return .wait }
@@ -96,6 +114,9 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
         }
         switch next {
         case .refuse: completion(.failure(OfferStoreError(code: .unavailable, message: "The store is closed.")))
+        case .refuseFull(let queued, let first):
+            if first { retry?.full(queued) }
+            completion(.failure(GroupCommitQueueFull(queued: queued)))
         case .wait: break
         case .startWriter: startWriter()
         case .startWriterWhenReady: startWhenReady? { self.startPendingWriter() }
@@ -154,13 +175,25 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
 
     private func writeUntilEmpty(_ write: Write) async {
         while let (items, completions) = nextBatch() {
-            let outcomes: Result<[(any Error)?], any Error>
+            complete(completions, await attempts(of: items, write))
+        }
+    }
+
+    /// Writes `items`, and again after each of the retry's delays while it fails (none once the queue is closed).
+    private func attempts(of items: [Item], _ write: Write) async -> Result<[(any Error)?], any Error> {
+        var attempt = 1
+        while true {
             do {
-                outcomes = .success(try await write(items))
+                return .success(try await write(items))
             } catch {
-                outcomes = .failure(error)
+                guard let retry else { return .failure(error) }
+                let closed = state.withLock { $0.closed }
+                let delay = closed || attempt > retry.delays.count ? nil : retry.delays[attempt - 1]
+                retry.failed(error, items.count, attempt, delay)
+                guard let delay else { return .failure(error) }
+                try? await Task.sleep(for: delay)
+                attempt += 1
             }
-            complete(completions, outcomes)
         }
     }
 
@@ -192,6 +225,7 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
                 state.completions.removeFirst(items.count)
             }
             guard items.isEmpty else {
+                state.refusing = false
                 state.recentBatches = (items.count, state.recentBatches.0)
                 return (items, completions, [CheckedContinuation<Void, Never>]())
             }
