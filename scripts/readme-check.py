@@ -15,6 +15,10 @@ The block between `<!-- securing:begin -->` and `<!-- securing:end -->` ("Securi
 bundle identifier and a generated key in the environment, as "Running it for real" sets them: it must print a
 signed legacy bundle, and the same request without the API key must get 401.
 
+The block between `<!-- real:begin -->` and `<!-- real:end -->` ("Running it for real") runs as a script with a
+generated key in its keys folder and examples/policy.yaml: it must print a bundle signed under the policy (a
+customer-service grant, then the offer it allows), and the same request again must get 403.
+
 http://127.0.0.1:8080 is replaced by the address of the server under test.
 """
 import json
@@ -139,6 +143,37 @@ except (IndexError, ValueError):
 report(signed, "securing ", script.strip(), "a signed legacy bundle for com.example.app", result.stdout + result.stderr[-2000:])
 report(lines[-1:] == ["401"], "securing ", "the same request without the API key", "401", lines[-1] if lines else "")
 
+# "Running it for real": the block as a script, with a generated key in its keys folder and the repository's
+# examples/policy.yaml: it must print a bundle signed under the policy with that key, and the same request again
+# must be refused (the grant is spent).
+block = between(readme, "<!-- real:begin -->", "<!-- real:end -->")
+script = re.search(r"```sh\n(.*?)```", block, re.S).group(1)
+port = harness.free_port()
+key_id = "READMEREAL"
+repository = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+env = {name: value for name, value in os.environ.items() if not name.startswith("OFFER_SIGNER_")}
+env.update(PATH=os.path.dirname(binary) + os.pathsep + os.environ.get("PATH", ""), OFFER_SIGNER_PORT=str(port))
+again = (f"\necho; curl -s -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{port}/v1/offers/sign -H \"Authorization: Bearer $BACKEND_KEY\" "
+         """-H 'Content-Type: application/json' -d '{"productIdentifier":"com.example.monthly","offerIdentifier":"sorry_free_month","applicationUsername":"first-customer"}'""")
+with tempfile.TemporaryDirectory(prefix="offer-signer-readme-real-") as folder:
+    keys = os.path.join(folder, "keys")
+    os.mkdir(keys)
+    subprocess.run([binary, "keys", "generate", "--output", os.path.join(keys, f"SubscriptionKey_{key_id}.p8")], check=True, capture_output=True)
+    shell = ('trap \'kill $(jobs -p) 2>/dev/null; wait\' EXIT\n'
+             + script.replace("http://127.0.0.1:8080", f"http://127.0.0.1:{port}")
+             .replace("/secure/offer-signer-keys", keys).replace("examples/policy.yaml", os.path.join(repository, "examples", "policy.yaml"))
+             + again + "\n")
+    result = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120, env=env, cwd=folder)
+lines = result.stdout.strip().splitlines()
+try:
+    bundle = json.loads(lines[0])
+    signed = (bundle.get("format"), bundle.get("bundleIdentifier"), bundle.get("keyIdentifier"), bundle.get("offerIdentifier"), bundle.get("applicationUsername")) == \
+        ("legacy", "com.example.app", key_id, "sorry_free_month", "first-customer") and bool(bundle.get("signature"))
+except (IndexError, ValueError):
+    signed = False
+report(signed, "for real ", script.strip(), "a bundle signed under examples/policy.yaml with the folder's key", result.stdout + result.stderr[-2000:])
+report(lines[-1:] == ["403"], "for real ", "the same request again (the grant is spent)", "403", lines[-1] if lines else "")
+
 print(f"\n{failures} of {checks} README check(s) failed" if failures else
-      f"\nall {checks} README checks print what the README says: the quick start twice ({len(steps)} commands each), and \"Securing it\"")
+      f"\nall {checks} README checks print what the README says: the quick start twice ({len(steps)} commands each), \"Securing it\" and \"Running it for real\"")
 sys.exit(1 if failures else 0)
