@@ -5,6 +5,7 @@ import AppStoreTestSupport
 import Crypto
 import Foundation
 import HTTPTypes
+import Logging
 import Testing
 
 /// The Retention Messaging client against a stand-in of Apple's API on loopback: every limit checked before sending,
@@ -241,6 +242,24 @@ import Testing
         }
     }
 
+    @Test func theTokenIsNeverLogged() async throws {
+        let fake = FakeRetentionMessaging(appKey: P256.Signing.PrivateKey())   // refuses every token: the error path logs
+        let lines = CapturedLines()
+        try await fake.run { port in
+            var logger = Logger(label: "test") { _ in CapturingHandler(lines: lines) }
+            logger.logLevel = .trace
+            let client = try self.client(port: port, .production, logger: logger)
+            await fake.state.inject("GET image/list", [.error(.tooManyRequests, code: 4_290_000, headers: [("Retry-After", "0")])])
+            _ = await Self.error { _ = try await client.images() }
+            let error = await Self.error { _ = try await client.messages() }
+            #expect(error?.code == .unauthorized)
+            #expect(!(error?.message.contains("eyJ") ?? true))
+        }
+        let logged = lines.all
+        #expect(!logged.isEmpty)
+        #expect(!logged.contains { $0.contains("eyJ") || $0.contains("Bearer") })   // a JWT starts with eyJ
+    }
+
     // MARK: - Apple's rules, enforced by the stand-in
 
     @Test func uploadsAreNotIdempotent() async throws {
@@ -395,14 +414,17 @@ import Testing
 
     static let options = RetentionMessagingClient.Options(timeout: .seconds(10), maximumRetryAfter: .seconds(5), maximumAttempts: 3, rateLimit: .off)
 
-    private func client(port: Int, _ environment: AppStoreEnvironment, options: RetentionMessagingClient.Options = options) throws -> RetentionMessagingClient {
+    private func client(
+        port: Int, _ environment: AppStoreEnvironment, options: RetentionMessagingClient.Options = options,
+        logger: Logger = Logger(label: "test")
+    ) throws -> RetentionMessagingClient {
         var configuration = AppStoreServerAPIConfiguration(
             keyIdentifier: FakeAppStore.keyIdentifier, privateKeyPEM: appKey.pemRepresentation, issuerId: FakeAppStore.issuerId,
             bundleIdentifier: TestPayloads.bundleIdentifier)
         configuration.baseURLs = .init(production: "http://localhost:\(port)/production", sandbox: "http://localhost:\(port)/sandbox")
         configuration.retry.initialBackoff = .milliseconds(10)
         configuration.retry.maximumBackoff = .milliseconds(50)
-        return try RetentionMessagingClient(configuration: configuration, environment: environment, options: options)
+        return try RetentionMessagingClient(configuration: configuration, environment: environment, options: options, logger: logger)
     }
 
     /// The error `body` throws, if it is one of this client's.
@@ -434,4 +456,28 @@ import Testing
 private actor Polls {
     var count = 0
     func add(_ result: RetentionPerformanceTestResult) { count += 1 }
+}
+
+/// Every log line and its metadata, as text.
+private final class CapturedLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func add(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
+}
+
+private struct CapturingHandler: LogHandler {
+    let lines: CapturedLines
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
+        let all = self.metadata.merging(extra ?? [:]) { $1 }
+        lines.add("\(message) \(all.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " "))")
+    }
 }
