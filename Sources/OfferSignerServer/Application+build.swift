@@ -101,7 +101,7 @@ public func buildRouter(
             AdminPolicyRoutes(service: service).register(on: admin)
         }
         // The console: never on the public port (docs/console.md).
-        ConsoleRoutes(service: service, keyManager: keyManager, adminTokens: adminTokens, failures: failures, sessions: ConsoleSessions())
+        ConsoleRoutes(service: service, keyManager: keyManager, adminTokens: adminTokens, failures: failures, sessions: ConsoleSessions(store: service.store))
             .register(on: router)
     }
     allowedMethods.record(router.routes.map { (path: $0.path.description, method: $0.method.rawValue) })

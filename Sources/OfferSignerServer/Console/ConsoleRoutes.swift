@@ -27,7 +27,7 @@ struct ConsoleRoutes {
             Response(status: .ok, headers: [.contentType: "image/svg+xml"], body: .init(byteBuffer: ByteBuffer(string: ConsoleLayout.icon)))
         }
         console.get("/login") { request, context in
-            if let cookieValue = ConsoleSessions.cookieValue(in: request), await sessions.session(cookieValue) != nil {
+            if let cookieValue = ConsoleSessions.cookieValue(in: request), try await sessions.session(cookieValue) != nil {
                 return Response(status: .seeOther, headers: [.location: "/console"])
             }
             return Self.loginPage(message: nil).response()
@@ -36,7 +36,7 @@ struct ConsoleRoutes {
 
         let signedIn = console.group().add(middleware: ConsoleSessionMiddleware(sessions: sessions))
         signedIn.post("/logout") { request, context in
-            if let cookieValue = ConsoleSessions.cookieValue(in: request) { await sessions.end(cookieValue) }
+            if let cookieValue = ConsoleSessions.cookieValue(in: request) { try await sessions.end(cookieValue) }
             context.logger.notice("console sign-out", metadata: ["admin": "\(context.adminName ?? "-")"])
             return Response(status: .seeOther, headers: [
                 .location: "/console/login", .setCookie: ConsoleSessions.setCookie(nil, secure: ConsoleSessions.isSecure(request)),
@@ -94,7 +94,7 @@ struct ConsoleRoutes {
                 : "That is not an admin token."
             return Self.loginPage(message: message).response(status: .forbidden)
         }
-        let (cookieValue, _) = await sessions.start(admin: admin)
+        let (cookieValue, _) = try await sessions.start(admin: admin)
         var context = context
         context.adminName = admin  // for the access log
         context.logger.notice("console sign-in", metadata: ["admin": "\(admin)", "client": "\(client)"])
