@@ -198,7 +198,8 @@ import Testing
             let error = await Self.error { _ = try await client.messages() }
             #expect(error?.code == .rateLimited)
             #expect(error?.appleErrorCode == 4_290_000)
-            #expect(ContinuousClock.now - started < .seconds(2))
+            // Refused at once rather than after the 120 s Retry-After (bounded generously: a loaded machine is slow).
+            #expect(ContinuousClock.now - started < .seconds(60))
             #expect(await fake.state.count("GET message/list") == 1)
         }
     }

@@ -14,6 +14,10 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     /// The URL a test's store opens: `postgresURL` with its pool bounded to `connectionsPerStore` connections
     /// (`pool_max_conns`), unless the URL bounds it itself. The suite runs its PostgreSQL tests at once, a store
     /// each (two for a replica); `scripts/start-postgres.sh` sizes the server's `max_connections` for them.
+    /// How long a test's store waits for the database: the whole suite runs at once on two cores, so a connection
+    /// can take longer than the service's default bound (2 s), which the outage tests check on stores of their own.
+    static let testStoreTimeout: Duration = .seconds(30)
+
     static var postgresStoreURL: String? {
         postgresURL.map { url in url.contains("pool_max_conns=") ? url : url + (url.contains("?") ? "&" : "?") + "pool_max_conns=\(connectionsPerStore)" }
     }
@@ -28,9 +32,9 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
         switch self {
         case .sqlite:
             let file = path ?? ScratchFolder.sqliteFile("offer-store")
-            return (try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test")), file)
+            return (try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"), timeout: Self.testStoreTimeout), file)
         case .postgres:
-            return (try await makeOfferStore(databaseURL: try #require(Self.postgresStoreURL), logger: Logger(label: "test")), nil)
+            return (try await makeOfferStore(databaseURL: try #require(Self.postgresStoreURL), logger: Logger(label: "test"), timeout: Self.testStoreTimeout), nil)
         }
     }
 }
