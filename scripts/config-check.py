@@ -68,8 +68,46 @@ check(tool.returncode == 0, f"eligibility explain runs ({tool.returncode}: {tool
 check("appAppleId" not in tool.stdout + tool.stderr and "are refused" not in tool.stdout + tool.stderr, "a tool that opens the store does not print the appAppleId warning")
 
 
-# A port already in use: serve stops with 78 and says so, without a cancellation's dump before it.
+# One server per SQLite file: a second serve on it stops with 78 naming the first's PID; the tools still read it.
 import socket
+import time
+import urllib.request
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+first_port = free_port()
+first_log = open(f"{work}/first-serve.log", "w")
+first = subprocess.Popen([binary, "serve"], env=dict(base, OFFER_SIGNER_PORT=str(first_port)), stdout=first_log, stderr=subprocess.STDOUT)
+deadline = time.monotonic() + 60
+up = False
+while not up and time.monotonic() < deadline and first.poll() is None:
+    try:
+        up = urllib.request.urlopen(f"http://127.0.0.1:{first_port}/healthz", timeout=2).status == 200
+    except OSError:
+        time.sleep(0.2)
+check(up, f"a first serve on the SQLite file starts ({first.poll()})")
+second = run("serve", env=dict(base, OFFER_SIGNER_PORT=str(free_port())))
+check(second.returncode == 78 and f"in use by another offer-signer serve (PID {first.pid})" in second.stderr
+      and "OFFER_SIGNER_DATABASE_URL" in second.stderr,
+      f"a second serve on the same SQLite file: exit 78 naming the first's PID ({second.returncode}: {second.stderr.strip()[-300:]})")
+beside = run("eligibility", "explain", "--username", "user-0001", env=dict(base, OFFER_SIGNER_POLICY=policy))
+check(beside.returncode == 0, f"eligibility explain reads the file while the server holds it ({beside.returncode}: {beside.stderr.strip()[:200]})")
+first.terminate()
+check(first.wait(timeout=30) == 0, "the first serve stops on SIGTERM")
+first_log.close()
+after = subprocess.Popen([binary, "serve"], env=dict(base, OFFER_SIGNER_PORT=str(free_port())), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+time.sleep(3)
+running = after.poll() is None
+after.terminate()
+_, after_err = after.communicate(timeout=30)
+check(running and "in use by another" not in after_err, "once the first has stopped, the next serve takes the file")
+
+# A port already in use: serve stops with 78 and says so, without a cancellation's dump before it.
 holder = socket.socket()
 holder.bind(("127.0.0.1", 0))
 holder.listen()

@@ -23,14 +23,18 @@ let storeWarmUpTimeout: Duration = .seconds(5)
 /// Opens the store `OFFER_SIGNER_DATABASE_URL` names (if any) and the App Store verification of every app
 /// that can verify (Production needs the app's appAppleId): what `serve`, `eligibility explain` and
 /// `notifications import` share. `serving` (the server): PostgreSQL's connections are opened and prepared before
-/// the first request and kept open (``OfferStore/warmUp()``); the tools open theirs on demand.
-/// - Throws: ``ConfigurationError`` when the store cannot be opened.
+/// the first request and kept open (``OfferStore/warmUp()``), and a SQLite file is taken for this process
+/// (``SQLiteFileLock``: a second server on it stops with the first's PID); the tools open theirs on demand and share
+/// the file. Every call waits at most `OFFER_SIGNER_STORE_TIMEOUT` for the database (``makeOfferStore``).
+/// - Throws: ``ConfigurationError`` when the store cannot be opened or another server holds the SQLite file.
 public func openStore(configuration: ServiceConfiguration, logger: Logger, serving: Bool = false) async throws -> ((any OfferStore)?, NotificationIngestor?) {
     guard let url = configuration.databaseURL else { return (nil, nil) }
     let store: any OfferStore
     do {
         guard let opened = try await withDeadline(storeStartupTimeout, { () async throws -> any OfferStore in
-            let store = try await makeOfferStore(databaseURL: url, logger: logger, migrating: false, keepingConnectionsOpen: serving)
+            let store = try await makeOfferStore(
+                databaseURL: url, logger: logger, migrating: false, keepingConnectionsOpen: serving, timeout: configuration.storeTimeout,
+                exclusive: serving)
             try await store.ping()
             return store
         }) else {

@@ -17,6 +17,8 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
     case issuerId = "offerSigner.issuerId"
     case policy = "offerSigner.policy"
     case databaseUrl = "offerSigner.databaseUrl"
+    /// How long a request waits for the store (a PostgreSQL connection, a SQLite file's lock) before 503.
+    case storeTimeout = "offerSigner.storeTimeout"
     case environments = "offerSigner.environments"
     case appAppleId = "offerSigner.appAppleId"
     case trustedRoots = "offerSigner.trustedRoots"

@@ -54,6 +54,7 @@ extension ServiceConfiguration {
         case .port: "\(port)"
         case .policy: "none: every well-formed request is signed"
         case .databaseUrl: databaseURL ?? "none"
+        case .storeTimeout: ConfigReader.describe(storeTimeout)
         case .environments: environments.map(\.rawValue).sorted().joined(separator: ",")
         case .trustedRoots: "the bundled Apple Root CA - G3"
         case .adminTokens: isDemo && !adminTokens.isEmpty ? "the demo's own admin, demo, with the public token serve --demo prints" : "none: /admin refuses every request"

@@ -83,6 +83,10 @@ extension ServiceConfiguration {
         return .milliseconds(milliseconds)
     }
 
+    package static func storeTimeout(_ config: ConfigReader) throws(ConfigurationError) -> Duration {
+        try config.duration(.storeTimeout, in: .milliseconds(100)...(.seconds(60)), note: "for example 2s or 500ms") ?? .seconds(2)
+    }
+
     package static func decisionLogDays(_ config: ConfigReader) throws(ConfigurationError) -> Int {
         try config.integer(.decisionLogDays, in: 1...PolicyDryRun.maximumDays, unit: "days") ?? 90
     }

@@ -67,6 +67,9 @@ public struct ServiceConfiguration: Sendable {
     /// `OFFER_SIGNER_RETENTION_DEADLINE`: how long a retention request may take before the fallback message is
     /// answered (Apple gives up after 700 ms).
     public var retentionDeadline: Duration = .milliseconds(500)
+    /// `OFFER_SIGNER_STORE_TIMEOUT`: how long a call waits for the database — a PostgreSQL connection, another
+    /// process's lock on a SQLite file — before the request is answered 503 `store_unavailable`.
+    public var storeTimeout: Duration = .seconds(2)
     /// `OFFER_SIGNER_APP_STORE_CLOCK_SKEW`: seconds an App Store `signedDate` may be from now — a real-time
     /// retention request either way, a notification ahead (docs/retention.md, docs/notifications.md).
     public var appStoreClockSkew: TimeInterval = NotificationIngestor.defaultClockSkew
@@ -213,6 +216,7 @@ public struct ServiceConfiguration: Sendable {
         }
         self.connectionLimits = try Self.connectionLimits(config)
         self.retentionDeadline = try Self.retentionDeadline(config)
+        self.storeTimeout = try Self.storeTimeout(config)
         self.appStoreClockSkew = try Self.appStoreClockSkew(config)
         self.decisionLogDays = try Self.decisionLogDays(config)
         self.clientAuth = try Self.clientAuth(config)

@@ -10,18 +10,17 @@ import PostgresNIO
 /// and its claims, in batches.
 enum PostgresAnswers {
     /// The backend's ``PreparedAnswerStatements`` over `client`.
-    static func statements(_ client: PostgresClient) -> PreparedAnswerStatements {
+    static func statements(_ client: PostgresConnections) -> PreparedAnswerStatements {
         PreparedAnswerStatements(
             customers: { originalTransactionId in
                 var customers: [CustomerKey] = []
-                for try await (bundle, username) in try await client.execute(Customers(originalTransactionId: originalTransactionId)) {
+                for (bundle, username) in try await client.execute(Customers(originalTransactionId: originalTransactionId)) {
                     customers.append(CustomerKey(bundleIdentifier: bundle, applicationUsername: username))
                 }
                 return customers
             },
             factsAndAnswer: { key, answerKey in
-                for try await row in try await client.execute(FactsAndAnswer(key: key, answerKey: answerKey)) { return row }
-                return (nil, nil)
+                try await client.execute(FactsAndAnswer(key: key, answerKey: answerKey)).first ?? (nil, nil)
             },
             claim: { claims in try await claim(claims, client: client) })
     }
@@ -44,7 +43,7 @@ enum PostgresAnswers {
     /// statement then writes nothing), each claim is made alone, in order, as a SQLite file's log writer does: only
     /// that one fails, and a later claim of its key may take it. Should the connection fail then, the claims made
     /// alone before are written and the rest are told their outcome is unknown.
-    static func claim(_ claims: [AnswerClaim], client: PostgresClient) async throws -> [(any Error)?] {
+    static func claim(_ claims: [AnswerClaim], client: PostgresConnections) async throws -> [(any Error)?] {
         var outcomes = [(any Error)?](repeating: nil, count: claims.count)
         var keys = Set<String>()
         var firsts: [Int] = []  // the positions of each key's first claim
@@ -53,7 +52,7 @@ enum PostgresAnswers {
         }
         do {
             var recorded = Set<SQLOfferStore.RecordIdentity>()
-            for try await (timestamp, nonce) in try await client.execute(ClaimBatch(claims: firsts.map { claims[$0] })) {
+            for (timestamp, nonce) in try await client.execute(ClaimBatch(claims: firsts.map { claims[$0] })) {
                 recorded.insert(SQLOfferStore.RecordIdentity(timestamp: timestamp, nonce: nonce))
             }
             for index in firsts where !recorded.contains(SQLOfferStore.RecordIdentity(claims[index].record)) {
@@ -63,8 +62,7 @@ enum PostgresAnswers {
         } catch let error as PSQLError where error.isUniqueViolation {
             for (index, claim) in claims.enumerated() {
                 do {
-                    var claimed = false
-                    for try await _ in try await client.execute(ClaimBatch(claims: [claim])) { claimed = true }
+                    let claimed = try await !client.execute(ClaimBatch(claims: [claim])).isEmpty
                     outcomes[index] = claimed ? nil : AnswerAlreadyStored()
                 } catch let error as PSQLError where error.isUniqueViolation {
                     // The claim skips a key taken; only the record's (timestamp, nonce) can refuse the statement.
@@ -142,8 +140,8 @@ enum PostgresAnswers {
 
     /// Records a batch of retention answers (``SQLOfferStore/writeRetentionAnswers(_:backend:logger:)``) in one
     /// round trip: a call of ``recordRetentionAnswersFunction``, its own transaction, durable when it returns.
-    static func recordRetentionAnswers(_ answers: [RetentionAnswerRecord], client: PostgresClient) async throws {
-        for try await _ in try await client.execute(RecordRetentionAnswers(answers: answers)) {}
+    static func recordRetentionAnswers(_ answers: [RetentionAnswerRecord], client: PostgresConnections) async throws {
+        _ = try await client.execute(RecordRetentionAnswers(answers: answers))
     }
 
     /// The function schema version 12 creates: the outcome lock of each subscription in the batch, in one order

@@ -9,12 +9,12 @@ import Synchronization
 
 /// The shared database: PostgreSQL, for several replicas behind a load balancer.
 ///
-/// Owns a postgres-nio `PostgresClient` (a connection pool) and runs it in a task of its own from `init` until
-/// ``close()``, on an event-loop thread of its own where the group-commit writer runs too. Commits are durable with
-/// PostgreSQL's default `synchronous_commit = on`.
+/// Owns a postgres-nio `PostgresClient` (a connection pool, through ``PostgresConnections``: every lease waits at most
+/// the store's wait limit, and a fresh pool serves as soon as the database answers after an outage) and runs it in a
+/// task of its own from `init` until ``close()``, on an event-loop thread of its own where the group-commit writer
+/// runs too. Commits are durable with PostgreSQL's default `synchronous_commit = on`.
 final class PostgresBackend: SQLStoreBackend {
-    private let client: PostgresClient
-    private let running: Task<Void, Never>
+    private let connections: PostgresConnections
     private let logger: Logger
     /// The connections ``warmUp()`` opens and prepares the hot statements on (a pool that keeps them open; else none).
     private let connectionsKeptOpen: Int
@@ -42,7 +42,8 @@ final class PostgresBackend: SQLStoreBackend {
     /// `keepingConnectionsOpen` (a server): connections stay open an hour after their last use, instead of a
     /// minute, and ``warmUp()`` opens and prepares the pool's maximum of them (``connectionLimit`` unless the URL's
     /// `pool_max_conns` says otherwise).
-    init(configuration: PostgresClient.Configuration, logger: Logger, keepingConnectionsOpen: Bool = false) {
+    /// `waitLimit`: how long a statement waits for a connection before it fails `unavailable` (``PostgresConnections``).
+    init(configuration: PostgresClient.Configuration, logger: Logger, keepingConnectionsOpen: Bool = false, waitLimit: Duration = defaultStoreTimeout) {
         var configuration = configuration
         // Not a minimum the pool must keep: should the server refuse some connections, a pool below its minimum
         // queues every lease until it has them all.
@@ -50,13 +51,12 @@ final class PostgresBackend: SQLStoreBackend {
         let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         self.eventLoops = eventLoops
         self.batchExecutor = EventLoopTaskExecutor(eventLoops.next())
-        let client = PostgresClient(configuration: configuration, eventLoopGroup: eventLoops, backgroundLogger: logger)
-        self.client = client
+        let connections = PostgresConnections(configuration: configuration, eventLoopGroup: eventLoops, logger: logger, waitLimit: waitLimit)
+        self.connections = connections
         self.logger = logger
         self.connectionsKeptOpen = keepingConnectionsOpen ? configuration.options.maximumConnections : 0
-        self.preparedAnswerStatements = PostgresAnswers.statements(client)
-        self.retentionAnswersWriter = { answers in try await PostgresAnswers.recordRetentionAnswers(answers, client: client) }
-        self.running = Task { await client.run() }
+        self.preparedAnswerStatements = PostgresAnswers.statements(connections)
+        self.retentionAnswersWriter = { answers in try await PostgresAnswers.recordRetentionAnswers(answers, client: connections) }
     }
 
     /// Opens the connections the pool keeps open (``connectionsKeptOpen``) and prepares the signing and retention paths'
@@ -73,8 +73,8 @@ final class PostgresBackend: SQLStoreBackend {
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<count {
-                    group.addTask { [client, logger] in
-                        try await client.withConnection { connection in
+                    group.addTask { [connections, logger] in
+                        try await connections.withConnection { connection in
                             try await PostgresAnswers.prepare(on: connection, logger: logger)
                             try await PostgresIssuedBatch.prepare(on: connection, logger: logger)
                             leased.count.withLock { $0 += 1 }
@@ -168,14 +168,22 @@ final class PostgresBackend: SQLStoreBackend {
     /// one connection leased for the run (a lease and release per batch would also start and cancel the pool's
     /// idle and keep-alive timers, tasks on the shared pool, each time).
     var issuedSignatureBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.BatchInsert) async -> Void) async -> Void)? {
-        { [client] batches in
+        { [connections] batches in
             do {
-                try await client.withConnection { connection in
+                try await connections.withConnection { connection in
+                    let failed = RunConnection()
                     await batches { records in
-                        // A connection that closed during the run (the server ended it): this batch and the rest
-                        // of the run lease one each, as a run would.
-                        guard connection.isClosed else { return try await PostgresIssuedBatch.insert(records, connection: connection) }
-                        return try await client.withConnection { try await PostgresIssuedBatch.insert(records, connection: $0) }
+                        // A connection that closed during the run (the server ended it), or failed a batch (it may be
+                        // closing, not closed yet): this batch and the rest of the run lease one each, as a run would.
+                        guard connection.isClosed || failed.failed.withLock({ $0 }) else {
+                            do {
+                                return try await PostgresIssuedBatch.insert(records, connection: connection)
+                            } catch {
+                                failed.failed.withLock { $0 = true }
+                                throw error
+                            }
+                        }
+                        return try await connections.withConnection { try await PostgresIssuedBatch.insert(records, connection: $0) }
                     }
                 }
             } catch {
@@ -186,7 +194,7 @@ final class PostgresBackend: SQLStoreBackend {
     }
 
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        try await client.withConnection { connection in try await body(OpenConnectionDatabase(connection)) }
+        try await connections.withConnection { connection in try await body(OpenConnectionDatabase(connection)) }
     }
 
     func write<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
@@ -204,8 +212,7 @@ final class PostgresBackend: SQLStoreBackend {
     }
 
     func close() async throws {
-        running.cancel()
-        await running.value
+        await connections.close()
         try await eventLoops.shutdownGracefully()
     }
 }
@@ -213,6 +220,11 @@ final class PostgresBackend: SQLStoreBackend {
 /// How many of ``PostgresBackend/warmUp()``'s leases hold a connection.
 private final class LeaseCount: Sendable {
     let count = Mutex(0)
+}
+
+/// Whether a batch failed on the connection a writer's run leased.
+private final class RunConnection: Sendable {
+    let failed = Mutex(false)
 }
 
 extension PSQLError {

@@ -31,6 +31,8 @@ final class SQLiteBackend: SQLStoreBackend {
     private let logWriter: SQLiteLogWriter?
     /// The flush of a file's WAL after a write (`nil` in memory: nothing is durable).
     private let walFlush: SQLiteWALFlush?
+    /// A server's hold on its file (``SQLiteFileLock``); `nil` for the tools, which share it, and in memory.
+    private let fileLock: SQLiteFileLock?
 
     let name = "SQLite"
     let beginTransaction = "BEGIN IMMEDIATE"
@@ -45,7 +47,14 @@ final class SQLiteBackend: SQLStoreBackend {
 
     /// Opens (or creates) the database.
     /// - Parameter path: the file; `nil` for an in-memory database (tests, `serve --demo`).
-    init(path: String?, logger: Logger) async throws {
+    /// - Parameters:
+    ///   - busyTimeout: how long a statement waits for another process's lock on the file before it fails
+    ///     `unavailable` (`OFFER_SIGNER_STORE_TIMEOUT`).
+    ///   - exclusive: take the file for this process (``SQLiteFileLock``, a server): fails with `storeInUse` when
+    ///     another holds it.
+    init(path: String?, logger: Logger, busyTimeout: Duration = defaultStoreTimeout, exclusive: Bool = false) async throws {
+        fileLock = try path.flatMap { path in exclusive ? try SQLiteFileLock(databasePath: path) : nil }
+        let busy = "PRAGMA busy_timeout=\(SQLiteLogWriter.milliseconds(busyTimeout))"
         do {
             if let path {
                 writer = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
@@ -53,7 +62,7 @@ final class SQLiteBackend: SQLStoreBackend {
                 // Commits write the WAL without flushing it; ``write(_:)`` waits for a flush after the write gate is
                 // released (``SQLiteWALFlush``), so a writer's lock is not held through the disk's flush.
                 _ = try await writer.query("PRAGMA synchronous=NORMAL")
-                _ = try await writer.query("PRAGMA busy_timeout=5000")
+                _ = try await writer.query(busy)
                 // A statement inside `BEGIN IMMEDIATE` that may fail alone (an INSERT a unique index refuses)
                 // keeps a statement journal (the pages it changes, to undo that statement); past 64 KiB SQLite
                 // spills it to a temporary file — several writes a batch, ~10 µs a signature measured when batches
@@ -63,16 +72,16 @@ final class SQLiteBackend: SQLStoreBackend {
                 var connections: [SQLiteConnection] = []
                 for _ in 0..<SQLiteReaders.count {
                     let reader = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
-                    _ = try await reader.query("PRAGMA busy_timeout=5000")
+                    _ = try await reader.query(busy)
                     connections.append(reader)
                 }
                 readers = SQLiteReaders(connections)
                 let background = try await SQLiteConnection.open(
                     storage: .file(path: path), threadPool: BackgroundLane.shared.threadPool, logger: logger,
                     on: MultiThreadedEventLoopGroup.singleton.any())
-                _ = try await background.query("PRAGMA busy_timeout=5000")
+                _ = try await background.query(busy)
                 backgroundReader = background
-                logWriter = SQLiteLogWriter(path: path)
+                logWriter = SQLiteLogWriter(path: path, busyTimeout: busyTimeout)
                 walFlush = SQLiteWALFlush(path: path)
             } else {
                 writer = try await SQLiteConnection.open(storage: .memory, logger: logger)
@@ -154,6 +163,7 @@ final class SQLiteBackend: SQLStoreBackend {
             for reader in readers?.connections ?? [] { try await reader.close() }
             try await writer.close()
         }
+        fileLock?.release()
     }
 }
 

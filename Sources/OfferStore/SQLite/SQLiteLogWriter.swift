@@ -26,6 +26,8 @@ final class SQLiteLogWriter: @unchecked Sendable {
     /// The queue every use of the connection runs on (``writeOnQueue(_:)`` is called on it by the group commit).
     let queue = DispatchQueue(label: "offer-signer.sqlite-log-writer")
     private let path: String
+    /// `PRAGMA busy_timeout`: how long a batch waits for another process's lock on the file.
+    private let busyTimeout: Duration
     private var connection: OpaquePointer?
     private var begin: OpaquePointer?
     private var insert: OpaquePointer?
@@ -36,9 +38,17 @@ final class SQLiteLogWriter: @unchecked Sendable {
     private var rollback: OpaquePointer?
     private var closed = false
 
-    /// - Parameter path: the SQLite file; opened at the first batch (after the migrations have made the table).
-    init(path: String) {
+    /// - Parameters:
+    ///   - path: the SQLite file; opened at the first batch (after the migrations have made the table).
+    ///   - busyTimeout: how long a batch waits for another process's lock on the file before it fails.
+    init(path: String, busyTimeout: Duration = defaultStoreTimeout) {
         self.path = path
+        self.busyTimeout = busyTimeout
+    }
+
+    /// A duration in whole milliseconds (`PRAGMA busy_timeout`'s unit), at least 1.
+    static func milliseconds(_ duration: Duration) -> Int {
+        max(1, Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000))
     }
 
     /// Writes `records` in one transaction; one outcome per record (`nil`: written, or `duplicateNonce`). Throws
@@ -236,7 +246,7 @@ final class SQLiteLogWriter: @unchecked Sendable {
         do {
             // As the store's writer connection: durable at COMMIT, wait for another process's lock, keep the
             // statement journal (one INSERT's undo) in memory.
-            for pragma in ["PRAGMA synchronous=FULL", "PRAGMA busy_timeout=5000", "PRAGMA temp_store=MEMORY"] {
+            for pragma in ["PRAGMA synchronous=FULL", "PRAGMA busy_timeout=\(Self.milliseconds(busyTimeout))", "PRAGMA temp_store=MEMORY"] {
                 try check(sqlite_nio_sqlite3_exec(connection, pragma, nil, nil, nil))
             }
             begin = try prepare("BEGIN IMMEDIATE")
