@@ -35,6 +35,7 @@ if [ "$mode" = beside-load ]; then
   # The release build (or OFFER_SIGNER_BIN), $work, a signing key, $work/post.lua, a free $port, the server's
   # configuration exported (API keys: the offline commands below accept them too), wait_up and load.
   . scripts/bench-setup.sh
+  trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT  # bench-setup's, without failing when no job is left
   BIN=$bin
   export OFFER_SIGNER_ADMIN_TOKENS=bench:bench-admin-token-0123456789abcdef
 else
@@ -104,6 +105,7 @@ PY
 
 # SQLite: the binary creates the schema (an empty replay), SQL fills it.
 db="$work/bench.sqlite"
+: > "$db"  # the read-only tools refuse a file that does not exist; an empty one they migrate
 OFFER_SIGNER_DATABASE_URL="sqlite:$db" "$BIN" policy dry-run "$work/candidate.yaml" > /dev/null
 sqlite3 "$db" "PRAGMA wal_checkpoint(TRUNCATE);" > /dev/null
 before=$(sqlite3 "$db" "PRAGMA page_count;")
