@@ -171,15 +171,15 @@ final class PostgresBackend: SQLStoreBackend {
         { [connections] batches in
             do {
                 try await connections.withConnection { connection in
-                    let failed = RunConnection()
                     await batches { records in
-                        // A connection that closed during the run (the server ended it), or failed a batch (it may be
-                        // closing, not closed yet): this batch and the rest of the run lease one each, as a run would.
-                        guard connection.isClosed || failed.failed.withLock({ $0 }) else {
+                        // A connection that closed during the run (the server ended it): this batch and the rest
+                        // of the run lease one each, as a run would. One a batch found ended is closed at once, so
+                        // that the pool does not lend it to the next run before it has seen it close.
+                        guard connection.isClosed else {
                             do {
                                 return try await PostgresIssuedBatch.insert(records, connection: connection)
-                            } catch {
-                                failed.failed.withLock { $0 = true }
+                            } catch let error as PSQLError where PostgresConnections.endsConnection(error) {
+                                try? await connection.close()
                                 throw error
                             }
                         }
@@ -220,11 +220,6 @@ final class PostgresBackend: SQLStoreBackend {
 /// How many of ``PostgresBackend/warmUp()``'s leases hold a connection.
 private final class LeaseCount: Sendable {
     let count = Mutex(0)
-}
-
-/// Whether a batch failed on the connection a writer's run leased.
-private final class RunConnection: Sendable {
-    let failed = Mutex(false)
 }
 
 extension PSQLError {

@@ -96,9 +96,16 @@ final class PostgresConnections: Sendable {
                             leased.set()
                             client.hold()
                             defer { client.release() }
-                            let value = try await body(connection)
-                            client.completed()
-                            return value
+                            do {
+                                let value = try await body(connection)
+                                client.completed()
+                                return value
+                            } catch let error as PSQLError where Self.endsConnection(error) {
+                                // postgres-nio may hand the connection out again before it has seen it close (a
+                                // FATAL message is delivered before the socket's end): closed here, it is not.
+                                try? await connection.close()
+                                throw error
+                            }
                         })
                     }
                     // The clock: a quarter of the limit without a connection, or half of it with one, sets off a
@@ -292,6 +299,12 @@ final class PostgresConnections: Sendable {
     /// An error of the connection rather than of the statement (the server went away, or could not be reached).
     private static func isLostConnection(_ error: PSQLError) -> Bool {
         [.serverClosedConnection, .connectionError, .uncleanShutdown].contains(error.code)
+    }
+
+    /// An error after which the connection is of no use: lost, or ended by the server (a FATAL or PANIC message,
+    /// e.g. `pg_terminate_backend`, a shutdown).
+    static func endsConnection(_ error: PSQLError) -> Bool {
+        isLostConnection(error) || ["FATAL", "PANIC"].contains(error.serverInfo?[.severity] ?? "")
     }
 
     /// `2s`, `1500ms`.
