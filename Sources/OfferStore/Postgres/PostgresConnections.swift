@@ -195,7 +195,9 @@ final class PostgresConnections: Sendable {
     private func suspect(_ suspicion: Suspicion, of client: Client) {
         state.withLock { state in
             guard !state.closed, state.checking == nil, state.down == nil, state.current === client else { return }
-            state.checking = Task { await self.check(suspicion, of: client) }
+            // Detached: the check is the store's, not the request's that happened to set it off (its log lines carry no
+            // request ID).
+            state.checking = Task.detached { await self.check(suspicion, of: client) }
         }
     }
 
