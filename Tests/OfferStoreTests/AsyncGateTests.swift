@@ -92,4 +92,21 @@ import Testing
         }
         #expect(order.withLock { $0 } == ["task", "thread"])
     }
+
+    @Test("a task's bounded wait for the gate ends at its limit without the gate; the next waiter still gets it in turn")
+    func boundedWaitEnds() async throws {
+        let gate = AsyncGate()
+        await gate.acquire()
+        let start = ContinuousClock.now
+        let bounded = Task { await gate.acquire(within: .milliseconds(100)) }
+        let unbounded = Task { await gate.acquire(within: nil) }
+        #expect(await bounded.value == false)
+        let waited = ContinuousClock.now - start
+        #expect(waited >= .milliseconds(90) && waited < .seconds(1), "waited \(waited)")
+        gate.release()
+        #expect(await unbounded.value == true)  // the gate went to the waiter still queued
+        await #expect(throws: AsyncGateTimedOut.self) { try await gate.withGate(within: .milliseconds(10)) {} }
+        gate.release()
+        #expect(try await gate.withGate(within: .milliseconds(10)) { 7 } == 7)
+    }
 }

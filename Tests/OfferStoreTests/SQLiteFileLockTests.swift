@@ -52,7 +52,7 @@ import Testing
         try await next.close()
     }
 
-    @Test("a write waits at most the store timeout for a lock another connection holds on the file, then fails unavailable")
+    @Test("a write waits at most the store timeout for a lock another connection holds on the file, then fails unavailable; writes queued behind it do not wait in turn")
     func lockedFileIsBounded() async throws {
         let file = ScratchFolder.sqliteFile("busy")
         let store = try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"), timeout: .milliseconds(300))
@@ -86,6 +86,19 @@ import Testing
             let took = ContinuousClock.now - start
             #expect(took >= .milliseconds(250) && took < .seconds(1), "\(what): failed after \(took)")
         }
+
+        // Writes queued behind one that waits for the lock do not wait in turn: each gives up within twice the bound.
+        let took = await withTaskGroup(of: Duration.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    let start = ContinuousClock.now
+                    _ = try? await store.updateCustomer(CustomerKey(bundleIdentifier: app, applicationUsername: "queued-\(index)")) { $0.grants = [] }
+                    return ContinuousClock.now - start
+                }
+            }
+            return await group.reduce(into: [Duration]()) { $0.append($1) }
+        }
+        #expect(took.count == 8 && took.allSatisfy { $0 < .milliseconds(1200) }, "queued writes failed after \(took.max() ?? .zero)")
 
         release.withLock { $0 = true }
         try await holder.value

@@ -33,6 +33,8 @@ final class SQLiteBackend: SQLStoreBackend {
     private let walFlush: SQLiteWALFlush?
     /// A server's hold on its file (``SQLiteFileLock``); `nil` for the tools, which share it, and in memory.
     private let fileLock: SQLiteFileLock?
+    /// How long a write waits for another process's lock (`busy_timeout`), and for its turn at the write gate.
+    private let busyTimeout: Duration
 
     let name = "SQLite"
     let beginTransaction = "BEGIN IMMEDIATE"
@@ -54,6 +56,7 @@ final class SQLiteBackend: SQLStoreBackend {
     ///     another holds it.
     init(path: String?, logger: Logger, busyTimeout: Duration = defaultStoreTimeout, exclusive: Bool = false) async throws {
         fileLock = try path.flatMap { path in exclusive ? try SQLiteFileLock(databasePath: path) : nil }
+        self.busyTimeout = busyTimeout
         let busy = "PRAGMA busy_timeout=\(SQLiteLogWriter.milliseconds(busyTimeout))"
         do {
             if let path {
@@ -133,7 +136,14 @@ final class SQLiteBackend: SQLStoreBackend {
     func write<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await BackgroundLane.leaving { () async throws -> T in
             let writer = self.writer
-            let value = try await writeGate.withGate { try await body(writer.sql(queryLogLevel: nil)) }
+            let value: T
+            do {
+                // A file's writes wait for each other at most the store's bound, as for another process's lock:
+                // behind a write blocked on a locked file, a queue of writes fails in turn instead of growing.
+                value = try await writeGate.withGate(within: walFlush == nil ? nil : busyTimeout) { try await body(writer.sql(queryLogLevel: nil)) }
+            } catch is AsyncGateTimedOut {
+                throw OfferStoreError(code: .unavailable, message: "SQLite store: the file's writes did not get their turn within \(SQLiteLogWriter.milliseconds(busyTimeout)) ms (is another process holding it locked?).")
+            }
             try await walFlush?.flush()
             return value
         }
