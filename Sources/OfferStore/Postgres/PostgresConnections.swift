@@ -143,7 +143,13 @@ final class PostgresConnections: Sendable {
             }
         } catch is LeaseTimedOut {
             suspect(.noConnection, of: client)
-            throw OfferStoreError(code: .unavailable, message: "PostgreSQL store: no connection to the database within \(Self.describe(limit)).")
+            throw OfferStoreError(code: .unavailable, message: "PostgreSQL store: no connection to the database within \(Self.describe(limit)); check that it runs, that this host can reach it, and the host and port in the URL.")
+        } catch where !leased.isSet {
+            // The lease failed: the pool was closed as the database was found down (or the store closed).
+            throw state.withLock { state in
+                state.down.map { Self.downError($0, probeInterval: probeInterval) }
+                    ?? OfferStoreError(code: .unavailable, message: "PostgreSQL store: no connection to the database.")
+            }
         } catch let error as PSQLError where Self.isLostConnection(error) {
             suspect(.slowOrLost, of: client)
             throw error
@@ -178,12 +184,7 @@ final class PostgresConnections: Sendable {
     private func take() throws(OfferStoreError) -> Client {
         let taken = state.withLock { state -> Result<Client, OfferStoreError> in
             if state.closed { return .failure(OfferStoreError(code: .unavailable, message: "PostgreSQL store: the store is closed.")) }
-            if let down = state.down {
-                let seconds = Double((ContinuousClock.now - down.since).components.seconds)
-                return .failure(OfferStoreError(
-                    code: .unavailable,
-                    message: "PostgreSQL store: the database has not answered for \(Int(seconds)) s (\(down.reason)); retried every \(Self.describe(probeInterval))."))
-            }
+            if let down = state.down { return .failure(Self.downError(down, probeInterval: probeInterval)) }
             state.current.begin()
             return .success(state.current)
         }
@@ -296,6 +297,14 @@ final class PostgresConnections: Sendable {
         } catch {
             return "the database's port did not accept a connection"
         }
+    }
+
+    /// What a call is told while the database is down.
+    private static func downError(_ down: (since: ContinuousClock.Instant, reason: String), probeInterval: Duration) -> OfferStoreError {
+        let seconds = (ContinuousClock.now - down.since).components.seconds
+        return OfferStoreError(
+            code: .unavailable,
+            message: "PostgreSQL store: the database has not answered for \(seconds) s (\(down.reason)), tried again every \(describe(probeInterval)); check that it runs, that this host can reach it, and the host and port in the URL.")
     }
 
     /// An error of the connection rather than of the statement (the server went away, or could not be reached).
