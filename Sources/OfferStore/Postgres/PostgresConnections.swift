@@ -15,14 +15,17 @@ import Synchronization
 ///   `store_unavailable` at the edge); one that has waited a quarter of it, or whose work on its connection has taken
 ///   half of it, or whose connection was lost, sets off a check;
 /// - a check (at most one at a time) connects to the server's port (refused: down at once), then opens one connection
-///   with a fresh client, within ``probeLimit``. When it cannot,
-///   the database is **down**: every lease fails at once, the pool's connections are closed (a statement stuck on a
-///   connection to a host that went silent fails then, instead of when TCP gives up), and a fresh client tries again
-///   every ``probeInterval`` until one connects; that client then serves. When it can, the database answers: a pool
-///   that gave no connection although it had some free (stuck in its backoff) is replaced by the fresh client, and a
-///   busy pool (all its connections leased) is left to its callers.
+///   with a fresh client, within ``probeLimit``. When it cannot, and no other work completed on the pool meanwhile
+///   (a server at its connection limit refuses new connections and serves the open ones), the database is **down**:
+///   every lease fails at once, the pool's connections are closed (a statement stuck on a connection to a host that
+///   went silent fails then, instead of when TCP gives up), and the port and a fresh connection are tried every
+///   ``probeInterval`` until one answers; a fresh pool then serves. When it can, the database answers: a pool that
+///   gave no connection within the limit although it had some free (stuck in its backoff) is replaced by a fresh one,
+///   and a busy pool (all its connections leased) is left to its callers.
 ///
-/// A replaced client is closed once its last lease ends, so a long statement on it (a report) finishes.
+/// A replaced pool is closed once its last lease ends, so a long statement on it (a report) finishes. A connection
+/// the server ended (a FATAL message) is closed before it goes back to the pool, which could otherwise lend it again
+/// before it has seen it close.
 final class PostgresConnections: Sendable {
     /// How long a lease waits for a connection before it fails.
     let waitLimit: Duration
@@ -51,15 +54,15 @@ final class PostgresConnections: Sendable {
 
     /// What set a check off.
     private enum Suspicion {
-        /// A lease waited its whole limit for a connection.
+        /// A lease waited its whole limit for a connection (the pool is replaced if the database answers).
         case noConnection
-        /// A leased connection's work has taken half the limit, or failed as a lost connection does.
+        /// A lease has waited a quarter of the limit, a leased connection's work has taken half of it, or a connection
+        /// was lost (nothing is replaced if the database answers).
         case slowOrLost
     }
 
-    /// - Parameters:
-    ///   - waitLimit: how long a lease waits for a connection (`OFFER_SIGNER_STORE_TIMEOUT`).
-    ///   - probeLimit: how long a check waits for a fresh connection; at most `waitLimit` halved, at most a second.
+    /// - Parameter waitLimit: how long a lease waits for a connection (`OFFER_SIGNER_STORE_TIMEOUT`); a check waits
+    ///   half of it for a fresh connection (``probeLimit``), at most a second.
     init(configuration: PostgresClient.Configuration, eventLoopGroup: any EventLoopGroup, logger: Logger, waitLimit: Duration) {
         self.configuration = configuration
         self.eventLoopGroup = eventLoopGroup
