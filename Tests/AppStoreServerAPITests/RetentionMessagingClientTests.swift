@@ -479,8 +479,8 @@ private struct CapturingHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
-        let all = self.metadata.merging(extra ?? [:]) { $1 }
-        lines.add("\(message) \(all.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " "))")
+    func log(event: LogEvent) {
+        let all = self.metadata.merging(event.metadata ?? [:]) { $1 }
+        lines.add("\(event.message) \(all.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " "))")
     }
 }

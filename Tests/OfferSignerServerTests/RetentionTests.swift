@@ -35,7 +35,7 @@ struct RetentionFixture {
 
     /// `replicaOf`: another replica of that fixture's service (same app, key, chain and database, its own store
     /// connection and service), for the checks that must hold across replicas sharing PostgreSQL.
-    init(_ backend: StoreBackend, deadline: Duration = .seconds(5), slowStore: Duration? = nil, fallback: Bool = true, replicaOf other: RetentionFixture? = nil) async throws {
+    init(_ backend: StoreBackend, deadline: Duration = .seconds(20), slowStore: Duration? = nil, fallback: Bool = true, replicaOf other: RetentionFixture? = nil) async throws {
         bundle = other?.bundle ?? "com.example.rm-\(UUID().uuidString.prefix(8).lowercased())"
         store = try await backend.open()
         key = try other?.key ?? SigningKey.generate(keyIdentifier: "TESTKEY001")
