@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import OfferApplication
+import OfferSigning
 import OfferStore
 
 /// One signed-in admin of the console.
@@ -93,7 +94,7 @@ actor ConsoleSessions {
 
     private static func digest(_ value: String) -> SHA256.Digest { SHA256.hash(data: Data(value.utf8)) }
 
-    private static func hex(_ value: String) -> String { digest(value).map { String(format: "%02x", $0) }.joined() }
+    private static func hex(_ value: String) -> String { digest(value).hexString }
 
     /// 32 bytes from the system's secure random generator, base64url without padding.
     static func randomToken() -> String {

@@ -53,7 +53,7 @@ public struct VerificationKey: Sendable, Hashable {
 
 extension Sequence where Element == UInt8 {
     /// Lower-case hexadecimal.
-    var hexString: String {
+    package var hexString: String {
         let digits: [UInt8] = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(64)
