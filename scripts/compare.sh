@@ -14,10 +14,26 @@
 #   scripts/compare.sh [seconds per round, 10] [connections, 32] [rounds, 3]
 #   OFFER_SIGNER_BIN_B=path/to/other/offer-signer scripts/compare.sh …   (an A/B of two builds in the same rounds)
 #
+# Policy mode, the product as users run it (docs/PERFORMANCE.md "With a policy"):
+#
+#   scripts/compare.sh policy [seconds per round, 10] [connections, 32] [rounds, 3]
+#
+# adds two more copies of the same build, serving bench/policy.yaml (rules on stored facts, a cap, a cool-down):
+# "policy-sqlite" on a SQLite file and "policy-postgres" on a PostgreSQL database (scripts/start-postgres.sh's
+# server, a database of its own, offersigner_bench_a; skipped with a note when it is not reachable), each store
+# seeded with 1,000,000 customers (CUSTOMERS to change) by scripts/seed-customers.sh. Every server, the peers and
+# the no-policy "offer-signer" (the floor) included, is sent a random customer per request (bench-0 …), so a
+# policy server reads a different customer's facts and signatures each time; a customer asked for twice in a run
+# meets the cool-down (403, counted as non-2xx). The summary adds each policy server's CPU per request over the
+# no-policy copy of the same build and PostgreSQL's req/s over SQLite's (the database server's own CPU is not in
+# the column: it is another process). With OFFER_SIGNER_BIN_B, build B gets the same three servers ("b-…").
+#
 # Linux only (/proc). Needs swift (or OFFER_SIGNER_BIN, below), wrk and node (apt-get install -y wrk nodejs), curl, openssl, python3; the Python
 # peer's packages (bench/requirements.txt) are installed into .venv if they are missing there.
 set -eu
+mode=plain; if [ "${1:-}" = policy ]; then mode=policy; shift; fi
 dur=${1:-10}; conns=${2:-32}; rounds=${3:-3}
+customers=${CUSTOMERS:-1000000}
 cd "$(dirname "$0")/.."
 for tool in wrk node curl openssl python3; do
   command -v "$tool" >/dev/null || { echo "$tool is missing (wrk and node: apt-get install -y wrk nodejs)" >&2; exit 2; }
@@ -52,13 +68,16 @@ ticks() {
   echo "$total"
 }
 
-# Start the three servers; each is idle while another one is loaded.
+# Start the servers; each is idle while another one is loaded.
 unset port  # bench-setup.sh's single port: here one per server
 declare -A port pid
-port[offer-signer]=$(free_port)
-OFFER_SIGNER_PORT=${port[offer-signer]} OFFER_SIGNER_DATABASE_URL="sqlite:$work/store.sqlite" \
-  "$bin" serve >"$work/offer-signer.log" 2>&1 &
-pid[offer-signer]=$!
+start_signer() {  # $1: name, $2: binary, $3: database URL, $4: policy file or empty
+  port[$1]=$(free_port)
+  OFFER_SIGNER_PORT=${port[$1]} OFFER_SIGNER_DATABASE_URL="$3" OFFER_SIGNER_POLICY="$4" \
+    "$2" serve >"$work/$1.log" 2>&1 &
+  pid[$1]=$!
+}
+start_signer offer-signer "$bin" "sqlite:$work/store.sqlite" ""
 port[node]=$(free_port)
 KEY_FILE=$work/key.p8 KEY_ID=BENCHKEY01 BUNDLE_ID=com.example.app PORT=${port[node]} WORKERS=$(nproc) \
   node bench/peers/node_peer.js >"$work/node.log" 2>&1 &
@@ -73,18 +92,53 @@ servers="offer-signer node python"
 # An A/B of two builds in one run: OFFER_SIGNER_BIN_B (another build, e.g. of an earlier commit) as a fourth server,
 # "offer-signer-b", loaded in the same alternating rounds and configured the same way (its own SQLite file).
 if [ -n "${OFFER_SIGNER_BIN_B:-}" ]; then
-  port[offer-signer-b]=$(free_port)
-  OFFER_SIGNER_PORT=${port[offer-signer-b]} OFFER_SIGNER_DATABASE_URL="sqlite:$work/store-b.sqlite" \
-    "$OFFER_SIGNER_BIN_B" serve >"$work/offer-signer-b.log" 2>&1 &
-  pid[offer-signer-b]=$!
+  start_signer offer-signer-b "$OFFER_SIGNER_BIN_B" "sqlite:$work/store-b.sqlite" ""
   servers="offer-signer node offer-signer-b python"
 fi
+
+if [ "$mode" = policy ]; then
+  # One seeded SQLite file, copied for each build; one seeded PostgreSQL database per build.
+  echo "seeding $customers customers (scripts/seed-customers.sh)"
+  BIN=$bin scripts/seed-customers.sh "sqlite:$work/seed.sqlite" "$customers"
+  pg_admin=${PG_ADMIN_URL:-postgres://postgres@127.0.0.1:${PGPORT:-54329}/postgres}
+  pg_reachable=no
+  psql "$pg_admin" -qtAc "SELECT 1" >/dev/null 2>&1 && pg_reachable=yes
+  [ "$pg_reachable" = yes ] || echo "PostgreSQL is not reachable at $pg_admin: no policy-postgres (scripts/start-postgres.sh starts it)"
+  builds="a:$bin"; [ -n "${OFFER_SIGNER_BIN_B:-}" ] && builds="$builds b:$OFFER_SIGNER_BIN_B"
+  for build in $builds; do
+    letter=${build%%:*}; build_bin=${build#*:}; prefix=""; [ "$letter" = b ] && prefix=b-
+    cp "$work/seed.sqlite" "$work/policy-$letter.sqlite"
+    start_signer "${prefix}policy-sqlite" "$build_bin" "sqlite:$work/policy-$letter.sqlite" bench/policy.yaml
+    servers="$servers ${prefix}policy-sqlite"
+    if [ "$pg_reachable" = yes ]; then
+      database=offersigner_bench_$letter
+      psql "$pg_admin" -qc "DROP DATABASE IF EXISTS $database" -qc "CREATE DATABASE $database OWNER offersigner" >/dev/null 2>&1
+      pg_url="postgres://offersigner:offersigner@127.0.0.1:${PGPORT:-54329}/$database"
+      BIN=$build_bin scripts/seed-customers.sh "$pg_url" "$customers"
+      start_signer "${prefix}policy-postgres" "$build_bin" "$pg_url" bench/policy.yaml
+      servers="$servers ${prefix}policy-postgres"
+    fi
+  done
+  rm -f "$work/seed.sqlite"
+  # A random customer per request, for every server.
+  cat >>"$work/post.lua" <<'LUA'
+math.randomseed(os.time())
+request = function()
+  return wrk.format(nil, nil, nil, string.format(
+    '{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"bench-%d"}',
+    math.random(0, CUSTOMERS - 1)))
+end
+LUA
+  sed -i "1i CUSTOMERS = $customers" "$work/post.lua"
+fi
+
+check_user=user-0001; [ "$mode" = policy ] && check_user=bench-0  # a seeded customer: the policy servers sign
 for s in $servers; do
   wait_up "${port[$s]}"
   # One signed reply, so a misconfigured server is obvious before the numbers are.
   status=$(curl -s -o "$work/$s.reply" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
     -H 'Authorization: Bearer bench-client-key-0123456789abcdef' \
-    -d '{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-0001"}' \
+    -d '{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"'"$check_user"'"}' \
     "$(url "${port[$s]}")")
   [ "$status" = 200 ] || { echo "$s answered $status: $(cat "$work/$s.reply")" >&2; exit 1; }
   wrk -t1 -c"$conns" -d2s -s "$work/post.lua" "$(url "${port[$s]}")" >/dev/null  # warm-up, not counted
@@ -140,4 +194,21 @@ for name in rows:
     print("| %s | %s | %.2f (%s) | %.1f ms | %d | %d | %.0f µs |" % (
         name, format(round(rate(name)), ","), rate(name) / rate("node"), per_round,
         max(r[2] for r in rows[name]), sum(r[3] for r in rows[name]), sum(r[4] for r in rows[name]), cpu_us))
+
+def cpu(name):
+    return sum(r[5] for r in rows[name]) / tick / sum(r[0] for r in rows[name]) * 1e6
+
+# Policy mode: each policy server against the no-policy copy of its own build, and PostgreSQL against SQLite.
+for prefix, floor in (("", "offer-signer"), ("b-", "offer-signer-b")):
+    sqlite, postgres = prefix + "policy-sqlite", prefix + "policy-postgres"
+    if sqlite not in rows:
+        continue
+    print()
+    for name in (sqlite, postgres):
+        if name in rows:
+            print("%s: CPU per request %.2fx %s's (goal <= 1.3x); req/s %.2fx Node's (goal >= 0.8x); %d of %d answers non-2xx" % (
+                name, cpu(name) / cpu(floor), floor, rate(name) / rate("node"),
+                sum(r[3] for r in rows[name]), sum(r[0] for r in rows[name])))
+    if postgres in rows:
+        print("%s: req/s %.2fx %s's (goal >= 0.8x)" % (postgres, rate(postgres) / rate(sqlite), sqlite))
 PY
