@@ -174,9 +174,8 @@ private struct SlowStore: OfferStore {
     func replaceDocument(named name: String, version: Int64, text: String) async throws -> Bool { try await base.replaceDocument(named: name, version: version, text: text) }
     func recordExposure(_ exposure: ExperimentExposure) async throws -> Bool { try await base.recordExposure(exposure) }
     func exposureCounts(experimentIdentifier: String) async throws -> [String: Int] { try await base.exposureCounts(experimentIdentifier: experimentIdentifier) }
-    func experimentOutcomes(experimentIdentifier: String, productIdentifier: String, offers: [String: [String]]) async throws -> [String: ExperimentVariantOutcome] {
-        try await base.experimentOutcomes(experimentIdentifier: experimentIdentifier, productIdentifier: productIdentifier, offers: offers)
-    }
+    func experimentOutcomes(_ query: ExperimentOutcomeQuery) async throws -> [String: ExperimentVariantOutcome] { try await base.experimentOutcomes(query) }
+    func recordTransaction(_ transaction: SubscriptionTransaction) async throws { try await base.recordTransaction(transaction) }
     func ping() async throws { try await base.ping() }
     func close() async throws { try await base.close() }
 }

@@ -1,16 +1,16 @@
 public import Foundation
 public import OfferEligibility
 public import OfferModel
-import OfferExperiments
+public import OfferExperiments
 
 /// What one variant's exposed customers did (the store's count).
 public typealias ExperimentVariantCounts = ExperimentVariantOutcome
 
 /// `GET /admin/experiments/{id}` and `offer-signer experiments report ID` (docs/experiments.md): each variant's
-/// exposed customers and what they did, the primary metric's rate with a 95 % always-valid interval, the difference
-/// to the holdout (or the first variant) with its interval, and the sample-ratio check. Always-valid intervals may be
-/// read after every customer without inflating false positives; a sample-ratio mismatch means the split is broken
-/// and nothing should be read.
+/// exposed customers, how many of them are mature (exposed at least `windowDays` ago, before `end`) and what those
+/// did within their window — redeemed, renewed after the offer, converted, retained, realized revenue; the primary
+/// metric's rate with an always-valid interval; the comparisons (each variant against the reference, and on request
+/// every pair) with intervals corrected for their number (Bonferroni) and a verdict; and the sample-ratio check.
 public struct ExperimentReport: Sendable, Codable, Hashable {
     /// An interval and whether it excludes zero (a difference) — `lower`/`upper` clamped to what a rate can be.
     public struct Interval: Sendable, Codable, Hashable {
@@ -20,11 +20,11 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
         public var excludesZero: Bool
     }
 
-    /// Revenue in one currency.
+    /// Realized revenue in one currency (never summed across currencies).
     public struct Revenue: Sendable, Codable, Hashable {
         public var currency: String
         public var milliunits: Int64
-        /// `milliunits` divided by the variant's exposed customers.
+        /// `milliunits` divided by the variant's mature customers.
         public var perExposedCustomer: Double
     }
 
@@ -34,14 +34,33 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
         public var answer: String?
         public var holdout: Bool
         public var weight: Int
+        /// Customers exposed (before `end`).
         public var exposed: Int
+        /// Of them, customers whose window has passed: every count below is over these.
+        public var mature: Int
+        /// Exposed customers whose window has not passed yet (not counted).
+        public var maturing: Int
         public var redeemed: Int
         public var renewedAfterOffer: Int
+        public var converted: Int
+        public var retained: Int
         public var revenue: [Revenue]
-        /// The primary metric's rate among the exposed (absent for `revenue`, which has no interval).
+        /// The primary metric's rate among the mature (absent for `revenue`, which has no interval), at the
+        /// experiment's level `1 − alpha`.
         public var rate: Interval?
-        /// This variant's rate minus the reference's (absent for the reference and for `revenue`).
+        /// This variant's rate minus the reference's at the corrected level (absent for the reference and `revenue`).
         public var difference: Interval?
+    }
+
+    /// One difference tested: `variant` minus `against` on the primary metric, at the corrected level.
+    public struct Comparison: Sendable, Codable, Hashable {
+        public var variant: String
+        public var against: String
+        public var difference: Interval
+        /// `better`, `worse` or `noDifferenceYet`.
+        public var verdict: ComparisonVerdict
+        /// The finding in words.
+        public var summary: String
     }
 
     /// The chi-square check of the exposed counts against the weights.
@@ -62,10 +81,21 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
     public var end: Date?
     /// Customers per variant the intervals are tuned for (`plannedCustomers`).
     public var plannedCustomers: Int
+    /// Days after each exposure every metric is read over.
+    public var windowDays: Int
+    /// The chance of any false finding among the comparisons (`alpha`).
+    public var alpha: Double
+    /// `1 − alpha`: each variant's rate interval.
     public var confidenceLevel: Double
-    /// The variant every difference is taken against: the holdout, else the first.
+    /// How `alpha` is shared among the comparisons: `Bonferroni`, each at `alpha / comparisons`.
+    public var correction: String
+    /// `1 − alpha / comparisons`: each comparison's interval.
+    public var comparisonConfidenceLevel: Double
+    /// The variant every `difference` is taken against: the holdout, else the first.
     public var reference: String
     public var variants: [Variant]
+    /// The differences tested (`comparisons: reference` or `pairs`); empty for `revenue`.
+    public var comparisons: [Comparison]
     public var sampleRatio: SampleRatio?
     /// Whether the results may be read now, and why (or why not), in plain words.
     public var readable: Bool
@@ -74,65 +104,110 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
     /// The API's names: the App Store's `bundleId` and `productId`.
     enum CodingKeys: String, CodingKey {
         case id, bundleIdentifier = "bundleId", productIdentifier = "productId", channel, metric, running, start, end, plannedCustomers
-        case confidenceLevel, reference, variants, sampleRatio, readable, note
+        case windowDays, alpha, confidenceLevel, correction, comparisonConfidenceLevel, reference, variants, comparisons, sampleRatio
+        case readable, note
     }
 
     /// The report of `experiment` from its variants' counts (a variant not in `counts` exposed nobody).
     public init(experiment: OfferPolicy.Experiment, counts: [String: ExperimentVariantCounts], now: Date) throws(OfferServiceError) {
+        let referenceIndex = experiment.variants.firstIndex(where: \.isHoldout) ?? 0
+        let set: ComparisonSet
         let design: SequentialTestDesign
         do {
-            design = try SequentialTestDesign(planningSampleSize: experiment.plannedCustomers)
+            set = try ComparisonSet(variantCount: experiment.variants.count, reference: referenceIndex, allPairs: experiment.comparisons == .pairs,
+                                    alpha: experiment.alpha, planningSampleSize: experiment.plannedCustomers)
+            design = try SequentialTestDesign(planningSampleSize: experiment.plannedCustomers, alpha: experiment.alpha)
         } catch {
             throw OfferServiceError.invalidRequest(field: "plannedCustomers", error.message)
         }
-        let reference = experiment.variants.first(where: \.isHoldout) ?? experiment.variants[0]
+        let reference = experiment.variants[referenceIndex]
         func count(_ name: String) -> ExperimentVariantCounts { counts[name] ?? ExperimentVariantCounts(exposed: 0) }
-        func successes(_ counts: ExperimentVariantCounts) -> Int? {
-            switch experiment.metric {
-            case .redeemed: counts.redeemed
-            case .renewedAfterOffer: counts.renewedAfterOffer
-            case .revenue: nil
-            }
-        }
         func conversion(_ counts: ExperimentVariantCounts) -> ConversionCount? {
-            guard let successes = successes(counts) else { return nil }
-            return try? ConversionCount(successes: min(max(successes, 0), max(counts.exposed, 0)), trials: max(counts.exposed, 0))
-        }
-        let referenceCount = conversion(count(reference.name))
-        self.variants = experiment.variants.map { variant in
-            let counts = count(variant.name)
-            let rate = conversion(counts).map { Interval(AlwaysValidInterval.rate($0, design: design)) }
-            var difference: Interval?
-            if variant.name != reference.name, let treatment = conversion(counts), let referenceCount {
-                difference = Interval(AlwaysValidInterval.difference(treatment, minus: referenceCount, design: design))
+            let successes: Int
+            switch experiment.metric {
+            case .redeemed: successes = counts.redeemed
+            case .renewedAfterOffer: successes = counts.renewedAfterOffer
+            case .converted: successes = counts.converted
+            case .retained: successes = counts.retained
+            case .revenue: return nil
             }
+            let trials = max(counts.mature, 0)
+            return try? ConversionCount(successes: min(max(successes, 0), trials), trials: trials)
+        }
+        let conversions = experiment.variants.map { conversion(count($0.name)) }
+        var differences: [Int: Interval] = [:]
+        var comparisons: [Comparison] = []
+        if conversions.allSatisfy({ $0 != nil }) {
+            let level = 1 - set.design.alpha
+            for (pair, interval) in set.differences(conversions.compactMap { $0 }) {
+                let (variant, against) = (experiment.variants[pair.variant].name, experiment.variants[pair.against].name)
+                if pair.against == referenceIndex { differences[pair.variant] = Interval(interval) }
+                comparisons.append(Comparison(
+                    variant: variant, against: against, difference: Interval(interval), verdict: ComparisonSet.verdict(interval),
+                    summary: Self.summary(variant, against, interval, metric: experiment.metric.rawValue, level: level)))
+            }
+        }
+        self.variants = experiment.variants.enumerated().map { index, variant in
+            let counts = count(variant.name)
+            let mature = max(counts.mature, 0)
             return Variant(
                 name: variant.name, answer: variant.answer, holdout: variant.isHoldout, weight: variant.weight, exposed: counts.exposed,
-                redeemed: counts.redeemed, renewedAfterOffer: counts.renewedAfterOffer,
+                mature: mature, maturing: max(counts.exposed - mature, 0),
+                redeemed: counts.redeemed, renewedAfterOffer: counts.renewedAfterOffer, converted: counts.converted, retained: counts.retained,
                 revenue: counts.revenue.keys.sorted().map { currency in
                     let milliunits = counts.revenue[currency] ?? 0
-                    return Revenue(currency: currency, milliunits: milliunits, perExposedCustomer: counts.exposed == 0 ? 0 : Double(milliunits) / Double(counts.exposed))
+                    return Revenue(currency: currency, milliunits: milliunits, perExposedCustomer: mature == 0 ? 0 : Double(milliunits) / Double(mature))
                 },
-                rate: rate, difference: difference)
+                rate: conversions[index].map { Interval(AlwaysValidInterval.rate($0, design: design)) }, difference: differences[index])
         }
+        self.comparisons = comparisons
         let exposed = experiment.variants.map { max(count($0.name).exposed, 0) }
         if exposed.reduce(0, +) > 0, let check = try? SampleRatioCheck(observed: exposed, weights: experiment.variants.map(\.weight)) {
             sampleRatio = SampleRatio(chiSquare: check.chiSquare, pValue: check.pValue, mismatch: check.isMismatch)
         }
         (id, bundleIdentifier, productIdentifier) = (experiment.identifier, experiment.bundleIdentifier, experiment.productIdentifier)
         (channel, metric, running) = (experiment.channel.rawValue, experiment.metric.rawValue, experiment.isRunning(at: now))
-        (start, end, plannedCustomers) = (experiment.start, experiment.end, experiment.plannedCustomers)
-        confidenceLevel = 1 - design.alpha
+        (start, end, plannedCustomers, windowDays) = (experiment.start, experiment.end, experiment.plannedCustomers, experiment.windowDays)
+        (alpha, confidenceLevel, correction) = (experiment.alpha, 1 - experiment.alpha, ComparisonSet.correction)
+        comparisonConfidenceLevel = 1 - set.design.alpha
         self.reference = reference.name
+        let mature = variants.map(\.mature).reduce(0, +)
+        let maturing = variants.map(\.maturing).reduce(0, +)
+        let window = "\(experiment.windowDays) day\(experiment.windowDays == 1 ? "" : "s")"
         if exposed.reduce(0, +) == 0 {
             (readable, note) = (false, "No customer has been exposed yet.")
         } else if sampleRatio?.mismatch == true {
             (readable, note) = (false, "Sample ratio mismatch: the exposed customers are not split as the weights say (p < 0.001). Something assigns or exposes customers unevenly; do not read the results until it is found.")
+        } else if mature == 0 {
+            (readable, note) = (false, "No customer's \(window) window has passed yet (\(maturing) maturing): each customer counts \(window) after their exposure.")
         } else if experiment.metric == .revenue {
-            (readable, note) = (true, "Revenue per exposed customer, by currency; it has no interval: compare it with the redemption rates' intervals.")
+            (readable, note) = (true, "Realized revenue per mature customer over \(window), by currency; it has no interval: compare it beside the rates. \(maturing) customers are still maturing.")
         } else {
-            (readable, note) = (true, "The intervals are always valid: they may be read at any time, as often as you like; a difference whose interval excludes zero is found at the 95 % level.")
+            let shown = comparisons.count == 1 ? "the comparison" : "each of the \(comparisons.count) comparisons"
+            (readable, note) = (true, "Over the \(mature) customers exposed at least \(window) ago (\(maturing) still maturing). The intervals are always valid: read them at any time, as often as you like. \(Self.percent(experiment.alpha)) is shared among \(shown) by the Bonferroni correction: each is at \(Self.percent(1 - set.design.alpha)).")
         }
+    }
+
+    /// A comparison in words: "free is better than none on retained: +6.1 points (+1.2 to +11.0, 97.5 %)".
+    static func summary(_ variant: String, _ against: String, _ interval: AlwaysValidInterval, metric: String, level: Double) -> String {
+        let range = "\(points(interval.estimate)) points (\(points(interval.lower)) to \(points(interval.upper)), \(percent(level)))"
+        switch ComparisonSet.verdict(interval) {
+        case .better: return "\(variant) is better than \(against) on \(metric): \(range)."
+        case .worse: return "\(variant) is worse than \(against) on \(metric): \(range)."
+        case .noDifferenceYet: return "No difference found yet between \(variant) and \(against) on \(metric): \(range)."
+        }
+    }
+
+    private static func points(_ value: Double) -> String {
+        let text = String(format: "%.1f", value * 100)
+        return value >= 0 ? "+" + text : text
+    }
+
+    private static func percent(_ value: Double) -> String {
+        var text = String(format: "%.2f", value * 100)
+        while text.hasSuffix("0") { text.removeLast() }
+        if text.hasSuffix(".") { text.removeLast() }
+        return text + " %"
     }
 }
 

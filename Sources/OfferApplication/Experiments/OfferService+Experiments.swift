@@ -50,11 +50,16 @@ extension OfferService {
         }
         let everyOffer = experiment.variants.flatMap { offers(of: $0.answer) }
         let asked = Dictionary(uniqueKeysWithValues: experiment.variants.map { ($0.name, $0.isHoldout ? everyOffer : offers(of: $0.answer)) })
-        let counts = try await storeCall {
-            try await store.experimentOutcomes(experimentIdentifier: experiment.identifier, productIdentifier: experiment.productIdentifier, offers: asked)
-        }
+        // Every metric over the customers whose window has passed, each within their own window.
+        let window = Int64(experiment.windowDays) * 86_400_000
+        let query = ExperimentOutcomeQuery(
+            experimentIdentifier: experiment.identifier, bundleIdentifier: experiment.bundleIdentifier, productIdentifier: experiment.productIdentifier,
+            offers: asked, window: window, matureAt: Self.milliseconds(now) - window, exposedBefore: experiment.end.map(Self.milliseconds))
+        let counts = try await storeCall { try await store.experimentOutcomes(query) }
         return try ExperimentReport(experiment: experiment, counts: counts, now: now)
     }
+
+    private static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
 
     /// The experiments of the policy in force, with their customers exposed so far.
     public func experimentSummaries() async throws(OfferServiceError) -> [ExperimentSummary] {

@@ -68,6 +68,10 @@ package struct OutcomeRecorder: Sendable {
     static let transactionsPerAnswer = 200
 
     private func record(transaction: JWSTransactionDecodedPayload, customer: CustomerKey, source: String) async throws {
+        // Every subscription transaction, offer or not: what an experiment's metrics read.
+        if let subscription = SubscriptionTransaction.of(transaction, customer: customer, now: now()) {
+            try await store.recordTransaction(subscription)
+        }
         let redemption: Redemption
         switch Redemption.of(transaction, customer: customer, now: now()) {
         case .none:

@@ -12,7 +12,8 @@ extension OfferPolicy {
     mutating func readExperiments(_ node: PolicyNode?) throws(PolicyError) {
         guard let node else { return }
         for item in try node.list() {
-            try item.requireOnlyKeys(["id", "description", "bundleIdentifier", "productIdentifier", "channel", "variants", "start", "end", "metric", "plannedCustomers"])
+            try item.requireOnlyKeys(["id", "description", "bundleIdentifier", "productIdentifier", "channel", "variants", "start", "end", "metric", "plannedCustomers",
+                                      "windowDays", "alpha", "comparisons"])
             var experiment = try readExperiment(item)
             guard self.experiment(experiment.identifier) == nil else {
                 throw PolicyError("\(item.location): experiment \(experiment.identifier) is listed twice")
@@ -58,6 +59,15 @@ extension OfferPolicy {
         let dates = RuleParameters(node: item, ruleName: "experiment \(identifier)", registry: .builtIn)
         let (start, end) = (try dates.date("start"), try dates.date("end"))
         let plannedCustomers = try dates.integer("plannedCustomers", default: 2_000, minimum: 100, maximum: 10_000_000)
+        let windowDays = try dates.integer("windowDays", default: 30, minimum: 1, maximum: 400)
+        let alphaText = try item["alpha"]?.string() ?? "0.05"
+        guard let alpha = Double(alphaText), alpha.isFinite, alpha >= 0.001, alpha <= 0.2 else {
+            throw PolicyError("\(item.location): alpha of experiment \(identifier) is a number from 0.001 to 0.2 (the chance of a false finding; default 0.05)")
+        }
+        let comparisonsText = try item["comparisons"]?.string() ?? Experiment.Comparisons.reference.rawValue
+        guard let comparisons = Experiment.Comparisons(rawValue: comparisonsText) else {
+            throw PolicyError("\(item.location): comparisons must be reference (each variant against the holdout, else the first) or pairs (and every pair), not '\(comparisonsText.prefix(40))'")
+        }
         if let start, let end, start >= end {
             throw PolicyError("\(item.location): experiment \(identifier) ends before it starts")
         }
@@ -80,7 +90,8 @@ extension OfferPolicy {
         }
         return Experiment(
             identifier: identifier, bundleIdentifier: bundleIdentifier, productIdentifier: productIdentifier, channel: channel,
-            variants: variants, start: start, end: end, metric: metric, plannedCustomers: plannedCustomers, location: item.location,
+            variants: variants, start: start, end: end, metric: metric, plannedCustomers: plannedCustomers, windowDays: windowDays,
+            alpha: alpha, comparisons: comparisons, location: item.location,
             assignment: assignment)
     }
 

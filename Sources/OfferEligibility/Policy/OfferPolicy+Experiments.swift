@@ -16,14 +16,26 @@ extension OfferPolicy {
             case retention
         }
 
-        /// What decides which variant works best.
+        /// What decides which variant works best (every metric is read over `windowDays` after each exposure).
         public enum Metric: String, Sendable, CaseIterable {
-            /// Exposed customers who redeemed their variant's offer.
+            /// Customers who redeemed their variant's offer.
             case redeemed
-            /// Exposed customers who redeemed and renewed at least once after the offer.
+            /// Customers who redeemed and renewed at full price at least once after the offer.
             case renewedAfterOffer
-            /// Revenue per exposed customer (reported per currency; no interval).
+            /// Customers with any paid transaction in the product's subscription group, offer or not.
+            case converted
+            /// Customers still entitled to the subscription group at the window's end.
+            case retained
+            /// Realized revenue per exposed customer, per currency (no interval).
             case revenue
+        }
+
+        /// Which differences the report tests.
+        public enum Comparisons: String, Sendable, CaseIterable {
+            /// Each variant against the reference (the holdout, else the first variant).
+            case reference
+            /// Each variant against the reference, and every other pair of variants.
+            case pairs
         }
 
         /// One arm: what its customers get.
@@ -52,6 +64,13 @@ extension OfferPolicy {
         /// The customers per variant the experiment is planned for (`plannedCustomers`, default 2,000): where its
         /// always-valid intervals are narrowest (docs/experiments.md says how to choose it).
         public var plannedCustomers: Int
+        /// The days after each customer's exposure every metric is read over (`windowDays`, default 30): a customer
+        /// counts once that many days have passed.
+        public var windowDays: Int
+        /// The chance of any false finding among the comparisons shown (`alpha`, default 0.05), divided among them.
+        public var alpha: Double
+        /// Which differences the report tests (`comparisons`, default `reference`).
+        public var comparisons: Comparisons
         /// Where it is in the policy file.
         public var location: String
         let assignment: ExperimentAssignment

@@ -1,5 +1,6 @@
 import Foundation
 import OfferApplication
+import OfferExperiments
 
 extension ConsolePages {
     /// `/console/experiments`: the policy's experiments and their customers exposed so far.
@@ -23,15 +24,31 @@ extension ConsolePages {
     func experiment(_ identifier: String, session: ConsoleSession) async throws -> HTML {
         let report = try await service.experimentReport(identifier)
         let rows: [[HTML]] = report.variants.map { variant in
-            let revenue = variant.revenue.map { ConsoleLayout.money($0.milliunits, $0.currency) }.joined(separator: ", ")
+            let revenue = variant.revenue.map { "\(ConsoleLayout.money($0.milliunits, $0.currency)) (\(ConsoleLayout.money(Int64($0.perExposedCustomer.rounded()), $0.currency)) each)" }
+                .joined(separator: ", ")
             return [
                 "\(variant.name)\(variant.holdout ? " (holdout)" : "")\(variant.name == report.reference ? " · reference" : "")",
-                "\(variant.answer ?? "–")", "\(variant.weight)", "\(variant.exposed)", "\(variant.redeemed)", "\(variant.renewedAfterOffer)",
+                "\(variant.answer ?? "–")", "\(variant.weight)", "\(variant.exposed)", "\(variant.mature)", "\(variant.maturing)",
+                "\(variant.redeemed)", "\(variant.renewedAfterOffer)", "\(variant.converted)", "\(variant.retained)",
                 "\(variant.rate.map { ConsoleLayout.percent($0.estimate) } ?? "–")",
                 "\(variant.rate.map { "\(ConsoleLayout.percent($0.lower)) to \(ConsoleLayout.percent($0.upper))" } ?? "–")",
-                Self.difference(variant.difference), "\(revenue.isEmpty ? "–" : revenue)",
+                "\(revenue.isEmpty ? "–" : revenue)",
             ]
         }
+        let comparisons: [[HTML]] = report.comparisons.map { comparison in
+            let verdict: HTML = switch comparison.verdict {
+            case .better: "<b class=\"ok\">better</b>"
+            case .worse: "<b class=\"bad\">worse</b>"
+            case .noDifferenceYet: "<span class=\"muted\">no difference found yet</span>"
+            }
+            return [
+                "\(comparison.variant) vs \(comparison.against)", Self.difference(comparison.difference), verdict,
+                "<span data-comparison=\"\(comparison.variant)-\(comparison.against)\" data-verdict=\"\(comparison.verdict.rawValue)\">\(comparison.summary)</span>",
+            ]
+        }
+        let comparisonTable: HTML = comparisons.isEmpty
+            ? "<p class=\"muted\">The metric \(report.metric) has no interval: compare its figures beside the rates.</p>"
+            : ConsoleLayout.table(["Comparison", "Difference (interval)", "Verdict", "In words"], comparisons)
         let sampleRatio: HTML
         if let check = report.sampleRatio {
             let figures = "χ² \(String(format: "%.2f", check.chiSquare)), p \(String(format: "%.4f", check.pValue))"
@@ -44,16 +61,20 @@ extension ConsolePages {
         let period = [report.start.map { "from \(ConsoleLayout.date($0))" }, report.end.map { "until \(ConsoleLayout.date($0))" }].compactMap { $0 }.joined(separator: " ")
         return ConsoleLayout.page("Experiment \(report.id)", session: session, current: "/console/experiments", body: """
             <p>\(report.bundleIdentifier) · \(report.productIdentifier) · channel \(report.channel) · metric \(report.metric) ·
-            \(report.running ? "running" : "not running") \(period) · \(report.plannedCustomers) customers per variant planned</p>
+            \(report.running ? "running" : "not running") \(period) · \(report.plannedCustomers) customers per variant planned ·
+            window \(report.windowDays) days · α \(report.alpha)</p>
             <div class="cards">
             <div class="card"><span>Readable</span><b class="\(report.readable ? "ok" : "bad")" data-metric="readable">\(report.readable ? "yes" : "not yet")</b></div>
             <div class="card"><span>Sample ratio</span>\(sampleRatio)</div>
             <div class="card"><span>Reference</span><b>\(report.reference)\(report.variants.contains { $0.name == report.reference && $0.holdout } ? " (holdout)" : "")</b></div></div>
             <p class="note">\(report.note)</p>
+            <h2>Comparisons on \(report.metric), each at \(ConsoleLayout.percent(report.comparisonConfidenceLevel)) (\(report.correction) over \(report.comparisons.count))</h2>
+            \(comparisonTable)
             <h2>Rates with their \(ConsoleLayout.percent(report.confidenceLevel)) always-valid intervals</h2>
             \(ConsoleCharts.intervals(report))
-            <h2>Variants</h2>
-            \(ConsoleLayout.table(["Variant", "Answer", "Weight", "Exposed", "Redeemed", "Renewed", "Rate", "Interval", "Difference to the reference", "Revenue"], rows, numericFrom: 2))
+            <h2>Variants: every metric within \(report.windowDays) days of each exposure, over the mature customers</h2>
+            \(ConsoleLayout.table(["Variant", "Answer", "Weight", "Exposed", "Mature", "Maturing", "Redeemed", "Renewed", "Converted", "Retained", "Rate",
+                                   "Interval", "Realized revenue"], rows, numericFrom: 2))
             <p><a href="/console/experiments">← Every experiment</a></p>
             """)
     }

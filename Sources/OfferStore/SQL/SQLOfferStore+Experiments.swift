@@ -29,43 +29,104 @@ extension SQLOfferStore {
         return Dictionary(rows.map { ($0.variant, $0.customers) }, uniquingKeysWith: +)
     }
 
-    func experimentOutcomes(experimentIdentifier: String, productIdentifier: String, offers: [String: [String]]) async throws -> [String: ExperimentVariantOutcome] {
-        // One read: the exposures and what the exposed did, seen at the same moment (redeemed never above exposed).
+    func experimentOutcomes(_ query: ExperimentOutcomeQuery) async throws -> [String: ExperimentVariantOutcome] {
+        // One read: the exposures and what the exposed did, seen at the same moment (no count above exposed).
         try await backend.reading { database in
-            var outcomes = try await Self.exposureCounts(experimentIdentifier, on: database).mapValues { ExperimentVariantOutcome(exposed: $0) }
-            for (variant, identifiers) in offers where !identifiers.isEmpty && outcomes[variant] != nil {
+            let experiment = query.experimentIdentifier
+            let beforeEnd: SQLQueryString = query.exposedBefore.map { "AND exposed_at < \(bind: $0)" } ?? ""
+            let exposedRows = try await database.raw("""
+                SELECT variant, COUNT(*) AS customers, COUNT(CASE WHEN exposed_at <= \(bind: query.matureAt) THEN 1 END) AS mature
+                FROM experiment_exposures WHERE experiment_identifier = \(bind: experiment) \(beforeEnd) GROUP BY variant
+                """).all(decoding: ExposedRow.self)
+            var outcomes: [String: ExperimentVariantOutcome] = [:]
+            for row in exposedRows { outcomes[row.variant] = ExperimentVariantOutcome(exposed: row.customers, mature: row.mature) }
+            // The mature customers, each with the end of their window; the product's subscription group(s).
+            let window = query.window
+            let mature: SQLQueryString = """
+                WITH m AS (SELECT variant, bundle_identifier, application_username, exposed_at, exposed_at + \(bind: window) AS window_end
+                  FROM experiment_exposures WHERE experiment_identifier = \(bind: experiment) AND exposed_at <= \(bind: query.matureAt) \(beforeEnd)),
+                g AS (SELECT DISTINCT subscription_group_identifier FROM subscription_transactions
+                  WHERE bundle_identifier = \(bind: query.bundleIdentifier) AND product_identifier = \(bind: query.productIdentifier))
+                """
+            let inGroup: SQLQueryString = """
+                FROM m JOIN subscription_transactions t ON t.bundle_identifier = m.bundle_identifier AND t.application_username = m.application_username
+                WHERE t.subscription_group_identifier IN (SELECT subscription_group_identifier FROM g)
+                """
+            let customers = try await database.raw("""
+                \(mature) SELECT m.variant AS variant,
+                  COUNT(DISTINCT CASE WHEN t.price > 0 AND t.purchase_date >= m.exposed_at AND t.purchase_date < m.window_end
+                    AND (t.revocation_date IS NULL OR t.revocation_date >= m.window_end) THEN m.application_username END) AS converted,
+                  COUNT(DISTINCT CASE WHEN t.purchase_date <= m.window_end AND t.expires_date > m.window_end
+                    AND (t.revocation_date IS NULL OR t.revocation_date > m.window_end) THEN m.application_username END) AS retained
+                \(inGroup) GROUP BY m.variant
+                """).all(decoding: GroupRow.self)
+            for row in customers {
+                outcomes[row.variant]?.converted = row.converted
+                outcomes[row.variant]?.retained = row.retained
+            }
+            // Realized revenue: every transaction of the group in the window, a refund within it taking it back.
+            let revenue = try await database.raw("""
+                \(mature) SELECT m.variant AS variant, t.currency AS currency, CAST(SUM(t.price) AS BIGINT) AS milliunits
+                \(inGroup) AND t.price IS NOT NULL AND t.currency IS NOT NULL AND t.purchase_date >= m.exposed_at AND t.purchase_date < m.window_end
+                  AND (t.revocation_date IS NULL OR t.revocation_date >= m.window_end)
+                GROUP BY m.variant, t.currency
+                """).all(decoding: RevenueRow.self)
+            for row in revenue { outcomes[row.variant]?.revenue[row.currency, default: 0] += row.milliunits }
+            for (variant, identifiers) in query.offers where !identifiers.isEmpty && outcomes[variant] != nil {
                 // Promotional offers only (offer type 2, or 5 for a retention offer): an offer code or a win-back
                 // offer that shares an identifier is not this experiment's.
-                let join: SQLQueryString = """
-                    FROM experiment_exposures e JOIN redemptions r
-                      ON r.bundle_identifier = e.bundle_identifier AND r.application_username = e.application_username
-                    WHERE e.experiment_identifier = \(bind: experimentIdentifier) AND e.variant = \(bind: variant)
-                      AND r.product_identifier = \(bind: productIdentifier) AND r.offer_identifier IN (\(binds: identifiers))
-                      AND r.offer_type IN (2, 5) AND r.purchase_date >= e.exposed_at AND r.period_of IS NULL
-                    """
-                let customers = try await database.raw("""
-                    SELECT COUNT(DISTINCT r.application_username) AS redeemed,
-                      COUNT(DISTINCT CASE WHEN r.renewed_at IS NOT NULL THEN r.application_username END) AS renewed \(join)
+                let redeemed = try await database.raw("""
+                    \(mature) SELECT COUNT(DISTINCT r.application_username) AS redeemed,
+                      COUNT(DISTINCT CASE WHEN r.renewed_at < m.window_end THEN r.application_username END) AS renewed
+                    FROM m JOIN redemptions r ON r.bundle_identifier = m.bundle_identifier AND r.application_username = m.application_username
+                    WHERE m.variant = \(bind: variant) AND r.product_identifier = \(bind: query.productIdentifier)
+                      AND r.offer_identifier IN (\(binds: identifiers)) AND r.offer_type IN (2, 5) AND r.period_of IS NULL
+                      AND r.purchase_date >= m.exposed_at AND r.purchase_date < m.window_end
                     """).first(decoding: CustomersRow.self)
-                let revenue = try await database.raw("""
-                    SELECT r.currency AS currency, CAST(SUM(r.price) AS BIGINT) AS milliunits \(join)
-                      AND r.price IS NOT NULL AND r.currency IS NOT NULL AND r.refunded_at IS NULL
-                    GROUP BY r.currency
-                    """).all(decoding: RevenueRow.self)
-                outcomes[variant]?.redeemed = customers?.redeemed ?? 0
-                outcomes[variant]?.renewedAfterOffer = customers?.renewed ?? 0
-                outcomes[variant]?.revenue = Dictionary(revenue.map { ($0.currency, $0.milliunits) }, uniquingKeysWith: +)
+                outcomes[variant]?.redeemed = redeemed?.redeemed ?? 0
+                outcomes[variant]?.renewedAfterOffer = redeemed?.renewed ?? 0
             }
             return outcomes
         }
     }
 
-    private struct CustomersRow: Decodable, Sendable {
-        var redeemed: Int, renewed: Int
+    func recordTransaction(_ transaction: SubscriptionTransaction) async throws {
+        // A transaction delivered again (a refund's notification carries it with its revocation date) keeps what
+        // was known and adds what is new.
+        let now = Date().unixMilliseconds
+        try await backend.transaction { database in
+            try await database.raw("""
+                INSERT INTO subscription_transactions (environment, transaction_id, original_transaction_id, bundle_identifier,
+                  application_username, product_identifier, subscription_group_identifier, price, currency, purchase_date,
+                  expires_date, revocation_date, recorded_at)
+                VALUES (\(bind: transaction.environment), \(bind: transaction.transactionId), \(bind: transaction.originalTransactionId),
+                  \(bind: transaction.customer.bundleIdentifier), \(bind: transaction.customer.applicationUsername),
+                  \(bind: transaction.productIdentifier), \(bind: transaction.subscriptionGroupIdentifier), \(bind: transaction.price),
+                  \(bind: transaction.currency), \(bind: transaction.purchaseDate), \(bind: transaction.expiresDate),
+                  \(bind: transaction.revocationDate), \(bind: now))
+                ON CONFLICT (environment, transaction_id) DO UPDATE SET
+                  revocation_date = COALESCE(subscription_transactions.revocation_date, excluded.revocation_date),
+                  expires_date = COALESCE(excluded.expires_date, subscription_transactions.expires_date),
+                  price = COALESCE(subscription_transactions.price, excluded.price),
+                  currency = COALESCE(subscription_transactions.currency, excluded.currency)
+                """).run()
+        }
+    }
+
+    private struct ExposedRow: Decodable, Sendable {
+        var variant: String, customers: Int, mature: Int
+    }
+
+    private struct GroupRow: Decodable, Sendable {
+        var variant: String, converted: Int, retained: Int
     }
 
     private struct RevenueRow: Decodable, Sendable {
-        var currency: String, milliunits: Int64
+        var variant: String, currency: String, milliunits: Int64
+    }
+
+    private struct CustomersRow: Decodable, Sendable {
+        var redeemed: Int, renewed: Int
     }
 
     /// A variant's count.

@@ -180,6 +180,20 @@ enum StoreSchema {
             """,
             "CREATE INDEX IF NOT EXISTS console_sessions_by_expiry ON console_sessions (expires_at)",
         ]),
+        // Experiment metrics every variant can have (issue 42, docs/experiments.md): every transaction of an
+        // auto-renewable subscription, offer or not, with its price, period and refund.
+        (15, [
+            """
+            CREATE TABLE IF NOT EXISTS subscription_transactions (
+                environment TEXT NOT NULL, transaction_id TEXT NOT NULL, original_transaction_id TEXT NOT NULL,
+                bundle_identifier TEXT NOT NULL, application_username TEXT NOT NULL, product_identifier TEXT NOT NULL,
+                subscription_group_identifier TEXT NOT NULL, price \(bigint), currency TEXT, purchase_date \(bigint) NOT NULL,
+                expires_date \(bigint), revocation_date \(bigint), recorded_at \(bigint) NOT NULL,
+                PRIMARY KEY (environment, transaction_id))
+            """,
+            "CREATE INDEX IF NOT EXISTS subscription_transactions_by_customer ON subscription_transactions (bundle_identifier, application_username)",
+            "CREATE INDEX IF NOT EXISTS subscription_transactions_by_product ON subscription_transactions (bundle_identifier, product_identifier)",
+        ]),
     ]
 
     static let migrationsTable: SQLQueryString =

@@ -172,9 +172,14 @@ public protocol OfferStore: Sendable {
     /// The customers exposed to an experiment, by variant name.
     func exposureCounts(experimentIdentifier: String) async throws -> [String: Int]
 
-    /// Each variant's exposed customers and what they did with `productIdentifier` after their exposure: redeemed one
-    /// of `offers[variant]` (by customer), renewed after it, and the revenue of those redemptions not refunded.
-    func experimentOutcomes(experimentIdentifier: String, productIdentifier: String, offers: [String: [String]]) async throws -> [String: ExperimentVariantOutcome]
+    /// Each variant's exposed customers and, of those whose window is mature, what they did within it: redeemed one
+    /// of the variant's offers (and renewed after it), converted, retained, realized revenue (docs/experiments.md).
+    func experimentOutcomes(_ query: ExperimentOutcomeQuery) async throws -> [String: ExperimentVariantOutcome]
+
+    /// Records a subscription's transaction, offer or not (an experiment's metrics read them); a transaction
+    /// recorded before gains what is new (its refund), nothing else changes.
+    func recordTransaction(_ transaction: SubscriptionTransaction) async throws
+
     /// Adds a decision to the decision log through a batched writer (one transaction a batch), without waiting:
     /// the answer never waits for it. A batch that fails is written again for a few seconds, then logged, counted
     /// (`offer_signer_decision_log_dropped_total`) and lost (docs/store.md "The decision log").
