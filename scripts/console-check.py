@@ -229,6 +229,20 @@ try:
     check(drawn.keys() == reported.keys() and all(abs(a - b) < 1e-9 for name in drawn for a, b in zip(drawn[name], reported[name])),
           f"the experiment's intervals are GET /admin/experiments/retention-offer's ({ {n: round(r[0], 3) for n, r in reported.items()} })")
     check(sum(v["exposed"] for v in experiment["variants"]) > 0 and any(v["redeemed"] for v in experiment["variants"]), "the experiment has customers and redemptions")
+    # Issue 42: every metric over the mature customers, and the comparisons with their verdict in words.
+    headers = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "main table th")]
+    check(all(h in headers for h in ("Mature", "Maturing", "Converted", "Retained", "Realized revenue")), f"the variants' new metrics are shown ({headers})")
+    rows = {tr.find_elements(By.TAG_NAME, "td")[0].text.split(" ")[0]: [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+            for tr in driver.find_elements(By.CSS_SELECTOR, "main table tr") if len(tr.find_elements(By.TAG_NAME, "td")) == 13}
+    check(all(rows.get(v["name"], [None] * 13)[4:10] == [str(v[k]) for k in ("mature", "maturing", "redeemed", "renewedAfterOffer", "converted", "retained")]
+              for v in experiment["variants"]) and sum(v["mature"] for v in experiment["variants"]) > 0,
+          f"the mature, maturing, redeemed, renewed, converted and retained counts are GET /admin/experiments/retention-offer's ({rows})")
+    shown = {span.get_attribute("data-comparison"): (span.get_attribute("data-verdict"), span.text)
+             for span in driver.find_elements(By.CSS_SELECTOR, "span[data-comparison]")}
+    wanted = {f"{c['variant']}-{c['against']}": (c["verdict"], c["summary"]) for c in experiment["comparisons"]}
+    check(shown == wanted and len(wanted) == 1 and experiment["correction"] == "Bonferroni",
+          f"the comparisons and their verdicts in words are the report's ({list(shown.values())})")
+    check("Bonferroni" in driver.find_element(By.TAG_NAME, "main").text, "the page names the correction")
 
     open_page("/console/policy", "policy")
     text = driver.find_element(By.CSS_SELECTOR, "details pre").get_attribute("textContent")

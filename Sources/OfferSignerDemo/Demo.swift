@@ -70,7 +70,8 @@ enum Demo {
             description: does the retention offer keep customers who turned auto-renew off, against no offer?
             productIdentifier: \(monthly)
             channel: retention
-            metric: redeemed
+            metric: converted
+            windowDays: 7
             plannedCustomers: 200
             variants:
               - { name: offer, messageIdentifier: 9f2b8d1e-3c4a-4b5d-8e6f-7a8b9c0d1e2f, weight: 1 }
@@ -136,9 +137,11 @@ enum Demo {
         case .subscribe:
             (type, subtype, autoRenew) = (.subscribed, facts == nil ? .initialBuy : .resubscribe, true)
             transaction.expiresDate = now + 30 * day
+            (transaction.price, transaction.currency) = (4_990, "USD")
         case .renew:
             (type, autoRenew) = (.didRenew, true)
             transaction.expiresDate = max(currentExpiry, now) + 30 * day
+            (transaction.price, transaction.currency) = (4_990, "USD")
         case .autoRenewOff, .autoRenewOn:
             autoRenew = event == .autoRenewOn
             (type, subtype) = (.didChangeRenewalStatus, autoRenew ? .autoRenewEnabled : .autoRenewDisabled)
