@@ -14,8 +14,18 @@ import OfferErrors
 /// Promises that must hold under concurrency (issue 11): a cap of 1 and a single grant yield one signature,
 /// on one replica and on two sharing PostgreSQL; key states never lose a change.
 @Suite struct ConcurrencyTests {
+    /// A store a race runs on: each backend as the tests open it (decisions in a customer transaction), and a SQLite
+    /// file held as a server holds it (``SQLiteFileLock``: decisions under the customer's in-process lock, records
+    /// through the group commit).
+    struct RaceStore: Sendable, CustomTestStringConvertible {
+        var backend: StoreBackend
+        var exclusive: Bool
+        static var all: [RaceStore] { StoreBackend.available.map { RaceStore(backend: $0, exclusive: false) } + [RaceStore(backend: .sqlite, exclusive: true)] }
+        var testDescription: String { exclusive ? "sqlite (held by the server)" : backend.rawValue }
+    }
+
     /// Runs `count` sign requests at once; returns how many were signed and how many refused as not eligible.
-    private func storm(_ services: [OfferService], offer: String, customer: String, count: Int = 50) async -> (signed: Int, refused: Int, other: [String]) {
+    private func storm(_ services: [OfferService], offer: String, customer: String, count: Int = 64) async -> (signed: Int, refused: Int, other: [String]) {
         await withTaskGroup(of: String.self) { group in
             for index in 0..<count {
                 let service = services[index % services.count]
@@ -43,45 +53,60 @@ import OfferErrors
         }
     }
 
-    @Test("50 concurrent requests for an offer capped at 1 produce exactly one signature", arguments: StoreBackend.available)
-    func capOfOneHolds(_ backend: StoreBackend) async throws {
-        let fixture = try await StoreFixture(backend)
-        let outcome = await storm([fixture.service], offer: "once", customer: "racer")
-        #expect(outcome.signed == 1)
-        #expect(outcome.refused == 49)
-        #expect(outcome.other.isEmpty, "\(outcome.other)")
-        let recorded = try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: "racer", offerIdentifier: "once"))
-        #expect(recorded == 1)
-        try await fixture.store.close()
-    }
+    /// Rounds of each race, a fresh customer each: a lost race is rare, so it is run many times over.
+    private static let rounds = 10
 
-    @Test("a customer-service grant is spent once by 50 concurrent requests", arguments: StoreBackend.available)
-    func grantIsSpentOnce(_ backend: StoreBackend) async throws {
-        let fixture = try await StoreFixture(backend)
-        let key = CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "unlucky")
-        try await fixture.store.updateCustomer(key) { facts in
-            facts.grants.append(CustomerServiceGrant(productIdentifier: TestPayloads.productIdentifier, offerIdentifier: "sorry", grantedBy: "carol", expiresAt: Date().addingTimeInterval(86_400)))
+    @Test("64 concurrent requests for an offer capped at 1 produce exactly one signature, ten times over; every decision is logged", arguments: RaceStore.all)
+    func capOfOneHolds(_ race: RaceStore) async throws {
+        let fixture = try await StoreFixture(race.backend, exclusive: race.exclusive)
+        for round in 0..<Self.rounds {
+            let outcome = await storm([fixture.service], offer: "once", customer: "racer-\(round)")
+            #expect(outcome.signed == 1, "round \(round)")
+            #expect(outcome.refused == 63, "round \(round)")
+            #expect(outcome.other.isEmpty, "\(outcome.other)")
+            let recorded = try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: "racer-\(round)", offerIdentifier: "once"))
+            #expect(recorded == 1, "round \(round)")
         }
-        let outcome = await storm([fixture.service], offer: "sorry", customer: "unlucky")
-        #expect(outcome.signed == 1)
-        #expect(outcome.refused == 49)
-        #expect(outcome.other.isEmpty, "\(outcome.other)")
-        let facts = try #require(try await fixture.store.customerFacts(for: key))
-        #expect(facts.grants.count == 1 && facts.grants[0].usedAt != nil)
+        await fixture.store.flushDecisionLog()
+        let logged = try await fixture.store.policyDecisions(bundleIdentifiers: [fixture.bundle], since: 0, until: .max, after: nil, limit: 10_000)
+        #expect(logged.count == 64 * Self.rounds)
+        #expect(logged.filter(\.granted).count == Self.rounds)
         try await fixture.store.close()
     }
 
-    @Test("two replicas sharing PostgreSQL: a cap of 1 and a grant still yield one signature each", .enabled(if: StoreBackend.postgresURL != nil))
+    @Test("a customer-service grant is spent once by 64 concurrent requests, ten times over", arguments: RaceStore.all)
+    func grantIsSpentOnce(_ race: RaceStore) async throws {
+        let fixture = try await StoreFixture(race.backend, exclusive: race.exclusive)
+        for round in 0..<Self.rounds {
+            let key = CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "unlucky-\(round)")
+            try await fixture.store.updateCustomer(key) { facts in
+                facts.grants.append(CustomerServiceGrant(productIdentifier: TestPayloads.productIdentifier, offerIdentifier: "sorry", grantedBy: "carol", expiresAt: Date().addingTimeInterval(86_400)))
+            }
+            let outcome = await storm([fixture.service], offer: "sorry", customer: key.applicationUsername)
+            #expect(outcome.signed == 1, "round \(round)")
+            #expect(outcome.refused == 63, "round \(round)")
+            #expect(outcome.other.isEmpty, "\(outcome.other)")
+            let facts = try #require(try await fixture.store.customerFacts(for: key))
+            #expect(facts.grants.count == 1 && facts.grants[0].usedAt != nil)
+            #expect(try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: key.applicationUsername)) == 1)
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("two replicas sharing PostgreSQL: a cap of 1 and a grant still yield one signature each under 64 concurrent requests, ten times over", .enabled(if: StoreBackend.postgresURL != nil))
     func twoReplicasShareTheCap() async throws {
         let first = try await StoreFixture(.postgres)
         let second = try await StoreFixture(.postgres, replicaOf: first)
-        let capped = await storm([first.service, second.service], offer: "once", customer: "racer")
-        #expect(capped.signed == 1 && capped.refused == 49, "\(capped)")
-        try await first.store.updateCustomer(CustomerKey(bundleIdentifier: first.bundle, applicationUsername: "unlucky")) { facts in
-            facts.grants.append(CustomerServiceGrant(productIdentifier: TestPayloads.productIdentifier, offerIdentifier: "sorry", grantedBy: "carol", expiresAt: Date().addingTimeInterval(86_400)))
+        for round in 0..<Self.rounds {
+            let capped = await storm([first.service, second.service], offer: "once", customer: "racer-\(round)")
+            #expect(capped.signed == 1 && capped.refused == 63, "round \(round): \(capped)")
+            let key = CustomerKey(bundleIdentifier: first.bundle, applicationUsername: "unlucky-\(round)")
+            try await first.store.updateCustomer(key) { facts in
+                facts.grants.append(CustomerServiceGrant(productIdentifier: TestPayloads.productIdentifier, offerIdentifier: "sorry", grantedBy: "carol", expiresAt: Date().addingTimeInterval(86_400)))
+            }
+            let granted = await storm([first.service, second.service], offer: "sorry", customer: key.applicationUsername)
+            #expect(granted.signed == 1 && granted.refused == 63, "round \(round): \(granted)")
         }
-        let granted = await storm([first.service, second.service], offer: "sorry", customer: "unlucky")
-        #expect(granted.signed == 1 && granted.refused == 49, "\(granted)")
         try await first.store.close()
         try await second.store.close()
     }

@@ -33,11 +33,13 @@ enum StoreBackend: String, Sendable, CustomTestStringConvertible {
     static var available: [StoreBackend] { postgresURL == nil ? [.sqlite] : [.sqlite, .postgres] }
     var testDescription: String { rawValue }
 
-    func open() async throws -> any OfferStore {
+    /// `exclusive`: a SQLite file taken for this process as a server takes it (``SQLiteFileLock``), so a decision
+    /// that reads issued offers serializes on the customer's in-process lock (``CustomerLocks``), not a transaction.
+    func open(exclusive: Bool = false) async throws -> any OfferStore {
         switch self {
         case .sqlite:
             let file = ScratchFolder.sqliteFile("offer-signer-it")
-            return try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"), timeout: Self.testStoreTimeout)
+            return try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"), timeout: Self.testStoreTimeout, exclusive: exclusive)
         case .postgres:
             return try await makeOfferStore(databaseURL: try #require(Self.postgresStoreURL), logger: Logger(label: "test"), timeout: Self.testStoreTimeout)
         }
@@ -55,9 +57,9 @@ struct StoreFixture {
 
     /// A fixture with a new app and store; `replicaOf` makes a second service (its own store connection, the
     /// same database, app, key and chain), as a second replica sharing PostgreSQL would be.
-    init(_ backend: StoreBackend, replicaOf other: StoreFixture? = nil) async throws {
+    init(_ backend: StoreBackend, replicaOf other: StoreFixture? = nil, exclusive: Bool = false) async throws {
         bundle = other?.bundle ?? "com.example.it-\(UUID().uuidString.prefix(8).lowercased())"
-        store = try await backend.open()
+        store = try await backend.open(exclusive: exclusive)
         key = try other?.key ?? SigningKey.generate(keyIdentifier: "TESTKEY001")
         var options = TestCertificateChain.Options()
         options.leafValidity = Date().addingTimeInterval(-365 * 86_400)...Date().addingTimeInterval(365 * 86_400)  // the sequence is signed over months

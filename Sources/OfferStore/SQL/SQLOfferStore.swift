@@ -44,6 +44,8 @@ final class SQLOfferStore: OfferStore {
     /// PostgreSQL's LISTEN/NOTIFY of document changes (``documentChanges()``); `nil` on a SQLite file, which one
     /// process serves.
     let documentFeed: PostgresDocumentFeed?
+    /// One decision at a time per customer, in this process (``customerLocks``: only where no other process decides).
+    let processCustomerLocks = CustomerLocks()
 
     init(backend: any SQLStoreBackend, logger: Logger, documentFeed: PostgresDocumentFeed? = nil) {
         self.backend = backend

@@ -46,6 +46,9 @@ final class SQLiteBackend: SQLStoreBackend {
     /// 500 rows of 10 parameters fit either way (the in-memory store's batches; a file's are prepared one-row
     /// INSERTs).
     let recordsPerBatch = 500
+    /// Whether this process is the only one writing the database: a server's file (``SQLiteFileLock``), or one in
+    /// memory. A customer's decisions then need no write transaction to be serialized (``CustomerLocks``).
+    var decidesAlone: Bool { fileLock != nil || logWriter == nil }
 
     /// Opens (or creates) the database.
     /// - Parameter path: the file; `nil` for an in-memory database (tests, `serve --demo`).

@@ -1,0 +1,63 @@
+import Foundation
+import OfferEligibility
+import OfferModel
+import OfferStore
+import Synchronization
+
+extension OfferService {
+    /// The pipeline for a rule that reads issued offers (caps, cool-downs, grants) where the store says this
+    /// process alone decides for its customers (``CustomerLockingStore/customerLocks``: a SQLite file a server
+    /// holds, a store in memory): the customer's in-process lock instead of a write transaction per decision.
+    /// Under the lock: the facts and signatures read together, decide, sign (self-verified), and the record made
+    /// durable through the group commit — shared with every other customer's records — before the lock passes on,
+    /// so the next decision for the customer reads it. A decision that spends a customer-service grant records its
+    /// signature and the spent grant in one transaction (both durable, or neither). The decision is logged once
+    /// the lock is released.
+    ///
+    /// `nil`: the flow is not one for this path (no such rule, an idempotency key, a deadline) or the store has no
+    /// such lock (PostgreSQL shared by replicas): ``run(_:now:)`` goes on with ``OfferStore/withCustomerTransaction(_:issuedSince:answerKey:_:)``.
+    func runUnderCustomerLock<Output: Sendable>(_ flow: SigningFlow<Output>, since: Int64?, now: Date) async throws -> Output? {
+        guard flow.rule?.dependsOnIssuedOffers == true, flow.idempotency == nil, flow.deadline == nil,
+              let store = store as? any CustomerLockingStore, let locks = store.customerLocks else { return nil }
+        let made = Mutex<(EligibilityDecision, EligibilityContext)?>(nil)
+        defer { if let (decision, context) = made.withLock({ $0 }) { logDecision(flow, decision, context) } }
+        let signed: SignedOutput<Output> = try await Traces.span("offer.customer_lock") { try await locks.withLock(flow.customer) {
+            // A rule that reads issued offers without a lookback reads all of the customer's, as in a transaction.
+            let (facts, issued) = try await Traces.span("offer.facts_read") {
+                try await storeCall { try await store.customerSnapshot(flow.customer, issuedSince: since ?? .min) }
+            }
+            let (decision, context) = try tracedDecide(flow, facts: facts ?? CustomerFacts(key: flow.customer), issued: issued, now: now) { decision, context in
+                made.withLock { $0 = (decision, context) }
+            }
+            let signed = try await tracedSign(flow, decision, context)
+            if let grant = decision.grant {
+                try await spend(grant, recording: signed.record, for: flow.customer, now: now, in: store)
+            } else if let record = signed.record {
+                try await storeCall {
+                    try await PipelineMetrics.time(PipelineMetrics.groupCommitWrite) {
+                        try await Traces.span("offer.signature_log.batch_wait") { try await store.record(record) }
+                    }
+                }
+            }
+            return signed
+        } }
+        if let record = signed.record { countIssued(record) }
+        return signed.output
+    }
+
+    /// Marks the grant used and records its signature, in one transaction.
+    private func spend(_ grant: String, recording record: IssuedSignature?, for customer: CustomerKey, now: Date, in store: any OfferStore) async throws(OfferServiceError) {
+        try await storeCall {
+            try await store.withCustomerTransaction(customer, issuedSince: Int64.max) { snapshot in
+                // Under the customer's lock no decision of this process spent it meanwhile; an admin may have.
+                guard var facts = snapshot.facts, let index = facts.grants.firstIndex(where: { $0.id == grant && $0.usedAt == nil }) else {
+                    throw OfferServiceError(.notEligible, "This customer may not have this offer; see reasons.", reasons: [
+                        EligibilityReason(rule: "customer-service-grant", code: "no_grant", message: "The customer-service grant was used or withdrawn meanwhile."),
+                    ])
+                }
+                facts.grants[index].usedAt = now
+                return CustomerCommit(value: (), facts: facts, record: record)
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import OfferModel
+import Synchronization
+
+/// One decision at a time per customer within this process: the serialization point of a cap, a cool-down or a
+/// grant when this process is the only one deciding for the store's customers (``CustomerLockingStore``).
+///
+/// A customer's lock is held from the read of their facts and signatures to the moment the signature it allowed is
+/// durable, so the next decision for them reads it; other customers never wait. Waiters are served first come,
+/// first served; the lock passes straight to the next waiter. A wait is not cancelled with its task (the holder
+/// ends within one decision and one group commit).
+public final class CustomerLocks: Sendable {
+    /// The customers whose lock is held, each with the callers waiting for it, in order.
+    private let held = Mutex<[CustomerKey: [CheckedContinuation<Void, Never>]]>([:])
+
+    public init() {}
+
+    /// Runs `body` holding `key`'s lock.
+    public func withLock<T>(_ key: CustomerKey, _ body: () async throws -> T) async rethrows -> T {
+        await acquire(key)
+        defer { release(key) }
+        return try await body()
+    }
+
+    /// How many customers' locks are held (tests).
+    var heldCount: Int { held.withLock { $0.count } }
+
+    private func acquire(_ key: CustomerKey) async {
+        let free = held.withLock { held -> Bool in
+            guard held[key] == nil else { return false }
+            held[key] = []
+            return true
+        }
+        if free { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let freedMeanwhile = held.withLock { held -> Bool in
+                guard held[key] != nil else {
+                    held[key] = []
+                    return true
+                }
+                held[key]?.append(continuation)
+                return false
+            }
+            if freedMeanwhile { continuation.resume() }
+        }
+    }
+
+    private func release(_ key: CustomerKey) {
+        let next = held.withLock { held -> CheckedContinuation<Void, Never>? in
+            guard var waiters = held[key], !waiters.isEmpty else {
+                held[key] = nil
+                return nil
+            }
+            let first = waiters.removeFirst()
+            held[key] = waiters
+            return first
+        }
+        next?.resume()
+    }
+}
+
+/// A store that can serialize one customer's decisions without a write transaction per decision: where this
+/// process is the only one deciding for its customers (a SQLite file a server holds: ``SQLiteFileLock``; a store
+/// in memory), ``customerLocks`` is its in-process lock, under which a decision reads the customer
+/// (``customerSnapshot(_:issuedSince:)``) and its signature goes through the group commit
+/// (``OfferStore/record(_:startWhenReady:completion:)``). `nil`: other processes may decide for the same
+/// customers (PostgreSQL shared by replicas, a file the tools opened), and a decision that reads issued signatures
+/// runs in ``OfferStore/withCustomerTransaction(_:issuedSince:answerKey:_:)``.
+public protocol CustomerLockingStore: OfferStore {
+    /// The in-process lock per customer, when it is enough; `nil` otherwise.
+    var customerLocks: CustomerLocks? { get }
+
+    /// The customer's facts (`nil`: never heard of) and their issued signatures since `since` (Unix ms), newest
+    /// first, read together.
+    func customerSnapshot(_ key: CustomerKey, issuedSince since: Int64) async throws -> (facts: CustomerFacts?, issued: [IssuedSignature])
+}
