@@ -402,6 +402,25 @@ try:
                 fail(f"{where}: {'no series' if not result else 'only NaN'}\n    {substitute(expression)}")
     ok(f"dashboard: {with_data} queries returned data, {allowed_empty} documented as empty on a healthy run")
 
+    # 4b. The labels the dashboard's offer and key panels promise: offers named as the policies list them (bounded:
+    # anything else is "unlisted", no offer "none"), every key state on every replica.
+    listed = {"winback_50", "retention_30", "loyalty_month", "anyone_10", "unlisted", "none"}
+    for metric, wanted in (("offer_signer_offer_signatures_total", {"winback_50", "retention_30", "anyone_10"}),
+                           ("offer_signer_eligibility_refusals_total", {"winback_50", "retention_30"})):
+        error, result = query(f'sum by (offer) ({metric}{{job="{JOB}"}})')
+        offers = {series["metric"].get("offer", "") for series in result}
+        if error or not wanted <= offers or not offers <= listed:
+            fail(f"{metric} by offer: {error or sorted(offers)}; wanted {sorted(wanted)} among, and nothing but, {sorted(listed)}")
+        else:
+            ok(f"{metric} by offer: {sorted(offers)}")
+    error, result = query(f'offer_signer_keys{{job="{JOB}"}}')
+    states = {(series["metric"]["instance"], series["metric"]["state"]): float(series["value"][1]) for series in result}
+    if error or any(states.get((target, state)) is None for target in targets for state in ("active", "retired", "revoked")) \
+            or any(states[(target, "active")] < 1 for target in targets):
+        fail(f"offer_signer_keys: every replica reports active (at least 1), retired and revoked: {error or states}")
+    else:
+        ok(f"offer_signer_keys by replica and state: {states}")
+
     # 5. The alert rules, as Prometheus loaded them.
     rules = [rule for group in api("/api/v1/rules", type="alert")["data"]["groups"] for rule in group["rules"]]
     present = {series["metric"]["__name__"] for series in query('count by (__name__) ({__name__=~"(offer_signer|hb|http_server)_.+"})')[1]}

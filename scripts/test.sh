@@ -41,8 +41,9 @@ step "swift test" swift test
 venv=${OFFER_SIGNER_VENV:-.venv}
 python_packages() {
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv" || return
-  "$venv/bin/python" -c 'import cryptography, appstoreserverlibrary, openapi_spec_validator, yaml, selenium' 2>/dev/null \
-    || "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-interop.txt -r scripts/requirements-console.txt
+  "$venv/bin/python" -c 'import cryptography, appstoreserverlibrary, openapi_spec_validator, yaml, selenium, opentelemetry.proto' 2>/dev/null \
+    || "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-interop.txt -r scripts/requirements-console.txt \
+      -r scripts/requirements-traces.txt
 }
 step "the Python checks' virtualenv ($venv)" python_packages
 step "interop.py" "$venv/bin/python" scripts/interop.py "$bin"
@@ -56,6 +57,7 @@ step "kill-check.py" python3 scripts/kill-check.py "$bin"
 step "connection-check.py" python3 scripts/connection-check.py "$bin"
 step "replica-check.py" python3 scripts/replica-check.py "$bin"
 step "observability-check.py" python3 scripts/observability-check.py "$bin"
+step "trace-check.py" "$venv/bin/python" scripts/trace-check.py "$bin"
 step "edge-check.py" "$venv/bin/python" scripts/edge-check.py "$bin"
 # The fuzzing and schema campaign (docs/fuzzing.md), bounded for CI: schemathesis against a live `serve --demo`
 # (a few minutes), then each libFuzzer target for OFFER_SIGNER_FUZZ_SECONDS (default 30) after its own build.

@@ -58,6 +58,9 @@ public func buildRouter(
     rateLimits: RateLimits = RateLimits(.none), part: RouterPart = .all, addOn: ServiceAddOn? = nil
 ) -> Router<OfferSignerRequestContext> {
     let router = Router(context: OfferSignerRequestContext.self, options: .autoGenerateHeadEndpoints)
+    if RequestTracing.isOn {
+        router.add(middleware: RequestTracingMiddleware())  // the request's server span (docs/observability.md, "Traces")
+    }
     router.add(middleware: HeadMiddleware())  // HEAD is GET without the body, errors included
     router.add(middleware: RequestLoggingMiddleware())  // the request ID and the access log (docs/observability.md)
     // Metrics outside the error mapping, so that they label the status actually sent (a 400 from the signing
@@ -274,7 +277,8 @@ public func buildApplication(
     }
     return makeApplication(
         router: router(configuration.operationsListener == nil ? .all : .publicOnly),
-        signing: EventLoopSigning(service: service, authenticator: authenticator, limits: rateLimits, serverName: "offer-signer"),
+        // Traced, the router serves every request, so that each is one trace (docs/observability.md, "Traces").
+        signing: RequestTracing.isOn ? nil : EventLoopSigning(service: service, authenticator: authenticator, limits: rateLimits, serverName: "offer-signer"),
         limits: configuration.connectionLimits,
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "offer-signer",

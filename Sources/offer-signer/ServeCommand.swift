@@ -10,6 +10,8 @@ import OfferSignerDemo
 import OfferSignerServer
 import OfferSigning
 import Prometheus
+import ServiceLifecycle
+import UnixSignals
 import OfferApplication
 
 struct ServeCommand: AsyncParsableCommand {
@@ -57,6 +59,15 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory.offerSigner(registry: registry))
+        // OpenTelemetry traces, when OTEL_* variables configure an exporter (docs/observability.md): before the
+        // application is built, which serves differently when traced.
+        let tracing: (any Service)?
+        do {
+            tracing = try RequestTracing.start(environment: environment, logger: logger)
+        } catch {
+            logger.critical("cannot start: \(error.message)")
+            throw ExitCode(78)  // EX_CONFIG
+        }
 
         if configuration.isDemo {
             let banner = String(repeating: "!", count: 78)
@@ -111,7 +122,12 @@ struct ServeCommand: AsyncParsableCommand {
         }
         logger.notice("offer-signer \(OfferSignerCommand.version) starting", metadata: ["address": "\(configuration.host):\(configuration.port)"])
         do {
-            try await app.runService()
+            if let tracing {
+                // The exporter first, so that it stops last: the spans of the last answers are exported.
+                try await ServiceGroup(configuration: .init(services: [tracing, app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
+            } else {
+                try await app.runService()
+            }
             // A graceful shutdown (SIGTERM, SIGINT): every answer in flight was sent and every signature recorded.
             logger.notice("offer-signer stopped: connections drained, the store closed")
         } catch let error as IOError where error.errnoCode == EADDRINUSE || error.errnoCode == EADDRNOTAVAIL || error.errnoCode == EACCES {

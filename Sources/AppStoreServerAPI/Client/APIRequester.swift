@@ -5,6 +5,7 @@ import Logging
 import Metrics
 import NIOCore
 import NIOHTTP1
+import Tracing
 
 /// Sends one GET to one environment of the App Store Server API and returns the body of its `200`, retrying what
 /// may succeed on a second try, within a deadline.
@@ -167,11 +168,38 @@ struct APIRequester: Sendable {
         }
     }
 
-    /// One attempt, recorded in the request counter and the latency timer.
+    /// One attempt, recorded in the request counter and the latency timer, in a client span
+    /// `app_store_api.request` whose W3C `traceparent` the request carries (when traces are on; the URL, which
+    /// holds a transaction identifier, is not an attribute).
     private func send(
         url: String, json: ByteBuffer?, token: String, endpoint: Endpoint, environment: AppStoreEnvironment, deadline: ContinuousClock.Instant
     ) async -> Result<ByteBuffer, Failure> {
+        await withSpan("app_store_api.request", ofKind: .client) { span in
+            span.attributes["http.request.method"] = json == nil ? "GET" : "POST"
+            span.attributes["app_store_api.endpoint"] = endpoint.rawValue
+            span.attributes["app_store_api.environment"] = environment.rawValue
+            let result = await send(url: url, json: json, token: token, endpoint: endpoint, environment: environment, deadline: deadline, context: span.context)
+            switch result {
+            case .success:
+                span.attributes["http.response.status_code"] = 200
+            case .failure(let failure):
+                span.setStatus(SpanStatus(code: .error))
+                span.attributes["app_store_api.outcome"] = failure.outcome
+                if case .status(let status, let errorCode, _) = failure {
+                    span.attributes["http.response.status_code"] = status
+                    if let errorCode { span.attributes["app_store_api.error_code"] = errorCode }
+                }
+            }
+            return result
+        }
+    }
+
+    private func send(
+        url: String, json: ByteBuffer?, token: String, endpoint: Endpoint, environment: AppStoreEnvironment, deadline: ContinuousClock.Instant,
+        context: InstrumentationContext
+    ) async -> Result<ByteBuffer, Failure> {
         var request = HTTPClientRequest(url: url)
+        InstrumentationSystem.instrument.inject(context, into: &request.headers, using: HTTPHeadersInjector())
         request.method = .GET
         if let json {
             request.method = .POST
@@ -260,5 +288,12 @@ extension Duration {
         guard !overflow else { return seconds < 0 ? .min : .max }
         let (sum, overflow2) = product.addingReportingOverflow(attoseconds / 1_000_000_000)
         return overflow2 ? (seconds < 0 ? .min : .max) : sum
+    }
+}
+
+/// Writes a trace's propagation headers (W3C `traceparent`, `tracestate`) into a request's headers.
+private struct HTTPHeadersInjector: Injector {
+    func inject(_ value: String, forKey key: String, into headers: inout HTTPHeaders) {
+        headers.replaceOrAdd(name: key, value: value)
     }
 }

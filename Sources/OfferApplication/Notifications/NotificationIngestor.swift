@@ -4,6 +4,7 @@ import Logging
 import Metrics
 import OfferModel
 import OfferStore
+import Tracing
 import Synchronization
 import OfferErrors
 
@@ -86,7 +87,9 @@ public struct NotificationIngestor: Sendable {
     ///   App Store retries).
     public func ingest(signedPayload: String) async throws(OfferServiceError) -> IngestOutcome {
         let latest = now().addingTimeInterval(clockSkew)
-        let decoded = try await verify { verifier in try await verifier.verifyAndDecodeNotificationContents(signedPayload, signedNoLaterThan: latest) }
+        let decoded = try await Traces.span("app_store.verify") { () async throws(OfferServiceError) in
+            try await verify { verifier in try await verifier.verifyAndDecodeNotificationContents(signedPayload, signedNoLaterThan: latest) }
+        }
         let notification = decoded.notification
         guard let uuid = notification.notificationUUID, let transaction = decoded.transaction, let type = notification.notificationType,
               type != .test, let bundleIdentifier = notification.data?.bundleIdentifier
@@ -111,8 +114,10 @@ public struct NotificationIngestor: Sendable {
                 let changed = Changed()
                 let claims = CustomerBinding.claims([transaction], for: binding.key, environment: environment, tokens: tokenRule)
                 do {
-                    let applied = try await store.applyNotification(notificationUUID: uuid, to: binding.key, claiming: claims) { facts in
-                        if SubscriptionFolding.fold(decoded, into: &facts) { changed.set() }
+                    let applied = try await Traces.span("notification.apply", ["app_store.notification_type": .string(type.rawValue)]) {
+                        try await store.applyNotification(notificationUUID: uuid, to: binding.key, claiming: claims) { facts in
+                            if SubscriptionFolding.fold(decoded, into: &facts) { changed.set() }
+                        }
                     }
                     try await binding.report(source: "notification", store: store, logger: logger)
                     filed = (binding, applied, changed.value)

@@ -7,6 +7,7 @@ import OfferModel
 import OfferSigning
 import OfferStore
 import Synchronization
+import Tracing
 
 /// What the policy says for one real-time retention request, and why (`offer-signer retention explain`).
 public struct RetentionExplanation: Sendable {
@@ -41,7 +42,7 @@ extension OfferService {
         guard let notifications else {
             throw OfferServiceError(.storeUnavailable, "Retention requests cannot be verified: the service has no customer store or no app it can verify App Store data for (set the app's appAppleId, OFFER_SIGNER_ENVIRONMENTS, and OFFER_SIGNER_TRUSTED_ROOTS for test chains).")
         }
-        return try await notifications.verifyRealtimeRequest(signedPayload: signedPayload, fresh: fresh)
+        return try await Traces.span("app_store.verify") { () async throws(OfferServiceError) in try await notifications.verifyRealtimeRequest(signedPayload: signedPayload, fresh: fresh) }
     }
 
     /// Answers a verified real-time retention request for the app `bundleIdentifier` (see
@@ -62,10 +63,15 @@ extension OfferService {
         let recording = Mutex<Task<Void, Never>?>(nil)
         do {
             let deadline = ContinuousClock.now + retentionDeadline
-            answer = try await withDeadline(retentionDeadline) {
-                try await self.decideRetention(request, app: app, product: product, entries: entries, deadline: deadline, now: now) { answer in
-                    recording.withLock { $0 = self.startRecordingRetentionOutcome(request, bundleIdentifier: app.bundleIdentifier, product: product.productIdentifier, answer: answer, now: now) }
+            let deadlineMilliseconds = Int64(retentionDeadline.components.seconds * 1000 + retentionDeadline.components.attoseconds / 1_000_000_000_000_000)
+            answer = try await Traces.span("retention.deadline", ["offer_signer.retention.deadline_ms": .int64(deadlineMilliseconds)]) {
+                let answer = try await withDeadline(retentionDeadline) {
+                    try await self.decideRetention(request, app: app, product: product, entries: entries, deadline: deadline, now: now) { answer in
+                        recording.withLock { $0 = self.startRecordingRetentionOutcome(request, bundleIdentifier: app.bundleIdentifier, product: product.productIdentifier, answer: answer, now: now) }
+                    }
                 }
+                Traces.annotate { $0["offer_signer.retention.in_time"] = answer != nil }
+                return answer
             }
         } catch let error as OfferServiceError where error.code == .appStoreUnavailable {
             // The App Store could not be asked about a stranger within its budget: as when the deadline passes.
@@ -183,7 +189,8 @@ extension OfferService {
                 let customer = context.facts.key
                 // The entry the pipeline's decision chose (RetentionSelection), acted on as decided: not decided again.
                 guard let index = decision.choice, entries.indices.contains(index) else {
-                    PipelineMetrics.countRefusal(decision.reasons)
+                    PipelineMetrics.countRefusal(decision.reasons, offer: OfferMetrics.labels(
+                        self.policy, bundleIdentifier: app.bundleIdentifier, productIdentifier: product.productIdentifier, offerIdentifier: ""))
                     throw OfferServiceError(.noRetentionAnswer, "No retention entry of \(product.productIdentifier) holds for this customer and there is no fallback; the App Store shows its default message.", reasons: decision.reasons)
                 }
                 let entry = entries[index]

@@ -136,9 +136,11 @@ public final class OfferService: Sendable {
     }
 
     /// Refuses with 403 `not_eligible` and the reasons, unless `decision` is a yes.
-    func requireEligible(_ decision: EligibilityDecision) throws(OfferServiceError) {
+    func requireEligible(
+        _ decision: EligibilityDecision, offer: @autoclosure () -> (product: String, offer: String) = (OfferMetrics.unlisted, OfferMetrics.unlisted)
+    ) throws(OfferServiceError) {
         guard decision.isEligible else {
-            PipelineMetrics.countRefusal(decision.reasons)
+            PipelineMetrics.countRefusal(decision.reasons, offer: offer())
             throw OfferServiceError(.notEligible, "This customer may not have this offer; see reasons.", reasons: decision.reasons)
         }
     }
@@ -147,6 +149,7 @@ public final class OfferService: Sendable {
     func countIssued(_ record: IssuedSignature) {
         issuedByKey.withLock { $0[record.keyIdentifier, default: 0] += 1 }
         (record.format == "legacy" ? signaturesIssued : jwsIssued).increment()
+        OfferMetrics.countSignature(record, policy: policy)
     }
 
     /// Every offer of the policy (of one product, or all) with its decision for a customer.

@@ -21,11 +21,13 @@ enum PipelineMetrics {
         Counter(label: "offer_signer_retention_answers_total", dimensions: [("answer", answer)]).increment()
     }
 
-    /// Counts a refused offer: once per reason, by the rule that said no and its code.
-    static func countRefusal(_ reasons: [EligibilityReason]) {
+    /// Counts a refused offer: once per reason, by the rule that said no and its code, and by the offer
+    /// (``OfferMetrics/labels(_:bundleIdentifier:productIdentifier:offerIdentifier:)``: only what the policy lists).
+    static func countRefusal(_ reasons: [EligibilityReason], offer: (product: String, offer: String) = (OfferMetrics.unlisted, OfferMetrics.unlisted)) {
         for reason in reasons.isEmpty ? [EligibilityReason(rule: "unknown", code: "unknown", message: "")] : reasons {
             Counter(label: "offer_signer_eligibility_refusals_total", dimensions: [
                 ("rule", String(reason.rule.prefix(64))), ("code", String(reason.code.prefix(64))),
+                ("product", offer.product), ("offer", offer.offer),
             ]).increment()
         }
     }

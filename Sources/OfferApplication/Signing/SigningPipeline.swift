@@ -6,6 +6,7 @@ import OfferModel
 import OfferSigning
 import OfferStore
 import Synchronization
+import Tracing
 
 /// What one signing flow (legacy offer, JWS offer, introductory-offer eligibility, retention offer) tells the
 /// pipeline: who the customer is, which rule decides, and how to sign. Everything else — completing missing facts
@@ -81,15 +82,15 @@ extension OfferService {
         var completed = given
         // Facts the store lacks, from the App Store (stored before the decision reads them); a rule-less flow
         // reads no facts, so it asks nothing.
-        if let lookup = given.appStoreLookup, given.rule != nil,
-           case .stored(let owner, _) = try await fetchMissingFacts(lookup, app: given.app, subscriptionGroupIdentifier: given.subscriptionGroupIdentifier) {
-            completed.customer = owner
+        if let lookup = given.appStoreLookup, given.rule != nil {
+            let outcome = try await Traces.span("offer.app_store_facts") { () async throws(OfferServiceError) in
+                try await fetchMissingFacts(lookup, app: given.app, subscriptionGroupIdentifier: given.subscriptionGroupIdentifier)
+            }
+            if case .stored(let owner, _) = outcome { completed.customer = owner }
         }
         let flow = completed
         try await recordExposures(flow.rule, customer: flow.customer, now: now)
         let since = flow.rule?.lookback.map { Int64((now.timeIntervalSince1970 - $0) * 1000) }
-        // One process deciding alone for the store's customers: their in-process lock and the group commit.
-        if let output = try await runUnderCustomerLock(flow, since: since, now: now) { return output }
         if let store, flow.rule?.dependsOnIssuedOffers == true || flow.idempotency != nil {
             // A flow here only for idempotency, whose rules never look back, reads no signature history.
             let issuedSince = since ?? (flow.rule?.dependsOnIssuedOffers == true ? nil : Int64.max)
@@ -98,15 +99,16 @@ extension OfferService {
             let made = Mutex<(EligibilityDecision, EligibilityContext)?>(nil)
             defer { if let (decision, context) = made.withLock({ $0 }) { logDecision(flow, decision, context) } }
             do {
-                signed = try await PipelineMetrics.time(PipelineMetrics.customerTransactionWrite) { try await store.withCustomerTransaction(flow.customer, issuedSince: issuedSince, answerKey: flow.idempotency?.key) { snapshot in
+                signed = try await PipelineMetrics.time(PipelineMetrics.customerTransactionWrite) { try await Traces.span("offer.customer_transaction") {
+                    try await store.withCustomerTransaction(flow.customer, issuedSince: issuedSince, answerKey: flow.idempotency?.key) { snapshot in
                     if let stored = snapshot.storedAnswer, let idempotency = flow.idempotency {
                         return CustomerCommit(value: SignedOutput(output: try idempotency.decode(stored), record: nil))
                     }
                     let facts = snapshot.facts ?? CustomerFacts(key: flow.customer)
-                    let (decision, context) = try self.decide(flow, facts: facts, issued: snapshot.issuedSignatures, now: now) { decision, context in
+                    let (decision, context) = try self.tracedDecide(flow, facts: facts, issued: snapshot.issuedSignatures, now: now) { decision, context in
                         made.withLock { $0 = (decision, context) }
                     }
-                    let signed = try await self.sign(flow, decision, context)
+                    let signed = try await self.tracedSign(flow, decision, context)
                     // Past the deadline the caller has answered without this: roll back rather than record a
                     // signature nobody was shown (the commit itself, milliseconds, is the only later step).
                     if let deadline = flow.deadline, ContinuousClock.now >= deadline {
@@ -119,7 +121,7 @@ extension OfferService {
                         spent = updated
                     }
                     return CustomerCommit(value: signed, facts: spent, record: signed.record, answer: try flow.idempotency?.encode(signed.output))
-                } }
+                } } }
             } catch let error as OfferServiceError {
                 throw error
             } catch let error as OfferSigningError {
@@ -130,7 +132,8 @@ extension OfferService {
             if let record = signed.record { countIssued(record) }
             return signed.output
         }
-        if let immediate = try immediateRun(flow, now: now) {
+        // Traced, a flow that could run at once takes the steps below instead, each in its span.
+        if !Traces.areOn, let immediate = try immediateRun(flow, now: now) {
             let signed = try immediate()
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 commit(signed.record) { continuation.resume(with: $0.mapError { $0 as any Error }) }
@@ -140,20 +143,22 @@ extension OfferService {
         var facts = CustomerFacts(key: flow.customer)
         var issued: [IssuedSignature] = []
         if let store, flow.rule != nil {
-            (facts, issued) = try await storeCall {
+            (facts, issued) = try await Traces.span("offer.facts_read") { try await storeCall {
                 let facts = try await store.customerFacts(for: flow.customer) ?? facts
                 guard let since else { return (facts, []) }
                 return (facts, try await store.issuedSignatures(matching: IssuedSignatureQuery(
                     bundleIdentifier: flow.customer.bundleIdentifier, applicationUsername: flow.customer.applicationUsername,
                     since: since, limit: 10_000)))
-            }
+            } }
         }
-        let (decision, context) = try decide(flow, facts: facts, issued: issued, now: now)
-        let signed = try await sign(flow, decision, context)
+        let (decision, context) = try tracedDecide(flow, facts: facts, issued: issued, now: now)
+        let signed = try await tracedSign(flow, decision, context)
         if let store {
             try await storeCall {
                 if let record = signed.record {
-                    try await PipelineMetrics.time(PipelineMetrics.groupCommitWrite) { try await store.record(record) }
+                    try await PipelineMetrics.time(PipelineMetrics.groupCommitWrite) {
+                        try await Traces.span("offer.signature_log.batch_wait") { try await store.record(record) }
+                    }
                 }
                 // A rule of one's own that spends a grant without declaring `dependsOnIssuedOffers` still spends it.
                 if let grant = decision.grant {
@@ -208,9 +213,53 @@ extension OfferService {
         store.record(record, startWhenReady: startWhenReady, completion: recorded)
     }
 
+    /// ``decide(_:facts:issued:now:deferLogging:)`` in a span `offer.decide` that says what was decided over what
+    /// (counts of the facts read, never the customer), when spans are on.
+    func tracedDecide<Output>(
+        _ flow: SigningFlow<Output>, facts: CustomerFacts, issued: [IssuedSignature], now: Date,
+        deferLogging: ((EligibilityDecision, EligibilityContext) -> Void)? = nil
+    ) throws -> (EligibilityDecision, EligibilityContext) {
+        guard Traces.areOn else { return try decide(flow, facts: facts, issued: issued, now: now, deferLogging: deferLogging) }
+        let attributes: SpanAttributes = [
+            "offer_signer.channel": .string(flow.channel.rawValue), "offer_signer.product": .string(flow.productIdentifier),
+            "offer_signer.offer": .string(flow.offerIdentifier), "offer_signer.policy": .bool(flow.rule != nil),
+            "offer_signer.facts.subscriptions": .int64(Int64(facts.subscriptions.count)),
+            "offer_signer.facts.issued_signatures": .int64(Int64(issued.count)),
+        ]
+        return try Traces.span("offer.decide", attributes) {
+            do {
+                let made = try decide(flow, facts: facts, issued: issued, now: now, deferLogging: deferLogging)
+                Traces.annotate { $0["offer_signer.eligible"] = made.0.isEligible }
+                return made
+            } catch {
+                Traces.annotate { attributes in
+                    attributes["offer_signer.eligible"] = false
+                    if let reasons = (error as? OfferServiceError)?.reasons { attributes["offer_signer.reasons"] = reasons.map { "\($0.rule):\($0.code)" } }
+                }
+                throw error
+            }
+        }
+    }
+
+    /// ``sign(_:_:_:)`` in a span `offer.sign` (the key's identifier and the format), when spans are on.
+    func tracedSign<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision, _ context: EligibilityContext) async throws -> SignedOutput<Output> {
+        guard Traces.areOn else { return try await sign(flow, decision, context) }
+        return try await Traces.span("offer.sign") {
+            let signed = try await sign(flow, decision, context)
+            Traces.annotate { attributes in
+                attributes["offer_signer.signed"] = signed.record != nil
+                if let record = signed.record {
+                    attributes["offer_signer.key_id"] = record.keyIdentifier
+                    attributes["offer_signer.format"] = record.format
+                }
+            }
+            return signed
+        }
+    }
+
     /// The rule's decision over the facts, and the context it saw; a no refuses when the flow says so. The decision is
     /// logged (``logDecision(_:_:_:)``), or handed to `deferLogging` to log later (outside a customer's lock).
-    func decide<Output>(
+    private func decide<Output>(
         _ flow: SigningFlow<Output>, facts: CustomerFacts, issued: [IssuedSignature], now: Date,
         deferLogging: ((EligibilityDecision, EligibilityContext) -> Void)? = nil
     ) throws(OfferServiceError) -> (EligibilityDecision, EligibilityContext) {
@@ -221,12 +270,15 @@ extension OfferService {
         guard let rule = flow.rule else { return (.eligible(), context) }
         let decision = rule.evaluate(context)
         if let deferLogging { deferLogging(decision, context) } else { logDecision(flow, decision, context) }
-        if flow.refusesWhenNotEligible { try requireEligible(decision) }
+        if flow.refusesWhenNotEligible {
+            try requireEligible(decision, offer: OfferMetrics.labels(
+                policy, bundleIdentifier: flow.app.bundleIdentifier, productIdentifier: flow.productIdentifier, offerIdentifier: flow.offerIdentifier))
+        }
         return (decision, context)
     }
 
     /// Signs with the app's active key; a failed self-check is counted and never returned.
-    func sign<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision, _ context: EligibilityContext) async throws -> SignedOutput<Output> {
+    private func sign<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision, _ context: EligibilityContext) async throws -> SignedOutput<Output> {
         switch flow.sign {
         case .immediate(let signer):
             return try sign(flow, with: signer, decision, context)
