@@ -45,6 +45,7 @@ arguments = parser.parse_args()
 os.makedirs(arguments.output, exist_ok=True)
 
 failures = []
+LAPTOP, PHONE = (1366, 900), (390, 844)  # the window sizes the layout is checked at
 WAIT = 30  # seconds for any page or element: generous, for a slow machine
 
 
@@ -122,7 +123,7 @@ try:
 
     options = webdriver.ChromeOptions()
     options.binary_location = arguments.chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=412,915", "--hide-scrollbars"):
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=390,844", "--hide-scrollbars"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     # Chromium's own scratch files (its profile's lock and socket) in a folder removed after the check.
@@ -144,14 +145,37 @@ try:
     def screenshot(name):
         """The whole page at a phone's width (`name.png`) and a laptop's (`name-wide.png`): the window made as tall
         as the document (at most 6000 px) for each shot."""
-        for suffix, width in (("", 412), ("-wide", 1200)):
-            driver.set_window_size(width, 915)
-            height = min(6000, max(915, int(driver.execute_script("return document.documentElement.scrollHeight")) + 140))
+        for suffix, width in (("", PHONE[0]), ("-wide", LAPTOP[0])):
+            driver.set_window_size(width, 900)
+            height = min(6000, max(900, int(driver.execute_script("return document.documentElement.scrollHeight")) + 140))
             driver.set_window_size(width, height)
             path = os.path.join(arguments.output, f"{name}{suffix}.png")
             driver.save_screenshot(path)
             shots[name + suffix] = path
-        driver.set_window_size(412, 915)
+        driver.set_window_size(*PHONE)
+
+    # Each table box's width against its content's, by the table's first header cells (what a reader sees first).
+    MEASURE = """return Array.from(document.querySelectorAll('main .scroll')).map(box => ({
+        head: Array.from(box.querySelectorAll('thead th')).slice(0, 3).map(th => th.textContent).join('|'),
+        scrollWidth: box.scrollWidth, clientWidth: box.clientWidth,
+        wide: box.classList.contains('wide'),
+        cue: getComputedStyle(box, '::before').display !== 'none' && getComputedStyle(box, '::before').content.includes('scroll'),
+        shadow: getComputedStyle(box).backgroundImage.includes('gradient')}))"""
+
+    def layout(name, wanted):
+        """At a laptop's width (1366 x 900) no table box of the page scrolls sideways; at a phone's (390 x 844) every
+        box whose table is wider than the screen shows its cue (the "scroll →" hint and the edge shadows)."""
+        driver.set_window_size(*LAPTOP)
+        boxes = driver.execute_script(MEASURE)
+        found = [box["head"] for box in boxes]
+        check(all(any(head.startswith(w) for head in found) for w in wanted), f"{name}: the tables {wanted} are on the page ({found})")
+        scrolling = [f"{box['head']} ({box['scrollWidth']} > {box['clientWidth']})" for box in boxes if box["scrollWidth"] > box["clientWidth"]]
+        check(not scrolling, f"{name} at {LAPTOP[0]} px: no table scrolls sideways {scrolling}")
+        driver.set_window_size(*PHONE)
+        boxes = driver.execute_script(MEASURE)
+        overflowing = [box for box in boxes if box["scrollWidth"] > box["clientWidth"]]
+        uncued = [box["head"] for box in overflowing if not (box["cue"] and box["shadow"])]
+        check(not uncued, f"{name} at {PHONE[0]} px: each of the {len(overflowing)} tables that scroll shows the cue {uncued}")
 
     def settled(name, signed_in=True):
         wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
@@ -204,6 +228,16 @@ try:
     shown = int(driver.find_element(By.CSS_SELECTOR, "[data-metric=redeemed]").text)
     check(shown == redeemed and redeemed > 0, f"the overview's redemptions are GET /admin/outcomes' ({shown} = {redeemed})")
     check(int(driver.find_element(By.CSS_SELECTOR, "[data-metric=retention-saved]").text) == report["retention"]["saved"] > 0, "the overview's saves are the report's")
+    status = driver.find_element(By.ID, "status")
+    warnings = [li.get_attribute("data-warning") for li in status.find_elements(By.CSS_SELECTOR, "li[data-warning]")]
+    check("ok" not in status.get_attribute("class").split() and "demo" in warnings, f"the overview is not all-green in the demo: it warns {warnings}")
+    figures = {name: driver.find_element(By.CSS_SELECTOR, f"[data-metric={name}]").text for name in ("error-rate", "latency-p50", "last-signature", "last-notification", "version", "uptime", "refusal-rate", "redemption-rate")}
+    check(figures["version"] and figures["last-signature"].endswith("ago") and figures["last-notification"].endswith("ago") and "%" in figures["error-rate"] and "ms" in figures["latency-p50"],
+          f"the overview shows error rate, latency, last signature and notification, version and uptime ({figures})")
+    revenue = {b.get_attribute("data-currency"): b.text for b in driver.find_elements(By.CSS_SELECTOR, "[data-metric=revenue] b[data-currency]")}
+    currencies = {r["currency"] for o in report["offers"] for r in o["revenue"]}
+    check(set(revenue) == currencies and currencies, f"the overview's revenue has one line per currency ({revenue})")
+    layout("overview", ["Key|State"])
 
     open_page("/console/offers", "offers")
     bars = {}
@@ -217,11 +251,34 @@ try:
     busy = sum(1 for value in api.values() if value["issued"] or value["redeemed"])
     check(bars == api and len(bars) >= 30, f"the chart's {len(bars)} days match GET /admin/outcomes/daily (issued {sum(v['issued'] for v in api.values())}, redeemed {sum(v['redeemed'] for v in api.values())})")
     check(busy >= 5, f"the demo's history spreads over {busy} days of the chart")
+    layout("offers", ["Offer|Product|Issued"])
+    heads = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "main .scroll thead th")][:11]
+    check(heads[:6] == ["Offer", "Product", "Issued", "Redeemed", "Refunded", "Revenue"], f"the offers table leads with its key columns ({heads})")
+    check(all(c.text in ("app", "retention") for c in driver.find_elements(By.CSS_SELECTOR, "main .scroll tbody td:nth-child(10)")), "the offers table names channels app or retention")
+    check("experiment" in driver.find_element(By.ID, "revenue-note").text, "the offers page says why an experiment's revenue differs")
+    # The range: 7 days, from the selector's link, then the CSV of that table (with the session's cookie).
+    old = driver.find_element(By.TAG_NAME, "html")
+    driver.find_element(By.CSS_SELECTOR, "#range a[href$='days=7']").click()
+    wait.until(replaced(old))
+    settled("offers-7-days")
+    week = driver.find_elements(By.CSS_SELECTOR, "#daily-chart rect[data-series=issued]")
+    check(7 <= len(week) <= 8 and "Last 7 days" in driver.find_element(By.ID, "range-title").text, f"the 7-day range charts {len(week)} days")
+    export = driver.find_element(By.ID, "export").get_attribute("href")
+    request = urllib.request.Request(export)
+    request.add_header("Cookie", f"offer_signer_session={driver.get_cookie('offer_signer_session')['value']}")
+    with urllib.request.urlopen(request, timeout=WAIT) as response:
+        csv_text, csv_type = response.read().decode(), response.headers.get("Content-Type", "")
+    shown = [int(td.text) for td in driver.find_elements(By.CSS_SELECTOR, "main .scroll tbody td:nth-child(3)")]
+    csv_rows = [line.split(",") for line in csv_text.strip().splitlines()]
+    check(csv_type.startswith("text/csv") and csv_rows[0][:5] == ["app", "product", "offer", "channel", "issued"]
+          and len(csv_rows) - 1 == len(shown) and sum(int(row[4]) for row in csv_rows[1:]) == sum(shown),
+          f"the CSV export is the 7-day table shown: {len(csv_rows) - 1} rows, {sum(shown)} issued")
 
     open_page("/console/experiments", "experiments")
     links = [a.get_attribute("href") for a in driver.find_elements(By.CSS_SELECTOR, "main table a")]
     check(f"{base}/console/experiments/retention-offer" in links, "the demo's experiment is listed")
     open_page("/console/experiments/retention-offer", "experiment")
+    layout("experiment", [])
     experiment = json.loads(call("GET", "/admin/experiments/retention-offer", token=token))
     drawn = {g.get_attribute("data-variant"): [float(g.get_attribute(a)) for a in ("data-value", "data-lower", "data-upper")]
              for g in driver.find_elements(By.CSS_SELECTOR, "#interval-chart g[data-variant]")}
@@ -282,9 +339,11 @@ try:
     redemptions = driver.find_elements(By.CSS_SELECTOR, "#redemptions + .scroll tbody tr")
     check(len(decisions) >= 3 and len(redemptions) >= 1, f"the customer page shows decisions ({len(decisions)}) and redemptions ({len(redemptions)})")
     check("cap:cap_reached" in driver.find_element(By.CSS_SELECTOR, "#decisions + .scroll").text, "a refusal is shown with its reasons")
+    layout("customer", ["When|Channel|Product", "Purchased|Product|Offer"])
     open_page("/console/customers?bundleId=com.example.offersigner.demo&customer=subscriber-02", "customer-retention")
     answers = driver.find_elements(By.CSS_SELECTOR, "#retention + .scroll tbody tr")
     check(len(answers) >= 1, f"the customer page shows the retention answers ({len(answers)})")
+    layout("customer-retention", ["Answered|Product"])
 
     open_page("/console/keys", "keys")
     Select(driver.find_element(By.ID, "keyIdentifier")).select_by_value("DEMOKEY002")
@@ -298,6 +357,10 @@ try:
     audit = json.loads(call("GET", "/admin/audit?limit=20", token=token))["events"]
     check(any(e["actor"] == "demo" and e["action"] == "key.activate" and e["target"] == "DEMOKEY002" for e in audit), "the rotation is audited under the admin's name")
     check("key.activate" in driver.find_element(By.TAG_NAME, "main").text, "the Keys page's audit shows it")
+    layout("keys", ["When|Admin|Action"])
+    open_page("/console/offers", "offers-after-rotation")
+    marks = [g.get_attribute("data-change") for g in driver.find_elements(By.CSS_SELECTOR, "#daily-chart g[data-change]")]
+    check("key.activate" in marks, f"the daily chart marks the key change ({marks})")
     check(all(token not in url for url in visited), "the token is in no URL")
     submit("form.signout")
     check(driver.current_url.endswith("/console/login"), "signed out")

@@ -67,10 +67,6 @@ extension ServiceConfiguration {
     /// The bundle identifier of the demo app.
     public static let demoBundleIdentifier = "com.example.offersigner.demo"
 
-    /// The admin token of `serve --demo` when `OFFER_SIGNER_ADMIN_TOKENS` is not set (named
-    /// `demo`): public, like everything in the demo, which keeps made-up data in memory and listens on 127.0.0.1.
-    public static let demoAdminToken = "demo-admin-token"
-
     /// Whether `serve --demo` with this environment signs admins in with ``demoAdminToken``.
     public static func demoUsesItsOwnAdminToken(environment: [String: String]) -> Bool {
         (reader(environment).string(.adminTokens) ?? "").isEmpty

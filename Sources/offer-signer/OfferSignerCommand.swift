@@ -13,5 +13,5 @@ struct OfferSignerCommand: AsyncParsableCommand {
     )
 
     /// The release, printed by `offer-signer --version` and logged at start and stop.
-    static let version = "0.9.0"
+    static let version = ServiceVersion.current
 }

@@ -5,8 +5,9 @@ import OfferStore
 /// Charts drawn on the server as SVG: no script, no external resource. Every mark carries its value in a
 /// `data-value` attribute and a `<title>` (shown on hover, read by screen readers, checked by the tests).
 enum ConsoleCharts {
-    /// One pair of bars per day: signatures issued and offers redeemed (every offer summed).
-    static func dailyBars(_ days: [OutcomeReport]) -> HTML {
+    /// One pair of bars per day: signatures issued and offers redeemed (every offer summed); each key or policy change
+    /// in `changes` (the audit's) a dashed line on its day, with `data-change` (the action) and a `<title>`.
+    static func dailyBars(_ days: [OutcomeReport], changes: [(at: Date, action: String, target: String)] = []) -> HTML {
         let values = days.map { day in
             (day: String(day.from.formatted(.iso8601).prefix(10)), issued: day.offers.map(\.issued).reduce(0, +), redeemed: day.offers.map(\.redeemed).reduce(0, +))
         }
@@ -30,12 +31,24 @@ enum ConsoleCharts {
                 marks.append("<text x=\"\(format(x))\" y=\"\(format(height - 10))\">\(value.day.dropFirst(5))</text>")
             }
         }
+        for change in changes {
+            let day = String(change.at.formatted(.iso8601).prefix(10))
+            guard let index = values.firstIndex(where: { $0.day == day }) else { continue }
+            let x = left + Double(index) * slot + slot * 0.5
+            let what = change.action == "policy.apply" ? "policy applied: \(change.target.prefix(12))" : "\(change.action.dropFirst(4)) \(change.target)"
+            marks.append("""
+                <g data-change="\(change.action)" data-day="\(day)"><title>\(ConsoleLayout.date(change.at)): \(what)</title>\
+                <line class="change" x1="\(format(x))" y1="\(format(top))" x2="\(format(x))" y2="\(format(top + plot))"/>\
+                <text class="change-label" x="\(format(x + 3))" y="\(format(top + 10))">\(change.action.hasPrefix("key.") ? "key" : "policy")</text></g>
+                """)
+        }
         let axis: HTML = """
             <line class="axis" x1="\(format(left))" y1="\(format(top + plot))" x2="\(format(width))" y2="\(format(top + plot))"/>
             <text x="0" y="\(format(top + 6))">\(maximum)</text><text x="0" y="\(format(top + plot))">0</text>
             """
         return """
-            <p class="legend"><span class="issued">issued</span><span class="redeemed">redeemed</span></p>
+            <p class="legend"><span class="issued">issued</span><span class="redeemed">redeemed</span>\
+            \(changes.isEmpty ? HTML.empty : "<span class=\"change\">- - key or policy change</span>" as HTML)</p>
             <svg class="chart" id="daily-chart" viewBox="0 0 \(format(width)) \(format(height))" role="img" aria-label="Signatures issued and offers redeemed per day">
             \(axis)\(marks)</svg>
             """

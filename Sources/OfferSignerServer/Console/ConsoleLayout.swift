@@ -52,14 +52,42 @@ enum ConsoleLayout {
             """)
     }
 
-    /// A table with a header row.
+    /// A table with a header row, in a box that scrolls sideways when the table is wider than the screen (its edges
+    /// then shadowed, and a "scroll →" hint shown at a phone's width, where cells do not wrap and the first column stays
+    /// in view; wider, text cells wrap so that the table fits). Columns from `numericFrom` on are numbers.
     static func table(_ headers: [String], _ rows: [[HTML]], numericFrom: Int = Int.max) -> HTML {
-        let head: [HTML] = headers.enumerated().map { index, header in index >= numericFrom ? "<th class=\"n\">\(header)</th>" : "<th>\(header)</th>" }
+        table(headers, rows, numeric: numericFrom < headers.count ? numericFrom..<headers.count : 0..<0)
+    }
+
+    /// A table whose columns in `numeric` are numbers (right-aligned).
+    static func table(_ headers: [String], _ rows: [[HTML]], numeric: Range<Int>) -> HTML {
+        let head: [HTML] = headers.enumerated().map { index, header in numeric.contains(index) ? "<th class=\"n\">\(header)</th>" : "<th>\(header)</th>" }
         let body: [HTML] = rows.map { row in
-            let cells: [HTML] = row.enumerated().map { index, cell in index >= numericFrom ? "<td class=\"n\">\(cell)</td>" : "<td>\(cell)</td>" }
+            let cells: [HTML] = row.enumerated().map { index, cell in numeric.contains(index) ? "<td class=\"n\">\(cell)</td>" : "<td>\(cell)</td>" }
             return "<tr>\(cells)</tr>"
         }
-        return "<div class=\"scroll\"><table><thead><tr>\(head)</tr></thead><tbody>\(body)</tbody></table></div>"
+        // A table of three columns or more may be wider than a phone: its box says it scrolls.
+        return "<div class=\"scroll\(headers.count >= 3 ? " wide" : "")\"><table><thead><tr>\(head)</tr></thead><tbody>\(body)</tbody></table></div>"
+    }
+
+    /// The one name of a channel on every page: `app` for what the app asks through `/v1/offers/*` (the issued log's
+    /// `api`, the decision log's `legacy`, `jws` and `introductory`), `retention` for the App Store's real-time request.
+    static func channelName(_ raw: String) -> String {
+        switch raw {
+        case "api", "app", "legacy", "jws", "introductory": "app"
+        default: raw
+        }
+    }
+
+    /// ``channelName(_:)`` for a cell, with the request's kind when the raw name says more (`app · JWS`).
+    static func channel(_ raw: String) -> HTML {
+        let kind: String? = switch raw {
+        case "legacy": "legacy signature"
+        case "jws": "JWS"
+        case "introductory": "introductory"
+        default: nil
+        }
+        return kind.map { "\(channelName(raw)) <span class=\"muted\">· \($0)</span>" } ?? "\(channelName(raw))"
     }
 
     /// A cell's text.
@@ -85,22 +113,32 @@ enum ConsoleLayout {
 
     /// The stylesheet served at `/console/style.css`: readable at a phone's width, no external resource.
     static let stylesheet = """
-        :root { color-scheme: light dark; --fg: #1d1d1f; --bg: #fff; --muted: #6e6e73; --line: #d2d2d7; --issued: #0a84ff; --redeemed: #30a14e; --bad: #c9252c; }
-        @media (prefers-color-scheme: dark) { :root { --fg: #f5f5f7; --bg: #1c1c1e; --muted: #a1a1a6; --line: #3a3a3c; } }
+        :root { color-scheme: light dark; --fg: #1d1d1f; --bg: #fff; --muted: #6e6e73; --line: #d2d2d7; --issued: #0a84ff; --redeemed: #30a14e; --bad: #c9252c; --shade: rgba(0,0,0,.22); }
+        @media (prefers-color-scheme: dark) { :root { --fg: #f5f5f7; --bg: #1c1c1e; --muted: #a1a1a6; --line: #3a3a3c; --shade: rgba(255,255,255,.25); } }
         * { box-sizing: border-box; }
         body { margin: 0; font: 15px/1.45 -apple-system, system-ui, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); }
         header { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; justify-content: space-between; padding: .6rem 1rem; border-bottom: 1px solid var(--line); }
         nav { display: flex; flex-wrap: wrap; gap: .25rem .9rem; }
         nav a { color: inherit; text-decoration: none; padding: .2rem 0; }
         nav a[aria-current=page] { font-weight: 600; border-bottom: 2px solid var(--issued); }
-        main { max-width: 1100px; margin: 0 auto; padding: 1rem; }
+        main { max-width: 1600px; margin: 0 auto; padding: 1rem 1.25rem; }
         h1 { font-size: 1.4rem; margin: .3rem 0 1rem; } h2 { font-size: 1.1rem; margin: 1.6rem 0 .6rem; }
         .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: .7rem; }
         .card { border: 1px solid var(--line); border-radius: 8px; padding: .6rem .8rem; }
         .card b { display: block; font-size: 1.4rem; } .card span { color: var(--muted); font-size: .85rem; }
-        .scroll { overflow-x: auto; }
+        .scroll { overflow-x: auto; background: linear-gradient(to right, var(--bg) 30%, transparent), linear-gradient(to left, var(--bg) 30%, transparent) 100% 0,
+          radial-gradient(farthest-side at 0 50%, var(--shade), transparent), radial-gradient(farthest-side at 100% 50%, var(--shade), transparent) 100% 0;
+          background-repeat: no-repeat; background-size: 40px 100%, 40px 100%, 14px 100%, 14px 100%; background-attachment: local, local, scroll, scroll; }
+        .scroll::before { content: "scroll →"; display: none; position: sticky; left: 0; font-size: .75rem; color: var(--muted); }
+        @media (max-width: 700px) { .scroll.wide::before { display: block; } .scroll td:first-child, .scroll th:first-child { position: sticky; left: 0; background: var(--bg); } }
         table { border-collapse: collapse; width: 100%; font-size: .9rem; }
         th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid var(--line); white-space: nowrap; }
+        @media (min-width: 701px) { td, th { white-space: normal; } td.n, th.n, td code { white-space: nowrap; } }
+        .status { border: 1px solid var(--line); border-left: 4px solid var(--redeemed); border-radius: 6px; padding: .5rem .8rem; margin: 0 0 1rem; }
+        .status.warn { border-left-color: #d08a00; } .status.bad { border-left-color: var(--bad); }
+        ul.warnings { margin: .4rem 0 0; padding-left: 1.2rem; } ul.warnings li { margin: .2rem 0; } ul.warnings li.bad::marker { color: var(--bad); }
+        form.range a { margin-right: .4rem; } form.range a[aria-current] { font-weight: 600; }
+        svg .change { stroke: #d08a00; stroke-width: 2; stroke-dasharray: 4 3; } svg .change-label { fill: #d08a00; font-size: 13px; }
         th.n, td.n { text-align: right; font-variant-numeric: tabular-nums; }
         .ok { color: var(--redeemed); } .bad, .error { color: var(--bad); } .muted, .note { color: var(--muted); }
         form.signout { display: flex; gap: .5rem; align-items: center; margin: 0; }

@@ -6,106 +6,98 @@ import OfferSigning
 import OfferStore
 
 /// The console's pages, drawn from the same service calls as the admin API (`/admin/keys`, `/admin/outcomes`,
-/// `/admin/outcomes/daily`, `/admin/experiments`, `/admin/customers`, `/admin/audit`).
+/// `/admin/outcomes/daily`, `/admin/experiments`, `/admin/customers`, `/admin/audit`), and what the service knows of
+/// its own health (``RequestTally``, the store's latest activity).
 struct ConsolePages {
     let service: OfferService
     let keyManager: KeyManager?
+    /// Who may sign in (the overview warns when the demo's public token is one).
+    var adminTokens: BearerTokens = .none
     /// When the policy in force was loaded (it is read once, as the service starts).
     var policyLoadedAt = Date()
 
-    /// The window of the outcome pages: the 30 days before now, as `GET /admin/outcomes` defaults to.
-    static let window: TimeInterval = 30 * 86_400
-
-    /// `/console`: health, keys, signatures today and this week, the last 30 days' outcomes.
-    func overview(_ session: ConsoleSession) async throws -> HTML {
-        let now = Date()
-        var health: [HTML] = []
-        if let store = service.store {
-            let reachable = (try? await store.ping()) != nil
-            health.append(reachable ? "<b class=\"ok\">reachable</b>" : "<b class=\"bad\">unreachable</b>")
-        } else {
-            health.append("<b class=\"muted\">none configured</b>")
-        }
-        let ring = await keyManager?.keyRing ?? service.keys.current
-        let active: HTML = ring.activeKeyIdentifier.map { "<code>\($0)</code>" } ?? "<span class=\"bad\">none</span>"
-        var body: HTML = """
-            <h2>Health</h2>
-            <div class="cards"><div class="card"><span>Customer store</span>\(health)</div>
-            <div class="card"><span>Active key</span><b>\(active)</b></div>
-            <div class="card"><span>Keys</span><b>\(ring.entries.count)</b></div>
-            <div class="card"><span>Policy in force</span>\(Self.policySummary(service.policy))</div></div>
-            \(Self.keyTable(ring, counts: service.signatureCountsByKey))
-            """
-        guard service.store != nil else {
-            return ConsoleLayout.page("Overview", session: session, current: "/console", body: "\(body)<p class=\"note\">Outcomes need the customer store (\(ConfigurationVariable.databaseUrl.environmentName)).</p>")
-        }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? .gmt
-        let today = calendar.startOfDay(for: now)
-        let issuedToday = try await service.outcomeReport(from: today, to: now, bundleIdentifier: nil, environment: nil).offers.map(\.issued).reduce(0, +)
-        let issuedWeek = try await service.outcomeReport(from: now.addingTimeInterval(-7 * 86_400), to: now, bundleIdentifier: nil, environment: nil)
-            .offers.map(\.issued).reduce(0, +)
-        let report = try await service.outcomeReport(from: now.addingTimeInterval(-Self.window), to: now, bundleIdentifier: nil, environment: nil)
-        let totals = Self.totals(report.offers)
-        body = """
-            \(body)
-            <h2>Signatures</h2>
-            <div class="cards"><div class="card"><span>Today (UTC)</span><b data-metric="issued-today">\(issuedToday)</b></div>
-            <div class="card"><span>Last 7 days</span><b data-metric="issued-week">\(issuedWeek)</b></div></div>
-            <h2>Last 30 days</h2>
-            <div class="cards">
-            <div class="card"><span>Issued</span><b data-metric="issued">\(totals.issued)</b></div>
-            <div class="card"><span>Redeemed</span><b data-metric="redeemed">\(totals.redeemed)</b></div>
-            <div class="card"><span>Attributed to a signature</span><b data-metric="attributed">\(totals.attributed)</b></div>
-            <div class="card"><span>Retention answered</span><b data-metric="retention-answered">\(report.retention.answered)</b></div>
-            <div class="card"><span>Retention saved</span><b data-metric="retention-saved">\(report.retention.saved)</b></div>
-            <div class="card"><span>Save rate</span><b data-metric="save-rate">\(ConsoleLayout.percent(report.retention.saveRate))</b></div>
-            </div>
-            <p><a href="/console/offers">Every offer, and the daily chart →</a></p>
-            """
-        return ConsoleLayout.page("Overview", session: session, current: "/console", body: body)
-    }
-
-    /// `/console/offers`: the 30-day outcomes per offer and the daily chart of issued against redeemed.
-    func offers(_ session: ConsoleSession) async throws -> HTML {
-        guard service.store != nil else {
+    /// `/console/offers`: the range's outcomes per offer with their rates and revenue per currency, the daily chart of
+    /// issued against redeemed with key and policy changes marked, and the table's CSV.
+    func offers(_ session: ConsoleSession, range: ConsoleRange) async throws -> HTML {
+        guard let store = service.store else {
             return ConsoleLayout.page("Offers", session: session, current: "/console/offers", body: "<p class=\"note\">Outcomes need the customer store.</p>")
         }
-        let now = Date()
-        let from = now.addingTimeInterval(-Self.window)
-        let report = try await service.outcomeReport(from: from, to: now, bundleIdentifier: nil, environment: nil)
-        let days = try await service.dailyOutcomeReports(from: from, to: now, bundleIdentifier: nil, environment: nil)
+        let report = try await service.outcomeReport(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
+        let days = try await service.dailyOutcomeReports(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
+        let changes = try await storeCall { try await store.auditEvents(limit: 500, since: range.from) }
+            .filter { $0.at < range.to && Self.chartedActions.contains($0.action) }
         let rows: [[HTML]] = report.offers.map { offer in
             let revenue = offer.revenue.map { ConsoleLayout.money($0.milliunits, $0.currency) }.joined(separator: ", ")
             return [
-                "\(offer.bundleIdentifier)", "\(offer.productIdentifier)", offer.offerIdentifier.isEmpty ? "<span class=\"muted\">(introductory)</span>" : "\(offer.offerIdentifier)",
-                "\(offer.channel)", "\(offer.issued)", "\(offer.customers)", "\(offer.redeemed)", "\(offer.attributed)",
-                "\(offer.renewedAfterOffer)", "\(offer.refunded)", "\(revenue.isEmpty ? "–" : revenue)",
+                offer.offerIdentifier.isEmpty ? "<span class=\"muted\">(introductory)</span>" : "\(offer.offerIdentifier)", "\(offer.productIdentifier)",
+                "\(offer.issued)", "\(offer.redeemed)", "\(offer.refunded)", "\(revenue.isEmpty ? "–" : revenue)", "\(offer.renewedAfterOffer)",
+                "\(offer.attributed)", "\(offer.customers)", ConsoleLayout.channel(offer.channel), "\(offer.bundleIdentifier)",
             ]
         }
         let totals = Self.totals(report.offers)
+        let decisions = try await decisionCounts(store, range: range)
         let funnel: HTML = """
             <div class="cards"><div class="card"><span>Issued</span><b>\(totals.issued)</b></div>
+            \(Self.refusalCard(decisions))
             <div class="card"><span>Redeemed</span><b>\(totals.redeemed)</b></div>
+            \(Self.redemptionRateCard(totals))
             <div class="card"><span>Renewed after the offer</span><b>\(totals.renewed)</b></div>
-            <div class="card"><span>Refunded</span><b>\(totals.refunded)</b></div></div>
+            <div class="card"><span>Refunded</span><b>\(totals.refunded)</b></div>
+            \(Self.revenueCard(report.offers))</div>
             """
         let table: HTML = rows.isEmpty
-            ? "<p class=\"muted\">No offer was issued or redeemed in the last 30 days.</p>"
-            : ConsoleLayout.table(["App", "Product", "Offer", "Channel", "Issued", "Customers", "Redeemed", "Attributed", "Renewed", "Refunded", "Revenue"], rows, numericFrom: 4)
+            ? "<p class=\"muted\">No offer was issued or redeemed in this range.</p>"
+            : ConsoleLayout.table(Self.offerColumns, rows, numeric: 2..<9)
         return ConsoleLayout.page("Offers", session: session, current: "/console/offers", body: """
-            <p class="muted">\(ConsoleLayout.date(from)) to \(ConsoleLayout.date(now))</p>
+            \(range.selector(path: "/console/offers"))
+            <p class="muted" id="range-title">\(range.title): \(ConsoleLayout.date(range.from)) to \(ConsoleLayout.date(range.to))</p>
             \(funnel)
             <h2>Issued and redeemed per day (UTC)</h2>
-            \(ConsoleCharts.dailyBars(days))
+            \(ConsoleCharts.dailyBars(days, changes: changes.map { (at: $0.at, action: $0.action, target: $0.target) }))
             <h2>Per offer</h2>
             \(table)
+            <p><a href="/console/offers.csv?\(range.query)" download id="export">Export this table as CSV</a></p>
+            <p class="note" id="revenue-note">Revenue here is every redemption of the offer purchased in the range, whoever redeemed it. An \
+            experiment's page counts only its exposed customers' redemptions within its window after each exposure, so the \
+            two differ for the same offer (docs/experiments.md).</p>
             """)
     }
 
-    private struct Totals { var issued = 0, redeemed = 0, attributed = 0, renewed = 0, refunded = 0 }
+    /// The Offers table's columns, the key ones first (a phone shows the first few without scrolling).
+    static let offerColumns = ["Offer", "Product", "Issued", "Redeemed", "Refunded", "Revenue", "Renewed", "Attributed", "Customers", "Channel", "App"]
 
-    private static func totals(_ offers: [OfferOutcome]) -> Totals {
+    /// The audit actions the daily chart marks: key and policy changes.
+    static let chartedActions: Set<String> = ["key.activate", "key.retire", "key.revoke", "policy.apply"]
+
+    /// `/console/offers.csv`: the Offers table of the range as CSV (RFC 4180), one revenue column per currency.
+    func offersCSV(range: ConsoleRange) async throws -> String {
+        let report = try await service.outcomeReport(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
+        let currencies = Self.revenueByCurrency(report.offers).map(\.currency)
+        var lines = [(["app", "product", "offer", "channel", "issued", "customers", "redeemed", "attributed", "renewed", "refunded"]
+            + currencies.map { "revenue_\($0)" }).map(Self.csvField).joined(separator: ",")]
+        for offer in report.offers {
+            let revenue = currencies.map { currency in
+                offer.revenue.first { $0.currency == currency }.map { String(format: "%.3f", Double($0.milliunits) / 1000) } ?? ""
+            }
+            lines.append(([offer.bundleIdentifier, offer.productIdentifier, offer.offerIdentifier, ConsoleLayout.channelName(offer.channel)]
+                + [offer.issued, offer.customers, offer.redeemed, offer.attributed, offer.renewedAfterOffer, offer.refunded].map(String.init)
+                + revenue).map(Self.csvField).joined(separator: ","))
+        }
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// A CSV field, quoted when it holds a comma, a quote or a line break; a leading `=`, `+`, `-` or `@` is prefixed
+    /// with `'` so that a spreadsheet does not run it as a formula.
+    static func csvField(_ value: String) -> String {
+        var value = value
+        if let first = value.first, "=+-@".contains(first), Double(value) == nil { value = "'" + value }
+        guard value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return value }
+        return "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    struct Totals { var issued = 0, redeemed = 0, attributed = 0, renewed = 0, refunded = 0 }
+
+    static func totals(_ offers: [OfferOutcome]) -> Totals {
         offers.reduce(into: Totals()) { totals, offer in
             totals.issued += offer.issued
             totals.redeemed += offer.redeemed

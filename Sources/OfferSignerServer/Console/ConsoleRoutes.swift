@@ -42,9 +42,24 @@ struct ConsoleRoutes {
                 .location: "/console/login", .setCookie: ConsoleSessions.setCookie(nil, secure: ConsoleSessions.isSecure(request)),
             ])
         }
-        let pages = ConsolePages(service: service, keyManager: keyManager)
-        signedIn.get("") { _, context in try await pages.overview(try context.requireConsoleSession).response() }
-        signedIn.get("/offers") { _, context in try await pages.offers(try context.requireConsoleSession).response() }
+        _ = RequestTally.startedAt  // the overview's uptime counts from here: the router's start
+        let pages = ConsolePages(service: service, keyManager: keyManager, adminTokens: adminTokens)
+        signedIn.get("") { request, context in
+            let range = try ConsoleRange(query: try ConsoleForm(encoded: request.uri.query ?? ""))
+            return try await pages.overview(try context.requireConsoleSession, range: range).response()
+        }
+        signedIn.get("/offers") { request, context in
+            let range = try ConsoleRange(query: try ConsoleForm(encoded: request.uri.query ?? ""))
+            return try await pages.offers(try context.requireConsoleSession, range: range).response()
+        }
+        signedIn.get("/offers.csv") { request, context in
+            let range = try ConsoleRange(query: try ConsoleForm(encoded: request.uri.query ?? ""))
+            _ = try context.requireConsoleSession
+            let name = "offers-\(ConsoleRange.day(range.from))-\(ConsoleRange.day(range.to)).csv"
+            return Response(status: .ok, headers: [
+                .contentType: "text/csv; charset=utf-8", .contentDisposition: "attachment; filename=\"\(name)\"",
+            ], body: .init(byteBuffer: ByteBuffer(string: try await pages.offersCSV(range: range))))
+        }
         signedIn.get("/experiments") { _, context in try await pages.experiments(try context.requireConsoleSession).response() }
         signedIn.get("/experiments/{id}") { _, context in
             let identifier = try context.parameters.require("id")

@@ -51,12 +51,14 @@ enum RequestMetrics {
         }
     }
 
-    /// One answered request: counted, timed, and an error from 400 up.
+    /// One answered request: counted, timed, and an error from 400 up; tallied for the console (``RequestTally``).
     static func answered(route: String, method: String, status: Int, since start: ContinuousClock.Instant) {
         let endpoint = endpoint(route: route, method: method, status: status)
+        let duration = ContinuousClock.now - start
         endpoint.counter.increment()
-        endpoint.timer.record(duration: ContinuousClock.now - start)
+        endpoint.timer.record(duration: duration)
         endpoint.errors?.increment()
+        RequestTally.record(status: status, duration: duration)  // the console's recent error rate and latency
     }
 }
 

@@ -1,0 +1,28 @@
+import Foundation
+
+/// When the store last saw the service work, whichever replica did it: what the console's overview shows an
+/// on-call engineer (docs/console.md).
+public struct StoreActivity: Sendable, Equatable {
+    /// The newest signature in the issued-signature log, `nil` when it holds none.
+    public var lastSignature: Date?
+    /// The newest App Store notification processed (its UUID recorded), `nil` when none is kept: none arrived, or the
+    /// last ones are older than the store keeps processed notifications.
+    public var lastNotification: Date?
+
+    public init(lastSignature: Date?, lastNotification: Date?) {
+        self.lastSignature = lastSignature
+        self.lastNotification = lastNotification
+    }
+}
+
+/// A store that can say when it last saw a signature and a notification, each read through its table's time index.
+public protocol StoreActivityReporting: Sendable {
+    /// The store's latest activity.
+    /// - Throws: the store's error when it cannot be read.
+    func latestActivity() async throws -> StoreActivity
+
+    /// How many decisions the decision log kept from `since` (included) to `until` (excluded), Unix ms, granted and
+    /// refused: a range of the log's primary key (its time first), counted.
+    /// - Throws: the store's error when it cannot be read.
+    func decisionCounts(since: Int64, until: Int64) async throws -> (granted: Int, refused: Int)
+}
