@@ -48,9 +48,11 @@ fi
 # The release build (or OFFER_SIGNER_BIN), $work with a throw-away key and the wrk script (post.lua), as the other
 # benchmark scripts; its exported server configuration is what offer-signer is started with below.
 . scripts/bench-setup.sh
+pg_databases=""  # the policy mode's PostgreSQL databases, dropped on exit
 stop() {  # the servers this script started, and their workers
-  local p; for p in $(jobs -p); do kill $(pgrep -P "$p") "$p" 2>/dev/null || true; done
+  local p d; for p in $(jobs -p); do kill $(pgrep -P "$p") "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true; rm -rf "$work"
+  for d in $pg_databases; do psql "$pg_admin" -qc "DROP DATABASE IF EXISTS $d" >/dev/null 2>&1 || true; done
 }
 trap stop EXIT
 
@@ -111,7 +113,7 @@ if [ "$mode" = policy ]; then
     start_signer "${prefix}policy-sqlite" "$build_bin" "sqlite:$work/policy-$letter.sqlite" bench/policy.yaml
     servers="$servers ${prefix}policy-sqlite"
     if [ "$pg_reachable" = yes ]; then
-      database=offersigner_bench_$letter
+      database=offersigner_bench_$letter; pg_databases="$pg_databases $database"
       psql "$pg_admin" -qc "DROP DATABASE IF EXISTS $database" -qc "CREATE DATABASE $database OWNER offersigner" >/dev/null 2>&1
       pg_url="postgres://offersigner:offersigner@127.0.0.1:${PGPORT:-54329}/$database"
       BIN=$build_bin scripts/seed-customers.sh "$pg_url" "$customers"
