@@ -52,10 +52,13 @@ public enum RouterPart: Sendable {
 ///   - rateLimits: the limits of this replica.
 ///   - part: which routes (one port serves all; with an operations listener each port serves its part).
 ///   - addOn: what an embedder adds (`serve --demo`: `/demo/*`, described in `/openapi.yaml`); `nil` for none.
+///   - retentionMessaging: what `/admin/retention/*` sets up at Apple with; `nil`: the service's App Store Server
+///     API configuration at Apple's documented rates (none when the API is not configured).
 public func buildRouter(
     service: OfferService, keyManager: KeyManager? = nil, adminTokens: BearerTokens = .none,
     metricsRegistry: PrometheusCollectorRegistry? = nil, authenticator: ClientAuthenticator? = nil,
-    rateLimits: RateLimits = RateLimits(.none), part: RouterPart = .all, addOn: ServiceAddOn? = nil
+    rateLimits: RateLimits = RateLimits(.none), part: RouterPart = .all, addOn: ServiceAddOn? = nil,
+    retentionMessaging: RetentionMessagingSetup? = nil
 ) -> Router<OfferSignerRequestContext> {
     let router = Router(context: OfferSignerRequestContext.self, options: .autoGenerateHeadEndpoints)
     if RequestTracing.isOn {
@@ -102,6 +105,9 @@ public func buildRouter(
             AdminOutcomeRoutes(service: service).register(on: admin)
             AdminExperimentRoutes(service: service).register(on: admin)
             AdminPolicyRoutes(service: service).register(on: admin)
+            if let setup = retentionMessaging ?? AdminRetentionRoutes.setup(for: service, logger: Logger(label: "offer-signer.retention-messaging")) {
+                AdminRetentionRoutes(service: service, setup: setup).register(on: admin)
+            }
         }
         // The console: never on the public port (docs/console.md).
         ConsoleRoutes(service: service, keyManager: keyManager, adminTokens: adminTokens, failures: failures, sessions: ConsoleSessions(store: service.store))

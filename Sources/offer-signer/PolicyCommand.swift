@@ -9,7 +9,7 @@ struct PolicyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "policy",
         abstract: "Works with the offer catalogue and eligibility policy file.",
-        subcommands: [Check.self, DryRun.self]
+        subcommands: [Check.self, DryRun.self, Apply.self, Show.self]
     )
 
     struct Check: ParsableCommand {
@@ -39,9 +39,21 @@ struct PolicyCommand: ParsableCommand {
                             print("    retention \(position + 1): \(RetentionCommand.Explain.describe(entry))\(rules.isEmpty ? "" : " when \(rules.joined(separator: ", "))")")
                         }
                     }
+                    let catalogue = app.retentionCatalogue
+                    if !catalogue.isEmpty {
+                        print("  retention catalogue: \(catalogue.messages.count) messages, \(catalogue.images.count) images, \(catalogue.defaults.count) defaults")
+                        for message in catalogue.messages { print("    message \(message.name): \(message.identifier)") }
+                        for entry in catalogue.defaults { print("    default \(entry.productIdentifier) \(entry.locale): \(entry.messageName)") }
+                    }
+                }
+                // Apple's limits, before anything is sent (retention sync refuses the same problems).
+                let problems = RetentionCatalogueCheck.problems(in: policy)
+                guard problems.isEmpty else {
+                    for problem in problems { FileHandle.standardError.write(Data("\(path): \(problem)\n".utf8)) }
+                    throw ExitCode(1)
                 }
                 print("\(path): valid")
-            } catch {
+            } catch let error as PolicyError {
                 FileHandle.standardError.write(Data("\(error.message)\n".utf8))
                 throw ExitCode(1)
             }

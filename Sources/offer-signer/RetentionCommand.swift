@@ -10,7 +10,7 @@ struct RetentionCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "retention",
         abstract: "Works with Retention Messaging (the App Store's real-time retention requests).",
-        subcommands: [Explain.self, GoLive.self]
+        subcommands: [Explain.self, Sync.self, Status.self, GoLive.self]
     )
 
     struct Explain: AsyncParsableCommand {

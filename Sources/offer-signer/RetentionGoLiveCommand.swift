@@ -6,6 +6,7 @@ import Logging
 import OfferApplication
 import OfferErrors
 import OfferSignerServer
+import OfferStore
 
 extension RetentionCommand {
     /// `offer-signer retention go-live`: the Sandbox URL, Apple's performance test, and Production's URL on PASS.
@@ -42,40 +43,31 @@ extension RetentionCommand {
         }
 
         func run() async throws {
-            var logger = Logger(label: "offer-signer")
-            logger.logLevel = .warning
-            let sandbox: RetentionMessagingClient
-            let production: RetentionMessagingClient
+            // The store keeps the test's result for the console (nothing else is written).
+            let (configuration, store, _) = try await openForTools()
+            let setup: RetentionMessagingSetup
+            let bundle: String
             do {
-                let configuration = try ServiceConfiguration(environment: ConfigurationVariable.processEnvironment, requireKeys: false)
-                guard let settings = configuration.appStoreAPI else {
-                    throw ValidationError("\(variable: .appStoreApiKeyId) is not set: the App Store Server API is not configured (docs/app-store-api.md).")
-                }
-                let bundle = bundleIdentifier ?? (configuration.apps.count == 1 ? configuration.apps[0].bundleIdentifier : nil)
-                guard let bundle, let app = configuration.apps.first(where: { $0.bundleIdentifier == bundle }) else {
-                    throw ValidationError(bundleIdentifier == nil ? "Several apps are served: name one with --bundle-id." : "\(bundleIdentifier ?? "") is not an app this server serves.")
-                }
-                let apiConfiguration = try settings.clientConfiguration(for: app, environments: [.production, .sandbox])
-                sandbox = try RetentionMessagingClient(configuration: apiConfiguration, environment: .sandbox, logger: logger)
-                production = try RetentionMessagingClient(configuration: apiConfiguration, environment: .production, logger: logger)
-            } catch let error as ValidationError {
+                (setup, bundle) = try makeRetentionSetup(configuration: configuration, store: store, bundleIdentifier: bundleIdentifier)
+            } catch {
+                try? await store?.close()
                 throw error
-            } catch let error as any CodedError {
-                throw ValidationError(error.message)
             }
-            let goLive = RetentionGoLive(sandbox: sandbox, production: production)
+            let outcome: RetentionGoLive.Outcome
             do {
-                let outcome = try await goLive.run(
-                    productionURL: productionURL, sandboxURL: sandboxURL, originalTransactionId: originalTransactionId,
+                outcome = try await setup.goLive(
+                    bundle, productionURL: productionURL, sandboxURL: sandboxURL, originalTransactionId: originalTransactionId,
                     resumeRequestId: requestId, pollInterval: .seconds(pollSeconds), timeout: .seconds(timeoutMinutes * 60)
                 ) { line in print(line) }
-                switch outcome {
-                case .live: return
-                case .failed, .inconclusive: throw ExitCode(1)
-                }
-            } catch let error as RetentionMessagingError {
+            } catch {
+                try? await store?.close()
                 FileHandle.standardError.write(Data("\(error.message) [\(error.code.rawValue)]\n".utf8))
                 throw ExitCode(2)
+            }
+            try? await store?.close()
+            switch outcome {
+            case .live: return
+            case .failed, .inconclusive: throw ExitCode(1)
             }
         }
     }

@@ -146,6 +146,12 @@ private struct SlowStore: OfferStore {
     func saveConsoleSession(_ session: ConsoleSessionRecord, keepingAtMost limit: Int) async throws { try await base.saveConsoleSession(session, keepingAtMost: limit) }
     func consoleSession(digest: String) async throws -> ConsoleSessionRecord? { try await base.consoleSession(digest: digest) }
     func deleteConsoleSession(digest: String) async throws { try await base.deleteConsoleSession(digest: digest) }
+    func replaceRetentionCatalogue(bundleIdentifier: String, environment: String, with records: [RetentionCatalogueRecord]) async throws {
+        try await base.replaceRetentionCatalogue(bundleIdentifier: bundleIdentifier, environment: environment, with: records)
+    }
+    func retentionCatalogue(bundleIdentifier: String, environment: String) async throws -> [RetentionCatalogueRecord] {
+        try await base.retentionCatalogue(bundleIdentifier: bundleIdentifier, environment: environment)
+    }
     func transactionOwner(bundleIdentifier: String, environment: String, originalTransactionId: String) async throws -> CustomerKey? {
         try await base.transactionOwner(bundleIdentifier: bundleIdentifier, environment: environment, originalTransactionId: originalTransactionId)
     }

@@ -39,7 +39,8 @@ import NIOCore
 /// }
 /// ```
 public final class AppStoreServerAPIClient: Sendable {
-    let configuration: AppStoreServerAPIConfiguration
+    /// The configuration it was made with (the Retention Messaging API takes the same key and token).
+    public let configuration: AppStoreServerAPIConfiguration
     let verifier: SignedDataVerifier
     let requester: APIRequester
     let statusCache: AnswerCache<SubscriptionStatuses>

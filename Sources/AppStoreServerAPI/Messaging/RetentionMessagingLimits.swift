@@ -125,7 +125,7 @@ public enum RetentionMessagingLimits {
 
     /// Checks a locale path segment: subtags of 1 to 8 ASCII letters or digits joined by `-` or `_`, at most 35 bytes
     /// (`en-US`, `zh-Hant-TW`). Apple documents the parameter as "the locale" without a grammar.
-    static func locale(_ value: String) throws(RetentionMessagingError) -> String {
+    public static func locale(_ value: String) throws(RetentionMessagingError) -> String {
         let subtags = value.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "-" || $0 == "_" })
         guard value.utf8.count <= 35, !subtags.isEmpty,
               subtags.allSatisfy({ (1...8).contains($0.utf8.count) && $0.utf8.allSatisfy(Self.isAlphanumeric) }),
@@ -137,7 +137,7 @@ public enum RetentionMessagingLimits {
     }
 
     /// Checks a product identifier path segment: 1 to 255 ASCII letters, digits, `.`, `_` or `-`.
-    static func productId(_ value: String) throws(RetentionMessagingError) -> String {
+    public static func productId(_ value: String) throws(RetentionMessagingError) -> String {
         guard (1...255).contains(value.utf8.count),
               value.utf8.allSatisfy({ isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") })
         else {

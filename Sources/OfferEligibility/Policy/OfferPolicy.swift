@@ -43,6 +43,9 @@ public struct OfferPolicy: Sendable {
         public var appAppleId: Int64?
         public var activeKeyIdentifier: String?
         public var products: [Product]
+        /// The retention messages and images the app's entries use, and its products' default messages
+        /// (``RetentionCatalogue``; empty when the policy declares none).
+        public var retentionCatalogue = RetentionCatalogue()
 
         public func product(_ productIdentifier: String) -> Product? { products.first { $0.productIdentifier == productIdentifier } }
     }
@@ -101,14 +104,16 @@ public struct OfferPolicy: Sendable {
             throw PolicyError("\(path): cannot read the policy file")
         }
         do {
-            try self.init(text: String(decoding: data, as: UTF8.self), registry: registry)
+            try self.init(text: String(decoding: data, as: UTF8.self), registry: registry, directory: URL(fileURLWithPath: path).deletingLastPathComponent().path)
         } catch {
             throw PolicyError("\(path): \(error.message)")
         }
     }
 
     /// Parses a policy (YAML, or JSON).
-    public init(text: String, registry: RuleRegistry = .builtIn) throws(PolicyError) {
+    /// - Parameter directory: Where the retention catalogue's image files are (the policy file's folder); `nil`
+    ///   when the policy is not a file, and then a retention message with an image is refused.
+    public init(text: String, registry: RuleRegistry = .builtIn, directory: String? = nil) throws(PolicyError) {
         version = SHA256.hash(data: Data(text.utf8)).map { byte in
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex
@@ -127,7 +132,7 @@ public struct OfferPolicy: Sendable {
         var apps: [App] = []
         var bundleIdentifiers: Set<String> = []  // the duplicate checks in constant time: a candidate can list thousands
         for appNode in try appsNode.list() {
-            try appNode.requireOnlyKeys(["bundleIdentifier", "issuerIdentifier", "appAppleId", "activeKeyIdentifier", "products"])
+            try appNode.requireOnlyKeys(["bundleIdentifier", "issuerIdentifier", "appAppleId", "activeKeyIdentifier", "products", "retentionMessages"])
             let bundleIdentifier = try Self.required(appNode, "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
             guard bundleIdentifiers.insert(bundleIdentifier).inserted else {
                 throw PolicyError("\(appNode.location): app \(bundleIdentifier) is listed twice")
@@ -141,7 +146,9 @@ public struct OfferPolicy: Sendable {
             var productIdentifiers: Set<String> = []
             let productNodes = try (appNode["products"]?.list() ?? [])
             for productNode in productNodes {
-                try productNode.requireOnlyKeys(["productIdentifier", "subscriptionGroupIdentifier", "offers", "introductoryOffer", "retention"])
+                try productNode.requireOnlyKeys([
+                    "productIdentifier", "subscriptionGroupIdentifier", "offers", "introductoryOffer", "retention", "retentionDefaults",
+                ])
                 let productIdentifier = try Self.required(productNode, "productIdentifier")
                 guard productIdentifiers.insert(productIdentifier).inserted else {
                     throw PolicyError("\(productNode.location): product \(productIdentifier) is listed twice in \(bundleIdentifier)")
@@ -167,13 +174,16 @@ public struct OfferPolicy: Sendable {
                     offers: offers, introductoryOffer: introductory))
             }
             let productsByIdentifier = Dictionary(products.map { ($0.productIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
+            let catalogue = try Self.retentionCatalogue(appNode["retentionMessages"], productNodes: productNodes, directory: directory)
             for (index, productNode) in productNodes.enumerated() {
                 guard let retentionNode = productNode["retention"] else { continue }
-                products[index].retention = try Self.retentionEntries(retentionNode, product: products[index], appProducts: productsByIdentifier, registry: registry)
+                products[index].retention = try Self.retentionEntries(
+                    retentionNode, product: products[index], appProducts: productsByIdentifier, catalogue: catalogue, registry: registry)
             }
             apps.append(App(
                 bundleIdentifier: bundleIdentifier, issuerIdentifier: try Self.optional(appNode, "issuerIdentifier"),
-                appAppleId: appAppleId, activeKeyIdentifier: try Self.optional(appNode, "activeKeyIdentifier", maximumLength: 64), products: products))
+                appAppleId: appAppleId, activeKeyIdentifier: try Self.optional(appNode, "activeKeyIdentifier", maximumLength: 64), products: products,
+                retentionCatalogue: catalogue))
         }
         guard !apps.isEmpty else { throw PolicyError("\(appsNode.location): the policy lists no app") }
         self.apps = apps

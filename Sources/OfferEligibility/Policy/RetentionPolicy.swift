@@ -28,6 +28,9 @@ extension OfferPolicy {
         public var answer: Answer
         /// The message uploaded with the Retention Messaging API that the App Store shows.
         public var messageIdentifier: String
+        /// The name of the app's catalogue message the entry shows (`message:`), `nil` when it names an identifier
+        /// uploaded by other means (`messageIdentifier:`).
+        public var messageName: String? = nil
         /// The entry's own rules (`rules:`); empty when it has none.
         public var rules: AllRules
         /// What must hold for the entry to be chosen: its own rules and, for a promotional offer, the offer's.
@@ -105,17 +108,30 @@ extension OfferPolicy {
     /// Parses a product's `retention:` list once all the app's products are known (an alternate product may be
     /// listed after the product that names it).
     static func retentionEntries(
-        _ node: PolicyNode, product: Product, appProducts: [String: Product], registry: RuleRegistry
+        _ node: PolicyNode, product: Product, appProducts: [String: Product], catalogue: RetentionCatalogue = RetentionCatalogue(),
+        registry: RuleRegistry
     ) throws(PolicyError) -> [RetentionEntry] {
         var entries: [RetentionEntry] = []
         // Lookups in constant time: a candidate may list thousands of entries and offers.
         let offers = Dictionary(product.offers.map { ($0.offerIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
         for entryNode in try node.list() {
-            try entryNode.requireOnlyKeys(["promotionalOffer", "alternateProduct", "messageIdentifier", "signature", "rules", "description"])
+            try entryNode.requireOnlyKeys(["promotionalOffer", "alternateProduct", "messageIdentifier", "message", "signature", "rules", "description"])
             if let fallback = entries.last, fallback.isFallback {  // only ever the last: nothing may follow it
                 throw PolicyError("\(entryNode.location): this entry comes after the fallback (\(fallback.location)), an entry without rules that always answers, so it would never be chosen; move it up or give the fallback rules")
             }
-            let messageIdentifier = try required(entryNode, "messageIdentifier", maximumLength: 64).lowercased()
+            let messageName = try optional(entryNode, "message", maximumLength: 64)
+            let messageIdentifier: String
+            switch (messageName, entryNode["messageIdentifier"]) {
+            case (.some(let name), nil):
+                guard let message = catalogue.message(named: name) else {
+                    throw PolicyError("\(entryNode.location): message \(name) is not one of the app's retentionMessages")
+                }
+                messageIdentifier = message.identifier
+            case (.some, .some):
+                throw PolicyError("\(entryNode.location): an entry names its message by message (the app's retentionMessages) or by messageIdentifier, not both")
+            case (nil, _):
+                messageIdentifier = try required(entryNode, "messageIdentifier", maximumLength: 64).lowercased()
+            }
             guard UUID(uuidString: messageIdentifier) != nil else {
                 throw PolicyError("\(entryNode.location): messageIdentifier must be the UUID of a message uploaded with the Retention Messaging API (for example 9f2b8d1e-3c4a-4b5d-8e6f-7a8b9c0d1e2f), not '\(messageIdentifier.prefix(64))'")
             }
@@ -157,7 +173,7 @@ extension OfferPolicy {
             }
             let rules = try Self.rules(entryNode["rules"], registry: registry)
             entries.append(RetentionEntry(
-                answer: answer, messageIdentifier: messageIdentifier, rules: rules,
+                answer: answer, messageIdentifier: messageIdentifier, messageName: messageName, rules: rules,
                 rule: AllRules(rules.rules + offerRule.rules), location: entryNode.location))
         }
         return entries

@@ -1,3 +1,4 @@
+import AppStoreServerAPI
 import Hummingbird
 import Logging
 import NIOCore
@@ -54,6 +55,7 @@ extension APIError {
         case let error as OfferSigningError: self.init(signing: error, logger: logger)
         case let error as KeyManagementError: self.init(error)
         case let error as DecodingError: self.init(error)
+        case let error as RetentionMessagingError: self.init(error)
         default:
             logger.error("unexpected error", metadata: ["type": "\(type(of: error))"])
             self = .internal

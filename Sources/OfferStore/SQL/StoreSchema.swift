@@ -194,6 +194,16 @@ enum StoreSchema {
             "CREATE INDEX IF NOT EXISTS subscription_transactions_by_customer ON subscription_transactions (bundle_identifier, application_username)",
             "CREATE INDEX IF NOT EXISTS subscription_transactions_by_product ON subscription_transactions (bundle_identifier, product_identifier)",
         ]),
+        // The Retention Messaging catalogue at Apple (issue 43, ``RetentionCatalogueRecord``): each image and message
+        // `retention sync` uploaded or found, per app and environment, with Apple's approval state.
+        (16, [
+            """
+            CREATE TABLE IF NOT EXISTS retention_catalogue (
+                bundle_identifier TEXT NOT NULL, environment TEXT NOT NULL, kind TEXT NOT NULL, identifier TEXT NOT NULL,
+                name TEXT NOT NULL, state TEXT NOT NULL, sent_at \(bigint), checked_at \(bigint) NOT NULL,
+                PRIMARY KEY (bundle_identifier, environment, kind, identifier))
+            """,
+        ]),
     ]
 
     static let migrationsTable: SQLQueryString =

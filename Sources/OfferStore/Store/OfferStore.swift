@@ -78,6 +78,12 @@ public protocol OfferStore: Sendable {
     /// Ends a console session on every replica.
     func deleteConsoleSession(digest: String) async throws
 
+    /// Replaces what the store knows of an app's Retention Messaging catalogue in one environment (``RetentionCatalogueRecord``).
+    func replaceRetentionCatalogue(bundleIdentifier: String, environment: String, with records: [RetentionCatalogueRecord]) async throws
+
+    /// What the store knows of an app's Retention Messaging catalogue in one environment, by kind and name.
+    func retentionCatalogue(bundleIdentifier: String, environment: String) async throws -> [RetentionCatalogueRecord]
+
     /// The customer an original transaction of an app is claimed by (``TransactionClaim``), or `nil`.
     func transactionOwner(bundleIdentifier: String, environment: String, originalTransactionId: String) async throws -> CustomerKey?
 
