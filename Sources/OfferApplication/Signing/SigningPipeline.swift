@@ -91,6 +91,8 @@ extension OfferService {
         let flow = completed
         try await recordExposures(flow.rule, customer: flow.customer, now: now)
         let since = flow.rule?.lookback.map { Int64((now.timeIntervalSince1970 - $0) * 1000) }
+        // One process deciding alone for the store's customers: their in-process lock and the group commit.
+        if let output = try await runUnderCustomerLock(flow, since: since, now: now) { return output }
         if let store, flow.rule?.dependsOnIssuedOffers == true || flow.idempotency != nil {
             // A flow here only for idempotency, whose rules never look back, reads no signature history.
             let issuedSince = since ?? (flow.rule?.dependsOnIssuedOffers == true ? nil : Int64.max)
@@ -259,7 +261,7 @@ extension OfferService {
 
     /// The rule's decision over the facts, and the context it saw; a no refuses when the flow says so. The decision is
     /// logged (``logDecision(_:_:_:)``), or handed to `deferLogging` to log later (outside a customer's lock).
-    private func decide<Output>(
+    func decide<Output>(
         _ flow: SigningFlow<Output>, facts: CustomerFacts, issued: [IssuedSignature], now: Date,
         deferLogging: ((EligibilityDecision, EligibilityContext) -> Void)? = nil
     ) throws(OfferServiceError) -> (EligibilityDecision, EligibilityContext) {
@@ -278,7 +280,7 @@ extension OfferService {
     }
 
     /// Signs with the app's active key; a failed self-check is counted and never returned.
-    private func sign<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision, _ context: EligibilityContext) async throws -> SignedOutput<Output> {
+    func sign<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision, _ context: EligibilityContext) async throws -> SignedOutput<Output> {
         switch flow.sign {
         case .immediate(let signer):
             return try sign(flow, with: signer, decision, context)
