@@ -20,6 +20,13 @@ caps, grants and key states must hold across them.
   revoked key (0 when it never did), and how long until B's verify called a bundle signed with it `key_revoked`.
   The worst trial of each must be within 100 ms (docs/deployment.md).
 
+- (f) one policy for the fleet, on three replicas (F1, F2, F3) of a database of the case's own (a policy applied to
+  the store is in force for every server on that database; created with the test URL's role, else as the local
+  superuser, and dropped at the end): POLICY_TRIALS times F1 applies (PUT /admin/policy) a policy that alternately
+  refuses and grants the `toggle` offer; F2 and F3 are polled until /readyz reports the new version and a sign
+  request gets the new policy's answer. The p99 over both replicas and all trials must be within 100 ms, no
+  replica may answer under the old policy once it reports the new one, and /metrics must show the last revision.
+
 Usage: scripts/replica-check.py PATH/TO/offer-signer     (exit status 0 when every check passes)
 
 Needs OFFER_SIGNER_TEST_DATABASE_URL (a PostgreSQL database the run may write to; `eval "$(scripts/start-postgres.sh)"`);
@@ -365,6 +372,118 @@ finally:
         for p in procs:
             print(f"--- last lines of process {p.name}'s log ({work}) ---")
             print("".join(open(os.path.join(work, f"{p.name}.log")).readlines()[-20:]))
+
+
+
+# (f) one policy for the fleet, on three replicas of a database of this case's own (a policy applied to the store is
+# in force for every server on that database, so it must not be the shared test database).
+def psql(url, sql):
+    return subprocess.run(["psql", url, "-v", "ON_ERROR_STOP=1", "-qtAc", sql], capture_output=True, text=True, timeout=60)
+
+
+def own_database():
+    """Creates a database for case (f): with the test URL's role, else as the local superuser (scripts/start-postgres.sh)."""
+    from urllib.parse import urlsplit, urlunsplit
+    name = f"replica_policy_{RUN.lower()}"
+    parts = urlsplit(DATABASE_URL)
+    superuser = urlunsplit(parts._replace(netloc=f"postgres@{parts.hostname}:{parts.port or 5432}", path="/postgres", query=""))
+    owner = parts.username or "postgres"
+    for admin_url, sql in ((DATABASE_URL, f"CREATE DATABASE {name}"), (superuser, f"CREATE DATABASE {name} OWNER {owner}")):
+        if shutil.which("psql") and psql(admin_url, sql).returncode == 0:
+            return urlunsplit(parts._replace(path=f"/{name}")), admin_url, name
+    return None, None, None
+
+
+POLICY_TRIALS = int(os.environ.get("OFFER_SIGNER_POLICY_TRIALS", "20"))
+
+
+def fleet_policy(gate):
+    """A policy whose `toggle` offer is for everyone (gate False) or only for customers at high churn risk (gate True)."""
+    rules = "[{ churn-risk: { values: [high] } }]" if gate else "[]"
+    return f"""apps:
+  - bundleIdentifier: {BUNDLE}
+    products:
+      - productIdentifier: {PRODUCT}
+        offers:
+          - offerIdentifier: toggle
+            rules: {rules}
+          - offerIdentifier: open_offer
+"""
+
+
+fleet_url, fleet_admin_url, fleet_name = own_database()
+fleet = []
+if not fleet_url:
+    check(False, "policy for the fleet: cannot create a database of the case's own (psql with the test URL's role or the local superuser)")
+else:
+    try:
+        with open(policy, "w") as f:
+            f.write(fleet_policy(False))
+        DATABASE_URL = fleet_url  # the processes below start on the case's database
+        fleet = [Process(name) for name in ("F1", "F2", "F3")]
+        for p in fleet:
+            check(p.wait_ready(), f"policy for the fleet: process {p.name} ready on port {p.port} (database {fleet_name})")
+        applier, others = fleet[0], fleet[1:]
+        lags = {p.name: [] for p in others}  # seconds from the apply's return until the replica reports and enforces it
+        stale = []
+        for trial in range(POLICY_TRIALS):
+            gate = trial % 2 == 0
+            text = fleet_policy(gate)
+            connection = http.client.HTTPConnection("127.0.0.1", applier.port, timeout=30)
+            connection.request("PUT", "/admin/policy", body=text, headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/yaml"})
+            response = connection.getresponse()
+            answer = json.loads(response.read() or b"null")
+            connection.close()
+            applied = time.monotonic()
+            if not check(response.status == 200, f"policy trial {trial}: applied on {applier.name} ({response.status})"):
+                break
+            version = answer["version"]
+
+            def follow(p, trial=trial, gate=gate, version=version, applied=applied):
+                """Polls the replica until /readyz reports the version and a sign request gets the policy's answer."""
+                seen = False
+                while time.monotonic() - applied < 10:
+                    if not seen:
+                        status, body = p.call("GET", "/readyz", timeout=10)
+                        seen = status == 200 and (body.get("policy") or {}).get("version") == version
+                    if seen:
+                        status, _ = p.sign("toggle", f"toggle-{trial}-{p.name}")
+                        if status == (403 if gate else 200):
+                            return time.monotonic() - applied
+                        stale.append((trial, p.name, status))
+                return float("inf")
+
+            for p, lag in zip(others, concurrently([(lambda p=p: follow(p)) for p in others])):
+                lags[p.name].append(lag if isinstance(lag, float) else float("inf"))
+        every = sorted(lag for values in lags.values() for lag in values)
+        if every:
+            p99 = every[min(len(every) - 1, int(len(every) * 0.99))]
+            per_replica = "; ".join(f"{name} median {sorted(v)[len(v) // 2] * 1000:.1f} ms, worst {max(v) * 1000:.1f} ms" for name, v in lags.items() if v)
+            check(p99 <= WINDOW_LIMIT, f"policy applied on {applier.name}, {len(others)} other replicas report and enforce it over {POLICY_TRIALS} trials: "
+                  f"{per_replica}; p99 {p99 * 1000:.1f} ms (limit {WINDOW_LIMIT * 1000:.0f} ms)")
+            check(not stale, f"no replica answered under the old policy after reporting the new version ({len(stale)} did: {stale[:3]})")
+        revisions = {}
+        for p in fleet:
+            status, text = p.call("GET", "/metrics")
+            line = next((l for l in (text if isinstance(text, str) else "").splitlines() if l.startswith("offer_signer_policy_revision")), "")
+            revisions[p.name] = line.split()[-1] if line else f"none ({status})"
+        check(set(revisions.values()) == {str(POLICY_TRIALS)}, f"every replica's /metrics says offer_signer_policy_revision {POLICY_TRIALS}: {revisions}")
+    finally:
+        for p in fleet:
+            if p.process.poll() is None:
+                p.process.terminate()
+        for p in fleet:
+            try:
+                p.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.process.kill()
+            p.log.close()
+        if failures:
+            for p in fleet:
+                print(f"--- last lines of process {p.name}'s log ({work}) ---")
+                print("".join(open(os.path.join(work, f"{p.name}.log")).readlines()[-20:]))
+        if fleet_admin_url:
+            psql(fleet_admin_url, f"DROP DATABASE IF EXISTS {fleet_name} WITH (FORCE)")
 
 if failures:
     print(f"replica checks: {len(failures)} failed")

@@ -208,8 +208,25 @@ public func buildApplication(
         try? await store?.close()
         throw error
     }
+    // The fleet's policy when one was applied to the store; else the file's (StorePolicy says how the two meet).
+    var inForce = PolicyInForce(policy: configuration.policy)
+    if let store {
+        do {
+            if let stored = try await StorePolicy(store: store).load() {
+                if let file = configuration.policy, file.version != stored.policy?.version {
+                    logger.warning("the policy file differs from the policy applied to the store; the store's is in force on every replica (apply the file with `offer-signer policy apply` to change it)", metadata: [
+                        "fileVersion": "\(file.version)", "storeVersion": "\(stored.policy?.version ?? "none")", "revision": "\(stored.revision)",
+                    ])
+                }
+                inForce = stored
+            }
+        } catch {
+            try? await store.close()
+            throw ConfigurationError(error.message)
+        }
+    }
     let service = OfferService(
-        apps: configuration.apps, keyRing: configuration.keyRing, policy: configuration.policy, store: store,
+        apps: configuration.apps, keyRing: configuration.keyRing, policy: inForce.policy, policyRevision: inForce.revision, store: store,
         notifications: notifications, retentionDeadline: configuration.retentionDeadline, appStoreClients: appStoreClients)
     // Where admins' key states live: the file if one is configured, else the store (shared by replicas).
     let stateStore: any KeyStateStore =
@@ -220,7 +237,7 @@ public func buildApplication(
             holder: service.keys, loadKeys: configuration.loadKeys,
             configuredActiveKeyIdentifier: configuration.configuredActiveKeyIdentifier,
             appActiveKeyIdentifiers: Dictionary(
-                (configuration.policy?.apps ?? []).compactMap { app in app.activeKeyIdentifier.map { (app.bundleIdentifier, $0) } },
+                (inForce.policy?.apps ?? []).compactMap { app in app.activeKeyIdentifier.map { (app.bundleIdentifier, $0) } },
                 uniquingKeysWith: { first, _ in first }),
             stateStore: stateStore, logger: logger)
     } catch {
@@ -260,6 +277,12 @@ public func buildApplication(
     if configuration.stateFilePath == nil, let store {
         // Other replicas' key changes: pushed by the store (PostgreSQL's NOTIFY) as they commit, polled as a backstop.
         services.append(KeyStateRefresher(manager: manager, changes: { store.documentChanges() }, documentName: StoreKeyStateStore.defaultDocumentName))
+    }
+    if let store {
+        // Policies applied to the fleet: pushed as they commit (PostgreSQL's NOTIFY), polled as a backstop.
+        services.append(PolicyRefresher(
+            holder: service.policyHolder, document: StorePolicy(store: store), changes: { store.documentChanges() },
+            servedApps: Set(service.apps.keys), logger: logger))
     }
     if let directory = configuration.keysDirectory {
         services.append(KeyDirectoryWatcher(directory: directory, interval: keysDirectoryPollInterval, manager: manager))

@@ -20,7 +20,8 @@ struct AdminOptions: ParsableArguments {
     }
 
     /// Sends one admin request and returns the answer's body; exits 1 with the service's message on an error.
-    func answer(_ method: HTTPMethod, _ path: String) async throws -> String {
+    /// - Parameter body: the request's body (sent as `contentType`), or none.
+    func answer(_ method: HTTPMethod, _ path: String, body requestBody: Data? = nil, contentType: String = "application/json") async throws -> String {
         let config = ConfigurationVariable.reader(ConfigurationVariable.processEnvironment)
         let base = (url ?? config.string(.url) ?? "http://127.0.0.1:8080").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         guard let token = token ?? config.string(.adminToken), !token.isEmpty else {
@@ -29,6 +30,10 @@ struct AdminOptions: ParsableArguments {
         var request = HTTPClientRequest(url: base + path)
         request.method = method
         request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        if let requestBody {
+            request.headers.add(name: "Content-Type", value: contentType)
+            request.body = .bytes(ByteBuffer(bytes: requestBody))
+        }
         let response: HTTPClientResponse
         let body: ByteBuffer
         // A refused or unreachable address is said at once (5 s to connect, no retries), not after the request's 30 s.

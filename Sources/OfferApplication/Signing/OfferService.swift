@@ -18,8 +18,10 @@ public final class OfferService: Sendable {
     public let apps: [String: AppConfiguration]
     /// The current keys.
     public let keys: KeyRingHolder
-    /// The offer catalogue and eligibility policy; `nil` signs every well-formed request.
-    public let policy: OfferPolicy?
+    /// The policy in force, replaced whole when a policy is applied to the fleet (``PolicyRefresher``).
+    public let policyHolder: PolicyHolder
+    /// The offer catalogue and eligibility policy in force; `nil` signs every well-formed request.
+    public var policy: OfferPolicy? { policyHolder.policy }
     /// The customer store and issued-signature log; `nil` keeps nothing.
     public let store: (any OfferStore)?
     /// Overrides the introductory-offer decision (tests, embedders); `nil` uses the policy.
@@ -49,13 +51,14 @@ public final class OfferService: Sendable {
     ///   - apps: the apps served (with a policy, the policy's apps are added).
     ///   - keyRing: the keys.
     ///   - policy: the eligibility policy, or `nil`.
+    ///   - policyRevision: its revision in the store (``StorePolicy``); 0 when it is not the store's.
     ///   - store: the customer store, or `nil`.
     ///   - introductoryOfferDecision: an override of the introductory-offer decision.
     ///   - notifications: the App Store data verifier and ingestor, or `nil`.
     ///   - retentionDeadline: how long a retention request may take before the fallback message is answered.
     ///   - appStoreClients: the App Store Server API client of each app (by bundle identifier), or none.
     public init(
-        apps: [AppConfiguration], keyRing: KeyRing, policy: OfferPolicy? = nil, store: (any OfferStore)? = nil,
+        apps: [AppConfiguration], keyRing: KeyRing, policy: OfferPolicy? = nil, policyRevision: Int64 = 0, store: (any OfferStore)? = nil,
         introductoryOfferDecision: IntroductoryOfferDecision? = nil, notifications: NotificationIngestor? = nil,
         retentionDeadline: Duration = .milliseconds(500), appStoreClients: [String: AppStoreServerAPIClient] = [:]
     ) {
@@ -70,7 +73,7 @@ public final class OfferService: Sendable {
         }
         self.apps = all
         self.keys = KeyRingHolder(keyRing)
-        self.policy = policy
+        self.policyHolder = PolicyHolder(PolicyInForce(policy: policy, revision: policyRevision))
         self.store = store
         self.introductoryOfferDecision = introductoryOfferDecision
         self.signaturesIssued = Counter(label: "offer_signer_signatures_issued_total", dimensions: [("format", "legacy")])

@@ -11,7 +11,9 @@ extension ConsolePages {
     /// dry-runs a candidate against the decision log, as `POST /admin/policy/dry-run` does.
     func policy(_ session: ConsoleSession, candidate: String = "", days: Int = 30, result: HTML = .empty) -> HTML {
         var inForce: HTML = "<p class=\"muted\">No policy is in force: every well-formed request is signed (\(ConfigurationVariable.policy.environmentName)).</p>"
-        if let policy = service.policy {
+        let current = service.policyHolder.current
+        let inForceRevision = current.revision > 0 ? "the store, revision \(current.revision) (every replica)" : "the file (this process)"
+        if let policy = current.policy {
             var rows: [[HTML]] = []
             for app in policy.apps {
                 for product in app.products {
@@ -38,6 +40,7 @@ extension ConsolePages {
             inForce = """
                 <div class="cards"><div class="card"><span>Version (SHA-256 of the text)</span><b><code title="\(policy.version)">\(policy.version.prefix(12))</code></b></div>
                 <div class="card"><span>Loaded</span><b>\(ConsoleLayout.date(policyLoadedAt))</b></div>
+                <div class="card"><span>Source</span><b id="policy-source">\(inForceRevision)</b></div>
                 <div class="card"><span>Holds</span>\(Self.policySummary(policy))</div></div>
                 \(ConsoleLayout.table(["App", "Product", "Answer", "Rules (all must hold)"], rows))
                 \(experiments.isEmpty ? HTML.empty : "<h3>Experiments</h3>\(ConsoleLayout.table(["Experiment", "Product", "Channel", "Metric", "Variants"], experiments))" as HTML)
@@ -53,13 +56,14 @@ extension ConsolePages {
             <label for="days">Replay the decisions of the last … days</label>
             <input id="days" name="days" type="number" min="1" max="\(PolicyDryRun.maximumDays)" value="\(days)" required>
             <button type="submit">Dry-run</button>
+            <button type="submit" name="action" value="apply">Apply to every replica</button>
             </form>
             """
         return ConsoleLayout.page("Policy", session: session, current: ConsoleForm.policyPath, body: """
             <h2>In force</h2>
             \(inForce)
-            <h2>Dry-run a candidate</h2>
-            <p class="note">Replays the decisions logged in the window under the candidate and shows what would change, by offer, with examples (docs/policy.md, “Dry-run”). Nothing is changed; the dry-run is audited under your name. A candidate with experiments or customer lists cannot be replayed: the log keeps customers only as a keyed hash.</p>
+            <h2>Dry-run or apply a candidate</h2>
+            <p class="note">Dry-run replays the decisions logged in the window under the candidate and shows what would change, by offer, with examples (docs/policy.md, “Dry-run”); nothing is changed. Apply puts the candidate in force on every replica sharing the store (as <code>offer-signer policy apply</code> does). Both are audited under your name. A candidate with experiments or customer lists cannot be replayed: the log keeps customers only as a keyed hash.</p>
             \(result)
             \(form)
             """)
@@ -86,6 +90,18 @@ extension ConsolePages {
             candidate = try OfferPolicy(text: candidateText)
         } catch {
             return page("The candidate is not a valid policy: \(error.message)", status: .badRequest)
+        }
+        if form["action"] == "apply" {
+            do {
+                let applied = try await AdminPolicyRoutes.apply(candidate, service: service, admin: session.admin, via: "console", logger: logger)
+                let note: HTML = "<p class=\"ok\" role=\"status\" id=\"policy-applied\">Applied: version <code>\(candidate.version.prefix(12))</code> is revision \(applied.revision) in the store; every replica runs it.</p>"
+                return policy(session, candidate: "", days: days, result: note).response()
+            } catch let error as OfferServiceError {
+                let apiError = APIError(error)
+                return page(apiError.message, status: apiError.status)
+            } catch let error as APIError {
+                return page(error.message, status: error.status)
+            }
         }
         let report: DryRunReport
         do {

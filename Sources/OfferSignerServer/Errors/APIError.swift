@@ -101,7 +101,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         case .notEligible, .customerMismatch: status = .forbidden
         case .unauthorized: status = .unauthorized
         // app_store_api_not_configured: nothing a retry fixes; the request needs configuration it lacks.
-        case .transactionClaimed, .appStoreNotConfigured, .requestIdentifierConflict: status = .conflict
+        case .transactionClaimed, .appStoreNotConfigured, .requestIdentifierConflict, .policyConflict: status = .conflict
         // app_store_data_not_configured: a signedTransaction this service cannot verify; retrying cannot help.
         case .dryRunNeedsFacts, .appStoreDataNotConfigured: status = .unprocessableContent
         case .dryRunRunning: (status, retryAfter) = (.tooManyRequests, "\(OfferService.dryRunRetryAfterSeconds)")

@@ -9,6 +9,8 @@ import OfferApplication
 struct HealthResponse: ResponseEncodable {
     var status: String
     var activeKeyIdentifier: String?
+    /// `/readyz` only: the policy this replica runs (its version and revision in the store).
+    var policy: PolicyInForceResponse?
 }
 
 /// `GET /healthz`, `GET /readyz`, `GET /metrics`.
@@ -41,7 +43,7 @@ struct OperationsRoutes<Context: RequestContext> {
                     throw APIError.storeUnavailable
                 }
             }
-            return HealthResponse(status: "ready", activeKeyIdentifier: key.keyIdentifier)
+            return HealthResponse(status: "ready", activeKeyIdentifier: key.keyIdentifier, policy: PolicyInForceResponse(service.policyHolder.current))
         }
         if let metricsRegistry {
             router.get("/metrics") { _, _ -> Response in
