@@ -111,6 +111,32 @@ import Testing
         try await fixture.store.close()
     }
 
+    @Test func anAnswerNeverNamesAMessageAppleHasNotApproved() async throws {
+        let fixture = try await Fixture(.sqlite)
+        try await fixture.fake.run { port in
+            let setup = try fixture.setup(port: port)
+            let app = try #require(fixture.policy.app(Self.bundle))
+            let sync = try setup.catalogue(Self.bundle, environment: .production)
+            _ = try await sync.sync(app)
+            let keys = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")])
+            let request = DecodedRealtimeRequestBody(
+                originalTransactionId: "2000000123456789", appAppleId: FakeAppStore.appAppleId, productIdentifier: "com.example.monthly",
+                userLocale: "en-US", requestIdentifier: UUID().uuidString.lowercased(), environment: .production, signedDate: Date().appStoreMilliseconds)
+            // Uploaded, PENDING: no entry may answer, so the App Store shows its default message.
+            let pending = OfferService(apps: [], keyRing: keys, policy: fixture.policy, store: fixture.store, retentionDeadline: .seconds(10))
+            await #expect(throws: OfferServiceError.self) { _ = try await pending.answerRetention(request, bundleIdentifier: Self.bundle) }
+
+            try await fixture.approveEverything(app)
+            _ = try await sync.status(app)
+            let approved = OfferService(apps: [], keyRing: keys, policy: fixture.policy, store: fixture.store, retentionDeadline: .seconds(10))
+            var again = request
+            again.requestIdentifier = UUID().uuidString.lowercased()
+            let answer = try await approved.answerRetention(again, bundleIdentifier: Self.bundle)
+            #expect(answer.message?.messageIdentifier == app.retentionCatalogue.message(named: "keep-going")?.identifier)
+        }
+        try await fixture.store.close()
+    }
+
     @Test func aCatalogueBreakingALimitSendsNothing() async throws {
         let fixture = try await Fixture(.sqlite, header: String(repeating: "h", count: 67))
         try await fixture.fake.run { port in

@@ -52,7 +52,10 @@ extension OfferService {
         let product: OfferPolicy.Product
         let entries: [OfferPolicy.RetentionEntry]
         do {
-            (product, entries) = try retentionEntries(app: app, productIdentifier: request.productIdentifier ?? "")
+            let (found, listed) = try retentionEntries(app: app, productIdentifier: request.productIdentifier ?? "")
+            product = found
+            entries = await approvedRetentionEntries(
+                listed, bundleIdentifier: app.bundleIdentifier, productIdentifier: found.productIdentifier, environment: request.environment)
         } catch {
             noteNoRetentionAnswer(error, app: app, productIdentifier: request.productIdentifier ?? "")
             throw error

@@ -40,6 +40,8 @@ public final class OfferService: Sendable {
     /// The products whose retention requests got no answer, logged once each.
     let retentionUnanswered = Mutex<Set<String>>([])
     let retentionLogger = Logger(label: "offer-signer.retention")
+    /// Which catalogue messages Apple has approved (``approvedRetentionEntries(_:bundleIdentifier:productIdentifier:environment:)``).
+    let retentionApprovals = RetentionApprovals()
     /// At most one policy dry-run at a time on this replica (``dryRun(_:days:)``).
     let dryRunSlot = DryRunSlot()
 
