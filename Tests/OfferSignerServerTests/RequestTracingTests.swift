@@ -1,3 +1,4 @@
+import Logging
 import OfferSignerServer
 import Testing
 
@@ -21,5 +22,16 @@ import Testing
         #expect(!RequestTracing.isConfigured(["OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_SDK_DISABLED": "TRUE"]))
         #expect(!RequestTracing.isConfigured(["OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_TRACES_EXPORTER": "none"]))
         #expect(RequestTracing.isConfigured(["OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_SDK_DISABLED": "false"]))
+    }
+
+    @Test func aGRPCProtocolIsRefusedBeforeAnythingStarts() {
+        for (variable, value) in [("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "GRPC")] {
+            let error = #expect(throws: ConfigurationError.self) {
+                _ = try RequestTracing.start(
+                    environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", variable: value], logger: Logger(label: "test"))
+            }
+            #expect(error?.message.contains("OTLP/HTTP only") == true)
+        }
+        #expect(!RequestTracing.isOn)
     }
 }

@@ -33,7 +33,14 @@ public enum RequestTracing {
     /// - Throws: ``ConfigurationError`` for an `OTEL_*` value swift-otel refuses (a gRPC protocol, a bad endpoint).
     public static func start(environment: [String: String], logger: Logger) throws(ConfigurationError) -> (any Service)? {
         guard isConfigured(environment) else { return nil }
+        // swift-otel stops the process on a gRPC protocol when built without its gRPC exporter: refused here instead.
+        let protocolVariable = environment["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] != nil ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL"
+        if let value = environment[protocolVariable], value.lowercased() == "grpc", (environment["OTEL_TRACES_EXPORTER"] ?? "otlp").lowercased() == "otlp" {
+            throw ConfigurationError("\(protocolVariable)=\(value): this build exports traces over OTLP/HTTP only; set http/protobuf (the default, port 4318) or http/json.")
+        }
         var configuration = OTel.Configuration.default
+        // Its own notes at warning and above (OTEL_LOG_LEVEL changes it): not a line per variable read at start-up.
+        configuration.diagnosticLogLevel = .warning
         configuration.serviceName = "offer-signer"
         configuration.logs.enabled = false
         configuration.metrics.enabled = false
