@@ -55,9 +55,9 @@ public struct StorePolicy: Sendable {
 
     /// Applies `policy` to the store, by compare-and-set on the document's revision: a concurrent apply makes this
     /// one read again and retry, so two applies never both win one revision.
-    /// - Throws: ``OfferServiceError`` `store_unavailable`, or `policy_conflict` after several lost races.
+    /// - Throws: ``OfferServiceError`` `store_unavailable`, or `policy_conflict` after 16 lost races.
     public func apply(_ policy: OfferPolicy) async throws(OfferServiceError) -> Applied {
-        for _ in 0..<5 {
+        for _ in 0..<16 {
             let stored = try await storeCall { try await store.document(named: documentName) }
             let previous = stored.flatMap { try? OfferPolicy(text: $0.text) }
             if let stored, previous?.version == policy.version {
