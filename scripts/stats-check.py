@@ -105,3 +105,25 @@ for (sb, nb), (sa, na) in [((540, 2100), (420, 2090)), ((60, 300), (50, 310)), (
     r = radius(vb / nb + va / na, (vb + va) / n0)
     est = sb / nb - sa / na
     show(f"difference({sb}/{nb} - {sa}/{na})", (est, max(-1.0, est - r), min(1.0, est + r)))
+
+# Bonferroni (docs/experiments.md "Several comparisons"): m comparisons, each interval at alpha / m. The same formula
+# at the corrected alpha; the difference of the first case above, at alpha 0.05 / 3 (three comparisons).
+FAMILY, COMPARISONS = 0.05, 3
+corrected = FAMILY / COMPARISONS
+
+
+def multiplier_at(x, alpha):
+    return (1 + x) * math.log((1 + x) / (x * alpha**2))
+
+
+ratio_c = optimize.brentq(lambda x: math.log((1 + x) / (x * corrected**2)) - 1 / x, 1e-9, 1.0, xtol=1e-15, rtol=1e-15)
+print(f"# Bonferroni: alpha {FAMILY}/{COMPARISONS} per comparison")
+show("optimal ratio x* (alpha/3)", float(ratio_c))
+show("planned multiplier K (alpha/3)", math.sqrt(multiplier_at(ratio_c, corrected)))
+(sb, nb), (sa, na) = (540, 2100), (420, 2090)
+pooled = smoothed_variance(sb + sa, nb + na)
+vb, va = max(smoothed_variance(sb, nb), pooled), max(smoothed_variance(sa, na), pooled)
+variance = vb / nb + va / na
+r = math.sqrt(variance * multiplier_at(ratio_c * variance / ((vb + va) / n0), corrected))
+est = sb / nb - sa / na
+show(f"difference at alpha/3 ({sb}/{nb} - {sa}/{na})", (est, max(-1.0, est - r), min(1.0, est + r)))

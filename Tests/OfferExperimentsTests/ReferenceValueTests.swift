@@ -97,4 +97,18 @@ import Testing
         #expect(close(interval.estimate, estimate))
         #expect(close(interval.lower, lower, relative: 1e-9) && close(interval.upper, upper, relative: 1e-9))
     }
+
+    @Test("Bonferroni: three comparisons each at α / 3, as stats-check.py recomputes them")
+    func bonferroni() throws {
+        let set = try ComparisonSet(variantCount: 3, reference: 0, allPairs: true, alpha: 0.05, planningSampleSize: 2_176)
+        #expect(set.pairs.count == 3 && close(set.design.alpha, 0.05 / 3))
+        #expect(abs(set.design.optimalRatio - 0.09395466282788374) < 1e-12)
+        #expect(abs(set.design.plannedMultiplier - 3.412247252080612) < 1e-12)
+        let counts = [try ConversionCount(successes: 420, trials: 2_090), try ConversionCount(successes: 540, trials: 2_100),
+                      try ConversionCount(successes: 1, trials: 10)]
+        let first = try #require(set.differences(counts).first)
+        #expect(first.pair.variant == 1 && first.pair.against == 0)
+        #expect(close(first.interval.estimate, 0.05618591934381406))
+        #expect(close(first.interval.lower, 0.010973024013794727, relative: 1e-9) && close(first.interval.upper, 0.1013988146738334, relative: 1e-9))
+    }
 }

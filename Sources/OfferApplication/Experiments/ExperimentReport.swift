@@ -179,12 +179,15 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
         } else if sampleRatio?.mismatch == true {
             (readable, note) = (false, "Sample ratio mismatch: the exposed customers are not split as the weights say (p < 0.001). Something assigns or exposes customers unevenly; do not read the results until it is found.")
         } else if mature == 0 {
-            (readable, note) = (false, "No customer's \(window) window has passed yet (\(maturing) maturing): each customer counts \(window) after their exposure.")
+            (readable, note) = (false, "No customer is mature yet (\(maturing) maturing): each counts \(window) after their exposure.")
         } else if experiment.metric == .revenue {
             (readable, note) = (true, "Realized revenue per mature customer over \(window), by currency; it has no interval: compare it beside the rates. \(maturing) customers are still maturing.")
         } else {
-            let shown = comparisons.count == 1 ? "the comparison" : "each of the \(comparisons.count) comparisons"
-            (readable, note) = (true, "Over the \(mature) customers exposed at least \(window) ago (\(maturing) still maturing). The intervals are always valid: read them at any time, as often as you like. \(Self.percent(experiment.alpha)) is shared among \(shown) by the Bonferroni correction: each is at \(Self.percent(1 - set.design.alpha)).")
+            let level = Self.percent(1 - set.design.alpha)
+            let shared = comparisons.count == 1
+                ? "The comparison is at \(level) (α = \(Self.percent(experiment.alpha)); with one comparison the Bonferroni correction leaves it whole)."
+                : "α = \(Self.percent(experiment.alpha)) is shared among the \(comparisons.count) comparisons by the Bonferroni correction: each is at \(level)."
+            (readable, note) = (true, "Over the \(mature) customers exposed at least \(window) ago (\(maturing) still maturing). The intervals are always valid: read them at any time, as often as you like. \(shared)")
         }
     }
 
