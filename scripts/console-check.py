@@ -334,12 +334,16 @@ try:
     check(uploaded == form_numbers, f"the uploaded file's dry-run is the same ({uploaded})")
 
     open_page("/console/customers", "customer-search")
+    check(driver.find_element(By.CSS_SELECTOR, "input[name=bundleId]").get_attribute("value") == "com.example.offersigner.demo", "the lookup fills in the one app's bundle ID")
     open_page("/console/customers?bundleId=com.example.offersigner.demo&customer=returning-01", "customer")
     decisions = driver.find_elements(By.CSS_SELECTOR, "#decisions + .scroll tbody tr")
     redemptions = driver.find_elements(By.CSS_SELECTOR, "#redemptions + .scroll tbody tr")
     check(len(decisions) >= 3 and len(redemptions) >= 1, f"the customer page shows decisions ({len(decisions)}) and redemptions ({len(redemptions)})")
     check("cap:cap_reached" in driver.find_element(By.CSS_SELECTOR, "#decisions + .scroll").text, "a refusal is shown with its reasons")
     layout("customer", ["When|Channel|Product", "Purchased|Product|Offer"])
+    check("promotional offer" in driver.find_element(By.CSS_SELECTOR, "#redemptions + .scroll").text, "a redemption's offer type is in words")
+    check("has not lapsed" in driver.find_element(By.CSS_SELECTOR, "#decisions + .scroll").text or "cap allows" in driver.find_element(By.CSS_SELECTOR, "#decisions + .scroll").text,
+          "a refusal's reasons are in words beside rule:code")
     open_page("/console/customers?bundleId=com.example.offersigner.demo&customer=subscriber-02", "customer-retention")
     answers = driver.find_elements(By.CSS_SELECTOR, "#retention + .scroll tbody tr")
     check(len(answers) >= 1, f"the customer page shows the retention answers ({len(answers)})")

@@ -157,4 +157,28 @@ import Testing
         #expect(summary.durationBound(below: 0.5) == 5)
         #expect(summary.durationBound(below: 0.99) == 1_000)
     }
+
+    @Test("one name per thing on the customer page: the app's bundle ID filled in, channels as app, offer types and reasons in words")
+    func customerWords() async throws {
+        let fixture = try await Fixture()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try await fixture.store.record(Self.signature("user-1", at: now - 60_000))
+        _ = try await fixture.store.recordRedemption(Self.redemption("user-1", transaction: "2000000000000004", price: 1990, currency: "USD", at: now - 30_000))
+        fixture.store.logDecision(PolicyDecisionRecord(
+            decidedAt: now - 10_000, channel: "legacy", bundleIdentifier: ConsoleTests.app, productIdentifier: "monthly", offerIdentifier: "winback",
+            customerHash: CustomerHash.of("user-1"), policyVersion: String(repeating: "0", count: 64), granted: false,
+            reasons: "lapsed:not_lapsed", lookbackSeconds: 0, factsHash: "facts", factsSnapshot: #"{"f":{},"i":[]}"#))
+        try await fixture.test { client in
+            let session = try await ConsoleTests.signIn(client)
+            let search = try await ConsoleTests.get(client, "/console/customers", session).text
+            #expect(search.contains("name=\"bundleId\" placeholder=\"bundle ID\" value=\"\(ConsoleTests.app)\""))
+            let page = try await ConsoleTests.get(client, "/console/customers?bundleId=\(ConsoleTests.app)&customer=user-1", session).text
+            #expect(page.contains("The customer&#39;s subscription has not lapsed. <code>lapsed:not_lapsed</code>"))
+            #expect(page.contains("<td>app <span class=\"muted\">· legacy signature</span></td>"))
+            #expect(page.contains("<td>promotional offer</td>"))
+            #expect(page.contains("app, signed "))
+            // No bare offer type and no `api` channel (`legacy` stays as the signature's format, a column of its own).
+            #expect(!page.contains("<td>2</td>") && !page.contains("<td>api</td>"))
+        }
+    }
 }

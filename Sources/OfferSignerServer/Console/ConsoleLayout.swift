@@ -137,6 +137,7 @@ enum ConsoleLayout {
         .status { border: 1px solid var(--line); border-left: 4px solid var(--redeemed); border-radius: 6px; padding: .5rem .8rem; margin: 0 0 1rem; }
         .status.warn { border-left-color: #d08a00; } .status.bad { border-left-color: var(--bad); }
         ul.warnings { margin: .4rem 0 0; padding-left: 1.2rem; } ul.warnings li { margin: .2rem 0; } ul.warnings li.bad::marker { color: var(--bad); }
+        span.reason { display: block; } span.reason code { font-size: .8rem; color: var(--muted); }
         form.range a { margin-right: .4rem; } form.range a[aria-current] { font-weight: 600; }
         svg .change { stroke: #d08a00; stroke-width: 2; stroke-dasharray: 4 3; } svg .change-label { fill: #d08a00; font-size: 13px; }
         th.n, td.n { text-align: right; font-variant-numeric: tabular-nums; }

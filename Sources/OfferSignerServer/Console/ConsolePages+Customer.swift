@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import OfferApplication
+import OfferEligibility
 import OfferModel
 import OfferSigning
 import OfferStore
@@ -11,7 +12,8 @@ extension ConsolePages {
     func customer(_ query: ConsoleForm, session: ConsoleSession) async throws -> HTML {
         // Exactly as typed, as the admin API reads its path: ` a` is another customer than `a` (and a leading or
         // trailing space is kept, never trimmed into someone else).
-        var bundleIdentifier = query["bundleId"] ?? ""
+        // A service with one app: its bundle ID is filled in.
+        var bundleIdentifier = query["bundleId"] ?? (service.apps.count == 1 ? service.apps.keys.first ?? "" : "")
         var applicationUsername = query["customer"] ?? ""
         let originalTransactionId = query["originalTransactionId"] ?? ""
         let search: HTML = """
@@ -81,7 +83,7 @@ extension ConsolePages {
         let rows: [[HTML]] = signatures.map { signature in
             [
                 "\(ConsoleLayout.date(Date(timeIntervalSince1970: Double(signature.timestamp) / 1000)))", "\(signature.productIdentifier)",
-                "\(signature.offerIdentifier)", "\(signature.channel)", "<code>\(signature.keyIdentifier)</code>", "\(signature.format)",
+                "\(signature.offerIdentifier)", ConsoleLayout.channel(signature.channel), "<code>\(signature.keyIdentifier)</code>", "\(signature.format)",
             ]
         }
         var originals = facts?.subscriptions.compactMap(\.originalTransactionId) ?? []
@@ -109,17 +111,19 @@ extension ConsolePages {
             try await store.customerDecisions(bundleIdentifier: key.bundleIdentifier, customerHash: hash, since: since, limit: 100)
         }
         let rows: [[HTML]] = records.map { record in
-            let reasons: [HTML] = record.reasons.split(separator: ",").map { "<code>\(String($0))</code> " }
-            let what = record.retentionEntry.map { "entry \($0.prefix(8))… \(record.offerIdentifier)" } ?? record.offerIdentifier
+            let reasons: [HTML] = record.reasons.split(separator: ",").map { reason in
+                "<span class=\"reason\">\(Self.reasonWords(String(reason))) <code>\(String(reason))</code></span>"
+            }
+            let what = record.retentionEntry.map { retentionName($0, offerIdentifier: record.offerIdentifier) } ?? record.offerIdentifier
             return [
-                "\(ConsoleLayout.date(Date(timeIntervalSince1970: Double(record.decidedAt) / 1000)))", "\(record.channel)", "\(record.productIdentifier)",
+                "\(ConsoleLayout.date(Date(timeIntervalSince1970: Double(record.decidedAt) / 1000)))", ConsoleLayout.channel(record.channel), "\(record.productIdentifier)",
                 "\(what.isEmpty ? "–" : what)", record.granted ? "<span class=\"ok\">granted</span>" : "<span class=\"bad\">refused</span>",
                 record.granted ? "<span class=\"muted\">–</span>" : "\(reasons)", "<code title=\"\(record.policyVersion)\">\(record.policyVersion.prefix(8))</code>",
             ]
         }
         let table: HTML = rows.isEmpty
             ? "<p class=\"muted\">No decision logged about this customer in the last \(Self.decisionWindowDays) days (decisions under a policy only; without \(ConfigurationVariable.logHashKey.environmentName), only this process's).</p>"
-            : ConsoleLayout.table(["When", "Channel", "Product", "Offer", "Answer", "Reasons (rule:code)", "Policy"], rows)
+            : ConsoleLayout.table(["When", "Channel", "Product", "Offer or message", "Answer", "Reasons", "Policy"], rows)
         return "<h2 id=\"decisions\">Decisions, with their reasons (last \(Self.decisionWindowDays) days, newest 100)</h2>\(table)"
     }
 
@@ -130,10 +134,10 @@ extension ConsolePages {
         let redemptions: [[HTML]] = outcomes.redemptions.map { history in
             let redemption = history.redemption
             let price = redemption.price.map { ConsoleLayout.money($0, redemption.currency ?? "") } ?? "–"
-            let attributed = history.signatureChannel.map { "\($0), signed \(date(history.signatureTimestamp))" } ?? "no signature of this service"
+            let attributed = history.signatureChannel.map { "\(ConsoleLayout.channelName($0)), signed \(date(history.signatureTimestamp))" } ?? "no signature of this service"
             return [
                 "\(date(redemption.purchaseDate))", "\(redemption.productIdentifier)", "\(redemption.offerIdentifier ?? "(introductory)")",
-                "\(redemption.offerType)", "\(price)", "\(attributed)", "\(date(history.renewedAt))",
+                "\(Self.offerTypeName(redemption.offerType))", "\(price)", "\(attributed)", "\(date(history.renewedAt))",
                 history.refundedAt == nil ? "–" : "<span class=\"bad\">\(date(history.refundedAt))</span>", "\(date(history.expiredAt))",
             ]
         }
@@ -150,4 +154,60 @@ extension ConsolePages {
             \(answers.isEmpty ? "<p class=\"muted\">None.</p>" : ConsoleLayout.table(["Answered", "Product", "Answer", "Saved"], answers))
             """
     }
+
+    /// The App Store's `offerType` in words (1 introductory offer, 2 promotional offer, 3 offer code, 4 win-back offer).
+    static func offerTypeName(_ offerType: Int32) -> String {
+        switch offerType {
+        case 1: "introductory offer"
+        case 2: "promotional offer"
+        case 3: "offer code"
+        case 4: "win-back offer"
+        default: "offer type \(offerType)"
+        }
+    }
+
+    /// A retention decision's entry by the policy's name for it (its `messageName`, else the offer or answer it
+    /// gives), not the message's UUID; an entry the policy in force no longer has keeps its short identifier.
+    func retentionName(_ messageIdentifier: String, offerIdentifier: String) -> String {
+        let entries = service.policy?.apps.flatMap(\.products).flatMap(\.retention) ?? []
+        if let entry = entries.first(where: { $0.messageIdentifier == messageIdentifier }) {
+            return entry.messageName ?? (entry.offerIdentifier.isEmpty ? "message \(messageIdentifier.prefix(8))…" : entry.offerIdentifier)
+        }
+        return offerIdentifier.isEmpty ? "message \(messageIdentifier.prefix(8))…" : offerIdentifier
+    }
+
+    /// What a refusal's `rule:code` means, in the words of the message the API answers with (without the
+    /// customer's particulars, which the decision log does not keep).
+    static func reasonWords(_ reason: String) -> String {
+        let code = reason.split(separator: ":").last.map(String.init) ?? reason
+        return reasonMessages[code] ?? (code.hasPrefix("excluded_by_") ? "The customer matches a rule that excludes this offer." : "Refused.")
+    }
+
+    static let reasonMessages: [String: String] = [
+        "auto_renew_on": "The customer's subscription will renew; auto-renew is on.",
+        "cap_reached": "This offer was signed as often as its cap allows for this customer.",
+        "cooling_down": "An offer was signed for this customer too recently.",
+        "customer_denied": "This customer is on the offer's deny list.",
+        "customer_not_allowed": "This customer is not on the offer's allow list.",
+        "experiment_holdout": "This customer is in an experiment's holdout, which gets no offer.",
+        "expiry_unknown": "When the customer's subscription expired is not known.",
+        "had_introductory_offer": "The customer already had the introductory offer.",
+        "lapsed_too_long_ago": "The subscription lapsed longer ago than this offer allows.",
+        "lapsed_too_recently": "The subscription lapsed too recently for this offer.",
+        "never_subscribed": "The customer has never subscribed (no App Store notification or transaction about them yet).",
+        "no_alternative": "None of the alternatives applies.",
+        "no_billing_issue": "The customer's subscription has no billing issue.",
+        "no_grant": "No unused, unexpired customer-service grant for this offer.",
+        "not_active_subscriber": "The customer is not an active subscriber.",
+        "not_beta": "Only beta testers get this offer.",
+        "not_churn_risk": "The customer's flag does not have a value this offer needs.",
+        "not_downgraded": "The customer has not downgraded their subscription.",
+        "not_lapsed": "The customer's subscription has not lapsed.",
+        "not_loyal_enough": "The customer has not renewed as often as this offer needs.",
+        "offer_ended": "This offer has ended.",
+        "offer_not_started": "This offer has not started yet.",
+        "storefront_denied": "This offer is not available in the customer's storefront.",
+        "storefront_not_allowed": "This offer is not available in the customer's storefront.",
+        "storefront_unknown": "This offer is limited to some storefronts and the customer's is not known.",
+    ]
 }
