@@ -20,7 +20,6 @@ import Testing
 /// the commands run (``RetentionMessagingSetup``) and through `/admin/retention/*`, on each store: sync uploads,
 /// approval, defaults, a second sync that sends nothing, the performance test, Production.
 @Suite struct RetentionSetupTests {
-    static let bundle = TestPayloads.bundleIdentifier
     static let url = "https://offers.example.com/v1/retention/appstore"
     static let adminToken = "carol-token-0123456789abcdef"
 
@@ -29,8 +28,8 @@ import Testing
         let fixture = try await Fixture(backend)
         try await fixture.fake.run { port in
             let setup = try fixture.setup(port: port)
-            let sync = try setup.catalogue(Self.bundle, environment: .production)
-            let app = try #require(fixture.policy.app(Self.bundle))
+            let sync = try setup.catalogue(fixture.bundle, environment: .production)
+            let app = try #require(fixture.policy.app(fixture.bundle))
 
             let first = try await sync.sync(app)
             #expect(first.uploaded.count == 5)  // 3 images, 2 messages
@@ -55,11 +54,11 @@ import Testing
 
             await fixture.fake.state.scriptPerformanceTests([.pass])
             let outcome = try await setup.goLive(
-                Self.bundle, productionURL: Self.url, sandboxURL: nil, originalTransactionId: "2000000123456789", pollInterval: .milliseconds(10),
+                fixture.bundle, productionURL: Self.url, sandboxURL: nil, originalTransactionId: "2000000123456789", pollInterval: .milliseconds(10),
                 report: { _ in })
             guard case .live = outcome else { Issue.record("expected live, got \(outcome)"); return }
             #expect(await fixture.fake.state.realtimeURL(in: "production") == Self.url)
-            let last = try #require(await setup.lastPerformanceTest(Self.bundle))
+            let last = try #require(await setup.lastPerformanceTest(fixture.bundle))
             #expect(last.live && last.result.result == .pass)
         }
         try await fixture.store.close()
@@ -74,7 +73,7 @@ import Testing
                 apps: [], keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
                 policy: fixture.policy, store: fixture.store)
             let router = buildRouter(
-                service: service, adminTokens: try BearerTokens(parsing: "carol:\(Self.adminToken)"), retentionMessaging: setup)
+                service: service, adminTokens: try BearerTokens(parsing: "carol:\(Self.adminToken),alice:\(ConsoleTests.token)"), retentionMessaging: setup)
             let app = Application(router: router, logger: Logger(label: "test"))
             try await app.test(.router) { client in
                 let headers: HTTPFields = [.authorization: "Bearer \(Self.adminToken)", .contentType: "application/json"]
@@ -85,7 +84,7 @@ import Testing
                 }
                 let first = try await report(.post, "/admin/retention/sync")
                 #expect(first.uploaded.count == 5 && first.defaultsWaiting.count == 1)
-                try await fixture.approveEverything(try #require(fixture.policy.app(Self.bundle)))
+                try await fixture.approveEverything(try #require(fixture.policy.app(fixture.bundle)))
                 #expect(try await report(.get, "/admin/retention/status?environment=Production").items.allSatisfy { $0.state == "APPROVED" })
                 #expect(try await report(.post, "/admin/retention/sync").defaultsSet.count == 1)
                 let uploads = await fixture.uploadCalls()
@@ -106,6 +105,15 @@ import Testing
 
                 let unknown = try await client.execute(uri: "/admin/retention/status?environment=Elsewhere", method: .get, headers: headers)
                 #expect(unknown.status == .badRequest)
+
+                // The console shows the catalogue with the states recorded and the last test.
+                let session = try await ConsoleTests.signIn(client)
+                let page = try await ConsoleTests.get(client, "/console/retention", session)
+                #expect(page.status == .ok)
+                let text = String(buffer: page.body)
+                #expect(text.contains("keep-going") && text.contains("hero.png"))
+                #expect(text.contains(">APPROVED<") && !text.contains(">PENDING<"))
+                #expect(text.contains("live in Production") && text.contains("Result: PASS"))
             }
         }
         try await fixture.store.close()
@@ -115,8 +123,8 @@ import Testing
         let fixture = try await Fixture(.sqlite)
         try await fixture.fake.run { port in
             let setup = try fixture.setup(port: port)
-            let app = try #require(fixture.policy.app(Self.bundle))
-            let sync = try setup.catalogue(Self.bundle, environment: .production)
+            let app = try #require(fixture.policy.app(fixture.bundle))
+            let sync = try setup.catalogue(fixture.bundle, environment: .production)
             _ = try await sync.sync(app)
             let keys = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")])
             let request = DecodedRealtimeRequestBody(
@@ -124,14 +132,14 @@ import Testing
                 userLocale: "en-US", requestIdentifier: UUID().uuidString.lowercased(), environment: .production, signedDate: Date().appStoreMilliseconds)
             // Uploaded, PENDING: no entry may answer, so the App Store shows its default message.
             let pending = OfferService(apps: [], keyRing: keys, policy: fixture.policy, store: fixture.store, retentionDeadline: .seconds(10))
-            await #expect(throws: OfferServiceError.self) { _ = try await pending.answerRetention(request, bundleIdentifier: Self.bundle) }
+            await #expect(throws: OfferServiceError.self) { _ = try await pending.answerRetention(request, bundleIdentifier: fixture.bundle) }
 
             try await fixture.approveEverything(app)
             _ = try await sync.status(app)
             let approved = OfferService(apps: [], keyRing: keys, policy: fixture.policy, store: fixture.store, retentionDeadline: .seconds(10))
             var again = request
             again.requestIdentifier = UUID().uuidString.lowercased()
-            let answer = try await approved.answerRetention(again, bundleIdentifier: Self.bundle)
+            let answer = try await approved.answerRetention(again, bundleIdentifier: fixture.bundle)
             #expect(answer.message?.messageIdentifier == app.retentionCatalogue.message(named: "keep-going")?.identifier)
         }
         try await fixture.store.close()
@@ -140,8 +148,8 @@ import Testing
     @Test func aCatalogueBreakingALimitSendsNothing() async throws {
         let fixture = try await Fixture(.sqlite, header: String(repeating: "h", count: 67))
         try await fixture.fake.run { port in
-            let sync = try fixture.setup(port: port).catalogue(Self.bundle, environment: .production)
-            await #expect(throws: RetentionMessagingError.self) { _ = try await sync.sync(try #require(fixture.policy.app(Self.bundle))) }
+            let sync = try fixture.setup(port: port).catalogue(fixture.bundle, environment: .production)
+            await #expect(throws: RetentionMessagingError.self) { _ = try await sync.sync(try #require(fixture.policy.app(fixture.bundle))) }
             #expect(await fixture.fake.state.count("GET image/list") == 0)
             #expect(await fixture.uploadCalls() == 0)
         }
@@ -153,12 +161,14 @@ import Testing
     struct Fixture {
         let store: any OfferStore
         let policy: OfferPolicy
+        /// An app of this test only: the stores' databases are shared by tests running at once.
+        let bundle = "com.example.retention-\(UUID().uuidString.prefix(8).lowercased())"
         let appKey = P256.Signing.PrivateKey()
         let fake: FakeRetentionMessaging
 
         init(_ backend: StoreBackend, header: String = "Before you go") async throws {
             store = try await backend.open()
-            fake = FakeRetentionMessaging(appKey: appKey, bundleIdentifier: RetentionSetupTests.bundle)
+            fake = FakeRetentionMessaging(appKey: appKey, bundleIdentifier: bundle)
             let folder = try CatalogueFolder()
             try folder.write("hero.png", RetentionPNG.make(width: 3840, height: 1200))
             try folder.write("star.png", RetentionPNG.make(width: 1024, height: 1024))
@@ -166,7 +176,7 @@ import Testing
             let file = folder.url.appendingPathComponent("policy.yaml")
             try Data("""
                 apps:
-                  - bundleIdentifier: \(RetentionSetupTests.bundle)
+                  - bundleIdentifier: \(bundle)
                     appAppleId: \(FakeAppStore.appAppleId)
                     retentionMessages:
                       - name: keep-going
@@ -200,10 +210,10 @@ import Testing
         func setup(port: Int) throws -> RetentionMessagingSetup {
             var configuration = AppStoreServerAPIConfiguration(
                 keyIdentifier: FakeAppStore.keyIdentifier, privateKeyPEM: appKey.pemRepresentation, issuerId: FakeAppStore.issuerId,
-                bundleIdentifier: RetentionSetupTests.bundle)
+                bundleIdentifier: bundle)
             configuration.baseURLs = .init(production: "http://localhost:\(port)/production", sandbox: "http://localhost:\(port)/sandbox")
             return try RetentionMessagingSetup(
-                configurations: [RetentionSetupTests.bundle: configuration], options: .init(timeout: .seconds(30), rateLimit: .off), store: store,
+                configurations: [bundle: configuration], options: .init(timeout: .seconds(30), rateLimit: .off), store: store,
                 logger: Logger(label: "test"))
         }
 
@@ -220,7 +230,7 @@ import Testing
 
         /// The states the store recorded for Production.
         func recordedStates() async throws -> Set<String> {
-            Set(try await store.retentionCatalogue(bundleIdentifier: RetentionSetupTests.bundle, environment: "Production").map(\.state))
+            Set(try await store.retentionCatalogue(bundleIdentifier: bundle, environment: "Production").map(\.state))
         }
     }
 }

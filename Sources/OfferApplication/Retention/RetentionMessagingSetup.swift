@@ -77,7 +77,12 @@ public struct RetentionMessagingSetup: Sendable {
 
     /// The last performance test run through this use case for an app, `nil` when none was.
     public func lastPerformanceTest(_ bundleIdentifier: String) async -> PerformanceTestRecord? {
-        guard let store, let document = try? await store.document(named: Self.documentName(bundleIdentifier)) else { return nil }
+        await Self.lastPerformanceTest(bundleIdentifier, store: store)
+    }
+
+    /// The last performance test recorded in `store` for an app (the console reads it without a client).
+    public static func lastPerformanceTest(_ bundleIdentifier: String, store: (any OfferStore)?) async -> PerformanceTestRecord? {
+        guard let store, let document = try? await store.document(named: documentName(bundleIdentifier)) else { return nil }
         return try? JSONDecoder().decode(PerformanceTestRecord.self, from: Data(document.text.utf8))
     }
 

@@ -61,6 +61,7 @@ struct ConsoleRoutes {
             ], body: .init(byteBuffer: ByteBuffer(string: try await pages.offersCSV(range: range))))
         }
         signedIn.get("/experiments") { _, context in try await pages.experiments(try context.requireConsoleSession).response() }
+        signedIn.get("/retention") { _, context in try await pages.retention(try context.requireConsoleSession).response() }
         signedIn.get("/experiments/{id}") { _, context in
             let identifier = try context.parameters.require("id")
             guard (1...64).contains(identifier.utf8.count) else {

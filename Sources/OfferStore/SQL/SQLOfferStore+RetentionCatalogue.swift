@@ -6,8 +6,12 @@ extension SQLOfferStore {
 
     func replaceRetentionCatalogue(bundleIdentifier: String, environment: String, with records: [RetentionCatalogueRecord]) async throws {
         try await backend.transaction { database in
-            try await database.delete(from: "retention_catalogue")
-                .where("bundle_identifier", .equal, bundleIdentifier).where("environment", .equal, environment).run()
+            // Upserted, not deleted and inserted: two syncs of one app at once (two replicas) both succeed.
+            let identifiers = records.map(\.identifier)
+            var delete = database.delete(from: "retention_catalogue")
+                .where("bundle_identifier", .equal, bundleIdentifier).where("environment", .equal, environment)
+            if !identifiers.isEmpty { delete = delete.where("identifier", .notIn, identifiers) }
+            try await delete.run()
             // In slices: a catalogue holds up to 4,000 items, and a statement takes a bounded number of values.
             for slice in stride(from: 0, to: records.count, by: 200).map({ records[$0..<min($0 + 200, records.count)] }) {
                 var insert = database.insert(into: "retention_catalogue").columns(
@@ -17,7 +21,9 @@ extension SQLOfferStore {
                         SQLBind(bundleIdentifier), SQLBind(environment), SQLBind(record.kind), SQLBind(record.identifier), SQLBind(record.name),
                         SQLBind(record.state), SQLBind(record.sentAt?.unixMilliseconds), SQLBind(record.checkedAt.unixMilliseconds))
                 }
-                try await insert.run()
+                try await insert.onConflict(with: ["bundle_identifier", "environment", "kind", "identifier"]) {
+                    $0.set(excludedValueOf: "name").set(excludedValueOf: "state").set(excludedValueOf: "sent_at").set(excludedValueOf: "checked_at")
+                }.run()
             }
         }
     }
