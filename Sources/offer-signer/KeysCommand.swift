@@ -18,12 +18,20 @@ struct KeysCommand: AsyncParsableCommand {
         var output: String?
 
         func run() throws {
-            let pem = try SigningKey.generate(keyIdentifier: "GENERATED").pkcs8PEMRepresentation + "\n"
+            let key = try SigningKey.generate(keyIdentifier: "GENERATED")
+            let pem = key.pkcs8PEMRepresentation + "\n"
             guard let output else {
                 print(pem, terminator: "")
                 return
             }
             try Self.writeExclusively(Data(pem.utf8), to: output)
+            // Standard output stays empty (scripts chain on it); what was made goes to standard error.
+            FileHandle.standardError.write(Data("""
+                wrote a P-256 test key to \(output) (mode 0600); public key fingerprint (SHA-256) \(key.fingerprint), \
+                as `keys inspect` and the service's start-up log show it. The App Store will not accept it. In \
+                \(variable: .keysDir), a key file is named SubscriptionKey_<KEYID>.p8 (10 letters or digits).
+
+                """.utf8))
         }
 
         /// Creates `path` with mode 0600 and writes `data`, refusing a path that exists (a file, a link, anything):

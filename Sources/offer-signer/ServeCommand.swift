@@ -13,6 +13,7 @@ import Prometheus
 import ServiceLifecycle
 import UnixSignals
 import OfferApplication
+import OfferErrors
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -69,21 +70,7 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(78)  // EX_CONFIG
         }
 
-        if configuration.isDemo {
-            let banner = String(repeating: "!", count: 78)
-            logger.warning("\(banner)")
-            for warning in configuration.warnings { logger.warning("\(warning)") }
-            logger.warning("\(banner)")
-            let base = "http://\(configuration.host):\(configuration.port)"
-            logger.notice("demo customers: lapsed-user (left 40 days ago), leaving-user (auto-renew off), loyal-user (8 renewals), new-user (unknown), and a history of subscriber-01…12 and returning-01…04 for the console. Try:")
-            for line in demoCommands(base: base) { logger.notice("  \(line)") }
-            let console = configuration.operationsListener.map { "http://\($0.host):\($0.port)/console" } ?? "\(base)/console"
-            if ServiceConfiguration.demoUsesItsOwnAdminToken(environment: environment) {
-                logger.notice("Console: \(console) — sign in with the demo's admin token \(ServiceConfiguration.demoAdminToken) (public, demo only; set \(variable: .adminTokens) to use your own)")
-            } else {
-                logger.notice("Console: \(console) — sign in with one of the tokens of \(variable: .adminTokens)")
-            }
-        } else {
+        if !configuration.isDemo {
             for warning in configuration.warnings { logger.warning("\(warning)") }
         }
         // Each key is logged by buildApplication, in the state it serves in once the saved states are applied.
@@ -96,6 +83,10 @@ struct ServeCommand: AsyncParsableCommand {
         } catch let error as ConfigurationError {
             logger.critical("cannot start: \(error.message)")
             throw ExitCode(78)  // EX_CONFIG
+        } catch let error as any CodedError {
+            // Anything else that stops start-up (the store refusing its migrations, say), in its own words.
+            logger.critical("cannot start: \(error.message)")
+            throw ExitCode(69)  // EX_UNAVAILABLE
         }
         if let pidFile {
             // A SIGHUP that arrives before the reload handler is installed must not stop the process (SIGHUP's
@@ -120,6 +111,7 @@ struct ServeCommand: AsyncParsableCommand {
                 try? FileManager.default.removeItem(atPath: pidFile)
             }
         }
+        logDemoWelcome(configuration, environment: environment, logger: logger)
         logger.notice("offer-signer \(OfferSignerCommand.version) starting", metadata: ["address": "\(configuration.host):\(configuration.port)"])
         do {
             if let tracing {
@@ -136,6 +128,26 @@ struct ServeCommand: AsyncParsableCommand {
         } catch let error where error is SocketAddressError || error is SocketAddressError.UnknownHost {
             logger.critical("cannot start: cannot resolve the address to listen on, \(Self.listeners(configuration)); set \(variable: .host) (and \(variable: .adminHost)) to an IP address or a name this host resolves.")
             throw ExitCode(78)  // EX_CONFIG
+        }
+    }
+
+    /// The demo's welcome: its warnings, its customers, the commands to try and the console's address. Logged once
+    /// the demo's history is seeded (that logs a line per notification), so these are the last lines before the
+    /// service listens, not scrolled away above them.
+    private func logDemoWelcome(_ configuration: ServiceConfiguration, environment: [String: String], logger: Logger) {
+        guard configuration.isDemo else { return }
+        let banner = String(repeating: "!", count: 78)
+        logger.warning("\(banner)")
+        for warning in configuration.warnings { logger.warning("\(warning)") }
+        logger.warning("\(banner)")
+        let base = "http://\(configuration.host):\(configuration.port)"
+        logger.notice("demo customers: lapsed-user (left 40 days ago), leaving-user (auto-renew off), loyal-user (8 renewals), new-user (unknown), and a history of subscriber-01…12 and returning-01…04 for the console. Try:")
+        for line in demoCommands(base: base) { logger.notice("  \(line)") }
+        let console = configuration.operationsListener.map { "http://\($0.host):\($0.port)/console" } ?? "\(base)/console"
+        if ServiceConfiguration.demoUsesItsOwnAdminToken(environment: environment) {
+            logger.notice("Console: \(console) — sign in with the demo's admin token \(ServiceConfiguration.demoAdminToken) (public, demo only; set \(variable: .adminTokens) to use your own)")
+        } else {
+            logger.notice("Console: \(console) — sign in with one of the tokens of \(variable: .adminTokens)")
         }
     }
 

@@ -41,8 +41,14 @@ import Darwin
             // A JWS without an issuer is 503 (from the pipeline that waits); the query string is the router's.
             #expect([signed.status, jws.status, invalid.status, query.status] == [.ok, .serviceUnavailable, .badRequest, .ok])
             #expect(try jws.decode(ErrorBody.self).error.code == "issuer_not_configured")
+            // Every JSON answer ends with a newline, whichever front end wrote it (a signature, an error, the router's).
+            let keys = try await client.execute(uri: "/v1/keys", method: .get)
+            for response in [signed, jws, invalid, query, keys] {
+                #expect(response.body.readableBytesView.last == UInt8(ascii: "\n"), "\(response.status)")
+                #expect(response.headers[.contentLength] == String(response.body.readableBytes))
+            }
         }
-        let access = try lines.objects().filter { $0["message"] == "request" }
+        let access = try lines.objects().filter { $0["message"] == "request" && $0["route"] != "/v1/keys" }
         #expect(access.map { $0["status"] } == ["200", "503", "400", "200"])
         #expect(access.map { $0["hb.request.id"] == nil } == [true, true, true, false])
         #expect(access.allSatisfy { $0["route"] == "/v1/offers/sign" && $0["credential"] == "open" && $0["requestId"] != nil })

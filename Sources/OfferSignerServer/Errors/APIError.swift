@@ -188,7 +188,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     /// The error envelope, `{"error": {"code", "message", "field"?, "reasons"?}}`, as sent.
     var body: ByteBuffer {
         // Strings, an optional string and an array of string pairs: the encoder cannot fail on them.
-        ByteBuffer(bytes: (try? JSONEncoder.api.encode(ErrorEnvelope(error: .init(code: code, message: message, field: field, reasons: reasons)))) ?? Data())
+        (try? JSONEncoder.api.answer(ErrorEnvelope(error: .init(code: code, message: message, field: field, reasons: reasons)))) ?? ByteBuffer(string: "\n")
     }
 }
 
@@ -219,4 +219,24 @@ extension JSONEncoder {
         }
         return encoder
     }()
+
+    /// A JSON answer's body: the value as this encoder writes it, then a newline, as every answer of the API ends
+    /// (a terminal prompt after `curl` starts on its own line; JSON readers skip the whitespace).
+    func answer(_ value: some Encodable) throws -> ByteBuffer {
+        let data = try encode(value)
+        var buffer = ByteBufferAllocator().buffer(capacity: data.count + 1)
+        buffer.writeBytes(data)
+        buffer.writeInteger(UInt8(ascii: "\n"))
+        return buffer
+    }
+}
+
+/// The router's response encoder: ``Foundation/JSONEncoder/api``'s JSON and a newline (``Foundation/JSONEncoder/answer(_:)``).
+struct APIResponseEncoder: ResponseEncoder {
+    func encode(_ value: some Encodable, from request: Request, context: some RequestContext) throws -> Response {
+        let body = try JSONEncoder.api.answer(value)
+        return Response(
+            status: .ok, headers: [.contentType: "application/json; charset=utf-8", .contentLength: String(body.readableBytes)],
+            body: .init(byteBuffer: body))
+    }
 }

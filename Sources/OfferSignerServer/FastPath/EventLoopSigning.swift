@@ -173,7 +173,7 @@ public struct EventLoopSigning: Sendable {
         case .legacy:
             return try await service.signLegacy(request).apiJSON
         case .jws:
-            return ByteBuffer(bytes: try JSONEncoder.api.encode(try await service.signJWS(request)))
+            return try JSONEncoder.api.answer(try await service.signJWS(request))
         }
     }
 

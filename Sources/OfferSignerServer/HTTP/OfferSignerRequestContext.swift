@@ -36,5 +36,6 @@ public struct OfferSignerRequestContext: RequestContext, RemoteAddressRequestCon
 
     public var maxUploadSize: Int { Self.maximumBodySize }
 
-    public var responseEncoder: JSONEncoder { JSONEncoder.api }
+    /// The API's JSON, each answer ending in a newline.
+    public var responseEncoder: some ResponseEncoder { APIResponseEncoder() }
 }

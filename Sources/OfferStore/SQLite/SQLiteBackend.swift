@@ -61,9 +61,13 @@ final class SQLiteBackend: SQLStoreBackend {
         fileLock = try path.flatMap { path in exclusive ? try SQLiteFileLock(databasePath: path) : nil }
         self.busyTimeout = busyTimeout
         let busy = "PRAGMA busy_timeout=\(SQLiteLogWriter.milliseconds(busyTimeout))"
+        // Every connection opened so far, closed again when a later step fails (a file that is not a database
+        // fails at the first query): a connection must be closed before it is released.
+        var opened: [SQLiteConnection] = []
         do {
             if let path {
                 writer = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+                opened.append(writer)
                 _ = try await writer.query("PRAGMA journal_mode=WAL")
                 // Commits write the WAL without flushing it; ``write(_:)`` waits for a flush after the write gate is
                 // released (``SQLiteWALFlush``), so a writer's lock is not held through the disk's flush.
@@ -78,6 +82,7 @@ final class SQLiteBackend: SQLStoreBackend {
                 var connections: [SQLiteConnection] = []
                 for _ in 0..<SQLiteReaders.count {
                     let reader = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+                    opened.append(reader)
                     _ = try await reader.query(busy)
                     connections.append(reader)
                 }
@@ -85,6 +90,7 @@ final class SQLiteBackend: SQLStoreBackend {
                 let background = try await SQLiteConnection.open(
                     storage: .file(path: path), threadPool: BackgroundLane.shared.threadPool, logger: logger,
                     on: MultiThreadedEventLoopGroup.singleton.any())
+                opened.append(background)
                 _ = try await background.query(busy)
                 backgroundReader = background
                 logWriter = SQLiteLogWriter(path: path, busyTimeout: busyTimeout)
@@ -97,6 +103,7 @@ final class SQLiteBackend: SQLStoreBackend {
                 walFlush = nil
             }
         } catch {
+            for connection in opened { try? await connection.close() }
             throw OfferStoreError(code: .unavailable, message: "Cannot open the SQLite store\(path.map { " at \($0)" } ?? ""): \(Self.describe(error)).")
         }
     }
