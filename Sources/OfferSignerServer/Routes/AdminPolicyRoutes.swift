@@ -100,7 +100,7 @@ struct AdminPolicyRoutes {
     /// - Throws: ``OfferServiceError`` `store_unavailable`, `policy_conflict`; 422 `policy_needs_store` without a store.
     static func apply(_ policy: OfferPolicy, service: OfferService, admin: String, via: String? = nil, logger: Logger) async throws -> PolicyInForceResponse {
         guard let store = service.store else {
-            throw APIError(status: .unprocessableContent, code: "policy_needs_store", message: "Applying a policy at run time needs the customer store (OFFER_SIGNER_DATABASE_URL), where every replica reads it; without one, change OFFER_SIGNER_POLICY and restart.")
+            throw APIError(status: .unprocessableContent, code: "policy_needs_store", message: "Applying a policy at run time needs the customer store (\(variable: .databaseUrl)), where every replica reads it; without one, change \(variable: .policy) and restart.")
         }
         let applied = try await StorePolicy(store: store).apply(policy)
         let inForce = PolicyInForce(policy: policy, revision: applied.revision)
