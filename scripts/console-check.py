@@ -349,6 +349,12 @@ try:
     check(len(answers) >= 1, f"the customer page shows the retention answers ({len(answers)})")
     layout("customer-retention", ["Answered|Product"])
 
+    # The Retention Messaging catalogue (docs/retention.md): the demo's policy declares none, and the page says how.
+    open_page("/console/retention", "retention")
+    check(f"{base}/console/retention" in [a.get_attribute("href") for a in driver.find_elements(By.CSS_SELECTOR, "header nav a")],
+          "the navigation links the Retention page")
+    check("declares no retention messages" in driver.page_source, "the Retention page says the policy declares no catalogue")
+    layout("retention", [])
     open_page("/console/keys", "keys")
     Select(driver.find_element(By.ID, "keyIdentifier")).select_by_value("DEMOKEY002")
     Select(driver.find_element(By.ID, "action")).select_by_value("activate")

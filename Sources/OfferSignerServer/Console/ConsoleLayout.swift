@@ -6,7 +6,8 @@ enum ConsoleLayout {
     /// The pages in the navigation bar: path and title.
     static let navigation: [(path: String, title: String)] = [
         ("/console", "Overview"), ("/console/offers", "Offers"), ("/console/experiments", "Experiments"),
-        ("/console/policy", "Policy"), ("/console/customers", "Customer"), ("/console/keys", "Keys"),
+        ("/console/policy", "Policy"), ("/console/retention", "Retention"), ("/console/customers", "Customer"),
+        ("/console/keys", "Keys"),
     ]
 
     /// A signed-in page: the navigation, the sign-out form (with the session's CSRF token) and `body`.
