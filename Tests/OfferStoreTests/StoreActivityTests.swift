@@ -56,6 +56,8 @@ import Testing
                 offerIdentifier: "winback_50", customerHash: "0123456789ab", policyVersion: String(repeating: "0", count: 64), granted: granted,
                 reasons: granted ? "" : "lapsed:not_lapsed", lookbackSeconds: 0, factsHash: "facts-\(app)", factsSnapshot: #"{"f":{},"i":[]}"#))
         }
+        // The counts read what is written; the decision log writes in batches (the console does not wait for one).
+        await store.flushDecisionLog()
         let all = try await reporting.decisionCounts(since: start, until: start + 5_000)
         #expect(all.granted == 2 && all.refused == 3)
         // The last decision (refused) sits at start + 4 s: an end there leaves it out.

@@ -122,15 +122,18 @@ private final class Lines: Sendable {
 
 extension APIError {
     /// The one mapping of Retention Messaging errors to HTTP: a value Apple would refuse 422, what Apple has or lacks
-    /// 404/409, Apple refusing the service's token or answering badly 502, rate limits and outages 503.
+    /// 404/409 (and 409 when the App Store Server API is not configured), Apple refusing the service's token or answering
+    /// badly 502, rate limits and outages 503.
     init(_ error: RetentionMessagingError) {
         let status: HTTPResponse.Status
         var headers: HTTPFields = [:]
         switch error.code {
         case .notFound: status = .notFound
-        case .alreadyExists, .noPassingTest, .performanceTestInProgress, .notApproved, .imageInUse, .limitReached: status = .conflict
+        // invalid_configuration: the App Store Server API is not configured for the app; like
+        // app_store_api_not_configured, nothing a retry fixes.
+        case .alreadyExists, .noPassingTest, .performanceTestInProgress, .notApproved, .imageInUse, .limitReached, .invalidConfiguration:
+            status = .conflict
         case .unauthorized, .invalidResponse: status = .badGateway
-        case .invalidConfiguration: status = .serviceUnavailable
         case .rateLimited, .appStoreUnavailable:
             status = .serviceUnavailable
             headers[.retryAfter] = "60"

@@ -15,7 +15,8 @@ extension SQLOfferStore: StoreActivityReporting {
     }
 
     func decisionCounts(since: Int64, until: Int64) async throws -> (granted: Int, refused: Int) {
-        await flushDecisionLog()
+        // What the log has written: no wait for the batch in flight (a page must not wait on the decision log's
+        // queue, which under load or an outage can hold it for tens of seconds — 35 s seen on a loaded replica).
         let rows = try await backend.reading { database in
             try await database.select().column("granted").column(SQLFunction("COUNT", args: SQLLiteral.all), as: "decisions")
                 .from("policy_decisions").where("decided_at", .greaterThanOrEqual, SQLBind(since)).where("decided_at", .lessThan, SQLBind(until))
