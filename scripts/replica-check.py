@@ -73,6 +73,24 @@ def check(condition, what):
     return condition
 
 
+def stop_processes(processes):
+    """Stops `processes` (SIGTERM, then SIGKILL after 10 s), closes their logs, and prints each log's last lines when a
+    check failed."""
+    for p in processes:
+        if p.process.poll() is None:
+            p.process.terminate()
+    for p in processes:
+        try:
+            p.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.process.kill()
+        p.log.close()
+    if failures:
+        for p in processes:
+            print(f"--- last lines of process {p.name}'s log ({work}) ---")
+            print("".join(open(os.path.join(work, f"{p.name}.log")).readlines()[-20:]))
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -369,19 +387,7 @@ try:
     for p in procs:
         check(p.process.poll() is None, f"process {p.name} still running")
 finally:
-    for p in procs:
-        if p.process.poll() is None:
-            p.process.terminate()
-    for p in procs:
-        try:
-            p.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.process.kill()
-        p.log.close()
-    if failures:
-        for p in procs:
-            print(f"--- last lines of process {p.name}'s log ({work}) ---")
-            print("".join(open(os.path.join(work, f"{p.name}.log")).readlines()[-20:]))
+    stop_processes(procs)
 
 
 
@@ -481,19 +487,7 @@ else:
         numbers = {name: float(value) if re.fullmatch(r"[0-9.e+]+", value) else None for name, value in revisions.items()}
         check(set(numbers.values()) == {float(POLICY_TRIALS)}, f"every replica's /metrics says offer_signer_policy_revision {POLICY_TRIALS}: {revisions}")
     finally:
-        for p in fleet:
-            if p.process.poll() is None:
-                p.process.terminate()
-        for p in fleet:
-            try:
-                p.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.process.kill()
-            p.log.close()
-        if failures:
-            for p in fleet:
-                print(f"--- last lines of process {p.name}'s log ({work}) ---")
-                print("".join(open(os.path.join(work, f"{p.name}.log")).readlines()[-20:]))
+        stop_processes(fleet)
         if fleet_admin_url:
             psql(fleet_admin_url, f"DROP DATABASE IF EXISTS {fleet_name} WITH (FORCE)")
 
