@@ -89,20 +89,29 @@ public struct KeyStateRefresher: Service {
     }
 
     public func run() async throws {
-        await withDiscardingTaskGroup { group in
-            if let changes {
-                group.addTask { [manager, documentName] in
-                    for await name in changes() where name == documentName || name == "*" {
-                        await manager.refreshStates()
-                    }
-                }
+        await followDocument(named: documentName, changes: changes, every: interval) { [manager] in await manager.refreshStates() }
+    }
+}
+
+/// Runs `refresh` each time `changes` names the shared document `documentName` (or `"*"`: any may have changed),
+/// and every `interval` in any case (the backstop, should a notification be lost while the listener reconnects),
+/// until the task is cancelled or the service shuts down gracefully. The loop of every process that follows a
+/// document other replicas change (key states, the fleet's policy).
+public func followDocument(
+    named documentName: String, changes: (@Sendable () -> AsyncStream<String>)?, every interval: Duration,
+    refresh: @escaping @Sendable () async -> Void
+) async {
+    await withDiscardingTaskGroup { group in
+        if let changes {
+            group.addTask {
+                for await name in changes() where name == documentName || name == "*" { await refresh() }
             }
-            while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                // Woken at once by a graceful shutdown (SIGTERM), so that stopping never waits for the interval.
-                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
-                await manager.refreshStates()
-            }
-            group.cancelAll()
         }
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            // Woken at once by a graceful shutdown (SIGTERM), so that stopping never waits for the interval.
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            await refresh()
+        }
+        group.cancelAll()
     }
 }

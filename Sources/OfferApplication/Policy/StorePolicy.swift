@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import OfferEligibility
 import OfferErrors
+import OfferKeys
 import OfferStore
 import ServiceLifecycle
 
@@ -105,19 +106,7 @@ public struct PolicyRefresher: Service {
     }
 
     public func run() async throws {
-        await withDiscardingTaskGroup { group in
-            if let changes {
-                group.addTask {
-                    for await name in changes() where name == document.documentName || name == "*" { await refresh() }
-                }
-            }
-            while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                // Woken at once by a graceful shutdown (SIGTERM), so that stopping never waits for the interval.
-                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
-                await refresh()
-            }
-            group.cancelAll()
-        }
+        await followDocument(named: document.documentName, changes: changes, every: interval) { await refresh() }
     }
 
     /// Reads the store's policy and puts it in force when it is a later revision than the one in force.
