@@ -36,7 +36,10 @@ if ! swift build --build-tests; then
 fi
 bin="$(swift build --show-bin-path)/offer-signer"
 
-step "swift test" swift test
+# The suite's output is kept, so that the tests which failed can be named again at the end, where CI shows it.
+test_log=${TMPDIR:-/tmp}/offer-signer-swift-test.$$.log
+swift_test() { swift test 2>&1 | tee "$test_log"; }
+step "swift test" swift_test
 
 venv=${OFFER_SIGNER_VENV:-.venv}
 python_packages() {
@@ -67,6 +70,12 @@ step "fuzz.sh" scripts/fuzz.sh "${OFFER_SIGNER_FUZZ_SECONDS:-30}"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "=== ${#failed[@]} of $steps steps failed (after the build):" >&2
   printf '  %s\n' "${failed[@]}" >&2
+  # Without the terminal's colours (Swift Testing writes them when TERM says it may).
+  failures=$(sed 's/\x1b\[[0-9;]*m//g' "$test_log" 2>/dev/null | grep '^✘ Test .* recorded an issue' | cut -c1-600 | head -40)
+  if [ -n "$failures" ]; then
+    echo "=== the Swift tests that failed (the whole output: $test_log):" >&2
+    echo "$failures" >&2
+  fi
   exit 1
 fi
 echo "=== all $steps steps passed (after the build), in $SECONDS s"

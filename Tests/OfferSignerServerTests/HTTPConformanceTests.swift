@@ -128,7 +128,8 @@ import Testing
             let head = "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n"
             // One connection holds 100 bytes of an incomplete body; another sends 100 more: over 150.
             async let holder = RawHTTP.session(port: port, sends: [(0, head + String(repeating: " ", count: 100))], responses: nil)
-            try await Task.sleep(for: .milliseconds(400))
+            // Time for the holder's bytes to arrive on a loaded machine, well inside the 3 s request timeout.
+            try await Task.sleep(for: .seconds(1))
             let refused = try await RawHTTP.session(port: port, sends: [(0, head + String(repeating: " ", count: 100))], responses: nil)
             #expect(Self.statuses(refused.text) == ["503"])
             #expect(refused.text.lowercased().contains("retry-after: 1"))

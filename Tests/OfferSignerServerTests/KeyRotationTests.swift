@@ -331,7 +331,23 @@ extension TestClientProtocol {
         let stop = Atomic<Bool>(false)
         let revokedAt = Mutex<ContinuousClock.Instant?>(nil)
         let new = Mutex<SigningKey?>(nil)
+
+        /// Returns once the clients have recorded `count` more outcomes than when it was called.
+        func waitForMoreRequests(_ count: Int) async throws {
+            let target = outcomes.withLock { $0.count } + count
+            let deadline = ContinuousClock.now + .seconds(60)
+            while outcomes.withLock({ $0.count }) < target {
+                guard ContinuousClock.now < deadline else {
+                    Issue.record("the clients made fewer than \(count) requests in 60 s")
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
     }
+
+    /// Requests the clients make in each phase: before the reload, after it, after the activation, after the revocation.
+    static let perPhase = 16
 
     @Test("concurrent clients keep getting valid offers while a key is added, activated and the old one revoked")
     func rotationUnderLoad() async throws {
@@ -354,16 +370,18 @@ extension TestClientProtocol {
                         }
                     }
                 }
-                try await Task.sleep(for: .milliseconds(150))
+                // Each phase lasts until the clients have made `perPhase` more requests (not a fixed time: a loaded
+                // machine makes fewer per millisecond), so every phase is under load whatever the machine's speed.
+                try await recorder.waitForMoreRequests(Self.perPhase)
                 let written = try RotationFixture.writeKey("NEWKEY0001", into: fixture.directory)
                 recorder.new.withLock { $0 = written }
                 #expect(try await client.admin(.post, "/admin/keys/reload").status == .ok)
-                try await Task.sleep(for: .milliseconds(100))
+                try await recorder.waitForMoreRequests(Self.perPhase)
                 #expect(try await client.admin(.post, "/admin/keys/NEWKEY0001/activate").status == .ok)
-                try await Task.sleep(for: .milliseconds(100))
+                try await recorder.waitForMoreRequests(Self.perPhase)
                 #expect(try await client.admin(.post, "/admin/keys/OLDKEY0001/revoke").status == .ok)
                 recorder.revokedAt.withLock { $0 = ContinuousClock.now }
-                try await Task.sleep(for: .milliseconds(200))
+                try await recorder.waitForMoreRequests(Self.perPhase)
                 recorder.stop.store(true, ordering: .relaxed)
                 try await group.waitForAll()
             }
@@ -371,7 +389,7 @@ extension TestClientProtocol {
         let all = recorder.outcomes.withLock { $0 }
         let newKey = try #require(recorder.new.withLock { $0 })
         let revocation = try #require(recorder.revokedAt.withLock { $0 })
-        #expect(all.count > 50, "enough load to mean something: \(all.count) requests")
+        #expect(all.count >= 4 * Self.perPhase, "enough load to mean something: \(all.count) requests")
         #expect(all.allSatisfy { $0.status == .ok }, "no request failed")
         let publicKeys = ["OLDKEY0001": old.publicKey, "NEWKEY0001": newKey.publicKey]
         for outcome in all {
