@@ -201,6 +201,13 @@ final class PostgresBackend: SQLStoreBackend {
         try await read(body)  // a leased connection is this caller's alone until it is released
     }
 
+    /// How many checks of the database work on the connections set off (tests).
+    var checksStarted: Int { connections.checksStarted }
+
+    func writeWaitingLong<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        try await connections.withConnection(watchingWork: false) { connection in try await body(OpenConnectionDatabase(connection)) }
+    }
+
     /// One migrator at a time across replicas, until the migration's transaction ends.
     func lockSubscriptionOutcomes(_ originalTransactionId: String, environment: String, on database: any SQLDatabase) async throws {
         // Two-key advisory lock: the first key names the outcome tables, the second the subscription.

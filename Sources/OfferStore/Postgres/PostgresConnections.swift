@@ -49,8 +49,13 @@ final class PostgresConnections: Sendable {
         var down: (since: ContinuousClock.Instant, reason: String)?
         /// The check or the probes under way (one at a time).
         var checking: Task<Void, Never>?
+        /// How many checks were set off (tests).
+        var checksStarted = 0
         var closed = false
     }
+
+    /// How many checks of the database were set off since the store opened.
+    var checksStarted: Int { state.withLock { $0.checksStarted } }
 
     /// What set a check off.
     private enum Suspicion {
@@ -84,9 +89,13 @@ final class PostgresConnections: Sendable {
     var isDown: Bool { state.withLock { $0.down != nil } }
 
     /// Runs `body` on a connection no one else uses until it returns.
+    /// - Parameter watchingWork: whether work that holds its connection for half of ``waitLimit`` sets off a check;
+    ///   `false` for work that waits long on purpose (a migration waiting for another process's migration), which a
+    ///   check on a loaded machine could otherwise take for a database gone silent. The wait for a connection is
+    ///   bounded either way.
     /// - Throws: ``OfferStoreError`` `unavailable` when the database is down or no connection came within
     ///   ``waitLimit``; what `body` throws.
-    func withConnection<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func withConnection<T: Sendable>(watchingWork: Bool = true, _ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let client = try take()
         defer { client.end() }
         let leased = LeaseFlag()
@@ -130,7 +139,7 @@ final class PostgresConnections: Sendable {
                             }
                         case .halfway:
                             if leased.isSet {
-                                self.suspect(.slowOrLost, of: client)
+                                if watchingWork { self.suspect(.slowOrLost, of: client) }
                             } else {
                                 group.addTask {
                                     try? await Task.sleep(for: limit / 2)
@@ -201,6 +210,7 @@ final class PostgresConnections: Sendable {
             guard !state.closed, state.checking == nil, state.down == nil, state.current === client else { return }
             // Detached: the check is the store's, not the request's that happened to set it off (its log lines carry no
             // request ID).
+            state.checksStarted += 1
             state.checking = Task.detached { await self.check(suspicion, of: client) }
         }
     }

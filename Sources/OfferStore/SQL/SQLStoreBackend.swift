@@ -38,6 +38,10 @@ protocol SQLStoreBackend: Sendable {
     /// Runs `body` on a connection that no other transaction uses until `body` returns.
     func write<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
 
+    /// ``write(_:)`` for work that may wait long on purpose (a migration waiting for another process's): however
+    /// long it holds its connection, that is not taken for a database gone silent. The default: ``write(_:)``.
+    func writeWaitingLong<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+
     /// The backend's own writer of group-commit batches, when it has one (a SQLite file: ``SQLiteLogWriter``);
     /// `nil`: the store writes each batch with ``IssuedSignatureInsert`` from a task.
     var issuedSignatureWriter: IssuedSignatureWriter? { get }
@@ -102,6 +106,7 @@ extension SQLStoreBackend {
     var retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? { nil }
     func migrationStatements(version: Int) -> [SQLQueryString] { [] }
     func warmUp() async {}
+    func writeWaitingLong<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T { try await write(body) }
 
     /// Runs `body` in one transaction on a connection of its own: committed if `body` returns, rolled back if it
     /// throws. Driver errors become ``OfferStoreError`` `unavailable`.
@@ -111,28 +116,35 @@ extension SQLStoreBackend {
     /// flushed in commit order, so whatever such a transaction read is durable before it is.
     ///
     /// Background work (``BackgroundLane``) runs its transactions off the lane: their locks are signing's too.
-    func transaction<T: Sendable>(flushAfterCommit: Bool = false, _ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        try await BackgroundLane.leaving { () async throws -> T in try await transactionHere(flushAfterCommit: flushAfterCommit, body) }
+    ///
+    /// `waitingLong`: the transaction may wait long on purpose (``writeWaitingLong(_:)``: a migration).
+    func transaction<T: Sendable>(
+        flushAfterCommit: Bool = false, waitingLong: Bool = false, _ body: @Sendable (any SQLDatabase) async throws -> T
+    ) async throws -> T {
+        try await BackgroundLane.leaving { () async throws -> T in
+            try await transactionHere(flushAfterCommit: flushAfterCommit, waitingLong: waitingLong, body)
+        }
     }
 
-    private func transactionHere<T: Sendable>(flushAfterCommit: Bool, _ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+    private func transactionHere<T: Sendable>(
+        flushAfterCommit: Bool, waitingLong: Bool, _ body: @Sendable (any SQLDatabase) async throws -> T
+    ) async throws -> T {
         let early = flushAfterCommit ? commitBeforeFlush : nil
-        return try await mappingErrors {
-            try await write { database in
-                try await database.execute(sql: SQLRaw(beginTransaction)) { _ in }
-                let value: T
-                do {
-                    if let early { try await database.execute(sql: SQLRaw(early.begin)) { _ in } }
-                    value = try await body(database)
-                    try await database.execute(sql: SQLRaw("COMMIT")) { _ in }
-                } catch {
-                    try? await database.execute(sql: SQLRaw("ROLLBACK")) { _ in }
-                    throw error
-                }
-                if let early { try await database.execute(sql: SQLRaw(early.flush)) { _ in } }
-                return value
+        @Sendable func run(_ database: any SQLDatabase) async throws -> T {
+            try await database.execute(sql: SQLRaw(beginTransaction)) { _ in }
+            let value: T
+            do {
+                if let early { try await database.execute(sql: SQLRaw(early.begin)) { _ in } }
+                value = try await body(database)
+                try await database.execute(sql: SQLRaw("COMMIT")) { _ in }
+            } catch {
+                try? await database.execute(sql: SQLRaw("ROLLBACK")) { _ in }
+                throw error
             }
+            if let early { try await database.execute(sql: SQLRaw(early.flush)) { _ in } }
+            return value
         }
+        return try await mappingErrors { waitingLong ? try await writeWaitingLong(run) : try await write(run) }
     }
 
     /// Runs `body` on a read connection; driver errors become ``OfferStoreError`` `unavailable`.

@@ -206,6 +206,13 @@ enum StoreSchema {
         ]),
     ]
 
+    /// The versions `schema_migrations` lists, read without the migration lock; throws where the table is missing.
+    private static func appliedVersions(_ backend: any SQLStoreBackend) async throws -> Set<Int> {
+        try await backend.read { database in
+            Set(try await database.select().column("version").from("schema_migrations").all(decodingColumn: "version", as: Int.self))
+        }
+    }
+
     static let migrationsTable: SQLQueryString =
         "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at \(bigint) NOT NULL)"
 
@@ -214,8 +221,11 @@ enum StoreSchema {
     /// processes at once.
     static func migrate(_ backend: any SQLStoreBackend) async throws {
         do {
+            // Every start but the first finds every version applied: nothing to lock, no replica waits for another.
+            if let applied = try? await appliedVersions(backend), applied.isSuperset(of: migrations.map(\.version)) { return }
             for migration in migrations {
-                try await backend.transaction { database in
+                // Waiting for another process's migration is not a database gone silent, however long it takes.
+                try await backend.transaction(waitingLong: true) { database in
                     try await backend.lockMigrations(on: database)
                     try await database.run(migrationsTable)
                     let applied = try await database.select().column("version").from("schema_migrations")
