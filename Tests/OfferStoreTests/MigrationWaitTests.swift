@@ -11,13 +11,14 @@ import Testing
 struct MigrationWaitTests {
     @Test("work that waits long on purpose (a migration's) sets off no check of the database; other work as long does")
     func longWaitsOnPurposeAreNotSuspected() async throws {
-        let store = try await makeOfferStore(databaseURL: try #require(Backend.postgresStoreURL), logger: Logger(label: "test"), timeout: .milliseconds(400))
+        let store = try await makeOfferStore(databaseURL: try #require(Backend.postgresStoreURL), logger: Logger(label: "test"), timeout: .seconds(2))
         let backend = try #require((store as? SQLOfferStore)?.backend as? PostgresBackend)
+        let before = backend.checksStarted
         // Longer than half the limit, the point at which work on a connection sets off a check.
-        try await backend.writeWaitingLong { database in try await database.raw("SELECT pg_sleep(0.6)").run() }
-        #expect(backend.checksStarted == 0)
-        try await backend.write { database in try await database.raw("SELECT pg_sleep(0.6)").run() }
-        #expect(backend.checksStarted == 1, "the same work, watched, sets one off")
+        try await backend.patiently { database in try await database.raw("SELECT pg_sleep(1.7)").run() }
+        #expect(backend.checksStarted == before)
+        try await backend.write { database in try await database.raw("SELECT pg_sleep(1.7)").run() }
+        #expect(backend.checksStarted == before + 1, "the same work, watched, sets one off")
         try await store.close()
     }
 
@@ -29,7 +30,7 @@ struct MigrationWaitTests {
         let release = AsyncStream<Void>.makeStream()
         // Another process's migration: the migration lock, held in an open transaction.
         let holder = Task {
-            try await backend.writeWaitingLong { database in
+            try await backend.patiently { database in
                 try await database.raw("BEGIN").run()
                 try await database.raw("SELECT pg_advisory_xact_lock(7245365137)").run()
                 held.continuation.yield()

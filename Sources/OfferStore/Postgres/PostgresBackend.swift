@@ -204,8 +204,8 @@ final class PostgresBackend: SQLStoreBackend {
     /// How many checks of the database work on the connections set off (tests).
     var checksStarted: Int { connections.checksStarted }
 
-    func writeWaitingLong<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        try await connections.withConnection(watchingWork: false) { connection in try await body(OpenConnectionDatabase(connection)) }
+    func patiently<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        try await connections.withConnection(patient: true) { connection in try await body(OpenConnectionDatabase(connection)) }
     }
 
     /// One migrator at a time across replicas, until the migration's transaction ends.

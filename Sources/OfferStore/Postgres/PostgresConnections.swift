@@ -85,21 +85,26 @@ final class PostgresConnections: Sendable {
     /// The most connections a client opens.
     var maximumConnections: Int { configuration.options.maximumConnections }
 
+    /// How long patient work (``withConnection(patient:_:)``) waits for a connection at least.
+    static let patientWaitLimit: Duration = .seconds(30)
+
     /// Whether the database is taken to be down (leases fail at once).
     var isDown: Bool { state.withLock { $0.down != nil } }
 
     /// Runs `body` on a connection no one else uses until it returns.
-    /// - Parameter watchingWork: whether work that holds its connection for half of ``waitLimit`` sets off a check;
-    ///   `false` for work that waits long on purpose (a migration waiting for another process's migration), which a
-    ///   check on a loaded machine could otherwise take for a database gone silent. The wait for a connection is
-    ///   bounded either way.
+    /// - Parameter patient: for work that waits long on purpose (a migration waiting for another process's, at start-up
+    ///   when a hundred stores open at once): it sets off no check of the database, however long it waits for its
+    ///   connection or holds it, and waits up to ``patientWaitLimit`` for a connection. A check on a loaded machine
+    ///   (a fresh connection slower than its limit) could otherwise take the database for down and close the
+    ///   connection the work holds.
     /// - Throws: ``OfferStoreError`` `unavailable` when the database is down or no connection came within
-    ///   ``waitLimit``; what `body` throws.
-    func withConnection<T: Sendable>(watchingWork: Bool = true, _ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    ///   ``waitLimit`` (``patientWaitLimit``); what `body` throws.
+    func withConnection<T: Sendable>(patient: Bool = false, _ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let client = try take()
         defer { client.end() }
         let leased = LeaseFlag()
-        let limit = waitLimit
+        let limit = patient ? max(waitLimit, Self.patientWaitLimit) : waitLimit
+        let watching = !patient
         do {
             return try await withoutActuallyEscaping(body) { body in
                 try await withThrowingTaskGroup(of: LeaseStep<T>.self) { group in
@@ -132,14 +137,14 @@ final class PostgresConnections: Sendable {
                             group.cancelAll()
                             return value
                         case .quarter:
-                            if !leased.isSet { self.suspect(.slowOrLost, of: client) }
+                            if !leased.isSet, watching { self.suspect(.slowOrLost, of: client) }
                             group.addTask {
                                 try? await Task.sleep(for: limit / 4)
                                 return .halfway
                             }
                         case .halfway:
                             if leased.isSet {
-                                if watchingWork { self.suspect(.slowOrLost, of: client) }
+                                if watching { self.suspect(.slowOrLost, of: client) }
                             } else {
                                 group.addTask {
                                     try? await Task.sleep(for: limit / 2)
@@ -154,7 +159,7 @@ final class PostgresConnections: Sendable {
                 }
             }
         } catch is LeaseTimedOut {
-            suspect(.noConnection, of: client)
+            if !patient { suspect(.noConnection, of: client) }
             throw OfferStoreError(code: .unavailable, message: "PostgreSQL store: no connection to the database within \(Self.describe(limit)); check that it runs, that this host can reach it, and the host and port in the URL.")
         } catch where !leased.isSet {
             // The lease failed: the pool was closed as the database was found down (or the store closed).

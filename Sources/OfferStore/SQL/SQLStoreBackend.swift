@@ -39,8 +39,9 @@ protocol SQLStoreBackend: Sendable {
     func write<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
 
     /// ``write(_:)`` for work that may wait long on purpose (a migration waiting for another process's): however
-    /// long it holds its connection, that is not taken for a database gone silent. The default: ``write(_:)``.
-    func writeWaitingLong<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+    /// long it waits for its connection or holds it, that is not taken for a database gone silent (PostgreSQL:
+    /// ``PostgresConnections/withConnection(patient:_:)``). The default: ``write(_:)``.
+    func patiently<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
 
     /// The backend's own writer of group-commit batches, when it has one (a SQLite file: ``SQLiteLogWriter``);
     /// `nil`: the store writes each batch with ``IssuedSignatureInsert`` from a task.
@@ -106,7 +107,7 @@ extension SQLStoreBackend {
     var retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? { nil }
     func migrationStatements(version: Int) -> [SQLQueryString] { [] }
     func warmUp() async {}
-    func writeWaitingLong<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T { try await write(body) }
+    func patiently<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T { try await write(body) }
 
     /// Runs `body` in one transaction on a connection of its own: committed if `body` returns, rolled back if it
     /// throws. Driver errors become ``OfferStoreError`` `unavailable`.
@@ -117,17 +118,17 @@ extension SQLStoreBackend {
     ///
     /// Background work (``BackgroundLane``) runs its transactions off the lane: their locks are signing's too.
     ///
-    /// `waitingLong`: the transaction may wait long on purpose (``writeWaitingLong(_:)``: a migration).
+    /// `patient`: the transaction may wait long on purpose (``patiently(_:)``: a migration).
     func transaction<T: Sendable>(
-        flushAfterCommit: Bool = false, waitingLong: Bool = false, _ body: @Sendable (any SQLDatabase) async throws -> T
+        flushAfterCommit: Bool = false, patient: Bool = false, _ body: @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
         try await BackgroundLane.leaving { () async throws -> T in
-            try await transactionHere(flushAfterCommit: flushAfterCommit, waitingLong: waitingLong, body)
+            try await transactionHere(flushAfterCommit: flushAfterCommit, patient: patient, body)
         }
     }
 
     private func transactionHere<T: Sendable>(
-        flushAfterCommit: Bool, waitingLong: Bool, _ body: @Sendable (any SQLDatabase) async throws -> T
+        flushAfterCommit: Bool, patient: Bool, _ body: @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
         let early = flushAfterCommit ? commitBeforeFlush : nil
         @Sendable func run(_ database: any SQLDatabase) async throws -> T {
@@ -144,7 +145,7 @@ extension SQLStoreBackend {
             if let early { try await database.execute(sql: SQLRaw(early.flush)) { _ in } }
             return value
         }
-        return try await mappingErrors { waitingLong ? try await writeWaitingLong(run) : try await write(run) }
+        return try await mappingErrors { patient ? try await patiently(run) : try await write(run) }
     }
 
     /// Runs `body` on a read connection; driver errors become ``OfferStoreError`` `unavailable`.

@@ -208,7 +208,7 @@ enum StoreSchema {
 
     /// The versions `schema_migrations` lists, read without the migration lock; throws where the table is missing.
     private static func appliedVersions(_ backend: any SQLStoreBackend) async throws -> Set<Int> {
-        try await backend.read { database in
+        try await backend.patiently { database in
             Set(try await database.select().column("version").from("schema_migrations").all(decodingColumn: "version", as: Int.self))
         }
     }
@@ -225,7 +225,7 @@ enum StoreSchema {
             if let applied = try? await appliedVersions(backend), applied.isSuperset(of: migrations.map(\.version)) { return }
             for migration in migrations {
                 // Waiting for another process's migration is not a database gone silent, however long it takes.
-                try await backend.transaction(waitingLong: true) { database in
+                try await backend.transaction(patient: true) { database in
                     try await backend.lockMigrations(on: database)
                     try await database.run(migrationsTable)
                     let applied = try await database.select().column("version").from("schema_migrations")
