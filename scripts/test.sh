@@ -38,7 +38,15 @@ bin="$(swift build --show-bin-path)/offer-signer"
 
 # The suite's output is kept, so that the tests which failed can be named again at the end, where CI shows it.
 test_log=${TMPDIR:-/tmp}/offer-signer-swift-test.$$.log
-swift_test() { swift test 2>&1 | tee "$test_log"; }
+# Bounded (OFFER_SIGNER_TEST_TIMEOUT seconds, default 1800; the suite takes 2-5 minutes on 2 cores), so that a test
+# that never returns fails this step instead of taking CI's whole time, and the checks after it still run.
+swift_test() {
+  local limit=${OFFER_SIGNER_TEST_TIMEOUT:-1800}
+  timeout -k 10 "$limit" swift test 2>&1 | tee "$test_log"
+  local status=${PIPESTATUS[0]}
+  [ "$status" -eq 124 ] || [ "$status" -eq 137 ] && echo "--- swift test did not finish within $limit s" >&2
+  return "$status"
+}
 step "swift test" swift_test
 
 venv=${OFFER_SIGNER_VENV:-.venv}
