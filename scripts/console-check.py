@@ -294,6 +294,10 @@ try:
     check(all(rows.get(v["name"], [None] * 13)[4:10] == [str(v[k]) for k in ("mature", "maturing", "redeemed", "renewedAfterOffer", "converted", "retained")]
               for v in experiment["variants"]) and sum(v["mature"] for v in experiment["variants"]) > 0,
           f"the mature, maturing, redeemed, renewed, converted and retained counts are GET /admin/experiments/retention-offer's ({rows})")
+    revenue_cells = {name: row[12] for name, row in rows.items()}
+    check(all(f"{r['milliunits'] / 1000:.2f} {r['currency']}\n{r['payers']} paying · " in revenue_cells.get(v["name"], "")
+              for v in experiment["variants"] for r in v["revenue"]) and any(v["revenue"] for v in experiment["variants"]),
+          f"the realized revenue per currency and its payers are GET /admin/experiments/retention-offer's ({revenue_cells})")
     shown = {span.get_attribute("data-comparison"): (span.get_attribute("data-verdict"), span.text)
              for span in driver.find_elements(By.CSS_SELECTOR, "span[data-comparison]")}
     wanted = {f"{c['variant']}-{c['against']}": (c["verdict"], c["summary"]) for c in experiment["comparisons"]}

@@ -60,15 +60,19 @@ public struct ComparisonSet: Sendable, Hashable {
     public let pairs: [Pair]
     /// The error rate of the whole set.
     public let familyAlpha: Double
-    /// The design each interval uses: `familyAlpha / pairs.count`.
+    /// How many differences each pair tests (the currencies a revenue metric is compared in; 1 for a rate).
+    public let testsPerPair: Int
+    /// The design each interval uses: `familyAlpha / (pairs.count × testsPerPair)`.
     public let design: SequentialTestDesign
 
     /// The comparisons of `variantCount` variants against the one at `reference`, and every other pair if
-    /// `allPairs`.
+    /// `allPairs`; each pair tested `testsPerPair` times (once per currency for revenue).
     /// - Throws: ``ExperimentStatisticsError`` for fewer than two variants or an α or planning size out of range.
-    public init(variantCount: Int, reference: Int, allPairs: Bool, alpha: Double, planningSampleSize: Int) throws(ExperimentStatisticsError) {
-        guard (2...1_000).contains(variantCount), (0..<variantCount).contains(reference) else {
-            throw ExperimentStatisticsError(.noVariants, "A comparison needs 2 to 1,000 variants and a reference among them.")
+    public init(variantCount: Int, reference: Int, allPairs: Bool, alpha: Double, planningSampleSize: Int,
+                testsPerPair: Int = 1) throws(ExperimentStatisticsError) {
+        guard (2...1_000).contains(variantCount), (0..<variantCount).contains(reference), (1...1_000).contains(testsPerPair) else {
+            throw ExperimentStatisticsError(.noVariants,
+                                            "A comparison needs 2 to 1,000 variants, a reference among them and 1 to 1,000 tests per pair.")
         }
         var pairs = (0..<variantCount).filter { $0 != reference }.map { Pair(variant: $0, against: reference) }
         if allPairs {
@@ -79,7 +83,8 @@ public struct ComparisonSet: Sendable, Hashable {
         }
         self.pairs = pairs
         self.familyAlpha = alpha
-        self.design = try SequentialTestDesign(planningSampleSize: planningSampleSize, alpha: alpha / Double(pairs.count))
+        self.testsPerPair = testsPerPair
+        self.design = try SequentialTestDesign(planningSampleSize: planningSampleSize, alpha: alpha / Double(pairs.count * testsPerPair))
     }
 
     /// The correction's name, as the report and docs say it.

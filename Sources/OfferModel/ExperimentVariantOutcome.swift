@@ -19,9 +19,27 @@ public struct ExperimentVariantOutcome: Sendable, Hashable {
     /// Every transaction of the group within the window, renewals included, refunded ones left out: milliunits by
     /// ISO 4217 currency.
     public var revenue: [String: Int64]
+    /// What the revenue comparison's interval needs beside ``revenue``, by the same currencies.
+    public var revenueDetail: [String: RevenueDetail]
+
+    /// One currency's revenue per customer, beyond its sum: over the customers who paid anything in it.
+    public struct RevenueDetail: Sendable, Hashable {
+        /// Customers whose revenue in the currency is above 0 (the others count with 0).
+        public var payers: Int
+        /// The sum of each customer's revenue squared, milliunits².
+        public var sumOfSquares: Double
+        /// The largest one customer's revenue, milliunits.
+        public var largest: Int64
+
+        public init(payers: Int, sumOfSquares: Double, largest: Int64) {
+            self.payers = payers
+            self.sumOfSquares = sumOfSquares
+            self.largest = largest
+        }
+    }
 
     public init(exposed: Int, mature: Int = 0, redeemed: Int = 0, renewedAfterOffer: Int = 0, converted: Int = 0, retained: Int = 0,
-                revenue: [String: Int64] = [:]) {
+                revenue: [String: Int64] = [:], revenueDetail: [String: RevenueDetail] = [:]) {
         self.exposed = exposed
         self.mature = mature
         self.redeemed = redeemed
@@ -29,5 +47,6 @@ public struct ExperimentVariantOutcome: Sendable, Hashable {
         self.converted = converted
         self.retained = retained
         self.revenue = revenue
+        self.revenueDetail = revenueDetail
     }
 }

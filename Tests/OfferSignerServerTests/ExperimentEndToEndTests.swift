@@ -7,6 +7,7 @@ import HummingbirdTesting
 import Logging
 import OfferApplication
 import OfferEligibility
+import OfferExperiments
 import OfferModel
 import OfferSignerServer
 import OfferSigning
@@ -20,6 +21,8 @@ import Testing
 @Suite struct ExperimentEndToEndTests {
     static let adminToken = "carol-token-0123456789abcdef"
     static let day: TimeInterval = 86_400
+
+    static func milliseconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970 * 1_000) }
 
     /// A service for a policy, with the notification ingestor trusting the test chain.
     struct Fixture {
@@ -218,5 +221,96 @@ import Testing
             #expect(!report.running && report.readable)
         }
         try await fixture.store.close()
+    }
+
+    @Test("revenue compared: each currency's sum, payers and difference per mature customer exact over HTTP, the interval from the store's squares",
+          arguments: StoreBackend.available)
+    func revenueCompared(_ backend: StoreBackend) async throws {
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        let (bundle, id) = ("com.example.e2e-\(suffix)", "e2e-\(suffix)")
+        let now = Date()
+        let policy = try Self.policy(bundle: bundle, id: id, settings: """
+                metric: revenue
+                windowDays: 30
+            """)
+        let experiment = try #require(policy.experiment(id))
+        var fixture = try await Fixture(backend: backend, bundle: bundle, policy: policy)
+        let customers = (0..<40).map { "rev-\($0)" }
+        let isHeld: @Sendable (String) -> Bool = { experiment.variant(for: CustomerKey(bundleIdentifier: bundle, applicationUsername: $0)).isHoldout }
+        let exposedAt = now - 40 * Self.day
+        for customer in customers { try await fixture.expose(experiment, customer, at: exposedAt) }
+        let (half, held) = (customers.filter { !isHeld($0) }, customers.filter(isHeld))
+        try #require(half.count >= 6 && held.count >= 5)
+        // Half: four pay 4.99 on day 1 and renew at 9.99 on day 8 (14.98 each); a fifth is refunded on day 3; a sixth
+        // renews only on day 35, past the window (its 4.99 counts).
+        for (index, customer) in half.prefix(6).enumerated() {
+            try await fixture.transaction(customer, index, at: exposedAt + Self.day, days: 7, price: 4_990, offer: "half_off",
+                                          refundedAt: index == 4 ? exposedAt + 3 * Self.day : nil)
+            if index < 4 { try await fixture.transaction(customer, index, renewal: 1, at: exposedAt + 8 * Self.day, days: 30) }
+            if index == 5 { try await fixture.transaction(customer, index, renewal: 1, at: exposedAt + 35 * Self.day, days: 30) }
+        }
+        // The holdout: three pay 9.99 USD at full price on day 2, one 8.99 EUR.
+        for (index, customer) in held.prefix(4).enumerated() {
+            try await fixture.transaction(customer, 10 + index, at: exposedAt + 2 * Self.day, days: 30,
+                                          price: index == 3 ? 8_990 : 9_990, currency: index == 3 ? "EUR" : "USD")
+        }
+        let delivered = fixture
+        try await Application(router: try delivered.router(), logger: Logger(label: "test")).test(.router) { client in
+            let report = try await delivered.report(id, client: client)
+            let byName = Dictionary(uniqueKeysWithValues: report.variants.map { ($0.name, $0) })
+            let (halfVariant, none) = (try #require(byName["half"]), try #require(byName["none"]))
+            #expect(halfVariant.mature == half.count && none.mature == held.count)
+            let halfUSD = 4 * (4_990 + 9_990) + 4_990
+            #expect(halfVariant.revenue.map(\.currency) == ["USD"] && halfVariant.revenue.map(\.milliunits) == [Int64(halfUSD)])
+            #expect(halfVariant.revenue.map(\.payers) == [5])
+            #expect(none.revenue.map(\.currency) == ["EUR", "USD"] && none.revenue.map(\.milliunits) == [8_990, 3 * 9_990])
+            #expect(none.revenue.map(\.payers) == [1, 3] && none.revenue.allSatisfy { $0.difference == nil })
+            // Two currencies, one pair: each comparison at 1 - 0.05/2.
+            #expect(report.comparisons.map(\.currency) == ["EUR", "USD"])
+            #expect(report.comparisons.allSatisfy { $0.variant == "half" && $0.against == "none" })
+            #expect(report.comparisonConfidenceLevel == 1 - 0.05 / 2 && report.readable)
+            let usd = try #require(report.comparisons.last)
+            let expectedUSD = Double(halfUSD) / Double(half.count) - Double(3 * 9_990) / Double(held.count)
+            #expect(usd.difference.estimate == expectedUSD && halfVariant.revenue.first?.difference == usd.difference)
+            // The interval as the statistics compute it from the exact sums: the store's squares and largest are right.
+            let design = try SequentialTestDesign(planningSampleSize: experiment.plannedCustomers, alpha: 0.05 / 2)
+            let halfSquares = 4.0 * 14_980 * 14_980 + 4_990.0 * 4_990
+            let interval = AlwaysValidInterval.meanDifference(
+                try RevenueSample(customers: half.count, sum: Double(halfUSD), sumOfSquares: halfSquares, largest: 14_980),
+                minus: try RevenueSample(customers: held.count, sum: 3 * 9_990, sumOfSquares: 3.0 * 9_990 * 9_990, largest: 9_990), design: design)
+            #expect(abs(usd.difference.lower - interval.lower) <= 1e-9 * abs(interval.lower))
+            #expect(abs(usd.difference.upper - interval.upper) <= 1e-9 * abs(interval.upper))
+            let eur = try #require(report.comparisons.first)
+            #expect(eur.difference.estimate == -8_990 / Double(held.count) && eur.summary.contains("revenue in EUR"))
+        }
+        try await fixture.store.close()
+    }
+
+    @Test("subscription transactions are purged by purchase date, and a report no longer reads them", arguments: StoreBackend.available)
+    func purgeTransactions(_ backend: StoreBackend) async throws {
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        let (bundle, id) = ("com.example.purge-\(suffix)", "purge-\(suffix)")
+        let store = try await backend.open()
+        // Dates in 1995 and 1997, older than anything another test (sharing the database) records.
+        let (old, kept) = (Date(timeIntervalSince1970: 800_000_000), Date(timeIntervalSince1970: 860_000_000))
+        let customer = CustomerKey(bundleIdentifier: bundle, applicationUsername: "purge-customer")
+        try await store.recordExposure(ExperimentExposure(experimentIdentifier: id, customer: customer, variant: "a", exposedAt: kept))
+        let base = Int.random(in: 5_000_000_000_000...5_999_999_999_999) * 100
+        for (index, at) in [old, kept + Self.day].enumerated() {
+            try await store.recordTransaction(SubscriptionTransaction(
+                environment: "Sandbox", transactionId: "\(base + index)", originalTransactionId: "\(base)", customer: customer,
+                productIdentifier: TestPayloads.productIdentifier, subscriptionGroupIdentifier: "group-\(suffix)", price: 9_990, currency: "USD",
+                purchaseDate: Self.milliseconds(at), expiresDate: Self.milliseconds(at + 30 * Self.day), revocationDate: nil))
+        }
+        let query = ExperimentOutcomeQuery(
+            experimentIdentifier: id, bundleIdentifier: bundle, productIdentifier: TestPayloads.productIdentifier, offers: [:],
+            window: Int64(30 * Self.day * 1_000), matureAt: Self.milliseconds(Date()), exposedBefore: nil)
+        #expect(try await store.experimentOutcomes(query)["a"]?.revenue == ["USD": 9_990])
+        #expect(try await store.purgeSubscriptionTransactions(purchasedBefore: old + Self.day) == 1)
+        #expect(try await store.experimentOutcomes(query)["a"]?.revenue == ["USD": 9_990])
+        #expect(try await store.purgeSubscriptionTransactions(purchasedBefore: kept + 2 * Self.day) == 1)
+        #expect(try await store.experimentOutcomes(query)["a"]?.revenue == [:])
+        #expect(try await store.experimentOutcomes(query)["a"]?.mature == 1)
+        try await store.close()
     }
 }

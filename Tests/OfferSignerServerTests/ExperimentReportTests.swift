@@ -150,13 +150,41 @@ import Testing
         #expect(defaults.windowDays == 30 && defaults.alpha == 0.05 && defaults.comparisons == .reference)
     }
 
-    @Test("revenue as the metric: no interval, revenue per exposed customer")
+    @Test("revenue as the metric: compared per mature customer in each currency, Bonferroni over pairs and currencies")
     func revenue() throws {
+        let detail = ExperimentVariantOutcome.RevenueDetail.init(payers:sumOfSquares:largest:)
         let report = try ExperimentReport(experiment: try Self.experiment(metric: "revenue"), counts: [
-            "half": ExperimentVariantCounts(exposed: 10, mature: 10, redeemed: 2, revenue: ["EUR": 9_980, "USD": 4_990]), "none": ExperimentVariantCounts(exposed: 10, mature: 10),
+            "half": ExperimentVariantCounts(exposed: 10, mature: 10, redeemed: 2, revenue: ["EUR": 9_980, "USD": 4_990],
+                                            revenueDetail: ["EUR": detail(2, 2 * 4_990 * 4_990, 4_990), "USD": detail(1, 4_990 * 4_990, 4_990)]),
+            "none": ExperimentVariantCounts(exposed: 10, mature: 10),
         ], now: Date())
         #expect(report.variants.allSatisfy { $0.rate == nil && $0.difference == nil })
-        #expect(report.variants[0].revenue.map(\.currency) == ["EUR", "USD"])
+        #expect(report.variants[0].revenue.map(\.currency) == ["EUR", "USD"] && report.variants[0].revenue.map(\.payers) == [2, 1])
         #expect(report.variants[0].revenue[0].perExposedCustomer == 998)
+        #expect(report.comparisons.map(\.currency) == ["EUR", "USD"] && report.comparisonConfidenceLevel == 1 - 0.05 / 2)
+        let design = try SequentialTestDesign(planningSampleSize: report.plannedCustomers, alpha: 0.05 / 2)
+        let eur = AlwaysValidInterval.meanDifference(try RevenueSample(customers: 10, sum: 9_980, sumOfSquares: 2 * 4_990 * 4_990, largest: 4_990),
+                                                     minus: try RevenueSample(customers: 10, sum: 0, sumOfSquares: 0, largest: 0), design: design)
+        let shown = report.comparisons[0].difference
+        #expect(shown.estimate == eur.estimate && shown.lower == eur.lower && shown.upper == eur.upper && shown.excludesZero == eur.excludesZero)
+        #expect(report.variants[0].revenue[0].difference == report.comparisons[0].difference)
+        #expect(report.readable && report.note.contains("2 currencies") && report.note.contains("never summed across currencies"))
+        #expect(report.comparisons[1].summary.contains("on revenue in USD: +0.50 USD per customer ("))
+    }
+
+    @Test("revenue as the metric: sums the store could not have given, or a variant with no mature customer, are not compared")
+    func revenueNotComparable() throws {
+        let report = try ExperimentReport(experiment: try Self.experiment(metric: "revenue"), counts: [
+            "half": ExperimentVariantCounts(exposed: 10, mature: 10, revenue: ["USD": 4_990]),
+            "none": ExperimentVariantCounts(exposed: 10, mature: 10),
+        ], now: Date())
+        #expect(report.comparisons.isEmpty && !report.readable && report.note.hasPrefix("Nothing to compare yet"))
+        let maturing = try ExperimentReport(experiment: try Self.experiment(metric: "revenue"), counts: [
+            "half": ExperimentVariantCounts(exposed: 10, mature: 10, revenue: ["USD": 4_990],
+                                            revenueDetail: ["USD": .init(payers: 1, sumOfSquares: 4_990 * 4_990, largest: 4_990)]),
+            "none": ExperimentVariantCounts(exposed: 10, mature: 0),
+        ], now: Date())
+        #expect(maturing.comparisons.isEmpty)
+        #expect(throws: Never.self) { try JSONEncoder().encode(maturing) }
     }
 }

@@ -173,6 +173,9 @@ private struct SlowStore: OfferStore {
     func recordSubscriptionEvent(_ event: SubscriptionEvent) async throws -> Int { try await base.recordSubscriptionEvent(event) }
     func recordRetentionAnswer(_ answer: RetentionAnswerRecord) async throws { try await base.recordRetentionAnswer(answer) }
     func purgeSubscriptionEvents(recordedBefore: Date) async throws -> Int { try await base.purgeSubscriptionEvents(recordedBefore: recordedBefore) }
+    func purgeSubscriptionTransactions(purchasedBefore: Date) async throws -> Int {
+        try await base.purgeSubscriptionTransactions(purchasedBefore: purchasedBefore)
+    }
     func outcomeReport(_ query: OutcomeQuery) async throws -> OutcomeReport { try await base.outcomeReport(query) }
     func appendAudit(_ event: AuditEvent) async throws { try await base.appendAudit(event) }
     func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent] { try await base.auditEvents(limit: limit, since: since) }

@@ -24,8 +24,13 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
     public struct Revenue: Sendable, Codable, Hashable {
         public var currency: String
         public var milliunits: Int64
+        /// Mature customers whose revenue in the currency is above 0.
+        public var payers: Int
         /// `milliunits` divided by the variant's mature customers.
         public var perExposedCustomer: Double
+        /// With `metric: revenue`: this variant's revenue per mature customer minus the reference's, milliunits, at
+        /// the corrected level (absent for the reference and other metrics).
+        public var difference: Interval?
     }
 
     public struct Variant: Sendable, Codable, Hashable {
@@ -45,7 +50,7 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
         public var converted: Int
         public var retained: Int
         public var revenue: [Revenue]
-        /// The primary metric's rate among the mature (absent for `revenue`, which has no interval), at the
+        /// The primary metric's rate among the mature (absent for `revenue`, compared in ``Revenue/difference``), at the
         /// experiment's level `1 − alpha`.
         public var rate: Interval?
         /// This variant's rate minus the reference's at the corrected level (absent for the reference and `revenue`).
@@ -56,6 +61,9 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
     public struct Comparison: Sendable, Codable, Hashable {
         public var variant: String
         public var against: String
+        /// With `metric: revenue`, the currency compared: `difference` is then in milliunits per mature customer
+        /// (a rate's difference otherwise, absent here).
+        public var currency: String?
         public var difference: Interval
         /// `better`, `worse` or `noDifferenceYet`.
         public var verdict: ComparisonVerdict
@@ -94,7 +102,7 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
     /// The variant every `difference` is taken against: the holdout, else the first.
     public var reference: String
     public var variants: [Variant]
-    /// The differences tested (`comparisons: reference` or `pairs`); empty for `revenue`.
+    /// The differences tested (`comparisons: reference` or `pairs`); for `revenue`, those pairs in each currency.
     public var comparisons: [Comparison]
     public var sampleRatio: SampleRatio?
     /// Whether the results may be read now, and why (or why not), in plain words.
@@ -111,17 +119,21 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
     /// The report of `experiment` from its variants' counts (a variant not in `counts` exposed nobody).
     public init(experiment: OfferPolicy.Experiment, counts: [String: ExperimentVariantCounts], now: Date) throws(OfferServiceError) {
         let referenceIndex = experiment.variants.firstIndex(where: \.isHoldout) ?? 0
+        func count(_ name: String) -> ExperimentVariantCounts { counts[name] ?? ExperimentVariantCounts(exposed: 0) }
+        // Revenue is compared in each currency any variant was paid in, each a test of its own in the correction.
+        let currencies = experiment.metric == .revenue
+            ? Set(experiment.variants.flatMap { count($0.name).revenue.keys }).sorted() : []
         let set: ComparisonSet
         let design: SequentialTestDesign
         do {
             set = try ComparisonSet(variantCount: experiment.variants.count, reference: referenceIndex, allPairs: experiment.comparisons == .pairs,
-                                    alpha: experiment.alpha, planningSampleSize: experiment.plannedCustomers)
+                                    alpha: experiment.alpha, planningSampleSize: experiment.plannedCustomers,
+                                    testsPerPair: max(currencies.count, 1))
             design = try SequentialTestDesign(planningSampleSize: experiment.plannedCustomers, alpha: experiment.alpha)
         } catch {
             throw OfferServiceError.invalidRequest(field: "plannedCustomers", error.message)
         }
         let reference = experiment.variants[referenceIndex]
-        func count(_ name: String) -> ExperimentVariantCounts { counts[name] ?? ExperimentVariantCounts(exposed: 0) }
         func conversion(_ counts: ExperimentVariantCounts) -> ConversionCount? {
             let successes: Int
             switch experiment.metric {
@@ -147,6 +159,19 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
                     summary: Self.summary(variant, against, interval, metric: experiment.metric.rawValue, level: level)))
             }
         }
+        var revenueDifferences: [Int: [String: Interval]] = [:]
+        for currency in currencies {
+            let samples = experiment.variants.compactMap { Self.revenueSample(count($0.name), currency: currency) }
+            guard samples.count == experiment.variants.count, samples.allSatisfy({ $0.customers > 0 }) else { continue }
+            let level = 1 - set.design.alpha
+            for (pair, interval) in set.meanDifferences(samples) {
+                let (variant, against) = (experiment.variants[pair.variant].name, experiment.variants[pair.against].name)
+                if pair.against == referenceIndex { revenueDifferences[pair.variant, default: [:]][currency] = Interval(interval) }
+                comparisons.append(Comparison(
+                    variant: variant, against: against, currency: currency, difference: Interval(interval), verdict: ComparisonSet.verdict(interval),
+                    summary: Self.revenueSummary(variant, against, interval, currency: currency, level: level)))
+            }
+        }
         self.variants = experiment.variants.enumerated().map { index, variant in
             let counts = count(variant.name)
             let mature = max(counts.mature, 0)
@@ -156,7 +181,9 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
                 redeemed: counts.redeemed, renewedAfterOffer: counts.renewedAfterOffer, converted: counts.converted, retained: counts.retained,
                 revenue: counts.revenue.keys.sorted().map { currency in
                     let milliunits = counts.revenue[currency] ?? 0
-                    return Revenue(currency: currency, milliunits: milliunits, perExposedCustomer: mature == 0 ? 0 : Double(milliunits) / Double(mature))
+                    return Revenue(currency: currency, milliunits: milliunits, payers: counts.revenueDetail[currency]?.payers ?? 0,
+                                   perExposedCustomer: mature == 0 ? 0 : Double(milliunits) / Double(mature),
+                                   difference: revenueDifferences[index]?[currency])
                 },
                 rate: conversions[index].map { Interval(AlwaysValidInterval.rate($0, design: design)) }, difference: differences[index])
         }
@@ -180,14 +207,20 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
             (readable, note) = (false, "Sample ratio mismatch: the exposed customers are not split as the weights say (p < 0.001). Something assigns or exposes customers unevenly; do not read the results until it is found.")
         } else if mature == 0 {
             (readable, note) = (false, "No customer is mature yet (\(maturing) maturing): each counts \(window) after their exposure.")
-        } else if experiment.metric == .revenue {
-            (readable, note) = (true, "Realized revenue per mature customer over \(window), by currency; it has no interval: compare it beside the rates. \(maturing) customers are still maturing.")
+        } else if experiment.metric == .revenue && comparisons.isEmpty {
+            (readable, note) = (false, "Nothing to compare yet (\(maturing) maturing): realized revenue is compared in each currency once every variant has a mature customer and one of them has paid in it.")
         } else {
             let level = Self.percent(1 - set.design.alpha)
+            let (pairs, inCurrencies) = (set.pairs.count, currencies.count)
+            let tests = currencies.isEmpty
+                ? "" : " (\(pairs) pair\(pairs == 1 ? "" : "s") in \(inCurrencies) currenc\(inCurrencies == 1 ? "y" : "ies"))"
             let shared = comparisons.count == 1
                 ? "The comparison is at \(level) (α = \(Self.percent(experiment.alpha)); with one comparison the Bonferroni correction leaves it whole)."
-                : "α = \(Self.percent(experiment.alpha)) is shared among the \(comparisons.count) comparisons by the Bonferroni correction: each is at \(level)."
-            (readable, note) = (true, "Over the \(mature) customers exposed at least \(window) ago (\(maturing) still maturing). The intervals are always valid: read them at any time, as often as you like. \(shared)")
+                : "α = \(Self.percent(experiment.alpha)) is shared among the \(comparisons.count) comparisons\(tests) by the Bonferroni correction: "
+                    + "each is at \(level)."
+            let revenue = currencies.isEmpty
+                ? "" : " Realized revenue is compared per mature customer in each currency, never summed across currencies."
+            (readable, note) = (true, "Over the \(mature) customers exposed at least \(window) ago (\(maturing) still maturing). The intervals are always valid: read them at any time, as often as you like. \(shared)\(revenue)")
         }
     }
 
@@ -199,6 +232,31 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
         case .worse: return "\(variant) is worse than \(against) on \(metric): \(range)."
         case .noDifferenceYet: return "No difference found yet between \(variant) and \(against) on \(metric): \(range)."
         }
+    }
+
+    /// A revenue comparison in words: "half is better than none on revenue in USD: +1.25 USD per customer (+0.40 to
+    /// +2.10, 97.5 %)".
+    static func revenueSummary(_ variant: String, _ against: String, _ interval: AlwaysValidInterval, currency: String, level: Double) -> String {
+        let range = "\(money(interval.estimate)) \(currency) per customer (\(money(interval.lower)) to \(money(interval.upper)), \(percent(level)))"
+        switch ComparisonSet.verdict(interval) {
+        case .better: return "\(variant) is better than \(against) on revenue in \(currency): \(range)."
+        case .worse: return "\(variant) is worse than \(against) on revenue in \(currency): \(range)."
+        case .noDifferenceYet: return "No difference found yet between \(variant) and \(against) on revenue in \(currency): \(range)."
+        }
+    }
+
+    /// What a variant's counts say of its revenue in `currency` per mature customer; `nil` when the counts are not
+    /// consistent (no detail for a sum).
+    static func revenueSample(_ counts: ExperimentVariantCounts, currency: String) -> RevenueSample? {
+        let detail = counts.revenueDetail[currency]
+        return try? RevenueSample(customers: max(counts.mature, 0), sum: Double(counts.revenue[currency] ?? 0),
+                                  sumOfSquares: detail?.sumOfSquares ?? 0, largest: Double(detail?.largest ?? 0))
+    }
+
+    /// Milliunits as currency units, signed: "+1.25".
+    private static func money(_ milliunits: Double) -> String {
+        let text = String(format: "%.2f", milliunits / 1_000)
+        return milliunits >= 0 ? "+" + text : text
     }
 
     private static func points(_ value: Double) -> String {

@@ -28,6 +28,9 @@ package struct StorePurge: Service {
     /// Subscription events: 90 days. They wait for a redemption whose notification arrives after them (Apple
     /// retries for about 3 days); App Store answers bring their renewals again.
     static let subscriptionEventLifetime: TimeInterval = 90 * 86_400
+    /// Subscription transactions (what experiment reports read): 800 days by purchase date, twice the longest
+    /// window (400 days), so the report of every customer exposed in the last 400 days stays exact.
+    static let subscriptionTransactionLifetime: TimeInterval = 800 * 86_400
 
     package init(store: any OfferStore, clockSkew: TimeInterval, decisionLogDays: Int = 90, logger: Logger) {
         self.store = store
@@ -54,12 +57,15 @@ package struct StorePurge: Service {
             Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "processed_notifications")]).increment(by: notifications)
             let events = try await store.purgeSubscriptionEvents(recordedBefore: now.addingTimeInterval(-Self.subscriptionEventLifetime))
             Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "subscription_events")]).increment(by: events)
+            let transactions = try await store.purgeSubscriptionTransactions(
+                purchasedBefore: now.addingTimeInterval(-Self.subscriptionTransactionLifetime))
+            Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "subscription_transactions")]).increment(by: transactions)
             let decisions = try await store.purgeDecisionLog(before: now.addingTimeInterval(-decisionLogLifetime))
             Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "policy_decisions")]).increment(by: decisions)
-            if answers + notifications + events + decisions > 0 {
+            if answers + notifications + events + transactions + decisions > 0 {
                 logger.info("purged expired store rows", metadata: [
                     "storedAnswers": "\(answers)", "processedNotifications": "\(notifications)", "subscriptionEvents": "\(events)",
-                    "decisions": "\(decisions)",
+                    "subscriptionTransactions": "\(transactions)", "decisions": "\(decisions)",
                 ])
             }
         } catch {

@@ -24,15 +24,22 @@ extension ConsolePages {
     func experiment(_ identifier: String, session: ConsoleSession) async throws -> HTML {
         let report = try await service.experimentReport(identifier)
         let rows: [[HTML]] = report.variants.map { variant in
-            let revenue = variant.revenue.map { "\(ConsoleLayout.money($0.milliunits, $0.currency)) (\(ConsoleLayout.money(Int64($0.perExposedCustomer.rounded()), $0.currency)) each)" }
-                .joined(separator: ", ")
+            // One block per currency, a line each (the cell stays narrow): the sum, its payers and the mean, and with
+            // metric revenue the difference to the reference.
+            let revenue: [HTML] = variant.revenue.enumerated().map { index, revenue in
+                let each = ConsoleLayout.money(Int64(revenue.perExposedCustomer.rounded()), revenue.currency)
+                let difference: HTML = revenue.difference
+                    .map { "<br>\(Self.difference($0, currency: revenue.currency)) vs \(report.reference)" } ?? ""
+                let sum = ConsoleLayout.money(revenue.milliunits, revenue.currency)
+                return "\(index == 0 ? "" : "<br>" as HTML)\(sum)<br>\(revenue.payers) paying · \(each) each\(difference)"
+            }
             return [
                 "\(variant.name)\(variant.holdout ? " (holdout)" : "")\(variant.name == report.reference ? " · reference" : "")",
                 "\(variant.answer ?? "–")", "\(variant.weight)", "\(variant.exposed)", "\(variant.mature)", "\(variant.maturing)",
                 "\(variant.redeemed)", "\(variant.renewedAfterOffer)", "\(variant.converted)", "\(variant.retained)",
                 "\(variant.rate.map { ConsoleLayout.percent($0.estimate) } ?? "–")",
                 "\(variant.rate.map { "\(ConsoleLayout.percent($0.lower)) to \(ConsoleLayout.percent($0.upper))" } ?? "–")",
-                "\(revenue.isEmpty ? "–" : revenue)",
+                revenue.isEmpty ? "–" : "\(revenue)",
             ]
         }
         let comparisons: [[HTML]] = report.comparisons.map { comparison in
@@ -42,8 +49,9 @@ extension ConsolePages {
             case .noDifferenceYet: "<span class=\"muted\">no difference found yet</span>"
             }
             return [
-                "\(comparison.variant) vs \(comparison.against)", Self.difference(comparison.difference), verdict,
-                "<span data-comparison=\"\(comparison.variant)-\(comparison.against)\" data-verdict=\"\(comparison.verdict.rawValue)\">\(comparison.summary)</span>",
+                "\(comparison.variant) vs \(comparison.against)\(comparison.currency.map { " in \($0)" } ?? "")",
+                comparison.currency.map { Self.difference(comparison.difference, currency: $0) } ?? Self.difference(comparison.difference), verdict,
+                "<span data-comparison=\"\(comparison.variant)-\(comparison.against)\(comparison.currency.map { "-\($0)" } ?? "")\" data-verdict=\"\(comparison.verdict.rawValue)\">\(comparison.summary)</span>",
             ]
         }
         let comparisonTable: HTML = comparisons.isEmpty
@@ -68,7 +76,7 @@ extension ConsolePages {
             <div class="card"><span>Sample ratio</span>\(sampleRatio)</div>
             <div class="card"><span>Reference</span><b>\(report.reference)\(report.variants.contains { $0.name == report.reference && $0.holdout } ? " (holdout)" : "")</b></div></div>
             <p class="note">\(report.note)</p>
-            <h2>Comparisons on \(report.metric), each at \(ConsoleLayout.percent(report.comparisonConfidenceLevel)) (\(report.correction) over \(report.comparisons.count))</h2>
+            <h2>Comparisons on \(report.metric)\(report.metric == "revenue" ? " per mature customer, in each currency" : ""), each at \(ConsoleLayout.percent(report.comparisonConfidenceLevel)) (\(report.correction) over \(report.comparisons.count))</h2>
             \(comparisonTable)
             <h2>Rates with their \(ConsoleLayout.percent(report.confidenceLevel)) always-valid intervals</h2>
             \(ConsoleCharts.intervals(report))
@@ -78,6 +86,14 @@ extension ConsolePages {
             <p><a href="/console/experiments">← Every experiment</a></p>
             """)
     }
+
+    /// A revenue difference per customer in milliunits, as the currency's units: "+0.64 USD (+0.12 to +1.16)".
+    private static func difference(_ interval: ExperimentReport.Interval, currency: String) -> HTML {
+        func units(_ milliunits: Double) -> String { String(format: "%+.2f", milliunits / 1_000) }
+        let text = "\(units(interval.estimate)) \(currency) (\(units(interval.lower)) to \(units(interval.upper)))"
+        return interval.excludesZero ? "<span class=\"ok\">\(text)</span>" : "\(text)"
+    }
+
 
     private static func difference(_ interval: ExperimentReport.Interval?) -> HTML {
         guard let interval else { return "–" }

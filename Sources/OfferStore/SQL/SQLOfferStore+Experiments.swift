@@ -64,14 +64,22 @@ extension SQLOfferStore {
                 outcomes[row.variant]?.converted = row.converted
                 outcomes[row.variant]?.retained = row.retained
             }
-            // Realized revenue: every transaction of the group in the window, a refund within it taking it back.
+            // Realized revenue: every transaction of the group in the window, a refund within it taking it back; per
+            // customer first (the comparison's interval needs each customer's square and the largest), then per variant.
             let revenue = try await database.raw("""
-                \(mature) SELECT m.variant AS variant, t.currency AS currency, CAST(SUM(t.price) AS BIGINT) AS milliunits
+                \(mature), c AS (SELECT m.variant AS variant, t.currency AS currency, SUM(t.price) AS total
                 \(inGroup) AND t.price IS NOT NULL AND t.currency IS NOT NULL AND t.purchase_date >= m.exposed_at AND t.purchase_date < m.window_end
                   AND (t.revocation_date IS NULL OR t.revocation_date >= m.window_end)
-                GROUP BY m.variant, t.currency
+                GROUP BY m.variant, m.bundle_identifier, m.application_username, t.currency)
+                SELECT variant, currency, CAST(SUM(total) AS BIGINT) AS milliunits, COUNT(CASE WHEN total > 0 THEN 1 END) AS payers,
+                  SUM(CAST(total AS DOUBLE PRECISION) * CAST(total AS DOUBLE PRECISION)) AS squares, CAST(MAX(total) AS BIGINT) AS largest
+                FROM c GROUP BY variant, currency
                 """).all(decoding: RevenueRow.self)
-            for row in revenue { outcomes[row.variant]?.revenue[row.currency, default: 0] += row.milliunits }
+            for row in revenue {
+                outcomes[row.variant]?.revenue[row.currency, default: 0] += row.milliunits
+                outcomes[row.variant]?.revenueDetail[row.currency] = ExperimentVariantOutcome.RevenueDetail(
+                    payers: row.payers, sumOfSquares: row.squares, largest: max(row.largest, 0))
+            }
             for (variant, identifiers) in query.offers where !identifiers.isEmpty && outcomes[variant] != nil {
                 // Promotional offers only (offer type 2, or 5 for a retention offer): an offer code or a win-back
                 // offer that shares an identifier is not this experiment's.
@@ -113,6 +121,13 @@ extension SQLOfferStore {
         }
     }
 
+    func purgeSubscriptionTransactions(purchasedBefore: Date) async throws -> Int {
+        try await backend.transaction { database in
+            try await database.delete(from: "subscription_transactions")
+                .where("purchase_date", .lessThan, SQLBind(purchasedBefore.unixMilliseconds)).returning("transaction_id").all().count
+        }
+    }
+
     private struct ExposedRow: Decodable, Sendable {
         var variant: String, customers: Int, mature: Int
     }
@@ -122,7 +137,7 @@ extension SQLOfferStore {
     }
 
     private struct RevenueRow: Decodable, Sendable {
-        var variant: String, currency: String, milliunits: Int64
+        var variant: String, currency: String, milliunits: Int64, payers: Int, squares: Double, largest: Int64
     }
 
     private struct CustomersRow: Decodable, Sendable {

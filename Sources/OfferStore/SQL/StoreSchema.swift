@@ -204,6 +204,10 @@ enum StoreSchema {
                 PRIMARY KEY (bundle_identifier, environment, kind, identifier))
             """,
         ]),
+        // The scheduled purge of `subscription_transactions` by purchase date (docs/store.md "Bounded tables").
+        (17, [
+            "CREATE INDEX IF NOT EXISTS subscription_transactions_by_purchase ON subscription_transactions (purchase_date)",
+        ]),
     ]
 
     /// The versions `schema_migrations` lists, read without the migration lock; throws where the table is missing.

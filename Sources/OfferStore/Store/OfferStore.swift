@@ -153,6 +153,11 @@ public protocol OfferStore: Sendable {
     /// they follow have arrived). - Returns: how many went.
     func purgeSubscriptionEvents(recordedBefore: Date) async throws -> Int
 
+    /// Deletes the subscription transactions purchased before `purchasedBefore` (what experiment reports read,
+    /// kept for the longest window after the oldest exposure a report still needs; docs/experiments.md).
+    /// - Returns: how many went.
+    func purgeSubscriptionTransactions(purchasedBefore: Date) async throws -> Int
+
     /// What the offers of a window became.
     func outcomeReport(_ query: OutcomeQuery) async throws -> OutcomeReport
 
