@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import OfferApplication
 import OfferEligibility
+import OfferExperiments
 import OfferKeys
 import OfferModel
 import OfferSignerServer
@@ -324,6 +325,56 @@ import Testing
             #expect(page.text.contains(report["note"] as? String ?? "-"))
             #expect(page.text.contains("as the weights say") == ((report["sampleRatio"] as? [String: Any])?["mismatch"] as? Bool == false))
             #expect(try await Self.get(client, "/console/experiments/\(String(repeating: "x", count: 65))", session).status == .badRequest)
+        }
+    }
+
+    @Test("a revenue experiment's page shows each currency's comparison in money and each variant's payers, as the report says")
+    func revenueExperimentPage() async throws {
+        let settings = "productIdentifier: monthly\n    metric: revenue\n    windowDays: 7\n    variants:"
+        let text = ExperimentRouteTests.policy(bundle: Self.app, experiment: "revenue-q4")
+            .replacingOccurrences(of: "productIdentifier: monthly\n    variants:", with: settings)
+        let policy = try OfferPolicy(text: text)
+        let experiment = try #require(policy.experiment("revenue-q4"))
+        #expect(experiment.metric == .revenue)
+        let fixture = try await Fixture(policy: policy)
+        let exposedAt = Date().addingTimeInterval(-10 * 86_400)
+        for index in 0..<30 {
+            let customer = CustomerKey(bundleIdentifier: Self.app, applicationUsername: "customer-\(index)")
+            _ = try await fixture.store.recordExposure(ExperimentExposure(
+                experimentIdentifier: "revenue-q4", customer: customer, variant: experiment.variant(for: customer).name, exposedAt: exposedAt))
+            guard index % 3 != 0 else { continue }
+            let purchase = Int64((exposedAt.timeIntervalSince1970 + 86_400) * 1_000)
+            try await fixture.store.recordTransaction(SubscriptionTransaction(
+                environment: "Sandbox", transactionId: "\(7_000_000 + index)", originalTransactionId: "\(7_000_000 + index)",
+                customer: customer, productIdentifier: "monthly", subscriptionGroupIdentifier: "group",
+                price: index % 5 == 0 ? 8_990 : 4_990 * Int64(1 + index % 2),
+                currency: index % 5 == 0 ? "EUR" : "USD", purchaseDate: purchase, expiresDate: purchase + 30 * 86_400_000, revocationDate: nil))
+        }
+        try await fixture.test { client in
+            let session = try await Self.signIn(client)
+            let page = try await Self.get(client, "/console/experiments/revenue-q4", session)
+            #expect(page.status == .ok)
+            let api = try await client.execute(uri: "/admin/experiments/revenue-q4", method: .get, headers: [.authorization: "Bearer \(Self.token)"])
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .millisecondsSince1970
+            let report = try decoder.decode(ExperimentReport.self, from: Data(api.body.readableBytesView))
+            // Two pairs against the holdout, in two currencies.
+            #expect(report.comparisons.count == 4 && Set(report.comparisons.compactMap(\.currency)) == ["EUR", "USD"])
+            for comparison in report.comparisons {
+                let currency = try #require(comparison.currency)
+                let key = "\(comparison.variant)-\(comparison.against)-\(currency)"
+                let span = "data-comparison=\"\(key)\" data-verdict=\"\(comparison.verdict.rawValue)\">"
+                #expect(page.text.contains(span + comparison.summary + "<"))
+                #expect(page.text.contains("\(comparison.variant) vs \(comparison.against) in \(currency)"))
+                #expect(page.text.contains(String(format: "%+.2f", comparison.difference.estimate / 1_000) + " \(currency) ("))
+            }
+            for variant in report.variants {
+                for revenue in variant.revenue {
+                    let sum = String(format: "%.2f", Double(revenue.milliunits) / 1_000)
+                    #expect(page.text.contains("\(sum) \(revenue.currency)<br>\(revenue.payers) paying · "))
+                }
+            }
+            #expect(report.variants.contains { !$0.revenue.isEmpty } && page.text.contains("per mature customer, in each currency"))
         }
     }
 
