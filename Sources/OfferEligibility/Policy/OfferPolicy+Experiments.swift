@@ -26,7 +26,7 @@ extension OfferPolicy {
             case converted
             /// Customers still entitled to the subscription group at the window's end.
             case retained
-            /// Realized revenue per exposed customer, per currency (no interval).
+            /// Realized revenue per mature customer, compared in each currency (a difference of means).
             case revenue
         }
 

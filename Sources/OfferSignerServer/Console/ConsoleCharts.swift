@@ -57,7 +57,7 @@ enum ConsoleCharts {
     /// Each variant's rate with its interval as an error bar, on a 0–100 % axis.
     static func intervals(_ report: ExperimentReport) -> HTML {
         let variants = report.variants.filter { $0.rate != nil }
-        guard !variants.isEmpty else { return "<p class=\"muted\">The metric \(report.metric) has no interval.</p>" }
+        guard !variants.isEmpty else { return "<p class=\"muted\">The metric \(report.metric) is not a rate: its differences are in the comparisons.</p>" }
         let upper = min(1, max(0.05, (variants.compactMap { $0.rate?.upper }.max() ?? 1) * 1.1))
         let (width, rowHeight, left, right) = (720.0, 40.0, 190.0, 20.0)
         let height = rowHeight * Double(variants.count) + 26

@@ -55,7 +55,7 @@ extension ConsolePages {
             ]
         }
         let comparisonTable: HTML = comparisons.isEmpty
-            ? "<p class=\"muted\">The metric \(report.metric) has no interval: compare its figures beside the rates.</p>"
+            ? "<p class=\"muted\">Nothing compared yet: the note above says why.</p>"
             : ConsoleLayout.table(["Comparison", "Difference (interval)", "Verdict", "In words"], comparisons)
         let sampleRatio: HTML
         if let check = report.sampleRatio {
