@@ -5,7 +5,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
-import OfferApplication
+@testable import OfferApplication
 import OfferEligibility
 import OfferExperiments
 import OfferModel
@@ -311,6 +311,34 @@ import Testing
         #expect(try await store.purgeSubscriptionTransactions(purchasedBefore: kept + 2 * Self.day) == 1)
         #expect(try await store.experimentOutcomes(query)["a"]?.revenue == [:])
         #expect(try await store.experimentOutcomes(query)["a"]?.mature == 1)
+        try await store.close()
+    }
+
+    @Test("the scheduled purge deletes subscription transactions purchased more than 800 days ago and keeps younger ones (a store of its own)")
+    func scheduledPurgeCoversTransactions() async throws {
+        // SQLite in memory: the purge deletes by age across the whole table, which a shared database's other tests use.
+        let store = try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test"))
+        let customer = CustomerKey(bundleIdentifier: "com.example.purge", applicationUsername: "purge-customer")
+        let now = Date()
+        for (index, age) in [801.0, 799.0].enumerated() {
+            let at = now - age * Self.day
+            try await store.recordExposure(
+                ExperimentExposure(experimentIdentifier: "purge-\(index)", customer: customer, variant: "a", exposedAt: at))
+            try await store.recordTransaction(SubscriptionTransaction(
+                environment: "Sandbox", transactionId: "\(9_000 + index)", originalTransactionId: "9000", customer: customer,
+                productIdentifier: TestPayloads.productIdentifier, subscriptionGroupIdentifier: "group", price: 9_990, currency: "USD",
+                purchaseDate: Self.milliseconds(at), expiresDate: Self.milliseconds(at + 30 * Self.day), revocationDate: nil))
+        }
+        func revenue(_ index: Int) async throws -> [String: Int64]? {
+            try await store.experimentOutcomes(ExperimentOutcomeQuery(
+                experimentIdentifier: "purge-\(index)", bundleIdentifier: customer.bundleIdentifier,
+                productIdentifier: TestPayloads.productIdentifier, offers: [:], window: Int64(Self.day * 1_000), matureAt: Self.milliseconds(now), exposedBefore: nil))["a"]?.revenue
+        }
+        #expect(try await revenue(0) == ["USD": 9_990])
+        #expect(try await revenue(1) == ["USD": 9_990])
+        await StorePurge(store: store, clockSkew: 300, logger: Logger(label: "test")).purgeOnce()
+        #expect(try await revenue(0) == [:])
+        #expect(try await revenue(1) == ["USD": 9_990])
         try await store.close()
     }
 }
