@@ -306,9 +306,10 @@ import Testing
             experimentIdentifier: id, bundleIdentifier: bundle, productIdentifier: TestPayloads.productIdentifier, offers: [:],
             window: Int64(30 * Self.day * 1_000), matureAt: Self.milliseconds(Date()), exposedBefore: nil)
         #expect(try await store.experimentOutcomes(query)["a"]?.revenue == ["USD": 9_990])
-        #expect(try await store.purgeSubscriptionTransactions(purchasedBefore: old + Self.day) == 1)
+        // At least this test's: the database is shared, and another test may hold older (hostile) dates.
+        #expect(try await store.purgeSubscriptionTransactions(purchasedBefore: old + Self.day) >= 1)
         #expect(try await store.experimentOutcomes(query)["a"]?.revenue == ["USD": 9_990])
-        #expect(try await store.purgeSubscriptionTransactions(purchasedBefore: kept + 2 * Self.day) == 1)
+        #expect(try await store.purgeSubscriptionTransactions(purchasedBefore: kept + 2 * Self.day) >= 1)
         #expect(try await store.experimentOutcomes(query)["a"]?.revenue == [:])
         #expect(try await store.experimentOutcomes(query)["a"]?.mature == 1)
         try await store.close()
