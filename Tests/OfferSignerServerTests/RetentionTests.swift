@@ -177,6 +177,7 @@ private struct SlowStore: OfferStore {
         try await base.purgeSubscriptionTransactions(purchasedBefore: purchasedBefore)
     }
     func outcomeReport(_ query: OutcomeQuery) async throws -> OutcomeReport { try await base.outcomeReport(query) }
+    func outcomeTotals(_ query: OutcomeQuery) async throws -> OutcomeTotals { try await base.outcomeTotals(query) }
     func appendAudit(_ event: AuditEvent) async throws { try await base.appendAudit(event) }
     func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent] { try await base.auditEvents(limit: limit, since: since) }
     func document(named name: String) async throws -> StoredDocument? { try await base.document(named: name) }

@@ -79,7 +79,11 @@ import Testing
             }
             written += part
             for (from, to) in windows(start: start, days: 6, using: &generator) {
-                #expect(try await reported(store, from: from, to: to) == expected(written, from: from, to: to), "window \(from)..<\(to), start \(start)")
+                let wanted = expected(written, from: from, to: to)
+                #expect(try await reported(store, from: from, to: to) == wanted, "window \(from)..<\(to), start \(start)")
+                // The overview's totals: the same signatures, added up from the rollups and at most two part days.
+                let totals = try await store.outcomeTotals(OutcomeQuery(from: from, to: to, bundleIdentifier: app))
+                #expect(totals.issued == wanted.values.map { $0[0] }.reduce(0, +), "totals, window \(from)..<\(to), start \(start)")
             }
         }
         try await store.close()

@@ -99,6 +99,10 @@ import Testing
         ])
         #expect(report.retention == RetentionOutcome(answered: 2, offers: 1, saved: 1))
         #expect(report.retention.saveRate == 0.5)
+        // The totals the console's overview reads are the report's rows added up.
+        let totals = try await store.outcomeTotals(OutcomeQuery(from: t0, to: t0 + 24 * hour, bundleIdentifier: app))
+        #expect(totals == OutcomeTotals(issued: 4, redeemed: 3, attributed: 1, renewedAfterOffer: 0, refunded: 0,
+                                        revenue: [Revenue(currency: "USD", milliunits: 4490)], retention: report.retention))
         #expect(try await store.outcomeReport(OutcomeQuery(from: t0, to: t0 + 24 * hour, bundleIdentifier: app, environment: "Production")).offers.map(\.redeemed) == [0, 0])
         let empty = try await store.outcomeReport(OutcomeQuery(from: t0 + 24 * hour, to: t0 + 48 * hour, bundleIdentifier: app))
         #expect(empty.offers.isEmpty && empty.retention == RetentionOutcome(answered: 0, offers: 0, saved: 0))

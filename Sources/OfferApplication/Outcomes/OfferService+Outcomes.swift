@@ -23,6 +23,18 @@ extension OfferService {
         }
     }
 
+    /// The figures of ``outcomeReport(from:to:bundleIdentifier:environment:)`` added up over every offer (the
+    /// console's overview). Read where the caller runs, not on the ``BackgroundLane``: its cost is bounded (the
+    /// rollups, and the log for at most two part days), and the lane's lowest priority would make a page wait
+    /// whenever the cores are busy.
+    /// - Throws: ``OfferServiceError`` as the report does.
+    public func outcomeTotals(from: Date, to: Date, bundleIdentifier: String?, environment: String?)
+        async throws(OfferServiceError) -> OutcomeTotals {
+        let query = try outcomeQuery(from: from, to: to, bundleIdentifier: bundleIdentifier, environment: environment)
+        guard let store else { throw OfferServiceError.storeUnavailable }
+        return try await storeCall { try await store.outcomeTotals(query) }
+    }
+
     /// The same report for every UTC day that `[from, to)` touches, in order (the first and last days cut to the
     /// window), on the ``BackgroundLane``, a day at a time.
     public func dailyOutcomeReports(from: Date, to: Date, bundleIdentifier: String?, environment: String?) async throws(OfferServiceError) -> [OutcomeReport] {

@@ -55,11 +55,11 @@ extension ConsolePages {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC") ?? .gmt
         let today = calendar.startOfDay(for: now)
-        let issuedToday = try await service.outcomeReport(from: today, to: now, bundleIdentifier: nil, environment: nil).offers.map(\.issued).reduce(0, +)
-        let issuedWeek = try await service.outcomeReport(from: now.addingTimeInterval(-7 * 86_400), to: now, bundleIdentifier: nil, environment: nil)
-            .offers.map(\.issued).reduce(0, +)
-        let report = try await service.outcomeReport(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
-        let totals = Self.totals(report.offers)
+        // Totals, not reports: a few rows from the rollups whatever the number of apps and offers (docs/console.md).
+        let issuedToday = try await service.outcomeTotals(from: today, to: now, bundleIdentifier: nil, environment: nil).issued
+        let weekAgo = now.addingTimeInterval(-7 * 86_400)
+        let issuedWeek = try await service.outcomeTotals(from: weekAgo, to: now, bundleIdentifier: nil, environment: nil).issued
+        let totals = try await service.outcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
         let decisions = try await decisionCounts(customerStore, range: range)
         body = """
             \(body)
@@ -72,12 +72,12 @@ extension ConsolePages {
             <div class="card"><span>Issued</span><b data-metric="issued">\(totals.issued)</b></div>
             \(Self.refusalCard(decisions))
             <div class="card"><span>Redeemed</span><b data-metric="redeemed">\(totals.redeemed)</b></div>
-            \(Self.redemptionRateCard(totals))
+            \(Self.redemptionRateCard(Totals(issued: totals.issued, attributed: totals.attributed)))
             <div class="card"><span>Attributed to a signature</span><b data-metric="attributed">\(totals.attributed)</b></div>
-            \(Self.revenueCard(report.offers))
-            <div class="card"><span>Retention answered</span><b data-metric="retention-answered">\(report.retention.answered)</b></div>
-            <div class="card"><span>Retention saved</span><b data-metric="retention-saved">\(report.retention.saved)</b></div>
-            <div class="card"><span>Save rate</span><b data-metric="save-rate">\(ConsoleLayout.percent(report.retention.saveRate))</b></div>
+            \(Self.revenueCard(totals.revenue))
+            <div class="card"><span>Retention answered</span><b data-metric="retention-answered">\(totals.retention.answered)</b></div>
+            <div class="card"><span>Retention saved</span><b data-metric="retention-saved">\(totals.retention.saved)</b></div>
+            <div class="card"><span>Save rate</span><b data-metric="save-rate">\(ConsoleLayout.percent(totals.retention.saveRate))</b></div>
             </div>
             <p><a href="/console/offers?\(range.query)">Every offer, and the daily chart →</a></p>
             """
@@ -168,7 +168,12 @@ extension ConsolePages {
 
     /// The revenue of the range, one line per currency (never summed across currencies).
     static func revenueCard(_ offers: [OfferOutcome]) -> HTML {
-        let lines: [HTML] = revenueByCurrency(offers).map { "<b data-currency=\"\($0.currency)\">\(ConsoleLayout.money($0.milliunits, $0.currency))</b>" }
+        revenueCard(revenueByCurrency(offers).map { Revenue(currency: $0.currency, milliunits: $0.milliunits) })
+    }
+
+    /// The revenue card of amounts already summed per currency.
+    static func revenueCard(_ amounts: [Revenue]) -> HTML {
+        let lines: [HTML] = amounts.map { "<b data-currency=\"\($0.currency)\">\(ConsoleLayout.money($0.milliunits, $0.currency))</b>" }
         return "<div class=\"card\" data-metric=\"revenue\"><span>Revenue of redeemed offers</span>\(lines.isEmpty ? ["<b>–</b>"] : lines)</div>"
     }
 

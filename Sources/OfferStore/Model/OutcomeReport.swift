@@ -124,3 +124,34 @@ public struct RetentionOutcome: Sendable, Hashable, Codable {
         self.saveRate = answered == 0 ? 0 : Double(saved) / Double(answered)
     }
 }
+
+/// A window's outcome figures added up over every offer: what a summary shows without the report's rows, read from
+/// the rollups and through the tables' time indexes (``OfferStore/outcomeTotals(_:)``). Distinct customers are not
+/// among them (they cannot be added across offers).
+public struct OutcomeTotals: Sendable, Hashable {
+    /// Signatures issued in the window (introductory-offer eligibility aside, as in the report).
+    public var issued: Int
+    /// Redemptions purchased in the window.
+    public var redeemed: Int
+    /// Of those, the ones joined to a signature from this service.
+    public var attributed: Int
+    /// Of those redeemed, the ones renewed at full price at least once after the offer.
+    public var renewedAfterOffer: Int
+    /// Of those redeemed, the ones refunded.
+    public var refunded: Int
+    /// What the redemptions were charged, per currency, sorted by currency (never summed across currencies).
+    public var revenue: [Revenue]
+    /// The retention answers of the window.
+    public var retention: RetentionOutcome
+
+    /// Creates the totals.
+    public init(issued: Int, redeemed: Int, attributed: Int, renewedAfterOffer: Int, refunded: Int, revenue: [Revenue], retention: RetentionOutcome) {
+        self.issued = issued
+        self.redeemed = redeemed
+        self.attributed = attributed
+        self.renewedAfterOffer = renewedAfterOffer
+        self.refunded = refunded
+        self.revenue = revenue
+        self.retention = retention
+    }
+}

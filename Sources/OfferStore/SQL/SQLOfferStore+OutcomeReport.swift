@@ -47,7 +47,7 @@ extension SQLOfferStore {
                 outcome.revenue.append(Revenue(currency: revenue.currency, milliunits: revenue.milliunits))
                 rows[key] = outcome
             }
-            let retention = try await database.raw(Self.retentionStatement(query)).first(decoding: RetentionRow.self)
+            let retention = try await database.raw(Self.retentionStatement(query)).first(decoding: RetentionTotalsRow.self)
             let offers = rows.sorted { $0.key < $1.key }.map { entry in
                 var outcome = entry.value
                 outcome.revenue.sort { $0.currency < $1.currency }
@@ -98,7 +98,7 @@ extension SQLOfferStore {
         return RollupPlan(days: first...last, front: front, back: back)
     }
 
-    private static func anySignature(_ range: Range<Int64>, on database: any SQLDatabase) async throws -> Bool {
+    static func anySignature(_ range: Range<Int64>, on database: any SQLDatabase) async throws -> Bool {
         let statement: SQLQueryString = """
             SELECT timestamp FROM issued_signatures WHERE timestamp >= \(bind: range.lowerBound) AND timestamp < \(bind: range.upperBound)
               AND format <> 'introductory-eligibility' LIMIT 1
@@ -173,14 +173,14 @@ extension SQLOfferStore {
         return statement
     }
 
-    private static func window(_ query: OutcomeQuery) -> SQLQueryString {
+    static func window(_ query: OutcomeQuery) -> SQLQueryString {
         var clause: SQLQueryString = " WHERE purchase_date >= \(bind: query.from) AND purchase_date < \(bind: query.to) AND period_of IS NULL"
         if let bundle = query.bundleIdentifier { clause += " AND bundle_identifier = \(bind: bundle)" }
         if let environment = query.environment { clause += " AND environment = \(bind: environment)" }
         return clause
     }
 
-    private static func retentionStatement(_ query: OutcomeQuery) -> SQLQueryString {
+    static func retentionStatement(_ query: OutcomeQuery) -> SQLQueryString {
         var statement: SQLQueryString = """
             SELECT COUNT(*) AS answered, COALESCE(SUM(offered), 0) AS offers, COUNT(saved_at) AS saved
             FROM retention_answers
@@ -225,7 +225,7 @@ extension SQLOfferStore {
         }
     }
 
-    private struct RetentionRow: Decodable {
+    struct RetentionTotalsRow: Decodable {
         var answered: Int, offers: Int, saved: Int
     }
 }

@@ -161,6 +161,10 @@ public protocol OfferStore: Sendable {
     /// What the offers of a window became.
     func outcomeReport(_ query: OutcomeQuery) async throws -> OutcomeReport
 
+    /// The same window's figures added up over every offer, read from the rollups and the time indexes: a cost
+    /// bounded by the window's days and at most two part days of the log, however many offers and apps there are.
+    func outcomeTotals(_ query: OutcomeQuery) async throws -> OutcomeTotals
+
     /// Appends an audit event.
     func appendAudit(_ event: AuditEvent) async throws
 

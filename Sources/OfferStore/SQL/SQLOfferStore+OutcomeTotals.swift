@@ -1,0 +1,78 @@
+import Foundation
+import OfferModel
+import SQLKit
+
+/// The outcome totals (the console's overview): the report's figures added up in the database, a handful of rows
+/// whatever the number of apps and offers. Signatures come from `issued_daily` for every UTC day the window
+/// touches, except a first or last day cut by the window that has signatures outside it: that part is counted from
+/// the log (the time index), so the log is read for at most two part days. Redemptions and retention answers are
+/// counted through their time indexes, as the report does.
+extension SQLOfferStore {
+    func outcomeTotals(_ query: OutcomeQuery) async throws -> OutcomeTotals {
+        try await backend.reading { database in
+            let issued = try await Self.issuedTotal(query, on: database)
+            var redeemed: SQLQueryString = """
+                SELECT COUNT(*) AS redeemed, COUNT(signature_nonce) AS attributed, COUNT(renewed_at) AS renewed, COUNT(refunded_at) AS refunded
+                FROM redemptions
+                """
+            redeemed += Self.window(query)
+            let redemptions = try await database.raw(redeemed).first(decoding: RedeemedTotals.self)
+            var revenue: SQLQueryString = "SELECT currency, CAST(SUM(price) AS BIGINT) AS milliunits FROM redemptions"
+            revenue += Self.window(query)
+            revenue += " AND price IS NOT NULL AND currency IS NOT NULL GROUP BY currency ORDER BY currency"
+            let amounts = try await database.raw(revenue).all(decoding: CurrencyAmount.self)
+            let retention = try await database.raw(Self.retentionStatement(query)).first(decoding: RetentionTotalsRow.self)
+            return OutcomeTotals(
+                issued: issued, redeemed: redemptions?.redeemed ?? 0, attributed: redemptions?.attributed ?? 0,
+                renewedAfterOffer: redemptions?.renewed ?? 0, refunded: redemptions?.refunded ?? 0,
+                revenue: amounts.map { Revenue(currency: $0.currency, milliunits: $0.milliunits) },
+                retention: RetentionOutcome(answered: retention?.answered ?? 0, offers: retention?.offers ?? 0, saved: retention?.saved ?? 0))
+        }
+    }
+
+    /// The signatures issued in the window: whole days (and a cut day with nothing outside the window, such as today
+    /// so far) from `issued_daily`, a cut day with signatures outside the window from the log.
+    static func issuedTotal(_ query: OutcomeQuery, on database: any SQLDatabase) async throws -> Int {
+        let day = IssuedRollup.day
+        guard query.from >= 0, query.from < query.to else { return 0 }
+        var first = query.from / day, last = (query.to - 1) / day
+        var total = 0
+        if query.from > first * day, try await anySignature(first * day..<query.from, on: database) {
+            total += try await loggedCount(query.from..<min(query.to, (first + 1) * day), query, on: database)
+            first += 1
+        }
+        if first <= last, query.to < (last + 1) * day, try await anySignature(query.to..<((last + 1) * day), on: database) {
+            total += try await loggedCount(max(query.from, last * day)..<query.to, query, on: database)
+            last -= 1
+        }
+        guard first <= last else { return total }
+        var statement: SQLQueryString = """
+            SELECT CAST(COALESCE(SUM(issued), 0) AS BIGINT) AS issued FROM issued_daily WHERE day >= \(bind: first) AND day <= \(bind: last)
+            """
+        if let bundle = query.bundleIdentifier { statement += " AND bundle_identifier = \(bind: bundle)" }
+        return total + (try await database.raw(statement).first(decoding: Issued.self)?.issued ?? 0)
+    }
+
+    /// The signatures of part of a day, from the log's time index.
+    private static func loggedCount(_ range: Range<Int64>, _ query: OutcomeQuery, on database: any SQLDatabase) async throws -> Int {
+        var statement: SQLQueryString = """
+            SELECT COUNT(*) AS issued FROM issued_signatures
+            WHERE timestamp >= \(bind: range.lowerBound) AND timestamp < \(bind: range.upperBound) AND format <> 'introductory-eligibility'
+            """
+        // `|| ''`: on the time index, not the customer index (bundle first), as the report's statement does.
+        if let bundle = query.bundleIdentifier { statement += " AND bundle_identifier || '' = \(bind: bundle)" }
+        return try await database.raw(statement).first(decoding: Issued.self)?.issued ?? 0
+    }
+
+    private struct Issued: Decodable {
+        var issued: Int
+    }
+
+    private struct RedeemedTotals: Decodable {
+        var redeemed: Int, attributed: Int, renewed: Int, refunded: Int
+    }
+
+    private struct CurrencyAmount: Decodable {
+        var currency: String, milliunits: Int64
+    }
+}
