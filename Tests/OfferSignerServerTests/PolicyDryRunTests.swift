@@ -9,7 +9,7 @@ import OfferApplication
 import OfferEligibility
 import OfferKeys
 import OfferModel
-import OfferSignerServer
+@testable import OfferSignerServer
 import OfferSigning
 import OfferStore
 import Testing
@@ -321,5 +321,165 @@ struct DryRunHistory {
         #expect(Set(decisions.compactMap(\.retentionEntry)) == ["5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e02", "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03"])
         #expect(decisions.allSatisfy { !$0.customerHash.contains(original) })
         try await fixture.store.close()
+    }
+}
+
+/// A running experiment (issue 45): each decision is logged with the experiment and variant it got, so a candidate
+/// that keeps the experiment as in force replays with those variants; one that changes it is refused (422) saying
+/// what to do. Sixteen customers, odd ones `churnRisk: high`, even ones `medium`, each asking for `winback` (gated
+/// by the experiment: variant `offered` gets it, `held` is the holdout) and `welcome` (no experiment).
+struct ExperimentHistory {
+    static let product = "com.example.monthly"
+    static let customers = (1...16).map { "x-customer-\($0)" }
+    let bundle = "com.example.dryrun-x-\(UUID().uuidString.prefix(8).lowercased())"
+    let store: any OfferStore
+    let service: OfferService
+
+    static func policy(bundle: String, churn: String = "[high]", weights: (Int, Int) = (1, 1), experiment: Bool = true) -> String {
+        """
+        apps:
+          - bundleIdentifier: \(bundle)
+            products:
+              - productIdentifier: \(product)
+                offers:
+                  - offerIdentifier: winback
+                    rules: [{ churn-risk: { values: \(churn) } }]
+                  - offerIdentifier: welcome
+        """ + (experiment ? """
+
+        experiments:
+          - id: winback-split
+            productIdentifier: \(product)
+            variants:
+              - { name: offered, offerIdentifier: winback, weight: \(weights.0) }
+              - { name: held, holdout: true, weight: \(weights.1) }
+        """ : "")
+    }
+
+    init(_ backend: StoreBackend) async throws {
+        store = try await backend.open()
+        let policy = try OfferPolicy(text: Self.policy(bundle: bundle))
+        let keyRing = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")])
+        service = OfferService(apps: [], keyRing: keyRing, policy: policy, store: store)
+    }
+
+    /// The variant the policy in force assigns a customer.
+    func variant(_ customer: String) throws -> String {
+        let experiment = try #require(service.policy?.experiment("winback-split"))
+        return experiment.variant(for: CustomerKey(bundleIdentifier: bundle, applicationUsername: customer)).name
+    }
+
+    /// The 32 decisions; answers how many `winback` ones were granted.
+    func make() async throws -> Int {
+        var granted = 0
+        for (index, customer) in Self.customers.enumerated() {
+            let key = CustomerKey(bundleIdentifier: bundle, applicationUsername: customer)
+            try await store.updateCustomer(key) { $0.flags["churnRisk"] = index % 2 == 0 ? "high" : "medium" }
+            for offer in ["winback", "welcome"] {
+                do {
+                    _ = try await service.signLegacy(SignOfferRequest(
+                        bundleIdentifier: bundle, productIdentifier: Self.product, offerIdentifier: offer, applicationUsername: customer))
+                    granted += offer == "winback" ? 1 : 0
+                } catch let error as OfferServiceError where error.code == .notEligible {}
+            }
+        }
+        await store.flushDecisionLog()
+        return granted
+    }
+
+}
+
+@Suite struct ExperimentDryRunTests {
+    static let customers = ExperimentHistory.customers
+    static func policy(bundle: String, churn: String = "[high]", weights: (Int, Int) = (1, 1), experiment: Bool = true) -> String {
+        ExperimentHistory.policy(bundle: bundle, churn: churn, weights: weights, experiment: experiment)
+    }
+
+    func post(_ client: some TestClientProtocol, _ body: String) async throws -> TestResponse {
+        try await client.execute(uri: "/admin/policy/dry-run?days=7", method: .post, headers: [
+            .contentType: "application/yaml", .authorization: "Bearer \(AdminPolicyDryRunRouteTests.token)",
+        ], body: ByteBuffer(string: body))
+    }
+
+    @Test("each decision is logged with its experiment and variant; a candidate keeping the experiment replays with them, one changing it is 422",
+          arguments: StoreBackend.available)
+    func keepingTheExperimentReplays(_ backend: StoreBackend) async throws {
+        let history = try await ExperimentHistory(backend)
+        let offered = try Self.customers.filter { try history.variant($0) == "offered" }
+        let highOffered = offered.filter { Self.customers.firstIndex(of: $0)! % 2 == 0 }
+        let mediumOffered = offered.count - highOffered.count
+        let highHeld = Self.customers.indices.filter { $0 % 2 == 0 }.count - highOffered.count
+        // Both variants are there, or the replay of a variant would not be checked.
+        #expect(!offered.isEmpty && offered.count < Self.customers.count)
+        #expect(try await history.make() == highOffered.count)
+
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let logged = try await history.store.policyDecisions(
+            bundleIdentifiers: [history.bundle], since: now - 3_600_000, until: now + 60_000, after: nil, limit: 100)
+        #expect(logged.count == 32)
+        let winback = logged.filter { $0.offerIdentifier == "winback" }
+        #expect(winback.allSatisfy { $0.experimentIdentifier == "winback-split" && $0.experimentVariant != nil })
+        #expect(logged.filter { $0.offerIdentifier == "welcome" }.allSatisfy { $0.experimentIdentifier == nil && $0.experimentVariant == nil })
+        #expect(logged.filter { $0.experimentVariant == "offered" }.count == offered.count)
+
+        let router = buildRouter(service: history.service, adminTokens: try BearerTokens(parsing: "carol:\(AdminPolicyDryRunRouteTests.token)"))
+        try await Application(router: router, logger: Logger(label: "test")).test(.router) { client in
+            func answer(_ yaml: String) async throws -> [String: Any] {
+                let response = try await post(client, yaml)
+                #expect(response.status == .ok, "\(response.text)")
+                return try #require(try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any])
+            }
+            // The policy in force itself: every decision replays to what it was, each customer in their logged variant.
+            let same = try await answer(Self.policy(bundle: history.bundle))
+            #expect(same["replayed"] as? Int == 32)
+            #expect(same["unchanged"] as? Int == 32)
+            // One real change, the experiment kept: only the medium-risk customers of the offered variant change.
+            let looser = try await answer(Self.policy(bundle: history.bundle, churn: "[high, medium]"))
+            #expect(looser["replayed"] as? Int == 32)
+            #expect(looser["refusedToGranted"] as? Int == mediumOffered)
+            #expect(looser["grantedToRefused"] as? Int == 0)
+            // The experiment removed: the held-out high-risk customers are granted (the log needs no variant for it).
+            let without = try await answer(Self.policy(bundle: history.bundle, experiment: false))
+            #expect(without["refusedToGranted"] as? Int == highHeld)
+            // Another split (weights) cannot be replayed: 422, saying what to do.
+            let resplit = try await post(client, Self.policy(bundle: history.bundle, weights: (1, 3)))
+            #expect(resplit.status == .unprocessableContent)
+            let error = try resplit.decode(ErrorBody.self).error
+            #expect(error.code == "dry_run_needs_facts")
+            #expect(error.message.contains("winback-split") && error.message.contains("exactly as in force"))
+        }
+        try await history.store.close()
+    }
+
+    @Test("the console's policy page starts a candidate from the policy in force and shows the candidate's line diff against it",
+          arguments: StoreBackend.available)
+    func consoleStartsFromThePolicyInForce(_ backend: StoreBackend) async throws {
+        let history = try await ExperimentHistory(backend)
+        _ = try await history.make()
+        let inForce = try #require(history.service.policy?.text)
+        let router = buildRouter(service: history.service, adminTokens: try BearerTokens(parsing: "alice:\(ConsoleTests.token)"))
+        try await Application(router: router, logger: Logger(label: "test")).test(.router) { client in
+            let session = try await ConsoleTests.signIn(client)
+            let empty = try await ConsoleTests.get(client, "/console/policy", session).text
+            #expect(empty.contains("id=\"start-from-policy\""))
+            #expect(empty.contains("spellcheck=\"false\"></textarea>"))
+            let started = try await ConsoleTests.get(client, "/console/policy?start=in-force", session).text
+            #expect(started.contains("spellcheck=\"false\">\(HTML.escape(inForce))</textarea>"))
+            // One line changed, the experiment kept: replayed (not 422), and the diff shows that line only.
+            // With CRLF line ends, as a browser sends a text area.
+            let candidate = inForce.replacingOccurrences(of: "values: [high]", with: "values: [high, medium]")
+                .replacingOccurrences(of: "\n", with: "\r\n")
+            let fields = [("csrf", session.csrf), ("candidate", candidate), ("days", "7")]
+            let response = try await ConsoleTests.post(client, "/console/policy", fields, cookie: session.cookie)
+            #expect(response.status == .ok)
+            #expect(response.text.contains("id=\"dry-run-result\" data-replayed=\"32\""))
+            #expect(response.text.contains("id=\"candidate-diff\" data-added=\"1\" data-removed=\"1\""))
+            let line = try #require(inForce.split(separator: "\n").first { $0.contains("values: [high]") })
+            #expect(response.text.contains("<span class=\"del\">- \(line)</span>"))
+            #expect(response.text.contains("<span class=\"add\">+ \(line.replacingOccurrences(of: "[high]", with: "[high, medium]"))</span>"))
+            // Two lines of context around the change; the lines further away are folded.
+            #expect(!response.text.contains("<span class=\"same\">  apps:</span>") && response.text.contains("<span class=\"gap\">…</span>"))
+        }
+        try await history.store.close()
     }
 }

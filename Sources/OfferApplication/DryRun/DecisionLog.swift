@@ -108,13 +108,17 @@ extension OfferService {
             offerIdentifier = selection.entries[index].offerIdentifier
             retentionEntry = selection.entries[index].messageIdentifier
         }
+        // The running experiment of the slot and the customer's variant in it, as the gate assigned it: what a dry-run
+        // of a candidate keeping the experiment replays (the log names the customer only by a keyed hash).
+        let experiment = OfferPolicy.experiments(in: rule).first { $0.isRunning(at: context.now) }
         store.logDecision(PolicyDecisionRecord(
             decidedAt: Int64((context.now.timeIntervalSince1970 * 1000).rounded(.down)), channel: flow.channel.rawValue,
             bundleIdentifier: flow.app.bundleIdentifier, productIdentifier: flow.productIdentifier, offerIdentifier: offerIdentifier,
             retentionEntry: retentionEntry, customerHash: CustomerHash.of(flow.customer.applicationUsername),
             policyVersion: policy.version, granted: decision.isEligible, reasons: Self.reasonCodes(decision.reasons),
             lookbackSeconds: lookback.map { Int64(min(max($0, 0), 1e12).rounded(.up)) } ?? 0,
-            factsHash: DecisionSnapshot.hash(snapshot), factsSnapshot: snapshot))
+            factsHash: DecisionSnapshot.hash(snapshot), factsSnapshot: snapshot,
+            experimentIdentifier: experiment?.identifier, experimentVariant: experiment?.variant(for: context.facts.key).name))
     }
 
     /// Reasons as the log keeps them: `rule:code`, comma-separated.

@@ -41,7 +41,7 @@ extension OfferService {
         return try await dryRunSlot.holding {
             try await BackgroundLane.shared.run {
                 if let willReplay = dryRunSlot.willReplay.withLock({ $0 }) { await willReplay() }
-                return try await PolicyDryRun(store: store, candidate: candidate).run(days: days)
+                return try await PolicyDryRun(store: store, candidate: candidate, inForce: policy).run(days: days)
             }
         }
     }

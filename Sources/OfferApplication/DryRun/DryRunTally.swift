@@ -44,6 +44,17 @@ struct DryRunTally {
             unreadable += 1
             return
         }
+        // A running experiment of the candidate's that the decision has no logged variant of (made before the log kept
+        // them, or under another experiment) cannot be decided again.
+        let rules = Self.rules(of: candidate, channel: channel, bundleIdentifier: record.bundleIdentifier,
+                               productIdentifier: record.productIdentifier, offerIdentifier: record.offerIdentifier)
+        let decidedAt = Date(timeIntervalSince1970: Double(record.decidedAt) / 1000)
+        for experiment in rules.flatMap({ OfferPolicy.experiments(in: $0) }) where experiment.isRunning(at: decidedAt) {
+            guard record.experimentIdentifier == experiment.identifier, record.experimentVariant != nil else {
+                unreadable += 1
+                return
+            }
+        }
         let before = Outcome(
             granted: record.granted, offerIdentifier: record.offerIdentifier, retentionEntry: record.retentionEntry,
             reasons: record.reasons.isEmpty ? [] : record.reasons.split(separator: ",").map(String.init),
@@ -122,9 +133,10 @@ struct DryRunTally {
             Outcome(granted: false, offerIdentifier: "", reasons: ["policy:\(code)"], signs: channel == .introductory)
         }
         guard let product = candidate.app(record.bundleIdentifier)?.product(record.productIdentifier) else { return refused("unknown_product") }
-        let context = snapshot.context(
+        var context = snapshot.context(
             bundleIdentifier: record.bundleIdentifier, productIdentifier: record.productIdentifier, offerIdentifier: record.offerIdentifier,
             subscriptionGroupIdentifier: product.subscriptionGroupIdentifier, now: now)
+        if let experiment = record.experimentIdentifier, let variant = record.experimentVariant { context.assignedVariants = [experiment: variant] }
         switch channel {
         case .legacy, .jws:
             guard let offer = product.offer(record.offerIdentifier) else { return refused("unknown_offer") }

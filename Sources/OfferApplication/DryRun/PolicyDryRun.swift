@@ -23,13 +23,17 @@ public struct PolicyDryRun: Sendable {
 
     let store: any OfferStore
     let candidate: OfferPolicy
+    let inForce: OfferPolicy?
 
     /// - Parameters:
     ///   - store: the store whose decision log is replayed.
     ///   - candidate: the policy to replay it under.
-    public init(store: any OfferStore, candidate: OfferPolicy) {
+    ///   - inForce: the policy in force, whose experiments the candidate may keep (replayed with the variants the
+    ///     log kept); `nil` when it is not known here, and then a candidate with an experiment is refused.
+    public init(store: any OfferStore, candidate: OfferPolicy, inForce: OfferPolicy? = nil) {
         self.store = store
         self.candidate = candidate
+        self.inForce = inForce
     }
 
     /// Replays the decisions about the candidate's apps of the last `days` days before `now`, a page at a time,
@@ -110,11 +114,27 @@ public struct PolicyDryRun: Sendable {
             let rules = product.offers.flatMap(\.rule.rules) + product.retention.flatMap(\.rule.rules) + (product.introductoryOffer?.rules ?? [])
             for rule in rules where rule is CustomerListRule { names.insert("\(rule.name) (\(product.productIdentifier))") }
         }
-        // An experiment assigns by the customer's identifier too.
-        for experiment in candidate.experiments { names.insert("experiment \(experiment.identifier)") }
         guard names.isEmpty else {
             throw OfferServiceError(.dryRunNeedsFacts, "The candidate's rules read the customer's applicationUsername, which the decision log keeps only as a keyed hash: \(names.sorted().joined(separator: ", ")). Dry-run a candidate without them.")
         }
+        // An experiment assigns by the customer's identifier too: only one kept as in force is replayed, with the
+        // variant each decision was logged with.
+        let changed = candidate.experiments.filter { !Self.keeps($0, inForce) }.map(\.identifier)
+        guard changed.isEmpty else {
+            let list = changed.joined(separator: ", ")
+            throw OfferServiceError(.dryRunNeedsFacts, "The candidate changes experiment \(list): the policy in force has no such experiment, "
+                + "or it splits customers differently (app, product, channel, variants or weights). The decision log keeps customers only "
+                + "as a keyed hash, with the variant each decision got, so another split cannot be replayed. Keep experiment \(list) "
+                + "exactly as in force (start from the policy in force and change the rest), or dry-run the candidate without it.")
+        }
+    }
+
+    /// Whether the candidate's experiment splits customers as the one in force of the same `id` does: the same app,
+    /// product, channel and variants (names, answers, weights). Its dates may differ.
+    static func keeps(_ experiment: OfferPolicy.Experiment, _ inForce: OfferPolicy?) -> Bool {
+        guard let current = inForce?.experiment(experiment.identifier) else { return false }
+        return current.bundleIdentifier == experiment.bundleIdentifier && current.productIdentifier == experiment.productIdentifier
+            && current.channel == experiment.channel && current.variants == experiment.variants
     }
 }
 

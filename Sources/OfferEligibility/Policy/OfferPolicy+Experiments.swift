@@ -117,7 +117,8 @@ public struct ExperimentRule: EligibilityRule {
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         guard experiment.isRunning(at: context.now) else { return .eligible() }
-        let variant = experiment.variant(for: context.facts.key)
+        let assigned = context.assignedVariants[experiment.identifier].flatMap { name in experiment.variants.first { $0.name == name } }
+        let variant = assigned ?? experiment.variant(for: context.facts.key)
         if variant.answer == answer { return .eligible() }
         if variant.isHoldout {
             return .notEligible([reason("experiment_holdout", "This customer is in the holdout of experiment \(experiment.identifier), which gets no offer.")])

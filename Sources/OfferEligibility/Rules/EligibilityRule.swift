@@ -17,6 +17,9 @@ public struct EligibilityContext: Sendable {
     public var issuedSignatures: [IssuedSignature]
     /// The time of the decision.
     public var now: Date
+    /// Variants already assigned, by experiment `id` (a dry-run replaying the decision log, which keeps the variant
+    /// each decision got): an experiment's gate takes the variant named here instead of hashing the customer.
+    public var assignedVariants: [String: String] = [:]
 
     public init(bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, subscriptionGroupIdentifier: String? = nil, facts: CustomerFacts, issuedSignatures: [IssuedSignature] = [], now: Date = Date()) {
         self.bundleIdentifier = bundleIdentifier

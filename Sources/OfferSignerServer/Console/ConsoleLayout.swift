@@ -148,6 +148,7 @@ enum ConsoleLayout {
         form.inline { display: flex; flex-wrap: wrap; gap: .4rem; align-items: center; margin: .2rem 0; }
         form.wide { max-width: none; margin-top: 1.2rem; } textarea { width: 100%; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); font: .85rem/1.4 ui-monospace, Menlo, monospace; }
         pre { overflow-x: auto; font-size: .8rem; padding: .6rem; border: 1px solid var(--line); border-radius: 6px; }
+        pre.diff .add { background: rgba(48,161,78,.2); } pre.diff .del { background: rgba(201,37,44,.2); } pre.diff .gap { color: var(--muted); }
         h3 { font-size: 1rem; margin: 1.2rem 0 .5rem; } details { margin: .8rem 0; } summary { cursor: pointer; }
         input, select, button { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); }
         button { cursor: pointer; } button.danger { border-color: var(--bad); color: var(--bad); }

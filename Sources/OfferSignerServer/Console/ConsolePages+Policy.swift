@@ -47,7 +47,13 @@ extension ConsolePages {
                 <details><summary>The policy's text</summary><pre>\(policy.text)</pre></details>
                 """
         }
+        let start: HTML = current.policy == nil ? .empty : """
+            <p><a id="start-from-policy" href="\(ConsoleForm.policyPath)?start=in-force#candidate">Start from the policy in force</a> \
+            (the candidate is its text, to change)</p>
+            """
+        let diff: HTML = current.policy.map { Self.candidateDiff(candidate, against: $0.text) } ?? .empty
         let form: HTML = service.store == nil ? "<p class=\"muted\">A dry-run replays the decision log, which needs the customer store.</p>" : """
+            \(start)
             <form class="stack wide" method="post" action="\(ConsoleForm.policyPath)" enctype="multipart/form-data">\(ConsoleLayout.csrfField(session))
             <label for="candidate">Candidate policy (YAML or JSON, as <code>offer-signer policy check</code> reads it): paste it…</label>
             <textarea id="candidate" name="candidate" rows="16" spellcheck="false">\(candidate)</textarea>
@@ -63,8 +69,9 @@ extension ConsolePages {
             <h2>In force</h2>
             \(inForce)
             <h2>Dry-run or apply a candidate</h2>
-            <p class="note">Dry-run replays the decisions logged in the window under the candidate and shows what would change, by offer, with examples (docs/policy.md, “Dry-run”); nothing is changed. Apply puts the candidate in force on every replica sharing the store (as <code>offer-signer policy apply</code> does). Both are audited under your name. A candidate with experiments or customer lists cannot be replayed: the log keeps customers only as a keyed hash.</p>
+            <p class="note">Dry-run replays the decisions logged in the window under the candidate and shows what would change, by offer, with examples (docs/policy.md, “Dry-run”); nothing is changed. Apply puts the candidate in force on every replica sharing the store (as <code>offer-signer policy apply</code> does). Both are audited under your name. The log keeps customers only as a keyed hash, so a candidate with customer lists cannot be replayed; an experiment can, when the candidate keeps it as in force (same id, variants and weights): each decision is replayed with the variant it was logged with.</p>
             \(result)
+            \(diff)
             \(form)
             """)
     }
@@ -145,6 +152,77 @@ extension ConsolePages {
             \(examples.isEmpty ? "<p class=\"muted\">No decision would change.</p>" : ConsoleLayout.table(["Decided", "Channel", "Customer (keyed hash)", "Product", "Offer", "Before", "After"], examples))
             </section>
             """
+    }
+
+    /// The most lines the candidate and the policy in force may have together for the page to compare them.
+    static let diffLineLimit = 4_000
+
+    /// The candidate's changes against the policy in force, line by line (`-` a line of the policy in force the
+    /// candidate drops, `+` one it adds), with two lines around each change; nothing for an empty candidate.
+    static func candidateDiff(_ candidate: String, against inForce: String) -> HTML {
+        guard !candidate.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return .empty }
+        let old = lines(inForce), new = lines(candidate)
+        guard old.count + new.count <= diffLineLimit else {
+            return """
+                <p class="muted" id="candidate-diff">The candidate and the policy in force are too long to compare here \
+                (over \(diffLineLimit) lines): compare the files with <code>diff</code>.</p>
+                """
+        }
+        let marked = lineDiff(from: old, to: new)
+        let added = marked.filter { $0.mark == "+" }.count, removed = marked.filter { $0.mark == "-" }.count
+        guard added + removed > 0 else {
+            return """
+                <p class="muted" id="candidate-diff" data-added="0" data-removed="0">The candidate is the policy in force, line for line.</p>
+                """
+        }
+        let near = Set(marked.indices.filter { marked[$0].mark != " " }.flatMap { ($0 - 2)...($0 + 2) })
+        var shown: [HTML] = []
+        for (index, line) in marked.enumerated() {
+            if near.contains(index) {
+                let kind = line.mark == "+" ? "add" : line.mark == "-" ? "del" : "same"
+                shown.append("<span class=\"\(kind)\">\(String(line.mark)) \(line.text)</span>\n")
+            } else if near.contains(index - 1) || index == 0 {
+                shown.append("<span class=\"gap\">…</span>\n")
+            }
+        }
+        return """
+            <section id="candidate-diff" data-added="\(added)" data-removed="\(removed)"><h3>The candidate against the policy in force</h3>
+            <p class="muted">\(added) lines added, \(removed) removed (<code>-</code> the policy in force, <code>+</code> the candidate).</p>
+            <pre class="diff">\(shown)</pre></section>
+            """
+    }
+
+    /// A text's lines, without their line ends (`\n`, or `\r\n` as a browser sends a text area: one Character).
+    static func lines(_ text: String) -> [Substring] {
+        text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+    }
+
+    /// The lines of `new` and those `old` had that `new` drops, in order, each marked ` ` (in both), `-` or `+`.
+    static func lineDiff(from old: [Substring], to new: [Substring]) -> [(mark: Character, text: Substring)] {
+        var removed: Set<Int> = [], inserted: Set<Int> = []
+        for change in new.difference(from: old) {
+            switch change {
+            case .remove(let offset, _, _): removed.insert(offset)
+            case .insert(let offset, _, _): inserted.insert(offset)
+            }
+        }
+        var marked: [(mark: Character, text: Substring)] = []
+        var (i, j) = (0, 0)
+        while i < old.count || j < new.count {
+            if i < old.count, removed.contains(i) {
+                marked.append(("-", old[i]))
+                i += 1
+            } else if j < new.count, inserted.contains(j) {
+                marked.append(("+", new[j]))
+                j += 1
+            } else if i < old.count, j < new.count {
+                marked.append((" ", new[j]))
+                (i, j) = (i + 1, j + 1)
+            } else {
+                break
+            }
+        }
+        return marked
     }
 
     /// The names of a rule's parts, as the policy file writes them.

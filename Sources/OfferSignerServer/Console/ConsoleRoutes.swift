@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import OfferApplication
+import OfferEligibility
 import OfferKeys
 import OfferStore
 
@@ -73,7 +74,11 @@ struct ConsoleRoutes {
             // The query as a GET form sends it (`+` for a space), each field bounded.
             try await pages.customer(try ConsoleForm(encoded: request.uri.query ?? ""), session: try context.requireConsoleSession).response()
         }
-        signedIn.get("/policy") { _, context in pages.policy(try context.requireConsoleSession).response() }
+        signedIn.get("/policy") { request, context in
+            // `?start=in-force`: the form's candidate starts as the policy in force's text.
+            let start = try ConsoleForm(encoded: request.uri.query ?? "")["start"] == "in-force"
+            return pages.policy(try context.requireConsoleSession, candidate: start ? pages.service.policy?.text ?? "" : "").response()
+        }
         signedIn.post("/policy") { request, context in
             var request = request
             let form = try await ConsoleForm.body(of: &request)

@@ -36,12 +36,17 @@ public struct PolicyDecisionRecord: Sendable, Hashable {
     public var factsHash: String
     /// The facts the rules read, as compact JSON.
     public var factsSnapshot: String
+    /// The running experiment the decision's slot was in (schema version 18), `nil` when none ran.
+    public var experimentIdentifier: String?
+    /// The variant of ``experimentIdentifier`` the customer was assigned: what a dry-run replays the experiment with.
+    public var experimentVariant: String?
 
     /// Creates a record.
     public init(
         identifier: Int64 = Int64.random(in: 1...Int64.max), decidedAt: Int64, channel: String, bundleIdentifier: String,
         productIdentifier: String, offerIdentifier: String, retentionEntry: String? = nil, customerHash: String,
-        policyVersion: String, granted: Bool, reasons: String, lookbackSeconds: Int64, factsHash: String, factsSnapshot: String
+        policyVersion: String, granted: Bool, reasons: String, lookbackSeconds: Int64, factsHash: String, factsSnapshot: String,
+        experimentIdentifier: String? = nil, experimentVariant: String? = nil
     ) {
         self.identifier = identifier
         self.decidedAt = decidedAt
@@ -57,6 +62,8 @@ public struct PolicyDecisionRecord: Sendable, Hashable {
         self.lookbackSeconds = lookbackSeconds
         self.factsHash = factsHash
         self.factsSnapshot = factsSnapshot
+        self.experimentIdentifier = experimentIdentifier
+        self.experimentVariant = experimentVariant
     }
 }
 

@@ -61,13 +61,14 @@ extension SQLOfferStore {
                 .run()
             try await database.insert(into: "policy_decisions")
                 .columns("decided_at", "id", "channel", "bundle_identifier", "product_identifier", "offer_identifier",
-                         "retention_entry", "customer_hash", "policy_version", "granted", "reasons", "lookback_seconds", "facts_hash")
+                         "retention_entry", "customer_hash", "policy_version", "granted", "reasons", "lookback_seconds", "facts_hash",
+                         "experiment_identifier", "experiment_variant")
                 .rows(records.map { record -> [any SQLExpression] in
                     [SQLBind(record.decidedAt), SQLBind(record.identifier), SQLBind(record.channel),
                      SQLBind(record.bundleIdentifier), SQLBind(record.productIdentifier), SQLBind(record.offerIdentifier),
                      SQLBind(record.retentionEntry), SQLBind(record.customerHash), SQLBind(record.policyVersion),
                      SQLBind(Int64(record.granted ? 1 : 0)), SQLBind(record.reasons), SQLBind(record.lookbackSeconds),
-                     SQLBind(record.factsHash)]
+                     SQLBind(record.factsHash), SQLBind(record.experimentIdentifier), SQLBind(record.experimentVariant)]
                 })
                 .ignoringConflicts(with: ["decided_at", "id"])
                 .run()
@@ -121,18 +122,20 @@ extension SQLOfferStore {
     struct DecisionRow: Decodable, Sendable {
         static let columns = """
             decided_at, id, channel, bundle_identifier, product_identifier, offer_identifier, retention_entry,
-            customer_hash, policy_version, granted, reasons, lookback_seconds, facts_hash
+            customer_hash, policy_version, granted, reasons, lookback_seconds, facts_hash, experiment_identifier, experiment_variant
             """
 
         var decidedAt: Int64, identifier: Int64, channel: String, bundleIdentifier: String, productIdentifier: String
         var offerIdentifier: String, retentionEntry: String?, customerHash: String, policyVersion: String
         var granted: Int64, reasons: String, lookbackSeconds: Int64, factsHash: String
+        var experimentIdentifier: String?, experimentVariant: String?
 
         private enum CodingKeys: String, CodingKey {
             case decidedAt = "decided_at", identifier = "id", channel, bundleIdentifier = "bundle_identifier"
             case productIdentifier = "product_identifier", offerIdentifier = "offer_identifier", retentionEntry = "retention_entry"
             case customerHash = "customer_hash", policyVersion = "policy_version", granted, reasons
             case lookbackSeconds = "lookback_seconds", factsHash = "facts_hash"
+            case experimentIdentifier = "experiment_identifier", experimentVariant = "experiment_variant"
         }
 
         /// The decision, its facts snapshot left empty (read on its own, ``decisionSnapshots(hashes:)``).
@@ -141,7 +144,8 @@ extension SQLOfferStore {
                 identifier: identifier, decidedAt: decidedAt, channel: channel, bundleIdentifier: bundleIdentifier,
                 productIdentifier: productIdentifier, offerIdentifier: offerIdentifier, retentionEntry: retentionEntry,
                 customerHash: customerHash, policyVersion: policyVersion, granted: granted != 0, reasons: reasons,
-                lookbackSeconds: lookbackSeconds, factsHash: factsHash, factsSnapshot: "")
+                lookbackSeconds: lookbackSeconds, factsHash: factsHash, factsSnapshot: "",
+                experimentIdentifier: experimentIdentifier, experimentVariant: experimentVariant)
         }
     }
 }

@@ -208,6 +208,12 @@ enum StoreSchema {
         (17, [
             "CREATE INDEX IF NOT EXISTS subscription_transactions_by_purchase ON subscription_transactions (purchase_date)",
         ]),
+        // The decision log keeps the experiment and variant each decision got (issue 45, docs/policy.md "Dry-run"): a
+        // dry-run of a candidate that keeps a running experiment replays it with them.
+        (18, [
+            "ALTER TABLE policy_decisions ADD COLUMN experiment_identifier TEXT",
+            "ALTER TABLE policy_decisions ADD COLUMN experiment_variant TEXT",
+        ]),
     ]
 
     /// The versions `schema_migrations` lists, read without the migration lock; throws where the table is missing.
