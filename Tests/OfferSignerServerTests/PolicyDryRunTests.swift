@@ -448,6 +448,11 @@ struct ExperimentHistory {
             #expect(error.code == "dry_run_needs_facts")
             #expect(error.message.contains("winback-split") && error.message.contains("exactly as in force"))
         }
+        // Without the policy in force (`offer-signer policy dry-run`): refused, saying where it can be replayed.
+        let offline = await #expect(throws: OfferServiceError.self) {
+            try await PolicyDryRun(store: history.store, candidate: try OfferPolicy(text: Self.policy(bundle: history.bundle))).run(days: 7)
+        }
+        #expect(offline?.code == .dryRunNeedsFacts && offline?.message.contains("not known here") == true)
         try await history.store.close()
     }
 

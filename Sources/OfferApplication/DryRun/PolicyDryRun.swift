@@ -120,6 +120,11 @@ public struct PolicyDryRun: Sendable {
         // An experiment assigns by the customer's identifier too: only one kept as in force is replayed, with the
         // variant each decision was logged with.
         let changed = candidate.experiments.filter { !Self.keeps($0, inForce) }.map(\.identifier)
+        if !changed.isEmpty, inForce == nil {
+            throw OfferServiceError(.dryRunNeedsFacts, "The candidate has experiment \(changed.joined(separator: ", ")), and the policy in force is "
+                + "not known here, so whether the candidate keeps it cannot be told. Dry-run it on the service (POST /admin/policy/dry-run "
+                + "or the console's Policy page), which replays an experiment kept as in force, or dry-run the candidate without it.")
+        }
         guard changed.isEmpty else {
             let list = changed.joined(separator: ", ")
             throw OfferServiceError(.dryRunNeedsFacts, "The candidate changes experiment \(list): the policy in force has no such experiment, "
