@@ -213,6 +213,9 @@ enum StoreSchema {
         (18, [
             "ALTER TABLE policy_decisions ADD COLUMN experiment_identifier TEXT",
             "ALTER TABLE policy_decisions ADD COLUMN experiment_variant TEXT",
+            // The overview's refusal rate counts a range's decisions by answer from this index alone (SQLite read each
+            // row of the table for its answer: 35,000 lookups for 30 days of 105,000 decisions).
+            "CREATE INDEX IF NOT EXISTS policy_decisions_by_time_answer ON policy_decisions (decided_at, granted)",
         ]),
     ]
 
