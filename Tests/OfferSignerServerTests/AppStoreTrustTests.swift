@@ -199,8 +199,9 @@ import OfferApplication
             let logged = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle))
             #expect(!logged.contains { $0.applicationUsername == victim })
         }
-        // The conflict is audited, under the customer it named.
-        let audit = try await fixture.store.auditEvents(limit: 10, since: nil)
+        // The conflict is audited, under the customer it named (among every test's recent events: the PostgreSQL
+        // database is shared, so the last ten may all be others').
+        let audit = try await fixture.store.auditEvents(limit: 10_000, since: Date() - 600)
         #expect(audit.contains { $0.action == "customer.binding_conflict" && $0.details["conflict"] == "token_bound_elsewhere" && $0.details["source"] == "notification" })
     }
 
