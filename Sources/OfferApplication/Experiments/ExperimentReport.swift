@@ -227,21 +227,22 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
     /// A comparison in words: "free is better than none on retained: +6.1 points (+1.2 to +11.0, 97.5 %)".
     static func summary(_ variant: String, _ against: String, _ interval: AlwaysValidInterval, metric: String, level: Double) -> String {
         let range = "\(points(interval.estimate)) points (\(points(interval.lower)) to \(points(interval.upper)), \(percent(level)))"
-        switch ComparisonSet.verdict(interval) {
-        case .better: return "\(variant) is better than \(against) on \(metric): \(range)."
-        case .worse: return "\(variant) is worse than \(against) on \(metric): \(range)."
-        case .noDifferenceYet: return "No difference found yet between \(variant) and \(against) on \(metric): \(range)."
-        }
+        return verdictSentence(variant, against, interval, on: metric, range: range)
     }
 
     /// A revenue comparison in words: "half is better than none on revenue in USD: +1.25 USD per customer (+0.40 to
     /// +2.10, 97.5 %)".
     static func revenueSummary(_ variant: String, _ against: String, _ interval: AlwaysValidInterval, currency: String, level: Double) -> String {
         let range = "\(money(interval.estimate)) \(currency) per customer (\(money(interval.lower)) to \(money(interval.upper)), \(percent(level)))"
+        return verdictSentence(variant, against, interval, on: "revenue in \(currency)", range: range)
+    }
+
+    /// The verdict of `interval` in a sentence: "`variant` is better than `against` on `metric`: `range`."
+    private static func verdictSentence(_ variant: String, _ against: String, _ interval: AlwaysValidInterval, on metric: String, range: String) -> String {
         switch ComparisonSet.verdict(interval) {
-        case .better: return "\(variant) is better than \(against) on revenue in \(currency): \(range)."
-        case .worse: return "\(variant) is worse than \(against) on revenue in \(currency): \(range)."
-        case .noDifferenceYet: return "No difference found yet between \(variant) and \(against) on revenue in \(currency): \(range)."
+        case .better: "\(variant) is better than \(against) on \(metric): \(range)."
+        case .worse: "\(variant) is worse than \(against) on \(metric): \(range)."
+        case .noDifferenceYet: "No difference found yet between \(variant) and \(against) on \(metric): \(range)."
         }
     }
 
