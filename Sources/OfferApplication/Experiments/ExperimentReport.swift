@@ -238,7 +238,9 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
     }
 
     /// The verdict of `interval` in a sentence: "`variant` is better than `against` on `metric`: `range`."
-    private static func verdictSentence(_ variant: String, _ against: String, _ interval: AlwaysValidInterval, on metric: String, range: String) -> String {
+    private static func verdictSentence(
+        _ variant: String, _ against: String, _ interval: AlwaysValidInterval, on metric: String, range: String
+    ) -> String {
         switch ComparisonSet.verdict(interval) {
         case .better: "\(variant) is better than \(against) on \(metric): \(range)."
         case .worse: "\(variant) is worse than \(against) on \(metric): \(range)."
