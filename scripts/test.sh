@@ -13,6 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 failed=()
+failed_logs=()
 steps=0
 # Runs one step (its name, then the command); a failure is noted, and the next step runs.
 step() {
@@ -20,10 +21,12 @@ step() {
   shift
   steps=$((steps + 1))
   echo "--- $name"
-  "$@"
-  status=$?
+  local log=${TMPDIR:-/tmp}/offer-signer-step.$$.$steps.log
+  "$@" 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
   if [ "$status" -ne 0 ]; then
     failed+=("$name: exit $status after $((SECONDS - start)) s")
+    failed_logs+=("$name|$log")
     echo "--- $name failed (exit $status); the other steps still run" >&2
   fi
   return 0
@@ -36,18 +39,41 @@ if ! swift build --build-tests; then
 fi
 bin="$(swift build --show-bin-path)/offer-signer"
 
-# The suite's output is kept, so that the tests which failed can be named again at the end, where CI shows it.
-test_log=${TMPDIR:-/tmp}/offer-signer-swift-test.$$.log
-# Bounded (OFFER_SIGNER_TEST_TIMEOUT seconds, default 1800; the suite takes 2-5 minutes on 2 cores), so that a test
-# that never returns fails this step instead of taking CI's whole time, and the checks after it still run.
+# The suites whose assertions bound wall-clock time (a 503 within the store's timeout, a throttle's refill, Apple's
+# deadline, a partial body's wait): they run after the others, one test at a time, so that the rest of the suite — a
+# few hundred tests at once on two cores — is not what they measure. Every other suite runs in parallel.
+timed_suites='\.(StoreOutageTests|AppStoreFactsTests|AppStoreConfigurationTests|ClientAuthenticationTests|AdminEdgeTests|AppStoreServerAPIClientTests|ResilienceTests|RetentionMessagingClientTests|RetentionTests|AsyncGateTests|DecisionLogRetryTests|SQLiteFileLockTests|EventLoopSigningTests|HTTPConformanceTests|MigrationWaitTests|RotationUnderLoadTests)\b'
+
+# The suites' output is kept, so that the tests which failed (or never finished) can be named again at the end, where
+# CI shows it.
+test_logs=("${TMPDIR:-/tmp}/offer-signer-swift-test.$$.parallel.log" "${TMPDIR:-/tmp}/offer-signer-swift-test.$$.timed.log")
+# Runs `swift test` with the given arguments (after the log file's path), bounded (OFFER_SIGNER_TEST_TIMEOUT seconds, default 1200; the whole
+# suite takes 2-5 minutes on 2 cores), so that a test that never returns fails its step instead of taking CI's whole
+# time — and is named — and the checks after it still run.
 swift_test() {
-  local limit=${OFFER_SIGNER_TEST_TIMEOUT:-1800}
-  timeout -k 10 "$limit" swift test 2>&1 | tee "$test_log"
+  local limit=${OFFER_SIGNER_TEST_TIMEOUT:-1200} log=$1
+  shift
+  timeout -k 10 "$limit" swift test --skip-build "$@" 2>&1 | tee "$log"
   local status=${PIPESTATUS[0]}
-  [ "$status" -eq 124 ] || [ "$status" -eq 137 ] && echo "--- swift test did not finish within $limit s" >&2
+  if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+    echo "--- swift test did not finish within $limit s; the tests that started and never ended:" >&2
+    unfinished "$log" >&2
+  fi
   return "$status"
 }
-step "swift test" swift_test
+# The tests a log shows started but not ended (a parameterized test's cases are not ended one by one).
+unfinished() {
+  sed 's/\x1b\[[0-9;]*m//g' "$1" | awk '
+    /^◇ Test case passing / { next }
+    /^◇ Test .* started\.$/ { name = substr($0, length("◇ Test ") + 1); sub(/ started\.$/, "", name); open[name]++ }
+    /^(✔|✘) Test .* (passed|failed) after / {
+      rest = substr($0, length("✔ Test ") + 1)
+      for (name in open) if (index(rest, name " ") == 1) { open[name]--; break }
+    }
+    END { n = 0; for (name in open) if (open[name] > 0) { print "  " name; n++ } if (n == 0) print "  (none: every test that started ended)" }'
+}
+step "swift test (in parallel)" swift_test "${test_logs[0]}" --skip "$timed_suites"
+step "swift test (the timed suites, one test at a time)" swift_test "${test_logs[1]}" --no-parallel --filter "$timed_suites"
 
 venv=${OFFER_SIGNER_VENV:-.venv}
 python_packages() {
@@ -79,11 +105,18 @@ if [ ${#failed[@]} -gt 0 ]; then
   echo "=== ${#failed[@]} of $steps steps failed (after the build):" >&2
   printf '  %s\n' "${failed[@]}" >&2
   # Without the terminal's colours (Swift Testing writes them when TERM says it may).
-  failures=$(sed 's/\x1b\[[0-9;]*m//g' "$test_log" 2>/dev/null | grep '^✘ Test .* recorded an issue' | cut -c1-600 | head -40)
+  failures=$(cat "${test_logs[@]}" 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' | grep '^✘ Test .* recorded an issue' | cut -c1-600 | head -40)
   if [ -n "$failures" ]; then
-    echo "=== the Swift tests that failed (the whole output: $test_log):" >&2
+    echo "=== the Swift tests that failed (the whole output: ${test_logs[*]}):" >&2
     echo "$failures" >&2
   fi
+  # The end of each failed step's output (the Swift suites' failures are named above).
+  for entry in "${failed_logs[@]}"; do
+    name=${entry%%|*} log=${entry#*|}
+    case $name in "swift test"*) continue ;; esac
+    echo "=== the end of $name's output ($log):" >&2
+    sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -v '^$' | tail -n 12 | cut -c1-400 >&2
+  done
   exit 1
 fi
 echo "=== all $steps steps passed (after the build), in $SECONDS s"

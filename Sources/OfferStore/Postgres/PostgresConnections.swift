@@ -52,6 +52,8 @@ final class PostgresConnections: Sendable {
         /// How many checks were set off (tests).
         var checksStarted = 0
         var closed = false
+        /// Leases taken and not ended, on every client.
+        var leases = 0
     }
 
     /// How many checks of the database were set off since the store opened.
@@ -101,7 +103,10 @@ final class PostgresConnections: Sendable {
     ///   ``waitLimit`` (``patientWaitLimit``); what `body` throws.
     func withConnection<T: Sendable>(patient: Bool = false, _ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let client = try take()
-        defer { client.end() }
+        defer {
+            client.end()
+            state.withLock { $0.leases -= 1 }
+        }
         let leased = LeaseFlag()
         let limit = patient ? max(waitLimit, Self.patientWaitLimit) : waitLimit
         let watching = !patient
@@ -182,7 +187,9 @@ final class PostgresConnections: Sendable {
         }
     }
 
-    /// Closes every client; leases fail from now on.
+    /// Closes every client; leases fail from now on. Returns once the leases under way have ended (their statements
+    /// fail as their connections close), or after ``drainLimit``: the event loops their statements run on may be shut
+    /// down after this returns, and a statement submitted to a loop that was shut down would never be answered.
     func close() async {
         let (clients, checking) = state.withLock { state -> ([Client], Task<Void, Never>?) in
             state.closed = true
@@ -193,6 +200,18 @@ final class PostgresConnections: Sendable {
         checking?.cancel()
         await checking?.value
         for client in clients { await client.close() }
+        await drain()
+    }
+
+    /// How long ``close()`` waits for the leases under way to end.
+    static let drainLimit: Duration = .seconds(5)
+
+    /// Waits until no lease is under way, at most ``drainLimit`` (looked at every 10 ms: a store closes once).
+    private func drain() async {
+        let start = ContinuousClock.now
+        while state.withLock({ $0.leases }) > 0, ContinuousClock.now - start < Self.drainLimit, !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
     }
 
     // MARK: the outage
@@ -203,6 +222,7 @@ final class PostgresConnections: Sendable {
             if state.closed { return .failure(OfferStoreError(code: .unavailable, message: "PostgreSQL store: the store is closed.")) }
             if let down = state.down { return .failure(Self.downError(down, probeInterval: probeInterval)) }
             state.current.begin()
+            state.leases += 1
             return .success(state.current)
         }
         return try taken.get()
