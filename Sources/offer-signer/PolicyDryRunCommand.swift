@@ -34,13 +34,15 @@ extension PolicyCommand {
                 FileHandle.standardError.write(Data("\(error.message)\n".utf8))
                 throw ExitCode(1)
             }
-            let (_, store, _) = try await openForTools(readOnly: true)
+            let (configuration, store, _) = try await openForTools(readOnly: true)
             guard let store else {
                 throw ValidationError("A dry-run replays the store's decision log: set \(variable: .databaseUrl).")
             }
             let report: DryRunReport
             do {
-                report = try await PolicyDryRun(store: store, candidate: candidate).run(days: days)
+                // The policy in force, whose experiments a candidate may keep.
+                let inForce = try await StorePolicy(store: store).inForce(file: configuration.policy)
+                report = try await PolicyDryRun(store: store, candidate: candidate, inForce: inForce).run(days: days)
             } catch let error as OfferServiceError {
                 try? await store.close()
                 FileHandle.standardError.write(Data("\(error.message)\n".utf8))

@@ -456,6 +456,53 @@ struct ExperimentHistory {
         try await history.store.close()
     }
 
+    @Test("decisions made while the experiment ran but logged without its variant (before schema 18) are counted as not replayed, never guessed",
+          arguments: StoreBackend.available)
+    func decisionsWithoutTheirVariantAreCounted(_ backend: StoreBackend) async throws {
+        let history = try await ExperimentHistory(backend)
+        _ = try await history.make()
+        // Three win-back decisions as a release before schema 18 logged them: no experiment, no variant.
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let logged = try await history.store.policyDecisions(
+            bundleIdentifiers: [history.bundle], since: now - 3_600_000, until: now + 60_000, after: nil, limit: 100)
+        let model = try #require(logged.first { $0.offerIdentifier == "winback" })
+        let snapshots = try await history.store.decisionSnapshots(hashes: [model.factsHash])
+        for offset in 1...3 {
+            history.store.logDecision(PolicyDecisionRecord(
+                decidedAt: now - Int64(offset) * 1000, channel: model.channel, bundleIdentifier: history.bundle, productIdentifier: model.productIdentifier,
+                offerIdentifier: "winback", customerHash: model.customerHash, policyVersion: model.policyVersion, granted: false,
+                reasons: model.reasons, lookbackSeconds: model.lookbackSeconds, factsHash: model.factsHash,
+                factsSnapshot: try #require(snapshots[model.factsHash])))
+        }
+        await history.store.flushDecisionLog()
+        let inForce = try #require(history.service.policy)
+        let report = try await PolicyDryRun(store: history.store, candidate: inForce, inForce: inForce).run(days: 7)
+        #expect(report.replayed == 32)
+        #expect(report.unchanged == 32)
+        #expect(report.notReplayed == .init(unreadable: 0, withoutExperimentVariant: 3))
+        #expect(ConsolePages.notReplayedNote(report.notReplayed).text.contains("3 made while the candidate"))
+        #expect(ConsolePages.notReplayedNote(.init()).text.isEmpty)
+        // The candidate without the experiment needs no variant: all 35 replay.
+        let without = try OfferPolicy(text: Self.policy(bundle: history.bundle, experiment: false))
+        let all = try await PolicyDryRun(store: history.store, candidate: without, inForce: inForce).run(days: 7)
+        #expect(all.replayed == 35 && all.notReplayed == .init())
+
+        // `offer-signer policy dry-run` takes the policy in force as `serve` does: the file until one is applied to the
+        // store, then the store's; with it, a candidate keeping the experiment replays offline too.
+        let document = StorePolicy(store: history.store, documentName: "policy-\(UUID().uuidString.prefix(8))")
+        let fromFile = try await document.inForce(file: inForce)
+        #expect(fromFile?.version == inForce.version)
+        #expect(try await PolicyDryRun(store: history.store, candidate: inForce, inForce: fromFile).run(days: 7).replayed == 32)
+        #expect(try await document.inForce(file: nil) == nil)
+        _ = try await document.apply(without)
+        let applied = try await document.inForce(file: inForce)
+        #expect(applied?.version == without.version)
+        await #expect(throws: OfferServiceError.self) {
+            try await PolicyDryRun(store: history.store, candidate: inForce, inForce: applied).run(days: 7)
+        }
+        try await history.store.close()
+    }
+
     @Test("the console's policy page starts a candidate from the policy in force and shows the candidate's line diff against it",
           arguments: StoreBackend.available)
     func consoleStartsFromThePolicyInForce(_ backend: StoreBackend) async throws {

@@ -62,7 +62,21 @@ public struct DryRunReport: Codable, Sendable, Hashable {
         }
     }
 
+    /// The window's decisions that were not decided again, by why (none of them is in the other counts).
+    public struct NotReplayed: Codable, Sendable, Hashable {
+        /// Their facts could not be read back (a snapshot that no longer decodes, a channel this release does not know).
+        public var unreadable: Int
+        /// Made while one of the candidate's experiments ran, without the variant it gave them: logged before the log
+        /// kept each decision's variant (store schema 18), or under another experiment of the same offer.
+        public var withoutExperimentVariant: Int
+
+        public init(unreadable: Int = 0, withoutExperimentVariant: Int = 0) {
+            (self.unreadable, self.withoutExperimentVariant) = (unreadable, withoutExperimentVariant)
+        }
+    }
+
     public var replayed = 0
+    public var notReplayed = NotReplayed()
     public var unchanged = 0
     public var grantedToRefused = 0
     public var refusedToGranted = 0

@@ -10,8 +10,6 @@ struct DryRunTally {
     private(set) var report = DryRunReport()
     /// The candidate's rules that look back further than the log kept for the decisions replayed.
     private(set) var shortfalls = LookbackShortfalls()
-    /// Decisions whose snapshot could not be read back.
-    private(set) var unreadable = 0
     private var byOffer: [OfferKey: (grantedToRefused: Int, refusedToGranted: Int)] = [:]
     private var signaturesBefore = 0
     private var signaturesAfter = 0
@@ -41,7 +39,7 @@ struct DryRunTally {
 
     mutating func replay(_ record: PolicyDecisionRecord) {
         guard let channel = DecisionChannel(rawValue: record.channel), let snapshot = snapshot(record) else {
-            unreadable += 1
+            report.notReplayed.unreadable += 1
             return
         }
         // A running experiment of the candidate's that the decision has no logged variant of (made before the log kept
@@ -51,7 +49,7 @@ struct DryRunTally {
         let decidedAt = Date(timeIntervalSince1970: Double(record.decidedAt) / 1000)
         for experiment in rules.flatMap({ OfferPolicy.experiments(in: $0) }) where experiment.isRunning(at: decidedAt) {
             guard record.experimentIdentifier == experiment.identifier, record.experimentVariant != nil else {
-                unreadable += 1
+                report.notReplayed.withoutExperimentVariant += 1
                 return
             }
         }

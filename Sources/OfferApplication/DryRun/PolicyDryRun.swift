@@ -79,8 +79,14 @@ public struct PolicyDryRun: Sendable {
         }
         // A store without the log's aggregate: the shortfalls the replay met.
         if let refusal = tally.shortfalls.refusal { throw refusal }
-        if tally.unreadable > 0 && tally.report.replayed == 0 {
-            throw OfferServiceError(.dryRunNeedsFacts, "None of the \(tally.unreadable) logged decisions could be read back.")
+        let notReplayed = tally.report.notReplayed
+        if tally.report.replayed == 0, notReplayed.unreadable + notReplayed.withoutExperimentVariant > 0 {
+            throw OfferServiceError(.dryRunNeedsFacts, notReplayed.withoutExperimentVariant > 0
+                ? "None of the window's logged decisions could be decided again: \(notReplayed.withoutExperimentVariant) were made while "
+                    + "the candidate's experiment ran but were logged without its variant (before the log kept variants, or under another "
+                    + "experiment), \(notReplayed.unreadable) could not be read back. Dry-run a window after the experiment started, or the "
+                    + "candidate without it."
+                : "None of the \(notReplayed.unreadable) logged decisions could be read back.")
         }
         return tally.finish(days: days)
     }
@@ -122,8 +128,9 @@ public struct PolicyDryRun: Sendable {
         let changed = candidate.experiments.filter { !Self.keeps($0, inForce) }.map(\.identifier)
         if !changed.isEmpty, inForce == nil {
             throw OfferServiceError(.dryRunNeedsFacts, "The candidate has experiment \(changed.joined(separator: ", ")), and the policy in force is "
-                + "not known here, so whether the candidate keeps it cannot be told. Dry-run it on the service (POST /admin/policy/dry-run "
-                + "or the console's Policy page), which replays an experiment kept as in force, or dry-run the candidate without it.")
+                + "not known here (none was applied to the store, and OFFER_SIGNER_POLICY is not set), so whether the candidate keeps it "
+                + "cannot be told. Set OFFER_SIGNER_POLICY to the policy the service runs, dry-run it on the service (POST "
+                + "/admin/policy/dry-run or the console's Policy page), or dry-run the candidate without the experiment.")
         }
         guard changed.isEmpty else {
             let list = changed.joined(separator: ", ")

@@ -40,6 +40,12 @@ public struct StorePolicy: Sendable {
         }
     }
 
+    /// The policy a service on this store runs, as `serve` chooses it: the one applied to the store, else `file`
+    /// (`OFFER_SIGNER_POLICY`). Tools that run beside the service (`offer-signer policy dry-run`) use it.
+    public func inForce(file: OfferPolicy?) async throws(OfferServiceError) -> OfferPolicy? {
+        try await load()?.policy ?? file
+    }
+
     /// What ``apply(_:)`` did.
     public struct Applied: Sendable, Hashable {
         /// The revision now in the store.

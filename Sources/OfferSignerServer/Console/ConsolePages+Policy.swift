@@ -146,6 +146,7 @@ extension ConsolePages {
             <div class="card"><span>Another offer or answer</span><b>\(report.changedOffer)</b></div>
             <div class="card"><span>Signatures a day</span><b>\(String(format: "%.2f → %.2f", perDay.before, perDay.after))</b></div>
             </div>
+            \(Self.notReplayedNote(report.notReplayed))
             <h3>By offer</h3>
             \(byOffer.isEmpty ? "<p class=\"muted\">No offer changes.</p>" : ConsoleLayout.table(["Product", "Offer", "Granted → refused", "Refused → granted"], byOffer, numericFrom: 2))
             <h3>Examples (at most \(DryRunReport.maximumExamples))</h3>
@@ -159,6 +160,18 @@ extension ConsolePages {
 
     /// The candidate's changes against the policy in force, line by line (`-` a line of the policy in force the
     /// candidate drops, `+` one it adds), with two lines around each change; nothing for an empty candidate.
+    /// Says which of the window's decisions were not decided again, and why; nothing when all were.
+    static func notReplayedNote(_ notReplayed: DryRunReport.NotReplayed) -> HTML {
+        var parts: [String] = []
+        if notReplayed.withoutExperimentVariant > 0 {
+            parts.append("\(notReplayed.withoutExperimentVariant) made while the candidate's experiment ran but logged without its variant "
+                + "(before the log kept variants, or under another experiment)")
+        }
+        if notReplayed.unreadable > 0 { parts.append("\(notReplayed.unreadable) whose facts could not be read back") }
+        guard !parts.isEmpty else { return "" }
+        return "<p class=\"note\" id=\"not-replayed\">Not replayed, and in none of the counts: \(parts.joined(separator: "; ")).</p>"
+    }
+
     static func candidateDiff(_ candidate: String, against inForce: String) -> HTML {
         guard !candidate.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return .empty }
         let old = lines(inForce), new = lines(candidate)
