@@ -28,8 +28,13 @@ import Testing
         let manager: KeyManager
         let part: RouterPart
 
-        init(part: RouterPart = .all, policy: OfferPolicy? = nil) async throws {
-            store = try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test"))
+        /// `backend`: a store of ``StoreBackend`` (a SQLite file, or the shared PostgreSQL database), else in memory.
+        init(part: RouterPart = .all, policy: OfferPolicy? = nil, backend: StoreBackend? = nil) async throws {
+            store = if let backend {
+                try await backend.open()
+            } else {
+                try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test"))
+            }
             let keys = try [SigningKey.generate(keyIdentifier: "TESTKEY001"), SigningKey.generate(keyIdentifier: "TESTKEY002")]
             let entries = keys.map { KeyRing.Entry(key: $0, source: "test") }
             service = OfferService(

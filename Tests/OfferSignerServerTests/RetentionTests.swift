@@ -178,6 +178,10 @@ private struct SlowStore: OfferStore {
     }
     func outcomeReport(_ query: OutcomeQuery) async throws -> OutcomeReport { try await base.outcomeReport(query) }
     func outcomeTotals(_ query: OutcomeQuery) async throws -> OutcomeTotals { try await base.outcomeTotals(query) }
+    func outcomePage(_ query: OutcomeQuery, limit: Int, offset: Int) async throws -> OutcomePage {
+        try await base.outcomePage(query, limit: limit, offset: offset)
+    }
+    func dailyOutcomeTotals(_ query: OutcomeQuery) async throws -> [DailyOutcomeTotals] { try await base.dailyOutcomeTotals(query) }
     func appendAudit(_ event: AuditEvent) async throws { try await base.appendAudit(event) }
     func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent] { try await base.auditEvents(limit: limit, since: since) }
     func document(named name: String) async throws -> StoredDocument? { try await base.document(named: name) }

@@ -35,6 +35,32 @@ extension OfferService {
         return try await storeCall { try await store.outcomeTotals(query) }
     }
 
+    /// The rows `offset..<offset + limit` of ``outcomeReport(from:to:bundleIdentifier:environment:)`` ordered by
+    /// signatures issued (most first), with the report's figures, and how many rows the report has (the console's
+    /// Offers table). Read where the caller runs, as ``outcomeTotals(from:to:bundleIdentifier:environment:)`` is:
+    /// the figures are computed for the page's rows only.
+    /// - Throws: ``OfferServiceError`` as the report does, and 400 `invalid_request` for a limit outside 1…1,000 or
+    ///   a negative offset.
+    public func outcomePage(from: Date, to: Date, bundleIdentifier: String?, environment: String?, limit: Int, offset: Int)
+        async throws(OfferServiceError) -> OutcomePage {
+        let query = try outcomeQuery(from: from, to: to, bundleIdentifier: bundleIdentifier, environment: environment)
+        guard (1...1_000).contains(limit), (0...1_000_000_000).contains(offset) else {
+            throw OfferServiceError.invalidRequest(field: "page", "A page holds 1 to 1,000 rows and starts at row 0 or later.")
+        }
+        guard let store else { throw OfferServiceError.storeUnavailable }
+        return try await storeCall { try await store.outcomePage(query, limit: limit, offset: offset) }
+    }
+
+    /// Each UTC day's signatures issued and redemptions, every offer added up, as
+    /// ``dailyOutcomeReports(from:to:bundleIdentifier:environment:)`` counts them (the console's chart), from the daily
+    /// rollups: read where the caller runs.
+    public func dailyOutcomeTotals(from: Date, to: Date, bundleIdentifier: String?, environment: String?)
+        async throws(OfferServiceError) -> [DailyOutcomeTotals] {
+        let query = try outcomeQuery(from: from, to: to, bundleIdentifier: bundleIdentifier, environment: environment)
+        guard let store else { throw OfferServiceError.storeUnavailable }
+        return try await storeCall { try await store.dailyOutcomeTotals(query) }
+    }
+
     /// The same report for every UTC day that `[from, to)` touches, in order (the first and last days cut to the
     /// window), on the ``BackgroundLane``, a day at a time.
     public func dailyOutcomeReports(from: Date, to: Date, bundleIdentifier: String?, environment: String?) async throws(OfferServiceError) -> [OutcomeReport] {

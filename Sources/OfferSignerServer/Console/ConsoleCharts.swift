@@ -7,10 +7,8 @@ import OfferStore
 enum ConsoleCharts {
     /// One pair of bars per day: signatures issued and offers redeemed (every offer summed); each key or policy change
     /// in `changes` (the audit's) a dashed line on its day, with `data-change` (the action) and a `<title>`.
-    static func dailyBars(_ days: [OutcomeReport], changes: [(at: Date, action: String, target: String)] = []) -> HTML {
-        let values = days.map { day in
-            (day: String(day.from.formatted(.iso8601).prefix(10)), issued: day.offers.map(\.issued).reduce(0, +), redeemed: day.offers.map(\.redeemed).reduce(0, +))
-        }
+    static func dailyBars(_ days: [DailyOutcomeTotals], changes: [(at: Date, action: String, target: String)] = []) -> HTML {
+        let values = days.map { day in (day: String(day.from.formatted(.iso8601).prefix(10)), issued: day.issued, redeemed: day.redeemed) }
         guard !values.isEmpty else { return "<p class=\"muted\">No days in the window.</p>" }
         let maximum = max(1, values.map { max($0.issued, $0.redeemed) }.max() ?? 1)
         let (width, height, top, bottom, left) = (720.0, 260.0, 16.0, 34.0, 40.0)

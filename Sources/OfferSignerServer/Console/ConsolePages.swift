@@ -16,17 +16,22 @@ struct ConsolePages {
     /// When the policy in force was loaded (it is read once, as the service starts).
     var policyLoadedAt = Date()
 
-    /// `/console/offers`: the range's outcomes per offer with their rates and revenue per currency, the daily chart of
-    /// issued against redeemed with key and policy changes marked, and the table's CSV.
-    func offers(_ session: ConsoleSession, range: ConsoleRange) async throws -> HTML {
+    /// `/console/offers`: the range's funnel (the totals, as the overview reads them), the daily chart of issued
+    /// against redeemed with key and policy changes marked, and one page of the table per offer — the offers with the
+    /// most signatures first, ``offersPerPage`` a page — with the report's figures, computed for the page's rows only.
+    /// `page` is 1-based.
+    func offers(_ session: ConsoleSession, range: ConsoleRange, page: Int = 1) async throws -> HTML {
         guard let store = service.store else {
             return ConsoleLayout.page("Offers", session: session, current: "/console/offers", body: "<p class=\"note\">Outcomes need the customer store.</p>")
         }
-        let report = try await service.outcomeReport(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
-        let days = try await service.dailyOutcomeReports(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
+        let totals = try await service.outcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
+        let shown = try await service.outcomePage(
+            from: range.from, to: range.to, bundleIdentifier: nil, environment: nil,
+            limit: Self.offersPerPage, offset: (page - 1) * Self.offersPerPage)
+        let days = try await service.dailyOutcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
         let changes = try await storeCall { try await store.auditEvents(limit: 500, since: range.from) }
             .filter { $0.at < range.to && Self.chartedActions.contains($0.action) }
-        let rows: [[HTML]] = report.offers.map { offer in
+        let rows: [[HTML]] = shown.offers.map { offer in
             let revenue = offer.revenue.map { ConsoleLayout.money($0.milliunits, $0.currency) }.joined(separator: ", ")
             return [
                 offer.offerIdentifier.isEmpty ? "<span class=\"muted\">(introductory)</span>" : "\(offer.offerIdentifier)", "\(offer.productIdentifier)",
@@ -34,19 +39,22 @@ struct ConsolePages {
                 "\(offer.attributed)", "\(offer.customers)", ConsoleLayout.channel(offer.channel), "\(offer.bundleIdentifier)",
             ]
         }
-        let totals = Self.totals(report.offers)
+        let counted = Totals(
+            issued: totals.issued, redeemed: totals.redeemed, attributed: totals.attributed,
+            renewed: totals.renewedAfterOffer, refunded: totals.refunded)
         let decisions = try await decisionCounts(store, range: range)
         let funnel: HTML = """
-            <div class="cards"><div class="card"><span>Issued</span><b>\(totals.issued)</b></div>
+            <div class="cards"><div class="card"><span>Issued</span><b data-metric="issued">\(counted.issued)</b></div>
             \(Self.refusalCard(decisions))
-            <div class="card"><span>Redeemed</span><b>\(totals.redeemed)</b></div>
-            \(Self.redemptionRateCard(totals))
-            <div class="card"><span>Renewed after the offer</span><b>\(totals.renewed)</b></div>
-            <div class="card"><span>Refunded</span><b>\(totals.refunded)</b></div>
-            \(Self.revenueCard(report.offers))</div>
+            <div class="card"><span>Redeemed</span><b data-metric="redeemed">\(counted.redeemed)</b></div>
+            \(Self.redemptionRateCard(counted))
+            <div class="card"><span>Renewed after the offer</span><b data-metric="renewed">\(counted.renewed)</b></div>
+            <div class="card"><span>Refunded</span><b data-metric="refunded">\(counted.refunded)</b></div>
+            \(Self.revenueCard(totals.revenue))</div>
             """
         let table: HTML = rows.isEmpty
-            ? "<p class=\"muted\">No offer was issued or redeemed in this range.</p>"
+            ? (shown.rowCount == 0
+                ? "<p class=\"muted\">No offer was issued or redeemed in this range.</p>" : "<p class=\"muted\">No offer on this page.</p>")
             : ConsoleLayout.table(Self.offerColumns, rows, numeric: 2..<9)
         return ConsoleLayout.page("Offers", session: session, current: "/console/offers", body: """
             \(range.selector(path: "/console/offers"))
@@ -55,12 +63,41 @@ struct ConsolePages {
             <h2>Issued and redeemed per day (UTC)</h2>
             \(ConsoleCharts.dailyBars(days, changes: changes.map { (at: $0.at, action: $0.action, target: $0.target) }))
             <h2>Per offer</h2>
+            \(Self.pageLinks(range: range, page: page, rowCount: shown.rowCount, shown: shown.offers.count))
             \(table)
-            <p><a href="/console/offers.csv?\(range.query)" download id="export">Export this table as CSV</a></p>
+            <p><a href="/console/offers.csv?\(range.query)" download id="export">Export the whole table as CSV</a> (every offer of the range)</p>
             <p class="note" id="revenue-note">Revenue here is every redemption of the offer purchased in the range, whoever redeemed it. An \
             experiment's page counts only its exposed customers' redemptions within its window after each exposure, so the \
             two differ for the same offer (docs/experiments.md).</p>
             """)
+    }
+
+    /// Rows of the Offers table a page.
+    static let offersPerPage = 50
+
+    /// The page of the Offers table a query asks for: `page=N` from 1 (1 when absent); anything else is 400.
+    static func offersPage(_ query: ConsoleForm) throws(APIError) -> Int {
+        guard let text = query["page"], !text.isEmpty else { return 1 }
+        guard text.utf8.count <= 6, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let page = Int(text), page >= 1 else {
+            throw APIError.invalidRequest(field: "page", "page is a page number of the table, from 1 (at most 999999).")
+        }
+        return page
+    }
+
+    /// Which rows the page shows, of how many, with links to the previous and next pages (the range kept).
+    static func pageLinks(range: ConsoleRange, page: Int, rowCount: Int, shown: Int) -> HTML {
+        guard rowCount > 0 else { return .empty }
+        let pages = (rowCount + offersPerPage - 1) / offersPerPage
+        let first = (page - 1) * offersPerPage
+        let what: HTML = shown == 0
+            ? "Page \(page) is past the last page (\(pages)) of the \(rowCount) offers of the range"
+            : "Offers \(first + 1)–\(first + shown) of \(rowCount), the most signatures first"
+        var pieces: [HTML] = [what]
+        if page > 1 {
+            pieces += [" · ", "<a href=\"/console/offers?\(range.query)&amp;page=\(min(page - 1, pages))\" rel=\"prev\">← previous</a>"]
+        }
+        if page < pages { pieces += [" · ", "<a href=\"/console/offers?\(range.query)&amp;page=\(page + 1)\" rel=\"next\">next →</a>"] }
+        return "<p class=\"muted\" id=\"offers-page\" data-rows=\"\(rowCount)\">\(pieces)</p>"
     }
 
     /// The Offers table's columns, the key ones first (a phone shows the first few without scrolling).

@@ -50,8 +50,9 @@ struct ConsoleRoutes {
             return try await pages.overview(try context.requireConsoleSession, range: range).response()
         }
         signedIn.get("/offers") { request, context in
-            let range = try ConsoleRange(query: try ConsoleForm(encoded: request.uri.query ?? ""))
-            return try await pages.offers(try context.requireConsoleSession, range: range).response()
+            let query = try ConsoleForm(encoded: request.uri.query ?? "")
+            let range = try ConsoleRange(query: query)
+            return try await pages.offers(try context.requireConsoleSession, range: range, page: try ConsolePages.offersPage(query)).response()
         }
         signedIn.get("/offers.csv") { request, context in
             let range = try ConsoleRange(query: try ConsoleForm(encoded: request.uri.query ?? ""))

@@ -11,6 +11,8 @@ public struct OutcomeQuery: Sendable, Hashable {
     public var bundleIdentifier: String?
     /// One App Store environment, or every one.
     public var environment: String?
+    /// Only these apps (a page of the report: its rows' apps), or no such bound. Set by the store, not by callers.
+    var pageBundles: [String]?
 
     /// Creates a query.
     public init(from: Int64, to: Int64, bundleIdentifier: String? = nil, environment: String? = nil) {
@@ -122,6 +124,39 @@ public struct RetentionOutcome: Sendable, Hashable, Codable {
         self.offers = offers
         self.saved = saved
         self.saveRate = answered == 0 ? 0 : Double(saved) / Double(answered)
+    }
+}
+
+/// A page of the outcome report (the console's Offers table): the rows of the offers with the most signatures
+/// issued in the window, each with the figures the whole report has for it (``OfferStore/outcomePage(_:limit:offset:)``).
+public struct OutcomePage: Sendable, Hashable {
+    /// The page's rows, the most signatures first (then by app, product, offer, offer type and channel).
+    public var offers: [OfferOutcome]
+    /// How many rows the whole report has.
+    public var rowCount: Int
+
+    /// Creates a page.
+    public init(offers: [OfferOutcome], rowCount: Int) {
+        self.offers = offers
+        self.rowCount = rowCount
+    }
+}
+
+/// One UTC day's signatures issued and offers redeemed, every offer added up (the console's daily chart), as the
+/// report of that day (cut to the window) counts them (``OfferStore/dailyOutcomeTotals(_:)``).
+public struct DailyOutcomeTotals: Sendable, Hashable {
+    /// The day's start, or the window's start on its first day.
+    public var from: Date
+    /// Signatures issued that day.
+    public var issued: Int
+    /// Redemptions purchased that day.
+    public var redeemed: Int
+
+    /// Creates a day's totals.
+    public init(from: Date, issued: Int, redeemed: Int) {
+        self.from = from
+        self.issued = issued
+        self.redeemed = redeemed
     }
 }
 

@@ -54,7 +54,7 @@ extension SQLOfferStore {
     }
 
     /// The signatures of part of a day, from the log's time index.
-    private static func loggedCount(_ range: Range<Int64>, _ query: OutcomeQuery, on database: any SQLDatabase) async throws -> Int {
+    static func loggedCount(_ range: Range<Int64>, _ query: OutcomeQuery, on database: any SQLDatabase) async throws -> Int {
         var statement: SQLQueryString = """
             SELECT COUNT(*) AS issued FROM issued_signatures
             WHERE timestamp >= \(bind: range.lowerBound) AND timestamp < \(bind: range.upperBound) AND format <> 'introductory-eligibility'

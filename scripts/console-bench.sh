@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The console's overview and Offers pages on a large store (docs/console.md "How the overview counts, and how
+# fast"): 2,000 apps × 2 products × 4 offers, 165,000 signatures over the last 90 days with their daily rollups,
+# 105,000 decisions and 5,000 redemptions, written by SQL into a store the binary migrated first; then each page
+# (the default range, 30 days) signed in, after a warm-up request, five times. Not a test: run it by hand.
+#
+#   scripts/console-bench.sh                       # the debug build, SQLite and (when reachable) PostgreSQL
+#   BIN=/tmp/offer-signer ONLY=sqlite scripts/console-bench.sh      # or ONLY=postgres
+#
+# PostgreSQL: a database of its own (offersigner_console_bench) on scripts/start-postgres.sh's server, created with
+# its superuser (`postgres`, trusted on 127.0.0.1), so the shared test database is not touched.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-.build/x86_64-unknown-linux-gnu/debug/offer-signer}
+pgport=${PGPORT:-54329}
+work=$(mktemp -d /tmp/offer-signer-console-bench.XXXXXX)
+server=""
+trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
+token=$(openssl rand -hex 32)
+port=$((20000 + RANDOM % 20000))
+export OFFER_SIGNER_BUNDLE_ID=com.example.app0 OFFER_SIGNER_CLIENT_AUTH=none OFFER_SIGNER_HOST=127.0.0.1 OFFER_SIGNER_PORT=$port \
+  OFFER_SIGNER_ADMIN_TOKENS="bench:$token" OFFER_SIGNER_KEY_BENCHKEY01="$("$BIN" keys generate)"
+
+serve() {  # $1: database URL; starts the server, returns when it answers (the migrations done)
+  OFFER_SIGNER_DATABASE_URL="$1" "$BIN" serve > "$work/server.log" 2>&1 & server=$!
+  until curl -fs "http://127.0.0.1:$port/healthz" > /dev/null 2>&1; do
+    kill -0 "$server" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
+    sleep 0.1
+  done
+}
+stop() { kill "$server"; wait "$server" 2>/dev/null || true; server=""; }
+
+day_ms=86400000
+now_ms=$(($(date +%s) * 1000))
+start_ms=$((now_ms - 90 * day_ms))
+span_ms=$((90 * day_ms))
+fill_sql() {  # $1: the rows 0..n-1 of the dialect, as `numbers(n)`: a FROM clause for $2 rows
+  cat <<SQL
+INSERT INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier,
+  application_username, timestamp, format, channel, request_identifier)
+SELECT 'nonce-' || n, 'BENCHKEY01', 'com.example.app' || (n % 2000),
+  CASE WHEN (n / 2000) % 2 = 0 THEN 'com.example.monthly' ELSE 'com.example.yearly' END, 'offer_' || ((n / 4000) % 4),
+  'customer-' || ((n * 48271) % 2147483647 % 50000), $start_ms + n * $span_ms / 165000, 'jws',
+  CASE WHEN n % 10 = 3 THEN 'retention' ELSE 'api' END, NULL
+FROM $(numbers 165000);
+INSERT INTO issued_daily (day, bundle_identifier, product_identifier, offer_identifier, channel, issued)
+SELECT timestamp / $day_ms, bundle_identifier, product_identifier, offer_identifier, channel, COUNT(*)
+FROM issued_signatures GROUP BY timestamp / $day_ms, bundle_identifier, product_identifier, offer_identifier, channel;
+INSERT INTO policy_decisions (decided_at, id, channel, bundle_identifier, product_identifier, offer_identifier, retention_entry,
+  customer_hash, policy_version, granted, reasons, lookback_seconds, facts_hash)
+SELECT $start_ms + n * $span_ms / 105000, n, 'jws', 'com.example.app' || (n % 2000), 'com.example.monthly', 'offer_1', NULL,
+  'hash-' || (n % 50000), 'bench', CASE WHEN n % 3 = 0 THEN 0 ELSE 1 END, '[]', 0, 'facts'
+FROM $(numbers 105000);
+INSERT INTO redemptions (environment, transaction_id, original_transaction_id, bundle_identifier, application_username,
+  product_identifier, offer_type, offer_identifier, offer_discount_type, offer_period, price, currency, storefront, purchase_date,
+  recorded_at, signature_nonce, signature_timestamp, signature_channel, renewed_at, refunded_at, expired_at)
+SELECT 'Production', '' || (3000000000000000 + n), '' || (2000000000000000 + n), 'com.example.app' || (n % 2000),
+  'customer-' || n, CASE WHEN (n / 2000) % 2 = 0 THEN 'com.example.monthly' ELSE 'com.example.yearly' END,
+  CASE WHEN n % 25 = 0 THEN 3 ELSE 2 END, 'offer_' || (n % 4), 'PAY_UP_FRONT', 'P1M', 4990,
+  CASE WHEN n % 7 = 0 THEN 'EUR' ELSE 'USD' END, 'USA', $start_ms + n * $span_ms / 5000, $now_ms,
+  CASE WHEN n % 5 = 0 THEN NULL ELSE 'nonce-' || n END, NULL,
+  CASE WHEN n % 5 = 0 THEN NULL WHEN n % 10 = 3 THEN 'retention' ELSE 'app' END,
+  CASE WHEN n % 3 = 0 THEN $now_ms END, CASE WHEN n % 50 = 0 THEN $now_ms END, NULL
+FROM $(numbers 5000);
+SQL
+}
+
+# A page five times after a warm-up request (the first one rolls the customer days up): seconds each.
+page() {  # $1: path
+  curl -fs -b "$work/jar" -o /dev/null "http://127.0.0.1:$port$1"
+  local times=()
+  for _ in 1 2 3 4 5; do
+    times+=("$(curl -fs -b "$work/jar" -o /dev/null -w '%{time_total}' "http://127.0.0.1:$port$1")")
+  done
+  echo "  $1: ${times[*]} s (load $(cut -d' ' -f1 /proc/loadavg))"
+}
+measure() {  # $1: database URL, $2: label
+  serve "$1"
+  curl -fs -c "$work/jar" -o /dev/null --data-urlencode "token=$token" "http://127.0.0.1:$port/console/login"
+  echo "$2"
+  page /console
+  page /console/offers
+  page "/console/offers?days=90"
+  stop
+}
+
+if [ "${ONLY:-sqlite}" != postgres ]; then
+  numbers() { echo "(WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n < $1 - 1) SELECT n FROM s) numbers"; }
+  serve "sqlite://$work/bench.sqlite"
+  stop
+  fill_sql | sqlite3 "$work/bench.sqlite"
+  measure "sqlite://$work/bench.sqlite" "SQLite"
+fi
+if [ "${ONLY:-postgres}" != sqlite ] && pg_isready -q -h 127.0.0.1 -p "$pgport"; then
+  numbers() { echo "generate_series(0::bigint, $1 - 1) AS numbers(n)"; }
+  database=offersigner_console_bench
+  url="postgres://offersigner:offersigner@127.0.0.1:$pgport/$database"
+  psql -q -h 127.0.0.1 -p "$pgport" -U postgres -c "DROP DATABASE IF EXISTS $database" -c "CREATE DATABASE $database OWNER offersigner"
+  serve "$url"
+  stop
+  fill_sql | PGPASSWORD=offersigner psql -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pgport" -U offersigner "$database"
+  psql -q -h 127.0.0.1 -p "$pgport" -U postgres "$database" -c ANALYZE
+  measure "$url" "PostgreSQL"
+  psql -q -h 127.0.0.1 -p "$pgport" -U postgres -c "DROP DATABASE $database"
+fi
