@@ -5,7 +5,8 @@
 # (the default range, 30 days) signed in, after a warm-up request, five times. Not a test: run it by hand.
 #
 #   scripts/console-bench.sh                       # the debug build, SQLite and (when reachable) PostgreSQL
-#   BIN=/tmp/offer-signer ONLY=sqlite scripts/console-bench.sh      # or ONLY=postgres
+#   BIN=/tmp/offer-signer ONLY=sqlite scripts/console-bench.sh      # or ONLY=postgres; KEEP=1 keeps its database
+#   DATABASE_URL=postgres://… scripts/console-bench.sh              # times the pages on that store, writes no rows
 #
 # PostgreSQL: a database of its own (offersigner_console_bench) on scripts/start-postgres.sh's server, created with
 # its superuser (`postgres`, trusted on 127.0.0.1), so the shared test database is not touched.
@@ -84,6 +85,10 @@ measure() {  # $1: database URL, $2: label
   stop
 }
 
+if [ -n "${DATABASE_URL:-}" ]; then  # a store of your own (a copy: the first Offers page rolls its customer days up)
+  measure "$DATABASE_URL" "$DATABASE_URL"
+  exit 0
+fi
 if [ "${ONLY:-sqlite}" != postgres ]; then
   numbers() { echo "(WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n < $1 - 1) SELECT n FROM s) numbers"; }
   serve "sqlite://$work/bench.sqlite"
@@ -101,5 +106,5 @@ if [ "${ONLY:-postgres}" != sqlite ] && pg_isready -q -h 127.0.0.1 -p "$pgport";
   fill_sql | PGPASSWORD=offersigner psql -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pgport" -U offersigner "$database"
   psql -q -h 127.0.0.1 -p "$pgport" -U postgres "$database" -c ANALYZE
   measure "$url" "PostgreSQL"
-  psql -q -h 127.0.0.1 -p "$pgport" -U postgres -c "DROP DATABASE $database"
+  [ -n "${KEEP:-}" ] || psql -q -h 127.0.0.1 -p "$pgport" -U postgres -c "DROP DATABASE $database"
 fi

@@ -52,7 +52,9 @@ extension SQLOfferStore {
                 outcome.revenue.append(Revenue(currency: revenue.currency, milliunits: revenue.milliunits))
                 rows[key] = outcome
             }
-            let retention = try await database.raw(Self.retentionStatement(query)).first(decoding: RetentionTotalsRow.self)
+            // A page's rows (`pageBundles`) need no retention figures.
+            let retention = query.pageBundles != nil ? nil
+                : try await database.raw(Self.retentionStatement(query)).first(decoding: RetentionTotalsRow.self)
             let offers = rows.sorted { $0.key < $1.key }.map { entry in
                 var outcome = entry.value
                 outcome.revenue.sort { $0.currency < $1.currency }
