@@ -184,6 +184,9 @@ private struct SlowStore: OfferStore {
     func dailyOutcomeTotals(_ query: OutcomeQuery) async throws -> [DailyOutcomeTotals] { try await base.dailyOutcomeTotals(query) }
     func appendAudit(_ event: AuditEvent) async throws { try await base.appendAudit(event) }
     func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent] { try await base.auditEvents(limit: limit, since: since) }
+    func auditEvents(limit: Int, since: Date?, actions: Set<String>?) async throws -> [AuditEvent] {
+        try await base.auditEvents(limit: limit, since: since, actions: actions)
+    }
     func document(named name: String) async throws -> StoredDocument? { try await base.document(named: name) }
     func replaceDocument(named name: String, version: Int64, text: String) async throws -> Bool { try await base.replaceDocument(named: name, version: version, text: text) }
     func recordExposure(_ exposure: ExperimentExposure) async throws -> Bool { try await base.recordExposure(exposure) }

@@ -30,7 +30,8 @@ struct ConsolePages {
             from: range.from, to: range.to, bundleIdentifier: nil, environment: nil,
             limit: Self.offersPerPage, offset: (page - 1) * Self.offersPerPage)
         async let daysRead = service.dailyOutcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
-        async let eventsRead = storeCall { try await store.auditEvents(limit: 500, since: range.from) }
+        // Only the charted actions, read as such: not the newest 500 events of every kind, decoded to keep a few.
+        async let eventsRead = storeCall { try await store.auditEvents(limit: 500, since: range.from, actions: Self.chartedActions) }
         async let decisionsRead = decisionCounts(store, range: range)
         let (totals, shown, days, events, decisions) = try await (totalsRead, pageRead, daysRead, eventsRead, decisionsRead)
         let changes = events.filter { $0.at < range.to && Self.chartedActions.contains($0.action) }

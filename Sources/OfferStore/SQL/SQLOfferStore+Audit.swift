@@ -17,11 +17,15 @@ extension SQLOfferStore {
     }
 
     func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent] {
+        try await auditEvents(limit: limit, since: since, actions: nil)
+    }
+
+    func auditEvents(limit: Int, since: Date?, actions: Set<String>?) async throws -> [AuditEvent] {
         let rows = try await backend.reading { database in
-            try await database.select().columns("id", "at", "actor", "action", "target", "details").from("audit_events")
+            var select = database.select().columns("id", "at", "actor", "action", "target", "details").from("audit_events")
                 .where("at", .greaterThanOrEqual, (since ?? Date(timeIntervalSince1970: 0)).unixMilliseconds)
-                .orderBy("at", .descending).orderBy("id").limit(limit)
-                .all(decoding: AuditRow.self)
+            if let actions { select = select.where("action", .in, actions.sorted()) }
+            return try await select.orderBy("at", .descending).orderBy("id").limit(limit).all(decoding: AuditRow.self)
         }
         return try rows.map { row in
             AuditEvent(id: row.id, at: Date(unixMilliseconds: row.at), actor: row.actor, action: row.action, target: row.target,

@@ -179,6 +179,9 @@ public protocol OfferStore: Sendable {
     /// Audit events, newest first.
     func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent]
 
+    /// Audit events of these actions only (`nil`: every action), newest first.
+    func auditEvents(limit: Int, since: Date?, actions: Set<String>?) async throws -> [AuditEvent]
+
     /// A small named document shared by every replica (key states set by admins), with its version, or `nil`.
     func document(named name: String) async throws -> StoredDocument?
 
