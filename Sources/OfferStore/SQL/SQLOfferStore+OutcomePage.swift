@@ -10,9 +10,12 @@ import SQLKit
 extension SQLOfferStore {
     func outcomePage(_ query: OutcomeQuery, limit: Int, offset: Int) async throws -> OutcomePage {
         let plan = try await rollupPlan(query)
-        let ranked = try await backend.reading { database in
+        // The ranking and the customer days' roll check at once: the report below needs the days rolled anyway.
+        async let ranking = backend.reading { database in
             try await database.raw(Self.rankingStatement(query, plan: plan, limit: limit, offset: offset)).all(decoding: RankedRow.self)
         }
+        if let plan { try await rollUpCustomerDays(plan.days) }
+        let ranked = try await ranking
         let rowCount: Int
         if let first = ranked.first {
             rowCount = first.rowCount
@@ -20,7 +23,6 @@ extension SQLOfferStore {
             rowCount = offset == 0 ? 0 : try await outcomePage(query, limit: 1, offset: 0).rowCount
         }
         guard !ranked.isEmpty else { return OutcomePage(offers: [], rowCount: rowCount) }
-        if let plan { try await rollUpCustomerDays(plan.days) }
         var narrowed = query
         narrowed.pageBundles = Array(Set(ranked.map(\.bundleIdentifier))).sorted()
         let report = try await report(narrowed, plan: plan)
