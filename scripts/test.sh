@@ -40,9 +40,10 @@ fi
 bin="$(swift build --show-bin-path)/offer-signer"
 
 # The suites whose assertions bound wall-clock time (a 503 within the store's timeout, a throttle's refill, Apple's
-# deadline, a partial body's wait): they run after the others, one test at a time, so that the rest of the suite — a
-# few hundred tests at once on two cores — is not what they measure. Every other suite runs in parallel.
-timed_suites='\.(StoreOutageTests|AppStoreFactsTests|AppStoreConfigurationTests|ClientAuthenticationTests|AdminEdgeTests|AppStoreServerAPIClientTests|ResilienceTests|RetentionMessagingClientTests|RetentionTests|AsyncGateTests|DecisionLogRetryTests|SQLiteFileLockTests|EventLoopSigningTests|HTTPConformanceTests|MigrationWaitTests|RotationUnderLoadTests|StoreCloseTests)\b'
+# deadline, a partial body's wait), or whose 64 requests at once each wait at most the store's timeout for their turn
+# (the concurrency races): they run after the others, one test at a time, so that the rest of the suite — a few hundred
+# tests at once on two cores — is not what they measure. Every other suite runs in parallel.
+timed_suites='\.(StoreOutageTests|AppStoreFactsTests|AppStoreConfigurationTests|ClientAuthenticationTests|AdminEdgeTests|AppStoreServerAPIClientTests|ResilienceTests|RetentionMessagingClientTests|RetentionTests|AsyncGateTests|DecisionLogRetryTests|SQLiteFileLockTests|EventLoopSigningTests|HTTPConformanceTests|MigrationWaitTests|RotationUnderLoadTests|StoreCloseTests|ConcurrencyTests|CustomerTransactionTests)\b'
 
 # The suites' output is kept, so that the tests which failed (or never finished) can be named again at the end, where
 # CI shows it.
