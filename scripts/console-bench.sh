@@ -87,7 +87,7 @@ measure() {  # $1: database URL, $2: label
 }
 
 if [ -n "${DATABASE_URL:-}" ]; then  # a store of your own (a copy: the first Offers page rolls its customer days up)
-  measure "$DATABASE_URL" "$DATABASE_URL"
+  measure "$DATABASE_URL" "DATABASE_URL (your store)"
   exit 0
 fi
 if [ "${ONLY:-sqlite}" != postgres ]; then

@@ -43,7 +43,11 @@ bin="$(swift build --show-bin-path)/offer-signer"
 # deadline, a partial body's wait), or whose 64 requests at once each wait at most the store's timeout for their turn
 # (the concurrency races): they run after the others, one test at a time, so that the rest of the suite — a few hundred
 # tests at once on two cores — is not what they measure. Every other suite runs in parallel.
-timed_suites='\.(StoreOutageTests|AppStoreFactsTests|AppStoreConfigurationTests|ClientAuthenticationTests|AdminEdgeTests|AppStoreServerAPIClientTests|ResilienceTests|RetentionMessagingClientTests|RetentionTests|AsyncGateTests|DecisionLogRetryTests|SQLiteFileLockTests|EventLoopSigningTests|HTTPConformanceTests|MigrationWaitTests|RotationUnderLoadTests|StoreCloseTests|ConcurrencyTests|CustomerTransactionTests)\b'
+timed=(StoreOutageTests AppStoreFactsTests AppStoreConfigurationTests ClientAuthenticationTests
+  AdminEdgeTests AppStoreServerAPIClientTests ResilienceTests RetentionMessagingClientTests RetentionTests
+  AsyncGateTests DecisionLogRetryTests SQLiteFileLockTests EventLoopSigningTests HTTPConformanceTests
+  MigrationWaitTests RotationUnderLoadTests StoreCloseTests ConcurrencyTests CustomerTransactionTests)
+timed_suites="\\.($(IFS='|'; echo "${timed[*]}"))\\b"
 
 # The suites' output is kept, so that the tests which failed (or never finished) can be named again at the end, where
 # CI shows it.
@@ -65,7 +69,7 @@ swift_test() {
 # The tests a log shows started but not ended (a parameterized test's cases are not ended one by one).
 unfinished() {
   sed 's/\x1b\[[0-9;]*m//g' "$1" | awk '
-    /^◇ Test case passing / { next }
+    /^◇ Test case passing / || /^◇ Test run started\.$/ { next }
     /^◇ Test .* started\.$/ { name = substr($0, length("◇ Test ") + 1); sub(/ started\.$/, "", name); open[name]++ }
     /^(✔|✘) Test .* (passed|failed) after / {
       rest = substr($0, length("✔ Test ") + 1)
@@ -114,7 +118,16 @@ if [ ${#failed[@]} -gt 0 ]; then
   # The end of each failed step's output (the Swift suites' failures are named above).
   for entry in "${failed_logs[@]}"; do
     name=${entry%%|*} log=${entry#*|}
-    case $name in "swift test"*) continue ;; esac
+    case $name in "swift test"*)
+      if grep -q '^--- swift test did not finish within' "$log"; then
+        echo "=== $name did not finish; the tests that started and never ended:" >&2
+        unfinished "$log" >&2
+        continue
+      fi
+      # Failures named above; a run that ended without any (a crash, a signal) shows its end below.
+      sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -q '^✘ Test .* recorded an issue' && continue
+      ;;
+    esac
     echo "=== the end of $name's output ($log):" >&2
     sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -v '^$' | tail -n 12 | cut -c1-400 >&2
   done

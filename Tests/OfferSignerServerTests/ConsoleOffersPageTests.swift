@@ -152,7 +152,9 @@ import Testing
     func partDays() async throws {
         let fixture = try await Fixture()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        for (index, at) in [now - 3_600_000, now - 3_600_000, now - Self.day, now - 6 * Self.day, now - 8 * Self.day].enumerated() {
+        // One an hour before the range: its first day has a signature outside it, so that part day is counted from the log.
+        let signed = [now - 3_600_000, now - 3_600_000, now - Self.day, now - 6 * Self.day, now - 8 * Self.day, now - 7 * Self.day - 3_600_000]
+        for (index, at) in signed.enumerated() {
             try await fixture.store.record(IssuedSignature(
                 nonce: UUID().uuidString.lowercased(), keyIdentifier: "TESTKEY001", bundleIdentifier: ConsoleTests.app, productIdentifier: "monthly",
                 offerIdentifier: index % 2 == 0 ? "winback" : "loyalty", applicationUsername: "user-\(index % 2)", timestamp: at, format: "legacy"))

@@ -184,8 +184,8 @@ private struct SlowStore: OfferStore {
     func dailyOutcomeTotals(_ query: OutcomeQuery) async throws -> [DailyOutcomeTotals] { try await base.dailyOutcomeTotals(query) }
     func appendAudit(_ event: AuditEvent) async throws { try await base.appendAudit(event) }
     func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent] { try await base.auditEvents(limit: limit, since: since) }
-    func auditEvents(limit: Int, since: Date?, actions: Set<String>?) async throws -> [AuditEvent] {
-        try await base.auditEvents(limit: limit, since: since, actions: actions)
+    func auditEvents(limit: Int, since: Date?, until: Date?, actions: Set<String>?) async throws -> [AuditEvent] {
+        try await base.auditEvents(limit: limit, since: since, until: until, actions: actions)
     }
     func document(named name: String) async throws -> StoredDocument? { try await base.document(named: name) }
     func replaceDocument(named name: String, version: Int64, text: String) async throws -> Bool { try await base.replaceDocument(named: name, version: version, text: text) }

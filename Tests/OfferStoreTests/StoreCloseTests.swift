@@ -6,7 +6,7 @@ import Testing
 
 /// Closing a PostgreSQL store while work holds a connection: the work's statements fail (their connection closes)
 /// and the store's event loops shut down only after the work has ended. A statement submitted to an event loop that
-/// was shut down is never answered — the caller waited forever (and a debug build crashed on the leaked promise).
+/// is shut down would never be answered (its caller would wait forever; a debug build stops on the leaked promise).
 @Suite(.enabled(if: Backend.postgresURL != nil, "needs OFFER_SIGNER_TEST_DATABASE_URL"))
 struct StoreCloseTests {
     @Test("work under way when the store closes ends with an error, even a statement it sends after; close waits for it")
@@ -14,15 +14,16 @@ struct StoreCloseTests {
         let store = try await makeOfferStore(databaseURL: try #require(Backend.postgresStoreURL), logger: Logger(label: "test"), timeout: .seconds(5))
         let backend = try #require((store as? SQLOfferStore)?.backend as? PostgresBackend)
         let started = AsyncStream<Void>.makeStream()
-        let ended = EndedFlag()
+        let ended = EndedFlag(), failed = EndedFlag()
         // A transaction's body, then its ROLLBACK after the failure: a second statement sent after the connection
         // closed under the first.
         let work = Task {
             try? await backend.write { database in
                 started.continuation.yield()
                 do {
-                    try await database.raw("SELECT pg_sleep(0.5)").run()
+                    try await database.raw("SELECT pg_sleep(5)").run()
                 } catch {
+                    failed.set()
                     try? await Task.sleep(for: .milliseconds(300))
                     try? await database.raw("ROLLBACK").run()
                 }
@@ -33,6 +34,7 @@ struct StoreCloseTests {
         try await Task.sleep(for: .milliseconds(50))
         try await store.close()
         #expect(ended.isSet, "close() returned while the work still held its connection")
+        #expect(failed.isSet, "the work's statement was not ended by the close")
         // Not awaited: a hung statement would hang the test instead of failing it.
         let deadline = ContinuousClock.now + .seconds(10)
         while !ended.isSet, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }

@@ -37,8 +37,9 @@ extension OfferService {
 
     /// The rows `offset..<offset + limit` of ``outcomeReport(from:to:bundleIdentifier:environment:)`` ordered by
     /// signatures issued (most first), with the report's figures, and how many rows the report has (the console's
-    /// Offers table). Read where the caller runs, as ``outcomeTotals(from:to:bundleIdentifier:environment:)`` is:
-    /// the figures are computed for the page's rows only.
+    /// Offers table). Read on the ``BackgroundLane``, as the report is: the figures are computed for the page's apps
+    /// (with one app, that is the whole report), so their reads must never hold a connection or a thread signing
+    /// needs.
     /// - Throws: ``OfferServiceError`` as the report does, and 400 `invalid_request` for a limit outside 1…1,000 or
     ///   a negative offset.
     public func outcomePage(from: Date, to: Date, bundleIdentifier: String?, environment: String?, limit: Int, offset: Int)
@@ -48,7 +49,9 @@ extension OfferService {
             throw OfferServiceError.invalidRequest(field: "page", "A page holds 1 to 1,000 rows and starts at row 0 or later.")
         }
         guard let store else { throw OfferServiceError.storeUnavailable }
-        return try await storeCall { try await store.outcomePage(query, limit: limit, offset: offset) }
+        return try await BackgroundLane.shared.run { () async throws(OfferServiceError) in
+            try await storeCall { try await store.outcomePage(query, limit: limit, offset: offset) }
+        }
     }
 
     /// Each UTC day's signatures issued and redemptions, every offer added up, as

@@ -167,11 +167,6 @@ extension ConsolePages {
     }
 
     /// The revenue of the range, one line per currency (never summed across currencies).
-    static func revenueCard(_ offers: [OfferOutcome]) -> HTML {
-        revenueCard(revenueByCurrency(offers).map { Revenue(currency: $0.currency, milliunits: $0.milliunits) })
-    }
-
-    /// The revenue card of amounts already summed per currency.
     static func revenueCard(_ amounts: [Revenue]) -> HTML {
         let lines: [HTML] = amounts.map { "<b data-currency=\"\($0.currency)\">\(ConsoleLayout.money($0.milliunits, $0.currency))</b>" }
         return "<div class=\"card\" data-metric=\"revenue\"><span>Revenue of redeemed offers</span>\(lines.isEmpty ? ["<b>–</b>"] : lines)</div>"

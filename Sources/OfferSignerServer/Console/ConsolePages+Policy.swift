@@ -158,8 +158,6 @@ extension ConsolePages {
     /// The most lines the candidate and the policy in force may have together for the page to compare them.
     static let diffLineLimit = 4_000
 
-    /// The candidate's changes against the policy in force, line by line (`-` a line of the policy in force the
-    /// candidate drops, `+` one it adds), with two lines around each change; nothing for an empty candidate.
     /// Says which of the window's decisions were not decided again, and why; nothing when all were.
     static func notReplayedNote(_ notReplayed: DryRunReport.NotReplayed) -> HTML {
         var parts: [String] = []
@@ -172,6 +170,8 @@ extension ConsolePages {
         return "<p class=\"note\" id=\"not-replayed\">Not replayed, and in none of the counts: \(parts.joined(separator: "; ")).</p>"
     }
 
+    /// The candidate's changes against the policy in force, line by line (`-` a line of the policy in force the
+    /// candidate drops, `+` one it adds), with two lines around each change; nothing for an empty candidate.
     static func candidateDiff(_ candidate: String, against inForce: String) -> HTML {
         guard !candidate.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return .empty }
         let old = lines(inForce), new = lines(candidate)

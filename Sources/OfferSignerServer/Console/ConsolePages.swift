@@ -18,23 +18,25 @@ struct ConsolePages {
 
     /// `/console/offers`: the range's funnel (the totals, as the overview reads them), the daily chart of issued
     /// against redeemed with key and policy changes marked, and one page of the table per offer — the offers with the
-    /// most signatures first, ``offersPerPage`` a page — with the report's figures, computed for the page's rows only.
+    /// most signatures first, ``offersPerPage`` a page — with the report's figures, computed for the page's apps only.
     /// `page` is 1-based.
     func offers(_ session: ConsoleSession, range: ConsoleRange, page: Int = 1) async throws -> HTML {
         guard let store = service.store else {
             return ConsoleLayout.page("Offers", session: session, current: "/console/offers", body: "<p class=\"note\">Outcomes need the customer store.</p>")
         }
-        // Five independent reads at once: each is a few statements, and the page waits for the slowest, not the sum.
+        // Five independent reads at once: the page waits for the slowest, not the sum.
         async let totalsRead = service.outcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
         async let pageRead = service.outcomePage(
             from: range.from, to: range.to, bundleIdentifier: nil, environment: nil,
             limit: Self.offersPerPage, offset: (page - 1) * Self.offersPerPage)
         async let daysRead = service.dailyOutcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
-        // Only the charted actions, read as such: not the newest 500 events of every kind, decoded to keep a few.
-        async let eventsRead = storeCall { try await store.auditEvents(limit: 500, since: range.from, actions: Self.chartedActions) }
+        // The range's key and policy changes (the newest 500), read as such.
+        async let eventsRead = storeCall {
+            try await store.auditEvents(limit: 500, since: range.from, until: range.to, actions: Self.chartedActions)
+        }
         async let decisionsRead = decisionCounts(store, range: range)
         let (totals, shown, days, events, decisions) = try await (totalsRead, pageRead, daysRead, eventsRead, decisionsRead)
-        let changes = events.filter { $0.at < range.to && Self.chartedActions.contains($0.action) }
+        let changes = events
         let rows: [[HTML]] = shown.offers.map { offer in
             let revenue = offer.revenue.map { ConsoleLayout.money($0.milliunits, $0.currency) }.joined(separator: ", ")
             return [
@@ -136,16 +138,6 @@ struct ConsolePages {
     }
 
     struct Totals { var issued = 0, redeemed = 0, attributed = 0, renewed = 0, refunded = 0 }
-
-    static func totals(_ offers: [OfferOutcome]) -> Totals {
-        offers.reduce(into: Totals()) { totals, offer in
-            totals.issued += offer.issued
-            totals.redeemed += offer.redeemed
-            totals.attributed += offer.attributed
-            totals.renewed += offer.renewedAfterOffer
-            totals.refunded += offer.refunded
-        }
-    }
 
     /// What the policy in force holds, in a few words.
     static func policySummary(_ policy: OfferPolicy?) -> HTML {

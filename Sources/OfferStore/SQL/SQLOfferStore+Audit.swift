@@ -17,13 +17,15 @@ extension SQLOfferStore {
     }
 
     func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent] {
-        try await auditEvents(limit: limit, since: since, actions: nil)
+        try await auditEvents(limit: limit, since: since, until: nil, actions: nil)
     }
 
-    func auditEvents(limit: Int, since: Date?, actions: Set<String>?) async throws -> [AuditEvent] {
+    func auditEvents(limit: Int, since: Date?, until: Date?, actions: Set<String>?) async throws -> [AuditEvent] {
+        if actions?.isEmpty == true { return [] }
         let rows = try await backend.reading { database in
             var select = database.select().columns("id", "at", "actor", "action", "target", "details").from("audit_events")
                 .where("at", .greaterThanOrEqual, (since ?? Date(timeIntervalSince1970: 0)).unixMilliseconds)
+            if let until { select = select.where("at", .lessThan, until.unixMilliseconds) }
             if let actions { select = select.where("action", .in, actions.sorted()) }
             return try await select.orderBy("at", .descending).orderBy("id").limit(limit).all(decoding: AuditRow.self)
         }

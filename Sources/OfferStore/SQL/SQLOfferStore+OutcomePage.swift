@@ -20,7 +20,10 @@ extension SQLOfferStore {
         if let first = ranked.first {
             rowCount = first.rowCount
         } else {
-            rowCount = offset == 0 ? 0 : try await outcomePage(query, limit: 1, offset: 0).rowCount
+            // A page past the end: the number of rows from the ranking alone (its first row), no report.
+            rowCount = offset == 0 ? 0 : try await backend.reading { database in
+                try await database.raw(Self.rankingStatement(query, plan: plan, limit: 1, offset: 0)).first(decoding: RankedRow.self)?.rowCount ?? 0
+            }
         }
         guard !ranked.isEmpty else { return OutcomePage(offers: [], rowCount: rowCount) }
         var narrowed = query

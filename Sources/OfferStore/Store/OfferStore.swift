@@ -166,7 +166,7 @@ public protocol OfferStore: Sendable {
     func outcomeTotals(_ query: OutcomeQuery) async throws -> OutcomeTotals
 
     /// The rows `offset..<offset + limit` of the window's report ordered by signatures issued (most first), each with
-    /// the report's figures, and how many rows the report has: its figures computed for the page's rows only.
+    /// the report's figures, and how many rows the report has: its figures computed for the page's apps only.
     func outcomePage(_ query: OutcomeQuery, limit: Int, offset: Int) async throws -> OutcomePage
 
     /// Every UTC day the window touches (the first and last cut to it), in order: signatures issued and redemptions,
@@ -179,8 +179,9 @@ public protocol OfferStore: Sendable {
     /// Audit events, newest first.
     func auditEvents(limit: Int, since: Date?) async throws -> [AuditEvent]
 
-    /// Audit events of these actions only (`nil`: every action), newest first.
-    func auditEvents(limit: Int, since: Date?, actions: Set<String>?) async throws -> [AuditEvent]
+    /// Audit events at or after `since` and before `until` (`nil`: no bound), of these actions only (`nil`: every
+    /// action; none: no event), newest first.
+    func auditEvents(limit: Int, since: Date?, until: Date?, actions: Set<String>?) async throws -> [AuditEvent]
 
     /// A small named document shared by every replica (key states set by admins), with its version, or `nil`.
     func document(named name: String) async throws -> StoredDocument?
