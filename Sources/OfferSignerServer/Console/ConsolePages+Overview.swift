@@ -72,7 +72,7 @@ extension ConsolePages {
             <div class="card"><span>Issued</span><b data-metric="issued">\(totals.issued)</b></div>
             \(Self.refusalCard(decisions))
             <div class="card"><span>Redeemed</span><b data-metric="redeemed">\(totals.redeemed)</b></div>
-            \(Self.redemptionRateCard(Totals(issued: totals.issued, attributed: totals.attributed)))
+            \(Self.redemptionRateCard(totals))
             <div class="card"><span>Attributed to a signature</span><b data-metric="attributed">\(totals.attributed)</b></div>
             \(Self.revenueCard(totals.revenue))
             <div class="card"><span>Retention answered</span><b data-metric="retention-answered">\(totals.retention.answered)</b></div>
@@ -161,7 +161,7 @@ extension ConsolePages {
         return "<div class=\"card\"><span>Refusal rate</span><b data-metric=\"refusal-rate\">\(rate)</b><span>\(decisions.refused) of \(total) decisions under the policy</span></div>"
     }
 
-    static func redemptionRateCard(_ totals: Totals) -> HTML {
+    static func redemptionRateCard(_ totals: OutcomeTotals) -> HTML {
         let rate = totals.issued > 0 ? ConsoleLayout.percent(Double(totals.attributed) / Double(totals.issued)) : "–"
         return "<div class=\"card\"><span>Redemption rate</span><b data-metric=\"redemption-rate\">\(rate)</b><span>redemptions attributed per signature issued</span></div>"
     }

@@ -35,8 +35,7 @@ struct ConsolePages {
             try await store.auditEvents(limit: 500, since: range.from, until: range.to, actions: Self.chartedActions)
         }
         async let decisionsRead = decisionCounts(store, range: range)
-        let (totals, shown, days, events, decisions) = try await (totalsRead, pageRead, daysRead, eventsRead, decisionsRead)
-        let changes = events
+        let (totals, shown, days, changes, decisions) = try await (totalsRead, pageRead, daysRead, eventsRead, decisionsRead)
         let rows: [[HTML]] = shown.offers.map { offer in
             let revenue = offer.revenue.map { ConsoleLayout.money($0.milliunits, $0.currency) }.joined(separator: ", ")
             return [
@@ -45,16 +44,13 @@ struct ConsolePages {
                 "\(offer.attributed)", "\(offer.customers)", ConsoleLayout.channel(offer.channel), "\(offer.bundleIdentifier)",
             ]
         }
-        let counted = Totals(
-            issued: totals.issued, redeemed: totals.redeemed, attributed: totals.attributed,
-            renewed: totals.renewedAfterOffer, refunded: totals.refunded)
         let funnel: HTML = """
-            <div class="cards"><div class="card"><span>Issued</span><b data-metric="issued">\(counted.issued)</b></div>
+            <div class="cards"><div class="card"><span>Issued</span><b data-metric="issued">\(totals.issued)</b></div>
             \(Self.refusalCard(decisions))
-            <div class="card"><span>Redeemed</span><b data-metric="redeemed">\(counted.redeemed)</b></div>
-            \(Self.redemptionRateCard(counted))
-            <div class="card"><span>Renewed after the offer</span><b data-metric="renewed">\(counted.renewed)</b></div>
-            <div class="card"><span>Refunded</span><b data-metric="refunded">\(counted.refunded)</b></div>
+            <div class="card"><span>Redeemed</span><b data-metric="redeemed">\(totals.redeemed)</b></div>
+            \(Self.redemptionRateCard(totals))
+            <div class="card"><span>Renewed after the offer</span><b data-metric="renewed">\(totals.renewedAfterOffer)</b></div>
+            <div class="card"><span>Refunded</span><b data-metric="refunded">\(totals.refunded)</b></div>
             \(Self.revenueCard(totals.revenue))</div>
             """
         let table: HTML = rows.isEmpty
@@ -136,8 +132,6 @@ struct ConsolePages {
         guard value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return value }
         return "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
-
-    struct Totals { var issued = 0, redeemed = 0, attributed = 0, renewed = 0, refunded = 0 }
 
     /// What the policy in force holds, in a few words.
     static func policySummary(_ policy: OfferPolicy?) -> HTML {
