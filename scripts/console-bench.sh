@@ -14,22 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.build/x86_64-unknown-linux-gnu/debug/offer-signer}
 pgport=${PGPORT:-54329}
-work=$(mktemp -d /tmp/offer-signer-console-bench.XXXXXX)
-server=""
-trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
-token=$(openssl rand -hex 32)
-port=$((20000 + RANDOM % 20000))
-export OFFER_SIGNER_BUNDLE_ID=com.example.app0 OFFER_SIGNER_CLIENT_AUTH=none OFFER_SIGNER_HOST=127.0.0.1 OFFER_SIGNER_PORT=$port \
-  OFFER_SIGNER_ADMIN_TOKENS="bench:$token" OFFER_SIGNER_KEY_BENCHKEY01="$("$BIN" keys generate)"
-
-serve() {  # $1: database URL; starts the server, returns when it answers (the migrations done)
-  OFFER_SIGNER_DATABASE_URL="$1" "$BIN" serve > "$work/server.log" 2>&1 & server=$!
-  until curl -fs "http://127.0.0.1:$port/healthz" > /dev/null 2>&1; do
-    kill -0 "$server" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
-    sleep 0.1
-  done
-}
-stop() { kill "$server"; wait "$server" 2>/dev/null || true; server=""; }
+BENCH=console-bench BENCH_BUNDLE_ID=com.example.app0
+. scripts/store-bench-setup.sh
 
 day_ms=86400000
 now_ms=$(($(date +%s) * 1000))
