@@ -86,10 +86,7 @@ extension SQLOfferStore {
     static func pageClause(_ query: OutcomeQuery, onLog: Bool = false) -> SQLQueryString {
         guard let bundles = query.pageBundles else { return "" }
         guard !bundles.isEmpty else { return " AND 1 = 0" }
-        var clause: SQLQueryString = onLog ? " AND bundle_identifier || '' IN (" : " AND bundle_identifier IN ("
-        for (index, bundle) in bundles.enumerated() { clause += index == 0 ? "\(bind: bundle)" : ", \(bind: bundle)" }
-        clause += ")"
-        return clause
+        return onLog ? " AND bundle_identifier || '' IN (\(binds: bundles))" : " AND bundle_identifier IN (\(binds: bundles))"
     }
 
     /// How the window's signatures are counted: whole UTC days `days` from the rollups, the parts `front` (before
