@@ -68,3 +68,60 @@ import Testing
         try await store.close()
     }
 }
+
+/// The daily counts behind the refusal rate (``DecisionRollup``): whatever the range — whole days, days cut by it at
+/// either end, one part of a day — the counts are the log's own, and a batch written twice counts once.
+@Suite struct DecisionRollupTests {
+    /// A day of its own, far ahead of every other test's decisions (and of any purge), so a shared PostgreSQL
+    /// database's other decisions never fall in it.
+    let firstDay = 47_482 + Int64.random(in: 0..<100_000)
+    let day: Int64 = 86_400_000
+
+    @Test("a range's counts equal the log's, for whole days, cut days and a part of one day", arguments: Backend.available)
+    func countsMatchTheLog(_ backend: Backend) async throws {
+        let (store, _) = try await backend.open()
+        let reporting = try #require(store as? any StoreActivityReporting)
+        let start = firstDay * day
+        // Three days: decisions every 3 hours, every third refused.
+        var decisions: [(at: Int64, granted: Bool)] = []
+        for index in 0..<24 { decisions.append((start + Int64(index) * 3 * 3_600_000 + 1_000, index % 3 != 0)) }
+        for (at, granted) in decisions {
+            store.logDecision(Self.decision(at: at, granted: granted, identifier: at))
+        }
+        // The same decisions again (a batch written twice after an unknown outcome is the same rows): counted once.
+        await store.flushDecisionLog()
+        for (at, granted) in decisions.prefix(5) {
+            store.logDecision(Self.decision(at: at, granted: granted, identifier: at))
+        }
+        await store.flushDecisionLog()
+        func expected(_ range: Range<Int64>) -> (granted: Int, refused: Int) {
+            let inside = decisions.filter { range.contains($0.at) }
+            return (inside.filter(\.granted).count, inside.filter { !$0.granted }.count)
+        }
+        let hour: Int64 = 3_600_000
+        let ranges: [Range<Int64>] = [
+            start..<(start + 3 * day),                       // three whole days: the daily counts alone
+            (start + 5 * hour)..<(start + 2 * day + 7 * hour), // cut at both ends: the log for the two part days
+            (start + day + 1)..<(start + 3 * day),           // cut at the start only
+            start..<(start + day + 13 * hour),               // cut at the end only
+            (start + 4 * hour)..<(start + 20 * hour),        // a part of one day
+            (start + 3 * day)..<(start + 4 * day),           // after them: nothing
+            (start - day)..<(start + 4 * day),               // around them, with empty days at both ends
+        ]
+        for range in ranges {
+            let counts = try await reporting.decisionCounts(since: range.lowerBound, until: range.upperBound)
+            let wanted = expected(range)
+            #expect(counts.granted == wanted.granted && counts.refused == wanted.refused, "\(range.lowerBound - start)..<\(range.upperBound - start)")
+        }
+        try await store.close()
+    }
+
+    private static func decision(at: Int64, granted: Bool, identifier: Int64) -> PolicyDecisionRecord {
+        var record = PolicyDecisionRecord(
+            decidedAt: at, channel: "legacy", bundleIdentifier: "com.example.rollup", productIdentifier: "com.example.monthly",
+            offerIdentifier: "winback_50", customerHash: "0123456789ab", policyVersion: String(repeating: "0", count: 64), granted: granted,
+            reasons: granted ? "" : "lapsed:not_lapsed", lookbackSeconds: 0, factsHash: "facts-rollup", factsSnapshot: #"{"f":{},"i":[]}"#)
+        record.identifier = identifier
+        return record
+    }
+}

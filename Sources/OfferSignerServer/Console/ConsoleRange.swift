@@ -1,7 +1,7 @@
 import Foundation
 
-/// The time range of the console's outcome pages, from the query: `days=7|30|90` (the last days until now; 30 when
-/// nothing is given), or `from=YYYY-MM-DD&to=YYYY-MM-DD` (UTC days, both included; `to` at most today).
+/// The time range of the console's outcome pages, from the query: `days=7|30|90` (that many UTC days, today so far
+/// the last; 30 when nothing is given), or `from=YYYY-MM-DD&to=YYYY-MM-DD` (UTC days, both included; `to` at most today).
 struct ConsoleRange: Sendable, Equatable {
     var from: Date
     var to: Date
@@ -27,7 +27,10 @@ struct ConsoleRange: Sendable, Equatable {
                 throw APIError.invalidRequest(field: "days", "days is 7, 30 or 90; for another range give from and to (2026-11-01).")
             }
             let days = Int(text) ?? Self.defaultDays
-            self.init(from: now.addingTimeInterval(-Double(days) * 86_400), to: now, days: days)
+            // Whole UTC days, today's so far the last: the daily chart's bars, and the store reads each day's
+            // rollup rows instead of the log for a day the range would cut (docs/console.md).
+            let today = (now.timeIntervalSince1970 / 86_400).rounded(.down) * 86_400
+            self.init(from: Date(timeIntervalSince1970: today - Double(days - 1) * 86_400), to: now, days: days)
             return
         }
         func day(_ name: String, _ text: String) throws(APIError) -> Date {

@@ -14,17 +14,54 @@ extension SQLOfferStore: StoreActivityReporting {
         }
     }
 
+    /// The range's decisions by answer: its whole UTC days from `decision_daily` (``DecisionRollup``, a row a day and
+    /// answer), and a first or last day cut by the range that has decisions outside it from the log's
+    /// `(decided_at, granted)` index — so the log is read for at most two part days, as ``issuedTotal(_:on:)`` reads
+    /// the signature log.
     func decisionCounts(since: Int64, until: Int64) async throws -> (granted: Int, refused: Int) {
         // What the log has written: no wait for the batch in flight (a page must not wait on the decision log's
         // queue, which under load or an outage can hold it for tens of seconds — 35 s seen on a loaded replica).
-        let rows = try await backend.reading { database in
-            try await database.select().column("granted").column(SQLFunction("COUNT", args: SQLLiteral.all), as: "decisions")
-                .from("policy_decisions").where("decided_at", .greaterThanOrEqual, SQLBind(since)).where("decided_at", .lessThan, SQLBind(until))
-                .groupBy("granted").all(decoding: Counted.self)
+        let day = IssuedRollup.day
+        let since = max(since, 0)
+        guard since < until else { return (0, 0) }
+        return try await backend.reading { database in
+            var first = since / day, last = (until - 1) / day
+            var counts = (granted: 0, refused: 0)
+            func add(_ rows: [Counted]) {
+                for row in rows {
+                    if row.granted != 0 { counts.granted += row.decisions } else { counts.refused += row.decisions }
+                }
+            }
+            if since > first * day, try await Self.anyDecision(first * day..<since, on: database) {
+                add(try await Self.loggedDecisions(since..<min(until, (first + 1) * day), on: database))
+                first += 1
+            }
+            if first <= last, until < (last + 1) * day, try await Self.anyDecision(until..<((last + 1) * day), on: database) {
+                add(try await Self.loggedDecisions(max(since, last * day)..<until, on: database))
+                last -= 1
+            }
+            guard first <= last else { return counts }
+            add(try await database.raw("""
+                SELECT granted, CAST(SUM(decisions) AS BIGINT) AS decisions FROM decision_daily
+                WHERE day >= \(bind: first) AND day <= \(bind: last) GROUP BY granted
+                """).all(decoding: Counted.self))
+            return counts
         }
-        return rows.reduce(into: (granted: 0, refused: 0)) { counts, row in
-            if row.granted != 0 { counts.granted += row.decisions } else { counts.refused += row.decisions }
-        }
+    }
+
+    /// Whether the log holds a decision in the range (its time index, one entry read).
+    private static func anyDecision(_ range: Range<Int64>, on database: any SQLDatabase) async throws -> Bool {
+        try await database.raw("""
+            SELECT decided_at FROM policy_decisions WHERE decided_at >= \(bind: range.lowerBound) AND decided_at < \(bind: range.upperBound) LIMIT 1
+            """).first() != nil
+    }
+
+    /// The log's decisions of part of a day, by answer, from its `(decided_at, granted)` index.
+    private static func loggedDecisions(_ range: Range<Int64>, on database: any SQLDatabase) async throws -> [Counted] {
+        try await database.select().column("granted").column(SQLFunction("COUNT", args: SQLLiteral.all), as: "decisions")
+            .from("policy_decisions").where("decided_at", .greaterThanOrEqual, SQLBind(range.lowerBound))
+            .where("decided_at", .lessThan, SQLBind(range.upperBound))
+            .groupBy("granted").all(decoding: Counted.self)
     }
 
     /// Decisions counted by their answer.

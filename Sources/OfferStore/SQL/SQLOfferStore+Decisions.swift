@@ -41,7 +41,8 @@ extension SQLOfferStore {
     }
 
     /// Writes one batch of decisions in one transaction: each distinct snapshot once (its `last_used_at` moved to
-    /// the newest decision using it), then the decisions in one multi-row INSERT. Idempotent: written again after a
+    /// the newest decision using it), then the decisions in one multi-row INSERT, then the days' counts of the
+    /// decisions it inserted (``DecisionRollup``). Idempotent: written again after a
     /// failure whose outcome is unknown (a connection lost at `COMMIT`), nothing is doubled. A failure is logged by
     /// the queue's retry (``decisionLogRetry(logger:delays:maximumQueued:)``).
     static func writeDecisions(_ records: [PolicyDecisionRecord], backend: any SQLStoreBackend) async throws -> [(any Error)?] {
@@ -59,7 +60,7 @@ extension SQLOfferStore {
                         "CASE WHEN excluded.last_used_at > decision_facts.last_used_at THEN excluded.last_used_at ELSE decision_facts.last_used_at END"))
                 }
                 .run()
-            try await database.insert(into: "policy_decisions")
+            let inserted = try await database.insert(into: "policy_decisions")
                 .columns("decided_at", "id", "channel", "bundle_identifier", "product_identifier", "offer_identifier",
                          "retention_entry", "customer_hash", "policy_version", "granted", "reasons", "lookback_seconds", "facts_hash",
                          "experiment_identifier", "experiment_variant")
@@ -71,7 +72,10 @@ extension SQLOfferStore {
                      SQLBind(record.factsHash), SQLBind(record.experimentIdentifier), SQLBind(record.experimentVariant)]
                 })
                 .ignoringConflicts(with: ["decided_at", "id"])
-                .run()
+                .returning("decided_at", "granted")
+                .all(decoding: DecisionRollup.Inserted.self)
+            // Last in the transaction: the day's rows stay locked (PostgreSQL) only until the commit.
+            try await DecisionRollup.add(inserted, on: database)
         }
         return Array(repeating: nil, count: records.count)
     }

@@ -217,6 +217,9 @@ enum StoreSchema {
             // row of the table for its answer: 35,000 lookups for 30 days of 105,000 decisions).
             "CREATE INDEX IF NOT EXISTS policy_decisions_by_time_answer ON policy_decisions (decided_at, granted)",
         ]),
+        // The decision log's decisions per UTC day and answer (issue 45, ``DecisionRollup``): a range's refusal rate
+        // from a row a day, kept by every batch the log writes.
+        (19, DecisionRollup.migration(bigint: bigint)),
     ]
 
     /// The versions `schema_migrations` lists, read without the migration lock; throws where the table is missing.
