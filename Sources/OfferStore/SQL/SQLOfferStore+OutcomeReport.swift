@@ -35,6 +35,7 @@ extension SQLOfferStore {
                 outcome.customers += issued.customers
                 rows[key] = outcome
             }
+            // Counts and revenue in one pass over the window's redemptions: a row per offer and currency.
             for redeemed in try await database.raw(Self.redemptionStatement(query)).all(decoding: RedeemedRow.self) {
                 let key = RowKey(bundle: redeemed.bundleIdentifier, product: redeemed.productIdentifier, offer: redeemed.offerIdentifier,
                                  offerType: Int32(clamping: redeemed.offerType), channel: redeemed.channel)
@@ -43,13 +44,9 @@ extension SQLOfferStore {
                 outcome.attributed += redeemed.attributed
                 outcome.renewedAfterOffer += redeemed.renewed
                 outcome.refunded += redeemed.refunded
-                rows[key] = outcome
-            }
-            for revenue in try await database.raw(Self.revenueStatement(query)).all(decoding: RevenueRow.self) {
-                let key = RowKey(bundle: revenue.bundleIdentifier, product: revenue.productIdentifier, offer: revenue.offerIdentifier,
-                                 offerType: Int32(clamping: revenue.offerType), channel: revenue.channel)
-                var outcome = row(key)
-                outcome.revenue.append(Revenue(currency: revenue.currency, milliunits: revenue.milliunits))
+                if let currency = redeemed.currency, let milliunits = redeemed.milliunits {
+                    outcome.revenue.append(Revenue(currency: currency, milliunits: milliunits))
+                }
                 rows[key] = outcome
             }
             // A page's rows (`pageBundles`) need no retention figures.
@@ -164,29 +161,17 @@ extension SQLOfferStore {
         return rows
     }
 
-    /// Redemptions purchased in the window, with the channel of the signature they are attributed to (`app` when none).
+    /// Redemptions purchased in the window, with the channel of the signature they are attributed to (`app` when none),
+    /// per currency: the counts (added up across currencies) and the revenue (`NULL` for a currency without prices).
     private static func redemptionStatement(_ query: OutcomeQuery) -> SQLQueryString {
         var statement: SQLQueryString = """
             SELECT bundle_identifier, product_identifier, offer_identifier, offer_type, COALESCE(signature_channel, 'app') AS channel,
-                COUNT(*) AS redeemed, COUNT(signature_nonce) AS attributed, COUNT(renewed_at) AS renewed, COUNT(refunded_at) AS refunded
-            FROM redemptions
-            """
-        statement += window(query)
-        statement += " GROUP BY bundle_identifier, product_identifier, offer_identifier, offer_type, COALESCE(signature_channel, 'app')"
-        return statement
-    }
-
-    private static func revenueStatement(_ query: OutcomeQuery) -> SQLQueryString {
-        var statement: SQLQueryString = """
-            SELECT bundle_identifier, product_identifier, offer_identifier, offer_type, COALESCE(signature_channel, 'app') AS channel,
+                COUNT(*) AS redeemed, COUNT(signature_nonce) AS attributed, COUNT(renewed_at) AS renewed, COUNT(refunded_at) AS refunded,
                 currency, CAST(SUM(price) AS BIGINT) AS milliunits
             FROM redemptions
             """
         statement += window(query)
-        statement += """
-             AND price IS NOT NULL AND currency IS NOT NULL
-            GROUP BY bundle_identifier, product_identifier, offer_identifier, offer_type, COALESCE(signature_channel, 'app'), currency
-            """
+        statement += " GROUP BY bundle_identifier, product_identifier, offer_identifier, offer_type, COALESCE(signature_channel, 'app'), currency"
         return statement
     }
 
@@ -228,18 +213,10 @@ extension SQLOfferStore {
     private struct RedeemedRow: Decodable {
         var bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, offerType: Int64, channel: String
         var redeemed: Int, attributed: Int, renewed: Int, refunded: Int
+        var currency: String?, milliunits: Int64?
         enum CodingKeys: String, CodingKey {
             case bundleIdentifier = "bundle_identifier", productIdentifier = "product_identifier", offerIdentifier = "offer_identifier"
-            case offerType = "offer_type", channel, redeemed, attributed, renewed, refunded
-        }
-    }
-
-    private struct RevenueRow: Decodable {
-        var bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, offerType: Int64, channel: String
-        var currency: String, milliunits: Int64
-        enum CodingKeys: String, CodingKey {
-            case bundleIdentifier = "bundle_identifier", productIdentifier = "product_identifier", offerIdentifier = "offer_identifier"
-            case offerType = "offer_type", channel, currency, milliunits
+            case offerType = "offer_type", channel, redeemed, attributed, renewed, refunded, currency, milliunits
         }
     }
 
