@@ -94,7 +94,12 @@ public func buildRouter(
     }
     if part != .publicOnly {
         // One limiter of failed admin authentications per address, for the admin API and the console's sign-in.
-        let failures = TokenBuckets(rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure, burst: AdminAuthenticationMiddleware.failureBurst)
+        // Failed admin authentications and console sign-ins, per address: the fleet's buckets on PostgreSQL.
+        let failures: any LimitBuckets = service.store?.sharedLimits.map { shared in
+            SharedTokenBuckets(
+                kind: "admin-failures", rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure,
+                burst: AdminAuthenticationMiddleware.failureBurst, store: shared)
+        } ?? TokenBuckets(rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure, burst: AdminAuthenticationMiddleware.failureBurst)
         let admin = router.group("/admin").add(middleware: AdminAuthenticationMiddleware(tokens: adminTokens, failures: failures))
             .add(middleware: SingleQueryParametersMiddleware())
         if let keyManager {
@@ -268,7 +273,7 @@ public func buildApplication(
         try? await store?.close()
         throw error
     }
-    let rateLimits = RateLimits(configuration.rateLimits)
+    let rateLimits = RateLimits(configuration.rateLimits, shared: store?.sharedLimits)
     var services: [any Service] = [SIGHUPKeyReloader(manager: manager), ClientKeyReloader(authenticator: authenticator, logger: logger)]
     if let store {
         services.append(StoreCloser(store: store, logger: logger))

@@ -7,21 +7,21 @@ import Logging
 /// On success the admin's name is put in the request context, for the audit.
 ///
 /// Failed attempts are logged (the client's address, never the token presented) and throttled per client
-/// address: after ``failureBurst`` failures a client may fail again once every ``secondsPerFailure`` seconds;
+/// address (on a PostgreSQL store, across every replica: ``SharedTokenBuckets``): after ``failureBurst`` failures a client may fail again once every ``secondsPerFailure`` seconds;
 /// beyond that its
 /// failed attempts get 429 `rate_limited` with `Retry-After` (and are logged once each as throttled), so
 /// guessing tokens runs at a few attempts a minute.
 struct AdminAuthenticationMiddleware: RouterMiddleware {
     typealias Context = OfferSignerRequestContext
     let tokens: BearerTokens
-    let failures: TokenBuckets
+    let failures: any LimitBuckets
 
     /// Failures allowed at once from one address.
     static let failureBurst = 10.0
     /// Then one failure per this many seconds.
     static let secondsPerFailure = 6.0
 
-    init(tokens: BearerTokens, failures: TokenBuckets = TokenBuckets(rate: 1 / Self.secondsPerFailure, burst: Self.failureBurst)) {
+    init(tokens: BearerTokens, failures: any LimitBuckets = TokenBuckets(rate: 1 / Self.secondsPerFailure, burst: Self.failureBurst)) {
         self.tokens = tokens
         self.failures = failures
     }
@@ -34,7 +34,7 @@ struct AdminAuthenticationMiddleware: RouterMiddleware {
             context.adminName = admin
             return try await next(request, context)
         } catch let error as APIError where error.status == .unauthorized || error.status == .forbidden {
-            switch failures.take(client) {
+            switch await failures.take(client) {
             case .allowed:
                 context.logger.warning("admin authentication failed", metadata: ["client": "\(client)", "code": "\(error.code)", "route": "\(context.endpointPath ?? "-")"])
                 throw error

@@ -248,7 +248,7 @@ struct ClientAuthenticationMiddleware: RouterMiddleware {
             failure.headers[.wwwAuthenticate] = "Bearer realm=\"offer-signer\""
             throw failure
         }
-        try limits.admit(credential: identity.rateLimitCredential(remoteAddress: context.remoteAddress), identity: identity)
+        try await limits.admit(credential: identity.rateLimitCredential(remoteAddress: context.remoteAddress), identity: identity)
         var context = context
         context.identity = identity
         return try await next(request, context)

@@ -16,7 +16,7 @@ struct ConsoleRoutes {
     let keyManager: KeyManager?
     let adminTokens: BearerTokens
     /// The admin API's limiter of failed authentications (per client address), shared with it.
-    let failures: TokenBuckets
+    let failures: any LimitBuckets
     let sessions: ConsoleSessions
 
     func register(on router: Router<OfferSignerRequestContext>) {
@@ -105,12 +105,12 @@ struct ConsoleRoutes {
             form = try await ConsoleForm.body(of: &request)
         } catch {
             // Counted first: an unreadable body is a failed sign-in, throttled like a wrong token.
-            try throttle(client: client, context: context, failure: "console sign-in failed: the form could not be read")
+            try await throttle(client: client, context: context, failure: "console sign-in failed: the form could not be read")
             throw error
         }
         let token = (form["token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard !token.isEmpty, token.utf8.count <= 512, let admin = adminTokens.admin(presenting: token) else {
-            try throttle(client: client, context: context, failure: "console sign-in failed")
+            try await throttle(client: client, context: context, failure: "console sign-in failed")
             let message = adminTokens.isEmpty
                 ? "The console is disabled: no \(ConfigurationVariable.adminTokens.environmentName) are configured."
                 : "That is not an admin token."
@@ -130,8 +130,8 @@ struct ConsoleRoutes {
 
     /// Counts a failed sign-in against the client's address (the admin API's limiter) and logs it; over the limit,
     /// throws 429 `rate_limited` with `Retry-After`.
-    private func throttle(client: String, context: OfferSignerRequestContext, failure: String) throws(APIError) {
-        switch failures.take(client) {
+    private func throttle(client: String, context: OfferSignerRequestContext, failure: String) async throws(APIError) {
+        switch await failures.take(client) {
         case .allowed:
             context.logger.warning("\(failure)", metadata: ["client": "\(client)"])
         case .limited(let retryAfter):

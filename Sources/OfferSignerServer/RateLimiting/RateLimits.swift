@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import OfferStore
 
 /// A rate: `count` requests per `seconds`, written `2000/s`, `20/min`, `1000/h`; `none` is unlimited.
 public struct Rate: Sendable, Hashable, CustomStringConvertible {
@@ -34,6 +35,12 @@ public struct Rate: Sendable, Hashable, CustomStringConvertible {
     func buckets() -> TokenBuckets {
         TokenBuckets(rate: Double(count) / seconds, burst: Double(count))
     }
+
+    /// The fleet's buckets of `kind` for this rate on `shared`, or this replica's own without one.
+    func buckets(kind: String, shared: (any SharedLimitStore)?) -> any LimitBuckets {
+        guard let shared else { return buckets() }
+        return SharedTokenBuckets(kind: kind, rate: Double(count) / seconds, burst: Double(count), store: shared)
+    }
 }
 
 /// The rate limits of one replica (README "Securing it"): per client credential and per customer on
@@ -65,57 +72,71 @@ public struct RateLimitConfiguration: Sendable, Hashable {
     public static let none = RateLimitConfiguration(client: nil, customer: nil, clientExplicit: true, customerExplicit: true, appStore: nil)
 }
 
-/// The token buckets of the configured limits; one limited key never slows another.
+/// The token buckets of the configured limits; one limited key never slows another. On a PostgreSQL store the
+/// client and customer limits are the fleet's (``SharedTokenBuckets``: every replica takes from one bucket); the
+/// App Store endpoints' limits, per address, stay each replica's own.
 public final class RateLimits: Sendable {
     public let configuration: RateLimitConfiguration
-    private let clients: TokenBuckets?
-    private let customers: TokenBuckets?
+    private let clients: (any LimitBuckets)?
+    private let customers: (any LimitBuckets)?
     private let appStore: TokenBuckets?
     /// Retention requests, per address: ten times the App Store rate (Apple's performance test sends bursts, and a
     /// 429 fails it; each request is still an App Store signature to verify).
     private let retentionRate: Rate?
     private let retention: TokenBuckets?
 
-    public init(_ configuration: RateLimitConfiguration) {
+    /// - Parameter shared: the store's shared limits (``OfferStore/sharedLimits``); `nil`: this replica's own.
+    public init(_ configuration: RateLimitConfiguration, shared: (any SharedLimitStore)? = nil) {
         self.configuration = configuration
-        clients = configuration.client?.buckets()
-        customers = configuration.customer?.buckets()
+        clients = configuration.client?.buckets(kind: "client", shared: shared)
+        customers = configuration.customer?.buckets(kind: "customer", shared: shared)
         appStore = configuration.appStore?.buckets()
         retentionRate = configuration.appStore.map { Rate(count: $0.count * 10, seconds: $0.seconds) }  // count ≤ 10^6: no overflow
         retention = retentionRate?.buckets()
     }
 
-    /// Admits a request of a client credential.
+    /// Admits a request of a client credential, at once (the event-loop path: a replica that must ask the store
+    /// for a lease first refuses for a second).
     /// - Throws: ``APIError`` 429 `rate_limited`.
     func admit(credential: String, identity: ClientIdentity) throws(APIError) {
         if case .customer = identity {} else if !configuration.clientExplicit { return }
-        try take(clients, credential, what: "this client credential", rate: configuration.client)
+        try refuse(clients?.take(credential, now: .now), what: "this client credential", rate: configuration.client)
     }
 
-    /// Admits a request for a customer.
+    /// Admits a request of a client credential, waiting for a lease of the fleet's bucket when it needs one.
+    func admit(credential: String, identity: ClientIdentity) async throws(APIError) {
+        if case .customer = identity {} else if !configuration.clientExplicit { return }
+        try refuse(await clients?.take(credential), what: "this client credential", rate: configuration.client)
+    }
+
+    /// Admits a request for a customer, at once.
     func admit(customer: String, identity: ClientIdentity) throws(APIError) {
         if case .customer = identity {} else if !configuration.customerExplicit { return }
-        try take(customers, customer, what: "this customer", rate: configuration.customer)
+        try refuse(customers?.take(customer, now: .now), what: "this customer", rate: configuration.customer)
+    }
+
+    /// Admits a request for a customer, waiting for a lease of the fleet's bucket when it needs one.
+    func admit(customer: String, identity: ClientIdentity) async throws(APIError) {
+        if case .customer = identity {} else if !configuration.customerExplicit { return }
+        try refuse(await customers?.take(customer), what: "this customer", rate: configuration.customer)
     }
 
     /// Admits a request to the App Store's notification endpoint from `address`.
     func admit(appStoreAddress address: String) throws(APIError) {
-        try take(appStore, address, what: "this address", rate: configuration.appStore)
+        try refuse(appStore?.take(address), what: "this address", rate: configuration.appStore)
     }
 
     /// Admits a retention request from `address`: its own buckets, at ten times the App Store rate (a burst of
     /// notifications never starves retention requests, whose answer Apple needs within 700 ms).
     func admit(retentionAddress address: String) throws(APIError) {
-        try take(retention, address, what: "this address", rate: retentionRate)
+        try refuse(retention?.take(address), what: "this address", rate: retentionRate)
     }
 
-    private func take(_ buckets: TokenBuckets?, _ key: String, what: String, rate: Rate?) throws(APIError) {
-        guard let buckets, let rate else { return }
-        if case .limited(let seconds) = buckets.take(key) {
-            throw APIError(
-                status: .tooManyRequests, code: "rate_limited",
-                message: "Too many requests for \(what) (limit \(rate)); nothing was signed. Try again in \(seconds) second\(seconds == 1 ? "" : "s").",
-                headers: [.retryAfter: "\(seconds)"])
-        }
+    private func refuse(_ decision: TokenBuckets.Decision?, what: String, rate: Rate?) throws(APIError) {
+        guard let rate, case .limited(let seconds) = decision else { return }
+        throw APIError(
+            status: .tooManyRequests, code: "rate_limited",
+            message: "Too many requests for \(what) (limit \(rate)); nothing was signed. Try again in \(seconds) second\(seconds == 1 ? "" : "s").",
+            headers: [.retryAfter: "\(seconds)"])
     }
 }

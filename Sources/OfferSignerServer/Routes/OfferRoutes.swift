@@ -116,17 +116,17 @@ struct OfferRoutes {
     let limits: RateLimits
 
     /// The customer the request acts for, checked against the credential and admitted by the rate limit.
-    private func customer(_ requested: String, _ context: OfferSignerRequestContext) throws -> String {
+    private func customer(_ requested: String, _ context: OfferSignerRequestContext) async throws -> String {
         let identity = context.identity ?? .open
         guard let customer = try identity.customer(naming: requested) else { return "" }
-        try limits.admit(customer: customer.lowercased(), identity: identity)
+        try await limits.admit(customer: customer.lowercased(), identity: identity)
         return customer
     }
 
     func register(on group: RouterGroup<OfferSignerRequestContext>) {
         group.post("/sign") { request, context -> Response in
             var body = try await request.decodeJSON(as: SignOfferRequest.self, context: context)
-            body.applicationUsername = try customer(body.applicationUsername, context)
+            body.applicationUsername = try await customer(body.applicationUsername, context)
             switch body.format ?? .legacy {
             case .legacy:
                 return try await service.signLegacy(body).response(from: request, context: context)
@@ -136,13 +136,13 @@ struct OfferRoutes {
         }
         group.post("/eligibility") { request, context -> EligibilityResponse in
             var body = try await request.decodeJSON(as: EligibilityRequest.self, context: context)
-            body.applicationUsername = try customer(body.applicationUsername, context)
+            body.applicationUsername = try await customer(body.applicationUsername, context)
             let offers = try await service.eligibility(bundleIdentifier: body.bundleIdentifier, applicationUsername: body.applicationUsername, productIdentifier: body.productIdentifier, transactionId: body.transactionId)
             return EligibilityResponse(applicationUsername: body.applicationUsername.lowercased(), policyInForce: service.policy != nil, offers: offers)
         }
         group.post("/introductory-eligibility") { request, context -> IntroductoryEligibilityResponse in
             var body = try await request.decodeJSON(as: IntroductoryEligibilityRequest.self, context: context)
-            body.applicationUsername = try customer(body.applicationUsername, context)
+            body.applicationUsername = try await customer(body.applicationUsername, context)
             return try await service.signIntroductoryOfferEligibility(body)
         }
         group.post("/verify") { request, context -> Response in

@@ -37,6 +37,8 @@ final class PostgresBackend: SQLStoreBackend {
     /// A batch is sixteen array parameters whatever its size (``PostgresIssuedBatch``); the bound keeps one
     /// statement's size, and what one failed statement fails, in check.
     let recordsPerBatch = 1000
+    /// The rate limits every replica on the database shares (``PostgresSharedLimits``).
+    let sharedLimits: (any SharedLimitStore)?
 
     /// Connects (lazily: the first query opens the first connection).
     /// `keepingConnectionsOpen` (a server): connections stay open an hour after their last use, instead of a
@@ -56,6 +58,7 @@ final class PostgresBackend: SQLStoreBackend {
         self.logger = logger
         self.connectionsKeptOpen = keepingConnectionsOpen ? configuration.options.maximumConnections : 0
         self.preparedAnswerStatements = PostgresAnswers.statements(connections)
+        self.sharedLimits = PostgresSharedLimits(connections: connections)
         self.retentionAnswersWriter = { answers in try await PostgresAnswers.recordRetentionAnswers(answers, client: connections) }
     }
 
@@ -161,7 +164,11 @@ final class PostgresBackend: SQLStoreBackend {
     let retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)?
 
     func migrationStatements(version: Int) -> [SQLQueryString] {
-        version == 12 ? [SQLQueryString(PostgresAnswers.recordRetentionAnswersFunction)] : []
+        switch version {
+        case 12: [SQLQueryString(PostgresAnswers.recordRetentionAnswersFunction)]
+        case 20: [SQLQueryString(PostgresSharedLimits.table), SQLQueryString(PostgresSharedLimits.index)]
+        default: []
+        }
     }
 
     /// ``PostgresIssuedBatch``: one prepared statement, the batch bound as arrays; every batch of a writer's run on

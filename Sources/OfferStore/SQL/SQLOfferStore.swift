@@ -46,6 +46,7 @@ final class SQLOfferStore: OfferStore {
     let documentFeed: PostgresDocumentFeed?
     /// One decision at a time per customer, in this process (``customerLocks``: only where no other process decides).
     let processCustomerLocks = CustomerLocks()
+    var sharedLimits: (any SharedLimitStore)? { backend.sharedLimits }
 
     init(backend: any SQLStoreBackend, logger: Logger, documentFeed: PostgresDocumentFeed? = nil) {
         self.backend = backend

@@ -50,6 +50,8 @@ protocol SQLStoreBackend: Sendable {
     /// The retention path's statements prepared once per connection (PostgreSQL: ``PostgresAnswers``); `nil` (the
     /// default): the store's own through SQLKit.
     var preparedAnswerStatements: PreparedAnswerStatements? { get }
+    /// Token buckets shared by every process on the database (PostgreSQL); `nil` where one process serves the store.
+    var sharedLimits: (any SharedLimitStore)? { get }
 
     /// Statements of a migration that only this database runs, after the shared ones (``StoreSchema``); none by
     /// default.
@@ -103,6 +105,7 @@ struct CallerError: Error {
 extension SQLStoreBackend {
     var issuedSignatureBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.BatchInsert) async -> Void) async -> Void)? { nil }
     var preparedAnswerStatements: PreparedAnswerStatements? { nil }
+    var sharedLimits: (any SharedLimitStore)? { nil }
     var batchExecutor: (any TaskExecutor)? { nil }
     var retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? { nil }
     func migrationStatements(version: Int) -> [SQLQueryString] { [] }

@@ -220,6 +220,9 @@ enum StoreSchema {
         // The decision log's decisions per UTC day and answer (issue 45, ``DecisionRollup``): a range's refusal rate
         // from a row a day, kept by every batch the log writes.
         (19, DecisionRollup.migration(bigint: bigint)),
+        // Rate limits the replicas share (issue 41, ``SharedLimitStore``): PostgreSQL's own statements
+        // (``SQLStoreBackend/migrationStatements(version:)``); a SQLite file serves one process and keeps its limits there.
+        (20, []),
     ]
 
     /// The versions `schema_migrations` lists, read without the migration lock; throws where the table is missing.

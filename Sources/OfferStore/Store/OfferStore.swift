@@ -241,6 +241,10 @@ public protocol OfferStore: Sendable {
 
     /// Flushes what is queued and closes connections.
     func close() async throws
+
+    /// Rate limits every replica on this store shares (PostgreSQL), or `nil` where one process serves the store (a
+    /// SQLite file, memory): its own limits are then the fleet's.
+    var sharedLimits: (any SharedLimitStore)? { get }
 }
 
 extension OfferStore {
@@ -253,6 +257,8 @@ extension OfferStore {
     public func purgeDecisionLog(before: Date) async throws -> Int { 0 }
     public func decisionSnapshots(hashes: [String]) async throws -> [String: String] { [:] }
     public func customerDecisions(bundleIdentifier: String, customerHash: String, since: Int64, limit: Int) async throws -> [PolicyDecisionRecord] { [] }
+    /// A store no other process shares shares no limits.
+    public var sharedLimits: (any SharedLimitStore)? { nil }
     /// A store no other process shares has no one else's changes to tell.
     public func documentChanges() -> AsyncStream<String> { AsyncStream { $0.finish() } }
     /// A store without outcomes knows none.

@@ -1,0 +1,53 @@
+/// Token buckets every replica on one database shares (docs/operations.md "Rate limits"): a replica leases a few
+/// tokens of a bucket at a time, spends them without asking again, and gives back what it did not spend, so that a
+/// limit holds for the fleet without a round trip per request. PostgreSQL only (``OfferStore/sharedLimits``); a
+/// SQLite file or a store in memory serves one process, whose own buckets are the fleet's.
+///
+/// A bucket is named by its caller; the name must not be a raw customer identifier or a credential (the server
+/// names them by a keyed hash). Buckets that would be full again are forgotten: a forgotten bucket is a full one.
+public protocol SharedLimitStore: Sendable {
+    /// Takes up to `wanted` tokens from each bucket, every lease in one statement; refills each bucket first by
+    /// the time since its last lease (the database's clock, the same for every replica).
+    /// - Returns: one grant a lease, in the order of `leases`.
+    /// - Throws: ``OfferStoreError`` `unavailable` when the database cannot be reached.
+    func lease(_ leases: [SharedLimitLease]) async throws -> [SharedLimitGrant]
+
+    /// Puts back tokens leased and not spent (never more than a bucket holds), in one statement.
+    func giveBack(_ tokens: [(bucket: String, count: Int)]) async throws
+
+    /// Forgets the buckets that have been full for a minute or more (the table stays as small as the set of
+    /// buckets in use).
+    func purgeFullBuckets() async throws
+}
+
+/// Tokens asked for from one bucket, with the bucket's rate (its creator's; every replica is configured alike).
+public struct SharedLimitLease: Sendable, Hashable {
+    /// The bucket's name (a hash: never a raw identifier).
+    public var bucket: String
+    /// Tokens added per second (> 0).
+    public var rate: Double
+    /// The most tokens the bucket holds (≥ 1).
+    public var burst: Double
+    /// Tokens wanted (≥ 1).
+    public var wanted: Int
+
+    public init(bucket: String, rate: Double, burst: Double, wanted: Int) {
+        self.bucket = bucket
+        self.rate = rate
+        self.burst = burst
+        self.wanted = wanted
+    }
+}
+
+/// What a lease got.
+public struct SharedLimitGrant: Sendable, Hashable {
+    /// Tokens granted (0 ... wanted).
+    public var granted: Int
+    /// Seconds until the bucket holds one whole token again (0 when it holds one now).
+    public var secondsToNextToken: Double
+
+    public init(granted: Int, secondsToNextToken: Double) {
+        self.granted = granted
+        self.secondsToNextToken = secondsToNextToken
+    }
+}
