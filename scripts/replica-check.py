@@ -27,6 +27,12 @@ caps, grants and key states must hold across them.
   request gets the new policy's answer. The p99 over both replicas and all trials must be within 100 ms, no
   replica may answer under the old policy once it reports the new one, and /metrics must show the last revision.
 
+- (g) one limit for the fleet, on three replicas (G1, G2, G3) of the test database, then on two of them: an API key
+  of the measurement's own, limited to LIMIT_COUNT an hour (OFFER_SIGNER_RATE_LIMIT_CLIENT), is sent 3 × LIMIT_COUNT
+  sign requests, in turn to each replica, 10 at once; then 40 failed admin authentications (a wrong bearer token)
+  from a loopback address of the measurement's own, in turn to each. Allowed must be LIMIT_COUNT ± 10 % and 10 (the
+  failure burst) ± 1 plus one per 6 s elapsed; each replica alone would allow all of it.
+
 Usage: scripts/replica-check.py PATH/TO/offer-signer     (exit status 0 when every check passes)
 
 Needs OFFER_SIGNER_TEST_DATABASE_URL (a PostgreSQL database the run may write to; `eval "$(scripts/start-postgres.sh)"`);
@@ -48,6 +54,7 @@ import threading
 import time
 
 DATABASE_URL = os.environ.get("OFFER_SIGNER_TEST_DATABASE_URL", "")
+TEST_DATABASE_URL = DATABASE_URL  # case (f) moves DATABASE_URL to a database of its own; case (g) runs here
 if not DATABASE_URL:
     print("replica-check: skipped (OFFER_SIGNER_TEST_DATABASE_URL is not set; eval \"$(scripts/start-postgres.sh)\" sets it)")
     sys.exit(0)
@@ -136,13 +143,18 @@ with open(policy, "w") as f:
 
 
 class Process:
-    def __init__(self, name):
+    def __init__(self, name, extra_env=None):
         self.name, self.port = name, free_port()
         self.log = open(os.path.join(work, f"{name}.log"), "w")
         env = dict(os.environ, OFFER_SIGNER_PORT=str(self.port), OFFER_SIGNER_DATABASE_URL=DATABASE_URL,
                    OFFER_SIGNER_POLICY=policy, OFFER_SIGNER_KEYS_DIR=os.path.join(work, "keys"),
                    OFFER_SIGNER_ACTIVE_KEY_ID=KEYS[0], OFFER_SIGNER_ADMIN_TOKENS=f"replica-check:{TOKEN}",
                    OFFER_SIGNER_CLIENT_AUTH="none")
+        for name, value in (extra_env or {}).items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
         env.pop("OFFER_SIGNER_STATE_FILE", None)  # key states in the shared store: what replicas must use
         env.pop("OFFER_SIGNER_BUNDLE_ID", None)
         self.process = subprocess.Popen([BINARY, "serve"], env=env, stdout=self.log, stderr=subprocess.STDOUT)
@@ -506,6 +518,70 @@ else:
         stop_processes(fleet)
         if fleet_admin_url:
             psql(fleet_admin_url, f"DROP DATABASE IF EXISTS {fleet_name} WITH (FORCE)")
+
+# (g) one limit for the fleet: the client limit and the failed-sign-in throttle, over three replicas, then two (an API
+# key and a client address of each measurement's own: 127.x.y.z, any of which reaches the servers on loopback).
+LIMIT_COUNT = 100
+API_KEYS = {replicas: secrets.token_hex(16) for replicas in (3, 2)}
+DATABASE_URL = TEST_DATABASE_URL
+limited = []
+
+
+def fleet_limits(replicas):
+    api_key = API_KEYS[len(replicas)]
+    source = (f"127.{secrets.randbelow(250) + 1}.{secrets.randbelow(250) + 1}.{secrets.randbelow(250) + 1}", 0)
+    what = f"{len(replicas)} replicas"
+
+    def connect(p):
+        return http.client.HTTPConnection("127.0.0.1", p.port, timeout=30, source_address=source)
+
+    def keyed_sign(p, i):
+        connection = connect(p)
+        try:
+            connection.request("POST", "/v1/offers/sign", body=json.dumps({
+                "bundleIdentifier": BUNDLE, "productIdentifier": PRODUCT, "offerIdentifier": "open_offer",
+                "applicationUsername": f"limit-{RUN}-{i}"}),
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {api_key}"})
+            return connection.getresponse().status
+        finally:
+            connection.close()
+
+    statuses = []
+    started = time.monotonic()
+    for wave in range(3 * LIMIT_COUNT // 10):
+        statuses += concurrently([(lambda i=wave * 10 + j: keyed_sign(replicas[i % len(replicas)], i)) for j in range(10)])
+    elapsed = time.monotonic() - started
+    allowed = statuses.count(200)
+    print(f"limits for the fleet, {what}: client limit {LIMIT_COUNT}/h, {len(statuses)} sign requests in turn, 10 at once, in "
+          f"{elapsed:.1f} s: {allowed} signed, {statuses.count(429)} refused 429")
+    check(set(statuses) <= {200, 429}, f"{what}: every sign request answered 200 or 429: {sorted(set(map(str, statuses)))}")
+    check(abs(allowed - LIMIT_COUNT) <= LIMIT_COUNT // 10, f"{what}: client limit held for the fleet: {allowed} signed, {LIMIT_COUNT} ± 10 % allowed")
+
+    wrong = []
+    started = time.monotonic()
+    for attempt in range(40):
+        connection = connect(replicas[attempt % len(replicas)])
+        connection.request("GET", "/admin/keys", headers={"Authorization": "Bearer not-the-admin-token"})
+        wrong.append(connection.getresponse().status)
+        connection.close()
+    elapsed = time.monotonic() - started
+    refused = wrong.count(403)
+    ceiling = 11 + int(elapsed / 6)
+    print(f"limits for the fleet, {what}: 40 failed admin authentications from {source[0]} in turn in {elapsed:.1f} s: {refused} "
+          f"answered 403, {wrong.count(429)} throttled 429 (10 at once, then one per 6 s, for the fleet)")
+    check(9 <= refused <= ceiling, f"{what}: failed sign-in throttle held for the fleet: {refused} failures let through, 9 to {ceiling} allowed")
+
+
+try:
+    keys = ",".join(f"rc{RUN.lower()}n{count}:{key}" for count, key in API_KEYS.items())
+    limited = [Process(name, {"OFFER_SIGNER_API_KEYS": keys, "OFFER_SIGNER_CLIENT_AUTH": None,
+                              "OFFER_SIGNER_RATE_LIMIT_CLIENT": f"{LIMIT_COUNT}/h"}) for name in ("G1", "G2", "G3")]
+    for p in limited:
+        check(p.wait_ready(), f"limits for the fleet: process {p.name} ready on port {p.port}")
+    fleet_limits(limited)
+    fleet_limits(limited[:2])
+finally:
+    stop_processes(limited)
 
 if failures:
     print(f"replica checks: {len(failures)} failed")
