@@ -30,7 +30,8 @@ caps, grants and key states must hold across them.
 - (g) one limit for the fleet, on three replicas (G1, G2, G3) of the test database, then on two of them: an API key
   of the measurement's own, limited to LIMIT_COUNT an hour (OFFER_SIGNER_RATE_LIMIT_CLIENT), is sent 3 × LIMIT_COUNT
   sign requests, in turn to each replica, 10 at once; then 40 failed admin authentications (a wrong bearer token)
-  from a loopback address of the measurement's own, in turn to each. Allowed must be LIMIT_COUNT ± 10 % and 10 (the
+  from a loopback address of the measurement's own, in turn to each, and 40 failed console sign-ins from another.
+  Allowed must be LIMIT_COUNT ± 10 % and 10 (the
   failure burst) ± 1 plus one per 6 s elapsed; each replica alone would allow all of it.
 
 Usage: scripts/replica-check.py PATH/TO/offer-signer     (exit status 0 when every check passes)
@@ -569,7 +570,27 @@ def fleet_limits(replicas):
     ceiling = 11 + int(elapsed / 6)
     print(f"limits for the fleet, {what}: 40 failed admin authentications from {source[0]} in turn in {elapsed:.1f} s: {refused} "
           f"answered 403, {wrong.count(429)} throttled 429 (10 at once, then one per 6 s, for the fleet)")
-    check(9 <= refused <= ceiling, f"{what}: failed sign-in throttle held for the fleet: {refused} failures let through, 9 to {ceiling} allowed")
+    check(9 <= refused <= ceiling, f"{what}: failed admin authentications held for the fleet: {refused} let through, 9 to {ceiling} allowed")
+
+    # The console's sign-in counts in the same buckets: wrong tokens from another address of the measurement's own.
+    source = (f"127.{secrets.randbelow(250) + 1}.{secrets.randbelow(250) + 1}.{secrets.randbelow(250) + 1}", 0)
+    wrong = []
+    started = time.monotonic()
+    for attempt in range(40):
+        connection = connect(replicas[attempt % len(replicas)])
+        connection.request("POST", "/console/login", body="token=not-the-admin-token",
+                           headers={"Content-Type": "application/x-www-form-urlencoded"})
+        response = connection.getresponse()
+        response.read()
+        wrong.append(response.status)
+        connection.close()
+    elapsed = time.monotonic() - started
+    refused = wrong.count(403)
+    ceiling = 11 + int(elapsed / 6)
+    print(f"limits for the fleet, {what}: 40 failed console sign-ins from {source[0]} in turn in {elapsed:.1f} s: {refused} "
+          f"answered 403, {wrong.count(429)} throttled 429")
+    check(set(wrong) <= {403, 429}, f"{what}: every failed console sign-in answered 403 or 429: {sorted(set(map(str, wrong)))}")
+    check(9 <= refused <= ceiling, f"{what}: the console's sign-in throttle held for the fleet: {refused} let through, 9 to {ceiling} allowed")
 
 
 try:
