@@ -556,7 +556,8 @@ def fleet_limits(replicas):
     print(f"limits for the fleet, {what}: client limit {LIMIT_COUNT}/h, {len(statuses)} sign requests in turn, 10 at once, in "
           f"{elapsed:.1f} s: {allowed} signed, {statuses.count(429)} refused 429")
     check(set(statuses) <= {200, 429}, f"{what}: every sign request answered 200 or 429: {sorted(set(map(str, statuses)))}")
-    check(abs(allowed - LIMIT_COUNT) <= LIMIT_COUNT // 10, f"{what}: client limit held for the fleet: {allowed} signed, {LIMIT_COUNT} ± 10 % allowed")
+    check(abs(allowed - LIMIT_COUNT) <= LIMIT_COUNT // 10,
+          f"{what}: client limit held for the fleet: {allowed} signed, {LIMIT_COUNT} ± 10 % allowed")
 
     wrong = []
     started = time.monotonic()

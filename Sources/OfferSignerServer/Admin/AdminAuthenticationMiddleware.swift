@@ -7,9 +7,9 @@ import Logging
 /// On success the admin's name is put in the request context, for the audit.
 ///
 /// Failed attempts are logged (the client's address, never the token presented) and throttled per client
-/// address (on a PostgreSQL store, across every replica: ``SharedTokenBuckets``): after ``failureBurst`` failures a client may fail again once every ``secondsPerFailure`` seconds;
-/// beyond that its
-/// failed attempts get 429 `rate_limited` with `Retry-After` (and are logged once each as throttled), so
+/// address (on a PostgreSQL store, across every replica: ``SharedTokenBuckets``):
+/// after ``failureBurst`` failures a client may fail again once every ``secondsPerFailure`` seconds; beyond that
+/// its failed attempts get 429 `rate_limited` with `Retry-After` (and are logged once each as throttled), so
 /// guessing tokens runs at a few attempts a minute.
 struct AdminAuthenticationMiddleware: RouterMiddleware {
     typealias Context = OfferSignerRequestContext

@@ -87,7 +87,8 @@ struct PostgresSharedLimits: SharedLimitStore {
 
     func purgeFullBuckets() async throws {
         try await connections.withConnection { connection in
-            _ = try await connection.query("DELETE FROM shared_limits WHERE full_at < extract(epoch FROM clock_timestamp()) - 60", logger: Self.logger)
+            _ = try await connection.query(
+                "DELETE FROM shared_limits WHERE full_at < extract(epoch FROM clock_timestamp()) - 60", logger: Self.logger)
         }
     }
 }
