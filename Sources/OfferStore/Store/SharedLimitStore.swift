@@ -9,7 +9,8 @@ public protocol SharedLimitStore: Sendable {
     /// Takes up to `wanted` tokens from each bucket, every lease in one statement; refills each bucket first by
     /// the time since its last lease (the database's clock, the same for every replica).
     /// - Returns: one grant a lease, in the order of `leases`.
-    /// - Throws: ``OfferStoreError`` `unavailable` when the database cannot be reached.
+    /// - Throws: when the database cannot be reached (``OfferStoreError`` `unavailable`) or refuses the statement; the
+    ///   caller then decides alone (``SharedLimitStore`` never fails a request by itself).
     func lease(_ leases: [SharedLimitLease]) async throws -> [SharedLimitGrant]
 
     /// Puts back tokens leased and not spent (never more than a bucket holds), in one statement.
