@@ -44,7 +44,7 @@ import Testing
                     let record = signature(key)
                     group.addTask {
                         try await locks.withLock(key) {
-                            let (_, issued) = try await store.customerSnapshot(key, issuedSince: 0)
+                            let issued = try await store.customerSnapshot(key, issuedSince: 0).issued
                             // The decision takes a moment (signing does): without the lock, others read the same count meanwhile.
                             try await Task.sleep(for: .milliseconds(1))
                             guard issued.isEmpty else { return false }
@@ -62,22 +62,32 @@ import Testing
         try await store.close()
     }
 
-    @Test("the snapshot reads a customer's facts and their signatures since a time, newest first")
-    func snapshot() async throws {
-        let store = try #require(try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test")) as? any CustomerLockingStore)
+    @Test("the snapshot reads a customer's facts, their stored text and their signatures since a time, newest first: in memory, and on a server's file (statements prepared once)",
+          arguments: [false, true])
+    func snapshot(onFile: Bool) async throws {
+        let url = onFile ? "sqlite:\(ScratchFolder.sqliteFile("offer-store-locks"))" : "sqlite::memory:"
+        let store = try #require(try await makeOfferStore(databaseURL: url, logger: Logger(label: "test"), exclusive: onFile) as? any CustomerLockingStore)
         let key = CustomerKey(bundleIdentifier: app, applicationUsername: "known")
-        #expect(try await store.customerSnapshot(key, issuedSince: 0).facts == nil)
-        try await store.updateCustomer(key) { $0.storefront = "USA" }
+        let unknown = try await store.customerSnapshot(key, issuedSince: 0)
+        #expect(unknown.facts == nil && unknown.storedFacts == nil && unknown.issued.isEmpty)
+        _ = try await store.updateCustomer(key) { $0.storefront = "USA" }
         var old = signature(key)
         old.timestamp = 1_000
         var new = signature(key)
         new.timestamp = 3_000
-        try await store.record(old)
-        try await store.record(new)
-        let (facts, issued) = try await store.customerSnapshot(key, issuedSince: 2_000)
-        #expect(facts?.storefront == "USA")
-        #expect(issued.map(\.nonce) == [new.nonce])
-        #expect(try await store.customerSnapshot(key, issuedSince: .min).issued.map(\.nonce) == [new.nonce, old.nonce])
+        new.requestIdentifier = "request-1"
+        var other = signature(CustomerKey(bundleIdentifier: app, applicationUsername: "someone-else"))
+        other.timestamp = 3_000
+        for record in [old, new, other] { try await store.record(record) }
+        let snapshot = try await store.customerSnapshot(key, issuedSince: 2_000)
+        #expect(snapshot.facts?.storefront == "USA")
+        #expect(snapshot.facts == (try await store.customerFacts(for: key)))
+        #expect(try StoreCoding.decode(CustomerFacts.self, from: try #require(snapshot.storedFacts)) == snapshot.facts)
+        #expect(snapshot.issued == [new])
+        #expect(try await store.customerSnapshot(key, issuedSince: .min).issued == [new, old])
         try await store.close()
+        if onFile {  // a closed store's readers refuse
+            await #expect(throws: OfferStoreError.self) { try await store.customerSnapshot(key, issuedSince: 0) }
+        }
     }
 }

@@ -45,12 +45,14 @@ struct DecisionSnapshot: Codable, Sendable {
         facts.key = CustomerKey(bundleIdentifier: context.bundleIdentifier, applicationUsername: "")
         facts.updatedAt = Date(timeIntervalSince1970: 0)
         self.facts = facts
-        guard let lookback, lookback > 0 else {
-            issued = []
-            return
-        }
+        issued = Self.issuedSignatures(context, lookback: lookback)
+    }
+
+    /// The context's signatures since `lookback` seconds before the decision, as the snapshot keeps them.
+    static func issuedSignatures(_ context: EligibilityContext, lookback: TimeInterval?) -> [Issued] {
+        guard let lookback, lookback > 0 else { return [] }
         let since = Int64((context.now.timeIntervalSince1970 - lookback) * 1000)
-        issued = context.issuedSignatures.filter { $0.timestamp >= since }.map {
+        return context.issuedSignatures.filter { $0.timestamp >= since }.map {
             Issued(productIdentifier: $0.productIdentifier, offerIdentifier: $0.offerIdentifier, timestamp: $0.timestamp)
         }
     }
@@ -93,12 +95,14 @@ extension OfferService {
     /// Logs a decision made under the policy (nothing without a policy, a store or a rule): its time, channel,
     /// offer (or the chosen retention entry), the customer's keyed hash, the policy's version, the facts snapshot,
     /// the answer and the reason codes. Queued for the store's batched writer; the answer does not wait.
-    func logDecision<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision, _ context: EligibilityContext) {
+    /// `storedFacts`: the text the context's facts were decoded from, when the caller has it: the snapshot is made
+    /// from it (``DecisionSnapshot/text(_:lookback:storedFacts:)``) instead of encoding the facts again.
+    func logDecision<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision, _ context: EligibilityContext, storedFacts: String? = nil) {
         guard let store, let policy, let rule = flow.rule else { return }
         let lookback = rule.lookback
         let snapshot: String
         do {
-            snapshot = try DecisionSnapshot(context, lookback: lookback).encoded()
+            snapshot = try DecisionSnapshot.text(context, lookback: lookback, storedFacts: storedFacts)
         } catch {
             return  // facts that cannot be encoded cannot be replayed either; the answer is unaffected
         }

@@ -19,15 +19,17 @@ extension OfferService {
     func runUnderCustomerLock<Output: Sendable>(_ flow: SigningFlow<Output>, since: Int64?, now: Date) async throws -> Output? {
         guard flow.rule?.dependsOnIssuedOffers == true, flow.idempotency == nil, flow.deadline == nil,
               let store = store as? any CustomerLockingStore, let locks = store.customerLocks else { return nil }
-        let made = Mutex<(EligibilityDecision, EligibilityContext)?>(nil)
-        defer { if let (decision, context) = made.withLock({ $0 }) { logDecision(flow, decision, context) } }
+        // The decision, its context and the stored facts' text it was read from (the log's snapshot is made of it).
+        let made = Mutex<(EligibilityDecision, EligibilityContext, String?)?>(nil)
+        defer { if let (decision, context, text) = made.withLock({ $0 }) { logDecision(flow, decision, context, storedFacts: text) } }
         let signed: SignedOutput<Output> = try await Traces.span("offer.customer_lock") { try await locks.withLock(flow.customer) {
             // A rule that reads issued offers without a lookback reads all of the customer's, as in a transaction.
-            let (facts, issued) = try await Traces.span("offer.facts_read") {
+            let snapshot = try await Traces.span("offer.facts_read") {
                 try await storeCall { try await store.customerSnapshot(flow.customer, issuedSince: since ?? .min) }
             }
-            let (decision, context) = try tracedDecide(flow, facts: facts ?? CustomerFacts(key: flow.customer), issued: issued, now: now) { decision, context in
-                made.withLock { $0 = (decision, context) }
+            let facts = snapshot.facts ?? CustomerFacts(key: flow.customer)
+            let (decision, context) = try tracedDecide(flow, facts: facts, issued: snapshot.issued, now: now) { decision, context in
+                made.withLock { $0 = (decision, context, snapshot.storedFacts) }
             }
             let signed = try await tracedSign(flow, decision, context)
             if let grant = decision.grant {

@@ -9,14 +9,19 @@ extension SQLOfferStore: CustomerLockingStore {
         (backend as? SQLiteBackend)?.decidesAlone == true ? processCustomerLocks : nil
     }
 
-    /// The facts and the signatures, two statements on one read connection.
-    func customerSnapshot(_ key: CustomerKey, issuedSince since: Int64) async throws -> (facts: CustomerFacts?, issued: [IssuedSignature]) {
+    /// The facts and the signatures, two statements on one read connection: for a SQLite file, statements prepared
+    /// once per connection (``SQLiteCustomerReaders``).
+    func customerSnapshot(_ key: CustomerKey, issuedSince since: Int64) async throws -> CustomerLockSnapshot {
+        if let readers = (backend as? SQLiteBackend)?.customerReaders {
+            let (text, issued) = try await readers.snapshot(key, issuedSince: since)
+            return CustomerLockSnapshot(facts: try text.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }, storedFacts: text, issued: issued)
+        }
         let (text, issued) = try await backend.reading { database in
             let text = try await database.select().column("facts").from("customers").where(customer: key)
                 .first(decodingColumn: "facts", as: String.self)
             let query = IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, since: since)
             return (text, try await Self.selectSignatures(query, limit: nil, on: database))
         }
-        return (try text.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }, issued)
+        return CustomerLockSnapshot(facts: try text.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }, storedFacts: text, issued: issued)
     }
 }

@@ -45,6 +45,7 @@ extension SQLOfferStore {
     /// decisions it inserted (``DecisionRollup``). Idempotent: written again after a
     /// failure whose outcome is unknown (a connection lost at `COMMIT`), nothing is doubled. A failure is logged by
     /// the queue's retry (``decisionLogRetry(logger:delays:maximumQueued:)``).
+    /// A SQLite file's batches go through ``SQLiteLogWriter``'s statements, prepared once.
     static func writeDecisions(_ records: [PolicyDecisionRecord], backend: any SQLStoreBackend) async throws -> [(any Error)?] {
         var snapshots: [String: (facts: String, lastUsedAt: Int64)] = [:]
         for record in records {
@@ -52,6 +53,10 @@ extension SQLOfferStore {
             snapshots[record.factsHash] = (record.factsSnapshot, newest)
         }
         let facts = snapshots.sorted { $0.key < $1.key }
+        if let sqlite = backend as? SQLiteBackend, try await sqlite.writeDecisions(
+            records, snapshots: facts.map { DecisionSnapshotRow(hash: $0.key, facts: $0.value.facts, lastUsedAt: $0.value.lastUsedAt) }) {
+            return Array(repeating: nil, count: records.count)
+        }
         try await backend.transaction { database in
             try await database.insert(into: "decision_facts").columns("hash", "facts", "last_used_at")
                 .rows(facts.map { [SQLBind($0.key), SQLBind($0.value.facts), SQLBind($0.value.lastUsedAt)] as [any SQLExpression] })
@@ -152,4 +157,12 @@ extension SQLOfferStore {
                 experimentIdentifier: experimentIdentifier, experimentVariant: experimentVariant)
         }
     }
+}
+
+/// A `decision_facts` row as a batch of the decision log writes it.
+struct DecisionSnapshotRow: Sendable {
+    var hash: String
+    var facts: String
+    /// The newest decision of the batch that used it (Unix ms).
+    var lastUsedAt: Int64
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import NIOPosix
 import OfferModel
@@ -29,6 +30,9 @@ final class SQLiteBackend: SQLStoreBackend {
     private let writeGate = AsyncGate()
     /// The group commit's writer of a file (`nil` in memory: a second connection would open another database).
     private let logWriter: SQLiteLogWriter?
+    /// A file's reads of one customer for a decision under their lock, through statements prepared once (`nil` in
+    /// memory).
+    let customerReaders: SQLiteCustomerReaders?
     /// The flush of a file's WAL after a write (`nil` in memory: nothing is durable).
     private let walFlush: SQLiteWALFlush?
     /// A server's hold on its file (``SQLiteFileLock``); `nil` for the tools, which share it, and in memory.
@@ -94,12 +98,14 @@ final class SQLiteBackend: SQLStoreBackend {
                 _ = try await background.query(busy)
                 backgroundReader = background
                 logWriter = SQLiteLogWriter(path: path, busyTimeout: busyTimeout)
+                customerReaders = SQLiteCustomerReaders(path: path, busyTimeout: busyTimeout)
                 walFlush = SQLiteWALFlush(path: path)
             } else {
                 writer = try await SQLiteConnection.open(storage: .memory, logger: logger)
                 readers = nil
                 backgroundReader = nil
                 logWriter = nil
+                customerReaders = nil
                 walFlush = nil
             }
         } catch {
@@ -171,6 +177,20 @@ final class SQLiteBackend: SQLStoreBackend {
         }
     }
 
+    /// Writes a batch of the decision log through ``SQLiteLogWriter`` (statements prepared once), on its queue,
+    /// inside the write gate, as the group commit's batches; `false` in memory (nothing written: the caller writes
+    /// through SQLKit).
+    func writeDecisions(_ records: [PolicyDecisionRecord], snapshots: [DecisionSnapshotRow]) async throws -> Bool {
+        guard let logWriter else { return false }
+        let gate = writeGate
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            logWriter.queue.async {
+                continuation.resume(with: Result { try gate.withGateBlocking { try logWriter.writeDecisionsOnQueue(records, snapshots: snapshots) } })
+            }
+        }
+        return true
+    }
+
     /// `BEGIN IMMEDIATE` already holds the file's write lock, which keeps other processes' migrators out.
     func lockMigrations(on database: any SQLDatabase) async throws {}
 
@@ -178,6 +198,7 @@ final class SQLiteBackend: SQLStoreBackend {
 
     func close() async throws {
         try await backgroundGate.withGate { [backgroundReader] in try await backgroundReader?.close() }
+        await customerReaders?.close()
         try await writeGate.withGate { [writer, readers, logWriter] in
             await logWriter?.close()
             for reader in readers?.connections ?? [] { try await reader.close() }

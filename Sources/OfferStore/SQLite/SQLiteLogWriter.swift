@@ -6,8 +6,8 @@ import OfferModel
 import VaporCSQLite
 
 /// The group commit's writer for a SQLite file: a batch of issued signatures — or of retention answers' claims
-/// with their signatures (``claimOnQueue(_:)``) — in one transaction on a connection of its own, with its
-/// statements prepared once, on a serial queue of its own.
+/// with their signatures (``claimOnQueue(_:)``), or of the decision log (``writeDecisionsOnQueue(_:snapshots:)``) —
+/// in one transaction on a connection of its own, with its statements prepared once, on a serial queue of its own.
 ///
 /// Through SQLKit and sqlite-nio a batch cost three trips to sqlite-nio's thread pool (BEGIN, INSERT, COMMIT),
 /// a fresh parse of a multi-row INSERT, every value encoded twice, and a trip to the event loop for every row
@@ -34,6 +34,8 @@ final class SQLiteLogWriter: @unchecked Sendable {
     private var addToDaily: OpaquePointer?
     private var claimAnswer: OpaquePointer?
     private var unclaimAnswer: OpaquePointer?
+    private var upsertSnapshot: OpaquePointer?
+    private var insertDecision: OpaquePointer?
     private var commit: OpaquePointer?
     private var rollback: OpaquePointer?
     private var closed = false
@@ -126,6 +128,59 @@ final class SQLiteLogWriter: @unchecked Sendable {
         }
     }
 
+    /// Writes a batch of the decision log in one transaction, on ``queue``: each distinct facts snapshot upserted
+    /// once (its `last_used_at` the newest of its decisions'), then each decision (one written before is skipped:
+    /// a batch written again after a failure doubles nothing). The statements are prepared at the first batch.
+    func writeDecisionsOnQueue(_ records: [PolicyDecisionRecord], snapshots: [DecisionSnapshotRow]) throws {
+        try inTransaction {
+            // At the first batch (a log writer may serve a file without the decision log: tests); each statement
+            // again until it is prepared.
+            if upsertSnapshot == nil {
+                upsertSnapshot = try prepare("""
+                    INSERT INTO decision_facts (hash, facts, last_used_at) VALUES (?, ?, ?) ON CONFLICT (hash) DO UPDATE SET last_used_at = \
+                    CASE WHEN excluded.last_used_at > decision_facts.last_used_at THEN excluded.last_used_at ELSE decision_facts.last_used_at END
+                    """)
+            }
+            if insertDecision == nil {
+                insertDecision = try prepare("""
+                    INSERT INTO policy_decisions (\(Self.decisionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+                    ON CONFLICT (decided_at, id) DO NOTHING
+                    """)
+            }
+            for snapshot in snapshots {
+                try bind(snapshot.hash, at: 1, in: upsertSnapshot)
+                try bind(snapshot.facts, at: 2, in: upsertSnapshot)
+                try check(sqlite_nio_sqlite3_bind_int64(upsertSnapshot, 3, snapshot.lastUsedAt))
+                try run(upsertSnapshot)
+            }
+            let statement = insertDecision
+            for record in records {
+                try check(sqlite_nio_sqlite3_bind_int64(statement, 1, record.decidedAt))
+                try check(sqlite_nio_sqlite3_bind_int64(statement, 2, record.identifier))
+                try bind(record.channel, at: 3, in: statement)
+                try bind(record.bundleIdentifier, at: 4, in: statement)
+                try bind(record.productIdentifier, at: 5, in: statement)
+                try bind(record.offerIdentifier, at: 6, in: statement)
+                try bind(record.retentionEntry, at: 7, in: statement)
+                try bind(record.customerHash, at: 8, in: statement)
+                try bind(record.policyVersion, at: 9, in: statement)
+                try check(sqlite_nio_sqlite3_bind_int64(statement, 10, record.granted ? 1 : 0))
+                try bind(record.reasons, at: 11, in: statement)
+                try check(sqlite_nio_sqlite3_bind_int64(statement, 12, record.lookbackSeconds))
+                try bind(record.factsHash, at: 13, in: statement)
+                try bind(record.experimentIdentifier, at: 14, in: statement)
+                try bind(record.experimentVariant, at: 15, in: statement)
+                try run(statement)
+            }
+        }
+    }
+
+    /// The columns of a decision, in the order ``writeDecisionsOnQueue(_:snapshots:)`` binds them.
+    private static let decisionColumns = """
+        decided_at, id, channel, bundle_identifier, product_identifier, offer_identifier, retention_entry, customer_hash, policy_version, \
+        granted, reasons, lookback_seconds, facts_hash, experiment_identifier, experiment_variant
+        """
+
     /// Runs `body` between `BEGIN IMMEDIATE` and `COMMIT` (durable when it returns); rolls back when it throws.
     private func inTransaction<T>(_ body: () throws -> T) throws -> T {
         dispatchPrecondition(condition: .onQueue(queue))
@@ -212,6 +267,12 @@ final class SQLiteLogWriter: @unchecked Sendable {
         try check(result)
     }
 
+    /// Binds `text`, or NULL.
+    private func bind(_ text: String?, at index: Int32, in statement: OpaquePointer?) throws {
+        guard let text else { return try check(sqlite_nio_sqlite3_bind_null(statement, index)) }
+        try bind(text, at: index, in: statement)
+    }
+
     private func run(_ statement: OpaquePointer?) throws {
         defer {
             sqlite_nio_sqlite3_reset(statement)
@@ -268,11 +329,12 @@ final class SQLiteLogWriter: @unchecked Sendable {
     }
 
     private func closeOnQueue() {
-        for statement in [begin, insert, addToDaily, claimAnswer, unclaimAnswer, commit, rollback] where statement != nil {
+        for statement in [begin, insert, addToDaily, claimAnswer, unclaimAnswer, upsertSnapshot, insertDecision, commit, rollback]
+        where statement != nil {
             sqlite_nio_sqlite3_finalize(statement)
         }
         (begin, insert, addToDaily, commit, rollback) = (nil, nil, nil, nil, nil)
-        (claimAnswer, unclaimAnswer) = (nil, nil)
+        (claimAnswer, unclaimAnswer, upsertSnapshot, insertDecision) = (nil, nil, nil, nil)
         if let connection { sqlite_nio_sqlite3_close_v2(connection) }
         connection = nil
         closed = true

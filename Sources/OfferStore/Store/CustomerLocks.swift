@@ -69,7 +69,23 @@ public protocol CustomerLockingStore: OfferStore {
     /// The in-process lock per customer, when it is enough; `nil` otherwise.
     var customerLocks: CustomerLocks? { get }
 
-    /// The customer's facts (`nil`: never heard of) and their issued signatures since `since` (Unix ms), newest
-    /// first, read together.
-    func customerSnapshot(_ key: CustomerKey, issuedSince since: Int64) async throws -> (facts: CustomerFacts?, issued: [IssuedSignature])
+    /// The customer's facts (`nil`: never heard of), the JSON text they were decoded from (`nil` where the store
+    /// keeps none), and their issued signatures since `since` (Unix ms), newest first, read together.
+    func customerSnapshot(_ key: CustomerKey, issuedSince since: Int64) async throws -> CustomerLockSnapshot
+}
+
+/// What a decision under a customer's lock reads (``CustomerLockingStore/customerSnapshot(_:issuedSince:)``).
+public struct CustomerLockSnapshot: Sendable {
+    /// The customer's facts; `nil`: never heard of.
+    public var facts: CustomerFacts?
+    /// The stored JSON text `facts` was decoded from (sorted keys, dates in ms); `nil` when there is none.
+    public var storedFacts: String?
+    /// Their issued signatures since the time asked, newest first.
+    public var issued: [IssuedSignature]
+
+    public init(facts: CustomerFacts?, storedFacts: String?, issued: [IssuedSignature]) {
+        self.facts = facts
+        self.storedFacts = storedFacts
+        self.issued = issued
+    }
 }

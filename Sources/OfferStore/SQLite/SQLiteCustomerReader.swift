@@ -1,0 +1,199 @@
+import Dispatch
+import OfferModel
+import Synchronization
+// sqlite-nio's copy of SQLite, as SQLiteLogWriter's: one library, so its file locks see the other connections'.
+import VaporCSQLite
+
+/// The read a decision under a customer's lock makes (``CustomerLockingStore/customerSnapshot(_:issuedSince:)``)
+/// for a SQLite file: the customer's stored facts, as text, and their issued signatures since a time, through two
+/// statements prepared once per connection, each connection on a serial queue of its own.
+///
+/// Through SQLKit and sqlite-nio the same two statements were built as SQL text, parsed again by SQLite and run as
+/// two trips to sqlite-nio's thread pool, each row decoded through `Decodable` (docs/PERFORMANCE.md, "Where the
+/// time goes"). Here a snapshot is one trip to a queue: both statements bound, stepped and reset.
+///
+/// Its connections only read (WAL lets them read beside the writers); they open at the first read, after the
+/// migrations have made the tables.
+final class SQLiteCustomerReaders: Sendable {
+    /// How many connections (and queues) read snapshots.
+    static let count = 2
+
+    private let readers: [SQLiteCustomerReader]
+    /// The next reader a snapshot is handed to: each in turn.
+    private let next = Atomic<Int>(0)
+
+    /// - Parameters:
+    ///   - path: the SQLite file.
+    ///   - busyTimeout: how long a read waits for another process's lock (`PRAGMA busy_timeout`).
+    init(path: String, busyTimeout: Duration) {
+        readers = (0..<Self.count).map { SQLiteCustomerReader(path: path, busyTimeout: busyTimeout, index: $0) }
+    }
+
+    /// The customer's stored facts (their JSON text; `nil`: never heard of) and their issued signatures with
+    /// `timestamp >= since` (Unix ms), newest first (then by nonce).
+    func snapshot(_ key: CustomerKey, issuedSince since: Int64) async throws -> (facts: String?, issued: [IssuedSignature]) {
+        let turn = next.wrappingAdd(1, ordering: .relaxed).oldValue
+        let reader = readers[Int(UInt(bitPattern: turn) % UInt(readers.count))]
+        return try await withCheckedThrowingContinuation { continuation in
+            reader.queue.async {
+                continuation.resume(with: Result { try reader.snapshotOnQueue(key, issuedSince: since) })
+            }
+        }
+    }
+
+    /// Closes every connection; a later read fails.
+    func close() async {
+        for reader in readers { await reader.close() }
+    }
+}
+
+/// One connection of ``SQLiteCustomerReaders`` and its two prepared statements.
+final class SQLiteCustomerReader: @unchecked Sendable {
+    // @unchecked: the connection and its statements are touched only by blocks on `queue`, one at a time.
+    let queue: DispatchQueue
+    private let path: String
+    private let busyTimeout: Duration
+    private var connection: OpaquePointer?
+    private var selectFacts: OpaquePointer?
+    private var selectIssued: OpaquePointer?
+    private var closed = false
+
+    /// The columns read, in the order of ``IssuedSignature``'s initializer.
+    private static let issuedColumns = """
+        nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format, channel, \
+        request_identifier
+        """
+
+    init(path: String, busyTimeout: Duration, index: Int) {
+        self.path = path
+        self.busyTimeout = busyTimeout
+        queue = DispatchQueue(label: "offer-signer.sqlite-customer-reader-\(index)")
+    }
+
+    deinit {
+        // Nothing else holds the reader here: no block of `queue` can be running.
+        closeOnQueue()
+    }
+
+    func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                self.closeOnQueue()
+                continuation.resume()
+            }
+        }
+    }
+
+    /// ``SQLiteCustomerReaders/snapshot(_:issuedSince:)`` on ``queue``.
+    func snapshotOnQueue(_ key: CustomerKey, issuedSince since: Int64) throws -> (facts: String?, issued: [IssuedSignature]) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !closed else { throw OfferStoreError(code: .unavailable, message: "The store is closed.") }
+        if connection == nil { try open() }
+        defer {
+            sqlite_nio_sqlite3_reset(selectFacts)
+            sqlite_nio_sqlite3_clear_bindings(selectFacts)
+            sqlite_nio_sqlite3_reset(selectIssued)
+            sqlite_nio_sqlite3_clear_bindings(selectIssued)
+        }
+        try bind(key.bundleIdentifier, at: 1, in: selectFacts)
+        try bind(key.applicationUsername, at: 2, in: selectFacts)
+        var facts: String?
+        switch sqlite_nio_sqlite3_step(selectFacts) {
+        case SQLITE_ROW: facts = text(selectFacts, 0)
+        case SQLITE_DONE: facts = nil
+        case let result: throw failure(result)
+        }
+        try bind(key.bundleIdentifier, at: 1, in: selectIssued)
+        try bind(key.applicationUsername, at: 2, in: selectIssued)
+        try check(sqlite_nio_sqlite3_bind_int64(selectIssued, 3, since))
+        var issued: [IssuedSignature] = []
+        while true {
+            let result = sqlite_nio_sqlite3_step(selectIssued)
+            if result == SQLITE_DONE { break }
+            guard result == SQLITE_ROW else { throw failure(result) }
+            let statement = selectIssued
+            issued.append(IssuedSignature(
+                nonce: text(statement, 0) ?? "", keyIdentifier: text(statement, 1) ?? "", bundleIdentifier: text(statement, 2) ?? "",
+                productIdentifier: text(statement, 3) ?? "", offerIdentifier: text(statement, 4) ?? "",
+                applicationUsername: text(statement, 5) ?? "", timestamp: sqlite_nio_sqlite3_column_int64(statement, 6),
+                format: text(statement, 7) ?? "", channel: text(statement, 8) ?? "api", requestIdentifier: text(statement, 9)))
+        }
+        return (facts, issued)
+    }
+
+    /// Column `column`'s text, `nil` when it is NULL.
+    private func text(_ statement: OpaquePointer?, _ column: Int32) -> String? {
+        guard let bytes = sqlite_nio_sqlite3_column_text(statement, column) else { return nil }
+        let count = Int(sqlite_nio_sqlite3_column_bytes(statement, column))
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+
+    private func bind(_ text: String, at index: Int32, in statement: OpaquePointer?) throws {
+        var text = text
+        let result = text.withUTF8 { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { characters in
+                // A nil pointer would bind NULL: an empty string binds as "" (SQLite reads none of it).
+                withUnsafePointer(to: CChar(0)) { empty in
+                    sqlite_nio_sqlite3_bind_text64(statement, index, characters.baseAddress ?? empty, UInt64(characters.count),
+                                                   SQLITE_TRANSIENT, UInt8(SQLITE_UTF8))
+                }
+            }
+        }
+        try check(result)
+    }
+
+    private func check(_ result: Int32) throws {
+        guard result == SQLITE_OK else { throw failure(result) }
+    }
+
+    private func failure(_ result: Int32) -> OfferStoreError {
+        let message = connection.flatMap { sqlite_nio_sqlite3_errmsg($0) }.map { String(cString: $0) }
+            ?? String(cString: sqlite_nio_sqlite3_errstr(result))
+        return OfferStoreError(code: .unavailable, message: "SQLite store: \(message).")
+    }
+
+    private func open() throws {
+        var handle: OpaquePointer?
+        // As sqlite-nio opens its connections (URI paths, extended result codes), without CREATE: the file exists.
+        let opened = sqlite_nio_sqlite3_open_v2(
+            path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI | SQLITE_OPEN_EXRESCODE, nil)
+        connection = handle
+        guard opened == SQLITE_OK else {
+            let error = failure(opened)
+            closeOnQueue()
+            closed = false
+            throw error
+        }
+        do {
+            try check(sqlite_nio_sqlite3_exec(connection, "PRAGMA busy_timeout=\(SQLiteLogWriter.milliseconds(busyTimeout))", nil, nil, nil))
+            selectFacts = try prepare("SELECT facts FROM customers WHERE bundle_identifier = ? AND application_username = ?")
+            selectIssued = try prepare("""
+                SELECT \(Self.issuedColumns) FROM issued_signatures
+                WHERE bundle_identifier = ? AND application_username = ? AND timestamp >= ? ORDER BY timestamp DESC, nonce
+                """)
+        } catch {
+            closeOnQueue()
+            closed = false
+            throw error
+        }
+    }
+
+    private func prepare(_ sql: String) throws -> OpaquePointer? {
+        var statement: OpaquePointer?
+        try check(sqlite_nio_sqlite3_prepare_v3(connection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil))
+        return statement
+    }
+
+    private func closeOnQueue() {
+        for statement in [selectFacts, selectIssued] where statement != nil {
+            sqlite_nio_sqlite3_finalize(statement)
+        }
+        (selectFacts, selectIssued) = (nil, nil)
+        if let connection { sqlite_nio_sqlite3_close_v2(connection) }
+        connection = nil
+        closed = true
+    }
+}
+
+/// The "copy the value now" destructor (a macro of sqlite3.h that Swift does not import).
+private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
