@@ -37,8 +37,10 @@ import Testing
     func sameText() throws {
         let facts = Self.facts("com.example.snapshot")
         let stored = try StoredFactsText.encode(facts)
-        let issued = [IssuedSignature(nonce: "n1", keyIdentifier: "KEY1", bundleIdentifier: "com.example.snapshot", productIdentifier: "com.example.monthly",
-                                      offerIdentifier: "once", applicationUsername: Self.username, timestamp: Int64(Date().timeIntervalSince1970 * 1000) - 1_000, format: "legacy")]
+        let issued = [IssuedSignature(
+            nonce: "n1", keyIdentifier: "KEY1", bundleIdentifier: "com.example.snapshot", productIdentifier: "com.example.monthly",
+            offerIdentifier: "once", applicationUsername: Self.username, timestamp: Int64(Date().timeIntervalSince1970 * 1000) - 1_000,
+            format: "legacy")]
         for (issued, lookback) in [([], 30 * 86_400.0), (issued, 30 * 86_400.0), (issued, nil)] as [([IssuedSignature], TimeInterval?)] {
             let context = Self.context(facts, issued: issued)
             let text = try DecisionSnapshot.text(context, lookback: lookback, storedFacts: stored)
@@ -64,7 +66,8 @@ import Testing
             #expect(StoredFactsText.anonymized(text, bundleIdentifier: "com.example.snapshot") == nil, "\(text.prefix(40))")
             #expect(try DecisionSnapshot.text(context, lookback: 86_400, storedFacts: text) == encoded)
         }
-        let spaced = " {\n  \"flags\" : {\"churnRisk\" : \"high\"},\t\"key\" : {\"applicationUsername\": \"\(Self.username)\", \"bundleIdentifier\": \"x\"},"
+        let spaced = " {\n  \"flags\" : {\"churnRisk\" : \"high\"},\t\"key\" : "
+            + "{\"applicationUsername\": \"\(Self.username)\", \"bundleIdentifier\": \"x\"},"
             + " \"grants\": [], \"subscriptions\" : [ ], \"updatedAt\" : 1750000000123 } "
         let blanked = try #require(StoredFactsText.anonymized(spaced, bundleIdentifier: "com.example.snapshot"))
         #expect(!blanked.contains(Self.username))
@@ -90,7 +93,8 @@ import Testing
         let logged = try await fixture.store.policyDecisions(bundleIdentifiers: [fixture.bundle], since: 0, until: .max, after: nil, limit: 10)
         #expect(logged.map(\.granted).sorted { $0 && !$1 } == [true, false])
         let read = try #require(try await fixture.store.customerFacts(for: key))
-        let issued = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: Self.username))
+        let issued = try await fixture.store.issuedSignatures(
+            matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: Self.username))
         #expect(issued.count == 1)
         let expected = [
             try DecisionSnapshot(Self.context(read), lookback: 30 * 86_400).encoded(),

@@ -62,11 +62,12 @@ import Testing
         try await store.close()
     }
 
-    @Test("the snapshot reads a customer's facts, their stored text and their signatures since a time, newest first: in memory, and on a server's file (statements prepared once)",
+    @Test("the snapshot reads a customer's facts, their text and their signatures since a time, newest first: in memory and on a file",
           arguments: [false, true])
     func snapshot(onFile: Bool) async throws {
         let url = onFile ? "sqlite:\(ScratchFolder.sqliteFile("offer-store-locks"))" : "sqlite::memory:"
-        let store = try #require(try await makeOfferStore(databaseURL: url, logger: Logger(label: "test"), exclusive: onFile) as? any CustomerLockingStore)
+        let opened = try await makeOfferStore(databaseURL: url, logger: Logger(label: "test"), exclusive: onFile)
+        let store = try #require(opened as? any CustomerLockingStore)
         let key = CustomerKey(bundleIdentifier: app, applicationUsername: "known")
         let unknown = try await store.customerSnapshot(key, issuedSince: 0)
         #expect(unknown.facts == nil && unknown.storedFacts == nil && unknown.issued.isEmpty)

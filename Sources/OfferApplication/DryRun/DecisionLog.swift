@@ -97,7 +97,9 @@ extension OfferService {
     /// the answer and the reason codes. Queued for the store's batched writer; the answer does not wait.
     /// `storedFacts`: the text the context's facts were decoded from, when the caller has it: the snapshot is made
     /// from it (``DecisionSnapshot/text(_:lookback:storedFacts:)``) instead of encoding the facts again.
-    func logDecision<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision, _ context: EligibilityContext, storedFacts: String? = nil) {
+    func logDecision<Output>(
+        _ flow: SigningFlow<Output>, _ decision: EligibilityDecision, _ context: EligibilityContext, storedFacts: String? = nil
+    ) {
         guard let store, let policy, let rule = flow.rule else { return }
         let lookback = rule.lookback
         let snapshot: String

@@ -14,7 +14,8 @@ extension SQLOfferStore: CustomerLockingStore {
     func customerSnapshot(_ key: CustomerKey, issuedSince since: Int64) async throws -> CustomerLockSnapshot {
         if let readers = (backend as? SQLiteBackend)?.customerReaders {
             let (text, issued) = try await readers.snapshot(key, issuedSince: since)
-            return CustomerLockSnapshot(facts: try text.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }, storedFacts: text, issued: issued)
+            let facts = try text.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
+            return CustomerLockSnapshot(facts: facts, storedFacts: text, issued: issued)
         }
         let (text, issued) = try await backend.reading { database in
             let text = try await database.select().column("facts").from("customers").where(customer: key)
@@ -22,6 +23,7 @@ extension SQLOfferStore: CustomerLockingStore {
             let query = IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, since: since)
             return (text, try await Self.selectSignatures(query, limit: nil, on: database))
         }
-        return CustomerLockSnapshot(facts: try text.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }, storedFacts: text, issued: issued)
+        let facts = try text.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
+        return CustomerLockSnapshot(facts: facts, storedFacts: text, issued: issued)
     }
 }
