@@ -6,7 +6,7 @@ import SQLKit
 /// 333,000 index entries for 30 days of a million decisions.
 ///
 /// Kept by every batch the decision log writes, in the batch's transaction, from the rows the batch actually
-/// inserted (`RETURNING`): a batch written again after a failure whose outcome was unknown inserts nothing twice,
+/// inserted (`RETURNING`; on a SQLite file the log writer's prepared statements, by the rows each INSERT changed): a batch written again after a failure whose outcome was unknown inserts nothing twice,
 /// so it counts nothing twice. The counts outlive the log's purge (a day's row stays when its decisions are
 /// deleted); ``SQLOfferStore/decisionCounts(since:until:)`` reads whole days here and the part of a day cut by the
 /// range from the log's `(decided_at, granted)` index.
@@ -19,16 +19,17 @@ enum DecisionRollup {
         }
     }
 
-    private struct Key: Hashable, Comparable {
+    /// A row of `decision_daily`: a UTC day (``IssuedRollup/dayOf(_:)``) and an answer (1 granted, 0 refused).
+    struct Day: Hashable, Comparable {
         var day: Int64, granted: Int64
-        static func < (lhs: Key, rhs: Key) -> Bool { (lhs.day, lhs.granted) < (rhs.day, rhs.granted) }
+        static func < (lhs: Day, rhs: Day) -> Bool { (lhs.day, lhs.granted) < (rhs.day, rhs.granted) }
     }
 
     /// Adds the inserted decisions to their days' rows, in one statement, inside the caller's transaction. The rows
     /// go in one order (day, then answer), so two replicas' batches on PostgreSQL lock them in the same order.
     static func add(_ inserted: [Inserted], on database: any SQLDatabase) async throws {
-        var counts: [Key: Int64] = [:]
-        for row in inserted { counts[Key(day: IssuedRollup.dayOf(row.decidedAt), granted: row.granted == 0 ? 0 : 1), default: 0] += 1 }
+        var counts: [Day: Int64] = [:]
+        for row in inserted { counts[Day(day: IssuedRollup.dayOf(row.decidedAt), granted: row.granted == 0 ? 0 : 1), default: 0] += 1 }
         guard !counts.isEmpty else { return }
         var statement: SQLQueryString = "INSERT INTO decision_daily (day, granted, decisions) VALUES "
         for (index, entry) in counts.sorted(by: { $0.key < $1.key }).enumerated() {

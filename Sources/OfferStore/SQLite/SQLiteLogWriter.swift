@@ -36,6 +36,7 @@ final class SQLiteLogWriter: @unchecked Sendable {
     private var unclaimAnswer: OpaquePointer?
     private var upsertSnapshot: OpaquePointer?
     private var insertDecision: OpaquePointer?
+    private var addToDecisionDaily: OpaquePointer?
     private var commit: OpaquePointer?
     private var rollback: OpaquePointer?
     private var closed = false
@@ -130,7 +131,8 @@ final class SQLiteLogWriter: @unchecked Sendable {
 
     /// Writes a batch of the decision log in one transaction, on ``queue``: each distinct facts snapshot upserted
     /// once (its `last_used_at` the newest of its decisions'), then each decision (one written before is skipped:
-    /// a batch written again after a failure doubles nothing). The statements are prepared at the first batch.
+    /// a batch written again after a failure doubles nothing), then the days' counts of those written
+    /// (``DecisionRollup``). The statements are prepared at the first batch.
     func writeDecisionsOnQueue(_ records: [PolicyDecisionRecord], snapshots: [DecisionSnapshotRow]) throws {
         try inTransaction {
             // At the first batch (a log writer may serve a file without the decision log: tests); each statement
@@ -147,6 +149,12 @@ final class SQLiteLogWriter: @unchecked Sendable {
                     ON CONFLICT (decided_at, id) DO NOTHING
                     """)
             }
+            if addToDecisionDaily == nil {
+                addToDecisionDaily = try prepare("""
+                    INSERT INTO decision_daily (day, granted, decisions) VALUES (?, ?, ?) \
+                    ON CONFLICT (day, granted) DO UPDATE SET decisions = decision_daily.decisions + excluded.decisions
+                    """)
+            }
             for snapshot in snapshots {
                 try bind(snapshot.hash, at: 1, in: upsertSnapshot)
                 try bind(snapshot.facts, at: 2, in: upsertSnapshot)
@@ -154,6 +162,7 @@ final class SQLiteLogWriter: @unchecked Sendable {
                 try run(upsertSnapshot)
             }
             let statement = insertDecision
+            var inserted: [DecisionRollup.Day: Int64] = [:]
             for record in records {
                 try check(sqlite_nio_sqlite3_bind_int64(statement, 1, record.decidedAt))
                 try check(sqlite_nio_sqlite3_bind_int64(statement, 2, record.identifier))
@@ -171,6 +180,16 @@ final class SQLiteLogWriter: @unchecked Sendable {
                 try bind(record.experimentIdentifier, at: 14, in: statement)
                 try bind(record.experimentVariant, at: 15, in: statement)
                 try run(statement)
+                // Counted when written, not when skipped (``DecisionRollup``: a batch written again counts nothing twice).
+                if sqlite_nio_sqlite3_changes(connection) == 1 {
+                    inserted[DecisionRollup.Day(day: IssuedRollup.dayOf(record.decidedAt), granted: record.granted ? 1 : 0), default: 0] += 1
+                }
+            }
+            for (key, count) in inserted.sorted(by: { $0.key < $1.key }) {
+                try check(sqlite_nio_sqlite3_bind_int64(addToDecisionDaily, 1, key.day))
+                try check(sqlite_nio_sqlite3_bind_int64(addToDecisionDaily, 2, key.granted))
+                try check(sqlite_nio_sqlite3_bind_int64(addToDecisionDaily, 3, count))
+                try run(addToDecisionDaily)
             }
         }
     }
@@ -329,12 +348,12 @@ final class SQLiteLogWriter: @unchecked Sendable {
     }
 
     private func closeOnQueue() {
-        for statement in [begin, insert, addToDaily, claimAnswer, unclaimAnswer, upsertSnapshot, insertDecision, commit, rollback]
+        for statement in [begin, insert, addToDaily, claimAnswer, unclaimAnswer, upsertSnapshot, insertDecision, addToDecisionDaily, commit, rollback]
         where statement != nil {
             sqlite_nio_sqlite3_finalize(statement)
         }
         (begin, insert, addToDaily, commit, rollback) = (nil, nil, nil, nil, nil)
-        (claimAnswer, unclaimAnswer, upsertSnapshot, insertDecision) = (nil, nil, nil, nil)
+        (claimAnswer, unclaimAnswer, upsertSnapshot, insertDecision, addToDecisionDaily) = (nil, nil, nil, nil, nil)
         if let connection { sqlite_nio_sqlite3_close_v2(connection) }
         connection = nil
         closed = true
