@@ -407,7 +407,7 @@ if ProcessInfo.processInfo.environment["OFFER_SIGNER_BENCHMARKS"] != nil {
 }
 
 // Fuzz targets (libFuzzer) stay out of the default build: set OFFER_SIGNER_FUZZ=1 to add them, then build with
-// the sanitizer as scripts/fuzz.sh does (docs/fuzzing.md).
+// the sanitizer as IntegrationTests/fuzz.sh does (docs/fuzzing.md).
 if ProcessInfo.processInfo.environment["OFFER_SIGNER_FUZZ"] != nil {
     package.products.append(.executable(name: "offer-signer-fuzz", targets: ["offer-signer-fuzz"]))
     package.targets.append(

@@ -3,13 +3,13 @@
 exit status 0; on a bad value exit status 78 and the message `serve` stops with; the appAppleId warning said by
 `serve` and `config check` only, not by the tools that open the store. Python's standard library only.
 
-    python3 scripts/config-check.py .build/debug/offer-signer
+    python3 IntegrationTests/config-check.py .build/debug/offer-signer
 """
 import os
 import subprocess
 import sys
 
-import scratch  # scripts/scratch.py: the run's folder, removed when it passes
+import scratch  # IntegrationTests/scratch.py: the run's folder, removed when it passes
 
 binary = os.path.abspath(sys.argv[1])
 work = scratch.folder("offer-signer-config-")

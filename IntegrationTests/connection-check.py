@@ -11,7 +11,7 @@ Each check opens raw sockets on loopback, so it sees exactly what a client sees:
 - SIGTERM stops the process within 3 seconds;
 - a port in use exits 78, an unreachable database 69 within the start-up timeout (15 s).
 
-Usage: scripts/connection-check.py PATH/TO/offer-signer     (exit status 0 when every check passes)
+Usage: IntegrationTests/connection-check.py PATH/TO/offer-signer     (exit status 0 when every check passes)
 """
 import os
 import signal

@@ -10,8 +10,8 @@ in no URL, sign-out. Saves a full-page screenshot of each page in the directory 
 pages of docs/console.md there). Bounded: 5 minutes at most, explicit waits with generous timeouts.
 
     apt-get install -y chromium chromium-driver
-    python3 -m venv .venv && .venv/bin/pip install -r scripts/requirements-console.txt
-    .venv/bin/python scripts/console-check.py /tmp/console-screenshots [--binary .build/debug/offer-signer] [--copy-to docs/images/console]
+    python3 -m venv .venv && .venv/bin/pip install -r IntegrationTests/requirements-console.txt
+    .venv/bin/python IntegrationTests/console-check.py /tmp/console-screenshots [--binary .build/debug/offer-signer] [--copy-to docs/images/console]
 
 Exits 1 when a check fails.
 """

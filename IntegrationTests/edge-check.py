@@ -8,7 +8,7 @@
   counters move under a small load;
 - nothing of the credentials appears in the log.
 
-Usage: scripts/edge-check.py PATH/TO/offer-signer      (run with the .venv's python: it needs PyJWT)
+Usage: IntegrationTests/edge-check.py PATH/TO/offer-signer      (run with the .venv's python: it needs PyJWT)
 """
 import json
 import os
@@ -22,7 +22,7 @@ import urllib.request
 
 import jwt  # PyJWT
 
-import scratch  # scripts/scratch.py: the run's folder, removed when it passes
+import scratch  # IntegrationTests/scratch.py: the run's folder, removed when it passes
 
 BINARY = os.path.abspath(sys.argv[1])
 failures = []

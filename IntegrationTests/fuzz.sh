@@ -4,7 +4,7 @@
 # (Fuzz/corpus/<target>). Exits non-zero if any target crashes, traps, leaks past the RSS limit or hangs on one
 # input; the input that did it is saved for a regression test (docs/fuzzing.md).
 #
-#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
+#   IntegrationTests/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
 # SECONDS_PER_TARGET defaults to 30 (CI); TARGET defaults to all of them: jws legacy pem policy signed-data json.
 # Crash inputs go to FUZZ_CRASH_DIR/<target>/ (default .build-fuzz/crashes); the corpus each run grows is kept in

@@ -1,8 +1,9 @@
-"""Shared by the live checks in scripts/: a free port, a running `offer-signer serve`, and an App Store test
-certificate chain that signs data as the App Store does (x5c with Apple's marker extensions), so a service that
-trusts its root (OFFER_SIGNER_TRUSTED_ROOTS) accepts notifications and retention requests from it.
+"""Shared by the live checks in IntegrationTests/ and the benchmarks that start a server: a free port, a running
+`offer-signer serve`, and an App Store test certificate chain that signs data as the App Store does (x5c with
+Apple's marker extensions), so a service that trusts its root (OFFER_SIGNER_TRUSTED_ROOTS) accepts notifications
+and retention requests from it.
 
-Needs `cryptography` and PyJWT (scripts/requirements-interop.txt).
+Needs `cryptography` and PyJWT (IntegrationTests/requirements-interop.txt).
 """
 import base64
 import datetime

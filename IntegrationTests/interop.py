@@ -11,7 +11,7 @@
   using the public key the service publishes at GET /v1/keys; its introductory-offer eligibility JWS
   verifies under PyJWT.
 
-Usage: scripts/interop.py PATH/TO/offer-signer   (exit status 0 when every check passes)
+Usage: IntegrationTests/interop.py PATH/TO/offer-signer   (exit status 0 when every check passes)
 """
 import base64
 import json
@@ -30,7 +30,7 @@ from appstoreserverlibrary.promotional_offer import PromotionalOfferSignatureCre
 from appstoreserverlibrary.jws_signature_creator import IntroductoryOfferEligibilitySignatureCreator, PromotionalOfferV2SignatureCreator
 import jwt  # PyJWT, a dependency of Apple's library
 
-import scratch  # scripts/scratch.py: the run's folder, removed when it passes
+import scratch  # IntegrationTests/scratch.py: the run's folder, removed when it passes
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402  (server start-up and an App Store test chain, shared by the live checks)

@@ -2,7 +2,7 @@
 """Nothing lost: kill -9 `offer-signer serve` under load, then find every bundle a client received in the
 issued-signature log (SQLite file, read with Python's own sqlite3).
 
-Usage: scripts/kill-check.py PATH/TO/offer-signer      (exit status 0 when every received nonce is in the log)
+Usage: IntegrationTests/kill-check.py PATH/TO/offer-signer      (exit status 0 when every received nonce is in the log)
 """
 import json
 import os
@@ -15,7 +15,7 @@ import threading
 import time
 import http.client
 
-import scratch  # scripts/scratch.py: the run's folder, removed when it passes
+import scratch  # IntegrationTests/scratch.py: the run's folder, removed when it passes
 
 binary = os.path.abspath(sys.argv[1])
 work = scratch.folder("offer-signer-kill-")

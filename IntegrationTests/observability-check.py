@@ -20,7 +20,7 @@
    runbook_url names a section of docs/operations.md; its severity is critical, warning or info;
 6. every metric name the dashboard and the rules use is in docs/observability.md's metric table.
 
-Usage: scripts/observability-check.py PATH/TO/offer-signer      (exit status 0 when every check passes)
+Usage: IntegrationTests/observability-check.py PATH/TO/offer-signer      (exit status 0 when every check passes)
 
 Standard library only. Needs `prometheus` and `promtool` (Debian's `prometheus` package; `.ci/run` installs it).
 Takes about half a minute; its folder under the temporary directory is removed when it passes, kept and named when
@@ -41,7 +41,7 @@ import time
 import urllib.parse
 import urllib.request
 
-import scratch  # scripts/scratch.py: the run's folder, removed when it passes
+import scratch  # IntegrationTests/scratch.py: the run's folder, removed when it passes
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 ALERTS = os.path.join(ROOT, "deploy", "prometheus", "alerts.yml")

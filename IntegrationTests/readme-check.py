@@ -1,7 +1,7 @@
 """Runs the README's commands against a live `offer-signer` and checks that every command prints what the README
 says it prints, modulo what changes on every run (nonces, timestamps, signatures, identifiers).
 
-    python3 scripts/readme-check.py .build/debug/offer-signer
+    python3 IntegrationTests/readme-check.py .build/debug/offer-signer
 
 The quick start is the README's text between `<!-- quickstart:begin -->` and `<!-- quickstart:end -->`; in its
 ```console blocks a line starting with `$ ` is a command (continued by a trailing backslash) and the lines after

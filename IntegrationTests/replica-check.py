@@ -34,7 +34,7 @@ caps, grants and key states must hold across them.
   Allowed must be LIMIT_COUNT ± 10 % and 10 (the
   failure burst) ± 1 plus one per 6 s elapsed; each replica alone would allow all of it.
 
-Usage: scripts/replica-check.py PATH/TO/offer-signer     (exit status 0 when every check passes)
+Usage: IntegrationTests/replica-check.py PATH/TO/offer-signer     (exit status 0 when every check passes)
 
 Needs OFFER_SIGNER_TEST_DATABASE_URL (a PostgreSQL database the run may write to; `eval "$(scripts/start-postgres.sh)"`);
 without it the check is skipped (exit 0). Each run uses its own bundle identifier (so its customers and

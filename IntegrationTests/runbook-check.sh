@@ -3,7 +3,7 @@
 # a planned rotation (add a key file, reload with SIGHUP, activate, retire) and a leak (activate a new
 # key, revoke the old one), then a restart to check that the states survived.
 #
-#   scripts/runbook-check.sh PATH/TO/offer-signer
+#   IntegrationTests/runbook-check.sh PATH/TO/offer-signer
 set -euo pipefail
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 work=$(mktemp -d)

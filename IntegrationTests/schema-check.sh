@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The schema campaign: schemathesis against a live `offer-signer serve --demo`, driven by the /openapi.yaml the
 # server itself serves, over every route of the JSON API (the admin ones with a bearer token; the console's HTML
-# pages, /console/*, are a browser's: ConsoleTests and scripts/console-check.py test them). Fails on any failure: a 5xx (the
-# demo's declared 503s on App Store data excepted, see scripts/schemathesis.toml), a status, content type,
+# pages, /console/*, are a browser's: ConsoleTests and IntegrationTests/console-check.py test them). Fails on any failure: a 5xx (the
+# demo's declared 503s on App Store data excepted, see IntegrationTests/schemathesis.toml), a status, content type,
 # header or body the document does not declare, or a request the document forbids that the server accepts.
 #
-#   scripts/schema-check.sh [path/to/offer-signer]
+#   IntegrationTests/schema-check.sh [path/to/offer-signer]
 #
 # The budget: SCHEMA_CHECK_MAX_EXAMPLES examples per operation (default 40) and SCHEMA_CHECK_MAX_TIME seconds
 # for the whole run (default 150); raise both for a longer campaign (docs/fuzzing.md). SCHEMA_CHECK_SEED
@@ -21,9 +21,9 @@ report_dir=${SCHEMA_CHECK_REPORT_DIR:-.build/schema-check}
 venv=${OFFER_SIGNER_VENV:-.venv}
 
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-pinned=$(sed -n 's/^schemathesis==//p' scripts/requirements-schema.txt)
+pinned=$(sed -n 's/^schemathesis==//p' IntegrationTests/requirements-schema.txt)
 "$venv/bin/python" -c "import sys, importlib.metadata as m; sys.exit(m.version('schemathesis') != '$pinned')" 2>/dev/null \
-  || "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-schema.txt
+  || "$venv/bin/pip" install --quiet --disable-pip-version-check -r IntegrationTests/requirements-schema.txt
 venv=$(cd "$venv" && pwd)
 
 port=$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -58,7 +58,7 @@ status=0
 # One worker: hypothesis's lambda descriptions are not thread-safe on CPython 3.11 ("AST constructor recursion
 # depth mismatch" with two). Run from the report folder, where schemathesis keeps its cache (.schemathesis/).
 root=$(pwd)
-(cd "$report_dir" && "$venv/bin/st" --no-color --config-file "$root/scripts/schemathesis.toml" run "$base/openapi.yaml" \
+(cd "$report_dir" && "$venv/bin/st" --no-color --config-file "$root/IntegrationTests/schemathesis.toml" run "$base/openapi.yaml" \
   --header "Authorization: Bearer $token" \
   --phases examples,coverage,fuzzing \
   --exclude-path-regex '^/console' \

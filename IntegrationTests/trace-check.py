@@ -15,9 +15,9 @@
    `traceparent` naming its own span, and no attribute, event or span name holds the API key, the signing key,
    the token sent to Apple, or a customer's identifier (username, appAccountToken, transaction identifiers).
 
-Usage: scripts/trace-check.py PATH/TO/offer-signer      (exit status 0 when every check passes)
+Usage: IntegrationTests/trace-check.py PATH/TO/offer-signer      (exit status 0 when every check passes)
 
-Needs the virtualenv of scripts/test.sh (opentelemetry-proto, cryptography, PyJWT: scripts/requirements-*.txt).
+Needs the virtualenv of scripts/test.sh (opentelemetry-proto, cryptography, PyJWT: IntegrationTests/requirements-*.txt).
 Its folder under the temporary directory is removed when it passes, kept and named when it fails.
 """
 import base64
@@ -398,6 +398,6 @@ finally:
         except subprocess.TimeoutExpired:
             server.kill()
 
-print(f"{'FAILED' if failures else 'passed'}: scripts/trace-check.py ({len(failures)} failure(s))")
+print(f"{'FAILED' if failures else 'passed'}: IntegrationTests/trace-check.py ({len(failures)} failure(s))")
 scratch.finish(work, failed=bool(failures))
 sys.exit(1 if failures else 0)

@@ -1,36 +1,20 @@
 #!/usr/bin/env bash
-# The project's test command: the Swift Testing suite, then the interoperability checks against
-# implementations that are not ours (Apple's Python library, `cryptography`, the openssl command line, Chromium).
+# The project's test command: the Swift Testing suite, then the checks of IntegrationTests/run.sh (the format lint,
+# and live checks against implementations that are not ours: Apple's Python library, `cryptography`, the openssl
+# command line, Chromium, Prometheus, schemathesis, libFuzzer).
 #
 #   scripts/test.sh
 #
-# PostgreSQL tests (and scripts/replica-check.py, two processes on one database) run when
+# PostgreSQL tests (and IntegrationTests/replica-check.py, two processes on one database) run when
 # OFFER_SIGNER_TEST_DATABASE_URL is set (`.ci/run` starts a server and sets it).
 #
 # Every step runs, whatever the steps before it did, except after a failed `swift build`: the others need its
-# binary. The failed steps are listed at the end, and the exit status is then 1.
+# binary. The failed steps are listed at the end (IntegrationTests/run.sh's `report`), and the exit status is then 1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-failed=()
-failed_logs=()
-steps=0
-# Runs one step (its name, then the command); a failure is noted, and the next step runs.
-step() {
-  local name=$1 start=$SECONDS status
-  shift
-  steps=$((steps + 1))
-  echo "--- $name"
-  local log=${TMPDIR:-/tmp}/offer-signer-step.$$.$steps.log
-  "$@" 2>&1 | tee "$log"
-  status=${PIPESTATUS[0]}
-  if [ "$status" -ne 0 ]; then
-    failed+=("$name: exit $status after $((SECONDS - start)) s")
-    failed_logs+=("$name|$log")
-    echo "--- $name failed (exit $status); the other steps still run" >&2
-  fi
-  return 0
-}
+# `step`, `report` and `integration_checks`: one runner for every step after the build.
+. IntegrationTests/run.sh
 
 echo "--- swift build --build-tests"
 if ! swift build --build-tests; then
@@ -80,57 +64,21 @@ unfinished() {
 step "swift test (in parallel)" swift_test "${test_logs[0]}" --skip "$timed_suites"
 step "swift test (the timed suites, one test at a time)" swift_test "${test_logs[1]}" --no-parallel --filter "$timed_suites"
 
-venv=${OFFER_SIGNER_VENV:-.venv}
-python_packages() {
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv" || return
-  "$venv/bin/python" -c 'import cryptography, appstoreserverlibrary, openapi_spec_validator, yaml, selenium, opentelemetry.proto' 2>/dev/null \
-    || "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-interop.txt -r scripts/requirements-console.txt \
-      -r scripts/requirements-traces.txt
-}
-step "the Python checks' virtualenv ($venv)" python_packages
-step "interop.py" "$venv/bin/python" scripts/interop.py "$bin"
-step "readme-check.py" "$venv/bin/python" scripts/readme-check.py "$bin"
-# The console in Debian's Chromium against `serve --demo` (docs/console.md); a screenshot of every page in
-# .build/console-check (or OFFER_SIGNER_CONSOLE_SCREENSHOTS).
-step "console-check.py" "$venv/bin/python" scripts/console-check.py "${OFFER_SIGNER_CONSOLE_SCREENSHOTS:-.build/console-check}" --binary "$bin"
-step "runbook-check.sh" scripts/runbook-check.sh "$bin"
-step "config-check.py" python3 scripts/config-check.py "$bin"
-step "kill-check.py" python3 scripts/kill-check.py "$bin"
-step "connection-check.py" python3 scripts/connection-check.py "$bin"
-step "replica-check.py" python3 scripts/replica-check.py "$bin"
-step "observability-check.py" python3 scripts/observability-check.py "$bin"
-step "trace-check.py" "$venv/bin/python" scripts/trace-check.py "$bin"
-step "edge-check.py" "$venv/bin/python" scripts/edge-check.py "$bin"
-# The fuzzing and schema campaign (docs/fuzzing.md), bounded for CI: schemathesis against a live `serve --demo`
-# (a few minutes), then each libFuzzer target for OFFER_SIGNER_FUZZ_SECONDS (default 30) after its own build.
-step "schema-check.sh" scripts/schema-check.sh "$bin"
-step "fuzz.sh" scripts/fuzz.sh "${OFFER_SIGNER_FUZZ_SECONDS:-30}"
-
-if [ ${#failed[@]} -gt 0 ]; then
-  echo "=== ${#failed[@]} of $steps steps failed (after the build):" >&2
-  printf '  %s\n' "${failed[@]}" >&2
-  # Without the terminal's colours (Swift Testing writes them when TERM says it may).
-  failures=$(cat "${test_logs[@]}" 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' | grep '^✘ Test .* recorded an issue' | cut -c1-600 | head -40)
-  if [ -n "$failures" ]; then
-    echo "=== the Swift tests that failed (the whole output: ${test_logs[*]}):" >&2
-    echo "$failures" >&2
+# A failed Swift pass is explained by its tests: those that failed, or those that never ended (a timed-out pass); a
+# pass that ended without either (a crash, a signal) shows its last lines, as every other failed step does.
+explain_failure() {
+  local name=$1 log=$2 failures
+  case $name in "swift test"*) ;; *) return 1 ;; esac
+  if grep -q '^--- swift test did not finish within' "$log"; then
+    echo "=== $name did not finish; the tests that started and never ended:"
+    unfinished "$log"
+    return 0
   fi
-  # The end of each failed step's output (the Swift suites' failures are named above).
-  for entry in "${failed_logs[@]}"; do
-    name=${entry%%|*} log=${entry#*|}
-    case $name in "swift test"*)
-      if grep -q '^--- swift test did not finish within' "$log"; then
-        echo "=== $name did not finish; the tests that started and never ended:" >&2
-        unfinished "$log" >&2
-        continue
-      fi
-      # Failures named above; a run that ended without any (a crash, a signal) shows its end below.
-      sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -q '^✘ Test .* recorded an issue' && continue
-      ;;
-    esac
-    echo "=== the end of $name's output ($log):" >&2
-    sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -v '^$' | tail -n 12 | cut -c1-400 >&2
-  done
-  exit 1
-fi
-echo "=== all $steps steps passed (after the build), in $SECONDS s"
+  failures=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep '^✘ Test .* recorded an issue' | cut -c1-600 | head -40)
+  [ -n "$failures" ] || return 1
+  echo "=== the Swift tests that failed in $name (the whole output: $log):"
+  echo "$failures"
+}
+
+integration_checks "$bin"
+report

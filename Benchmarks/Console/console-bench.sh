@@ -8,18 +8,18 @@
 #   SHAPE=wide            16,000 offers (2,000 apps × 2 products × 4 offers), 165,000 signatures — about one
 #                         daily row a signature, the worst case of the rollups — 105,000 decisions, 5,000 redemptions
 #
-#   scripts/console-bench.sh                       # the debug build, SQLite and (when reachable) PostgreSQL
-#   BIN=/tmp/offer-signer ONLY=sqlite scripts/console-bench.sh      # or ONLY=postgres; KEEP=1 keeps its database
-#   DATABASE_URL=postgres://… scripts/console-bench.sh              # times the pages on that store, writes no rows
+#   Benchmarks/Console/console-bench.sh                       # the debug build, SQLite and (when reachable) PostgreSQL
+#   BIN=/tmp/offer-signer ONLY=sqlite Benchmarks/Console/console-bench.sh      # or ONLY=postgres; KEEP=1 keeps its database
+#   DATABASE_URL=postgres://… Benchmarks/Console/console-bench.sh              # times the pages on that store, writes no rows
 #
 # PostgreSQL: a database of its own (offersigner_console_bench) on scripts/start-postgres.sh's server, created with
 # its superuser (`postgres`, trusted on 127.0.0.1), so the shared test database is not touched.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BIN=${BIN:-.build/x86_64-unknown-linux-gnu/debug/offer-signer}
 pgport=${PGPORT:-54329}
 BENCH=console-bench BENCH_BUNDLE_ID=com.example.app0
-. scripts/store-bench-setup.sh
+. Benchmarks/Store/store-bench-setup.sh
 
 day_ms=86400000
 now_ms=$(($(date +%s) * 1000))

@@ -3,7 +3,7 @@
 "The console's forms"): each shape is POSTed N times to /console/login of a `serve --demo`, unauthenticated as an
 attacker would, and the server's CPU (utime + stime from /proc) is read before and after.
 
-Usage: .venv/bin/python scripts/console-parse-cost.py PATH/TO/offer-signer [N]      (N: requests per shape, default 200)
+Usage: .venv/bin/python Benchmarks/Console/console-parse-cost.py PATH/TO/offer-signer [N]      (N: requests per shape, default 200)
 
 The shapes: one normal field; a header line of `content-disposition:` repeated; `;` repeated in a header; tiny
 parts; near-misses of the boundary; no boundary at all. The sign-in limiter answers 429 once an address has failed
@@ -15,8 +15,8 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "IntegrationTests"))
+import harness  # noqa: E402  (IntegrationTests/harness.py)
 
 BINARY = os.path.abspath(sys.argv[1])
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 200

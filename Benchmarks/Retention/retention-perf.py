@@ -2,7 +2,7 @@
 concurrency against a running `offer-signer serve`, reporting p50/p90/p95/p99 and the success rate, as
 Apple's `Get Performance Test Results` does (docs/retention.md). Apple requires answers within 700 ms.
 
-    scripts/retention-perf.sh [REQUESTS] [CONCURRENCY] [DATABASE_URL] [MODE]
+    Benchmarks/Retention/retention-perf.sh [REQUESTS] [CONCURRENCY] [DATABASE_URL] [MODE]
 
 The service gets a policy with retention entries, trusts a test App Store chain made here, and knows 200
 customers from signed notifications (half with auto-renew off). MODE `apple` (the default) plays Apple's test:
@@ -20,9 +20,8 @@ import sys
 import time
 import uuid
 
-import scratch  # scripts/scratch.py: the run's folder, removed when it passes
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "IntegrationTests"))
+import scratch  # noqa: E402  (IntegrationTests/scratch.py: the run's folder, removed when it passes)
 import harness  # noqa: E402
 
 binary = os.path.abspath(sys.argv[1])

@@ -2,7 +2,7 @@
 # POST /v1/offers/sign over loopback with each issued-signature store, in one run: what compare.sh measures for
 # the SQLite file, plus PostgreSQL and SQLite in memory, with peak resident memory and start-up to ready.
 #
-#   scripts/bench-http.sh [seconds] [connections] [rounds, 1]
+#   Benchmarks/Signing/bench-http.sh [seconds] [connections] [rounds, 1]
 #
 # With several rounds the stores are loaded in turn, round after round (a slow patch of a shared machine touches
 # each), and the last line gives PostgreSQL's req/s over the SQLite file's, per round and over all rounds.
@@ -16,8 +16,8 @@
 # Linux only (/proc). Needs wrk, curl, openssl, python3. Release build, as compare.sh.
 set -eu
 dur=${1:-10}; conns=${2:-32}; rounds=${3:-1}
-cd "$(dirname "$0")/.."
-. scripts/bench-setup.sh
+cd "$(dirname "$0")/../.."
+. Benchmarks/Signing/bench-setup.sh
 
 # Start-up to ready: from exec to the first 200 of /readyz (store opened and migrated, keys loaded); median of 5.
 startup() {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# scripts/compare.sh on a shared machine: the same servers, request, rounds and table, with a fixed CPU load running
+# Benchmarks/Signing/compare.sh on a shared machine: the same servers, request, rounds and table, with a fixed CPU load running
 # beside them for the whole comparison — LOAD busy-loop processes (default 1), each at nice LOAD_NICE (default 0,
 # the servers' own priority), pinned to core LOAD_CPU when it is set (taskset). compare.sh loads the servers in
 # alternating rounds, so every server meets the same load in every round; what this measures is how a server
@@ -7,12 +7,12 @@
 # benchmark took OfferSigner from 0.88x to 0.58x Node). Prints compare.sh's table, the load's CPU over the run
 # (it must be ~LOAD cores-worth of time, or the load was not fixed), and the ratio of OfferSigner's req/s to Node's.
 #
-#   scripts/compare-loaded.sh [seconds per round, 10] [connections, 32] [rounds, 3]
-#   LOAD=2 LOAD_NICE=0 LOAD_CPU=1 scripts/compare-loaded.sh 10 32 4
+#   Benchmarks/Signing/compare-loaded.sh [seconds per round, 10] [connections, 32] [rounds, 3]
+#   LOAD=2 LOAD_NICE=0 LOAD_CPU=1 Benchmarks/Signing/compare-loaded.sh 10 32 4
 #
 # Everything compare.sh needs (OFFER_SIGNER_BIN, OFFER_SIGNER_BIN_B, wrk, node, the Python peer's .venv) applies.
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 load=${LOAD:-1}; nice_level=${LOAD_NICE:-0}; cpu=${LOAD_CPU:-}
 out=$(mktemp)
 loaders=()
@@ -42,7 +42,7 @@ done
 ticks() { local t=0 p; for p in "$@"; do t=$((t + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}'))); done; echo "$t"; }
 start=$(date +%s.%N); before=$(ticks "${loaders[@]}")
 echo "fixed load: $load busy-loop process(es), nice $nice_level${cpu:+, pinned to core $cpu}"
-scripts/compare.sh "$@" | tee "$out"
+Benchmarks/Signing/compare.sh "$@" | tee "$out"
 after=$(ticks "${loaders[@]}"); end=$(date +%s.%N)
 
 python3 - "$out" "$before" "$after" "$start" "$end" "$(getconf CLK_TCK)" "$load" <<'PY'

@@ -1,9 +1,9 @@
 #!/bin/bash
 # POST /v1/offers/sign over loopback, side by side in one run:
 #   offer-signer  the release build, every signature durably recorded in a SQLite file before its reply
-#   node          bench/peers/node_peer.js: what Apple's Node.js sample does (node:http + node:crypto, one
+#   node          Benchmarks/Signing/peers/node_peer.js: what Apple's Node.js sample does (node:http + node:crypto, one
 #                 worker per core through node:cluster)
-#   python        bench/peers/python_peer.py: Flask + gunicorn (one worker per core) around Apple's
+#   python        Benchmarks/Signing/peers/python_peer.py: Flask + gunicorn (one worker per core) around Apple's
 #                 app-store-server-library
 # Every server gets the same request with the same API key header, signs with the same throw-away P-256 key and
 # verifies its own signature before replying. The servers are loaded in turn, in alternating rounds (all three,
@@ -11,17 +11,17 @@
 # and server CPU per request (utime + stime of the server's processes from /proc, before and after its load),
 # and the ratio of its req/s to Node's in the same run. Compare ratios within one run, not times across runs.
 #
-#   scripts/compare.sh [seconds per round, 10] [connections, 32] [rounds, 3]
-#   OFFER_SIGNER_BIN_B=path/to/other/offer-signer scripts/compare.sh …   (an A/B of two builds in the same rounds)
+#   Benchmarks/Signing/compare.sh [seconds per round, 10] [connections, 32] [rounds, 3]
+#   OFFER_SIGNER_BIN_B=path/to/other/offer-signer Benchmarks/Signing/compare.sh …   (an A/B of two builds in the same rounds)
 #
 # Policy mode, the product as users run it (docs/PERFORMANCE.md "With a policy"):
 #
-#   scripts/compare.sh policy [seconds per round, 10] [connections, 32] [rounds, 3]
+#   Benchmarks/Signing/compare.sh policy [seconds per round, 10] [connections, 32] [rounds, 3]
 #
-# adds two more copies of the same build, serving bench/policy.yaml (rules on stored facts, a cap, a cool-down):
+# adds two more copies of the same build, serving Benchmarks/Signing/policy.yaml (rules on stored facts, a cap, a cool-down):
 # "policy-sqlite" on a SQLite file and "policy-postgres" on a PostgreSQL database (scripts/start-postgres.sh's
 # server, a database of its own, offersigner_bench_a; skipped with a note when it is not reachable), each store
-# seeded with 1,000,000 customers (CUSTOMERS to change) by scripts/seed-customers.sh. Every server, the peers and
+# seeded with 1,000,000 customers (CUSTOMERS to change) by Benchmarks/Signing/seed-customers.sh. Every server, the peers and
 # the no-policy "offer-signer" (the floor) included, is sent a random customer per request (bench-0 …), so a
 # policy server reads a different customer's facts and signatures each time; a customer asked for twice in a run
 # meets the cool-down (403, counted as non-2xx). The summary adds each policy server's CPU per request over the
@@ -29,12 +29,12 @@
 # the column: it is another process). With OFFER_SIGNER_BIN_B, build B gets the same three servers ("b-…").
 #
 # Linux only (/proc). Needs swift (or OFFER_SIGNER_BIN, below), wrk and node (apt-get install -y wrk nodejs), curl, openssl, python3; the Python
-# peer's packages (bench/requirements.txt) are installed into .venv if they are missing there.
+# peer's packages (Benchmarks/Signing/requirements.txt) are installed into .venv if they are missing there.
 set -eu
 mode=plain; if [ "${1:-}" = policy ]; then mode=policy; shift; fi
 dur=${1:-10}; conns=${2:-32}; rounds=${3:-3}
 customers=${CUSTOMERS:-1000000}
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 for tool in wrk node curl openssl python3; do
   command -v "$tool" >/dev/null || { echo "$tool is missing (wrk and node: apt-get install -y wrk nodejs)" >&2; exit 2; }
 done
@@ -42,12 +42,12 @@ done
 venv=${BENCH_VENV:-.venv}
 if ! "$venv/bin/python" -c 'import flask, gunicorn, appstoreserverlibrary' 2>/dev/null; then
   [ -x "$venv/bin/pip" ] || python3 -m venv "$venv"
-  "$venv/bin/pip" install -q -r bench/requirements.txt
+  "$venv/bin/pip" install -q -r Benchmarks/Signing/requirements.txt
 fi
 
 # The release build (or OFFER_SIGNER_BIN), $work with a throw-away key and the wrk script (post.lua), as the other
 # benchmark scripts; its exported server configuration is what offer-signer is started with below.
-. scripts/bench-setup.sh
+. Benchmarks/Signing/bench-setup.sh
 pg_databases=""  # the policy mode's PostgreSQL databases, dropped on exit
 stop() {  # the servers this script started, and their workers
   local p d; for p in $(jobs -p); do kill $(pgrep -P "$p") "$p" 2>/dev/null || true; done
@@ -82,11 +82,11 @@ start_signer() {  # $1: name, $2: binary, $3: database URL, $4: policy file or e
 start_signer offer-signer "$bin" "sqlite:$work/store.sqlite" ""
 port[node]=$(free_port)
 KEY_FILE=$work/key.p8 KEY_ID=BENCHKEY01 BUNDLE_ID=com.example.app PORT=${port[node]} WORKERS=$(nproc) \
-  node bench/peers/node_peer.js >"$work/node.log" 2>&1 &
+  node Benchmarks/Signing/peers/node_peer.js >"$work/node.log" 2>&1 &
 pid[node]=$!
 port[python]=$(free_port)
 KEY_FILE=$work/key.p8 KEY_ID=BENCHKEY01 BUNDLE_ID=com.example.app \
-  "$venv/bin/gunicorn" --chdir bench/peers -w "$(nproc)" -b "127.0.0.1:${port[python]}" python_peer:app \
+  "$venv/bin/gunicorn" --chdir Benchmarks/Signing/peers -w "$(nproc)" -b "127.0.0.1:${port[python]}" python_peer:app \
   >"$work/python.log" 2>&1 &
 pid[python]=$!
 
@@ -100,8 +100,8 @@ fi
 
 if [ "$mode" = policy ]; then
   # One seeded SQLite file, copied for each build; one seeded PostgreSQL database per build.
-  echo "seeding $customers customers (scripts/seed-customers.sh)"
-  BIN=$bin scripts/seed-customers.sh "sqlite:$work/seed.sqlite" "$customers"
+  echo "seeding $customers customers (Benchmarks/Signing/seed-customers.sh)"
+  BIN=$bin Benchmarks/Signing/seed-customers.sh "sqlite:$work/seed.sqlite" "$customers"
   pg_admin=${PG_ADMIN_URL:-postgres://postgres@127.0.0.1:${PGPORT:-54329}/postgres}
   pg_reachable=no
   psql "$pg_admin" -qtAc "SELECT 1" >/dev/null 2>&1 && pg_reachable=yes
@@ -110,14 +110,14 @@ if [ "$mode" = policy ]; then
   for build in $builds; do
     letter=${build%%:*}; build_bin=${build#*:}; prefix=""; [ "$letter" = b ] && prefix=b-
     cp "$work/seed.sqlite" "$work/policy-$letter.sqlite"
-    start_signer "${prefix}policy-sqlite" "$build_bin" "sqlite:$work/policy-$letter.sqlite" bench/policy.yaml
+    start_signer "${prefix}policy-sqlite" "$build_bin" "sqlite:$work/policy-$letter.sqlite" Benchmarks/Signing/policy.yaml
     servers="$servers ${prefix}policy-sqlite"
     if [ "$pg_reachable" = yes ]; then
       database=offersigner_bench_$letter; pg_databases="$pg_databases $database"
       psql "$pg_admin" -qc "DROP DATABASE IF EXISTS $database" -qc "CREATE DATABASE $database OWNER offersigner" >/dev/null 2>&1
       pg_url="postgres://offersigner:offersigner@127.0.0.1:${PGPORT:-54329}/$database"
-      BIN=$build_bin scripts/seed-customers.sh "$pg_url" "$customers"
-      start_signer "${prefix}policy-postgres" "$build_bin" "$pg_url" bench/policy.yaml
+      BIN=$build_bin Benchmarks/Signing/seed-customers.sh "$pg_url" "$customers"
+      start_signer "${prefix}policy-postgres" "$build_bin" "$pg_url" Benchmarks/Signing/policy.yaml
       servers="$servers ${prefix}policy-postgres"
     fi
   done

@@ -1,15 +1,15 @@
 #!/bin/bash
 # CPU per request, server and load generator apart, for OfferSigner (SQLite file log) and the Node peer of
-# scripts/compare.sh (bench/peers/node_peer.js): how much of the machine each spends on one POST /v1/offers/sign.
+# Benchmarks/Signing/compare.sh (Benchmarks/Signing/peers/node_peer.js): how much of the machine each spends on one POST /v1/offers/sign.
 # Reads the CPU time of the server processes from /proc before and after one wrk run. Linux only. Needs wrk, curl,
 # openssl, python3; the Node peer is measured when node is installed (apt-get install -y nodejs).
 #
-#   scripts/cpu-per-request.sh [seconds] [connections]
+#   Benchmarks/Signing/cpu-per-request.sh [seconds] [connections]
 set -eu
 dur=${1:-10}; conns=${2:-32}
-cd "$(dirname "$0")/.."
-peer=bench/peers/node_peer.js
-. scripts/bench-setup.sh
+cd "$(dirname "$0")/../.."
+peer=Benchmarks/Signing/peers/node_peer.js
+. Benchmarks/Signing/bench-setup.sh
 tick=$(getconf CLK_TCK)
 # utime + stime of whole processes (threads that exited included), read after the ")" that ends the name.
 ticks() { local t=0 p; for p in "$@"; do t=$((t + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}'))); done; echo "$t"; }

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Sends exactly N requests of scripts/compare.sh (POST /v1/offers/sign, its body and API key) over C keep-alive
+"""Sends exactly N requests of Benchmarks/Signing/compare.sh (POST /v1/offers/sign, its body and API key) over C keep-alive
 connections at once, each connection sending its next request when the previous answer has arrived (as wrk does),
 and prints how many answers had each status. A fixed count, unlike wrk's fixed duration: what
-scripts/instructions-per-request.sh divides an instruction count by.
+Benchmarks/Signing/instructions-per-request.sh divides an instruction count by.
 
-    scripts/fixed-requests.py PORT [requests, 2000] [connections, 16]
+    Benchmarks/Signing/fixed-requests.py PORT [requests, 2000] [connections, 16]
 
 Exit status 1 if an answer was not 200 or a connection failed.
 """

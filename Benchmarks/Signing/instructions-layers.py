@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Instructions per signing request by layer, from a callgrind dump of `offer-signer serve` answering N requests
-(scripts/instructions-per-request.sh makes the dump and calls this):
+(Benchmarks/Signing/instructions-per-request.sh makes the dump and calls this):
 
-    scripts/instructions-layers.py CALLGRIND_OUT INCLUSIVE_TXT SELF_TXT N
+    Benchmarks/Signing/instructions-layers.py CALLGRIND_OUT INCLUSIVE_TXT SELF_TXT N
 
 INCLUSIVE_TXT and SELF_TXT are `callgrind_annotate --inclusive=yes|no --threshold=100` of the dump. A layer is
 the inclusive cost of the functions that enter it less the layers nested in it (the formulas below), so the rows

@@ -1,17 +1,17 @@
 #!/bin/bash
 # Instructions per signing request, by layer: the release server under valgrind's callgrind (configured as
-# scripts/compare.sh starts it: a SQLite file log, an API key required, JSON access lines to a file), warmed up,
-# then exactly N requests of compare.sh (scripts/fixed-requests.py, C keep-alive connections at once); the
+# Benchmarks/Signing/compare.sh starts it: a SQLite file log, an API key required, JSON access lines to a file), warmed up,
+# then exactly N requests of compare.sh (Benchmarks/Signing/fixed-requests.py, C keep-alive connections at once); the
 # instructions counted over those N requests only, divided by N, grouped by layer from callgrind_annotate's
-# inclusive costs (scripts/instructions-layers.py), with malloc and free calls per request. Instruction counts
+# inclusive costs (Benchmarks/Signing/instructions-layers.py), with malloc and free calls per request. Instruction counts
 # hold on a busy machine where timings do not (docs/PERFORMANCE.md, "Instructions per request by layer").
 #
 # callgrind counts user-space instructions only: the kernel's share (socket reads and writes, fsync, epoll,
 # getrandom) is not in them; the system calls per request are counted apart with strace when STRACE=1.
 #
-#   scripts/instructions-per-request.sh [requests, 2000] [connections, 16]
-#   OFFER_SIGNER_BIN=.build/release/offer-signer scripts/instructions-per-request.sh 2000 16
-#   KEEP=dir scripts/instructions-per-request.sh …   (keeps callgrind.out and the annotation in dir)
+#   Benchmarks/Signing/instructions-per-request.sh [requests, 2000] [connections, 16]
+#   OFFER_SIGNER_BIN=.build/release/offer-signer Benchmarks/Signing/instructions-per-request.sh 2000 16
+#   KEEP=dir Benchmarks/Signing/instructions-per-request.sh …   (keeps callgrind.out and the annotation in dir)
 #
 # Under valgrind BoringSSL sees a CPU without ADX/BMI2 and takes its generic P-256 code (the *_nohw functions), so
 # the two ECDSA rows count more instructions than the same work natively; the other rows are the code as it runs.
@@ -20,9 +20,9 @@
 # strace for STRACE=1.
 set -eu
 requests=${1:-2000}; conns=${2:-16}
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install -y valgrind" >&2; exit 2; }
-. scripts/bench-setup.sh
+. Benchmarks/Signing/bench-setup.sh
 server=
 cleanup() {
   [ -n "$server" ] && { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; }
@@ -58,15 +58,15 @@ LD_PRELOAD="$work/sigsuspend.so" OFFER_SIGNER_DATABASE_URL="sqlite:$work/store.s
 server=$!
 sign_up
 callgrind_control -i on "$server" >/dev/null
-python3 scripts/fixed-requests.py "$port" 200 "$conns" >/dev/null
+python3 Benchmarks/Signing/fixed-requests.py "$port" 200 "$conns" >/dev/null
 callgrind_control -z "$server" >/dev/null
-python3 scripts/fixed-requests.py "$port" "$requests" "$conns"
+python3 Benchmarks/Signing/fixed-requests.py "$port" "$requests" "$conns"
 callgrind_control -d "$server" >/dev/null
 kill "$server"; wait "$server" 2>/dev/null || true; server=
 dump=$work/callgrind.out.1  # the dump asked for after the N requests (callgrind.out itself: what followed, to exit)
 callgrind_annotate --inclusive=yes --threshold=100 "$dump" >"$work/inclusive.txt"
 callgrind_annotate --inclusive=no --threshold=100 "$dump" >"$work/self.txt"
-python3 scripts/instructions-layers.py "$dump" "$work/inclusive.txt" "$work/self.txt" "$requests"
+python3 Benchmarks/Signing/instructions-layers.py "$dump" "$work/inclusive.txt" "$work/self.txt" "$requests"
 if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp "$dump" "$KEEP/callgrind.out"; cp "$work/inclusive.txt" "$work/self.txt" "$KEEP/"; fi
 
 if [ "${STRACE:-0}" = 1 ] && command -v strace >/dev/null; then
@@ -74,10 +74,10 @@ if [ "${STRACE:-0}" = 1 ] && command -v strace >/dev/null; then
   OFFER_SIGNER_DATABASE_URL="sqlite:$work/store2.sqlite" "$bin" serve >"$work/server2.log" 2>&1 &
   server=$!
   wait_up
-  python3 scripts/fixed-requests.py "$port" 200 "$conns" >/dev/null
+  python3 Benchmarks/Signing/fixed-requests.py "$port" 200 "$conns" >/dev/null
   strace -c -f -p "$server" -o "$work/strace.txt" & tracer=$!
   sleep 1
-  python3 scripts/fixed-requests.py "$port" "$requests" "$conns" >/dev/null
+  python3 Benchmarks/Signing/fixed-requests.py "$port" "$requests" "$conns" >/dev/null
   sleep 0.5; kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true
   kill "$server"; wait "$server" 2>/dev/null || true; server=
   echo

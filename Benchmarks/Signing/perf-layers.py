@@ -4,7 +4,7 @@
 
     perf record --call-graph dwarf,16384 -F 1999 -p <server pid> -o perf.data -- sleep 5
     perf script -i perf.data -F comm,ip,sym > stacks.txt
-    scripts/perf-layers.py stacks.txt
+    Benchmarks/Signing/perf-layers.py stacks.txt
 
 Each sample goes to the first layer whose marker appears in its stack (the order below); the SQLite log writer's
 queue by its frames, sqlite-nio's thread pool and Swift's cooperative pool by thread name.

@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # Fills a store with customers and their facts, fast (SQL straight into the database, not HTTP calls), for the
-# policy mode of scripts/compare.sh (docs/PERFORMANCE.md "With a policy"):
+# policy mode of Benchmarks/Signing/compare.sh (docs/PERFORMANCE.md "With a policy"):
 #
-#   scripts/seed-customers.sh sqlite:/path/store.sqlite [customers, 1000000]
-#   scripts/seed-customers.sh postgres://user:password@127.0.0.1:54329/database [customers]
-#   BIN=path/to/offer-signer scripts/seed-customers.sh …     (default: the release build in .build-release)
+#   Benchmarks/Signing/seed-customers.sh sqlite:/path/store.sqlite [customers, 1000000]
+#   Benchmarks/Signing/seed-customers.sh postgres://user:password@127.0.0.1:54329/database [customers]
+#   BIN=path/to/offer-signer Benchmarks/Signing/seed-customers.sh …     (default: the release build in .build-release)
 #
 # The schema is the binary's own (its migrations run first, through `offer-signer policy dry-run`, which opens the
 # store); a SQLite file is created if missing; the database must exist. Customers `bench-0` … `bench-<n-1>` of
 # com.example.app, each with one expired subscription of com.example.monthly (group 21000001) that lapsed 31 to
-# 330 days ago, storefront USA, GBR, DEU or JPN: every one passes bench/policy.yaml's facts rules. Customers
+# 330 days ago, storefront USA, GBR, DEU or JPN: every one passes Benchmarks/Signing/policy.yaml's facts rules. Customers
 # already stored are replaced. Needs sqlite3 or psql. About 15 s for a million on SQLite, 20 s on PostgreSQL.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-url=${1:?usage: scripts/seed-customers.sh DATABASE_URL [customers]}
+cd "$(dirname "$0")/../.."
+url=${1:?usage: Benchmarks/Signing/seed-customers.sh DATABASE_URL [customers]}
 customers=${2:-1000000}
 if [ -z "${BIN:-}" ]; then
   swift build -c release --scratch-path .build-release --product offer-signer >&2
@@ -25,7 +25,8 @@ case "$url" in
   *) echo "DATABASE_URL is sqlite:<file> or postgres://…" >&2; exit 2 ;;
 esac
 # The migrations: a dry-run over an empty log opens (and so migrates) the store and changes nothing.
-OFFER_SIGNER_DATABASE_URL="$url" OFFER_SIGNER_BUNDLE_ID=com.example.app OFFER_SIGNER_CLIENT_AUTH=none "$BIN" policy dry-run bench/policy.yaml > /dev/null
+OFFER_SIGNER_DATABASE_URL="$url" OFFER_SIGNER_BUNDLE_ID=com.example.app OFFER_SIGNER_CLIENT_AUTH=none \
+  "$BIN" policy dry-run Benchmarks/Signing/policy.yaml > /dev/null
 
 now_ms=$(($(date +%s) * 1000))
 # `s` is the customer's number; the facts are CustomerFacts as the store encodes them (sorted keys, dates in ms).

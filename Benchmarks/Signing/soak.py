@@ -3,7 +3,7 @@
 reports every minute the server's resident memory, the WAL file's size and that minute's latency
 percentiles — memory and WAL must stay bounded and p99 must not drift.
 
-Usage: scripts/soak.py PATH/TO/offer-signer [MINUTES=10] [RATE_PER_SECOND=500] [CONNECTIONS=16]
+Usage: Benchmarks/Signing/soak.py PATH/TO/offer-signer [MINUTES=10] [RATE_PER_SECOND=500] [CONNECTIONS=16]
 
 The server is started here (a generated key, a policy-less app, the store in a temporary folder), on a free
 loopback port. Requests are paced by wall clock (open loop): a slow answer does not slow the senders down,
@@ -15,9 +15,11 @@ import os
 import socket
 import subprocess
 import sys
-import scratch  # scripts/scratch.py: the run's folder, removed when it passes
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "IntegrationTests"))
+import scratch  # noqa: E402  (IntegrationTests/scratch.py: the run's folder, removed when it passes)
 
 binary = os.path.abspath(sys.argv[1])
 minutes = float(sys.argv[2]) if len(sys.argv) > 2 else 10

@@ -6,14 +6,14 @@
 # wake-ups (times scheduled in), and the wait per wake-up. The event loops are NIO-SGLTN-…; the group commit's log
 # writer runs on a dispatch queue (a thread named …qos.overcommit). docs/PERFORMANCE.md, "A shared machine".
 #
-#   scripts/thread-waits.sh [seconds, 10] [connections, 32]
-#   LOAD=0 OFFER_SIGNER_BIN=/path/to/offer-signer scripts/thread-waits.sh 10 32
+#   Benchmarks/Signing/thread-waits.sh [seconds, 10] [connections, 32]
+#   LOAD=0 OFFER_SIGNER_BIN=/path/to/offer-signer Benchmarks/Signing/thread-waits.sh 10 32
 #
 # Linux only (/proc, schedstat). Needs wrk, curl, openssl, python3.
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 dur=${1:-10}; conns=${2:-32}; load_processes=${LOAD:-1}
-. scripts/bench-setup.sh
+. Benchmarks/Signing/bench-setup.sh
 OFFER_SIGNER_DATABASE_URL="sqlite:$work/store.sqlite" "$bin" serve >"$work/offer-signer.log" 2>&1 &
 server=$!
 loaders=()

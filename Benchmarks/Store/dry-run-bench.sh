@@ -3,16 +3,16 @@
 # and times `offer-signer policy dry-run` replaying them, on SQLite and (when PostgreSQL is reachable) PostgreSQL;
 # prints the decision log's bytes per decision on SQLite. Not a test: run it by hand.
 #
-#   scripts/dry-run-bench.sh                 # builds offer-signer in release mode first (.build-release)
-#   DECISIONS=200000 scripts/dry-run-bench.sh
-#   BIN=.build/debug/offer-signer scripts/dry-run-bench.sh
+#   Benchmarks/Store/dry-run-bench.sh                 # builds offer-signer in release mode first (.build-release)
+#   DECISIONS=200000 Benchmarks/Store/dry-run-bench.sh
+#   BIN=.build/debug/offer-signer Benchmarks/Store/dry-run-bench.sh
 #
 # Signing beside a dry-run (issue 38; docs/PERFORMANCE.md "Signing beside a dry-run"):
 #
-#   scripts/dry-run-bench.sh beside-load [seconds per phase, 20] [connections, 32] [rounds, 2]
+#   Benchmarks/Store/dry-run-bench.sh beside-load [seconds per phase, 20] [connections, 32] [rounds, 2]
 #
 # serves the same SQLite store (`offer-signer serve`, release build; OFFER_SIGNER_BIN measures another binary) and
-# loads POST /v1/offers/sign with wrk (scripts/bench-setup.sh's request and credential), in rounds of two phases:
+# loads POST /v1/offers/sign with wrk (Benchmarks/Signing/bench-setup.sh's request and credential), in rounds of two phases:
 # `seconds` of signing alone, then `seconds` of signing while POST /admin/policy/dry-run replays the 1,000,000
 # decisions — one dry-run at a time, the next asked as soon as one answers, so one is running through the whole
 # phase. Prints each phase's req/s and p99 and the ratios with / without (goal: p99 at most 1.5x, req/s at least
@@ -25,7 +25,7 @@
 # 1,000 customers). PostgreSQL: a database of its own (offersigner_bench), created with the superuser of
 # scripts/start-postgres.sh, so the shared test database is not touched.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 mode=${1:-replay}
 decisions=${DECISIONS:-1000000}
 customers=$((decisions / 10))
@@ -34,7 +34,7 @@ if [ "$mode" = beside-load ]; then
   dur=${2:-20}; conns=${3:-32}; rounds=${4:-2}
   # The release build (or OFFER_SIGNER_BIN), $work, a signing key, $work/post.lua, a free $port, the server's
   # configuration exported (API keys: the offline commands below accept them too), wait_up and load.
-  . scripts/bench-setup.sh
+  . Benchmarks/Signing/bench-setup.sh
   trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT  # bench-setup's, without failing when no job is left
   BIN=$bin
   export OFFER_SIGNER_ADMIN_TOKENS=bench:bench-admin-token-0123456789abcdef

@@ -2,7 +2,7 @@
 """The issued-signature log's write amplification, schema version 5 against version 6 (docs/PERFORMANCE.md,
 "The log's write amplification"):
 
-    scripts/log-write-amplification.py [records] [customers] [batch]
+    Benchmarks/Store/log-write-amplification.py [records] [customers] [batch]
 
 Writes `records` rows (after 20,000 to warm the tables up) the way the group commit does — one multi-row
 `INSERT … ON CONFLICT DO NOTHING RETURNING` per batch inside `BEGIN IMMEDIATE … COMMIT`, WAL, synchronous=FULL,

@@ -4,9 +4,9 @@
 # the migration that rolls the log up, then `GET /admin/outcomes` over 30 whole days and over the default window
 # (the 30 days before now), each three times. Not a test: run it by hand.
 #
-#   scripts/outcomes-bench.sh                          # builds offer-signer in release mode first
-#   SIGNATURES=1000000 REDEMPTIONS=100000 scripts/outcomes-bench.sh
-#   BIN=.build/release/offer-signer ONLY=sqlite scripts/outcomes-bench.sh    # or ONLY=postgres
+#   Benchmarks/Store/outcomes-bench.sh                          # builds offer-signer in release mode first
+#   SIGNATURES=1000000 REDEMPTIONS=100000 Benchmarks/Store/outcomes-bench.sh
+#   BIN=.build/release/offer-signer ONLY=sqlite Benchmarks/Store/outcomes-bench.sh    # or ONLY=postgres
 #
 # The rows are the service's format, written by SQL for speed (setup, not measured): the binary makes the schema,
 # the rollups of schema version 11 are dropped and the log filled as version 10 had it, then the binary's own
@@ -16,7 +16,7 @@
 # attributed, a third renewed. PostgreSQL: a database of its own (offersigner_outcomes_bench), created with the
 # superuser of scripts/start-postgres.sh, so the shared test database is not touched.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 signatures=${SIGNATURES:-10000000}
 redemptions=${REDEMPTIONS:-1000000}
 customers=${CUSTOMERS:-1000000}
@@ -25,7 +25,7 @@ if [ -z "${BIN:-}" ]; then
   BIN=.build/release/offer-signer
 fi
 BENCH=outcomes-bench BENCH_BUNDLE_ID=com.example.bench
-. scripts/store-bench-setup.sh
+. Benchmarks/Store/store-bench-setup.sh
 
 now_ms=$(($(date +%s) * 1000))
 day_ms=86400000

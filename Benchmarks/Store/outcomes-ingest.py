@@ -4,22 +4,23 @@ Notifications (SUBSCRIBED / RESUBSCRIBE, each a new subscription redeeming a pro
 a test chain the server trusts, POSTed to /v1/notifications/appstore by CONCURRENCY keep-alive connections as fast
 as it answers; prints notifications (= redemptions) per second and checks the report counts every one. Not a test.
 
-    python3 scripts/outcomes-ingest.py BINARY DATABASE_URL [COUNT [CONCURRENCY]]
-    python3 scripts/outcomes-ingest.py .build/release/offer-signer sqlite:/tmp/o.sqlite 100000 16
+    python3 Benchmarks/Store/outcomes-ingest.py BINARY DATABASE_URL [COUNT [CONCURRENCY]]
+    python3 Benchmarks/Store/outcomes-ingest.py .build/release/offer-signer sqlite:/tmp/o.sqlite 100000 16
 
 The notifications are signed before the clock starts (in memory: about 12 KB each); the server is started by the
-script on a free port. Needs `cryptography` and PyJWT (scripts/requirements-interop.txt).
+script on a free port. Needs `cryptography` and PyJWT (IntegrationTests/requirements-interop.txt).
 """
 import http.client
 import json
 import os
 import sys
-import scratch  # scripts/scratch.py: the run's folder, removed when it passes
 import threading
 import time
 import uuid
 
-import harness
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "IntegrationTests"))
+import harness  # noqa: E402  (IntegrationTests/harness.py)
+import scratch  # noqa: E402  (IntegrationTests/scratch.py: the run's folder, removed when it passes)
 
 binary, database_url = sys.argv[1], sys.argv[2]
 count = int(sys.argv[3]) if len(sys.argv) > 3 else 100_000

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Bytes per row of the two bookkeeping tables the store purges (docs/store.md "Bounded tables").
 
-    python3 scripts/table-growth.py
+    python3 Benchmarks/Store/table-growth.py
 
 Builds each table as StoreSchema creates it (with its index) in a fresh SQLite file, inserts 100,000 rows of
 the size the service writes — a notification UUID; a stored retention answer holding a V2 promotional offer
@@ -10,8 +10,11 @@ the size the service writes — a notification UUID; a stored retention answer h
 import json
 import os
 import sqlite3
-import scratch  # scripts/scratch.py: the run's folder, removed when it passes
+import sys
 import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "IntegrationTests"))
+import scratch  # noqa: E402  (IntegrationTests/scratch.py: the run's folder, removed when it passes)
 
 ROWS = 100_000
 work = scratch.folder("offer-signer-growth-")

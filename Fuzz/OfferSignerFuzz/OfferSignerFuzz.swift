@@ -1,6 +1,6 @@
 // Coverage-guided fuzz targets (libFuzzer) for the parsers that read what the network or an operator sends.
 //
-// Built only with OFFER_SIGNER_FUZZ=1 (see Package.swift and scripts/fuzz.sh); the target is chosen at run
+// Built only with OFFER_SIGNER_FUZZ=1 (see Package.swift and IntegrationTests/fuzz.sh); the target is chosen at run
 // time by FUZZ_TARGET:
 //
 //   jws          JWSOfferVerifier.decode and .verify. An input that starts with `{` is taken as the claims of

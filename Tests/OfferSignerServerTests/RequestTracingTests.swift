@@ -3,7 +3,7 @@ import OfferSignerServer
 import Testing
 
 /// When OpenTelemetry traces are on: the OpenTelemetry specification's variables only (the spans themselves are
-/// checked against a real OTLP/HTTP receiver by scripts/trace-check.py).
+/// checked against a real OTLP/HTTP receiver by IntegrationTests/trace-check.py).
 @Suite struct RequestTracingTests {
     @Test func offWithoutAnExporter() {
         #expect(!RequestTracing.isConfigured([:]))

@@ -5,7 +5,7 @@ import Testing
 
 /// Payload vectors. The expected bytes were captured from Apple's own Python library
 /// (`app-store-server-library` 3.1.2, `PromotionalOfferSignatureCreator.create_signature`), by recording the
-/// bytes it handed to the key's `sign`; `scripts/interop.py` re-checks the same construction on every CI run.
+/// bytes it handed to the key's `sign`; `IntegrationTests/interop.py` re-checks the same construction on every CI run.
 @Suite struct LegacyOfferPayloadTests {
     struct Vector: Sendable, CustomTestStringConvertible {
         let bundleIdentifier, keyIdentifier, productIdentifier, offerIdentifier, applicationUsername, nonce: String

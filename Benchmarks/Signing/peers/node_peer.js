@@ -1,4 +1,4 @@
-// The Node peer of scripts/compare.sh: POST /v1/offers/sign as Apple's Node.js sample does it (a fresh UUID
+// The Node peer of Benchmarks/Signing/compare.sh: POST /v1/offers/sign as Apple's Node.js sample does it (a fresh UUID
 // nonce, a Unix-ms timestamp, the seven fields joined by U+2063, ECDSA P-256/SHA-256 signed and then verified
 // with the public key before replying), on node's own http and crypto only, so it needs no npm install.
 // One worker process per core through node:cluster, as a Node service would be deployed.

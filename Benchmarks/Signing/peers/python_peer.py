@@ -1,7 +1,7 @@
-"""The Python peer of scripts/compare.sh: POST /v1/offers/sign as a Python service would write it, Flask
+"""The Python peer of Benchmarks/Signing/compare.sh: POST /v1/offers/sign as a Python service would write it, Flask
 around Apple's own app-store-server-library (PromotionalOfferSignatureCreator), with the signature verified
 against the public key before replying, as OfferSigner and the Node peer do. Served by gunicorn, one worker
-per core (see scripts/compare.sh). Env: KEY_FILE (PKCS#8 PEM), KEY_ID, BUNDLE_ID."""
+per core (see Benchmarks/Signing/compare.sh). Env: KEY_FILE (PKCS#8 PEM), KEY_ID, BUNDLE_ID."""
 import base64
 import os
 import time

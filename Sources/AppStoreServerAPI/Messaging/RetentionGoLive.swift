@@ -121,7 +121,7 @@ public struct RetentionGoLive: Sendable {
         var lines = ["Not live: Production's real-time URL was not configured (Apple refuses it until a Sandbox test passes)."]
         let failures = result.failures ?? [:]
         if failures["TIMED_OUT"] != nil || (result.responseTimes?.p99 ?? 0) > (result.config?.responseTimeThreshold ?? 700) {
-            lines.append("- Answers were too slow: run scripts/retention-perf.sh against this deployment, check OFFER_SIGNER_RETENTION_DEADLINE (default 500 ms) stays under Apple's limit, and the database's latency.")
+            lines.append("- Answers were too slow: run Benchmarks/Retention/retention-perf.sh against this deployment, check OFFER_SIGNER_RETENTION_DEADLINE (default 500 ms) stays under Apple's limit, and the database's latency.")
         }
         if failures["TLS_ISSUE"] != nil {
             lines.append("- TLS failed: the URL needs a valid certificate and TLS 1.2 or later.")

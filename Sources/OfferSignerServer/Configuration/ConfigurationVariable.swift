@@ -89,7 +89,7 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
     public static let keyFileSuffix = "_FILE"
 
     /// Names with the service's prefix that belong to the project's build and test tools, not to the service
-    /// (Package.swift, scripts/, the benchmarks): never reported as unknown
+    /// (Package.swift, scripts/, IntegrationTests/, Benchmarks/): never reported as unknown
     /// (``unknownVariableWarnings(in:)``).
     static let toolVariables: Set<String> = [
         "OFFER_SIGNER_TEST_DATABASE_URL", "OFFER_SIGNER_BENCH_DATABASE_URL", "OFFER_SIGNER_BENCHMARKS", "OFFER_SIGNER_FUZZ",

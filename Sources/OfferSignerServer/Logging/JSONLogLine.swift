@@ -3,7 +3,7 @@ import Logging
 
 extension JSONLogHandler {
     /// A line written as UTF-8 bytes, turned into a string once at the end: appending to a `String` piece by piece
-    /// cost ~20,000 instructions an access line (scripts/instructions-per-request.sh).
+    /// cost ~20,000 instructions an access line (Benchmarks/Signing/instructions-per-request.sh).
     struct LineWriter {
         private var bytes: [UInt8] = []
 

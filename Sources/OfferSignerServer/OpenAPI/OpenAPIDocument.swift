@@ -3,7 +3,7 @@ import Foundation
 /// The OpenAPI description of the HTTP API, served at `GET /openapi.yaml` (docs/design.md §2.3).
 ///
 /// The document is the file `openapi.yaml` beside this one, a resource of this target, served as it is written.
-/// It is precise enough for a schema-driven fuzzer (scripts/schema-check.sh runs schemathesis against it): every
+/// It is precise enough for a schema-driven fuzzer (IntegrationTests/schema-check.sh runs schemathesis against it): every
 /// request body with its fields, types, required lists and bounds, every response status a route can return,
 /// and the response bodies. What a schema cannot say (control and format characters refused, lengths checked
 /// after lower-casing) is said in the descriptions. Keep it in step with the routes: OpenAPIContractTests fails
