@@ -80,7 +80,10 @@ enum Demo {
 
     /// An App Store event the demo can sign for a customer (`POST /demo/notifications`).
     enum Event: String, CaseIterable, Sendable {
-        case subscribe, renew, autoRenewOff = "auto-renew-off", autoRenewOn = "auto-renew-on", expire, refund
+        case subscribe, renew
+        case autoRenewOff = "auto-renew-off"
+        case autoRenewOn = "auto-renew-on"
+        case expire, refund
         /// The customer redeems the win-back offer (`winback_50`, 50 % off for 3 months): a resubscription carrying
         /// the offer, or `OFFER_REDEEMED` for an active subscriber (docs/outcomes.md).
         case redeemWinback = "redeem-winback"

@@ -140,7 +140,7 @@ extension OfferPolicy {
             case let all as AllRules: all.rules.forEach(visit)
             case let any as AnyRule: any.rules.forEach(visit)
             case let not as NotRule: visit(not.rule)
-            case let selection as RetentionSelection: selection.entries.forEach { visit($0.rule) }
+            case let selection as RetentionSelection: for entry in selection.entries { visit(entry.rule) }
             default: break
             }
         }

@@ -116,7 +116,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
             let eventLoop = context.eventLoop
             // A record that finds the log's writer idle starts it at the end of this tick, after the other requests
             // this loop read in it: they share one batch (one flush) instead of the first going alone.
-            signing.service.commit(signed.record, startWhenReady: { start in eventLoop.execute(start) }) { result in
+            signing.service.commit(signed.record, startWhenReady: { start in eventLoop.execute(start) }, completion: { result in
                 eventLoop.execute {
                     let (handler, context) = loop.value
                     Self.active.decrement()
@@ -127,7 +127,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
                         handler.answer(error: APIError(error), answering, since: request.start, context: context)
                     }
                 }
-            }
+            })
         case .pipeline(let decided, let answering):
             machine.answering()
             Self.active.increment()
