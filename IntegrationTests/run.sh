@@ -7,7 +7,7 @@
 #   IntegrationTests/run.sh [path/to/offer-signer]      # default: the debug build (`swift build` first)
 #
 # Every step runs, whatever the steps before it did; the failed ones are listed at the end with the last lines of their
-# output, and the exit status is then 1. scripts/replica-check.py (two processes on one database) runs when
+# output, and the exit status is then 1. IntegrationTests/replica-check.py (two processes on one database) runs when
 # OFFER_SIGNER_TEST_DATABASE_URL is set (`eval "$(scripts/start-postgres.sh)"`).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
