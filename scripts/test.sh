@@ -30,7 +30,8 @@ bin="$(swift build --show-bin-path)/offer-signer"
 timed=(StoreOutageTests AppStoreFactsTests AppStoreConfigurationTests ClientAuthenticationTests
   AdminEdgeTests AppStoreServerAPIClientTests ResilienceTests RetentionMessagingClientTests RetentionTests
   AsyncGateTests DecisionLogRetryTests SQLiteFileLockTests EventLoopSigningTests HTTPConformanceTests
-  MigrationWaitTests RotationUnderLoadTests StoreCloseTests ConcurrencyTests CustomerTransactionTests)
+  MigrationWaitTests RotationUnderLoadTests StoreCloseTests ConcurrencyTests CustomerTransactionTests SharedLimitTests
+  SharedAppStoreQuotaTests)
 timed_suites="\\.($(IFS='|'; echo "${timed[*]}"))\\b"
 
 # The suites' output is kept, so that the tests which failed (or never finished) can be named again at the end, where

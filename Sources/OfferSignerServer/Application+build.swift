@@ -1,17 +1,17 @@
+import AppStoreNotifications
 import AppStoreServerAPI
 import AsyncHTTPClient
 import Hummingbird
 import Logging
 import NIOCore
+import OfferApplication
+import OfferEligibility
 import OfferKeys
 import OfferSigning
-import Prometheus
-import AppStoreNotifications
-import OfferEligibility
 import OfferStore
+import Prometheus
 import ServiceLifecycle
 import UnixSignals
-import OfferApplication
 
 /// Closes the store (flushing queued records) when the service shuts down.
 struct StoreCloser: Service {
@@ -55,9 +55,14 @@ public enum RouterPart: Sendable {
 ///   - retentionMessaging: what `/admin/retention/*` sets up at Apple with; `nil`: the service's App Store Server
 ///     API configuration at Apple's documented rates (none when the API is not configured).
 public func buildRouter(
-    service: OfferService, keyManager: KeyManager? = nil, adminTokens: BearerTokens = .none,
-    metricsRegistry: PrometheusCollectorRegistry? = nil, authenticator: ClientAuthenticator? = nil,
-    rateLimits: RateLimits = RateLimits(.none), part: RouterPart = .all, addOn: ServiceAddOn? = nil,
+    service: OfferService,
+    keyManager: KeyManager? = nil,
+    adminTokens: BearerTokens = .none,
+    metricsRegistry: PrometheusCollectorRegistry? = nil,
+    authenticator: ClientAuthenticator? = nil,
+    rateLimits: RateLimits = RateLimits(.none),
+    part: RouterPart = .all,
+    addOn: ServiceAddOn? = nil,
     retentionMessaging: RetentionMessagingSetup? = nil
 ) -> Router<OfferSignerRequestContext> {
     let router = Router(context: OfferSignerRequestContext.self, options: .autoGenerateHeadEndpoints)
@@ -76,7 +81,9 @@ public func buildRouter(
     let allowedMethods = AllowedMethods()
     router.add(middleware: ErrorMappingMiddleware(allowedMethods: allowedMethods))
     OperationsRoutes(
-        service: service, metricsRegistry: part == .publicOnly ? nil : metricsRegistry, servesDocuments: part != .operationsOnly,
+        service: service,
+        metricsRegistry: part == .publicOnly ? nil : metricsRegistry,
+        servesDocuments: part != .operationsOnly,
         describesDemo: addOn?.describesDemoRoutes ?? false
     ).register(on: router)
     if part != .operationsOnly {
@@ -95,11 +102,15 @@ public func buildRouter(
     if part != .publicOnly {
         // One limiter of failed admin authentications per address, for the admin API and the console's sign-in.
         // Failed admin authentications and console sign-ins, per address: the fleet's buckets on PostgreSQL.
-        let failures: any LimitBuckets = service.store?.sharedLimits.map { shared in
-            SharedTokenBuckets(
-                kind: "admin-failures", rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure,
-                burst: AdminAuthenticationMiddleware.failureBurst, store: shared)
-        } ?? TokenBuckets(rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure, burst: AdminAuthenticationMiddleware.failureBurst)
+        let failures: any LimitBuckets =
+            service.store?.sharedLimits.map { shared in
+                SharedTokenBuckets(
+                    kind: "admin-failures",
+                    rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure,
+                    burst: AdminAuthenticationMiddleware.failureBurst,
+                    store: shared
+                )
+            } ?? TokenBuckets(rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure, burst: AdminAuthenticationMiddleware.failureBurst)
         let admin = router.group("/admin").add(middleware: AdminAuthenticationMiddleware(tokens: adminTokens, failures: failures))
             .add(middleware: SingleQueryParametersMiddleware())
         if let keyManager {
@@ -115,8 +126,14 @@ public func buildRouter(
             }
         }
         // The console: never on the public port (docs/console.md).
-        ConsoleRoutes(service: service, keyManager: keyManager, adminTokens: adminTokens, failures: failures, sessions: ConsoleSessions(store: service.store))
-            .register(on: router)
+        ConsoleRoutes(
+            service: service,
+            keyManager: keyManager,
+            adminTokens: adminTokens,
+            failures: failures,
+            sessions: ConsoleSessions(store: service.store)
+        )
+        .register(on: router)
     }
     allowedMethods.record(router.routes.map { (path: $0.path.description, method: $0.method.rawValue) })
     return router
@@ -124,7 +141,11 @@ public func buildRouter(
 
 /// The open mode's identity for every `/v1/offers/*` request (no authenticator: tests, embedders).
 struct OpenClientMiddleware: RouterMiddleware {
-    func handle(_ request: Request, context: OfferSignerRequestContext, next: (Request, OfferSignerRequestContext) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request,
+        context: OfferSignerRequestContext,
+        next: (Request, OfferSignerRequestContext) async throws -> Response
+    ) async throws -> Response {
         var context = context
         context.identity = .open
         return try await next(request, context)
@@ -137,31 +158,48 @@ struct OpenClientMiddleware: RouterMiddleware {
 ///   - configuration: the service configuration (``ServiceConfiguration/appStoreAPI``).
 ///   - verifiers: the apps' verifiers (the notification ingestor's), which check every answer.
 ///   - httpClient: the HTTP client the clients send with.
+///   - sharedLimits: where the replicas keep Apple's per-app quota together (PostgreSQL: ``SharedAppStoreQuota``);
+///     `nil`: each client keeps it alone.
 ///   - logger: where to log.
 /// - Throws: ``ConfigurationError`` naming the variable at fault.
 public func makeAppStoreClients(
-    configuration: ServiceConfiguration, verifiers: [String: SignedDataVerifier], httpClient: HTTPClient = .shared, logger: Logger
+    configuration: ServiceConfiguration,
+    verifiers: [String: SignedDataVerifier],
+    httpClient: HTTPClient = .shared,
+    sharedLimits: (any SharedLimitStore)? = nil,
+    logger: Logger
 ) throws(ConfigurationError) -> [String: AppStoreServerAPIClient] {
     guard let settings = configuration.appStoreAPI else { return [:] }
     var clients: [String: AppStoreServerAPIClient] = [:]
     for app in configuration.apps {
         guard let verifier = verifiers[app.bundleIdentifier] else {
             // Said once at start-up by ServiceConfiguration's warnings.
-            logger.debug("the App Store Server API is not asked for this app: its App Store data cannot be verified (appAppleId, \(variable: .environments))", metadata: [
-                "bundleIdentifier": "\(app.bundleIdentifier)",
-            ])
+            logger.debug(
+                "the App Store Server API is not asked for this app: its App Store data cannot be verified (appAppleId, \(variable: .environments))",
+                metadata: [
+                    "bundleIdentifier": "\(app.bundleIdentifier)"
+                ]
+            )
             continue
         }
         let clientConfiguration = try settings.clientConfiguration(for: app, environments: configuration.environments)
         do {
             clients[app.bundleIdentifier] = try AppStoreServerAPIClient(
-                configuration: clientConfiguration, verifier: verifier, httpClient: httpClient, logger: logger)
+                configuration: clientConfiguration,
+                verifier: verifier,
+                httpClient: httpClient,
+                quota: sharedLimits.map { SharedAppStoreQuota(clientConfiguration.rateLimit, store: $0) },
+                logger: logger
+            )
         } catch {
             throw ConfigurationError("\(variable: .appStoreApiKeyId) / \(variable: .appStoreApiKeyFile): \(error.message).")
         }
-        logger.info("App Store Server API asked for customers the store does not know", metadata: [
-            "bundleIdentifier": "\(app.bundleIdentifier)", "settings": "\(settings)",
-        ])
+        logger.info(
+            "App Store Server API asked for customers the store does not know",
+            metadata: [
+                "bundleIdentifier": "\(app.bundleIdentifier)", "settings": "\(settings)",
+            ]
+        )
     }
     return clients
 }
@@ -208,7 +246,12 @@ public func buildApplication(
     let (store, notifications) = try await openStore(configuration: configuration, logger: logger, serving: true)
     let appStoreClients: [String: AppStoreServerAPIClient]
     do {
-        appStoreClients = try makeAppStoreClients(configuration: configuration, verifiers: notifications?.verifiers ?? [:], logger: logger)
+        appStoreClients = try makeAppStoreClients(
+            configuration: configuration,
+            verifiers: notifications?.verifiers ?? [:],
+            sharedLimits: store?.sharedLimits,
+            logger: logger
+        )
     } catch {
         try? await store?.close()
         throw error
@@ -219,9 +262,12 @@ public func buildApplication(
         do {
             if let stored = try await StorePolicy(store: store).load() {
                 if let file = configuration.policy, file.version != stored.policy?.version {
-                    logger.warning("the policy file differs from the policy applied to the store; the store's is in force on every replica (apply the file with `offer-signer policy apply` to change it)", metadata: [
-                        "fileVersion": "\(file.version)", "storeVersion": "\(stored.policy?.version ?? "none")", "revision": "\(stored.revision)",
-                    ])
+                    logger.warning(
+                        "the policy file differs from the policy applied to the store; the store's is in force on every replica (apply the file with `offer-signer policy apply` to change it)",
+                        metadata: [
+                            "fileVersion": "\(file.version)", "storeVersion": "\(stored.policy?.version ?? "none")", "revision": "\(stored.revision)",
+                        ]
+                    )
                 }
                 inForce = stored
             }
@@ -231,20 +277,31 @@ public func buildApplication(
         }
     }
     let service = OfferService(
-        apps: configuration.apps, keyRing: configuration.keyRing, policy: inForce.policy, policyRevision: inForce.revision, store: store,
-        notifications: notifications, retentionDeadline: configuration.retentionDeadline, appStoreClients: appStoreClients)
+        apps: configuration.apps,
+        keyRing: configuration.keyRing,
+        policy: inForce.policy,
+        policyRevision: inForce.revision,
+        store: store,
+        notifications: notifications,
+        retentionDeadline: configuration.retentionDeadline,
+        appStoreClients: appStoreClients
+    )
     // Where admins' key states live: the file if one is configured, else the store (shared by replicas).
     let stateStore: any KeyStateStore =
         configuration.stateFilePath.map { FileKeyStateStore(path: $0) } ?? store.map { StoreKeyStateStore(store: $0) } ?? InMemoryKeyStateStore()
     let manager: KeyManager
     do {
         manager = try await KeyManager(
-            holder: service.keys, loadKeys: configuration.loadKeys,
+            holder: service.keys,
+            loadKeys: configuration.loadKeys,
             configuredActiveKeyIdentifier: configuration.configuredActiveKeyIdentifier,
             appActiveKeyIdentifiers: Dictionary(
                 (inForce.policy?.apps ?? []).compactMap { app in app.activeKeyIdentifier.map { (app.bundleIdentifier, $0) } },
-                uniquingKeysWith: { first, _ in first }),
-            stateStore: stateStore, logger: logger)
+                uniquingKeysWith: { first, _ in first }
+            ),
+            stateStore: stateStore,
+            logger: logger
+        )
     } catch {
         try? await store?.close()  // an open store must be closed before it is dropped
         throw ConfigurationError(KeyManager.describe(error))
@@ -253,14 +310,20 @@ public func buildApplication(
     let states = await manager.keyStates
     let ring = await manager.keyRing
     let savedIn = configuration.stateFilePath.map { "file \($0)" } ?? (store != nil ? "the store" : "memory")
-    logger.notice(states.version > 0 ? "key states applied" : "no saved key states; the configured ones apply", metadata: [
-        "version": "\(states.version)", "from": "\(savedIn)", "active": "\(ring.activeKeyIdentifier ?? "-")",
-    ])
+    logger.notice(
+        states.version > 0 ? "key states applied" : "no saved key states; the configured ones apply",
+        metadata: [
+            "version": "\(states.version)", "from": "\(savedIn)", "active": "\(ring.activeKeyIdentifier ?? "-")",
+        ]
+    )
     for entry in ring.entries {
-        logger.info("key", metadata: [
-            "keyIdentifier": "\(entry.key.keyIdentifier)", "state": "\(ring.state(of: entry.key.keyIdentifier)?.rawValue ?? "")",
-            "fingerprint": "\(entry.key.fingerprint)", "source": "\(entry.source)",
-        ])
+        logger.info(
+            "key",
+            metadata: [
+                "keyIdentifier": "\(entry.key.keyIdentifier)", "state": "\(ring.state(of: entry.key.keyIdentifier)?.rawValue ?? "")",
+                "fingerprint": "\(entry.key.fingerprint)", "source": "\(entry.source)",
+            ]
+        )
     }
     let authenticator: ClientAuthenticator
     do {
@@ -277,46 +340,74 @@ public func buildApplication(
     var services: [any Service] = [SIGHUPKeyReloader(manager: manager), ClientKeyReloader(authenticator: authenticator, logger: logger)]
     if let store {
         services.append(StoreCloser(store: store, logger: logger))
-        services.append(StorePurge(store: store, clockSkew: configuration.appStoreClockSkew, decisionLogDays: configuration.decisionLogDays, logger: logger))
+        services.append(
+            StorePurge(store: store, clockSkew: configuration.appStoreClockSkew, decisionLogDays: configuration.decisionLogDays, logger: logger)
+        )
     }
     if configuration.stateFilePath == nil, let store {
         // Other replicas' key changes: pushed by the store (PostgreSQL's NOTIFY) as they commit, polled as a backstop.
-        services.append(KeyStateRefresher(manager: manager, changes: { store.documentChanges() }, documentName: StoreKeyStateStore.defaultDocumentName))
+        services.append(
+            KeyStateRefresher(manager: manager, changes: { store.documentChanges() }, documentName: StoreKeyStateStore.defaultDocumentName)
+        )
     }
     if let store {
         // Policies applied to the fleet: pushed as they commit (PostgreSQL's NOTIFY), polled as a backstop.
-        services.append(PolicyRefresher(
-            holder: service.policyHolder, document: StorePolicy(store: store), changes: { store.documentChanges() },
-            servedApps: Set(service.apps.keys), logger: logger))
+        services.append(
+            PolicyRefresher(
+                holder: service.policyHolder,
+                document: StorePolicy(store: store),
+                changes: { store.documentChanges() },
+                servedApps: Set(service.apps.keys),
+                logger: logger
+            )
+        )
     }
     if let directory = configuration.keysDirectory {
         services.append(KeyDirectoryWatcher(directory: directory, interval: keysDirectoryPollInterval, manager: manager))
     }
     func router(_ part: RouterPart) -> Router<OfferSignerRequestContext> {
         buildRouter(
-            service: service, keyManager: manager, adminTokens: configuration.adminTokens, metricsRegistry: metricsRegistry,
-            authenticator: authenticator, rateLimits: rateLimits, part: part, addOn: configuration.addOn)
+            service: service,
+            keyManager: manager,
+            adminTokens: configuration.adminTokens,
+            metricsRegistry: metricsRegistry,
+            authenticator: authenticator,
+            rateLimits: rateLimits,
+            part: part,
+            addOn: configuration.addOn
+        )
     }
     if let listener = configuration.operationsListener {
         // The operations listener (/admin/*, /metrics) runs beside the public one, as one more service.
-        services.append(Application(
-            router: router(.operationsOnly),
-            server: OfferSignerHTTP1Channel.server(limits: configuration.connectionLimits),
-            configuration: .init(address: .hostname(listener.host, port: listener.port), serverName: "offer-signer-operations"),
-            logger: logger))
-        logger.notice("operations listener", metadata: ["address": "\(listener.host):\(listener.port)", "serves": "/admin/*, /console, /metrics, /healthz, /readyz"])
+        services.append(
+            Application(
+                router: router(.operationsOnly),
+                server: OfferSignerHTTP1Channel.server(limits: configuration.connectionLimits),
+                configuration: .init(address: .hostname(listener.host, port: listener.port), serverName: "offer-signer-operations"),
+                logger: logger
+            )
+        )
+        logger.notice(
+            "operations listener",
+            metadata: ["address": "\(listener.host):\(listener.port)", "serves": "/admin/*, /console, /metrics, /healthz, /readyz"]
+        )
     }
     if OpenAPIDocument.yaml.isEmpty {
-        logger.warning("GET /openapi.yaml answers 404: the folder \(OpenAPIDocument.resourceFolder) is not beside the binary; copy it from the build with the binary (scripts/install.sh does)")
+        logger.warning(
+            "GET /openapi.yaml answers 404: the folder \(OpenAPIDocument.resourceFolder) is not beside the binary; copy it from the build with the binary (scripts/install.sh does)"
+        )
     }
     return makeApplication(
         router: router(configuration.operationsListener == nil ? .all : .publicOnly),
         // Traced, the router serves every request, so that each is one trace (docs/observability.md, "Traces").
-        signing: RequestTracing.isOn ? nil : EventLoopSigning(service: service, authenticator: authenticator, limits: rateLimits, serverName: "offer-signer"),
+        signing: RequestTracing.isOn
+            ? nil : EventLoopSigning(service: service, authenticator: authenticator, limits: rateLimits, serverName: "offer-signer"),
         limits: configuration.connectionLimits,
         configuration: .init(
-            address: .hostname(configuration.host, port: configuration.port), serverName: "offer-signer",
-            availableConnectionsDelegate: .maximum(configuration.connectionLimits.maximumConnections, logger: logger)),
+            address: .hostname(configuration.host, port: configuration.port),
+            serverName: "offer-signer",
+            availableConnectionsDelegate: .maximum(configuration.connectionLimits.maximumConnections, logger: logger)
+        ),
         services: services,
         logger: logger
     )
@@ -330,10 +421,18 @@ public func buildApplication(
 ///   - signing: the event-loop signing path; `nil`: the router serves every request.
 ///   - limits: idle and request timeouts.
 public func makeApplication(
-    router: Router<OfferSignerRequestContext>, signing: EventLoopSigning?, limits: ConnectionLimits = ConnectionLimits(),
-    configuration: ApplicationConfiguration = ApplicationConfiguration(), services: [any Service] = [], logger: Logger
+    router: Router<OfferSignerRequestContext>,
+    signing: EventLoopSigning?,
+    limits: ConnectionLimits = ConnectionLimits(),
+    configuration: ApplicationConfiguration = ApplicationConfiguration(),
+    services: [any Service] = [],
+    logger: Logger
 ) -> Application<RouterResponder<OfferSignerRequestContext>> {
     Application(
-        router: router, server: OfferSignerHTTP1Channel.server(limits: limits, signing: signing),
-        configuration: configuration, services: services, logger: logger)
+        router: router,
+        server: OfferSignerHTTP1Channel.server(limits: limits, signing: signing),
+        configuration: configuration,
+        services: services,
+        logger: logger
+    )
 }

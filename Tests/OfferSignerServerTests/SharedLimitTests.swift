@@ -1,7 +1,15 @@
+import AppStoreNotifications
+import AppStoreServerAPI
+import AppStoreServerAPITestSupport
+import AppStoreTestSupport
+import Crypto
 import Foundation
+import HTTPTypes
 import Logging
+import OfferApplication
 import OfferStore
 import Testing
+
 @testable import OfferSignerServer
 
 /// One limit for the fleet: three stores on one PostgreSQL database stand for three replicas; each has its own
@@ -68,8 +76,11 @@ struct SharedLimitTests {
         try await Self.withReplicas { stores in
             let failures = try stores.map { store in
                 SharedTokenBuckets(
-                    kind: "admin-failures", rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure,
-                    burst: AdminAuthenticationMiddleware.failureBurst, store: try #require(store.sharedLimits))
+                    kind: "admin-failures",
+                    rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure,
+                    burst: AdminAuthenticationMiddleware.failureBurst,
+                    store: try #require(store.sharedLimits)
+                )
             }
             let address = "192.0.2.\(Int.random(in: 1...254))-\(UUID().uuidString)"
             let start = ContinuousClock.now
@@ -87,8 +98,8 @@ struct SharedLimitTests {
             let shared = try stores.map { try #require($0.sharedLimits) }
             let first = SharedTokenBuckets(kind: "client", rate: 100.0 / 3_600, burst: 100, store: shared[0])
             let key = "key:returned-\(UUID().uuidString)"
-            #expect(await first.take(key) == .allowed)   // leases a chunk (5) beyond the one spent
-            try await Task.sleep(for: .milliseconds(2_500))   // unused for a second: given back
+            #expect(await first.take(key) == .allowed)  // leases a chunk (5) beyond the one spent
+            try await Task.sleep(for: .milliseconds(2_500))  // unused for a second: given back
             let others = [shared[1], shared[2]].map { SharedTokenBuckets(kind: "client", rate: 100.0 / 3_600, burst: 100, store: $0) }
             var allowed = 0
             for attempt in 0..<200 {
@@ -124,17 +135,17 @@ struct SharedLimitTests {
 /// The replica's side of the fleet's buckets, without a database.
 @Suite struct SharedBucketLedgerTests {
     @Test func aFirstTakeIsOwedThenPaidFirstFromTheLease() {
-        var ledger = SharedBucketLedger(rate: 1, burst: 100)   // chunk 5
+        var ledger = SharedBucketLedger(rate: 1, burst: 100)  // chunk 5
         let now = ContinuousClock.now
         #expect(ledger.take("a", now: now) == .allowed)
         #expect(ledger.take("a", now: now) == .allowed)
-        #expect(ledger.leases().map(\.wanted) == [7])   // the chunk and the two owed
+        #expect(ledger.leases().map(\.wanted) == [7])  // the chunk and the two owed
         ledger.granted("a", 7, secondsToNextToken: 0, now: now)
         #expect(ledger.entries["a"]?.tokens == 5)
     }
 
     @Test func aBucketFoundEmptyIsRememberedAndOwesNothing() {
-        var ledger = SharedBucketLedger(rate: 0.5, burst: 10)   // chunk 2, fills in 20 s
+        var ledger = SharedBucketLedger(rate: 0.5, burst: 10)  // chunk 2, fills in 20 s
         let now = ContinuousClock.now
         #expect(ledger.take("a", now: now) == .allowed)
         _ = ledger.leases()
@@ -142,7 +153,7 @@ struct SharedLimitTests {
         #expect(ledger.take("a", now: now) == .limited(retryAfterSeconds: 2))
         #expect(ledger.sweep(now: now + .seconds(5)).isEmpty)
         #expect(ledger.entries["a"] != nil, "kept until the bucket would be full again")
-        #expect(ledger.take("a", now: now + .seconds(5)) == .ask)   // no debt: a lease first
+        #expect(ledger.take("a", now: now + .seconds(5)) == .ask)  // no debt: a lease first
         #expect(ledger.leases().map(\.wanted) == [2])
     }
 
@@ -156,5 +167,70 @@ struct SharedLimitTests {
         let returned = ledger.sweep(now: now + .seconds(2))
         #expect(returned.map(\.bucket) == ["a"] && returned.map(\.count) == [5])
         #expect(ledger.entries.isEmpty)
+    }
+}
+
+/// Apple's per-app quota kept by the fleet (``SharedAppStoreQuota``): three replicas' App Store Server API clients,
+/// each allowed 10 requests a second to Production by its own limiter, ask Apple for 30 customers at once within a
+/// 0.5 s budget. With the quota shared, Apple sees the fleet's 10 (its burst), give or take a lease's share; alone,
+/// each client would send its own 10: 30.
+@Suite(.enabled(if: StoreBackend.postgresURL != nil, "needs OFFER_SIGNER_TEST_DATABASE_URL"))
+struct SharedAppStoreQuotaTests {
+    let appKey = P256.Signing.PrivateKey()
+    let bundle = "com.example.quota-\(UUID().uuidString.prefix(8).lowercased())"
+
+    /// A client of the fake on `port` allowed 10 requests a second, with `quota` (nil: alone).
+    func client(port: Int, quota: (any AppStoreQuota)?) throws -> AppStoreServerAPIClient {
+        let settings = AppStoreAPISettings(
+            keyIdentifier: FakeAppStore.keyIdentifier,
+            privateKeyPEM: appKey.pemRepresentation,
+            issuerId: FakeAppStore.issuerId,
+            baseURL: "http://127.0.0.1:\(port)/production",
+            timeout: .milliseconds(500),
+            cacheTimeToLive: .seconds(60)
+        )
+        let app = AppConfiguration(bundleIdentifier: bundle, issuerIdentifier: FakeAppStore.issuerId, appAppleId: FakeAppStore.appAppleId)
+        var configuration = try settings.clientConfiguration(for: app, environments: [.production])
+        configuration.rateLimit = .init(productionPerSecond: 10, sandboxPerSecond: 1)
+        configuration.retry.maximumAttempts = 1
+        let verifier = try SignedDataVerifier(
+            bundleIdentifier: bundle,
+            appAppleId: FakeAppStore.appAppleId,
+            environments: [.production],
+            trustedRoots: [try TestCertificateChain().root]
+        )
+        return try AppStoreServerAPIClient(configuration: configuration, verifier: verifier, quota: quota)
+    }
+
+    /// How many of 30 requests, 10 a client at once, reach the fake App Store.
+    func requestsApple(shared: Bool, stores: [any OfferStore]) async throws -> Int {
+        let fake = FakeAppStore(appKey: appKey, bundleIdentifier: bundle) { _ in .error(.notFound, code: 4_040_010) }
+        return try await fake.run { port in
+            let clients = try stores.map { store in
+                try client(
+                    port: port,
+                    quota: shared ? store.sharedLimits.map { SharedAppStoreQuota(.init(productionPerSecond: 10), store: $0) } : nil
+                )
+            }
+            await withTaskGroup(of: Void.self) { group in
+                for index in 0..<30 {
+                    let client = clients[index % 3]
+                    group.addTask { _ = try? await client.subscriptionStatuses(forTransaction: "\(2_000_000_000_000_000 + index)") }
+                }
+            }
+            return await fake.ledger.total
+        }
+    }
+
+    @Test func threeReplicasShareApplesQuota() async throws {
+        try await SharedLimitTests.withReplicas { stores in
+            let alone = try await requestsApple(shared: false, stores: stores)
+            #expect(alone == 30, "each client alone sends its own 10")
+            let shared = try await requestsApple(shared: true, stores: stores)
+            // Never more than the fleet's burst of 10, the tokens the bucket gained while the 0.5 s ran (5) and a
+            // lease's share a replica may spend before its lease answers; a few fewer when a replica still holds
+            // leased tokens its own requests did not need (given back after an idle second).
+            #expect((7...16).contains(shared), "\(shared) of 30 requests reached Apple under a fleet quota of 10 a second")
+        }
     }
 }

@@ -18,6 +18,8 @@ struct APIRequester: Sendable {
     let httpClient: HTTPClient
     let tokens: BearerTokenProvider
     let rateLimiter: RateLimiter
+    /// The fleet's share of Apple's quota, asked after ``rateLimiter`` (`nil`: this process alone asks Apple).
+    var quota: (any AppStoreQuota)? = nil
     let logger: Logger
 
     /// A `GET` of `path` (which starts with `/`) with `query`, to `environment`.
@@ -64,12 +66,38 @@ struct APIRequester: Sendable {
             }
             guard let wait = await rateLimiter.reserve(limiterKey, deadline: deadline) else {
                 throw AppStoreServerAPIError(
-                    .rateLimited, "this server's own limit of requests to the App Store leaves no time within the budget")
+                    .rateLimited,
+                    "this server's own limit of requests to the App Store leaves no time within the budget"
+                )
             }
             if wait > .zero {
-                Counter(label: "offer_signer_app_store_api_rate_limit_waits_total", dimensions: [
-                    ("environment", environment.rawValue.lowercased()),
-                ]).increment()
+                Counter(
+                    label: "offer_signer_app_store_api_rate_limit_waits_total",
+                    dimensions: [
+                        ("environment", environment.rawValue.lowercased())
+                    ]
+                ).increment()
+                try await Self.sleep(for: wait)
+            }
+            while let quota,
+                let wait = await quota.take(
+                    bundleIdentifier: configuration.bundleIdentifier,
+                    environment: environment,
+                    endpoint: endpoint.rawValue
+                )
+            {
+                guard ContinuousClock.now + wait <= deadline else {
+                    throw AppStoreServerAPIError(
+                        .rateLimited,
+                        "the replicas' shared limit of requests to the App Store leaves no time within the budget"
+                    )
+                }
+                Counter(
+                    label: "offer_signer_app_store_api_rate_limit_waits_total",
+                    dimensions: [
+                        ("environment", environment.rawValue.lowercased())
+                    ]
+                ).increment()
                 try await Self.sleep(for: wait)
             }
             let token = try await tokens.token()
@@ -88,15 +116,21 @@ struct APIRequester: Sendable {
                         logger.error("the App Store refused the authentication token (check the key ID, issuer ID, bundle ID and key)")
                         throw AppStoreServerAPIError(
                             .unauthorized,
-                            "the App Store refused this server's authentication token: check the In-App Purchase key, its key ID, the issuer ID and the bundle ID")
+                            "the App Store refused this server's authentication token: check the In-App Purchase key, its key ID, the issuer ID and the bundle ID"
+                        )
                     case 400:
                         if errorCode == AppleErrorCode.invalidTransactionId {
                             throw AppStoreServerAPIError(.invalidTransactionIdentifier, "the App Store says the transaction identifier is not valid")
                         }
                         throw AppStoreServerAPIError(
-                            .invalidRequest, "the App Store refused the request as malformed (error \(errorCode.map(String.init) ?? "without a code"))")
+                            .invalidRequest,
+                            "the App Store refused the request as malformed (error \(errorCode.map(String.init) ?? "without a code"))"
+                        )
                     case 404 where !(errorCode.map(AppleErrorCode.retryableNotFound.contains) ?? false):
-                        throw AppStoreServerAPIError(.notFound, "the App Store does not know this transaction in the \(environment.rawValue) environment")
+                        throw AppStoreServerAPIError(
+                            .notFound,
+                            "the App Store does not know this transaction in the \(environment.rawValue) environment"
+                        )
                     case 429:
                         let delay = RetryTiming.retryAfter(retryAfter) ?? RetryTiming.backoff(retry: attempt, policy: configuration.retry)
                         let resumeAt = ContinuousClock.now + delay
@@ -104,7 +138,9 @@ struct APIRequester: Sendable {
                         guard attempt < attempts, delay <= configuration.retry.maximumRetryAfter, resumeAt < deadline else {
                             logger.warning("the App Store's rate limit was reached")
                             throw AppStoreServerAPIError(
-                                .rateLimited, "the App Store's rate limit was reached and it asks to wait longer than the time budget allows")
+                                .rateLimited,
+                                "the App Store's rate limit was reached and it asks to wait longer than the time budget allows"
+                            )
                         }
                         retryDelay = delay
                     default:
@@ -116,7 +152,10 @@ struct APIRequester: Sendable {
                     logger.warning("the App Store did not answer within the time budget")
                     throw AppStoreServerAPIError(.appStoreUnavailable, "the App Store did not answer within the time budget")
                 case .tooLarge:
-                    throw AppStoreServerAPIError(.invalidResponse, "the App Store's answer is larger than the limit of \(configuration.maximumResponseBytes) bytes")
+                    throw AppStoreServerAPIError(
+                        .invalidResponse,
+                        "the App Store's answer is larger than the limit of \(configuration.maximumResponseBytes) bytes"
+                    )
                 case .cancelled:
                     throw AppStoreServerAPIError(.appStoreUnavailable, "the request to the App Store was cancelled")
                 }
@@ -172,13 +211,26 @@ struct APIRequester: Sendable {
     /// `app_store_api.request` whose W3C `traceparent` the request carries (when traces are on; the URL, which
     /// holds a transaction identifier, is not an attribute).
     private func send(
-        url: String, json: ByteBuffer?, token: String, endpoint: Endpoint, environment: AppStoreEnvironment, deadline: ContinuousClock.Instant
+        url: String,
+        json: ByteBuffer?,
+        token: String,
+        endpoint: Endpoint,
+        environment: AppStoreEnvironment,
+        deadline: ContinuousClock.Instant
     ) async -> Result<ByteBuffer, Failure> {
         await withSpan("app_store_api.request", ofKind: .client) { span in
             span.attributes["http.request.method"] = json == nil ? "GET" : "POST"
             span.attributes["app_store_api.endpoint"] = endpoint.rawValue
             span.attributes["app_store_api.environment"] = environment.rawValue
-            let result = await send(url: url, json: json, token: token, endpoint: endpoint, environment: environment, deadline: deadline, context: span.context)
+            let result = await send(
+                url: url,
+                json: json,
+                token: token,
+                endpoint: endpoint,
+                environment: environment,
+                deadline: deadline,
+                context: span.context
+            )
             switch result {
             case .success:
                 span.attributes["http.response.status_code"] = 200
@@ -195,7 +247,12 @@ struct APIRequester: Sendable {
     }
 
     private func send(
-        url: String, json: ByteBuffer?, token: String, endpoint: Endpoint, environment: AppStoreEnvironment, deadline: ContinuousClock.Instant,
+        url: String,
+        json: ByteBuffer?,
+        token: String,
+        endpoint: Endpoint,
+        environment: AppStoreEnvironment,
+        deadline: ContinuousClock.Instant,
         context: InstrumentationContext
     ) async -> Result<ByteBuffer, Failure> {
         var request = HTTPClientRequest(url: url)
@@ -212,17 +269,23 @@ struct APIRequester: Sendable {
         let started = ContinuousClock.now
         let result = await attempt(request, deadline: deadline)
         let elapsed = ContinuousClock.now - started
-        Timer(label: "offer_signer_app_store_api_request_duration_seconds", dimensions: [("endpoint", endpoint.rawValue)],
-              preferredDisplayUnit: .seconds)
-            .recordNanoseconds(elapsed.nanoseconds)
+        Timer(
+            label: "offer_signer_app_store_api_request_duration_seconds",
+            dimensions: [("endpoint", endpoint.rawValue)],
+            preferredDisplayUnit: .seconds
+        )
+        .recordNanoseconds(elapsed.nanoseconds)
         let outcome: String
         switch result {
         case .success: outcome = "ok"
         case .failure(let failure): outcome = failure.outcome
         }
-        Counter(label: "offer_signer_app_store_api_requests_total", dimensions: [
-            ("endpoint", endpoint.rawValue), ("environment", environment.rawValue.lowercased()), ("outcome", outcome),
-        ]).increment()
+        Counter(
+            label: "offer_signer_app_store_api_requests_total",
+            dimensions: [
+                ("endpoint", endpoint.rawValue), ("environment", environment.rawValue.lowercased()), ("outcome", outcome),
+            ]
+        ).increment()
         return result
     }
 
@@ -235,7 +298,10 @@ struct APIRequester: Sendable {
         do {
             return try await withDeadline(deadline) { () async throws -> Result<ByteBuffer, Failure> in
                 let response = try await httpClient.execute(
-                    request, deadline: .now() + .nanoseconds(remaining.nanoseconds), logger: logger)
+                    request,
+                    deadline: .now() + .nanoseconds(remaining.nanoseconds),
+                    logger: logger
+                )
                 let status = Int(response.status.code)
                 if status == 200 {
                     return .success(try await response.body.collect(upTo: limit))
@@ -272,9 +338,11 @@ struct APIRequester: Sendable {
         if !query.isEmpty {
             var allowed = CharacterSet.urlQueryAllowed
             allowed.remove(charactersIn: "&=+?#")
-            url += "?" + query.map { name, value in
-                name + "=" + (value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")
-            }.joined(separator: "&")
+            url +=
+                "?"
+                + query.map { name, value in
+                    name + "=" + (value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")
+                }.joined(separator: "&")
         }
         return url
     }

@@ -57,6 +57,8 @@ public final class AppStoreServerAPIClient: Sendable {
     ///   - verifier: The verifier of the app's notifications; it must accept the configured environments and trust
     ///     the root that signs the App Store's data.
     ///   - httpClient: The HTTP client to send requests with; default the shared one. Its lifetime is the caller's.
+    ///   - quota: Apple's per-app quota shared with the service's other replicas, asked after this client's own limit
+    ///     (``AppStoreQuota``); `nil` (the default): this client alone asks for the app.
     ///   - logger: Where to log; lines carry no token, key or transaction identifier.
     /// - Throws: ``AppStoreServerAPIError/Code/invalidConfiguration`` for an unreadable key, an empty identifier, an
     ///   environment without an API, a bundle ID that is not the verifier's, or a non-positive budget.
@@ -64,31 +66,43 @@ public final class AppStoreServerAPIClient: Sendable {
         configuration: AppStoreServerAPIConfiguration,
         verifier: SignedDataVerifier,
         httpClient: HTTPClient = .shared,
+        quota: (any AppStoreQuota)? = nil,
         logger: Logger = Logger(label: "offer-signer.app-store-server-api")
     ) throws(AppStoreServerAPIError) {
         guard !configuration.environments.isEmpty,
-              configuration.environments.allSatisfy({ $0 == .production || $0 == .sandbox }),
-              Set(configuration.environments).count == configuration.environments.count
+            configuration.environments.allSatisfy({ $0 == .production || $0 == .sandbox }),
+            Set(configuration.environments).count == configuration.environments.count
         else {
             throw AppStoreServerAPIError(
-                .invalidConfiguration, "the App Store Server API environments must be Production and/or Sandbox, each once")
+                .invalidConfiguration,
+                "the App Store Server API environments must be Production and/or Sandbox, each once"
+            )
         }
         guard configuration.bundleIdentifier == verifier.bundleIdentifier else {
             throw AppStoreServerAPIError(
-                .invalidConfiguration, "the App Store Server API's bundle ID is not the one signed data is verified for")
+                .invalidConfiguration,
+                "the App Store Server API's bundle ID is not the one signed data is verified for"
+            )
         }
         guard configuration.timeout > .zero, configuration.maximumHistoryPages > 0, configuration.maximumResponseBytes > 0
         else {
             throw AppStoreServerAPIError(
-                .invalidConfiguration, "the App Store Server API's timeout, page limit and answer size limit must be positive")
+                .invalidConfiguration,
+                "the App Store Server API's timeout, page limit and answer size limit must be positive"
+            )
         }
         let tokens = try BearerTokenProvider(configuration: configuration)
         self.configuration = configuration
         self.verifier = verifier
         self.logger = logger
         self.requester = APIRequester(
-            configuration: configuration, httpClient: httpClient, tokens: tokens,
-            rateLimiter: RateLimiter(configuration.rateLimit), logger: logger)
+            configuration: configuration,
+            httpClient: httpClient,
+            tokens: tokens,
+            rateLimiter: RateLimiter(configuration.rateLimit),
+            quota: quota,
+            logger: logger
+        )
         self.statusCache = AnswerCache(timeToLive: configuration.cacheTimeToLive, capacity: configuration.cacheCapacity)
         self.historyCache = AnswerCache(timeToLive: configuration.cacheTimeToLive, capacity: configuration.cacheCapacity)
     }
@@ -141,13 +155,17 @@ public final class AppStoreServerAPIClient: Sendable {
     ) async throws(AppStoreServerAPIError) -> TransactionHistory {
         let id = try TransactionIdentifier(transactionId)
         return try await history(
-            id, environments: configuration.environments, deadline: ContinuousClock.now + configuration.timeout)
+            id,
+            environments: configuration.environments,
+            deadline: ContinuousClock.now + configuration.timeout
+        )
     }
 
     // MARK: - Cached, single-flight answers
 
     private func statuses(
-        _ id: TransactionIdentifier, deadline: ContinuousClock.Instant
+        _ id: TransactionIdentifier,
+        deadline: ContinuousClock.Instant
     ) async throws(AppStoreServerAPIError) -> SubscriptionStatuses {
         try await cached(statusCache, endpoint: .subscriptionStatuses, key: id.value, deadline: deadline) {
             try await self.fetchAcrossEnvironments(self.configuration.environments, id: id) { environment throws(AppStoreServerAPIError) in
@@ -157,7 +175,9 @@ public final class AppStoreServerAPIClient: Sendable {
     }
 
     private func history(
-        _ id: TransactionIdentifier, environments: [AppStoreEnvironment], deadline: ContinuousClock.Instant
+        _ id: TransactionIdentifier,
+        environments: [AppStoreEnvironment],
+        deadline: ContinuousClock.Instant
     ) async throws(AppStoreServerAPIError) -> TransactionHistory {
         let key = environments.map(\.rawValue).joined(separator: ",") + "/" + id.value
         return try await cached(historyCache, endpoint: .transactionHistory, key: key, deadline: deadline) {
@@ -186,14 +206,18 @@ public final class AppStoreServerAPIClient: Sendable {
                         Counter(label: "offer_signer_app_store_api_cache_hits_total", dimensions: [("endpoint", endpoint.rawValue)])
                             .increment()
                     case .joined:
-                        Counter(label: "offer_signer_app_store_api_single_flight_joins_total", dimensions: [
-                            ("endpoint", endpoint.rawValue),
-                        ]).increment()
+                        Counter(
+                            label: "offer_signer_app_store_api_single_flight_joins_total",
+                            dimensions: [
+                                ("endpoint", endpoint.rawValue)
+                            ]
+                        ).increment()
                     case .started:
                         break
                     }
                 },
-                operation: operation)
+                operation: operation
+            )
         } catch let error as AppStoreServerAPIError {
             throw error
         } catch {
@@ -211,11 +235,12 @@ public final class AppStoreServerAPIClient: Sendable {
         for (index, environment) in environments.enumerated() {
             do {
                 return try await fetch(environment)
-            } catch where error.code == .notFound {
+            } catch  where error.code == .notFound {
                 notFound = AppStoreServerAPIError(
                     .notFound,
                     "the App Store does not know this transaction in "
-                        + environments[...index].map(\.rawValue).joined(separator: " or "))
+                        + environments[...index].map(\.rawValue).joined(separator: " or ")
+                )
                 if index + 1 < environments.count {
                     logger.info(
                         "transaction not found in one App Store environment, asking the next",
@@ -223,7 +248,8 @@ public final class AppStoreServerAPIClient: Sendable {
                             "app_store_environment": "\(environment.rawValue)",
                             "next_environment": "\(environments[index + 1].rawValue)",
                             "transaction_fingerprint": "\(id.fingerprint)",
-                        ])
+                        ]
+                    )
                 }
             }
         }
