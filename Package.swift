@@ -1,6 +1,6 @@
+import Foundation
 // swift-tools-version:6.1
 import PackageDescription
-import Foundation
 
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),

@@ -16,8 +16,11 @@ let benchmarks: @Sendable () -> Void = {
     )
     let key = try! SigningKey.generate(keyIdentifier: "BENCHKEY01")
     let offer = PromotionalOffer(
-        bundleIdentifier: "com.example.app", productIdentifier: "com.example.monthly",
-        offerIdentifier: "winback_50", applicationUsername: "user-0001")
+        bundleIdentifier: "com.example.app",
+        productIdentifier: "com.example.monthly",
+        offerIdentifier: "winback_50",
+        applicationUsername: "user-0001"
+    )
     let payload = LegacyOfferPayload(offer: offer, keyIdentifier: key.keyIdentifier, nonce: UUID().uuidString, timestamp: 1_700_000_000_000).bytes
     let signature = try! key.privateKey.signature(for: payload)
 
@@ -31,7 +34,12 @@ let benchmarks: @Sendable () -> Void = {
     // Sign alone: payload, nonce, timestamp, ECDSA, DER, base64 — what a service without a self-check does.
     Benchmark("legacy sign (no self-verify)") { benchmark in
         for _ in benchmark.scaledIterations {
-            let bytes = LegacyOfferPayload(offer: offer, keyIdentifier: key.keyIdentifier, nonce: UUID().uuidString, timestamp: OfferSigner.currentTimestamp()).bytes
+            let bytes = LegacyOfferPayload(
+                offer: offer,
+                keyIdentifier: key.keyIdentifier,
+                nonce: UUID().uuidString,
+                timestamp: OfferSigner.currentTimestamp()
+            ).bytes
             blackHole(try key.privateKey.signature(for: bytes).derRepresentation.base64EncodedString())
         }
     }

@@ -26,11 +26,12 @@ import Crypto
 import Dispatch
 import Foundation
 import OfferEligibility
-@testable import OfferApplication
-@testable import OfferSignerServer
 import OfferSigning
 import SwiftASN1
 import X509
+
+@testable import OfferApplication
+@testable import OfferSignerServer
 
 /// The target FUZZ_TARGET names, read once.
 let fuzzTarget: String = {
@@ -55,7 +56,9 @@ struct Keys: Sendable {
             let revoked = try SigningKey.generate(keyIdentifier: "FUZZKEY003")
             let ring = try KeyRing(
                 keys: [active, retired, revoked].map { KeyRing.Entry(key: $0, source: "fuzz") },
-                activeKeyIdentifier: "FUZZKEY001", revokedKeyIdentifiers: ["FUZZKEY003"])
+                activeKeyIdentifier: "FUZZKEY001",
+                revokedKeyIdentifiers: ["FUZZKEY003"]
+            )
             return Keys(active: active, ring: ring)
         } catch {
             fatalError("cannot build the fuzz key ring: \(error)")
@@ -73,7 +76,11 @@ struct SignedData: Sendable {
         do {
             let chain = try TestCertificateChain()
             let verifier = try SignedDataVerifier(
-                bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: 1234, environments: [.sandbox, .production], trustedRoots: [chain.root])
+                bundleIdentifier: TestPayloads.bundleIdentifier,
+                appAppleId: 1234,
+                environments: [.sandbox, .production],
+                trustedRoots: [chain.root]
+            )
             let x5c = try chain.x5c.map { certificate -> String in
                 var serializer = DER.Serializer()
                 try serializer.serialize(certificate)
@@ -132,8 +139,11 @@ func fuzzLegacy(_ data: Data) {
     guard var bundle = try? JSONDecoder().decode(SignedLegacyOffer.self, from: data) else { return }
     if bundle.signature == "sign-me" {
         let offer = PromotionalOffer(
-            bundleIdentifier: bundle.bundleIdentifier, productIdentifier: bundle.productIdentifier,
-            offerIdentifier: bundle.offerIdentifier, applicationUsername: bundle.applicationUsername)
+            bundleIdentifier: bundle.bundleIdentifier,
+            productIdentifier: bundle.productIdentifier,
+            offerIdentifier: bundle.offerIdentifier,
+            applicationUsername: bundle.applicationUsername
+        )
         let payload = LegacyOfferPayload(offer: offer, keyIdentifier: bundle.keyIdentifier, nonce: bundle.nonce, timestamp: bundle.timestamp)
         if let signature = try? keys.active.privateKey.signature(for: Data(payload.bytes)) {
             bundle.signature = signature.derRepresentation.base64EncodedString()

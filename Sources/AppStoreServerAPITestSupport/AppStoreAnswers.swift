@@ -80,29 +80,52 @@ extension FakeResponse {
     /// A statuses answer with one subscription per transaction, each signed by `signer`.
     public static func statuses(
         _ items: [(status: SubscriptionStatus, transaction: JWSTransactionDecodedPayload, renewalInfo: JWSRenewalInfoDecodedPayload)],
-        signer: TestJWSSigner, environment: AppStoreEnvironment, bundleIdentifier: String, appAppleId: Int64 = FakeAppStore.appAppleId
+        signer: TestJWSSigner,
+        environment: AppStoreEnvironment,
+        bundleIdentifier: String,
+        appAppleId: Int64 = FakeAppStore.appAppleId
     ) async throws -> FakeResponse {
         var groups: [String: [StatusBody.Item]] = [:]
         for item in items {
-            groups[item.transaction.subscriptionGroupIdentifier ?? "", default: []].append(StatusBody.Item(
-                status: item.status.rawValue, originalTransactionId: item.transaction.originalTransactionId ?? "",
-                signedTransactionInfo: try await signer.sign(item.transaction), signedRenewalInfo: try await signer.sign(item.renewalInfo)))
+            groups[item.transaction.subscriptionGroupIdentifier ?? "", default: []].append(
+                StatusBody.Item(
+                    status: item.status.rawValue,
+                    originalTransactionId: item.transaction.originalTransactionId ?? "",
+                    signedTransactionInfo: try await signer.sign(item.transaction),
+                    signedRenewalInfo: try await signer.sign(item.renewalInfo)
+                )
+            )
         }
-        return .json(StatusBody(
-            environment: environment.rawValue, bundleIdentifier: bundleIdentifier, appAppleId: appAppleId,
-            data: groups.sorted { $0.key < $1.key }.map { StatusBody.Group(subscriptionGroupIdentifier: $0.key, lastTransactions: $0.value) }))
+        return .json(
+            StatusBody(
+                environment: environment.rawValue,
+                bundleIdentifier: bundleIdentifier,
+                appAppleId: appAppleId,
+                data: groups.sorted { $0.key < $1.key }.map { StatusBody.Group(subscriptionGroupIdentifier: $0.key, lastTransactions: $0.value) }
+            )
+        )
     }
 
     /// One complete page of history, signed by `signer`.
     public static func history(
-        _ transactions: [JWSTransactionDecodedPayload], signer: TestJWSSigner, environment: AppStoreEnvironment, bundleIdentifier: String,
+        _ transactions: [JWSTransactionDecodedPayload],
+        signer: TestJWSSigner,
+        environment: AppStoreEnvironment,
+        bundleIdentifier: String,
         appAppleId: Int64 = FakeAppStore.appAppleId
     ) async throws -> FakeResponse {
         var signed: [String] = []
         for transaction in transactions { signed.append(try await signer.sign(transaction)) }
-        return .json(HistoryBody(
-            revision: "r1", hasMore: false, bundleIdentifier: bundleIdentifier, appAppleId: appAppleId, environment: environment.rawValue,
-            signedTransactions: signed))
+        return .json(
+            HistoryBody(
+                revision: "r1",
+                hasMore: false,
+                bundleIdentifier: bundleIdentifier,
+                appAppleId: appAppleId,
+                environment: environment.rawValue,
+                signedTransactions: signed
+            )
+        )
     }
 }
 
@@ -160,8 +183,12 @@ extension FakeResponse {
         let start = min(page * pageSize, signedPayloads.count)
         let end = min(start + pageSize, signedPayloads.count)
         let sent = NotificationHistoryBody.Span(body: request.body)?.startDate ?? 0
-        return .json(NotificationHistoryBody(
-            paginationToken: "page-\(page + 1)", hasMore: end < signedPayloads.count,
-            notificationHistory: signedPayloads[start..<end].map { NotificationHistoryBody.Item(signedPayload: $0, sent: sent) }))
+        return .json(
+            NotificationHistoryBody(
+                paginationToken: "page-\(page + 1)",
+                hasMore: end < signedPayloads.count,
+                notificationHistory: signedPayloads[start..<end].map { NotificationHistoryBody.Item(signedPayload: $0, sent: sent) }
+            )
+        )
     }
 }

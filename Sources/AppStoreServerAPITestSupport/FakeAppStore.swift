@@ -50,8 +50,10 @@ public struct FakeResponse: Sendable {
     /// An error answer as Apple shapes it.
     public static func error(_ status: HTTPResponse.Status, code: Int64, headers: [(String, String)] = []) -> FakeResponse {
         FakeResponse(
-            status: status, headers: [("Content-Type", "application/json")] + headers,
-            body: #"{"errorCode":\#(code),"errorMessage":"fake"}"#)
+            status: status,
+            headers: [("Content-Type", "application/json")] + headers,
+            body: #"{"errorCode":\#(code),"errorMessage":"fake"}"#
+        )
     }
 }
 
@@ -99,7 +101,11 @@ public struct FakeAppStore: Sendable {
     public let respond: @Sendable (FakeRequest) async throws -> FakeResponse
 
     /// A fake that trusts `appKey` for the app `bundleIdentifier` and answers what `respond` says.
-    public init(appKey: P256.Signing.PrivateKey = P256.Signing.PrivateKey(), bundleIdentifier: String = TestPayloads.bundleIdentifier, respond: @escaping @Sendable (FakeRequest) async throws -> FakeResponse) {
+    public init(
+        appKey: P256.Signing.PrivateKey = P256.Signing.PrivateKey(),
+        bundleIdentifier: String = TestPayloads.bundleIdentifier,
+        respond: @escaping @Sendable (FakeRequest) async throws -> FakeResponse
+    ) {
         self.appKey = appKey
         self.bundleIdentifier = bundleIdentifier
         self.respond = respond
@@ -165,12 +171,12 @@ public struct FakeAppStore: Sendable {
         let token = String(authorization.dropFirst("Bearer ".count))
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerData = Data(base64URL: String(parts[0])),
-              let header = try? JSONDecoder().decode(TokenHeader.self, from: headerData),
-              header.alg == "ES256", header.kid == keyIdentifier, header.typ == "JWT",
-              let claims = try? await keys.verify(token, as: AppStoreClaims.self),
-              claims.iss.value == issuerId, claims.aud.value == ["appstoreconnect-v1"], claims.bid == bundleIdentifier,
-              claims.exp.value.timeIntervalSince(claims.iat.value) <= 3600,
-              claims.iat.value <= Date().addingTimeInterval(60)
+            let header = try? JSONDecoder().decode(TokenHeader.self, from: headerData),
+            header.alg == "ES256", header.kid == keyIdentifier, header.typ == "JWT",
+            let claims = try? await keys.verify(token, as: AppStoreClaims.self),
+            claims.iss.value == issuerId, claims.aud.value == ["appstoreconnect-v1"], claims.bid == bundleIdentifier,
+            claims.exp.value.timeIntervalSince(claims.iat.value) <= 3600,
+            claims.iat.value <= Date().addingTimeInterval(60)
         else { return nil }
         return token
     }

@@ -76,80 +76,122 @@ public struct FakeRetentionMessaging: Sendable {
         }
         let prefix = "{environment}/inApps/v1/messaging"
 
-        router.put("\(prefix)/image/{id}", use: route("PUT image") { request, environment, parameters in
-            guard let id = Self.uuid(parameters.get("id")) else { return .error(.badRequest, code: 4_000_000) }
-            let size = request.uri.queryParameters.get("imageSize") ?? "FULL_SIZE"
-            guard size == "FULL_SIZE" || size == "BULLET_POINT" else { return .error(.badRequest, code: 4_000_161) }
-            let png = try await request.body.collect(upTo: 40 << 20)
-            guard Self.acceptablePNG(Array(png.readableBytesView), size: size) else { return .error(.badRequest, code: 4_000_161) }
-            return await state.uploadImage(id, size: size, environment: environment)
-        })
-        router.delete("\(prefix)/image/{id}", use: route("DELETE image") { _, environment, parameters in
-            guard let id = Self.uuid(parameters.get("id")) else { return .error(.badRequest, code: 4_000_000) }
-            return await state.deleteImage(id, environment: environment)
-        })
-        router.get("\(prefix)/image/list", use: route("GET image/list") { _, environment, _ in
-            await state.imageList(environment: environment)
-        })
-        router.put("\(prefix)/message/{id}", use: route("PUT message") { request, environment, parameters in
-            guard let id = Self.uuid(parameters.get("id")) else { return .error(.badRequest, code: 4_000_000) }
-            let data = try await request.body.collect(upTo: 64 * 1024)
-            guard let message = try? JSONDecoder().decode(UploadMessage.self, from: Data(data.readableBytesView)) else {
-                return .error(.badRequest, code: 4_000_000)
+        router.put(
+            "\(prefix)/image/{id}",
+            use: route("PUT image") { request, environment, parameters in
+                guard let id = Self.uuid(parameters.get("id")) else { return .error(.badRequest, code: 4_000_000) }
+                let size = request.uri.queryParameters.get("imageSize") ?? "FULL_SIZE"
+                guard size == "FULL_SIZE" || size == "BULLET_POINT" else { return .error(.badRequest, code: 4_000_161) }
+                let png = try await request.body.collect(upTo: 40 << 20)
+                guard Self.acceptablePNG(Array(png.readableBytesView), size: size) else { return .error(.badRequest, code: 4_000_161) }
+                return await state.uploadImage(id, size: size, environment: environment)
             }
-            if let refused = message.refusal { return .error(.badRequest, code: refused) }
-            let image = message.image.flatMap { Self.uuid($0.imageIdentifier) }
-            let bullets = (message.bulletPoints ?? []).compactMap { Self.uuid($0.imageIdentifier) }
-            return await state.uploadMessage(id, image: image, bullets: bullets, environment: environment)
-        })
-        router.delete("\(prefix)/message/{id}", use: route("DELETE message") { _, environment, parameters in
-            guard let id = Self.uuid(parameters.get("id")) else { return .error(.badRequest, code: 4_000_000) }
-            return await state.deleteMessage(id, environment: environment)
-        })
-        router.get("\(prefix)/message/list", use: route("GET message/list") { _, environment, _ in
-            await state.messageList(environment: environment)
-        })
-        router.put("\(prefix)/default/{productId}/{locale}", use: route("PUT default") { request, environment, parameters in
-            guard let key = Self.defaultKey(parameters) else { return .error(.badRequest, code: Self.defaultKeyError(parameters)) }
-            let data = try await request.body.collect(upTo: 16 * 1024)
-            guard let body = try? JSONDecoder().decode([String: String].self, from: Data(data.readableBytesView)),
-                  let id = Self.uuid(body["messageIdentifier"])
-            else { return .error(.badRequest, code: 4_000_000) }
-            return await state.configureDefault(key, messageIdentifier: id, environment: environment)
-        })
-        router.get("\(prefix)/default/{productId}/{locale}", use: route("GET default") { _, environment, parameters in
-            guard let key = Self.defaultKey(parameters) else { return .error(.badRequest, code: Self.defaultKeyError(parameters)) }
-            return await state.getDefault(key, environment: environment)
-        })
-        router.delete("\(prefix)/default/{productId}/{locale}", use: route("DELETE default") { _, environment, parameters in
-            guard let key = Self.defaultKey(parameters) else { return .error(.badRequest, code: Self.defaultKeyError(parameters)) }
-            return await state.deleteDefault(key, environment: environment)
-        })
-        router.put("\(prefix)/realtime/url", use: route("PUT realtime/url") { request, environment, _ in
-            let data = try await request.body.collect(upTo: 16 * 1024)
-            guard let body = try? JSONDecoder().decode([String: String].self, from: Data(data.readableBytesView)),
-                  let url = body["realtimeURL"], url.hasPrefix("https://"), url.unicodeScalars.count <= 256
-            else { return .error(.badRequest, code: 4_000_215) }
-            return await state.configureRealtimeURL(url, environment: environment)
-        })
-        router.get("\(prefix)/realtime/url", use: route("GET realtime/url") { _, environment, _ in
-            await state.getRealtimeURL(environment: environment)
-        })
-        router.delete("\(prefix)/realtime/url", use: route("DELETE realtime/url") { _, environment, _ in
-            await state.deleteRealtimeURL(environment: environment)
-        })
-        router.post("\(prefix)/performanceTest", use: route("POST performanceTest") { request, environment, _ in
-            guard environment == "sandbox" else { return FakeResponse(status: .notFound) }   // Apple documents the Sandbox host only
-            let data = try await request.body.collect(upTo: 16 * 1024)
-            guard let body = try? JSONDecoder().decode([String: String].self, from: Data(data.readableBytesView)),
-                  let transaction = body["originalTransactionId"]
-            else { return .error(.badRequest, code: 4_000_211) }
-            return await state.startPerformanceTest(originalTransactionId: transaction)
-        })
-        router.get("\(prefix)/performanceTest/result/{requestId}", use: route("GET performanceTest/result") { _, environment, parameters in
-            guard environment == "sandbox" else { return FakeResponse(status: .notFound) }
-            return await state.performanceTestResult(parameters.get("requestId") ?? "")
-        })
+        )
+        router.delete(
+            "\(prefix)/image/{id}",
+            use: route("DELETE image") { _, environment, parameters in
+                guard let id = Self.uuid(parameters.get("id")) else { return .error(.badRequest, code: 4_000_000) }
+                return await state.deleteImage(id, environment: environment)
+            }
+        )
+        router.get(
+            "\(prefix)/image/list",
+            use: route("GET image/list") { _, environment, _ in
+                await state.imageList(environment: environment)
+            }
+        )
+        router.put(
+            "\(prefix)/message/{id}",
+            use: route("PUT message") { request, environment, parameters in
+                guard let id = Self.uuid(parameters.get("id")) else { return .error(.badRequest, code: 4_000_000) }
+                let data = try await request.body.collect(upTo: 64 * 1024)
+                guard let message = try? JSONDecoder().decode(UploadMessage.self, from: Data(data.readableBytesView)) else {
+                    return .error(.badRequest, code: 4_000_000)
+                }
+                if let refused = message.refusal { return .error(.badRequest, code: refused) }
+                let image = message.image.flatMap { Self.uuid($0.imageIdentifier) }
+                let bullets = (message.bulletPoints ?? []).compactMap { Self.uuid($0.imageIdentifier) }
+                return await state.uploadMessage(id, image: image, bullets: bullets, environment: environment)
+            }
+        )
+        router.delete(
+            "\(prefix)/message/{id}",
+            use: route("DELETE message") { _, environment, parameters in
+                guard let id = Self.uuid(parameters.get("id")) else { return .error(.badRequest, code: 4_000_000) }
+                return await state.deleteMessage(id, environment: environment)
+            }
+        )
+        router.get(
+            "\(prefix)/message/list",
+            use: route("GET message/list") { _, environment, _ in
+                await state.messageList(environment: environment)
+            }
+        )
+        router.put(
+            "\(prefix)/default/{productId}/{locale}",
+            use: route("PUT default") { request, environment, parameters in
+                guard let key = Self.defaultKey(parameters) else { return .error(.badRequest, code: Self.defaultKeyError(parameters)) }
+                let data = try await request.body.collect(upTo: 16 * 1024)
+                guard let body = try? JSONDecoder().decode([String: String].self, from: Data(data.readableBytesView)),
+                    let id = Self.uuid(body["messageIdentifier"])
+                else { return .error(.badRequest, code: 4_000_000) }
+                return await state.configureDefault(key, messageIdentifier: id, environment: environment)
+            }
+        )
+        router.get(
+            "\(prefix)/default/{productId}/{locale}",
+            use: route("GET default") { _, environment, parameters in
+                guard let key = Self.defaultKey(parameters) else { return .error(.badRequest, code: Self.defaultKeyError(parameters)) }
+                return await state.getDefault(key, environment: environment)
+            }
+        )
+        router.delete(
+            "\(prefix)/default/{productId}/{locale}",
+            use: route("DELETE default") { _, environment, parameters in
+                guard let key = Self.defaultKey(parameters) else { return .error(.badRequest, code: Self.defaultKeyError(parameters)) }
+                return await state.deleteDefault(key, environment: environment)
+            }
+        )
+        router.put(
+            "\(prefix)/realtime/url",
+            use: route("PUT realtime/url") { request, environment, _ in
+                let data = try await request.body.collect(upTo: 16 * 1024)
+                guard let body = try? JSONDecoder().decode([String: String].self, from: Data(data.readableBytesView)),
+                    let url = body["realtimeURL"], url.hasPrefix("https://"), url.unicodeScalars.count <= 256
+                else { return .error(.badRequest, code: 4_000_215) }
+                return await state.configureRealtimeURL(url, environment: environment)
+            }
+        )
+        router.get(
+            "\(prefix)/realtime/url",
+            use: route("GET realtime/url") { _, environment, _ in
+                await state.getRealtimeURL(environment: environment)
+            }
+        )
+        router.delete(
+            "\(prefix)/realtime/url",
+            use: route("DELETE realtime/url") { _, environment, _ in
+                await state.deleteRealtimeURL(environment: environment)
+            }
+        )
+        router.post(
+            "\(prefix)/performanceTest",
+            use: route("POST performanceTest") { request, environment, _ in
+                guard environment == "sandbox" else { return FakeResponse(status: .notFound) }  // Apple documents the Sandbox host only
+                let data = try await request.body.collect(upTo: 16 * 1024)
+                guard let body = try? JSONDecoder().decode([String: String].self, from: Data(data.readableBytesView)),
+                    let transaction = body["originalTransactionId"]
+                else { return .error(.badRequest, code: 4_000_211) }
+                return await state.startPerformanceTest(originalTransactionId: transaction)
+            }
+        )
+        router.get(
+            "\(prefix)/performanceTest/result/{requestId}",
+            use: route("GET performanceTest/result") { _, environment, parameters in
+                guard environment == "sandbox" else { return FakeResponse(status: .notFound) }
+                return await state.performanceTestResult(parameters.get("requestId") ?? "")
+            }
+        )
 
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         return try await app.test(.live) { client in
@@ -167,8 +209,8 @@ public struct FakeRetentionMessaging: Sendable {
 
     static func defaultKey(_ parameters: Parameters) -> String? {
         guard let product = parameters.get("productId"), !product.isEmpty,
-              product.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "-") }),
-              let locale = parameters.get("locale"), isLocale(locale)
+            product.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "-") }),
+            let locale = parameters.get("locale"), isLocale(locale)
         else { return nil }
         return "\(product)/\(locale)"
     }
@@ -179,7 +221,9 @@ public struct FakeRetentionMessaging: Sendable {
 
     /// A language tag: letters, then subtags of letters or digits.
     static func isLocale(_ value: String) -> Bool {
-        let parts = value.split(separator: "-", omittingEmptySubsequences: false).flatMap { $0.split(separator: "_", omittingEmptySubsequences: false) }
+        let parts = value.split(separator: "-", omittingEmptySubsequences: false).flatMap {
+            $0.split(separator: "_", omittingEmptySubsequences: false)
+        }
         guard let first = parts.first, (2...3).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isLetter }) else { return false }
         return parts.dropFirst().allSatisfy { (1...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }
     }
@@ -188,10 +232,12 @@ public struct FakeRetentionMessaging: Sendable {
     /// reading, independent of the client's).
     static func acceptablePNG(_ bytes: [UInt8], size: String) -> Bool {
         guard bytes.count >= 33, bytes.prefix(8).elementsEqual([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]),
-              bytes[12..<16].elementsEqual(Array("IHDR".utf8))
+            bytes[12..<16].elementsEqual(Array("IHDR".utf8))
         else { return false }
         func word(_ at: Int) -> Int { bytes[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) } }
-        let width = word(16), height = word(20), colourType = bytes[25]
+        let width = word(16)
+        let height = word(20)
+        let colourType = bytes[25]
         guard colourType != 4, colourType != 6 else { return false }
         var at = 33
         while at + 8 <= bytes.count {
@@ -205,8 +251,15 @@ public struct FakeRetentionMessaging: Sendable {
 
     /// `UploadMessageRequestBody` as the fake reads it.
     struct UploadMessage: Decodable {
-        struct Image: Decodable { var imageIdentifier: String; var altText: String }
-        struct Bullet: Decodable { var text: String; var imageIdentifier: String; var altText: String }
+        struct Image: Decodable {
+            var imageIdentifier: String
+            var altText: String
+        }
+        struct Bullet: Decodable {
+            var text: String
+            var imageIdentifier: String
+            var altText: String
+        }
         var header: String
         var body: String
         var image: Image?

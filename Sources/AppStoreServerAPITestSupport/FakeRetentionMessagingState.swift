@@ -29,8 +29,15 @@ public actor FakeRetentionMessagingState {
         public var pendingPolls: Int
 
         public init(
-            result: String, successRate: Int = 100, p50: Int = 40, p90: Int = 80, p95: Int = 120, p99: Int = 300, average: Int = 55,
-            failures: [String: Int] = [:], pendingPolls: Int = 1
+            result: String,
+            successRate: Int = 100,
+            p50: Int = 40,
+            p90: Int = 80,
+            p95: Int = 120,
+            p99: Int = 300,
+            average: Int = 55,
+            failures: [String: Int] = [:],
+            pendingPolls: Int = 1
         ) {
             self.result = result
             self.successRate = successRate
@@ -47,7 +54,15 @@ public actor FakeRetentionMessagingState {
         public static let pass = PerformanceOutcome(result: "PASS")
         /// A failed test: slow answers and timeouts.
         public static let fail = PerformanceOutcome(
-            result: "FAIL", successRate: 81, p50: 450, p90: 900, p95: 1200, p99: 2400, average: 520, failures: ["TIMED_OUT": 19])
+            result: "FAIL",
+            successRate: 81,
+            p50: 450,
+            p90: 900,
+            p95: 1200,
+            p99: 2400,
+            average: 520,
+            failures: ["TIMED_OUT": 19]
+        )
     }
 
     struct Environment {
@@ -122,7 +137,9 @@ public actor FakeRetentionMessagingState {
     /// Fills the catalogue with `count` approved images or messages (to reach Apple's limit quickly).
     public func seed(images: Int = 0, messages: Int = 0, in environment: String = "production") {
         for _ in 0..<images { environments[environment]?.images[UUID().uuidString.lowercased()] = Image(size: "FULL_SIZE", state: "APPROVED") }
-        for _ in 0..<messages { environments[environment]?.messages[UUID().uuidString.lowercased()] = Message(state: "APPROVED", imageIdentifiers: []) }
+        for _ in 0..<messages {
+            environments[environment]?.messages[UUID().uuidString.lowercased()] = Message(state: "APPROVED", imageIdentifiers: [])
+        }
     }
 
     public func imageState(_ identifier: String, in environment: String = "production") -> String? {
@@ -162,7 +179,11 @@ public actor FakeRetentionMessagingState {
             if let last = lastRequest[key], now - last < spacing {
                 let wait = spacing - (now - last)
                 let retryAt = Date().addingTimeInterval(Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
-                return .error(.tooManyRequests, code: 4_290_000, headers: [("Retry-After", String(Int64((retryAt.timeIntervalSince1970 * 1000).rounded(.up))))])
+                return .error(
+                    .tooManyRequests,
+                    code: 4_290_000,
+                    headers: [("Retry-After", String(Int64((retryAt.timeIntervalSince1970 * 1000).rounded(.up))))]
+                )
             }
             lastRequest[key] = now
         }
@@ -208,7 +229,9 @@ public actor FakeRetentionMessagingState {
             guard known.size == "BULLET_POINT" else { return .error(.badRequest, code: 4_000_216) }
         }
         environments[environment]?.messages[id] = Message(
-            state: environment == "sandbox" ? "APPROVED" : "PENDING", imageIdentifiers: (image.map { [$0] } ?? []) + bullets)
+            state: environment == "sandbox" ? "APPROVED" : "PENDING",
+            imageIdentifiers: (image.map { [$0] } ?? []) + bullets
+        )
         return FakeResponse()
     }
 
@@ -283,16 +306,39 @@ public actor FakeRetentionMessagingState {
         runs[id] = run
         let outcome = run.outcome
         guard run.polls > outcome.pendingPolls else {
-            return .json(ResultBody(config: Self.config, target: run.target, result: "PENDING", successRate: nil, numPending: 40, responseTimes: nil, failures: nil))
+            return .json(
+                ResultBody(
+                    config: Self.config,
+                    target: run.target,
+                    result: "PENDING",
+                    successRate: nil,
+                    numPending: 40,
+                    responseTimes: nil,
+                    failures: nil
+                )
+            )
         }
         if outcome.result == "PASS" { sandboxTestPassed = true }
-        return .json(ResultBody(
-            config: Self.config, target: run.target, result: outcome.result, successRate: outcome.successRate, numPending: 0,
-            responseTimes: .init(average: outcome.average, p50: outcome.p50, p90: outcome.p90, p95: outcome.p95, p99: outcome.p99),
-            failures: outcome.failures.isEmpty ? nil : outcome.failures))
+        return .json(
+            ResultBody(
+                config: Self.config,
+                target: run.target,
+                result: outcome.result,
+                successRate: outcome.successRate,
+                numPending: 0,
+                responseTimes: .init(average: outcome.average, p50: outcome.p50, p90: outcome.p90, p95: outcome.p95, p99: outcome.p99),
+                failures: outcome.failures.isEmpty ? nil : outcome.failures
+            )
+        )
     }
 
-    static let config = Config(maxConcurrentRequests: 10, totalRequests: 100, totalDuration: 60_000, responseTimeThreshold: 700, successRateThreshold: 95)
+    static let config = Config(
+        maxConcurrentRequests: 10,
+        totalRequests: 100,
+        totalDuration: 60_000,
+        responseTimeThreshold: 700,
+        successRateThreshold: 95
+    )
 
     struct Config: Encodable, Sendable {
         var maxConcurrentRequests: Int

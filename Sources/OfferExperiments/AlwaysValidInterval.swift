@@ -13,8 +13,10 @@ public struct ConversionCount: Sendable, Hashable {
     /// - Throws: ``ExperimentStatisticsError`` `invalid_count`.
     public init(successes: Int, trials: Int) throws(ExperimentStatisticsError) {
         guard trials >= 0, successes >= 0, successes <= trials else {
-            throw ExperimentStatisticsError(.invalidCount,
-                                            "\(successes) successes of \(trials) trials: counts must be non-negative and successes at most trials.")
+            throw ExperimentStatisticsError(
+                .invalidCount,
+                "\(successes) successes of \(trials) trials: counts must be non-negative and successes at most trials."
+            )
         }
         self.successes = successes
         self.trials = trials
@@ -86,8 +88,12 @@ public struct AlwaysValidInterval: Sendable, Hashable {
         let zSquaredOverN = multiplier * multiplier / trials
         let center = (estimate + zSquaredOverN / 2) / (1 + zSquaredOverN)
         let half = (zSquaredOverN * (estimate * (1 - estimate) + zSquaredOverN / 4)).squareRoot() / (1 + zSquaredOverN)
-        return AlwaysValidInterval(estimate: estimate, lower: max(0, center - half), upper: min(1, center + half),
-                                   confidenceLevel: level)
+        return AlwaysValidInterval(
+            estimate: estimate,
+            lower: max(0, center - half),
+            upper: min(1, center + half),
+            confidenceLevel: level
+        )
     }
 
     /// The interval for the difference of two variants' rates, `treatment − control`.
@@ -97,8 +103,11 @@ public struct AlwaysValidInterval: Sendable, Hashable {
     ///   - control: The variant compared with (the holdout, or the first variant).
     ///   - design: α and the planning sample size.
     /// - Returns: The difference with its interval; [−1, 1] around 0 while either count has no trials.
-    public static func difference(_ treatment: ConversionCount, minus control: ConversionCount,
-                                  design: SequentialTestDesign) -> AlwaysValidInterval {
+    public static func difference(
+        _ treatment: ConversionCount,
+        minus control: ConversionCount,
+        design: SequentialTestDesign
+    ) -> AlwaysValidInterval {
         let level = 1 - design.alpha
         guard treatment.trials > 0, control.trials > 0 else {
             return AlwaysValidInterval(estimate: 0, lower: -1, upper: 1, confidenceLevel: level)
@@ -106,7 +115,8 @@ public struct AlwaysValidInterval: Sendable, Hashable {
         // Each variant's variance, but never below that of the two variants pooled: with few events in a small
         // variant its own estimate is too low (0 of 300 is not a rate of 0), and that made A/A tests with a 5 %
         // holdout declare differences more often than α.
-        let pooled = (Double(treatment.successes) + Double(control.successes) + 1)
+        let pooled =
+            (Double(treatment.successes) + Double(control.successes) + 1)
             / (Double(treatment.trials) + Double(control.trials) + 2)
         let pooledVariance = pooled * (1 - pooled)
         let treatmentVariance = max(treatment.varianceEstimate, pooledVariance)
@@ -115,7 +125,11 @@ public struct AlwaysValidInterval: Sendable, Hashable {
         let planned = (treatmentVariance + controlVariance) / Double(design.planningSampleSize)
         let radius = design.radius(variance: variance, plannedVariance: planned)
         let estimate = treatment.rate - control.rate
-        return AlwaysValidInterval(estimate: estimate, lower: max(-1, estimate - radius), upper: min(1, estimate + radius),
-                                   confidenceLevel: level)
+        return AlwaysValidInterval(
+            estimate: estimate,
+            lower: max(-1, estimate - radius),
+            upper: min(1, estimate + radius),
+            confidenceLevel: level
+        )
     }
 }

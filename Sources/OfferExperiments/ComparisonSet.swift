@@ -68,11 +68,19 @@ public struct ComparisonSet: Sendable, Hashable {
     /// The comparisons of `variantCount` variants against the one at `reference`, and every other pair if
     /// `allPairs`; each pair tested `testsPerPair` times (once per currency for revenue).
     /// - Throws: ``ExperimentStatisticsError`` for fewer than two variants or an α or planning size out of range.
-    public init(variantCount: Int, reference: Int, allPairs: Bool, alpha: Double, planningSampleSize: Int,
-                testsPerPair: Int = 1) throws(ExperimentStatisticsError) {
+    public init(
+        variantCount: Int,
+        reference: Int,
+        allPairs: Bool,
+        alpha: Double,
+        planningSampleSize: Int,
+        testsPerPair: Int = 1
+    ) throws(ExperimentStatisticsError) {
         guard (2...1_000).contains(variantCount), (0..<variantCount).contains(reference), (1...1_000).contains(testsPerPair) else {
-            throw ExperimentStatisticsError(.noVariants,
-                                            "A comparison needs 2 to 1,000 variants, a reference among them and 1 to 1,000 tests per pair.")
+            throw ExperimentStatisticsError(
+                .noVariants,
+                "A comparison needs 2 to 1,000 variants, a reference among them and 1 to 1,000 tests per pair."
+            )
         }
         var pairs = (0..<variantCount).filter { $0 != reference }.map { Pair(variant: $0, against: reference) }
         if allPairs {

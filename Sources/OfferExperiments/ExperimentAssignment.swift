@@ -1,4 +1,5 @@
 import Crypto
+
 /// One arm of an experiment: its name and its share of customers as an integer weight.
 public struct ExperimentVariant: Sendable, Hashable {
     /// The variant's name, unique within its experiment.
@@ -50,8 +51,10 @@ public struct ExperimentAssignment: Sendable, Hashable {
     ///   `duplicate_variant`, `weight_not_positive` or `weights_overflow`.
     public init(experimentIdentifier: String, variants: [ExperimentVariant]) throws(ExperimentStatisticsError) {
         guard !experimentIdentifier.isEmpty, !experimentIdentifier.utf8.contains(Self.separator) else {
-            throw ExperimentStatisticsError(.invalidExperimentIdentifier,
-                                            "An experiment identifier must be non-empty text without a NUL character.")
+            throw ExperimentStatisticsError(
+                .invalidExperimentIdentifier,
+                "An experiment identifier must be non-empty text without a NUL character."
+            )
         }
         guard !variants.isEmpty else {
             throw ExperimentStatisticsError(.noVariants, "Experiment '\(experimentIdentifier)' has no variants.")
@@ -60,17 +63,23 @@ public struct ExperimentAssignment: Sendable, Hashable {
         var total = 0
         for variant in variants {
             guard names.insert(variant.name).inserted else {
-                throw ExperimentStatisticsError(.duplicateVariant,
-                                                "Experiment '\(experimentIdentifier)' names variant '\(variant.name)' twice.")
+                throw ExperimentStatisticsError(
+                    .duplicateVariant,
+                    "Experiment '\(experimentIdentifier)' names variant '\(variant.name)' twice."
+                )
             }
             guard variant.weight > 0 else {
-                throw ExperimentStatisticsError(.weightNotPositive,
-                                                "Variant '\(variant.name)' has weight \(variant.weight); weights must be greater than zero.")
+                throw ExperimentStatisticsError(
+                    .weightNotPositive,
+                    "Variant '\(variant.name)' has weight \(variant.weight); weights must be greater than zero."
+                )
             }
             let (sum, overflow) = total.addingReportingOverflow(variant.weight)
             guard !overflow else {
-                throw ExperimentStatisticsError(.weightsOverflow,
-                                                "The weights of experiment '\(experimentIdentifier)' add up to more than \(Int.max).")
+                throw ExperimentStatisticsError(
+                    .weightsOverflow,
+                    "The weights of experiment '\(experimentIdentifier)' add up to more than \(Int.max)."
+                )
             }
             total = sum
         }
@@ -104,6 +113,6 @@ public struct ExperimentAssignment: Sendable, Hashable {
             if remaining < variant.weight { return variant }
             remaining -= variant.weight
         }
-        return variants[variants.count - 1]   // unreachable: the buckets end at totalWeight
+        return variants[variants.count - 1]  // unreachable: the buckets end at totalWeight
     }
 }

@@ -21,11 +21,15 @@ public struct RevenueSample: Sendable, Hashable {
         let finite = sum.isFinite && sumOfSquares.isFinite && largest.isFinite
         let tolerance = 1e-9 * max(1, sumOfSquares)
         guard customers >= 0, finite, sum >= 0, sumOfSquares >= 0, largest >= 0,
-              sum <= Double(customers) * largest * (1 + 1e-12),
-              sumOfSquares <= sum * largest + tolerance,
-              customers > 0 || (sum == 0 && sumOfSquares == 0) else {
-            throw ExperimentStatisticsError(.invalidCount, "A revenue sample of \(customers) customers with sum \(sum), squares \(sumOfSquares) "
-                                            + "and largest \(largest) is not possible: the figures must be non-negative and consistent.")
+            sum <= Double(customers) * largest * (1 + 1e-12),
+            sumOfSquares <= sum * largest + tolerance,
+            customers > 0 || (sum == 0 && sumOfSquares == 0)
+        else {
+            throw ExperimentStatisticsError(
+                .invalidCount,
+                "A revenue sample of \(customers) customers with sum \(sum), squares \(sumOfSquares) "
+                    + "and largest \(largest) is not possible: the figures must be non-negative and consistent."
+            )
         }
         self.customers = customers
         self.sum = sum
@@ -58,15 +62,22 @@ extension AlwaysValidInterval {
     ///
     /// - Returns: The difference with its interval; unbounded (±infinity) around 0 while either sample has no
     ///   customers.
-    public static func meanDifference(_ treatment: RevenueSample, minus control: RevenueSample,
-                                      design: SequentialTestDesign) -> AlwaysValidInterval {
+    public static func meanDifference(
+        _ treatment: RevenueSample,
+        minus control: RevenueSample,
+        design: SequentialTestDesign
+    ) -> AlwaysValidInterval {
         let level = 1 - design.alpha
         guard treatment.customers > 0, control.customers > 0 else {
             return AlwaysValidInterval(estimate: 0, lower: -.infinity, upper: .infinity, confidenceLevel: level)
         }
         let top = max(treatment.largest, control.largest)
-        let pooled = try? RevenueSample(customers: treatment.customers + control.customers, sum: treatment.sum + control.sum,
-                                        sumOfSquares: treatment.sumOfSquares + control.sumOfSquares, largest: top)
+        let pooled = try? RevenueSample(
+            customers: treatment.customers + control.customers,
+            sum: treatment.sum + control.sum,
+            sumOfSquares: treatment.sumOfSquares + control.sumOfSquares,
+            largest: top
+        )
         let pooledVariance = pooled?.smoothedVariance(top: top) ?? 0
         let treatmentVariance = max(treatment.smoothedVariance(top: top), pooledVariance)
         let controlVariance = max(control.smoothedVariance(top: top), pooledVariance)

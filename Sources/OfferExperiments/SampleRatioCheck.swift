@@ -36,13 +36,19 @@ public struct SampleRatioCheck: Sendable, Hashable {
     ///   - threshold: Flag below this p-value; strictly between 0 and 1.
     /// - Throws: ``ExperimentStatisticsError`` `no_variants`, `count_mismatch`, `invalid_count`,
     ///   `weight_not_positive` or `parameter_out_of_range`.
-    public init(observed: [Int], weights: [Int], threshold: Double = SampleRatioCheck.defaultThreshold)
+    public init(
+        observed: [Int],
+        weights: [Int],
+        threshold: Double = SampleRatioCheck.defaultThreshold
+    )
         throws(ExperimentStatisticsError)
     {
         guard !observed.isEmpty else { throw ExperimentStatisticsError(.noVariants, "There are no variants to check.") }
         guard observed.count == weights.count else {
-            throw ExperimentStatisticsError(.countMismatch,
-                                            "\(observed.count) observed counts for \(weights.count) weights.")
+            throw ExperimentStatisticsError(
+                .countMismatch,
+                "\(observed.count) observed counts for \(weights.count) weights."
+            )
         }
         if let negative = observed.first(where: { $0 < 0 }) {
             throw ExperimentStatisticsError(.invalidCount, "An observed count is \(negative); counts must be zero or more.")

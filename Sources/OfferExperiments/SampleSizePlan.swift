@@ -49,28 +49,38 @@ public struct SampleSizePlan: Sendable, Hashable {
     ///   - alpha: Strictly between 0 and 0.5.
     ///   - power: Strictly between 0.5 and 1.
     /// - Throws: ``ExperimentStatisticsError`` `parameter_out_of_range` (also when the answer exceeds 10¹² per variant).
-    public init(baselineRate: Double, absoluteLift: Double, alpha: Double = 0.05, power: Double = 0.8)
+    public init(
+        baselineRate: Double,
+        absoluteLift: Double,
+        alpha: Double = 0.05,
+        power: Double = 0.8
+    )
         throws(ExperimentStatisticsError)
     {
         let treatmentRate = baselineRate + absoluteLift
         guard baselineRate.isFinite, baselineRate > 0, baselineRate < 1,
-              absoluteLift.isFinite, absoluteLift != 0, treatmentRate > 0, treatmentRate < 1
+            absoluteLift.isFinite, absoluteLift != 0, treatmentRate > 0, treatmentRate < 1
         else {
-            throw ExperimentStatisticsError(.parameterOutOfRange,
-                                            "Baseline \(baselineRate) and lift \(absoluteLift): both rates must lie strictly between 0 and 1, and the lift must not be 0.")
+            throw ExperimentStatisticsError(
+                .parameterOutOfRange,
+                "Baseline \(baselineRate) and lift \(absoluteLift): both rates must lie strictly between 0 and 1, and the lift must not be 0."
+            )
         }
         guard alpha.isFinite, alpha > 0, alpha < 0.5, power.isFinite, power > 0.5, power < 1,
-              let zPower = Distributions.normalQuantile(power),
-              let zAlpha = Distributions.normalQuantile(1 - alpha / 2)
+            let zPower = Distributions.normalQuantile(power),
+            let zAlpha = Distributions.normalQuantile(1 - alpha / 2)
         else {
-            throw ExperimentStatisticsError(.parameterOutOfRange,
-                                            "α \(alpha) and power \(power): α must lie between 0 and 0.5, power between 0.5 and 1.")
+            throw ExperimentStatisticsError(
+                .parameterOutOfRange,
+                "α \(alpha) and power \(power): α must lie between 0 and 0.5, power between 0.5 and 1."
+            )
         }
         let alternativeVariance = baselineRate * (1 - baselineRate) + treatmentRate * (1 - treatmentRate)
         let pooled = (baselineRate + treatmentRate) / 2
         let pooledVariance = pooled * (1 - pooled)
         // The variances the difference's interval will use: each variant's, but not below the pooled one.
-        let intervalVariance = max(baselineRate * (1 - baselineRate), pooledVariance)
+        let intervalVariance =
+            max(baselineRate * (1 - baselineRate), pooledVariance)
             + max(treatmentRate * (1 - treatmentRate), pooledVariance)
         let liftSquared = absoluteLift * absoluteLift
         let multiplier = try SequentialTestDesign(planningSampleSize: 1, alpha: alpha).plannedMultiplier
@@ -78,8 +88,10 @@ public struct SampleSizePlan: Sendable, Hashable {
         let fixedRoot = zAlpha * (2 * pooledVariance).squareRoot() + zPower * alternativeVariance.squareRoot()
         let fixed = fixedRoot * fixedRoot / liftSquared
         guard sequential <= 1e12, fixed <= 1e12 else {
-            throw ExperimentStatisticsError(.parameterOutOfRange,
-                                            "A lift of \(absoluteLift) needs more than 10¹² customers per variant; plan for a larger lift.")
+            throw ExperimentStatisticsError(
+                .parameterOutOfRange,
+                "A lift of \(absoluteLift) needs more than 10¹² customers per variant; plan for a larger lift."
+            )
         }
         self.baselineRate = baselineRate
         self.absoluteLift = absoluteLift

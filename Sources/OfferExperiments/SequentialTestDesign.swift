@@ -45,8 +45,10 @@ public struct SequentialTestDesign: Sendable, Hashable {
     /// - Throws: ``ExperimentStatisticsError`` `parameter_out_of_range`.
     public init(planningSampleSize: Int, alpha: Double = 0.05) throws(ExperimentStatisticsError) {
         guard planningSampleSize >= 1 else {
-            throw ExperimentStatisticsError(.parameterOutOfRange,
-                                            "The planning sample size is \(planningSampleSize); it must be at least 1.")
+            throw ExperimentStatisticsError(
+                .parameterOutOfRange,
+                "The planning sample size is \(planningSampleSize); it must be at least 1."
+            )
         }
         guard alpha.isFinite, alpha > 0, alpha < 0.5 else {
             throw ExperimentStatisticsError(.parameterOutOfRange, "α is \(alpha); it must be between 0 and 0.5.")

@@ -1,14 +1,13 @@
 import Foundation
 import Logging
 import Metrics
-import OfferSigning
 import OfferErrors
+import OfferSigning
 
 /// A key-management failure. Messages say what to do and never contain key material.
 public struct KeyManagementError: CodedError, Hashable, Sendable, CustomStringConvertible {
     /// The stable codes of this error type.
     public typealias Code = ErrorCode<KeyManagementError>
-
 
     /// What kind of failure.
     public var code: Code
@@ -24,7 +23,9 @@ public struct KeyManagementError: CodedError, Hashable, Sendable, CustomStringCo
 
     /// The key states could not be read or saved: nothing changed, the current keys keep serving.
     static let stateStoreUnavailable = KeyManagementError(
-        .stateStoreUnavailable, "The key states could not be read or saved; nothing was changed and the current keys keep serving. Try again shortly.")
+        .stateStoreUnavailable,
+        "The key states could not be read or saved; nothing was changed and the current keys keep serving. Try again shortly."
+    )
 }
 
 /// Owns the key set: loads it, applies admins' states, reloads it all-or-nothing, and swaps it into the
@@ -58,9 +59,12 @@ public actor KeyManager {
     /// Loads the keys, applies the saved states and installs the ring in `holder`.
     /// - Throws: ``KeyManagementError`` when the keys or the saved states cannot be used.
     public init(
-        holder: KeyRingHolder, loadKeys: @escaping KeyLoading, configuredActiveKeyIdentifier: String?,
+        holder: KeyRingHolder,
+        loadKeys: @escaping KeyLoading,
+        configuredActiveKeyIdentifier: String?,
         appActiveKeyIdentifiers: [String: String] = [:],
-        stateStore: any KeyStateStore, logger: Logger
+        stateStore: any KeyStateStore,
+        logger: Logger
     ) async throws {
         self.appActiveKeyIdentifiers = appActiveKeyIdentifiers
         self.holder = holder
@@ -76,7 +80,14 @@ public actor KeyManager {
         }
         let ring: KeyRing
         do {
-            ring = try Self.ring(entries, states: states, configured: configuredActiveKeyIdentifier, byApp: appActiveKeyIdentifiers, previous: nil, logger: logger)
+            ring = try Self.ring(
+                entries,
+                states: states,
+                configured: configuredActiveKeyIdentifier,
+                byApp: appActiveKeyIdentifiers,
+                previous: nil,
+                logger: logger
+            )
         } catch {
             throw KeyManagementError(.keyStateConflict, error.message)
         }
@@ -98,18 +109,31 @@ public actor KeyManager {
             let newEntries = try loadKeys()
             let current = holder.current
             if let active = current.activeKeyIdentifier, !newEntries.contains(where: { $0.key.keyIdentifier == active }) {
-                throw KeyManagementError(.keyReloadFailed, "the active key \(active) is missing from the new key set; activate another key before removing its file.")
+                throw KeyManagementError(
+                    .keyReloadFailed,
+                    "the active key \(active) is missing from the new key set; activate another key before removing its file."
+                )
             }
-            let ring = try Self.ring(newEntries, states: states, configured: configuredActiveKeyIdentifier, byApp: appActiveKeyIdentifiers, previous: current.activeKeyIdentifier, logger: logger)
+            let ring = try Self.ring(
+                newEntries,
+                states: states,
+                configured: configuredActiveKeyIdentifier,
+                byApp: appActiveKeyIdentifiers,
+                previous: current.activeKeyIdentifier,
+                logger: logger
+            )
             let before = Set(holder.current.entries.map { "\($0.key.keyIdentifier)/\($0.key.fingerprint)" })
             let after = Set(ring.entries.map { "\($0.key.keyIdentifier)/\($0.key.fingerprint)" })
             entries = newEntries
             holder.replace(with: ring)
             reloads.increment()
-            logger.notice("keys reloaded", metadata: [
-                "reason": "\(reason)", "keys": "\(ring.entries.map(\.key.keyIdentifier).joined(separator: ","))",
-                "active": "\(ring.activeKeyIdentifier ?? "-")", "changed": "\(before != after)",
-            ])
+            logger.notice(
+                "keys reloaded",
+                metadata: [
+                    "reason": "\(reason)", "keys": "\(ring.entries.map(\.key.keyIdentifier).joined(separator: ","))",
+                    "active": "\(ring.activeKeyIdentifier ?? "-")", "changed": "\(before != after)",
+                ]
+            )
             return ring
         } catch {
             reloadFailures.increment()
@@ -150,7 +174,10 @@ public actor KeyManager {
         try requireKnown(keyIdentifier)
         return try await change(action: "revoke", keyIdentifier: keyIdentifier, admin: admin) { states, ring throws(KeyManagementError) in
             if ring.state(of: keyIdentifier) == .active {
-                throw KeyManagementError(.keyStateConflict, "Key \(keyIdentifier) is the active key; activate another key first (POST /admin/keys/<KEYID>/activate), then revoke this one.")
+                throw KeyManagementError(
+                    .keyStateConflict,
+                    "Key \(keyIdentifier) is the active key; activate another key first (POST /admin/keys/<KEYID>/activate), then revoke this one."
+                )
             }
             states.revokedKeyIdentifiers.insert(keyIdentifier)
             states.revokedPublicKeys[keyIdentifier] = ring.entry(for: keyIdentifier)?.key.verificationKey.pemRepresentation
@@ -170,13 +197,23 @@ public actor KeyManager {
     private func adopt(_ saved: KeyStates, reason: String) -> Bool {
         guard saved.version > states.version else { return false }
         do {
-            let ring = try Self.ring(entries, states: saved, configured: configuredActiveKeyIdentifier, byApp: appActiveKeyIdentifiers, previous: holder.current.activeKeyIdentifier, logger: logger)
+            let ring = try Self.ring(
+                entries,
+                states: saved,
+                configured: configuredActiveKeyIdentifier,
+                byApp: appActiveKeyIdentifiers,
+                previous: holder.current.activeKeyIdentifier,
+                logger: logger
+            )
             states = saved
             holder.replace(with: ring)
             logger.notice("\(reason)", metadata: ["version": "\(saved.version)", "active": "\(ring.activeKeyIdentifier ?? "-")"])
             return true
         } catch {
-            logger.error("key states saved by another replica cannot be applied here; keeping the current ones", metadata: ["error": "\(error.message)"])
+            logger.error(
+                "key states saved by another replica cannot be applied here; keeping the current ones",
+                metadata: ["error": "\(error.message)"]
+            )
             return false
         }
     }
@@ -188,7 +225,10 @@ public actor KeyManager {
 
     private func requireKnown(_ keyIdentifier: String) throws(KeyManagementError) {
         guard holder.current.entry(for: keyIdentifier) != nil else {
-            throw KeyManagementError(.unknownKey, "No key \(keyIdentifier) is loaded; add its file and reload first (POST /admin/keys/reload or SIGHUP).")
+            throw KeyManagementError(
+                .unknownKey,
+                "No key \(keyIdentifier) is loaded; add its file and reload first (POST /admin/keys/reload or SIGHUP)."
+            )
         }
     }
 
@@ -210,7 +250,9 @@ public actor KeyManager {
     /// another writer saved first, starts again from what it saved. A state that could not be saved is never
     /// served, and a change never overwrites one it did not see.
     private func change(
-        action: String, keyIdentifier: String?, admin: String,
+        action: String,
+        keyIdentifier: String?,
+        admin: String,
         _ mutate: (inout KeyStates, KeyRing) throws(KeyManagementError) -> Void
     ) async throws -> KeyRing {
         for _ in 0..<Self.compareAndSetAttempts {
@@ -221,12 +263,26 @@ public actor KeyManager {
                 throw KeyManagementError.stateStoreUnavailable
             }
             _ = adopt(base, reason: "key states saved meanwhile applied")
-            let current = try Self.ringOrConflict(entries, states: base, configured: configuredActiveKeyIdentifier, byApp: appActiveKeyIdentifiers, previous: holder.current.activeKeyIdentifier, logger: logger)
+            let current = try Self.ringOrConflict(
+                entries,
+                states: base,
+                configured: configuredActiveKeyIdentifier,
+                byApp: appActiveKeyIdentifiers,
+                previous: holder.current.activeKeyIdentifier,
+                logger: logger
+            )
             var next = base
             try mutate(&next, current)
             next.version = base.version + 1
             next.history.append(.init(at: Date(), admin: admin, action: action, keyIdentifier: keyIdentifier))
-            let ring = try Self.ringOrConflict(entries, states: next, configured: configuredActiveKeyIdentifier, byApp: appActiveKeyIdentifiers, previous: holder.current.activeKeyIdentifier, logger: logger)
+            let ring = try Self.ringOrConflict(
+                entries,
+                states: next,
+                configured: configuredActiveKeyIdentifier,
+                byApp: appActiveKeyIdentifiers,
+                previous: holder.current.activeKeyIdentifier,
+                logger: logger
+            )
             let saved: Bool
             do {
                 saved = try await stateStore.save(next)
@@ -239,16 +295,29 @@ public actor KeyManager {
                 states = next
                 holder.replace(with: ring)
             }
-            logger.notice("audit: key state changed", metadata: [
-                "admin": "\(admin)", "action": "\(action)", "keyIdentifier": "\(keyIdentifier ?? "-")",
-                "version": "\(next.version)", "active": "\(holder.current.activeKeyIdentifier ?? "-")",
-            ])
+            logger.notice(
+                "audit: key state changed",
+                metadata: [
+                    "admin": "\(admin)", "action": "\(action)", "keyIdentifier": "\(keyIdentifier ?? "-")",
+                    "version": "\(next.version)", "active": "\(holder.current.activeKeyIdentifier ?? "-")",
+                ]
+            )
             return holder.current
         }
-        throw KeyManagementError(.keyStateConflict, "The key states kept changing while this change was being saved (other admins or replicas); try again.")
+        throw KeyManagementError(
+            .keyStateConflict,
+            "The key states kept changing while this change was being saved (other admins or replicas); try again."
+        )
     }
 
-    private static func ringOrConflict(_ entries: [KeyRing.Entry], states: KeyStates, configured: String?, byApp: [String: String], previous: String?, logger: Logger) throws(KeyManagementError) -> KeyRing {
+    private static func ringOrConflict(
+        _ entries: [KeyRing.Entry],
+        states: KeyStates,
+        configured: String?,
+        byApp: [String: String],
+        previous: String?,
+        logger: Logger
+    ) throws(KeyManagementError) -> KeyRing {
         do {
             return try ring(entries, states: states, configured: configured, byApp: byApp, previous: previous, logger: logger)
         } catch {
@@ -260,7 +329,14 @@ public actor KeyManager {
     /// (when loaded), the configured one, the one that was active before this reload (when loaded), or the only
     /// key. So adding a second key file never leaves the service without an active key.
     /// Apps with an active key of their own (`activeKeyIdentifier` in the policy) keep it whatever the default.
-    static func ring(_ entries: [KeyRing.Entry], states: KeyStates, configured: String?, byApp: [String: String] = [:], previous: String?, logger: Logger) throws(OfferSigningError) -> KeyRing {
+    static func ring(
+        _ entries: [KeyRing.Entry],
+        states: KeyStates,
+        configured: String?,
+        byApp: [String: String] = [:],
+        previous: String?,
+        logger: Logger
+    ) throws(OfferSigningError) -> KeyRing {
         let loaded = Set(entries.map(\.key.keyIdentifier))
         var active = configured ?? previous.flatMap { loaded.contains($0) ? $0 : nil }
         if let chosen = states.activeKeyIdentifier {
@@ -271,7 +347,13 @@ public actor KeyManager {
             }
         }
         let remembered = states.revokedPublicKeys.compactMap { try? VerificationKey(keyIdentifier: $0.key, publicKeyPEM: $0.value) }
-        let ring = try KeyRing(keys: entries, activeKeyIdentifier: active, activeKeyIdentifiersByApp: byApp, revokedKeyIdentifiers: states.revokedKeyIdentifiers, revokedKeysNotLoaded: remembered)
+        let ring = try KeyRing(
+            keys: entries,
+            activeKeyIdentifier: active,
+            activeKeyIdentifiersByApp: byApp,
+            revokedKeyIdentifiers: states.revokedKeyIdentifiers,
+            revokedKeysNotLoaded: remembered
+        )
         _ = try ring.activeKey()
         return ring
     }

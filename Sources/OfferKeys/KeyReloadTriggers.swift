@@ -81,7 +81,12 @@ public struct KeyStateRefresher: Service {
     /// - Parameters:
     ///   - changes: the names of documents other processes change, as they commit (`"*"`: any may have changed).
     ///   - documentName: the document the key states are kept in.
-    public init(manager: KeyManager, interval: Duration = .seconds(5), changes: (@Sendable () -> AsyncStream<String>)? = nil, documentName: String = "key-states") {
+    public init(
+        manager: KeyManager,
+        interval: Duration = .seconds(5),
+        changes: (@Sendable () -> AsyncStream<String>)? = nil,
+        documentName: String = "key-states"
+    ) {
         self.manager = manager
         self.interval = interval
         self.changes = changes
@@ -98,7 +103,9 @@ public struct KeyStateRefresher: Service {
 /// until the task is cancelled or the service shuts down gracefully. The loop of every process that follows a
 /// document other replicas change (key states, the fleet's policy).
 public func followDocument(
-    named documentName: String, changes: (@Sendable () -> AsyncStream<String>)?, every interval: Duration,
+    named documentName: String,
+    changes: (@Sendable () -> AsyncStream<String>)?,
+    every interval: Duration,
     refresh: @escaping @Sendable () async -> Void
 ) async {
     await withDiscardingTaskGroup { group in

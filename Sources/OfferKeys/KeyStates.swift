@@ -39,7 +39,13 @@ public struct KeyStates: Sendable, Codable, Equatable {
     /// signatures are reported `key_revoked`, after its file is removed.
     public var revokedPublicKeys: [String: String]
 
-    public init(version: Int = 0, activeKeyIdentifier: String? = nil, revokedKeyIdentifiers: Set<String> = [], history: [Change] = [], revokedPublicKeys: [String: String] = [:]) {
+    public init(
+        version: Int = 0,
+        activeKeyIdentifier: String? = nil,
+        revokedKeyIdentifiers: Set<String> = [],
+        history: [Change] = [],
+        revokedPublicKeys: [String: String] = [:]
+    ) {
         self.version = version
         self.activeKeyIdentifier = activeKeyIdentifier
         self.revokedKeyIdentifiers = revokedKeyIdentifiers
@@ -117,7 +123,10 @@ public actor FileKeyStateStore: KeyStateStore {
         do {
             return try KeyStates.decode(data)
         } catch {
-            throw KeyManagementError(.invalidKeyStates, "OFFER_SIGNER_STATE_FILE=\(path) is not a key state file written by offer-signer; restore it or move it away.")
+            throw KeyManagementError(
+                .invalidKeyStates,
+                "OFFER_SIGNER_STATE_FILE=\(path) is not a key state file written by offer-signer; restore it or move it away."
+            )
         }
     }
 
@@ -130,7 +139,10 @@ public actor FileKeyStateStore: KeyStateStore {
         }
         defer { close(lock) }
         guard flock(lock, LOCK_EX) == 0 else {
-            throw KeyManagementError(.stateStoreUnavailable, "Cannot lock \(path).lock (OFFER_SIGNER_STATE_FILE): \(String(cString: strerror(errno))).")
+            throw KeyManagementError(
+                .stateStoreUnavailable,
+                "Cannot lock \(path).lock (OFFER_SIGNER_STATE_FILE): \(String(cString: strerror(errno)))."
+            )
         }
         defer { flock(lock, LOCK_UN) }
         guard try await load().version == states.version - 1 else { return false }

@@ -64,10 +64,19 @@ public struct SubscriptionFacts: Sendable, Hashable, Codable {
 
     /// Creates subscription facts.
     public init(
-        subscriptionGroupIdentifier: String, productIdentifier: String, originalTransactionId: String? = nil,
-        state: SubscriptionState, autoRenewEnabled: Bool = true, autoRenewProductIdentifier: String? = nil,
-        expiresDate: Date? = nil, originalPurchaseDate: Date? = nil, renewalCount: Int = 0,
-        hadIntroductoryOffer: Bool = false, expirationIntent: Int? = nil, downgraded: Bool = false, lastSignedDate: Date? = nil
+        subscriptionGroupIdentifier: String,
+        productIdentifier: String,
+        originalTransactionId: String? = nil,
+        state: SubscriptionState,
+        autoRenewEnabled: Bool = true,
+        autoRenewProductIdentifier: String? = nil,
+        expiresDate: Date? = nil,
+        originalPurchaseDate: Date? = nil,
+        renewalCount: Int = 0,
+        hadIntroductoryOffer: Bool = false,
+        expirationIntent: Int? = nil,
+        downgraded: Bool = false,
+        lastSignedDate: Date? = nil
     ) {
         self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
         self.productIdentifier = productIdentifier
@@ -104,7 +113,15 @@ public struct CustomerServiceGrant: Sendable, Hashable, Codable {
     public var usedAt: Date?
 
     /// Creates a grant.
-    public init(id: String = UUID().uuidString.lowercased(), productIdentifier: String, offerIdentifier: String, grantedBy: String, grantedAt: Date = Date(), expiresAt: Date, usedAt: Date? = nil) {
+    public init(
+        id: String = UUID().uuidString.lowercased(),
+        productIdentifier: String,
+        offerIdentifier: String,
+        grantedBy: String,
+        grantedAt: Date = Date(),
+        expiresAt: Date,
+        usedAt: Date? = nil
+    ) {
         self.id = id
         self.productIdentifier = productIdentifier
         self.offerIdentifier = offerIdentifier
@@ -134,7 +151,14 @@ public struct CustomerFacts: Sendable, Hashable, Codable {
     public var updatedAt: Date
 
     /// Creates facts for a customer the store has not heard of.
-    public init(key: CustomerKey, subscriptions: [SubscriptionFacts] = [], storefront: String? = nil, flags: [String: String] = [:], grants: [CustomerServiceGrant] = [], updatedAt: Date = Date()) {
+    public init(
+        key: CustomerKey,
+        subscriptions: [SubscriptionFacts] = [],
+        storefront: String? = nil,
+        flags: [String: String] = [:],
+        grants: [CustomerServiceGrant] = [],
+        updatedAt: Date = Date()
+    ) {
         self.key = key
         self.subscriptions = subscriptions
         self.storefront = storefront

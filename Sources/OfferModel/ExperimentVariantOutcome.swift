@@ -38,8 +38,16 @@ public struct ExperimentVariantOutcome: Sendable, Hashable {
         }
     }
 
-    public init(exposed: Int, mature: Int = 0, redeemed: Int = 0, renewedAfterOffer: Int = 0, converted: Int = 0, retained: Int = 0,
-                revenue: [String: Int64] = [:], revenueDetail: [String: RevenueDetail] = [:]) {
+    public init(
+        exposed: Int,
+        mature: Int = 0,
+        redeemed: Int = 0,
+        renewedAfterOffer: Int = 0,
+        converted: Int = 0,
+        retained: Int = 0,
+        revenue: [String: Int64] = [:],
+        revenueDetail: [String: RevenueDetail] = [:]
+    ) {
         self.exposed = exposed
         self.mature = mature
         self.redeemed = redeemed

@@ -25,7 +25,18 @@ public struct IssuedSignature: Sendable, Hashable, Codable {
     public var requestIdentifier: String?
 
     /// Creates a record.
-    public init(nonce: String, keyIdentifier: String, bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, applicationUsername: String, timestamp: Int64, format: String, channel: String = "api", requestIdentifier: String? = nil) {
+    public init(
+        nonce: String,
+        keyIdentifier: String,
+        bundleIdentifier: String,
+        productIdentifier: String,
+        offerIdentifier: String,
+        applicationUsername: String,
+        timestamp: Int64,
+        format: String,
+        channel: String = "api",
+        requestIdentifier: String? = nil
+    ) {
         self.nonce = nonce
         self.keyIdentifier = keyIdentifier
         self.bundleIdentifier = bundleIdentifier
@@ -39,20 +50,24 @@ public struct IssuedSignature: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case nonce, keyIdentifier, bundleIdentifier, productIdentifier, offerIdentifier, applicationUsername, timestamp, format, channel, requestIdentifier
+        case nonce, keyIdentifier, bundleIdentifier, productIdentifier, offerIdentifier, applicationUsername, timestamp, format, channel,
+            requestIdentifier
     }
 
     /// Decodes a record; one written before channels existed is from the API.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
-            nonce: try container.decode(String.self, forKey: .nonce), keyIdentifier: try container.decode(String.self, forKey: .keyIdentifier),
+            nonce: try container.decode(String.self, forKey: .nonce),
+            keyIdentifier: try container.decode(String.self, forKey: .keyIdentifier),
             bundleIdentifier: try container.decode(String.self, forKey: .bundleIdentifier),
             productIdentifier: try container.decode(String.self, forKey: .productIdentifier),
             offerIdentifier: try container.decode(String.self, forKey: .offerIdentifier),
             applicationUsername: try container.decode(String.self, forKey: .applicationUsername),
-            timestamp: try container.decode(Int64.self, forKey: .timestamp), format: try container.decode(String.self, forKey: .format),
+            timestamp: try container.decode(Int64.self, forKey: .timestamp),
+            format: try container.decode(String.self, forKey: .format),
             channel: try container.decodeIfPresent(String.self, forKey: .channel) ?? "api",
-            requestIdentifier: try container.decodeIfPresent(String.self, forKey: .requestIdentifier))
+            requestIdentifier: try container.decodeIfPresent(String.self, forKey: .requestIdentifier)
+        )
     }
 }

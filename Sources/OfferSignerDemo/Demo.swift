@@ -1,10 +1,10 @@
 import AppStoreNotifications
 import Foundation
+import OfferApplication
 import OfferModel
+import OfferSignerServer
 import OfferStore
 public import X509
-import OfferApplication
-import OfferSignerServer
 
 /// What `serve --demo` signs App Store data with: a certificate chain generated at start-up, shaped like
 /// Apple's, whose root the demo trusts (and nothing else). It lets a newcomer move a demo customer between
@@ -112,8 +112,13 @@ enum Demo {
     /// `offer`: the offer a redemption carries (the win-back offer unless told); `transactionAt`: when the
     /// transaction concerned was made (a refund's), else `at`.
     static func notification(
-        _ event: Event, for username: String, known facts: CustomerFacts?, at date: Date, appStore: DemoAppStore,
-        offer: String = "winback_50", transactionAt: Date? = nil
+        _ event: Event,
+        for username: String,
+        known facts: CustomerFacts?,
+        at date: Date,
+        appStore: DemoAppStore,
+        offer: String = "winback_50",
+        transactionAt: Date? = nil
     ) async throws -> String {
         let subscription = facts?.subscriptions.first { $0.subscriptionGroupIdentifier == group }
         let original = originalTransactionId(for: username, known: facts)
@@ -192,9 +197,17 @@ enum Demo {
     /// A signed Retention Messaging request for `username`'s subscription, as the App Store sends it.
     static func retentionRequest(for username: String, known facts: CustomerFacts?, appStore: DemoAppStore) async throws -> String {
         let original = originalTransactionId(for: username, known: facts)
-        return try await appStore.sign(DecodedRealtimeRequestBody(
-            originalTransactionId: original, appAppleId: appAppleId, productIdentifier: monthly, userLocale: "en-US",
-            requestIdentifier: UUID().uuidString.lowercased(), environment: .sandbox, signedDate: Date().appStoreMilliseconds))
+        return try await appStore.sign(
+            DecodedRealtimeRequestBody(
+                originalTransactionId: original,
+                appAppleId: appAppleId,
+                productIdentifier: monthly,
+                userLocale: "en-US",
+                requestIdentifier: UUID().uuidString.lowercased(),
+                environment: .sandbox,
+                signedDate: Date().appStoreMilliseconds
+            )
+        )
     }
 
     /// Plays the demo customers' histories through the real notification endpoint's code (verified like the
@@ -204,7 +217,13 @@ enum Demo {
             for (event, daysAgo) in customer.events {
                 let key = CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: customer.name)
                 let facts = try await ingestor.store.customerFacts(for: key)
-                let payload = try await notification(event, for: customer.name, known: facts, at: now.addingTimeInterval(-daysAgo * 86_400), appStore: appStore)
+                let payload = try await notification(
+                    event,
+                    for: customer.name,
+                    known: facts,
+                    at: now.addingTimeInterval(-daysAgo * 86_400),
+                    appStore: appStore
+                )
                 _ = try await ingestor.ingest(signedPayload: payload)
             }
         }

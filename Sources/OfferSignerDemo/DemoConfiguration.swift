@@ -1,31 +1,35 @@
 import AppStoreNotifications
 import AppStoreTestSupport
 import Foundation
-import OfferEligibility
 import OfferApplication
+import OfferEligibility
 import OfferKeys
 import OfferSignerServer
 import OfferSigning
 
 extension ServiceConfiguration {
-    /// The `serve --demo` configuration: a freshly generated throw-away key (`DEMOKEY001`), the demo app
-    /// `com.example.offersigner.demo` with the demo policy (offers, rules, retention entries, a retention experiment), an in-memory store, a spare key
-    /// (`DEMOKEY002`), the admin token ``demoAdminToken`` unless the environment names others,
-    /// and — with `appStore` — App Store data (Sandbox) signed by the demo's own chain, whose root is the only one
-    /// trusted; the listen address from the environment.
+    /// The `serve --demo` configuration: a freshly generated throw-away key (`DEMOKEY001`), the demo app `com.example.offersigner.demo` with the demo
+    /// policy (offers, rules, retention entries, a retention experiment), an in-memory store, a spare key (`DEMOKEY002`), the admin token
+    /// ``demoAdminToken`` unless the environment names others, and — with `appStore` — App Store data (Sandbox) signed by the demo's own chain, whose
+    /// root is the only one trusted; the listen address from the environment.
     public static func demo(environment: [String: String] = [:], appStore: DemoAppStore? = nil) throws(ConfigurationError) -> ServiceConfiguration {
         let (host, port) = try listenAddress(reader(environment))
         // The console and the admin API open with the demo's public token unless the environment names tokens.
-        let adminTokens = try BearerTokens(parsing: demoUsesItsOwnAdminToken(environment: environment)
-            ? "demo:\(demoAdminToken)" : reader(environment).string(.adminTokens) ?? "")
+        let adminTokens = try BearerTokens(
+            parsing: demoUsesItsOwnAdminToken(environment: environment)
+                ? "demo:\(demoAdminToken)" : reader(environment).string(.adminTokens) ?? ""
+        )
         let keyRing: KeyRing
         let policy: OfferPolicy
         do {
             // A second key, not active, to try a rotation with (the console's Keys page, `keys activate`).
-            keyRing = try KeyRing(keys: [
-                .init(key: try SigningKey.generate(keyIdentifier: "DEMOKEY001"), source: "generated for --demo"),
-                .init(key: try SigningKey.generate(keyIdentifier: "DEMOKEY002"), source: "generated for --demo (spare)"),
-            ], activeKeyIdentifier: "DEMOKEY001")
+            keyRing = try KeyRing(
+                keys: [
+                    .init(key: try SigningKey.generate(keyIdentifier: "DEMOKEY001"), source: "generated for --demo"),
+                    .init(key: try SigningKey.generate(keyIdentifier: "DEMOKEY002"), source: "generated for --demo (spare)"),
+                ],
+                activeKeyIdentifier: "DEMOKEY001"
+            )
         } catch {
             throw ConfigurationError(error.message)
         }
@@ -35,13 +39,16 @@ extension ServiceConfiguration {
             throw ConfigurationError("the demo policy: \(error.message)")
         }
         var configuration = ServiceConfiguration(
-            host: host, port: port,
+            host: host,
+            port: port,
             apps: [AppConfiguration(bundleIdentifier: demoBundleIdentifier, issuerIdentifier: Demo.issuerIdentifier, appAppleId: Demo.appAppleId)],
             keyRing: keyRing,
             // Always in memory: the demo seeds customers at every start and must never write into a real store.
             databaseURL: "sqlite::memory:",
             isDemo: true,
-            warnings: ["DEMO MODE: signing with a throw-away key generated at start-up, for a made-up issuer; App Store data is trusted only from the demo's own certificate chain. The App Store will refuse these signatures. Do not use in production."],
+            warnings: [
+                "DEMO MODE: signing with a throw-away key generated at start-up, for a made-up issuer; App Store data is trusted only from the demo's own certificate chain. The App Store will refuse these signatures. Do not use in production."
+            ],
             adminTokens: adminTokens,
             policy: policy
         )
@@ -80,13 +87,16 @@ extension DemoAppStore {
     public var addOn: ServiceAddOn {
         let appStore = self
         return ServiceAddOn(
-            name: "the demo", describesDemoRoutes: true, readableTokens: true,
+            name: "the demo",
+            describesDemoRoutes: true,
+            readableTokens: true,
             registerRoutes: { router, service in DemoRoutes(service: service, appStore: appStore).register(on: router) },
             prepare: { service in
                 guard let ingestor = service.notifications else { return }
                 try await Demo.seed(ingestor, appStore: appStore)
                 try await DemoHistory.seed(service, appStore: appStore)
-            })
+            }
+        )
     }
 }
 

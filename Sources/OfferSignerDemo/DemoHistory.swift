@@ -21,16 +21,28 @@ enum DemoHistory {
         guard let ingestor = service.notifications else { return }
         let day: TimeInterval = 86_400
         func at(_ daysAgo: Double) -> Date { now.addingTimeInterval(-daysAgo * day) }
-        func notify(_ event: Demo.Event, _ username: String, _ daysAgo: Double, offer: String = "winback_50", transactionAt: Date? = nil) async throws {
-            let facts = try await ingestor.store.customerFacts(for: CustomerKey(bundleIdentifier: Demo.bundleIdentifier, applicationUsername: username))
+        func notify(_ event: Demo.Event, _ username: String, _ daysAgo: Double, offer: String = "winback_50", transactionAt: Date? = nil) async throws
+        {
+            let facts = try await ingestor.store.customerFacts(
+                for: CustomerKey(bundleIdentifier: Demo.bundleIdentifier, applicationUsername: username)
+            )
             let payload = try await Demo.notification(
-                event, for: username, known: facts, at: at(daysAgo), appStore: appStore, offer: offer, transactionAt: transactionAt)
+                event,
+                for: username,
+                known: facts,
+                at: at(daysAgo),
+                appStore: appStore,
+                offer: offer,
+                transactionAt: transactionAt
+            )
             _ = try await ingestor.ingest(signedPayload: payload)
         }
         func sign(_ offer: String, _ username: String, _ daysAgo: Double) async {
             // A refusal is part of the story (the decision log keeps it with its reasons).
             _ = try? await service.signLegacy(
-                SignOfferRequest(productIdentifier: Demo.monthly, offerIdentifier: offer, applicationUsername: username), at: at(daysAgo))
+                SignOfferRequest(productIdentifier: Demo.monthly, offerIdentifier: offer, applicationUsername: username),
+                at: at(daysAgo)
+            )
         }
 
         // Retention: subscribed, renewed, turned auto-renew off, then the App Store asked what to show them.
@@ -42,9 +54,14 @@ enum DemoHistory {
             let key = CustomerKey(bundleIdentifier: Demo.bundleIdentifier, applicationUsername: username)
             let facts = try await ingestor.store.customerFacts(for: key)
             let request = DecodedRealtimeRequestBody(
-                originalTransactionId: Demo.originalTransactionId(for: username, known: facts), appAppleId: Demo.appAppleId,
-                productIdentifier: Demo.monthly, userLocale: "en-US", requestIdentifier: UUID().uuidString.lowercased(),
-                environment: .sandbox, signedDate: at(asked).appStoreMilliseconds)
+                originalTransactionId: Demo.originalTransactionId(for: username, known: facts),
+                appAppleId: Demo.appAppleId,
+                productIdentifier: Demo.monthly,
+                userLocale: "en-US",
+                requestIdentifier: UUID().uuidString.lowercased(),
+                environment: .sandbox,
+                signedDate: at(asked).appStoreMilliseconds
+            )
             let answer = try await service.answerRetention(request, bundleIdentifier: Demo.bundleIdentifier, now: at(asked))
             if answer.promotionalOffer != nil {
                 // Offered the retention offer: most redeem it; of those, most renew, one asks for a refund.

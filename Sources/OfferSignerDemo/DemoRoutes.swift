@@ -1,10 +1,10 @@
 import Foundation
 import Hummingbird
+import OfferApplication
 import OfferModel
+import OfferSignerServer
 import OfferSigning
 import OfferStore
-import OfferApplication
-import OfferSignerServer
 
 /// The body of `POST /demo/notifications` (demo only).
 struct DemoNotificationRequest: Decodable {
@@ -35,20 +35,31 @@ struct DemoRoutes {
                 throw APIError.invalidRequest(field: "event", "event must be one of \(Demo.Event.allCases.map(\.rawValue).joined(separator: ", ")).")
             }
             let key = try customer(body.applicationUsername)
-            let payload = try await Demo.notification(event, for: key.applicationUsername, known: try await facts(key), at: Date(), appStore: appStore)
+            let payload = try await Demo.notification(
+                event,
+                for: key.applicationUsername,
+                known: try await facts(key),
+                at: Date(),
+                appStore: appStore
+            )
             return DemoSignedPayload(signedPayload: payload)
         }
         router.post("/demo/retention") { request, context -> DemoSignedPayload in
             let body = try await request.decodeJSON(as: DemoRetentionRequest.self, context: context)
             let key = try customer(body.applicationUsername)
-            return DemoSignedPayload(signedPayload: try await Demo.retentionRequest(for: key.applicationUsername, known: try await facts(key), appStore: appStore))
+            return DemoSignedPayload(
+                signedPayload: try await Demo.retentionRequest(for: key.applicationUsername, known: try await facts(key), appStore: appStore)
+            )
         }
     }
 
     private func customer(_ applicationUsername: String) throws -> CustomerKey {
         try CustomerIdentifier.validate(applicationUsername)
         guard !applicationUsername.isEmpty else {
-            throw APIError.invalidRequest(field: "applicationUsername", "applicationUsername is required: one of the demo's customers (lapsed-user, leaving-user, loyal-user, new-user) or any name.")
+            throw APIError.invalidRequest(
+                field: "applicationUsername",
+                "applicationUsername is required: one of the demo's customers (lapsed-user, leaving-user, loyal-user, new-user) or any name."
+            )
         }
         return CustomerKey(bundleIdentifier: Demo.bundleIdentifier, applicationUsername: applicationUsername)
     }

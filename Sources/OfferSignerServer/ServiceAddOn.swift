@@ -21,7 +21,9 @@ public struct ServiceAddOn: Sendable {
 
     /// Creates an add-on.
     public init(
-        name: String, describesDemoRoutes: Bool = false, readableTokens: Bool = false,
+        name: String,
+        describesDemoRoutes: Bool = false,
+        readableTokens: Bool = false,
         registerRoutes: @escaping @Sendable (Router<OfferSignerRequestContext>, OfferService) -> Void = { _, _ in },
         prepare: @escaping @Sendable (OfferService) async throws -> Void = { _ in }
     ) {

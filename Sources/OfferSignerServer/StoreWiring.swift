@@ -1,17 +1,17 @@
+import AppStoreNotifications
 import AppStoreServerAPI
 import AsyncHTTPClient
 import Hummingbird
 import Logging
 import NIOCore
+import OfferApplication
+import OfferEligibility
 import OfferKeys
 import OfferSigning
-import Prometheus
-import AppStoreNotifications
-import OfferEligibility
 import OfferStore
+import Prometheus
 import ServiceLifecycle
 import UnixSignals
-import OfferApplication
 
 /// How long start-up waits for the database before giving up (exit 69).
 public let storeStartupTimeout: Duration = .seconds(15)
@@ -27,18 +27,34 @@ let storeWarmUpTimeout: Duration = .seconds(5)
 /// (``SQLiteFileLock``: a second server on it stops with the first's PID); the tools open theirs on demand and share
 /// the file. Every call waits at most `OFFER_SIGNER_STORE_TIMEOUT` for the database (``makeOfferStore``).
 /// - Throws: ``ConfigurationError`` when the store cannot be opened or another server holds the SQLite file.
-public func openStore(configuration: ServiceConfiguration, logger: Logger, serving: Bool = false) async throws -> ((any OfferStore)?, NotificationIngestor?) {
+public func openStore(
+    configuration: ServiceConfiguration,
+    logger: Logger,
+    serving: Bool = false
+) async throws -> ((any OfferStore)?, NotificationIngestor?) {
     guard let url = configuration.databaseURL else { return (nil, nil) }
     let store: any OfferStore
     do {
-        guard let opened = try await withDeadline(storeStartupTimeout, { () async throws -> any OfferStore in
-            let store = try await makeOfferStore(
-                databaseURL: url, logger: logger, migrating: false, keepingConnectionsOpen: serving, timeout: configuration.storeTimeout,
-                exclusive: serving)
-            try await store.ping()
-            return store
-        }) else {
-            throw DependencyUnavailableError("\(variable: .databaseUrl): the database did not answer within \(storeStartupTimeout.components.seconds) seconds; check that it runs, that this host can reach it, and the host and port in the URL.")
+        guard
+            let opened = try await withDeadline(
+                storeStartupTimeout,
+                { () async throws -> any OfferStore in
+                    let store = try await makeOfferStore(
+                        databaseURL: url,
+                        logger: logger,
+                        migrating: false,
+                        keepingConnectionsOpen: serving,
+                        timeout: configuration.storeTimeout,
+                        exclusive: serving
+                    )
+                    try await store.ping()
+                    return store
+                }
+            )
+        else {
+            throw DependencyUnavailableError(
+                "\(variable: .databaseUrl): the database did not answer within \(storeStartupTimeout.components.seconds) seconds; check that it runs, that this host can reach it, and the host and port in the URL."
+            )
         }
         // The migrations are not under the deadline: the first start after an upgrade may have a large log to roll
         // up (schema version 11: minutes for 10 million signatures, docs/PERFORMANCE.md "The outcome report").
@@ -61,7 +77,18 @@ public func openStore(configuration: ServiceConfiguration, logger: Logger, servi
     }
     logger.info("customer store open", metadata: ["backend": "\(url.hasPrefix("sqlite:") ? "sqlite" : "postgres")"])
     let verifiers = appStoreVerifiers(configuration: configuration, logger: logger)
-    return (store, verifiers.isEmpty ? nil : NotificationIngestor(verifiers: verifiers, store: store, logger: logger, clockSkew: configuration.appStoreClockSkew, readableTokens: configuration.addOn?.readableTokens ?? false))
+    return (
+        store,
+        verifiers.isEmpty
+            ? nil
+            : NotificationIngestor(
+                verifiers: verifiers,
+                store: store,
+                logger: logger,
+                clockSkew: configuration.appStoreClockSkew,
+                readableTokens: configuration.addOn?.readableTokens ?? false
+            )
+    )
 }
 
 /// The App Store signed-data verifier of every app that can verify (Production needs the app's appAppleId), by
@@ -71,13 +98,19 @@ public func appStoreVerifiers(configuration: ServiceConfiguration, logger: Logge
     for app in configuration.apps {
         do {
             verifiers[app.bundleIdentifier] = try SignedDataVerifier(
-                bundleIdentifier: app.bundleIdentifier, appAppleId: app.appAppleId, environments: configuration.environments,
-                trustedRoots: configuration.trustedRoots)
+                bundleIdentifier: app.bundleIdentifier,
+                appAppleId: app.appAppleId,
+                environments: configuration.environments,
+                trustedRoots: configuration.trustedRoots
+            )
         } catch {
             // ServiceConfiguration's warnings say it once at start-up (serve, config check); the tools stay quiet.
-            logger.debug("App Store notifications and signed transactions for this app are refused", metadata: [
-                "bundleIdentifier": "\(app.bundleIdentifier)", "reason": "\(error.message)",
-            ])
+            logger.debug(
+                "App Store notifications and signed transactions for this app are refused",
+                metadata: [
+                    "bundleIdentifier": "\(app.bundleIdentifier)", "reason": "\(error.message)",
+                ]
+            )
         }
     }
     return verifiers

@@ -2,9 +2,9 @@ import ArgumentParser
 import AsyncHTTPClient
 import Configuration
 import Foundation
-import OfferSignerServer
 import NIOCore
 import NIOHTTP1
+import OfferSignerServer
 
 /// Where and as whom the admin commands talk to a running service.
 struct AdminOptions: ParsableArguments {
@@ -21,7 +21,8 @@ struct AdminOptions: ParsableArguments {
 
     /// Sends one admin request and returns the answer's body; exits 1 with the service's message on an error.
     /// - Parameter body: the request's body (sent as `contentType`), or none.
-    func answer(_ method: HTTPMethod, _ path: String, body requestBody: Data? = nil, contentType: String = "application/json") async throws -> String {
+    func answer(_ method: HTTPMethod, _ path: String, body requestBody: Data? = nil, contentType: String = "application/json") async throws -> String
+    {
         let config = ConfigurationVariable.reader(ConfigurationVariable.processEnvironment)
         let base = (url ?? config.string(.url) ?? "http://127.0.0.1:8080").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         guard let token = token ?? config.string(.adminToken), !token.isEmpty else {
@@ -46,7 +47,12 @@ struct AdminOptions: ParsableArguments {
                 return (response, try await response.body.collect(upTo: 1 << 20))
             }
         } catch {
-            FileHandle.standardError.write(Data("offer-signer: cannot reach \(base): \(Self.reason(error)). Is the service running there? Set --url or \(variable: .url) to its operations address (\(variable: .adminHost):\(variable: .adminPort) when the admin API has its own port).\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "offer-signer: cannot reach \(base): \(Self.reason(error)). Is the service running there? Set --url or \(variable: .url) to its operations address (\(variable: .adminHost):\(variable: .adminPort) when the admin API has its own port).\n"
+                        .utf8
+                )
+            )
             throw ExitCode(2)
         }
         let text = String(buffer: body)
@@ -55,7 +61,12 @@ struct AdminOptions: ParsableArguments {
         }
         let refusal = Self.refusal(in: text)
         if response.status.code == 404, path.hasPrefix("/admin/"), refusal == nil || refusal?.code == "not_found" {
-            FileHandle.standardError.write(Data("offer-signer: \(base) serves no admin API (404). With \(variable: .adminPort) set, the admin API is on the operations port, not the public one: point --url or \(variable: .url) at it.\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "offer-signer: \(base) serves no admin API (404). With \(variable: .adminPort) set, the admin API is on the operations port, not the public one: point --url or \(variable: .url) at it.\n"
+                        .utf8
+                )
+            )
         } else if let refusal {
             // The service's own answer: its message and code (an unknown key, app or experiment is a 404 too).
             FileHandle.standardError.write(Data("offer-signer: \(refusal.message) (\(response.status.code) \(refusal.code))\n".utf8))
@@ -68,7 +79,7 @@ struct AdminOptions: ParsableArguments {
     /// The API's error envelope, `{"error": {"code", "message"}}`, if the body is one.
     static func refusal(in text: String) -> (code: String, message: String)? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-              let error = object["error"] as? [String: Any], let code = error["code"] as? String, let message = error["message"] as? String
+            let error = object["error"] as? [String: Any], let code = error["code"] as? String, let message = error["message"] as? String
         else { return nil }
         return (code, message)
     }
@@ -89,7 +100,7 @@ extension AdminOptions {
     /// A JSON answer indented with sorted keys, for people; anything else as it came.
     static func pretty(_ text: String) -> String {
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)),
-              let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         else { return text }
         return String(decoding: data, as: UTF8.self)
     }
@@ -97,13 +108,17 @@ extension AdminOptions {
 
 extension KeysCommand {
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Lists the service's keys: state, fingerprint, source, signatures issued (GET /admin/keys).")
+        static let configuration = CommandConfiguration(
+            abstract: "Lists the service's keys: state, fingerprint, source, signatures issued (GET /admin/keys)."
+        )
         @OptionGroup var admin: AdminOptions
         func run() async throws { try await admin.call(.GET, "/admin/keys") }
     }
 
     struct Reload: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Makes the service re-read its key files, all or nothing (POST /admin/keys/reload).")
+        static let configuration = CommandConfiguration(
+            abstract: "Makes the service re-read its key files, all or nothing (POST /admin/keys/reload)."
+        )
         @OptionGroup var admin: AdminOptions
         func run() async throws { try await admin.call(.POST, "/admin/keys/reload") }
     }

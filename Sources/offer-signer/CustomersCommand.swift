@@ -3,10 +3,10 @@ import AppStoreServerAPI
 import ArgumentParser
 import Foundation
 import Logging
-import OfferModel
-import OfferSignerServer
 import OfferApplication
 import OfferErrors
+import OfferModel
+import OfferSignerServer
 
 struct CustomersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,7 +17,9 @@ struct CustomersCommand: AsyncParsableCommand {
 
     struct Refresh: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Asks the App Store Server API about a transaction (statuses and history, every item verified) and prints the answer as JSON, with the facts it folds into. Changes nothing: POST /admin/customers/{bundleIdentifier}/{applicationUsername}/refresh stores them. Needs \(variable: .appStoreApiKeyId) and the variables of docs/app-store-api.md.")
+            abstract:
+                "Asks the App Store Server API about a transaction (statuses and history, every item verified) and prints the answer as JSON, with the facts it folds into. Changes nothing: POST /admin/customers/{bundleIdentifier}/{applicationUsername}/refresh stores them. Needs \(variable: .appStoreApiKeyId) and the variables of docs/app-store-api.md."
+        )
 
         @Argument(help: "Any transaction identifier of the customer (decimal digits).")
         var transactionId: String
@@ -32,19 +34,27 @@ struct CustomersCommand: AsyncParsableCommand {
             let clients: [String: AppStoreServerAPIClient]
             do {
                 configuration = try ServiceConfiguration(environment: ConfigurationVariable.processEnvironment, requireKeys: false)
-                clients = try makeAppStoreClients(configuration: configuration, verifiers: appStoreVerifiers(configuration: configuration, logger: logger), logger: logger)
+                clients = try makeAppStoreClients(
+                    configuration: configuration,
+                    verifiers: appStoreVerifiers(configuration: configuration, logger: logger),
+                    logger: logger
+                )
             } catch {
                 throw ValidationError(error.message)
             }
             guard configuration.appStoreAPI != nil else {
-                throw ValidationError("\(variable: .appStoreApiKeyId) is not set: the App Store Server API is not configured (docs/app-store-api.md).")
+                throw ValidationError(
+                    "\(variable: .appStoreApiKeyId) is not set: the App Store Server API is not configured (docs/app-store-api.md)."
+                )
             }
             let bundle = bundleIdentifier ?? (configuration.apps.count == 1 ? configuration.apps[0].bundleIdentifier : nil)
             guard let bundle else {
                 throw ValidationError("Several apps are served: name one with --bundle-id.")
             }
             guard let client = clients[bundle] else {
-                throw ValidationError("No App Store Server API client for \(bundle): it is not served, or its App Store data cannot be verified (appAppleId for Production, \(variable: .environments), \(variable: .trustedRoots)).")
+                throw ValidationError(
+                    "No App Store Server API client for \(bundle): it is not served, or its App Store data cannot be verified (appAppleId for Production, \(variable: .environments), \(variable: .trustedRoots))."
+                )
             }
             let fetched: FetchedSubscriptionFacts
             do {
@@ -85,7 +95,12 @@ struct RefreshOutput: Encodable {
     init(_ fetched: FetchedSubscriptionFacts, bundleIdentifier: String) {
         environment = fetched.environment.rawValue
         subscriptions = fetched.statuses.lastTransactions.map {
-            Subscription(subscriptionGroupIdentifier: $0.subscriptionGroupIdentifier, status: $0.status, transaction: $0.transaction, renewalInfo: $0.renewalInfo)
+            Subscription(
+                subscriptionGroupIdentifier: $0.subscriptionGroupIdentifier,
+                status: $0.status,
+                transaction: $0.transaction,
+                renewalInfo: $0.renewalInfo
+            )
         }
         history = fetched.history.map { History(isComplete: $0.isComplete, transactions: $0.transactions) }
         facts = fetched.facts(for: CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: "-")).subscriptions

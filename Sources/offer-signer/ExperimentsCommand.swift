@@ -22,7 +22,9 @@ struct ExperimentsCommand: AsyncParsableCommand {
 
     struct Report: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "An experiment's results (GET /admin/experiments/ID): per variant exposed, mature, redeemed, renewed, converted, retained, realized revenue, the rate with its always-valid interval, the comparisons with their verdicts, and the sample-ratio check.")
+            abstract:
+                "An experiment's results (GET /admin/experiments/ID): per variant exposed, mature, redeemed, renewed, converted, retained, realized revenue, the rate with its always-valid interval, the comparisons with their verdicts, and the sample-ratio check."
+        )
 
         @Argument(help: "The experiment's id.")
         var id: String
@@ -69,21 +71,28 @@ extension ExperimentReport {
             "planned \(plannedCustomers) customers per variant; every metric within \(windowDays) days of each exposure, over the mature customers",
             "rates at \(percent(confidenceLevel)); comparisons at \(percent(comparisonConfidenceLevel)) each (\(correction) over \(comparisons.count))",
             "",
-            ["variant", "gives", "weight", "exposed", "mature", "maturing", "redeemed", "renewed", "converted", "retained", "rate [interval]",
-             "revenue / mature"].joined(separator: "\t"),
+            [
+                "variant", "gives", "weight", "exposed", "mature", "maturing", "redeemed", "renewed", "converted", "retained", "rate [interval]",
+                "revenue / mature",
+            ].joined(separator: "\t"),
         ]
         for variant in variants {
             let revenue = variant.revenue.map { "\($0.currency) \(String(format: "%.2f", $0.perExposedCustomer / 1000))" }.joined(separator: ", ")
-            lines.append([
-                variant.name, variant.answer ?? "(holdout)", "\(variant.weight)", "\(variant.exposed)", "\(variant.mature)", "\(variant.maturing)",
-                "\(variant.redeemed)", "\(variant.renewedAfterOffer)", "\(variant.converted)", "\(variant.retained)", interval(variant.rate),
-                revenue.isEmpty ? "-" : revenue,
-            ].joined(separator: "\t"))
+            lines.append(
+                [
+                    variant.name, variant.answer ?? "(holdout)", "\(variant.weight)", "\(variant.exposed)", "\(variant.mature)",
+                    "\(variant.maturing)",
+                    "\(variant.redeemed)", "\(variant.renewedAfterOffer)", "\(variant.converted)", "\(variant.retained)", interval(variant.rate),
+                    revenue.isEmpty ? "-" : revenue,
+                ].joined(separator: "\t")
+            )
         }
         lines.append("")
         for comparison in comparisons { lines.append(comparison.summary) }
         if let sampleRatio {
-            lines.append("sample ratio: chi-square \(String(format: "%.2f", sampleRatio.chiSquare)), p = \(String(format: "%.4g", sampleRatio.pValue))\(sampleRatio.mismatch ? " — MISMATCH" : "")")
+            lines.append(
+                "sample ratio: chi-square \(String(format: "%.2f", sampleRatio.chiSquare)), p = \(String(format: "%.4g", sampleRatio.pValue))\(sampleRatio.mismatch ? " — MISMATCH" : "")"
+            )
         }
         lines.append(note)
         return lines.joined(separator: "\n")

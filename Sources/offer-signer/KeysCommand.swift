@@ -12,9 +12,12 @@ struct KeysCommand: AsyncParsableCommand {
 
     struct Generate: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Generates a P-256 test key as PKCS#8 PEM (like an App Store Connect .p8). The App Store will not accept it.")
+            abstract: "Generates a P-256 test key as PKCS#8 PEM (like an App Store Connect .p8). The App Store will not accept it."
+        )
 
-        @Option(help: "Write the key to this new file (created with mode 0600; an existing path is refused, never replaced) instead of standard output.")
+        @Option(
+            help: "Write the key to this new file (created with mode 0600; an existing path is refused, never replaced) instead of standard output."
+        )
         var output: String?
 
         func run() throws {
@@ -26,12 +29,16 @@ struct KeysCommand: AsyncParsableCommand {
             }
             try Self.writeExclusively(Data(pem.utf8), to: output)
             // Standard output stays empty (scripts chain on it); what was made goes to standard error.
-            FileHandle.standardError.write(Data("""
-                wrote a P-256 test key to \(output) (mode 0600); public key fingerprint (SHA-256) \(key.fingerprint), \
-                as `keys inspect` and the service's start-up log show it. The App Store will not accept it. In \
-                \(variable: .keysDir), a key file is named SubscriptionKey_<KEYID>.p8 (10 letters or digits).
+            FileHandle.standardError.write(
+                Data(
+                    """
+                    wrote a P-256 test key to \(output) (mode 0600); public key fingerprint (SHA-256) \(key.fingerprint), \
+                    as `keys inspect` and the service's start-up log show it. The App Store will not accept it. In \
+                    \(variable: .keysDir), a key file is named SubscriptionKey_<KEYID>.p8 (10 letters or digits).
 
-                """.utf8))
+                    """.utf8
+                )
+            )
         }
 
         /// Creates `path` with mode 0600 and writes `data`, refusing a path that exists (a file, a link, anything):
@@ -42,7 +49,9 @@ struct KeysCommand: AsyncParsableCommand {
             guard descriptor >= 0 else {
                 let reason = errno
                 if reason == EEXIST {
-                    throw ValidationError("\(path) already exists; keys generate never replaces a file (it may be the only copy of an App Store key). Choose a new path.")
+                    throw ValidationError(
+                        "\(path) already exists; keys generate never replaces a file (it may be the only copy of an App Store key). Choose a new path."
+                    )
                 }
                 throw ValidationError("Cannot create \(path): \(String(cString: strerror(reason))).")
             }
@@ -69,7 +78,8 @@ struct KeysCommand: AsyncParsableCommand {
 
     struct Inspect: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Prints a key's identifier, fingerprint and public key — never the private key.")
+            abstract: "Prints a key's identifier, fingerprint and public key — never the private key."
+        )
 
         @Argument(help: "A .p8/PEM private key file.")
         var file: String
@@ -80,7 +90,14 @@ struct KeysCommand: AsyncParsableCommand {
         func run() async throws {
             let ring = try await KeyOptions.parse(["--key-file", file] + (keyIdentifier.map { ["--key-id", $0] } ?? [])).keyRing(environment: [:])
             let key = try ring.activeKey()
-            try printJSON(Inspection(keyIdentifier: key.keyIdentifier, fingerprint: key.fingerprint, publicKeyPEM: key.verificationKey.pemRepresentation, jwk: key.verificationKey.jsonWebKey))
+            try printJSON(
+                Inspection(
+                    keyIdentifier: key.keyIdentifier,
+                    fingerprint: key.fingerprint,
+                    publicKeyPEM: key.verificationKey.pemRepresentation,
+                    jwk: key.verificationKey.jsonWebKey
+                )
+            )
         }
     }
 

@@ -17,7 +17,9 @@ struct OutcomesCommand: AsyncParsableCommand {
 
     struct Report: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Prints the outcome report of a running service (GET /admin/outcomes, or /admin/outcomes/daily with --daily): a table, or --json, or --csv.")
+            abstract:
+                "Prints the outcome report of a running service (GET /admin/outcomes, or /admin/outcomes/daily with --daily): a table, or --json, or --csv."
+        )
 
         @Option(help: "The window's start, ISO 8601 (2026-11-01 or 2026-11-01T00:00:00Z), inclusive (default: 30 days before --to).")
         var from: String?
@@ -84,7 +86,9 @@ struct OutcomesCommand: AsyncParsableCommand {
 
     struct Backfill: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Reads the App Store's notification history (Get Notification History) of the last days and records it as if it had just arrived: customer facts, redemptions and what became of them. Needs the App Store Server API key (\(variable: .appStoreApiKeyId), \(variable: .appStoreApiKeyFile)). Notifications already received change nothing. Exit status 1 if any notification was refused or could not be read.")
+            abstract:
+                "Reads the App Store's notification history (Get Notification History) of the last days and records it as if it had just arrived: customer facts, redemptions and what became of them. Needs the App Store Server API key (\(variable: .appStoreApiKeyId), \(variable: .appStoreApiKeyFile)). Notifications already received change nothing. Exit status 1 if any notification was refused or could not be read."
+        )
 
         @Option(help: "How many days back, 1 to \(NotificationBackfill.maximumDays) (Apple keeps \(NotificationBackfill.maximumDays)).")
         var days: Int = 30
@@ -94,14 +98,18 @@ struct OutcomesCommand: AsyncParsableCommand {
 
         func validate() throws {
             guard (1...NotificationBackfill.maximumDays).contains(days) else {
-                throw ValidationError("--days must be 1 to \(NotificationBackfill.maximumDays): Apple keeps \(NotificationBackfill.maximumDays) days of notifications.")
+                throw ValidationError(
+                    "--days must be 1 to \(NotificationBackfill.maximumDays): Apple keeps \(NotificationBackfill.maximumDays) days of notifications."
+                )
             }
         }
 
         func run() async throws {
             let (configuration, store, notifications) = try await openForTools()
             guard let store, let notifications else {
-                throw ValidationError("A backfill needs a store (\(variable: .databaseUrl)) and an app that can verify App Store data (\(variable: .environments), appAppleId for Production).")
+                throw ValidationError(
+                    "A backfill needs a store (\(variable: .databaseUrl)) and an app that can verify App Store data (\(variable: .environments), appAppleId for Production)."
+                )
             }
             var logger = Logger(label: "offer-signer")
             logger.logLevel = .warning
@@ -115,15 +123,23 @@ struct OutcomesCommand: AsyncParsableCommand {
             if let bundleIdentifier {
                 guard let client = clients[bundleIdentifier] else {
                     try await store.close()
-                    throw ValidationError("No App Store Server API client for \(bundleIdentifier): is it an app of the policy, with appAppleId for Production?")
+                    throw ValidationError(
+                        "No App Store Server API client for \(bundleIdentifier): is it an app of the policy, with appAppleId for Production?"
+                    )
                 }
                 clients = [bundleIdentifier: client]
             }
             guard !clients.isEmpty else {
                 try await store.close()
-                throw ValidationError("A backfill asks the App Store Server API: set \(variable: .appStoreApiKeyId), \(variable: .appStoreApiKeyFile) and \(variable: .issuerId) (docs/app-store-api.md).")
+                throw ValidationError(
+                    "A backfill asks the App Store Server API: set \(variable: .appStoreApiKeyId), \(variable: .appStoreApiKeyFile) and \(variable: .issuerId) (docs/app-store-api.md)."
+                )
             }
-            let summary = await NotificationBackfill(clients: clients, environments: [.production, .sandbox].filter(configuration.environments.contains), ingestor: notifications).run(days: days)
+            let summary = await NotificationBackfill(
+                clients: clients,
+                environments: [.production, .sandbox].filter(configuration.environments.contains),
+                ingestor: notifications
+            ).run(days: days)
             for problem in summary.problems { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
             try await store.close()
             print(summary.description)

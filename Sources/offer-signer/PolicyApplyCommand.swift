@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import OfferEligibility
 import NIOHTTP1
+import OfferEligibility
 import OfferSignerServer
 
 extension PolicyCommand {
@@ -9,7 +9,9 @@ extension PolicyCommand {
     /// service's admin API (`PUT /admin/policy`; docs/policy.md "Applying a policy").
     struct Apply: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Applies a policy file to every replica sharing the store (PUT /admin/policy): checked first as `policy check` does, then in force everywhere within a NOTIFY. Exit status 1 if it is refused.")
+            abstract:
+                "Applies a policy file to every replica sharing the store (PUT /admin/policy): checked first as `policy check` does, then in force everywhere within a NOTIFY. Exit status 1 if it is refused."
+        )
 
         @Argument(help: "The policy file (YAML or JSON).")
         var file: String
@@ -31,7 +33,9 @@ extension PolicyCommand {
 
     /// `offer-signer policy show`: the policy a running replica runs (`GET /admin/policy`).
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Shows the version and revision of the policy a running service runs (GET /admin/policy).")
+        static let configuration = CommandConfiguration(
+            abstract: "Shows the version and revision of the policy a running service runs (GET /admin/policy)."
+        )
         @OptionGroup var admin: AdminOptions
         func run() async throws { try await admin.call(.GET, "/admin/policy") }
     }

@@ -1,9 +1,9 @@
 import ArgumentParser
 import Configuration
 import Foundation
-import OfferSignerServer
 import OfferApplication
 import OfferEligibility
+import OfferSignerServer
 
 struct PolicyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,7 +14,8 @@ struct PolicyCommand: ParsableCommand {
 
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Validates a policy file (YAML or JSON) as the service would at start-up. Exit status 0 valid, 1 invalid.")
+            abstract: "Validates a policy file (YAML or JSON) as the service would at start-up. Exit status 0 valid, 1 invalid."
+        )
 
         @Argument(help: "The policy file (default: \(variable: .policy)).")
         var file: String?
@@ -28,7 +29,8 @@ struct PolicyCommand: ParsableCommand {
                 for app in policy.apps {
                     print("\(app.bundleIdentifier)")
                     for product in app.products {
-                        let introductory = product.introductoryOffer.map { " (introductory-offer policy: \($0.rules.map(\.name).joined(separator: ", ")))" } ?? ""
+                        let introductory =
+                            product.introductoryOffer.map { " (introductory-offer policy: \($0.rules.map(\.name).joined(separator: ", ")))" } ?? ""
                         print("  \(product.productIdentifier)\(introductory)")
                         for offer in product.offers {
                             let rules = offer.rule.rules.map(\.name)
@@ -36,12 +38,16 @@ struct PolicyCommand: ParsableCommand {
                         }
                         for (position, entry) in product.retention.enumerated() {
                             let rules = entry.rules.rules.map(\.name)
-                            print("    retention \(position + 1): \(RetentionCommand.Explain.describe(entry))\(rules.isEmpty ? "" : " when \(rules.joined(separator: ", "))")")
+                            print(
+                                "    retention \(position + 1): \(RetentionCommand.Explain.describe(entry))\(rules.isEmpty ? "" : " when \(rules.joined(separator: ", "))")"
+                            )
                         }
                     }
                     let catalogue = app.retentionCatalogue
                     if !catalogue.isEmpty {
-                        print("  retention catalogue: \(catalogue.messages.count) messages, \(catalogue.images.count) images, \(catalogue.defaults.count) defaults")
+                        print(
+                            "  retention catalogue: \(catalogue.messages.count) messages, \(catalogue.images.count) images, \(catalogue.defaults.count) defaults"
+                        )
                         for message in catalogue.messages { print("    message \(message.name): \(message.identifier)") }
                         for entry in catalogue.defaults { print("    default \(entry.productIdentifier) \(entry.locale): \(entry.messageName)") }
                     }

@@ -1,10 +1,10 @@
 import ArgumentParser
 import Foundation
+import OfferApplication
 import OfferEligibility
 import OfferSignerServer
 import OfferSigning
 import OfferStore
-import OfferApplication
 
 struct RetentionCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,9 +15,14 @@ struct RetentionCommand: AsyncParsableCommand {
 
     struct Explain: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Shows which retention entry the policy chooses for a request, and why, from the store (\(variable: .policy), \(variable: .databaseUrl)). Signs nothing.")
+            abstract:
+                "Shows which retention entry the policy chooses for a request, and why, from the store (\(variable: .policy), \(variable: .databaseUrl)). Signs nothing."
+        )
 
-        @Argument(help: "A file with {\"signedPayload\": …}, a bare signedPayload (both verified), or a decoded request (DecodedRealtimeRequestBody JSON); - reads standard input.")
+        @Argument(
+            help:
+                "A file with {\"signedPayload\": …}, a bare signedPayload (both verified), or a decoded request (DecodedRealtimeRequestBody JSON); - reads standard input."
+        )
         var file: String
 
         func run() async throws {
@@ -26,7 +31,13 @@ struct RetentionCommand: AsyncParsableCommand {
             guard configuration.policy != nil else {
                 throw ValidationError("No policy (\(variable: .policy)): there are no retention entries to explain.")
             }
-            let service = OfferService(apps: configuration.apps, keyRing: .empty, policy: configuration.policy, store: store, notifications: notifications)
+            let service = OfferService(
+                apps: configuration.apps,
+                keyRing: .empty,
+                policy: configuration.policy,
+                store: store,
+                notifications: notifications
+            )
             let explanation: RetentionExplanation
             do {
                 explanation = try await service.explainRetention(document: text)

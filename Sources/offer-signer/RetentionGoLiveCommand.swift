@@ -13,8 +13,11 @@ extension RetentionCommand {
     struct GoLive: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "go-live",
-            abstract: "Configures the Sandbox real-time URL, runs Apple's performance test and polls it to its result, prints the percentiles, and on PASS only configures the Production real-time URL. Needs \(variable: .appStoreApiKeyId) and the variables of docs/app-store-api.md.",
-            discussion: "Exit status 0 when live in Production, 1 when the test failed (nothing changed in Production), 2 when a step could not be done (the message says which and why).")
+            abstract:
+                "Configures the Sandbox real-time URL, runs Apple's performance test and polls it to its result, prints the percentiles, and on PASS only configures the Production real-time URL. Needs \(variable: .appStoreApiKeyId) and the variables of docs/app-store-api.md.",
+            discussion:
+                "Exit status 0 when live in Production, 1 when the test failed (nothing changed in Production), 2 when a step could not be done (the message says which and why)."
+        )
 
         @Option(name: .customLong("url"), help: "The Production URL of POST /v1/retention/appstore (https://, at most 256 characters).")
         var productionURL: String
@@ -22,7 +25,10 @@ extension RetentionCommand {
         @Option(name: .customLong("sandbox-url"), help: "The Sandbox URL (Apple recommends a separate one); default: --url.")
         var sandboxURL: String?
 
-        @Option(name: .customLong("transaction"), help: "The original transaction identifier of an active auto-renewable subscription bought in Sandbox.")
+        @Option(
+            name: .customLong("transaction"),
+            help: "The original transaction identifier of an active auto-renewable subscription bought in Sandbox."
+        )
         var originalTransactionId: String
 
         @Option(name: .customLong("request-id"), help: "Poll this performance test (already started) instead of starting one.")
@@ -31,7 +37,10 @@ extension RetentionCommand {
         @Option(name: .customLong("bundle-id"), help: "The app (default: the only one).")
         var bundleIdentifier: String?
 
-        @Option(name: .customLong("poll-seconds"), help: "Seconds between two polls of the result (at least 10: Sandbox allows one request every 10 s).")
+        @Option(
+            name: .customLong("poll-seconds"),
+            help: "Seconds between two polls of the result (at least 10: Sandbox allows one request every 10 s)."
+        )
         var pollSeconds: Int = 15
 
         @Option(name: .customLong("timeout-minutes"), help: "How long to poll at most.")
@@ -56,8 +65,13 @@ extension RetentionCommand {
             let outcome: RetentionGoLive.Outcome
             do {
                 outcome = try await setup.goLive(
-                    bundle, productionURL: productionURL, sandboxURL: sandboxURL, originalTransactionId: originalTransactionId,
-                    resumeRequestId: requestId, pollInterval: .seconds(pollSeconds), timeout: .seconds(timeoutMinutes * 60)
+                    bundle,
+                    productionURL: productionURL,
+                    sandboxURL: sandboxURL,
+                    originalTransactionId: originalTransactionId,
+                    resumeRequestId: requestId,
+                    pollInterval: .seconds(pollSeconds),
+                    timeout: .seconds(timeoutMinutes * 60)
                 ) { line in print(line) }
             } catch {
                 try? await store?.close()

@@ -13,8 +13,10 @@ extension RetentionCommand {
     /// `offer-signer retention sync`: Apple's catalogue made to match the policy's (``RetentionCatalogueSync``).
     struct Sync: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Uploads the policy's retention messages and images Apple does not have (under identifiers derived from their content: a second run uploads nothing), configures each product's default message per locale once approved, and records Apple's approval states in the store (\(variable: .policy), \(variable: .databaseUrl), the App Store Server API's variables).",
-            discussion: "Exit status 0 done, 2 when a step fails (the message and its code are on standard error).")
+            abstract:
+                "Uploads the policy's retention messages and images Apple does not have (under identifiers derived from their content: a second run uploads nothing), configures each product's default message per locale once approved, and records Apple's approval states in the store (\(variable: .policy), \(variable: .databaseUrl), the App Store Server API's variables).",
+            discussion: "Exit status 0 done, 2 when a step fails (the message and its code are on standard error)."
+        )
 
         @OptionGroup var target: CatalogueTarget
 
@@ -32,7 +34,9 @@ extension RetentionCommand {
     /// `offer-signer retention status`: Apple's approval state of each item, beside the policy.
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Shows each retention message and image of the policy with Apple's approval state (PENDING, APPROVED, REJECTED, NOT_SENT), and records it in the store.")
+            abstract:
+                "Shows each retention message and image of the policy with Apple's approval state (PENDING, APPROVED, REJECTED, NOT_SENT), and records it in the store."
+        )
 
         @OptionGroup var target: CatalogueTarget
 
@@ -51,14 +55,18 @@ struct CatalogueTarget: ParsableArguments {
     var bundleIdentifier: String?
 
     func validate() throws {
-        guard ["production", "sandbox"].contains(environment.lowercased()) else { throw ValidationError("--environment must be Production or Sandbox.") }
+        guard ["production", "sandbox"].contains(environment.lowercased()) else {
+            throw ValidationError("--environment must be Production or Sandbox.")
+        }
     }
 
     /// Opens the configuration, policy and store, runs `body` with the app's catalogue sync, closes the store.
     func withSync(_ body: (RetentionCatalogueSync, OfferPolicy.App) async throws(RetentionMessagingError) -> Void) async throws {
         let (configuration, store, _) = try await openForTools()
         do {
-            guard let policy = configuration.policy else { throw ValidationError("No policy (\(variable: .policy)): there is no retention catalogue.") }
+            guard let policy = configuration.policy else {
+                throw ValidationError("No policy (\(variable: .policy)): there is no retention catalogue.")
+            }
             let (setup, bundle) = try makeRetentionSetup(configuration: configuration, store: store, bundleIdentifier: bundleIdentifier)
             guard let app = policy.app(bundle) else { throw ValidationError("\(bundle) is not an app of the policy.") }
             do {
@@ -75,9 +83,13 @@ struct CatalogueTarget: ParsableArguments {
     }
 
     static func print(_ report: RetentionCatalogueSync.Report) {
-        Swift.print("\(report.environment): \(report.uploaded.count) uploaded, \(report.deleted.count) deleted, \(report.defaultsSet.count) defaults set, \(report.defaultsWaiting.count) waiting for approval")
+        Swift.print(
+            "\(report.environment): \(report.uploaded.count) uploaded, \(report.deleted.count) deleted, \(report.defaultsSet.count) defaults set, \(report.defaultsWaiting.count) waiting for approval"
+        )
         for item in report.items {
-            Swift.print("  \(item.kind.padding(toLength: 8, withPad: " ", startingAt: 0))\(item.state.padding(toLength: 10, withPad: " ", startingAt: 0))\(item.identifier)  \(item.inPolicy ? item.name : "(not in the policy)")")
+            Swift.print(
+                "  \(item.kind.padding(toLength: 8, withPad: " ", startingAt: 0))\(item.state.padding(toLength: 10, withPad: " ", startingAt: 0))\(item.identifier)  \(item.inPolicy ? item.name : "(not in the policy)")"
+            )
         }
     }
 }
@@ -85,7 +97,9 @@ struct CatalogueTarget: ParsableArguments {
 /// The Retention Messaging setup of the configured apps (the App Store Server API's variables), and the app a command
 /// names (`--bundle-id`, default the only one).
 func makeRetentionSetup(
-    configuration: ServiceConfiguration, store: (any OfferStore)?, bundleIdentifier: String?
+    configuration: ServiceConfiguration,
+    store: (any OfferStore)?,
+    bundleIdentifier: String?
 ) throws -> (RetentionMessagingSetup, String) {
     var logger = Logger(label: "offer-signer")
     logger.logLevel = .warning
@@ -94,7 +108,10 @@ func makeRetentionSetup(
     }
     let bundle = bundleIdentifier ?? (configuration.apps.count == 1 ? configuration.apps[0].bundleIdentifier : nil)
     guard let bundle, let app = configuration.apps.first(where: { $0.bundleIdentifier == bundle }) else {
-        throw ValidationError(bundleIdentifier == nil ? "Several apps are served: name one with --bundle-id." : "\(bundleIdentifier ?? "") is not an app this server serves.")
+        throw ValidationError(
+            bundleIdentifier == nil
+                ? "Several apps are served: name one with --bundle-id." : "\(bundleIdentifier ?? "") is not an app this server serves."
+        )
     }
     do {
         let apiConfiguration = try settings.clientConfiguration(for: app, environments: [.production, .sandbox])

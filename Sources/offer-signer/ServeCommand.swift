@@ -6,26 +6,31 @@ import Hummingbird
 import Logging
 import Metrics
 import NIOCore
+import OfferApplication
+import OfferErrors
 import OfferSignerDemo
 import OfferSignerServer
 import OfferSigning
 import Prometheus
 import ServiceLifecycle
 import UnixSignals
-import OfferApplication
-import OfferErrors
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Runs the HTTP service.",
-        discussion: "Reads \(ConfigurationVariable.environmentPrefix)* variables. With --demo, signs with a throw-away key for a demo app: nothing to configure, nothing the App Store accepts."
+        discussion:
+            "Reads \(ConfigurationVariable.environmentPrefix)* variables. With --demo, signs with a throw-away key for a demo app: nothing to configure, nothing the App Store accepts."
     )
 
     @Flag(help: "Start with a freshly generated throw-away key and a demo app. Never for production.")
     var demo = false
 
-    @Option(name: .customLong("pid-file"), help: "Write the process ID to this file once the service is configured (removed on exit), so that `kill -HUP \"$(cat FILE)\"` reloads the keys of this process only.")
+    @Option(
+        name: .customLong("pid-file"),
+        help:
+            "Write the process ID to this file once the service is configured (removed on exit), so that `kill -HUP \"$(cat FILE)\"` reloads the keys of this process only."
+    )
     var pidFile: String?
 
     /// The commands the demo suggests at start-up (the README's quick start runs the same).
@@ -92,9 +97,13 @@ struct ServeCommand: AsyncParsableCommand {
             // A SIGHUP that arrives before the reload handler is installed must not stop the process (SIGHUP's
             // default action): the PID file invites one. The handler receives it all the same.
             signal(SIGHUP, SIG_IGN)
-            if let text = try? String(contentsOfFile: pidFile, encoding: .utf8), let running = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)),
-               running != getpid(), kill(running, 0) == 0 {
-                logger.critical("cannot start: --pid-file \(pidFile) names process \(running), which is running; stop it, or give this instance its own PID file.")
+            if let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+                let running = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+                running != getpid(), kill(running, 0) == 0
+            {
+                logger.critical(
+                    "cannot start: --pid-file \(pidFile) names process \(running), which is running; stop it, or give this instance its own PID file."
+                )
                 throw ExitCode(78)  // EX_CONFIG
             }
             do {
@@ -107,7 +116,8 @@ struct ServeCommand: AsyncParsableCommand {
         defer {
             // Only our own PID is removed: another instance may have taken the file over.
             if let pidFile, let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
-               text.trimmingCharacters(in: .whitespacesAndNewlines) == "\(getpid())" {
+                text.trimmingCharacters(in: .whitespacesAndNewlines) == "\(getpid())"
+            {
                 try? FileManager.default.removeItem(atPath: pidFile)
             }
         }
@@ -116,17 +126,22 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             if let tracing {
                 // The exporter first, so that it stops last: the spans of the last answers are exported.
-                try await ServiceGroup(configuration: .init(services: [tracing, app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
+                try await ServiceGroup(configuration: .init(services: [tracing, app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                    .run()
             } else {
                 try await app.runService()
             }
             // A graceful shutdown (SIGTERM, SIGINT): every answer in flight was sent and every signature recorded.
             logger.notice("offer-signer stopped: connections drained, the store closed")
         } catch let error as IOError where error.errnoCode == EADDRINUSE || error.errnoCode == EADDRNOTAVAIL || error.errnoCode == EACCES {
-            logger.critical("cannot start: cannot listen on \(Self.listeners(configuration)) (\(String(cString: strerror(error.errnoCode)))); set \(variable: .host)/\(variable: .port) (and \(variable: .adminHost)/\(variable: .adminPort)) to a free address, or stop what holds it.")
+            logger.critical(
+                "cannot start: cannot listen on \(Self.listeners(configuration)) (\(String(cString: strerror(error.errnoCode)))); set \(variable: .host)/\(variable: .port) (and \(variable: .adminHost)/\(variable: .adminPort)) to a free address, or stop what holds it."
+            )
             throw ExitCode(78)  // EX_CONFIG
         } catch let error where error is SocketAddressError || error is SocketAddressError.UnknownHost {
-            logger.critical("cannot start: cannot resolve the address to listen on, \(Self.listeners(configuration)); set \(variable: .host) (and \(variable: .adminHost)) to an IP address or a name this host resolves.")
+            logger.critical(
+                "cannot start: cannot resolve the address to listen on, \(Self.listeners(configuration)); set \(variable: .host) (and \(variable: .adminHost)) to an IP address or a name this host resolves."
+            )
             throw ExitCode(78)  // EX_CONFIG
         }
     }
@@ -141,11 +156,15 @@ struct ServeCommand: AsyncParsableCommand {
         for warning in configuration.warnings { logger.warning("\(warning)") }
         logger.warning("\(banner)")
         let base = "http://\(configuration.host):\(configuration.port)"
-        logger.notice("demo customers: lapsed-user (left 40 days ago), leaving-user (auto-renew off), loyal-user (8 renewals), new-user (unknown), and a history of subscriber-01…12 and returning-01…04 for the console. Try:")
+        logger.notice(
+            "demo customers: lapsed-user (left 40 days ago), leaving-user (auto-renew off), loyal-user (8 renewals), new-user (unknown), and a history of subscriber-01…12 and returning-01…04 for the console. Try:"
+        )
         for line in demoCommands(base: base) { logger.notice("  \(line)") }
         let console = configuration.operationsListener.map { "http://\($0.host):\($0.port)/console" } ?? "\(base)/console"
         if ServiceConfiguration.demoUsesItsOwnAdminToken(environment: environment) {
-            logger.notice("Console: \(console) — sign in with the demo's admin token \(ServiceConfiguration.demoAdminToken) (public, demo only; set \(variable: .adminTokens) to use your own)")
+            logger.notice(
+                "Console: \(console) — sign in with the demo's admin token \(ServiceConfiguration.demoAdminToken) (public, demo only; set \(variable: .adminTokens) to use your own)"
+            )
         } else {
             logger.notice("Console: \(console) — sign in with one of the tokens of \(variable: .adminTokens)")
         }
@@ -165,6 +184,9 @@ func makeLogger() -> Logger {
     let environment = ConfigurationVariable.processEnvironment
     let format = (try? LogFormat.configured(environment)) ?? .forStandardError
     let level = (try? configuredLogLevel(environment)) ?? .info
-    LoggingSystem.bootstrap({ label, provider in format.standardErrorHandler(label: label, level: level, metadataProvider: provider) }, metadataProvider: RequestMetadata.provider)
+    LoggingSystem.bootstrap(
+        { label, provider in format.standardErrorHandler(label: label, level: level, metadataProvider: provider) },
+        metadataProvider: RequestMetadata.provider
+    )
     return Logger(label: "offer-signer")
 }

@@ -1,16 +1,19 @@
 import ArgumentParser
-import OfferStore
-import OfferKeys
-import Logging
 import Configuration
 import Foundation
+import Logging
+import OfferApplication
+import OfferKeys
 import OfferSignerServer
 import OfferSigning
-import OfferApplication
+import OfferStore
 
 /// Where the CLI gets keys: a key file given on the command line, or the service's own environment.
 struct KeyOptions: ParsableArguments {
-    @Option(name: .customLong("key-file"), help: "A .p8/PEM private key (default: the \(ConfigurationVariable.environmentPrefix)* environment, as `serve` reads it).")
+    @Option(
+        name: .customLong("key-file"),
+        help: "A .p8/PEM private key (default: the \(ConfigurationVariable.environmentPrefix)* environment, as `serve` reads it)."
+    )
     var keyFile: String?
 
     @Option(name: .customLong("key-id"), help: "The key identifier of --key-file (default: taken from a SubscriptionKey_<KEYID>.p8 file name).")
@@ -29,7 +32,9 @@ struct KeyOptions: ParsableArguments {
         guard let keyFile else {
             let entries = try KeyLoader.load(environment: environment)
             guard !entries.isEmpty else {
-                throw ValidationError("No key: pass --key-file, or set \(ConfigurationVariable.keyVariable("<KEYID>")), \(ConfigurationVariable.keyFileVariable("<KEYID>")) or \(variable: .keysDir).")
+                throw ValidationError(
+                    "No key: pass --key-file, or set \(ConfigurationVariable.keyVariable("<KEYID>")), \(ConfigurationVariable.keyFileVariable("<KEYID>")) or \(variable: .keysDir)."
+                )
             }
             let reader = ConfigurationVariable.reader(environment)
             let configured = reader.string(.activeKeyId)
@@ -47,8 +52,12 @@ struct KeyOptions: ParsableArguments {
             defer { if let store { Task { try? await store.close() } } }
             guard let stateStore else { return (try KeyRing(keys: entries, activeKeyIdentifier: configured), false) }
             let manager = try await KeyManager(
-                holder: KeyRingHolder(try KeyRing(keys: entries, activeKeyIdentifier: configured)), loadKeys: { entries },
-                configuredActiveKeyIdentifier: configured, stateStore: stateStore, logger: Logger(label: "offer-signer"))
+                holder: KeyRingHolder(try KeyRing(keys: entries, activeKeyIdentifier: configured)),
+                loadKeys: { entries },
+                configuredActiveKeyIdentifier: configured,
+                stateStore: stateStore,
+                logger: Logger(label: "offer-signer")
+            )
             let ring = await manager.keyRing
             try? await store?.close()
             store = nil
@@ -56,7 +65,9 @@ struct KeyOptions: ParsableArguments {
         }
         let name = URL(fileURLWithPath: keyFile).lastPathComponent
         guard let keyIdentifier = keyIdentifier ?? KeyLoader.keyIdentifier(fromFileName: name) else {
-            throw ValidationError("Pass --key-id: the key identifier cannot be read from the file name '\(name)' (App Store Connect names it SubscriptionKey_<KEYID>.p8).")
+            throw ValidationError(
+                "Pass --key-id: the key identifier cannot be read from the file name '\(name)' (App Store Connect names it SubscriptionKey_<KEYID>.p8)."
+            )
         }
         let pem: String
         do {
@@ -121,16 +132,39 @@ struct SignCommand: AsyncParsableCommand {
                 throw ValidationError("--format jws needs --issuer-id or \(variable: .issuerId).")
             }
             let signed = try await JWSOfferSigner.signPromotionalOffer(
-                bundleIdentifier: bundle, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier,
-                transactionId: transactionId, issuerIdentifier: issuer, key: try ring.activeKey(), nonce: fixedNonce)
-            try printJSON(SignedJWSOfferResponse(
-                bundleIdentifier: bundle, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier,
-                keyIdentifier: signed.keyIdentifier, nonce: signed.claims.nonce, signature: signed.token))
+                bundleIdentifier: bundle,
+                productIdentifier: productIdentifier,
+                offerIdentifier: offerIdentifier,
+                transactionId: transactionId,
+                issuerIdentifier: issuer,
+                key: try ring.activeKey(),
+                nonce: fixedNonce
+            )
+            try printJSON(
+                SignedJWSOfferResponse(
+                    bundleIdentifier: bundle,
+                    productIdentifier: productIdentifier,
+                    offerIdentifier: offerIdentifier,
+                    keyIdentifier: signed.keyIdentifier,
+                    nonce: signed.claims.nonce,
+                    signature: signed.token
+                )
+            )
             return
         }
         guard format == "legacy" else { throw ValidationError("--format is legacy or jws.") }
-        let offer = PromotionalOffer(bundleIdentifier: bundle, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier, applicationUsername: applicationUsername)
-        let signed = try OfferSigner.signLegacy(offer, with: try ring.activeKey(), nonce: fixedNonce, timestamp: timestamp ?? OfferSigner.currentTimestamp())
+        let offer = PromotionalOffer(
+            bundleIdentifier: bundle,
+            productIdentifier: productIdentifier,
+            offerIdentifier: offerIdentifier,
+            applicationUsername: applicationUsername
+        )
+        let signed = try OfferSigner.signLegacy(
+            offer,
+            with: try ring.activeKey(),
+            nonce: fixedNonce,
+            timestamp: timestamp ?? OfferSigner.currentTimestamp()
+        )
         try printJSON(signed)
     }
 }
@@ -140,4 +174,3 @@ func printJSON(_ value: some Encodable) throws {
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
     print(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
-

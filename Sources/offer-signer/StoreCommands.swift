@@ -1,12 +1,12 @@
 import ArgumentParser
 import Foundation
 import Logging
+import OfferApplication
 import OfferEligibility
 import OfferModel
 import OfferSignerServer
 import OfferSigning
 import OfferStore
-import OfferApplication
 
 /// Opens what the store commands need from the same OFFER_SIGNER_* variables as `serve` (keys not needed).
 /// `readOnly`: a command that only reads (a dry-run, an explanation) refuses a SQLite file that does not exist,
@@ -46,7 +46,9 @@ struct EligibilityCommand: AsyncParsableCommand {
 
     struct Explain: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Lists every offer of the policy with its decision and reasons for one customer, from the store (\(variable: .policy), \(variable: .databaseUrl)).")
+            abstract:
+                "Lists every offer of the policy with its decision and reasons for one customer, from the store (\(variable: .policy), \(variable: .databaseUrl))."
+        )
 
         @Option(name: .customLong("username"), help: "The applicationUsername.")
         var applicationUsername: String
@@ -64,12 +66,22 @@ struct EligibilityCommand: AsyncParsableCommand {
             }
             let service = OfferService(apps: configuration.apps, keyRing: .empty, policy: configuration.policy, store: store)
             do {
-                let entries = try await service.eligibility(bundleIdentifier: bundleIdentifier, applicationUsername: applicationUsername, productIdentifier: productIdentifier, exposes: false)
-                let key = CustomerKey(bundleIdentifier: try service.app(named: bundleIdentifier).bundleIdentifier, applicationUsername: applicationUsername)
+                let entries = try await service.eligibility(
+                    bundleIdentifier: bundleIdentifier,
+                    applicationUsername: applicationUsername,
+                    productIdentifier: productIdentifier,
+                    exposes: false
+                )
+                let key = CustomerKey(
+                    bundleIdentifier: try service.app(named: bundleIdentifier).bundleIdentifier,
+                    applicationUsername: applicationUsername
+                )
                 let known = try await store?.customerFacts(for: key) != nil
                 print("\(key)\(known ? "" : " (not known to the store: no subscription on record)")")
                 for entry in entries {
-                    print("  \(entry.eligible ? "eligible    " : "not eligible") \(entry.productIdentifier) / \(entry.offerIdentifier)\(entry.experiment.map { " (experiment \($0.id), variant \($0.variant))" } ?? "")")
+                    print(
+                        "  \(entry.eligible ? "eligible    " : "not eligible") \(entry.productIdentifier) / \(entry.offerIdentifier)\(entry.experiment.map { " (experiment \($0.id), variant \($0.variant))" } ?? "")"
+                    )
                     for reason in entry.reasons { print("      \(reason.rule): \(reason.message) [\(reason.code)]") }
                 }
             } catch let error as OfferServiceError {
@@ -90,7 +102,9 @@ struct NotificationsCommand: AsyncParsableCommand {
 
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Replays captured notifications into the store (back-fills): one signedPayload per line, bare or as {\"signedPayload\": …}. Each is verified; duplicates change nothing. Exit status 1 if any line was refused.")
+            abstract:
+                "Replays captured notifications into the store (back-fills): one signedPayload per line, bare or as {\"signedPayload\": …}. Each is verified; duplicates change nothing. Exit status 1 if any line was refused."
+        )
 
         @Argument(help: "The file; - reads standard input.")
         var file: String
@@ -98,7 +112,9 @@ struct NotificationsCommand: AsyncParsableCommand {
         func run() async throws {
             let (_, store, notifications) = try await openForTools()
             guard let store, let notifications else {
-                throw ValidationError("Notifications need a store (\(variable: .databaseUrl)) and an app that can verify them (\(variable: .environments), appAppleId for Production).")
+                throw ValidationError(
+                    "Notifications need a store (\(variable: .databaseUrl)) and an app that can verify them (\(variable: .environments), appAppleId for Production)."
+                )
             }
             let data = try readInput(file)
             let summary = await notifications.replay(String(decoding: data, as: UTF8.self))

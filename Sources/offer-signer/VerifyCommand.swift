@@ -1,14 +1,15 @@
 import ArgumentParser
 import Foundation
+import OfferApplication
 import OfferSignerServer
 import OfferSigning
-import OfferApplication
 
 struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "Verifies a legacy bundle (the JSON `sign` prints) or an offer JWS. Exit status 0 valid, 1 invalid.",
-        discussion: "Input: a legacy bundle as JSON, a compact JWS, or {\"signature\": <compact JWS>}. Prints what was checked: the exact legacy payload with separators shown as \\u2063, or the decoded JWS header and claims."
+        discussion:
+            "Input: a legacy bundle as JSON, a compact JWS, or {\"signature\": <compact JWS>}. Prints what was checked: the exact legacy payload with separators shown as \\u2063, or the decoded JWS header and claims."
     )
 
     @Argument(help: "A file holding the bundle JSON; - or nothing reads standard input.")
@@ -33,7 +34,9 @@ struct VerifyCommand: AsyncParsableCommand {
             throw ValidationError("The input is not strict JSON: \(problem)")
         }
         if let token = Self.jwsToken(in: text) {
-            guard publicKeyFile == nil else { throw ValidationError("--public-key-file verifies legacy bundles; for a JWS, use --key-file or the environment.") }
+            guard publicKeyFile == nil else {
+                throw ValidationError("--public-key-file verifies legacy bundles; for a JWS, use --key-file or the environment.")
+            }
             let (ring, statesKnown) = try await keys.keys(environment: ConfigurationVariable.processEnvironment)
             var result = await JWSOfferVerifier.verify(token, keyRing: ring)
             if !statesKnown {
@@ -54,7 +57,9 @@ struct VerifyCommand: AsyncParsableCommand {
         var result: LegacyOfferVerification
         let statesKnown: Bool
         if let publicKeyFile {
-            guard let pem = try? String(contentsOfFile: publicKeyFile, encoding: .utf8) else { throw ValidationError("Cannot read \(publicKeyFile).") }
+            guard let pem = try? String(contentsOfFile: publicKeyFile, encoding: .utf8) else {
+                throw ValidationError("Cannot read \(publicKeyFile).")
+            }
             let key = try VerificationKey(keyIdentifier: bundle.keyIdentifier, publicKeyPEM: pem)
             result = LegacyOfferVerifier.verify(bundle, key: key)
             statesKnown = false
@@ -73,7 +78,8 @@ struct VerifyCommand: AsyncParsableCommand {
     }
 
     /// What an offline check cannot know: whether the service has since revoked or retired the key.
-    static let offlineWarning = "Checked against the key given only: this command does not know the key's state on the service (revoked, retired). Set \(variable: .databaseUrl) (or \(variable: .stateFile)) as the service has it, or ask the service: POST /v1/offers/verify, or offer-signer keys list --url."
+    static let offlineWarning =
+        "Checked against the key given only: this command does not know the key's state on the service (revoked, retired). Set \(variable: .databaseUrl) (or \(variable: .stateFile)) as the service has it, or ask the service: POST /v1/offers/verify, or offer-signer keys list --url."
 
     /// An unknown key, offline: unknown to the keys given, not to the service.
     static func unknownKeyMessage(_ keyIdentifier: String?) -> String {
@@ -86,9 +92,14 @@ struct VerifyCommand: AsyncParsableCommand {
         if !text.hasPrefix("{") {
             return text.split(separator: ".", omittingEmptySubsequences: false).count == 3 ? text : nil
         }
-        struct Wrapper: Decodable { var signature: String?; var format: String?; var timestamp: Int64? }
+        struct Wrapper: Decodable {
+            var signature: String?
+            var format: String?
+            var timestamp: Int64?
+        }
         guard let wrapper = try? JSONDecoder().decode(Wrapper.self, from: Data(text.utf8)), let token = wrapper.signature,
-              wrapper.format == "jws" || (wrapper.format == nil && wrapper.timestamp == nil && token.contains(".")) else { return nil }
+            wrapper.format == "jws" || (wrapper.format == nil && wrapper.timestamp == nil && token.contains("."))
+        else { return nil }
         return token
     }
 }

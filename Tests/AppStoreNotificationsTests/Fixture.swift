@@ -14,15 +14,21 @@ struct Fixture {
         self.chain = try TestCertificateChain(options)
         self.signer = TestJWSSigner(chain: chain)
         self.verifier = try SignedDataVerifier(
-            bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: Self.appAppleId,
-            environments: environments, trustedRoots: [chain.root])
+            bundleIdentifier: TestPayloads.bundleIdentifier,
+            appAppleId: Self.appAppleId,
+            environments: environments,
+            trustedRoots: [chain.root]
+        )
     }
 
     /// A verifier trusting `root` instead, otherwise the same.
     func verifier(trusting roots: [TestCertificateChain]) throws -> SignedDataVerifier {
         try SignedDataVerifier(
-            bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: Self.appAppleId,
-            environments: [.sandbox, .production], trustedRoots: roots.map(\.root))
+            bundleIdentifier: TestPayloads.bundleIdentifier,
+            appAppleId: Self.appAppleId,
+            environments: [.sandbox, .production],
+            trustedRoots: roots.map(\.root)
+        )
     }
 
     /// A signed SUBSCRIBED/INITIAL_BUY notification with nested transaction and renewal info.
@@ -34,9 +40,14 @@ struct Fixture {
     ) async throws -> String {
         let transaction = TestPayloads.transaction(environment: environment, signedDate: signedDate)
         return try await (signer ?? self.signer).signNotification(
-            .subscribed, subtype: .initialBuy,
+            .subscribed,
+            subtype: .initialBuy,
             transaction: transaction,
             renewalInfo: TestPayloads.renewalInfo(for: transaction, signedDate: signedDate),
-            environment: environment, appAppleId: appAppleId, status: .active, signedDate: signedDate)
+            environment: environment,
+            appAppleId: appAppleId,
+            status: .active,
+            signedDate: signedDate
+        )
     }
 }

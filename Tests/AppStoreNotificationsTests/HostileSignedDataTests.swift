@@ -17,11 +17,12 @@ import Testing
         let jws = try await fixture.signer.sign(transaction)
         // Out of 1970…3000 the date is refused as malformed (swift-certificates traps on dates it cannot encode);
         // inside, the test chain is valid around today only, so the chain check fails by date.
-        let expected: SignedDataVerificationError.Code = switch signedDate {
-        case .min, -1, 32_503_680_000_001, .max: .malformedPayload
-        case 0: .certificateNotYetValid
-        default: .certificateExpired
-        }
+        let expected: SignedDataVerificationError.Code =
+            switch signedDate {
+            case .min, -1, 32_503_680_000_001, .max: .malformedPayload
+            case 0: .certificateNotYetValid
+            default: .certificateExpired
+            }
         let error = await #expect(throws: SignedDataVerificationError.self) {
             _ = try await fixture.verifier.verifyAndDecodeTransaction(jws)
         }

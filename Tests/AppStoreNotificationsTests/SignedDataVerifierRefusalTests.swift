@@ -107,8 +107,14 @@ struct SignedDataVerifierRefusalTests {
         _ = try await fixture.verifier.verifyAndDecodeNotificationContents(try await fixture.subscribed(signedDate: now))
         _ = try await fixture.verifier.verifyAndDecodeNotificationContents(try await fixture.subscribed(signedDate: now.addingTimeInterval(60)))
         // The same certificates, signed at dates outside the leaf's validity: refused as without the memory.
-        #expect(await notificationRefusal(fixture.verifier, try await fixture.subscribed(signedDate: now.addingTimeInterval(2 * 86_400))) == .certificateExpired)
-        #expect(await notificationRefusal(fixture.verifier, try await fixture.subscribed(signedDate: now.addingTimeInterval(-2 * 86_400))) == .certificateNotYetValid)
+        #expect(
+            await notificationRefusal(fixture.verifier, try await fixture.subscribed(signedDate: now.addingTimeInterval(2 * 86_400)))
+                == .certificateExpired
+        )
+        #expect(
+            await notificationRefusal(fixture.verifier, try await fixture.subscribed(signedDate: now.addingTimeInterval(-2 * 86_400)))
+                == .certificateNotYetValid
+        )
         // And a forged signature over the remembered chain is still a forged signature.
         let genuine = try await fixture.subscribed(signedDate: now).split(separator: ".")
         let other = try await fixture.subscribed(signedDate: now.addingTimeInterval(5)).split(separator: ".")
@@ -140,11 +146,15 @@ struct SignedDataVerifierRefusalTests {
         #expect(await notificationRefusal(sandboxOnly.verifier, production) == .wrongEnvironment)
 
         let productionOnly = try SignedDataVerifier(
-            bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: Fixture.appAppleId, trustedRoots: [sandboxOnly.chain.root])
+            bundleIdentifier: TestPayloads.bundleIdentifier,
+            appAppleId: Fixture.appAppleId,
+            trustedRoots: [sandboxOnly.chain.root]
+        )
         #expect(await notificationRefusal(productionOnly, try await sandboxOnly.subscribed()) == .wrongEnvironment)
 
         let renewalInfo = try await sandboxOnly.signer.sign(
-            TestPayloads.renewalInfo(for: TestPayloads.transaction(environment: .production)))
+            TestPayloads.renewalInfo(for: TestPayloads.transaction(environment: .production))
+        )
         #expect(await refusal { _ = try await sandboxOnly.verifier.verifyAndDecodeRenewalInfo(renewalInfo) } == .wrongEnvironment)
 
         let xcode = try await sandboxOnly.signer.sign(TestPayloads.transaction(environment: .xcode))
@@ -214,7 +224,10 @@ struct SignedDataVerifierRefusalTests {
         #expect(await notificationRefusal(fixture.verifier, jws) == .invalidCertificateChain)
     }
 
-    @Test("garbage input", arguments: ["", "abc", "a.b", "a.b.c", "a.b.c.d", "...", "eyJhbGciOiJFUzI1NiJ9.bm90IGpzb24.c2ln", "{\"signedPayload\":1}"])
+    @Test(
+        "garbage input",
+        arguments: ["", "abc", "a.b", "a.b.c", "a.b.c.d", "...", "eyJhbGciOiJFUzI1NiJ9.bm90IGpzb24.c2ln", "{\"signedPayload\":1}"]
+    )
     func garbage(input: String) async throws {
         let fixture = try Fixture()
         #expect(await notificationRefusal(fixture.verifier, input) == .invalidJWS)

@@ -50,7 +50,8 @@ struct SignedDataVerifierAcceptanceTests {
         let fixture = try Fixture(options)
         let signedDate = now.addingTimeInterval(-20 * 86_400)
         let decoded = try await fixture.verifier.verifyAndDecodeNotificationContents(
-            try await fixture.subscribed(signedDate: signedDate))
+            try await fixture.subscribed(signedDate: signedDate)
+        )
         #expect(decoded.notification.signedDate == signedDate.appStoreMilliseconds)
         #expect(decoded.transaction != nil)
     }
@@ -59,7 +60,8 @@ struct SignedDataVerifierAcceptanceTests {
     func production() async throws {
         let fixture = try Fixture()
         let decoded = try await fixture.verifier.verifyAndDecodeNotification(
-            try await fixture.subscribed(environment: .production, appAppleId: Fixture.appAppleId))
+            try await fixture.subscribed(environment: .production, appAppleId: Fixture.appAppleId)
+        )
         #expect(decoded.data?.environment == .production)
         #expect(decoded.data?.appAppleId == Fixture.appAppleId)
     }
@@ -68,7 +70,9 @@ struct SignedDataVerifierAcceptanceTests {
     func unknownNotificationType() async throws {
         let fixture = try Fixture()
         let signed = try await fixture.signer.signNotification(
-            NotificationType(rawValue: "SOMETHING_NEW"), subtype: NotificationSubtype(rawValue: "ALSO_NEW"))
+            NotificationType(rawValue: "SOMETHING_NEW"),
+            subtype: NotificationSubtype(rawValue: "ALSO_NEW")
+        )
         let decoded = try await fixture.verifier.verifyAndDecodeNotification(signed)
         #expect(decoded.notificationType?.rawValue == "SOMETHING_NEW")
         #expect(decoded.subtype?.rawValue == "ALSO_NEW")
@@ -78,7 +82,8 @@ struct SignedDataVerifierAcceptanceTests {
     func testNotification() async throws {
         let fixture = try Fixture()
         let decoded = try await fixture.verifier.verifyAndDecodeNotificationContents(
-            try await fixture.signer.signNotification(.test))
+            try await fixture.signer.signNotification(.test)
+        )
         #expect(decoded.notification.notificationType == .test)
         #expect(decoded.transaction == nil && decoded.renewalInfo == nil)
     }
@@ -120,8 +125,11 @@ struct SignedDataVerifierAcceptanceTests {
         var seen: [String] = []
         for (type, subtype, transaction, autoRenew) in steps {
             let signed = try await fixture.signer.signNotification(
-                type, subtype: subtype, transaction: transaction,
-                renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: autoRenew))
+                type,
+                subtype: subtype,
+                transaction: transaction,
+                renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: autoRenew)
+            )
             let decoded = try await fixture.verifier.verifyAndDecodeNotificationContents(signed)
             #expect(decoded.renewalInfo?.autoRenewStatus == autoRenew)
             #expect(decoded.transaction?.originalTransactionId == first.originalTransactionId)

@@ -30,7 +30,10 @@ struct TrustedRootTests {
     func testChainIsNotAppleTrusted() async throws {
         let fixture = try Fixture()
         let verifier = try SignedDataVerifier(
-            bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: Fixture.appAppleId, environments: [.production, .sandbox])
+            bundleIdentifier: TestPayloads.bundleIdentifier,
+            appAppleId: Fixture.appAppleId,
+            environments: [.production, .sandbox]
+        )
         let error = await #expect(throws: SignedDataVerificationError.self) {
             try await verifier.verifyAndDecodeNotification(try await fixture.subscribed())
         }

@@ -24,8 +24,10 @@ import Testing
         var introductory = Fixture.transaction(purchaseDate: purchased)
         introductory.offerType = .introductoryOffer
         var renewal = Fixture.transaction(
-            transactionId: "1000000000000002", purchaseDate: purchased.addingTimeInterval(30 * 86_400),
-            expiresDate: Date().addingTimeInterval(-30 * 86_400))
+            transactionId: "1000000000000002",
+            purchaseDate: purchased.addingTimeInterval(30 * 86_400),
+            expiresDate: Date().addingTimeInterval(-30 * 86_400)
+        )
         renewal.originalPurchaseDate = purchased.appStoreMilliseconds
         renewal.transactionReason = .renewal
         var renewalInfo = TestPayloads.renewalInfo(for: renewal, autoRenewStatus: .off)
@@ -65,11 +67,12 @@ import Testing
             Fixture.transaction(transactionId: "100000000000010\(index)", purchaseDate: base.addingTimeInterval(Double(index) * 30 * 86_400))
         }
         // Page 2 repeats the last transaction of page 1 (updated during pagination): merged once.
-        let pages = [
-            nil: try await fixture.historyPage(transactions: Array(transactions[0..<2]), revision: "rev-1", hasMore: true),
-            "rev-1": try await fixture.historyPage(transactions: Array(transactions[1..<4]), revision: "rev-2", hasMore: true),
-            "rev-2": try await fixture.historyPage(transactions: [transactions[4]], revision: "rev-3", hasMore: false),
-        ] as [String?: FakeResponse]
+        let pages =
+            [
+                nil: try await fixture.historyPage(transactions: Array(transactions[0..<2]), revision: "rev-1", hasMore: true),
+                "rev-1": try await fixture.historyPage(transactions: Array(transactions[1..<4]), revision: "rev-2", hasMore: true),
+                "rev-2": try await fixture.historyPage(transactions: [transactions[4]], revision: "rev-3", hasMore: false),
+            ] as [String?: FakeResponse]
         let fake = fixture.fake { request in
             #expect(request.query["productType"] == "AUTO_RENEWABLE")
             return pages[request.query["revision"]] ?? FakeResponse(status: .badRequest)
@@ -190,7 +193,7 @@ import Testing
             let elapsed = ContinuousClock.now - started
             #expect(error?.code == .appStoreUnavailable)
             #expect(elapsed >= .milliseconds(450))
-            #expect(elapsed < .milliseconds(500) + .seconds(3))   // the fake never answers; loose: 2 busy cores, tests in parallel
+            #expect(elapsed < .milliseconds(500) + .seconds(3))  // the fake never answers; loose: 2 busy cores, tests in parallel
         }
     }
 
@@ -304,9 +307,11 @@ import Testing
         }
     }
 
-    @Test(arguments: ["not json", "{}", #"{"environment":"Production","bundleId":"com.other.app","data":[]}"#,
-                      #"{"environment":"Production","bundleId":"com.example.offersigner","data":[{"lastTransactions":[{"status":1}]}]}"#,
-                      #"{"environment":"Production","bundleId":"com.example.offersigner","data":[{"lastTransactions":[{"status":1,"signedTransactionInfo":"a.b.c"}]}]}"#])
+    @Test(arguments: [
+        "not json", "{}", #"{"environment":"Production","bundleId":"com.other.app","data":[]}"#,
+        #"{"environment":"Production","bundleId":"com.example.offersigner","data":[{"lastTransactions":[{"status":1}]}]}"#,
+        #"{"environment":"Production","bundleId":"com.example.offersigner","data":[{"lastTransactions":[{"status":1,"signedTransactionInfo":"a.b.c"}]}]}"#,
+    ])
     func hostileAnswersAreRefusedWithoutTrapping(body: String) async throws {
         let fixture = self.fixture
         let fake = fixture.fake { _ in FakeResponse(body: body) }
@@ -366,7 +371,7 @@ import Testing
                 try await fixture.client(wrongIssuer).subscriptionStatuses(forTransaction: "1000000000000001")
             }
             #expect(secondError?.code == .unauthorized)
-            #expect(await fake.ledger.rejectedTokens == 2)   // not retried
+            #expect(await fake.ledger.rejectedTokens == 2)  // not retried
             #expect(await fake.ledger.total == 0)
         }
     }

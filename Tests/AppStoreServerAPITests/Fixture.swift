@@ -21,8 +21,11 @@ struct Fixture {
     /// The verifier of the app's notifications, trusting the test root.
     func verifier(environments: Set<AppStoreEnvironment> = [.production, .sandbox]) throws -> SignedDataVerifier {
         try SignedDataVerifier(
-            bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: FakeAppStore.appAppleId,
-            environments: environments, trustedRoots: [chain.root])
+            bundleIdentifier: TestPayloads.bundleIdentifier,
+            appAppleId: FakeAppStore.appAppleId,
+            environments: environments,
+            trustedRoots: [chain.root]
+        )
     }
 
     /// A configuration for the fake on `port`: short backoffs so that tests run quickly, and a 15 s budget that a
@@ -35,8 +38,12 @@ struct Fixture {
         key: P256.Signing.PrivateKey? = nil
     ) -> AppStoreServerAPIConfiguration {
         var configuration = AppStoreServerAPIConfiguration(
-            keyIdentifier: FakeAppStore.keyIdentifier, privateKeyPEM: (key ?? appKey).pemRepresentation,
-            issuerId: FakeAppStore.issuerId, bundleIdentifier: TestPayloads.bundleIdentifier, environments: environments)
+            keyIdentifier: FakeAppStore.keyIdentifier,
+            privateKeyPEM: (key ?? appKey).pemRepresentation,
+            issuerId: FakeAppStore.issuerId,
+            bundleIdentifier: TestPayloads.bundleIdentifier,
+            environments: environments
+        )
         configuration.baseURLs = .init(production: "http://localhost:\(port)/production", sandbox: "http://localhost:\(port)/sandbox/")
         configuration.timeout = timeout
         configuration.cacheTimeToLive = cacheTimeToLive
@@ -62,8 +69,12 @@ struct Fixture {
         expiresDate: Date? = nil
     ) -> JWSTransactionDecodedPayload {
         TestPayloads.transaction(
-            originalTransactionId: originalTransactionId, transactionId: transactionId, purchaseDate: purchaseDate,
-            expiresDate: expiresDate, environment: environment)
+            originalTransactionId: originalTransactionId,
+            transactionId: transactionId,
+            purchaseDate: purchaseDate,
+            expiresDate: expiresDate,
+            environment: environment
+        )
     }
 
     /// A Get All Subscription Statuses answer with one subscription, signed with `signer` (default: the trusted chain).
@@ -78,12 +89,19 @@ struct Fixture {
         let transaction = transaction ?? Self.transaction(environment)
         let renewalInfo = renewalInfo ?? TestPayloads.renewalInfo(for: transaction)
         let item = StatusBody.Item(
-            status: status.rawValue, originalTransactionId: transaction.originalTransactionId ?? "",
+            status: status.rawValue,
+            originalTransactionId: transaction.originalTransactionId ?? "",
             signedTransactionInfo: try await (signer ?? self.signer).sign(transaction),
-            signedRenewalInfo: try await (renewalSigner ?? signer ?? self.signer).sign(renewalInfo))
-        return .json(StatusBody(
-            environment: environment.rawValue, bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: FakeAppStore.appAppleId,
-            data: [.init(subscriptionGroupIdentifier: transaction.subscriptionGroupIdentifier ?? "", lastTransactions: [item])]))
+            signedRenewalInfo: try await (renewalSigner ?? signer ?? self.signer).sign(renewalInfo)
+        )
+        return .json(
+            StatusBody(
+                environment: environment.rawValue,
+                bundleIdentifier: TestPayloads.bundleIdentifier,
+                appAppleId: FakeAppStore.appAppleId,
+                data: [.init(subscriptionGroupIdentifier: transaction.subscriptionGroupIdentifier ?? "", lastTransactions: [item])]
+            )
+        )
     }
 
     /// One page of Get Transaction History.
@@ -95,9 +113,16 @@ struct Fixture {
     ) async throws -> FakeResponse {
         var signed: [String] = []
         for transaction in transactions { signed.append(try await signer.sign(transaction)) }
-        return .json(HistoryBody(
-            revision: revision, hasMore: hasMore, bundleIdentifier: TestPayloads.bundleIdentifier, appAppleId: FakeAppStore.appAppleId,
-            environment: environment.rawValue, signedTransactions: signed))
+        return .json(
+            HistoryBody(
+                revision: revision,
+                hasMore: hasMore,
+                bundleIdentifier: TestPayloads.bundleIdentifier,
+                appAppleId: FakeAppStore.appAppleId,
+                environment: environment.rawValue,
+                signedTransactions: signed
+            )
+        )
     }
 }
 

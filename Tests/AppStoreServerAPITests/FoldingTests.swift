@@ -13,17 +13,30 @@ import Testing
         let signedLongAgo = Date().addingTimeInterval(-3600)
         let transaction = TestPayloads.transaction(environment: .production, signedDate: signedLongAgo)
         let fetched = FetchedSubscriptionFacts(
-            statuses: SubscriptionStatuses(environment: .production, lastTransactions: [
-                VerifiedLastTransaction(
-                    subscriptionGroupIdentifier: "21000001", status: .expired, transaction: transaction,
-                    renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: .off, signedDate: signedLongAgo)),
-            ]),
-            history: nil)
-        var facts = CustomerFacts(key: key, subscriptions: [
-            SubscriptionFacts(
-                subscriptionGroupIdentifier: "21000001", productIdentifier: TestPayloads.productIdentifier, state: .active,
-                lastSignedDate: Date()),   // a newer notification was folded already
-        ])
+            statuses: SubscriptionStatuses(
+                environment: .production,
+                lastTransactions: [
+                    VerifiedLastTransaction(
+                        subscriptionGroupIdentifier: "21000001",
+                        status: .expired,
+                        transaction: transaction,
+                        renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: .off, signedDate: signedLongAgo)
+                    )
+                ]
+            ),
+            history: nil
+        )
+        var facts = CustomerFacts(
+            key: key,
+            subscriptions: [
+                SubscriptionFacts(
+                    subscriptionGroupIdentifier: "21000001",
+                    productIdentifier: TestPayloads.productIdentifier,
+                    state: .active,
+                    lastSignedDate: Date()
+                )  // a newer notification was folded already
+            ]
+        )
         let before = facts
         #expect(fetched.fold(into: &facts) == false)
         #expect(facts == before)
@@ -35,12 +48,19 @@ import Testing
         var introductory = Fixture.transaction(purchaseDate: now.addingTimeInterval(-60 * 86_400))
         introductory.offerType = .introductoryOffer
         let fetched = FetchedSubscriptionFacts(
-            statuses: SubscriptionStatuses(environment: .production, lastTransactions: [
-                VerifiedLastTransaction(
-                    subscriptionGroupIdentifier: "21000001", status: .billingGracePeriod, transaction: latest,
-                    renewalInfo: TestPayloads.renewalInfo(for: latest)),
-            ]),
-            history: TransactionHistory(environment: .production, transactions: [introductory, latest], isComplete: true))
+            statuses: SubscriptionStatuses(
+                environment: .production,
+                lastTransactions: [
+                    VerifiedLastTransaction(
+                        subscriptionGroupIdentifier: "21000001",
+                        status: .billingGracePeriod,
+                        transaction: latest,
+                        renewalInfo: TestPayloads.renewalInfo(for: latest)
+                    )
+                ]
+            ),
+            history: TransactionHistory(environment: .production, transactions: [introductory, latest], isComplete: true)
+        )
         let facts = fetched.facts(for: key)
         #expect(facts.subscriptions.count == 1)
         #expect(facts.subscriptions.first?.state == .inGracePeriod)
@@ -50,10 +70,13 @@ import Testing
 
     @Test func aSubscriberTheStatusesDoNotListIsCreatedFromTheHistory() {
         let expired = Fixture.transaction(
-            purchaseDate: Date().addingTimeInterval(-90 * 86_400), expiresDate: Date().addingTimeInterval(-60 * 86_400))
+            purchaseDate: Date().addingTimeInterval(-90 * 86_400),
+            expiresDate: Date().addingTimeInterval(-60 * 86_400)
+        )
         let fetched = FetchedSubscriptionFacts(
             statuses: SubscriptionStatuses(environment: .production, lastTransactions: []),
-            history: TransactionHistory(environment: .production, transactions: [expired], isComplete: true))
+            history: TransactionHistory(environment: .production, transactions: [expired], isComplete: true)
+        )
         let facts = fetched.facts(for: key)
         #expect(facts.subscriptions.first?.state == .expired)
     }

@@ -24,12 +24,15 @@ import Testing
         let fixture = self.fixture
         let all = Self.payloads(45)
         let fake = fixture.fake { request in
-            guard request.endpoint == .notificationHistory, let span = NotificationHistoryBody.Span(body: request.body), span.startDate < span.endDate else {
+            guard request.endpoint == .notificationHistory, let span = NotificationHistoryBody.Span(body: request.body), span.startDate < span.endDate
+            else {
                 return .error(.badRequest, code: 4_000_000)
             }
             let page = Int(request.query["paginationToken"] ?? "0") ?? 0
             let items = all.dropFirst(page * 20).prefix(20).map { NotificationHistoryBody.Item(signedPayload: $0, sent: span.startDate) }
-            return .json(NotificationHistoryBody(paginationToken: String(page + 1), hasMore: (page + 1) * 20 < all.count, notificationHistory: Array(items)))
+            return .json(
+                NotificationHistoryBody(paginationToken: String(page + 1), hasMore: (page + 1) * 20 < all.count, notificationHistory: Array(items))
+            )
         }
         try await fake.run { port in
             let client = try fixture.client(fixture.configuration(port: port))

@@ -1,8 +1,9 @@
 import AppStoreNotifications
-@testable import AppStoreServerAPI
 import AppStoreServerAPITestSupport
 import Foundation
 import Testing
+
+@testable import AppStoreServerAPI
 
 /// The pieces under the client, without a server: Retry-After, backoff, the rate limiter, the answer cache.
 @Suite struct ResilienceTests {
@@ -17,7 +18,7 @@ import Testing
         #expect(RetryTiming.retryAfter("1e3", now: now) == nil)
         #expect(RetryTiming.retryAfter("0x10", now: now) == nil)
         #expect(RetryTiming.retryAfter("nan", now: now) == nil)
-        #expect(RetryTiming.retryAfter("1799999999000", now: now) == .zero)   // in the past: no wait
+        #expect(RetryTiming.retryAfter("1799999999000", now: now) == .zero)  // in the past: no wait
         #expect(RetryTiming.retryAfter(nil, now: now) == nil)
         #expect(RetryTiming.retryAfter("", now: now) == nil)
         #expect(RetryTiming.retryAfter("-5", now: now) == nil)
@@ -66,11 +67,18 @@ import Testing
         let values = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<50 {
                 group.addTask {
-                    try await cache.value(for: "a", deadline: deadline, timeoutError: CancellationError(), cancellationError: CancellationError(), event: { _ in }, operation: {
-                        await runs.add()
-                        try await Task.sleep(for: .milliseconds(50))
-                        return 42
-                    })
+                    try await cache.value(
+                        for: "a",
+                        deadline: deadline,
+                        timeoutError: CancellationError(),
+                        cancellationError: CancellationError(),
+                        event: { _ in },
+                        operation: {
+                            await runs.add()
+                            try await Task.sleep(for: .milliseconds(50))
+                            return 42
+                        }
+                    )
                 }
             }
             return try await group.reduce(into: [Int]()) { $0.append($1) }
@@ -80,11 +88,25 @@ import Testing
 
         struct Failure: Error {}
         await #expect(throws: Failure.self) {
-            try await cache.value(for: "b", deadline: deadline, timeoutError: CancellationError(), cancellationError: CancellationError(), event: { _ in }, operation: {
-                throw Failure()
-            })
+            try await cache.value(
+                for: "b",
+                deadline: deadline,
+                timeoutError: CancellationError(),
+                cancellationError: CancellationError(),
+                event: { _ in },
+                operation: {
+                    throw Failure()
+                }
+            )
         }
-        let retried = try await cache.value(for: "b", deadline: deadline, timeoutError: CancellationError(), cancellationError: CancellationError(), event: { _ in }, operation: { 7 })
+        let retried = try await cache.value(
+            for: "b",
+            deadline: deadline,
+            timeoutError: CancellationError(),
+            cancellationError: CancellationError(),
+            event: { _ in },
+            operation: { 7 }
+        )
         #expect(retried == 7)
     }
 
@@ -94,23 +116,44 @@ import Testing
         // The flight stays blocked until the gate opens: the waiter can only leave by its deadline.
         let (gate, open) = AsyncStream.makeStream(of: Void.self)
         await #expect(throws: TimedOut.self) {
-            try await cache.value(for: "slow", deadline: .now + .milliseconds(100), timeoutError: TimedOut(), cancellationError: CancellationError(), event: { _ in }, operation: {
-                for await _ in gate {}
-                return 1
-            })
+            try await cache.value(
+                for: "slow",
+                deadline: .now + .milliseconds(100),
+                timeoutError: TimedOut(),
+                cancellationError: CancellationError(),
+                event: { _ in },
+                operation: {
+                    for await _ in gate {}
+                    return 1
+                }
+            )
         }
         // The flight is still held at the gate: the next caller joins it rather than starting another.
         let (events, report) = AsyncStream.makeStream(of: AnswerCache<Int>.Event.self)
         let joining = Task {
-            try await cache.value(for: "slow", deadline: .now + .seconds(30), timeoutError: TimedOut(), cancellationError: CancellationError(), event: { report.yield($0) }, operation: { 2 })
+            try await cache.value(
+                for: "slow",
+                deadline: .now + .seconds(30),
+                timeoutError: TimedOut(),
+                cancellationError: CancellationError(),
+                event: { report.yield($0) },
+                operation: { 2 }
+            )
         }
         var reported = events.makeAsyncIterator()
         #expect(await reported.next() == .joined)
         open.finish()
-        #expect(try await joining.value == 1)   // the flight went on and its answer is shared
+        #expect(try await joining.value == 1)  // the flight went on and its answer is shared
         // Ended: its answer is cached, and the caller after it is a hit.
         var event: AnswerCache<Int>.Event?
-        let value = try await cache.value(for: "slow", deadline: .now + .seconds(5), timeoutError: TimedOut(), cancellationError: CancellationError(), event: { event = $0 }, operation: { 3 })
+        let value = try await cache.value(
+            for: "slow",
+            deadline: .now + .seconds(5),
+            timeoutError: TimedOut(),
+            cancellationError: CancellationError(),
+            event: { event = $0 },
+            operation: { 3 }
+        )
         #expect(value == 1)
         #expect(event == .hit)
     }
@@ -118,25 +161,50 @@ import Testing
     @Test func theCacheStaysWithinItsCapacity() async throws {
         let cache = AnswerCache<Int>(timeToLive: .seconds(60), capacity: 3)
         for index in 0..<10 {
-            _ = try await cache.value(for: "k\(index)", deadline: .now + .seconds(1), timeoutError: CancellationError(), cancellationError: CancellationError(), event: { _ in }, operation: { index })
+            _ = try await cache.value(
+                for: "k\(index)",
+                deadline: .now + .seconds(1),
+                timeoutError: CancellationError(),
+                cancellationError: CancellationError(),
+                event: { _ in },
+                operation: { index }
+            )
         }
         var event: AnswerCache<Int>.Event?
-        _ = try await cache.value(for: "k9", deadline: .now + .seconds(1), timeoutError: CancellationError(), cancellationError: CancellationError(), event: { event = $0 }, operation: { -1 })
+        _ = try await cache.value(
+            for: "k9",
+            deadline: .now + .seconds(1),
+            timeoutError: CancellationError(),
+            cancellationError: CancellationError(),
+            event: { event = $0 },
+            operation: { -1 }
+        )
         #expect(event == .hit)
-        _ = try await cache.value(for: "k0", deadline: .now + .seconds(1), timeoutError: CancellationError(), cancellationError: CancellationError(), event: { event = $0 }, operation: { -1 })
+        _ = try await cache.value(
+            for: "k0",
+            deadline: .now + .seconds(1),
+            timeoutError: CancellationError(),
+            cancellationError: CancellationError(),
+            event: { event = $0 },
+            operation: { -1 }
+        )
         #expect(event == .started)
     }
 
     @Test func tokensAreSignedAsAppleRequiresAndReused() async throws {
         let key = P256Key.make()
         var configuration = AppStoreServerAPIConfiguration(
-            keyIdentifier: "KEY", privateKeyPEM: key.pem, issuerId: "ISSUER", bundleIdentifier: "com.example.app")
+            keyIdentifier: "KEY",
+            privateKeyPEM: key.pem,
+            issuerId: "ISSUER",
+            bundleIdentifier: "com.example.app"
+        )
         configuration.tokenLifetime = .seconds(600)
         let provider = try BearerTokenProvider(configuration: configuration)
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         let token = try await provider.token(now: now)
         #expect(try await provider.token(now: now.addingTimeInterval(299)) == token)
-        #expect(try await provider.token(now: now.addingTimeInterval(301)) != token)   // under 5 minutes left
+        #expect(try await provider.token(now: now.addingTimeInterval(301)) != token)  // under 5 minutes left
 
         let parts = token.split(separator: ".").map(String.init)
         let header = try JSONSerialization.jsonObject(with: #require(Data(base64URL: parts[0]))) as? [String: String]

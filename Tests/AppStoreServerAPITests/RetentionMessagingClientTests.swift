@@ -23,14 +23,49 @@ import Testing
         ("body of 145", RetentionMessage(header: "h", body: String(repeating: "b", count: 145)), true, .bodyTooLong),
         ("empty header", RetentionMessage(header: "", body: "b"), true, .missingText),
         ("empty body", RetentionMessage(header: "h", body: ""), true, .missingText),
-        ("alt text of 151", RetentionMessage(header: "h", body: "b", image: .init(imageIdentifier: image, altText: String(repeating: "a", count: 151))), true, .altTextTooLong),
-        ("6 bullet points", RetentionMessage(header: "h", body: "b", bulletPoints: Array(repeating: .init(text: "t", imageIdentifier: bulletImage, altText: "a"), count: 6)), true, .tooManyBulletPoints),
-        ("bullet text of 67", RetentionMessage(header: "h", body: "b", bulletPoints: [.init(text: String(repeating: "t", count: 67), imageIdentifier: bulletImage, altText: "a")]), true, .bulletPointTextTooLong),
-        ("bullet alt text of 151", RetentionMessage(header: "h", body: "b", bulletPoints: [.init(text: "t", imageIdentifier: bulletImage, altText: String(repeating: "a", count: 151))]), true, .altTextTooLong),
+        (
+            "alt text of 151",
+            RetentionMessage(header: "h", body: "b", image: .init(imageIdentifier: image, altText: String(repeating: "a", count: 151))), true,
+            .altTextTooLong
+        ),
+        (
+            "6 bullet points",
+            RetentionMessage(
+                header: "h",
+                body: "b",
+                bulletPoints: Array(repeating: .init(text: "t", imageIdentifier: bulletImage, altText: "a"), count: 6)
+            ), true, .tooManyBulletPoints
+        ),
+        (
+            "bullet text of 67",
+            RetentionMessage(
+                header: "h",
+                body: "b",
+                bulletPoints: [.init(text: String(repeating: "t", count: 67), imageIdentifier: bulletImage, altText: "a")]
+            ), true, .bulletPointTextTooLong
+        ),
+        (
+            "bullet alt text of 151",
+            RetentionMessage(
+                header: "h",
+                body: "b",
+                bulletPoints: [.init(text: "t", imageIdentifier: bulletImage, altText: String(repeating: "a", count: 151))]
+            ), true, .altTextTooLong
+        ),
         ("header above no image", RetentionMessage(header: "h", body: "b", headerPosition: .aboveImage), true, .aboveImageRequiresImage),
-        ("image on an offer's message", RetentionMessage(header: "h", body: "b", image: .init(imageIdentifier: image, altText: "a")), false, .imageNotAllowed),
-        ("bullets on an offer's message", RetentionMessage(header: "h", body: "b", bulletPoints: [.init(text: "t", imageIdentifier: bulletImage, altText: "a")]), false, .imageNotAllowed),
-        ("image identifier not a UUID", RetentionMessage(header: "h", body: "b", image: .init(imageIdentifier: "image-1", altText: "a")), true, .invalidIdentifier),
+        (
+            "image on an offer's message", RetentionMessage(header: "h", body: "b", image: .init(imageIdentifier: image, altText: "a")), false,
+            .imageNotAllowed
+        ),
+        (
+            "bullets on an offer's message",
+            RetentionMessage(header: "h", body: "b", bulletPoints: [.init(text: "t", imageIdentifier: bulletImage, altText: "a")]), false,
+            .imageNotAllowed
+        ),
+        (
+            "image identifier not a UUID", RetentionMessage(header: "h", body: "b", image: .init(imageIdentifier: "image-1", altText: "a")), true,
+            .invalidIdentifier
+        ),
         ("header of 66 emoji halves", RetentionMessage(header: String(repeating: "😀", count: 34), body: "b"), true, .headerTooLong),
     ]
 
@@ -54,13 +89,26 @@ import Testing
             try await client.uploadImage(identifier: Self.image, png: Self.png(width: 3840, height: 2160), size: .fullSize)
             try await client.uploadImage(identifier: Self.bulletImage, png: Self.png(width: 1024, height: 1024), size: .bulletPoint)
             let message = RetentionMessage(
-                header: String(repeating: "h", count: 66), body: String(repeating: "b", count: 144),
+                header: String(repeating: "h", count: 66),
+                body: String(repeating: "b", count: 144),
                 image: .init(imageIdentifier: Self.image.uppercased(), altText: String(repeating: "a", count: 150)),
-                bulletPoints: Array(repeating: .init(text: String(repeating: "t", count: 66), imageIdentifier: Self.bulletImage, altText: String(repeating: "a", count: 150)), count: 5),
-                headerPosition: .aboveImage)
+                bulletPoints: Array(
+                    repeating: .init(
+                        text: String(repeating: "t", count: 66),
+                        imageIdentifier: Self.bulletImage,
+                        altText: String(repeating: "a", count: 150)
+                    ),
+                    count: 5
+                ),
+                headerPosition: .aboveImage
+            )
             let id = UUID().uuidString
             try await client.uploadMessage(identifier: id, message: message)
-            try await client.uploadMessage(identifier: UUID().uuidString, message: RetentionMessage(header: "Stay", body: "Half price for 3 months"), textOnly: false)
+            try await client.uploadMessage(
+                identifier: UUID().uuidString,
+                message: RetentionMessage(header: "Stay", body: "Half price for 3 months"),
+                textOnly: false
+            )
             let listed = try await client.messages()
             #expect(listed.count == 2)
             #expect(listed.contains { $0.messageIdentifier == id.lowercased() && $0.messageState == .approved })
@@ -114,18 +162,34 @@ import Testing
         let fake = FakeRetentionMessaging(appKey: appKey)
         try await fake.run { port in
             let client = try self.client(port: port, .sandbox)
-            #expect(await Self.error { try await client.configureRealtimeURL("http://offers.example.com/v1/retention/appstore") }?.code == .invalidRealtimeURL)
+            #expect(
+                await Self.error { try await client.configureRealtimeURL("http://offers.example.com/v1/retention/appstore") }?.code
+                    == .invalidRealtimeURL
+            )
             let long = "https://offers.example.com/" + String(repeating: "a", count: 230)
             #expect(long.count == 257)
             #expect(await Self.error { try await client.configureRealtimeURL(long) }?.code == .invalidRealtimeURL)
             try await client.configureRealtimeURL(String(long.dropLast()))
             #expect(try await client.realtimeURL() == String(long.dropLast()))
             let message = UUID().uuidString
-            #expect(await Self.error { try await client.configureDefaultMessage(productId: "com.example.monthly", locale: "en US", messageIdentifier: message) }?.code == .invalidLocale)
-            #expect(await Self.error { try await client.configureDefaultMessage(productId: "com/example", locale: "en-US", messageIdentifier: message) }?.code == .invalidProductId)
-            #expect(await Self.error { try await client.configureDefaultMessage(productId: "com.example.monthly", locale: "en-US", messageIdentifier: "nope") }?.code == .invalidIdentifier)
+            #expect(
+                await Self.error {
+                    try await client.configureDefaultMessage(productId: "com.example.monthly", locale: "en US", messageIdentifier: message)
+                }?.code == .invalidLocale
+            )
+            #expect(
+                await Self.error { try await client.configureDefaultMessage(productId: "com/example", locale: "en-US", messageIdentifier: message) }?
+                    .code == .invalidProductId
+            )
+            #expect(
+                await Self.error {
+                    try await client.configureDefaultMessage(productId: "com.example.monthly", locale: "en-US", messageIdentifier: "nope")
+                }?.code == .invalidIdentifier
+            )
             #expect(await Self.error { try await client.deleteImage(identifier: "../message/list") }?.code == .invalidIdentifier)
-            #expect(await Self.error { _ = try await client.startPerformanceTest(originalTransactionId: "12a") }?.code == .invalidPerformanceTestRequest)
+            #expect(
+                await Self.error { _ = try await client.startPerformanceTest(originalTransactionId: "12a") }?.code == .invalidPerformanceTestRequest
+            )
             #expect(await Self.error { _ = try await client.performanceTestResult(requestId: "a/b") }?.code == .invalidRequest)
             #expect(await fake.state.count("PUT default", in: "sandbox") == 0)
             #expect(await fake.state.count("PUT realtime/url", in: "sandbox") == 1)
@@ -160,12 +224,12 @@ import Testing
             let error = await Self.error { _ = try await client.images() }
             #expect(error?.code == expected)
             #expect(error?.appleErrorCode == appleCode)
-            #expect(await fake.state.count("GET image/list") == 1)   // 4xx: not retried
+            #expect(await fake.state.count("GET image/list") == 1)  // 4xx: not retried
         }
     }
 
     @Test func aTokenAppleRefusesIsUnauthorized() async throws {
-        let fake = FakeRetentionMessaging(appKey: P256.Signing.PrivateKey())   // trusts another key
+        let fake = FakeRetentionMessaging(appKey: P256.Signing.PrivateKey())  // trusts another key
         try await fake.run { port in
             let client = try self.client(port: port, .production)
             #expect(await Self.error { _ = try await client.messages() }?.code == .unauthorized)
@@ -221,12 +285,12 @@ import Testing
             // a loaded machine delays one request (at 2 a second, one late request could land within half a second).
             await fake.state.setLimits(rateLimitPerSecond: 4)
             var options = Self.options
-            options.rateLimit = RetentionMessagingClient.RateLimit()   // Apple's: 1 a second in Production
+            options.rateLimit = RetentionMessagingClient.RateLimit()  // Apple's: 1 a second in Production
             let client = try self.client(port: port, .production, options: options)
             let started = ContinuousClock.now
             for _ in 0..<3 { _ = try await client.images() }
             #expect(ContinuousClock.now - started >= .milliseconds(1900))
-            #expect(await fake.state.count("GET image/list") == 3)   // no 429
+            #expect(await fake.state.count("GET image/list") == 3)  // no 429
         }
     }
 
@@ -239,14 +303,16 @@ import Testing
             #expect(await fake.state.count("GET image/list") == 2)
 
             await fake.state.inject("PUT image", [.error(.internalServerError, code: 5_000_000)])
-            let error = await Self.error { try await client.uploadImage(identifier: Self.image, png: Self.png(width: 3840, height: 400), size: .fullSize) }
+            let error = await Self.error {
+                try await client.uploadImage(identifier: Self.image, png: Self.png(width: 3840, height: 400), size: .fullSize)
+            }
             #expect(error?.code == .appStoreUnavailable)
             #expect(await fake.state.count("PUT image") == 1)
         }
     }
 
     @Test func theTokenIsNeverLogged() async throws {
-        let fake = FakeRetentionMessaging(appKey: P256.Signing.PrivateKey())   // refuses every token: the error path logs
+        let fake = FakeRetentionMessaging(appKey: P256.Signing.PrivateKey())  // refuses every token: the error path logs
         let lines = CapturedLines()
         try await fake.run { port in
             var logger = Logger(label: "test") { _ in CapturingHandler(lines: lines) }
@@ -260,7 +326,7 @@ import Testing
         }
         let logged = lines.all
         #expect(!logged.isEmpty)
-        #expect(!logged.contains { $0.contains("eyJ") || $0.contains("Bearer") })   // a JWT starts with eyJ
+        #expect(!logged.contains { $0.contains("eyJ") || $0.contains("Bearer") })  // a JWT starts with eyJ
     }
 
     // MARK: - Apple's rules, enforced by the stand-in
@@ -277,7 +343,9 @@ import Testing
 
             let id = UUID().uuidString
             try await client.uploadMessage(identifier: id, message: RetentionMessage(header: "Stay", body: "Please"))
-            let message = await Self.error { try await client.uploadMessage(identifier: id, message: RetentionMessage(header: "Stay", body: "Other")) }
+            let message = await Self.error {
+                try await client.uploadMessage(identifier: id, message: RetentionMessage(header: "Stay", body: "Other"))
+            }
             #expect(message?.code == .alreadyExists)
             #expect(message?.appleErrorCode == 4_090_001)
             #expect(await fake.state.count("PUT message") == 2)
@@ -289,10 +357,14 @@ import Testing
         try await fake.run { port in
             await fake.state.seed(images: 2000, messages: 2000)
             let client = try self.client(port: port, .production)
-            let image = await Self.error { try await client.uploadImage(identifier: UUID().uuidString, png: Self.png(width: 1024, height: 1024), size: .bulletPoint) }
+            let image = await Self.error {
+                try await client.uploadImage(identifier: UUID().uuidString, png: Self.png(width: 1024, height: 1024), size: .bulletPoint)
+            }
             #expect(image?.code == .limitReached)
             #expect(image?.appleErrorCode == 4_030_014)
-            let message = await Self.error { try await client.uploadMessage(identifier: UUID().uuidString, message: RetentionMessage(header: "h", body: "b")) }
+            let message = await Self.error {
+                try await client.uploadMessage(identifier: UUID().uuidString, message: RetentionMessage(header: "h", body: "b"))
+            }
             #expect(message?.code == .limitReached)
             #expect(message?.appleErrorCode == 4_030_016)
             #expect(try await client.images().count == 2000)
@@ -305,17 +377,27 @@ import Testing
             let client = try self.client(port: port, .production)
             try await client.uploadImage(identifier: Self.image, png: Self.png(width: 3840, height: 600), size: .fullSize)
             let message = UUID().uuidString.lowercased()
-            try await client.uploadMessage(identifier: message, message: RetentionMessage(
-                header: "Before you go", body: "Your plan, half price", image: .init(imageIdentifier: Self.image, altText: "A plan")))
+            try await client.uploadMessage(
+                identifier: message,
+                message: RetentionMessage(
+                    header: "Before you go",
+                    body: "Your plan, half price",
+                    image: .init(imageIdentifier: Self.image, altText: "A plan")
+                )
+            )
             #expect(try await client.images().first?.imageState == .pending)
             #expect(try await client.messages().first?.messageState == .pending)
 
             let product = "com.example.monthly"
-            let pendingMessage = await Self.error { try await client.configureDefaultMessage(productId: product, locale: "en-US", messageIdentifier: message) }
+            let pendingMessage = await Self.error {
+                try await client.configureDefaultMessage(productId: product, locale: "en-US", messageIdentifier: message)
+            }
             #expect(pendingMessage?.code == .notApproved)
             #expect(pendingMessage?.appleErrorCode == 4_030_017)
             await fake.state.approveMessage(message)
-            let pendingImage = await Self.error { try await client.configureDefaultMessage(productId: product, locale: "en-US", messageIdentifier: message) }
+            let pendingImage = await Self.error {
+                try await client.configureDefaultMessage(productId: product, locale: "en-US", messageIdentifier: message)
+            }
             #expect(pendingImage?.code == .notApproved)
             #expect(pendingImage?.appleErrorCode == 4_030_018)
             await fake.state.approveImage(Self.image)
@@ -328,17 +410,21 @@ import Testing
             try await client.uploadMessage(identifier: rejected, message: RetentionMessage(header: "h", body: "b"))
             await fake.state.rejectMessage(rejected)
             #expect(try await client.messages().first { $0.messageIdentifier == rejected }?.messageState == .rejected)
-            let refused = await Self.error { try await client.configureDefaultMessage(productId: product, locale: "fr-FR", messageIdentifier: rejected) }
+            let refused = await Self.error {
+                try await client.configureDefaultMessage(productId: product, locale: "fr-FR", messageIdentifier: rejected)
+            }
             #expect(refused?.code == .notApproved)
 
             #expect(await Self.error { try await client.deleteImage(identifier: Self.image) }?.code == .imageInUse)
             try await client.deleteDefaultMessage(productId: product, locale: "en-US")
-            try await client.deleteDefaultMessage(productId: product, locale: "en-US")   // idempotent
+            try await client.deleteDefaultMessage(productId: product, locale: "en-US")  // idempotent
             try await client.deleteMessage(identifier: message)
             try await client.deleteImage(identifier: Self.image)
             #expect(await Self.error { try await client.deleteImage(identifier: Self.image) }?.code == .notFound)
             #expect(await Self.error { try await client.deleteMessage(identifier: message) }?.code == .notFound)
-            let unknown = await Self.error { try await client.configureDefaultMessage(productId: product, locale: "en-US", messageIdentifier: message) }
+            let unknown = await Self.error {
+                try await client.configureDefaultMessage(productId: product, locale: "en-US", messageIdentifier: message)
+            }
             #expect(unknown?.code == .notFound)
         }
     }
@@ -349,8 +435,14 @@ import Testing
             let client = try self.client(port: port, .sandbox)
             try await client.uploadImage(identifier: Self.bulletImage, png: Self.png(width: 1024, height: 1024), size: .bulletPoint)
             let error = await Self.error {
-                try await client.uploadMessage(identifier: UUID().uuidString, message: RetentionMessage(
-                    header: "h", body: "b", image: .init(imageIdentifier: Self.bulletImage, altText: "a")))
+                try await client.uploadMessage(
+                    identifier: UUID().uuidString,
+                    message: RetentionMessage(
+                        header: "h",
+                        body: "b",
+                        image: .init(imageIdentifier: Self.bulletImage, altText: "a")
+                    )
+                )
             }
             #expect(error?.code == .invalidImageSize)
             #expect(error?.appleErrorCode == 4_000_216)
@@ -379,14 +471,20 @@ import Testing
             let url = "https://offers.example.com/v1/retention/appstore"
             #expect(await Self.error { try await production.configureRealtimeURL(url) }?.code == .noPassingTest)
             #expect(try await sandbox.realtimeURL() == nil)
-            #expect(await Self.error { _ = try await sandbox.startPerformanceTest(originalTransactionId: "2000000123456789") }?.code == .invalidPerformanceTestRequest)
+            #expect(
+                await Self.error { _ = try await sandbox.startPerformanceTest(originalTransactionId: "2000000123456789") }?.code
+                    == .invalidPerformanceTestRequest
+            )
             try await sandbox.configureRealtimeURL(url)
             await fake.state.scriptPerformanceTests([.fail, .pass])
 
             let first = try await sandbox.startPerformanceTest(originalTransactionId: "2000000123456789")
             #expect(first.config?.responseTimeThreshold == 700)
             let requestId = try #require(first.requestId)
-            #expect(await Self.error { _ = try await sandbox.startPerformanceTest(originalTransactionId: "2000000123456789") }?.code == .performanceTestInProgress)
+            #expect(
+                await Self.error { _ = try await sandbox.startPerformanceTest(originalTransactionId: "2000000123456789") }?.code
+                    == .performanceTestInProgress
+            )
             let polls = Polls()
             let failed = try await sandbox.waitForPerformanceTest(requestId: requestId, interval: .milliseconds(10)) { pending in
                 await polls.add(pending)
@@ -403,7 +501,7 @@ import Testing
             #expect(passed.result == .pass)
             #expect(passed.responseTimes?.p50 == 40)
             #expect(passed.target == url)
-            #expect(await fake.state.count("POST performanceTest", in: "production") == 0)   // always the Sandbox host
+            #expect(await fake.state.count("POST performanceTest", in: "production") == 0)  // always the Sandbox host
 
             try await production.configureRealtimeURL(url)
             #expect(try await production.realtimeURL() == url)
@@ -418,12 +516,17 @@ import Testing
     static let options = RetentionMessagingClient.Options(timeout: .seconds(10), maximumRetryAfter: .seconds(5), maximumAttempts: 3, rateLimit: .off)
 
     private func client(
-        port: Int, _ environment: AppStoreEnvironment, options: RetentionMessagingClient.Options = options,
+        port: Int,
+        _ environment: AppStoreEnvironment,
+        options: RetentionMessagingClient.Options = options,
         logger: Logger = Logger(label: "test")
     ) throws -> RetentionMessagingClient {
         var configuration = AppStoreServerAPIConfiguration(
-            keyIdentifier: FakeAppStore.keyIdentifier, privateKeyPEM: appKey.pemRepresentation, issuerId: FakeAppStore.issuerId,
-            bundleIdentifier: TestPayloads.bundleIdentifier)
+            keyIdentifier: FakeAppStore.keyIdentifier,
+            privateKeyPEM: appKey.pemRepresentation,
+            issuerId: FakeAppStore.issuerId,
+            bundleIdentifier: TestPayloads.bundleIdentifier
+        )
         configuration.baseURLs = .init(production: "http://localhost:\(port)/production", sandbox: "http://localhost:\(port)/sandbox")
         configuration.retry.initialBackoff = .milliseconds(10)
         configuration.retry.maximumBackoff = .milliseconds(50)

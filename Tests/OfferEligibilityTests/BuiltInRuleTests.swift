@@ -6,16 +6,34 @@ import Testing
 @Suite struct BuiltInRuleTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
 
-    private func context(state: SubscriptionState? = nil, downgraded: Bool = false, storefront: String? = nil, username: String = "user-1") -> EligibilityContext {
-        let subscriptions = state.map { [SubscriptionFacts(subscriptionGroupIdentifier: "g", productIdentifier: "p", state: $0, downgraded: downgraded)] } ?? []
+    private func context(
+        state: SubscriptionState? = nil,
+        downgraded: Bool = false,
+        storefront: String? = nil,
+        username: String = "user-1"
+    ) -> EligibilityContext {
+        let subscriptions =
+            state.map { [SubscriptionFacts(subscriptionGroupIdentifier: "g", productIdentifier: "p", state: $0, downgraded: downgraded)] } ?? []
         return EligibilityContext(
-            bundleIdentifier: "a", productIdentifier: "p", offerIdentifier: "o", subscriptionGroupIdentifier: "g",
-            facts: CustomerFacts(key: CustomerKey(bundleIdentifier: "a", applicationUsername: username), subscriptions: subscriptions, storefront: storefront), now: now)
+            bundleIdentifier: "a",
+            productIdentifier: "p",
+            offerIdentifier: "o",
+            subscriptionGroupIdentifier: "g",
+            facts: CustomerFacts(
+                key: CustomerKey(bundleIdentifier: "a", applicationUsername: username),
+                subscriptions: subscriptions,
+                storefront: storefront
+            ),
+            now: now
+        )
     }
 
-    @Test("billing-issue follows billing retry and grace period", arguments: [
-        (SubscriptionState.inBillingRetry, true), (.inGracePeriod, true), (.active, false), (.expired, false),
-    ])
+    @Test(
+        "billing-issue follows billing retry and grace period",
+        arguments: [
+            (SubscriptionState.inBillingRetry, true), (.inGracePeriod, true), (.active, false), (.expired, false),
+        ]
+    )
     func billingIssue(_ state: SubscriptionState, _ eligible: Bool) {
         #expect(BillingIssueRule(states: ["billing-retry", "grace-period"]).evaluate(context(state: state)).isEligible == eligible)
     }
@@ -52,7 +70,8 @@ import Testing
     }
 
     @Test func combinators() {
-        let yes = ActiveSubscriberRule(), no = DowngradedRule()
+        let yes = ActiveSubscriberRule()
+        let no = DowngradedRule()
         let active = context(state: .active)
         #expect(AllRules([yes, yes]).evaluate(active).isEligible)
         #expect(AllRules([yes, no]).evaluate(active).reasons.map(\.code) == ["not_downgraded"])

@@ -39,9 +39,15 @@ import Testing
     private func eligible(_ policy: OfferPolicy, _ customer: String, at now: Date = Date()) -> [String] {
         let product = policy.app("com.example.app")!.product("monthly")!
         return product.offers.filter { offer in
-            offer.rule.evaluate(EligibilityContext(
-                bundleIdentifier: "com.example.app", productIdentifier: "monthly", offerIdentifier: offer.offerIdentifier,
-                facts: CustomerFacts(key: CustomerKey(bundleIdentifier: "com.example.app", applicationUsername: customer)), now: now)).isEligible
+            offer.rule.evaluate(
+                EligibilityContext(
+                    bundleIdentifier: "com.example.app",
+                    productIdentifier: "monthly",
+                    offerIdentifier: offer.offerIdentifier,
+                    facts: CustomerFacts(key: CustomerKey(bundleIdentifier: "com.example.app", applicationUsername: customer)),
+                    now: now
+                )
+            ).isEligible
         }.map(\.offerIdentifier)
     }
 
@@ -69,10 +75,17 @@ import Testing
         }
         let product = try #require(first.app("com.example.app")?.product("monthly"))
         let experiment = try #require(first.experiment("winback-2026"))
-        let held = (0..<100).map { "user-\($0)" }.first { experiment.variant(for: CustomerKey(bundleIdentifier: "com.example.app", applicationUsername: $0)).isHoldout }!
-        let decision = try #require(product.offer("half_off")).rule.evaluate(EligibilityContext(
-            bundleIdentifier: "com.example.app", productIdentifier: "monthly", offerIdentifier: "half_off",
-            facts: CustomerFacts(key: CustomerKey(bundleIdentifier: "com.example.app", applicationUsername: held))))
+        let held = (0..<100).map { "user-\($0)" }.first {
+            experiment.variant(for: CustomerKey(bundleIdentifier: "com.example.app", applicationUsername: $0)).isHoldout
+        }!
+        let decision = try #require(product.offer("half_off")).rule.evaluate(
+            EligibilityContext(
+                bundleIdentifier: "com.example.app",
+                productIdentifier: "monthly",
+                offerIdentifier: "half_off",
+                facts: CustomerFacts(key: CustomerKey(bundleIdentifier: "com.example.app", applicationUsername: held))
+            )
+        )
         #expect(decision.reasons.map(\.code) == ["experiment_holdout"])
     }
 
@@ -92,23 +105,32 @@ import Testing
 
     @Test("a retention experiment gates the entries it names; its holdout falls through to the entries no variant names, then the fallback")
     func retention() throws {
-        let text = Self.policy("""
+        let text = Self.policy(
+            """
               - id: save-2026
                 productIdentifier: monthly
                 channel: retention
                 variants:
                   - { name: offer, messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e01, weight: 1 }
                   - { name: none, holdout: true, weight: 1 }
-            """)
+            """
+        )
         let policy = try OfferPolicy(text: text)
         let product = try #require(policy.app("com.example.app")?.product("monthly"))
         let experiment = try #require(policy.experiment(bundleIdentifier: "com.example.app", productIdentifier: "monthly", channel: .retention))
         var seen: Set<String> = []
         for index in 0..<100 {
             let key = CustomerKey(bundleIdentifier: "com.example.app", applicationUsername: "otid:\(1_000 + index)")
-            let context = EligibilityContext(bundleIdentifier: "com.example.app", productIdentifier: "monthly", offerIdentifier: "", facts: CustomerFacts(key: key))
+            let context = EligibilityContext(
+                bundleIdentifier: "com.example.app",
+                productIdentifier: "monthly",
+                offerIdentifier: "",
+                facts: CustomerFacts(key: key)
+            )
             let chosen = OfferPolicy.chooseRetention(product.retention, in: context).entry?.messageIdentifier
-            #expect(chosen == (experiment.variant(for: key).isHoldout ? "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03" : "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e01"))
+            #expect(
+                chosen == (experiment.variant(for: key).isHoldout ? "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03" : "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e01")
+            )
             seen.insert(chosen ?? "")
         }
         #expect(seen == ["5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e01", "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03"])
@@ -119,19 +141,39 @@ import Testing
             facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: "g", productIdentifier: "monthly", state: .active)]
             let context = EligibilityContext(bundleIdentifier: "com.example.app", productIdentifier: "monthly", offerIdentifier: "", facts: facts)
             let chosen = OfferPolicy.chooseRetention(product.retention, in: context).entry?.messageIdentifier
-            #expect(chosen == (experiment.variant(for: key).isHoldout ? "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e02" : "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e01"))
+            #expect(
+                chosen == (experiment.variant(for: key).isHoldout ? "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e02" : "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e01")
+            )
         }
     }
 
-    @Test("policy check refuses what would make the split or the answers ambiguous", arguments: [
-        ("      - { name: a, offerIdentifier: half_off, weight: 0 }\n      - { name: b, offerIdentifier: free_month, weight: 1 }", "'weight' of rule variant a must be an integer from 1"),
-        ("      - { name: a, offerIdentifier: nope, weight: 1 }\n      - { name: b, offerIdentifier: free_month, weight: 1 }", "names offer nope, which monthly does not list"),
-        ("      - { name: a, holdout: true, weight: 1 }\n      - { name: b, holdout: true, weight: 1 }", "two holdouts"),
-        ("      - { name: a, offerIdentifier: half_off, weight: 1 }\n      - { name: a, offerIdentifier: free_month, weight: 1 }", "two variants named a"),
-        ("      - { name: a, offerIdentifier: half_off, weight: 1 }\n      - { name: b, offerIdentifier: half_off, weight: 1 }", "each variant gives its own"),
-        ("      - { name: a, offerIdentifier: half_off, weight: 1 }", "at least two variants"),
-        ("      - { name: a, holdout: true, offerIdentifier: half_off, weight: 1 }\n      - { name: b, offerIdentifier: free_month, weight: 1 }", "gives nothing"),
-    ])
+    @Test(
+        "policy check refuses what would make the split or the answers ambiguous",
+        arguments: [
+            (
+                "      - { name: a, offerIdentifier: half_off, weight: 0 }\n      - { name: b, offerIdentifier: free_month, weight: 1 }",
+                "'weight' of rule variant a must be an integer from 1"
+            ),
+            (
+                "      - { name: a, offerIdentifier: nope, weight: 1 }\n      - { name: b, offerIdentifier: free_month, weight: 1 }",
+                "names offer nope, which monthly does not list"
+            ),
+            ("      - { name: a, holdout: true, weight: 1 }\n      - { name: b, holdout: true, weight: 1 }", "two holdouts"),
+            (
+                "      - { name: a, offerIdentifier: half_off, weight: 1 }\n      - { name: a, offerIdentifier: free_month, weight: 1 }",
+                "two variants named a"
+            ),
+            (
+                "      - { name: a, offerIdentifier: half_off, weight: 1 }\n      - { name: b, offerIdentifier: half_off, weight: 1 }",
+                "each variant gives its own"
+            ),
+            ("      - { name: a, offerIdentifier: half_off, weight: 1 }", "at least two variants"),
+            (
+                "      - { name: a, holdout: true, offerIdentifier: half_off, weight: 1 }\n      - { name: b, offerIdentifier: free_month, weight: 1 }",
+                "gives nothing"
+            ),
+        ]
+    )
     func refused(_ variants: String, _ message: String) {
         let text = Self.policy("  - id: x\n    productIdentifier: monthly\n    variants:\n" + variants)
         #expect(throws: PolicyError.self) { try OfferPolicy(text: text) }
@@ -147,9 +189,21 @@ import Testing
         let twice = Self.winback + "\n" + Self.winback.replacingOccurrences(of: "winback-2026", with: "other")
         let messages: [(String, String)] = [
             (Self.policy(twice), "one experiment per slot"),
-            (Self.policy(Self.winback.replacingOccurrences(of: "productIdentifier: monthly", with: "productIdentifier: monthly\n    channel: web")), "channel must be app"),
-            (Self.policy(Self.winback.replacingOccurrences(of: "productIdentifier: monthly", with: "productIdentifier: monthly\n    metric: clicks")), "metric must be"),
-            (Self.policy("  - id: r\n    productIdentifier: monthly\n    channel: retention\n    variants:\n      - { name: a, messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03, weight: 1 }\n      - { name: b, holdout: true, weight: 1 }"), "fallback message"),
+            (
+                Self.policy(
+                    Self.winback.replacingOccurrences(of: "productIdentifier: monthly", with: "productIdentifier: monthly\n    channel: web")
+                ), "channel must be app"
+            ),
+            (
+                Self.policy(
+                    Self.winback.replacingOccurrences(of: "productIdentifier: monthly", with: "productIdentifier: monthly\n    metric: clicks")
+                ), "metric must be"
+            ),
+            (
+                Self.policy(
+                    "  - id: r\n    productIdentifier: monthly\n    channel: retention\n    variants:\n      - { name: a, messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03, weight: 1 }\n      - { name: b, holdout: true, weight: 1 }"
+                ), "fallback message"
+            ),
             (Self.policy("  - id: bad id\n    productIdentifier: monthly\n    variants: []"), "letters, digits"),
         ]
         for (text, message) in messages {

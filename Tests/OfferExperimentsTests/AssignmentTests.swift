@@ -5,7 +5,8 @@ import Testing
     private func assignment(_ weights: [Int], id: String = "winback-2026-12") throws -> ExperimentAssignment {
         try ExperimentAssignment(
             experimentIdentifier: id,
-            variants: weights.enumerated().map { ExperimentVariant(name: "v\($0.offset)", weight: $0.element) })
+            variants: weights.enumerated().map { ExperimentVariant(name: "v\($0.offset)", weight: $0.element) }
+        )
     }
 
     @Test("100,000 customers split within 1 % (absolute) of the weights", arguments: [[1, 1], [2, 3, 5], [1, 98, 1]])
@@ -17,7 +18,10 @@ import Testing
             let bucket = experiment.bucket(for: "customer-\(index)")
             var remaining = bucket
             for (variant, weight) in weights.enumerated() {
-                if remaining < weight { counts[variant] += 1; break }
+                if remaining < weight {
+                    counts[variant] += 1
+                    break
+                }
                 remaining -= weight
             }
         }
@@ -62,8 +66,13 @@ import Testing
         #expect(throws: ExperimentStatisticsError.self) { try assignment([1], id: "") }
         #expect(throws: ExperimentStatisticsError.self) { try assignment([1], id: "a\u{0}b") }
         do {
-            _ = try ExperimentAssignment(experimentIdentifier: "x", variants: [ExperimentVariant(name: "a", weight: 1),
-                                                                              ExperimentVariant(name: "a", weight: 1)])
+            _ = try ExperimentAssignment(
+                experimentIdentifier: "x",
+                variants: [
+                    ExperimentVariant(name: "a", weight: 1),
+                    ExperimentVariant(name: "a", weight: 1),
+                ]
+            )
             Issue.record("duplicate names accepted")
         } catch {
             #expect(error.code == .duplicateVariant)

@@ -29,8 +29,14 @@ import Testing
     /// Runs one experiment: customers arrive on days 0 ..< `days` (the experiment's end), the report is read every
     /// day until every window has passed. `mature`: the report as built (mature customers, outcomes within the
     /// window); otherwise as it was before (every exposed customer, every outcome known so far).
-    static func run(_ arms: [Arm], days: Int, window: MetricWindow, set: ComparisonSet, mature: Bool,
-                    random: inout Xoshiro256StarStar) throws -> Reading {
+    static func run(
+        _ arms: [Arm],
+        days: Int,
+        window: MetricWindow,
+        set: ComparisonSet,
+        mature: Bool,
+        random: inout Xoshiro256StarStar
+    ) throws -> Reading {
         let end = day(days)
         let lastLook = days + window.days + 1
         // Per arm: customers exposed per day; per day their outcomes become known, split by inside/outside window.
@@ -121,7 +127,9 @@ import Testing
             if reading.worse[0] { worse += 1 }
             if try Self.run(arms, days: 120, window: window, set: set, mature: false, random: &random).worse[0] { naiveWorse += 1 }
         }
-        print("65 % at day 90 vs 50 % at day 30: better in \(better), worse in \(worse) of \(experiments); counting everyone exposed, worse in \(naiveWorse)")
+        print(
+            "65 % at day 90 vs 50 % at day 30: better in \(better), worse in \(worse) of \(experiments); counting everyone exposed, worse in \(naiveWorse)"
+        )
         #expect(worse == 0)
         #expect(better >= 95)
         // The reading this replaces (every exposed customer, outcomes so far) declares the better offer worse.

@@ -43,8 +43,10 @@ import Testing
         }
         var reading = Reading(better: Array(repeating: false, count: set.pairs.count), worse: Array(repeating: false, count: set.pairs.count))
         var revenue = arms.map { [Double](repeating: 0, count: $0.perDay * days) }
-        var (sums, squares, largest) = ([Double](repeating: 0, count: arms.count), [Double](repeating: 0, count: arms.count),
-                                        [Double](repeating: 0, count: arms.count))
+        var (sums, squares, largest) = (
+            [Double](repeating: 0, count: arms.count), [Double](repeating: 0, count: arms.count),
+            [Double](repeating: 0, count: arms.count)
+        )
         var matureDays = 0
         for look in 0...lastLook {
             // Customers whose window has passed (exposed at least the window ago) join with what is known of them;
@@ -121,8 +123,10 @@ import Testing
         let window = try MetricWindow(days: 60)
         // Holdout: 20 % subscribe at 9.99. Offer: 40 % at 4.99. Both renew at 9.99 with 60 %. Mean revenue per
         // customer over 60 days: 0.20 · 9.99 · 1.6 = 3.20 against 0.40 · (4.99 + 0.6 · 9.99) = 4.39.
-        let arms = [Arm(perDay: 40, subscribes: 0.20, firstPrice: 9_990, renews: 0.6),
-                    Arm(perDay: 40, subscribes: 0.40, firstPrice: 4_990, renews: 0.6)]
+        let arms = [
+            Arm(perDay: 40, subscribes: 0.20, firstPrice: 9_990, renews: 0.6),
+            Arm(perDay: 40, subscribes: 0.40, firstPrice: 4_990, renews: 0.6),
+        ]
         let set = try ComparisonSet(variantCount: 2, reference: 0, allPairs: false, alpha: 0.05, planningSampleSize: 2_400)
         var random = Xoshiro256StarStar(seed: 0x42_51)
         var (found, worse) = (0, 0)
@@ -141,26 +145,41 @@ import Testing
     func zeroOneRevenueIsTheRateInterval() throws {
         let design = try SequentialTestDesign(planningSampleSize: 800, alpha: 0.025)
         for (treatment, control) in [((130, 700), (96, 690)), ((3, 300), (0, 40)), ((0, 50), (0, 60))] {
-            let rate = AlwaysValidInterval.difference(try ConversionCount(successes: treatment.0, trials: treatment.1),
-                                                      minus: try ConversionCount(successes: control.0, trials: control.1), design: design)
+            let rate = AlwaysValidInterval.difference(
+                try ConversionCount(successes: treatment.0, trials: treatment.1),
+                minus: try ConversionCount(successes: control.0, trials: control.1),
+                design: design
+            )
             let mean = AlwaysValidInterval.meanDifference(
                 try RevenueSample(customers: treatment.1, sum: Double(treatment.0), sumOfSquares: Double(treatment.0), largest: 1),
-                minus: try RevenueSample(customers: control.1, sum: Double(control.0), sumOfSquares: Double(control.0), largest: 1), design: design)
+                minus: try RevenueSample(customers: control.1, sum: Double(control.0), sumOfSquares: Double(control.0), largest: 1),
+                design: design
+            )
             #expect(abs(mean.estimate - rate.estimate) < 1e-15)
             #expect(abs(mean.lower - rate.lower) < 1e-12 || rate.lower == -1)
             #expect(abs(mean.upper - rate.upper) < 1e-12 || rate.upper == 1)
         }
         // Scaling every revenue by a price scales the interval by it.
-        let small = AlwaysValidInterval.meanDifference(try RevenueSample(customers: 100, sum: 30, sumOfSquares: 50, largest: 4),
-                                                       minus: try RevenueSample(customers: 90, sum: 20, sumOfSquares: 30, largest: 3), design: design)
+        let small = AlwaysValidInterval.meanDifference(
+            try RevenueSample(customers: 100, sum: 30, sumOfSquares: 50, largest: 4),
+            minus: try RevenueSample(customers: 90, sum: 20, sumOfSquares: 30, largest: 3),
+            design: design
+        )
         let scaled = AlwaysValidInterval.meanDifference(
             try RevenueSample(customers: 100, sum: 30 * 4_990, sumOfSquares: 50 * 4_990 * 4_990, largest: 4 * 4_990),
-            minus: try RevenueSample(customers: 90, sum: 20 * 4_990, sumOfSquares: 30 * 4_990 * 4_990, largest: 3 * 4_990), design: design)
+            minus: try RevenueSample(customers: 90, sum: 20 * 4_990, sumOfSquares: 30 * 4_990 * 4_990, largest: 3 * 4_990),
+            design: design
+        )
         #expect(abs(scaled.lower - small.lower * 4_990) < 1e-9 * 4_990 && abs(scaled.upper - small.upper * 4_990) < 1e-9 * 4_990)
     }
 
-    @Test("impossible revenue sums are refused", arguments: [(-1, 0.0, 0.0, 0.0), (2, 10.0, 10.0, 4.0), (2, 3.0, 50.0, 2.0), (0, 1.0, 1.0, 1.0),
-                                                              (1, Double.nan, 0.0, 0.0), (1, 1.0, 1.0, Double.infinity)])
+    @Test(
+        "impossible revenue sums are refused",
+        arguments: [
+            (-1, 0.0, 0.0, 0.0), (2, 10.0, 10.0, 4.0), (2, 3.0, 50.0, 2.0), (0, 1.0, 1.0, 1.0),
+            (1, Double.nan, 0.0, 0.0), (1, 1.0, 1.0, Double.infinity),
+        ]
+    )
     func impossibleSumsAreRefused(_ figures: (Int, Double, Double, Double)) {
         #expect(throws: ExperimentStatisticsError.self) {
             try RevenueSample(customers: figures.0, sum: figures.1, sumOfSquares: figures.2, largest: figures.3)

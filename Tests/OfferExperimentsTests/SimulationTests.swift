@@ -21,8 +21,14 @@ import Testing
     }
 
     /// One experiment looked at after every 100 customers until `customers` (the last batch may be smaller).
-    private func run(control: Double, treatment: Double, customers: Int, treatmentShare: Double = 0.5,
-                     design: SequentialTestDesign? = nil, random: inout Xoshiro256StarStar) throws -> Outcome {
+    private func run(
+        control: Double,
+        treatment: Double,
+        customers: Int,
+        treatmentShare: Double = 0.5,
+        design: SequentialTestDesign? = nil,
+        random: inout Xoshiro256StarStar
+    ) throws -> Outcome {
         let design = design ?? plan.design
         var outcome = Outcome()
         var (controlTrials, controlSuccesses, treatmentTrials, treatmentSuccesses) = (0, 0, 0, 0)
@@ -64,25 +70,37 @@ import Testing
     }
 
     /// Harder cases for the normal approximation: few events, a small variant, intervals tuned to be narrowest early.
-    @Test("A/A experiments at low rates or with a 90/10 split keep the 5 % too", arguments: [
-        (0.05, 0.5, 500), (0.02, 0.5, 500), (0.02, 0.5, 2_000), (0.20, 0.1, 500), (0.05, 0.1, 2_000),
-    ])
+    @Test(
+        "A/A experiments at low rates or with a 90/10 split keep the 5 % too",
+        arguments: [
+            (0.05, 0.5, 500), (0.02, 0.5, 500), (0.02, 0.5, 2_000), (0.20, 0.1, 500), (0.05, 0.1, 2_000),
+        ]
+    )
     func aaExperimentsElsewhere(_ rate: Double, _ treatmentShare: Double, _ planningSampleSize: Int) throws {
         let design = try SequentialTestDesign(planningSampleSize: planningSampleSize)
         var random = Xoshiro256StarStar(seed: 0xA_A2)
         var declared = 0
         for _ in 0..<1_000 {
-            let outcome = try run(control: rate, treatment: rate, customers: 10_000, treatmentShare: treatmentShare,
-                                  design: design, random: &random)
+            let outcome = try run(
+                control: rate,
+                treatment: rate,
+                customers: 10_000,
+                treatmentShare: treatmentShare,
+                design: design,
+                random: &random
+            )
             if outcome.declaredDifference { declared += 1 }
         }
         print("A/A at \(rate), treatment share \(treatmentShare), planned \(planningSampleSize): \(declared) of 1,000 declared a difference")
         #expect(Double(declared) / 1_000 <= 0.05)
     }
 
-    @Test("a rate's interval, looked at every batch of 100 looks, misses the true rate at most 5 % of the time", arguments: [
-        (0.01, 1_000, 10), (0.02, 500, 50), (0.05, 500, 50), (0.50, 200, 10),
-    ])
+    @Test(
+        "a rate's interval, looked at every batch of 100 looks, misses the true rate at most 5 % of the time",
+        arguments: [
+            (0.01, 1_000, 10), (0.02, 500, 50), (0.05, 500, 50), (0.50, 200, 10),
+        ]
+    )
     func rateIntervalKeepsItsLevel(_ rate: Double, _ planningSampleSize: Int, _ batch: Int) throws {
         let design = try SequentialTestDesign(planningSampleSize: planningSampleSize)
         var random = Xoshiro256StarStar(seed: 0xC0FE)
@@ -128,8 +146,13 @@ import Testing
         var foundAfter: [Int] = []
         var wrongWay = 0
         for _ in 0..<1_000 {
-            let outcome = try run(control: plan.baselineRate, treatment: plan.baselineRate + plan.absoluteLift,
-                                  customers: 2 * plan.sequentialPerVariant, design: plan.design, random: &random)
+            let outcome = try run(
+                control: plan.baselineRate,
+                treatment: plan.baselineRate + plan.absoluteLift,
+                customers: 2 * plan.sequentialPerVariant,
+                design: plan.design,
+                random: &random
+            )
             if let after = outcome.liftFoundAfter { foundAfter.append(after) } else if outcome.declaredDifference { wrongWay += 1 }
         }
         let median = foundAfter.sorted()[foundAfter.count / 2]
@@ -157,6 +180,6 @@ import Testing
             if sawDifference { declared += 1 }
         }
         print("Naive peeking: \(declared) of 200 A/A experiments declared a difference")
-        #expect(declared > 20)   // well above 5 % (10 of 200)
+        #expect(declared > 20)  // well above 5 % (10 of 200)
     }
 }

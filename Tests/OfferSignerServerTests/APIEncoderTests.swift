@@ -1,9 +1,10 @@
 import Foundation
 import NIOCore
-@testable import OfferApplication
-@testable import OfferSignerServer
 import OfferSigning
 import Testing
+
+@testable import OfferApplication
+@testable import OfferSignerServer
 
 @Suite struct APIEncoderTests {
     struct Stamped: Encodable { var at: Date }
@@ -19,23 +20,36 @@ import Testing
 
     /// A signed bundle with `text` in every string field.
     private func bundle(_ text: String, timestamp: Int64) -> SignedLegacyOffer {
-        var offer = SignedLegacyOffer(bundleIdentifier: "b" + text, productIdentifier: text + "p", offerIdentifier: text,
-                                      applicationUsername: text, keyIdentifier: "K" + text, nonce: text, timestamp: timestamp,
-                                      signature: text + "==")
+        var offer = SignedLegacyOffer(
+            bundleIdentifier: "b" + text,
+            productIdentifier: text + "p",
+            offerIdentifier: text,
+            applicationUsername: text,
+            keyIdentifier: "K" + text,
+            nonce: text,
+            timestamp: timestamp,
+            signature: text + "=="
+        )
         offer.format = text
         return offer
     }
 
     @Test("the signed bundle's hand-written JSON is byte for byte what JSONEncoder.api writes, then a newline, for hostile strings too")
     func signedBundleMatchesTheEncoder() throws {
-        var texts = ["", "user-0001", "com.example/monthly", "quote\"back\\slash", "tab\tnew\nline\r\u{08}\u{0C}",
-                     "nul\u{0}unit\u{1F}del\u{7F}", "é ü 漢字 🎟️ \u{2028}\u{2029}", "</script>", "\u{FEFF}bom", "a\u{0301}"]
+        var texts = [
+            "", "user-0001", "com.example/monthly", "quote\"back\\slash", "tab\tnew\nline\r\u{08}\u{0C}",
+            "nul\u{0}unit\u{1F}del\u{7F}", "é ü 漢字 🎟️ \u{2028}\u{2029}", "</script>", "\u{FEFF}bom", "a\u{0301}",
+        ]
         texts.append(String((0..<128).map { Character(Unicode.Scalar(UInt8($0))) }))
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<300 {
             let scalars = (0..<Int.random(in: 0...24, using: &generator)).compactMap { _ in
-                Unicode.Scalar([UInt32.random(in: 0..<0x80, using: &generator), UInt32.random(in: 0..<0x3000, using: &generator),
-                                UInt32.random(in: 0x1F000..<0x1F700, using: &generator)].randomElement(using: &generator)!)
+                Unicode.Scalar(
+                    [
+                        UInt32.random(in: 0..<0x80, using: &generator), UInt32.random(in: 0..<0x3000, using: &generator),
+                        UInt32.random(in: 0x1F000..<0x1F700, using: &generator),
+                    ].randomElement(using: &generator)!
+                )
             }
             texts.append(String(String.UnicodeScalarView(scalars)))
         }

@@ -3,10 +3,11 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
-@testable import OfferSignerServer
 import OfferModel
 import OfferStore
 import Testing
+
+@testable import OfferSignerServer
 
 /// The admin API's edge: throttled failed authentication, percent-decoded customer paths.
 @Suite struct AdminEdgeTests {
@@ -16,7 +17,11 @@ import Testing
             var statuses: [HTTPResponse.Status] = []
             let started = ContinuousClock.now
             for attempt in 0..<14 {
-                let response = try await client.execute(uri: "/admin/audit", method: .get, headers: [.authorization: "Bearer wrong-token-\(attempt)-0123456789"])
+                let response = try await client.execute(
+                    uri: "/admin/audit",
+                    method: .get,
+                    headers: [.authorization: "Bearer wrong-token-\(attempt)-0123456789"]
+                )
                 statuses.append(response.status)
                 if response.status == .tooManyRequests {
                     #expect(Int(try #require(response.headers[.retryAfter])) ?? 0 >= 1)
@@ -42,7 +47,12 @@ import Testing
         let fixture = try await StoreFixture(.sqlite)
         try await fixture.application.test(.router) { client in
             let headers: HTTPFields = [.authorization: "Bearer \(StoreFixture.adminToken)", .contentType: "application/json"]
-            let set = try await client.execute(uri: "/admin/customers/\(fixture.bundle)/%C3%84bc%20d/flags", method: .post, headers: headers, body: ByteBuffer(string: #"{"flags":{"churnRisk":"high"}}"#))
+            let set = try await client.execute(
+                uri: "/admin/customers/\(fixture.bundle)/%C3%84bc%20d/flags",
+                method: .post,
+                headers: headers,
+                body: ByteBuffer(string: #"{"flags":{"churnRisk":"high"}}"#)
+            )
             #expect(set.status == .ok)
             #expect(set.text.contains(#""applicationUsername":"äbc d""#))
             let read = try await client.execute(uri: "/admin/customers/\(fixture.bundle)/%C3%A4bc%20d", method: .get, headers: headers)
@@ -65,7 +75,12 @@ import Testing
                 #expect(try response.decode(ErrorBody.self).error.field == "limit")
             }
             #expect(try await client.execute(uri: "/admin/audit?limit=5", method: .get, headers: headers).status == .ok)
-            let grant = try await client.execute(uri: "/admin/customers/\(fixture.bundle)/u/grants", method: .post, headers: headers, body: ByteBuffer(string: #"{"productIdentifier":"","offerIdentifier":""}"#))
+            let grant = try await client.execute(
+                uri: "/admin/customers/\(fixture.bundle)/u/grants",
+                method: .post,
+                headers: headers,
+                body: ByteBuffer(string: #"{"productIdentifier":"","offerIdentifier":""}"#)
+            )
             #expect(grant.status == .badRequest)
             #expect(try grant.decode(ErrorBody.self).error.field == "productIdentifier")
         }
@@ -78,7 +93,12 @@ import Testing
         try await fixture.application.test(.router) { client in
             let headers: HTTPFields = [.authorization: "Bearer \(StoreFixture.adminToken)", .contentType: "application/json"]
             func flags(_ body: String, app: String? = nil) async throws -> TestResponse {
-                try await client.execute(uri: "/admin/customers/\(app ?? fixture.bundle)/flagged/flags", method: .post, headers: headers, body: ByteBuffer(string: body))
+                try await client.execute(
+                    uri: "/admin/customers/\(app ?? fixture.bundle)/flagged/flags",
+                    method: .post,
+                    headers: headers,
+                    body: ByteBuffer(string: body)
+                )
             }
             let unknownApp = try await flags(#"{"flags":{"churnRisk":"high"}}"#, app: "com.example.nope")
             #expect(unknownApp.status == .notFound)
@@ -110,9 +130,19 @@ import Testing
             _ = try await fixture.store.updateCustomer(crowded) { facts in
                 for index in 0..<(AdminCustomerRoutes.maximumFlags + 50) { facts.flags["old\(index)"] = "x" }
             }
-            let removal = try await client.execute(uri: "/admin/customers/\(fixture.bundle)/crowded/flags", method: .post, headers: headers, body: ByteBuffer(string: #"{"flags":{"old0":null,"old1":null}}"#))
+            let removal = try await client.execute(
+                uri: "/admin/customers/\(fixture.bundle)/crowded/flags",
+                method: .post,
+                headers: headers,
+                body: ByteBuffer(string: #"{"flags":{"old0":null,"old1":null}}"#)
+            )
             #expect(removal.status == .ok, "\(removal.text)")
-            let growth = try await client.execute(uri: "/admin/customers/\(fixture.bundle)/crowded/flags", method: .post, headers: headers, body: ByteBuffer(string: #"{"flags":{"new":"x"}}"#))
+            let growth = try await client.execute(
+                uri: "/admin/customers/\(fixture.bundle)/crowded/flags",
+                method: .post,
+                headers: headers,
+                body: ByteBuffer(string: #"{"flags":{"new":"x"}}"#)
+            )
             #expect(growth.status == .badRequest)
         }
         try await fixture.store.close()

@@ -8,13 +8,13 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import OfferApplication
 import OfferEligibility
 import OfferModel
 import OfferSignerServer
 import OfferSigning
 import OfferStore
 import Testing
-import OfferApplication
 
 /// A store, an app verified against a test chain in Production, and services that ask a fake of Apple's App Store
 /// Server API (on loopback) for the facts the store lacks.
@@ -38,36 +38,54 @@ struct AppStoreFactsFixture {
     }
 
     func policy(_ whenUnavailable: String) throws -> OfferPolicy {
-        try OfferPolicy(text: """
-            appStoreUnavailable: \(whenUnavailable)
-            apps:
-              - bundleIdentifier: \(bundle)
-                issuerIdentifier: \(FakeAppStore.issuerId)
-                appAppleId: \(FakeAppStore.appAppleId)
-                products:
-                  - productIdentifier: \(TestPayloads.productIdentifier)
-                    subscriptionGroupIdentifier: "\(Self.group)"
-                    introductoryOffer:
-                      rules: [never-had-introductory-offer]
-                    offers:
-                      - offerIdentifier: winback_50
-                        rules: [app-store-subscriber, { lapsed: { minDays: 0, maxDays: 365 } }]
-                    retention:
-                      - messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e05
-                        rules: [active-subscriber]
-                      - messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03
-            """)
+        try OfferPolicy(
+            text: """
+                appStoreUnavailable: \(whenUnavailable)
+                apps:
+                  - bundleIdentifier: \(bundle)
+                    issuerIdentifier: \(FakeAppStore.issuerId)
+                    appAppleId: \(FakeAppStore.appAppleId)
+                    products:
+                      - productIdentifier: \(TestPayloads.productIdentifier)
+                        subscriptionGroupIdentifier: "\(Self.group)"
+                        introductoryOffer:
+                          rules: [never-had-introductory-offer]
+                        offers:
+                          - offerIdentifier: winback_50
+                            rules: [app-store-subscriber, { lapsed: { minDays: 0, maxDays: 365 } }]
+                        retention:
+                          - messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e05
+                            rules: [active-subscriber]
+                          - messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03
+                """
+        )
     }
 
     /// A service whose App Store Server API client asks the fake on `port` (nil: no client, as today).
-    func service(port: Int?, whenUnavailable: String = "refuse", timeout: Duration = .seconds(10), cacheTimeToLive: Duration = .seconds(60), retentionDeadline: Duration = .milliseconds(500)) throws -> OfferService {
-        let verifier = try SignedDataVerifier(bundleIdentifier: bundle, appAppleId: FakeAppStore.appAppleId, environments: [.production], trustedRoots: [chain.root])
+    func service(
+        port: Int?,
+        whenUnavailable: String = "refuse",
+        timeout: Duration = .seconds(10),
+        cacheTimeToLive: Duration = .seconds(60),
+        retentionDeadline: Duration = .milliseconds(500)
+    ) throws -> OfferService {
+        let verifier = try SignedDataVerifier(
+            bundleIdentifier: bundle,
+            appAppleId: FakeAppStore.appAppleId,
+            environments: [.production],
+            trustedRoots: [chain.root]
+        )
         let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: Logger(label: "test"))
         var clients: [String: AppStoreServerAPIClient] = [:]
         if let port {
             let settings = AppStoreAPISettings(
-                keyIdentifier: FakeAppStore.keyIdentifier, privateKeyPEM: appKey.pemRepresentation, issuerId: FakeAppStore.issuerId,
-                baseURL: "http://127.0.0.1:\(port)/production", timeout: timeout, cacheTimeToLive: cacheTimeToLive)
+                keyIdentifier: FakeAppStore.keyIdentifier,
+                privateKeyPEM: appKey.pemRepresentation,
+                issuerId: FakeAppStore.issuerId,
+                baseURL: "http://127.0.0.1:\(port)/production",
+                timeout: timeout,
+                cacheTimeToLive: cacheTimeToLive
+            )
             let app = AppConfiguration(bundleIdentifier: bundle, issuerIdentifier: FakeAppStore.issuerId, appAppleId: FakeAppStore.appAppleId)
             var configuration = try settings.clientConfiguration(for: app, environments: [.production])
             configuration.retry.initialBackoff = .milliseconds(10)
@@ -75,12 +93,21 @@ struct AppStoreFactsFixture {
             clients[bundle] = try AppStoreServerAPIClient(configuration: configuration, verifier: verifier)
         }
         return OfferService(
-            apps: [], keyRing: try KeyRing(keys: [.init(key: key, source: "test")]), policy: try policy(whenUnavailable),
-            store: store, notifications: ingestor, retentionDeadline: retentionDeadline, appStoreClients: clients)
+            apps: [],
+            keyRing: try KeyRing(keys: [.init(key: key, source: "test")]),
+            policy: try policy(whenUnavailable),
+            store: store,
+            notifications: ingestor,
+            retentionDeadline: retentionDeadline,
+            appStoreClients: clients
+        )
     }
 
     func application(_ service: OfferService) -> some ApplicationProtocol {
-        Application(router: buildRouter(service: service, adminTokens: try! BearerTokens(parsing: "carol:\(Self.adminToken)")), logger: Logger(label: "test"))
+        Application(
+            router: buildRouter(service: service, adminTokens: try! BearerTokens(parsing: "carol:\(Self.adminToken)")),
+            logger: Logger(label: "test")
+        )
     }
 
     func fake(_ respond: @escaping @Sendable (FakeRequest) async throws -> FakeResponse) -> FakeAppStore {
@@ -88,10 +115,23 @@ struct AppStoreFactsFixture {
     }
 
     /// A Production transaction of the app.
-    func transaction(original: String, id: String? = nil, token: String? = nil, purchased: Date, expires: Date, introductory: Bool = false) -> JWSTransactionDecodedPayload {
+    func transaction(
+        original: String,
+        id: String? = nil,
+        token: String? = nil,
+        purchased: Date,
+        expires: Date,
+        introductory: Bool = false
+    ) -> JWSTransactionDecodedPayload {
         var transaction = TestPayloads.transaction(
-            originalTransactionId: original, transactionId: id, appAccountToken: token, purchaseDate: purchased, expiresDate: expires,
-            bundleIdentifier: bundle, environment: .production)
+            originalTransactionId: original,
+            transactionId: id,
+            appAccountToken: token,
+            purchaseDate: purchased,
+            expiresDate: expires,
+            bundleIdentifier: bundle,
+            environment: .production
+        )
         transaction.subscriptionGroupIdentifier = Self.group
         if introductory { transaction.offerType = .introductoryOffer }
         return transaction
@@ -106,21 +146,45 @@ struct AppStoreFactsFixture {
 
     /// A subscriber who bought 100 days ago, with an introductory offer if asked, then one renewal; `status` and the
     /// last expiry as given.
-    func answer(original: String, token: String? = nil, status: SubscriptionStatus, expires: Date, introductory: Bool = false, signer: TestJWSSigner? = nil) async throws -> Answer {
+    func answer(
+        original: String,
+        token: String? = nil,
+        status: SubscriptionStatus,
+        expires: Date,
+        introductory: Bool = false,
+        signer: TestJWSSigner? = nil
+    ) async throws -> Answer {
         let purchased = Date().addingTimeInterval(-100 * 86_400)
-        let first = transaction(original: original, token: token, purchased: purchased, expires: purchased.addingTimeInterval(30 * 86_400), introductory: introductory)
-        var latest = transaction(original: original, id: "\(original)9", token: token, purchased: purchased.addingTimeInterval(30 * 86_400), expires: expires)
+        let first = transaction(
+            original: original,
+            token: token,
+            purchased: purchased,
+            expires: purchased.addingTimeInterval(30 * 86_400),
+            introductory: introductory
+        )
+        var latest = transaction(
+            original: original,
+            id: "\(original)9",
+            token: token,
+            purchased: purchased.addingTimeInterval(30 * 86_400),
+            expires: expires
+        )
         latest.originalPurchaseDate = purchased.appStoreMilliseconds
         latest.transactionReason = .renewal
         let renewal = TestPayloads.renewalInfo(for: latest, autoRenewStatus: status == .active ? .on : .off)
         let signer = signer ?? self.signer
         return Answer(
             statuses: try await .statuses([(status, latest, renewal)], signer: signer, environment: .production, bundleIdentifier: bundle),
-            history: try await .history([first, latest], signer: signer, environment: .production, bundleIdentifier: bundle))
+            history: try await .history([first, latest], signer: signer, environment: .production, bundleIdentifier: bundle)
+        )
     }
 
     func sign(_ client: some TestClientProtocol, _ username: String, transactionId: String, format: String = "jws") async throws -> TestResponse {
-        try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"winback_50","applicationUsername":"\#(username)","format":"\#(format)","transactionId":"\#(transactionId)"}"#)
+        try await client.post(
+            "/v1/offers/sign",
+            json:
+                #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"winback_50","applicationUsername":"\#(username)","format":"\#(format)","transactionId":"\#(transactionId)"}"#
+        )
     }
 
     func customer(_ username: String) -> CustomerKey { CustomerKey(bundleIdentifier: bundle, applicationUsername: username) }
@@ -145,7 +209,10 @@ actor CallCounter {
     static let lapsed = Date().addingTimeInterval(-30 * 86_400)
     static let renewing = Date().addingTimeInterval(20 * 86_400)
 
-    @Test("a lapsed stranger with a transactionId gets the win-back offer once Apple's facts are stored; the next request asks nothing", arguments: StoreBackend.available)
+    @Test(
+        "a lapsed stranger with a transactionId gets the win-back offer once Apple's facts are stored; the next request asks nothing",
+        arguments: StoreBackend.available
+    )
     func lapsedStrangerGetsTheWinBackOffer(_ backend: StoreBackend) async throws {
         let fixture = try await AppStoreFactsFixture(backend)
         let answer = try await fixture.answer(original: "3100000000000001", status: .expired, expires: Self.lapsed)
@@ -181,13 +248,19 @@ actor CallCounter {
                 let response = try await fixture.sign(client, "active-1", transactionId: "3200000000000001")
                 #expect(response.status == .forbidden)
                 #expect(try response.decode(RefusalBody.self).error.reasons?.map(\.code) == ["not_lapsed"])
-                #expect(try await fixture.store.customerFacts(for: fixture.customer("active-1"))?.subscription(inGroup: AppStoreFactsFixture.group)?.state == .active)
+                #expect(
+                    try await fixture.store.customerFacts(for: fixture.customer("active-1"))?.subscription(inGroup: AppStoreFactsFixture.group)?.state
+                        == .active
+                )
             }
         }
         try await fixture.store.close()
     }
 
-    @Test("introductory eligibility: an offer used in the group (Apple's history) says no; a transaction Apple does not know stays 404", arguments: StoreBackend.available)
+    @Test(
+        "introductory eligibility: an offer used in the group (Apple's history) says no; a transaction Apple does not know stays 404",
+        arguments: StoreBackend.available
+    )
     func introductoryOfferAlreadyUsed(_ backend: StoreBackend) async throws {
         let fixture = try await AppStoreFactsFixture(backend)
         let used = try await fixture.answer(original: "3300000000000001", status: .expired, expires: Self.lapsed, introductory: true)
@@ -202,12 +275,19 @@ actor CallCounter {
         try await fake.run { port in
             try await fixture.application(try fixture.service(port: port)).test(.router) { client in
                 func ask(_ username: String, _ transactionId: String) async throws -> TestResponse {
-                    try await client.post("/v1/offers/introductory-eligibility", json: #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","transactionId":"\#(transactionId)","applicationUsername":"\#(username)"}"#)
+                    try await client.post(
+                        "/v1/offers/introductory-eligibility",
+                        json:
+                            #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","transactionId":"\#(transactionId)","applicationUsername":"\#(username)"}"#
+                    )
                 }
                 let usedAnswer = try await ask("intro-1", "3300000000000001")
                 #expect(usedAnswer.status == .ok, "\(usedAnswer.text)")
                 #expect(try usedAnswer.decode(IntroAnswer.self).allowIntroductoryOffer == false)
-                #expect(try await fixture.store.customerFacts(for: fixture.customer("intro-1"))?.subscription(inGroup: AppStoreFactsFixture.group)?.hadIntroductoryOffer == true)
+                #expect(
+                    try await fixture.store.customerFacts(for: fixture.customer("intro-1"))?.subscription(inGroup: AppStoreFactsFixture.group)?
+                        .hadIntroductoryOffer == true
+                )
                 let freshAnswer = try await ask("intro-2", "3300000000000002")
                 #expect(try freshAnswer.decode(IntroAnswer.self).allowIntroductoryOffer == true)
                 let unknown = try await ask("intro-3", "3300000000000009")
@@ -241,7 +321,10 @@ actor CallCounter {
         try await fixture.store.close()
     }
 
-    @Test("Apple hangs: refuse answers 503 app_store_unavailable with Retry-After within the timeout; allow-from-store decides on the store", arguments: StoreBackend.available)
+    @Test(
+        "Apple hangs: refuse answers 503 app_store_unavailable with Retry-After within the timeout; allow-from-store decides on the store",
+        arguments: StoreBackend.available
+    )
     func hangingAppStore(_ backend: StoreBackend) async throws {
         let fixture = try await AppStoreFactsFixture(backend)
         let fake = fixture.fake { _ in FakeResponse(hang: true) }
@@ -257,7 +340,8 @@ actor CallCounter {
                 #expect(elapsed < timeout + .seconds(3), "answered after \(elapsed)")  // the fake never answers; loose: 2 busy cores
                 #expect(try await fixture.store.customerFacts(for: fixture.customer("hang-1")) == nil)
             }
-            try await fixture.application(try fixture.service(port: port, whenUnavailable: "allow-from-store", timeout: timeout)).test(.router) { client in
+            try await fixture.application(try fixture.service(port: port, whenUnavailable: "allow-from-store", timeout: timeout)).test(.router) {
+                client in
                 let started = ContinuousClock.now
                 let response = try await fixture.sign(client, "hang-2", transactionId: "3500000000000002")
                 #expect(ContinuousClock.now - started < timeout + .seconds(3))
@@ -311,7 +395,10 @@ actor CallCounter {
         try await fixture.store.close()
     }
 
-    @Test("Apple's answer is not attached to another customer: another appAccountToken, or a subscription already claimed", arguments: StoreBackend.available)
+    @Test(
+        "Apple's answer is not attached to another customer: another appAccountToken, or a subscription already claimed",
+        arguments: StoreBackend.available
+    )
     func answerOfAnotherCustomerIsNotAttached(_ backend: StoreBackend) async throws {
         let fixture = try await AppStoreFactsFixture(backend)
         let owner = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
@@ -322,7 +409,15 @@ actor CallCounter {
         }
         // The second subscription is already the claimant's in the store.
         _ = try await fixture.store.updateCustomer(fixture.customer("claimant")) { facts in
-            facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: AppStoreFactsFixture.group, productIdentifier: TestPayloads.productIdentifier, originalTransactionId: "3800000000000002", state: .expired, expiresDate: Self.lapsed)]
+            facts.subscriptions = [
+                SubscriptionFacts(
+                    subscriptionGroupIdentifier: AppStoreFactsFixture.group,
+                    productIdentifier: TestPayloads.productIdentifier,
+                    originalTransactionId: "3800000000000002",
+                    state: .expired,
+                    expiresDate: Self.lapsed
+                )
+            ]
         }
         try await fake.run { port in
             try await fixture.application(try fixture.service(port: port)).test(.router) { client in
@@ -354,9 +449,14 @@ actor CallCounter {
             // A deadline a loaded test machine meets (Apple's 700 ms is the production budget; docs/app-store-api.md).
             let service = try fixture.service(port: port, retentionDeadline: .seconds(5))
             let request = DecodedRealtimeRequestBody(
-                originalTransactionId: "3900000000000001", appAppleId: FakeAppStore.appAppleId, productIdentifier: TestPayloads.productIdentifier,
-                userLocale: "en-US", requestIdentifier: UUID().uuidString.lowercased(), environment: .production,
-                signedDate: Date().appStoreMilliseconds)
+                originalTransactionId: "3900000000000001",
+                appAppleId: FakeAppStore.appAppleId,
+                productIdentifier: TestPayloads.productIdentifier,
+                userLocale: "en-US",
+                requestIdentifier: UUID().uuidString.lowercased(),
+                environment: .production,
+                signedDate: Date().appStoreMilliseconds
+            )
             let response = try await service.answerRetention(request, bundleIdentifier: fixture.bundle)
             #expect(response.message?.messageIdentifier == "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e05")
             #expect(await fake.ledger.count("production", .statuses) == 1)
@@ -377,7 +477,10 @@ actor CallCounter {
                 #expect(await fake.ledger.total == 0)
             }
             try await fixture.application(try fixture.service(port: port)).test(.router) { client in
-                let answer = try await client.post("/v1/offers/eligibility", json: #"{"applicationUsername":"plain-1","transactionId":"4000000000000001"}"#).decode(EligibilityAnswer.self)
+                let answer = try await client.post(
+                    "/v1/offers/eligibility",
+                    json: #"{"applicationUsername":"plain-1","transactionId":"4000000000000001"}"#
+                ).decode(EligibilityAnswer.self)
                 #expect(answer.offers.map(\.eligible) == [true])
                 #expect(await fake.ledger.count("production", .statuses) == 1)
             }
@@ -385,13 +488,24 @@ actor CallCounter {
         try await fixture.store.close()
     }
 
-    @Test("POST /admin/customers/{bundle}/{customer}/refresh asks Apple for the customer's known subscription, stores and audits", arguments: StoreBackend.available)
+    @Test(
+        "POST /admin/customers/{bundle}/{customer}/refresh asks Apple for the customer's known subscription, stores and audits",
+        arguments: StoreBackend.available
+    )
     func adminRefresh(_ backend: StoreBackend) async throws {
         let fixture = try await AppStoreFactsFixture(backend)
         let answer = try await fixture.answer(original: "4100000000000001", status: .active, expires: Self.renewing)
         let fake = fixture.fake { answer.respond($0) }
         _ = try await fixture.store.updateCustomer(fixture.customer("known-1")) { facts in
-            facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: AppStoreFactsFixture.group, productIdentifier: TestPayloads.productIdentifier, originalTransactionId: "4100000000000001", state: .expired, expiresDate: Self.lapsed)]
+            facts.subscriptions = [
+                SubscriptionFacts(
+                    subscriptionGroupIdentifier: AppStoreFactsFixture.group,
+                    productIdentifier: TestPayloads.productIdentifier,
+                    originalTransactionId: "4100000000000001",
+                    state: .expired,
+                    expiresDate: Self.lapsed
+                )
+            ]
         }
         try await fake.run { port in
             try await fixture.application(try fixture.service(port: port, cacheTimeToLive: .zero)).test(.router) { client in
@@ -399,8 +513,15 @@ actor CallCounter {
                 let response = try await client.execute(uri: "/admin/customers/\(fixture.bundle)/known-1/refresh", method: .post, headers: auth)
                 #expect(response.status == .ok, "\(response.text)")
                 #expect(response.text.contains("\"active\""))
-                #expect(try await fixture.store.customerFacts(for: fixture.customer("known-1"))?.subscription(inGroup: AppStoreFactsFixture.group)?.state == .active)
-                #expect(try await fixture.store.auditEvents(limit: 10_000, since: nil).contains { $0.action == "customer.refresh" && $0.actor == "carol" && $0.target.hasPrefix(fixture.bundle) })
+                #expect(
+                    try await fixture.store.customerFacts(for: fixture.customer("known-1"))?.subscription(inGroup: AppStoreFactsFixture.group)?.state
+                        == .active
+                )
+                #expect(
+                    try await fixture.store.auditEvents(limit: 10_000, since: nil).contains {
+                        $0.action == "customer.refresh" && $0.actor == "carol" && $0.target.hasPrefix(fixture.bundle)
+                    }
+                )
                 let unknown = try await client.execute(uri: "/admin/customers/\(fixture.bundle)/nobody/refresh", method: .post, headers: auth)
                 #expect(unknown.status == .notFound)
             }
@@ -418,8 +539,10 @@ actor CallCounter {
     }
 
     private func environment(_ extra: [String: String]) throws -> [String: String] {
-        ["OFFER_SIGNER_CLIENT_AUTH": "none", "OFFER_SIGNER_BUNDLE_ID": "com.example.app",
-         "OFFER_SIGNER_KEY_ABC123DEFG": try SigningKey.generate(keyIdentifier: "X").pkcs8PEMRepresentation].merging(extra) { $1 }
+        [
+            "OFFER_SIGNER_CLIENT_AUTH": "none", "OFFER_SIGNER_BUNDLE_ID": "com.example.app",
+            "OFFER_SIGNER_KEY_ABC123DEFG": try SigningKey.generate(keyIdentifier: "X").pkcs8PEMRepresentation,
+        ].merging(extra) { $1 }
     }
 
     @Test func noKeyIdMeansNoClient() throws {
@@ -427,11 +550,13 @@ actor CallCounter {
     }
 
     @Test func theKeyIdAloneTakesTheSigningKeyOfThatId() throws {
-        let configuration = try ServiceConfiguration(environment: environment([
-            "OFFER_SIGNER_APP_STORE_API_KEY_ID": "ABC123DEFG", "OFFER_SIGNER_ISSUER_ID": FakeAppStore.issuerId,
-            "OFFER_SIGNER_APP_STORE_API_TIMEOUT": "1500ms", "OFFER_SIGNER_APP_STORE_API_CACHE_TTL": "30s",
-            "OFFER_SIGNER_APP_STORE_API_URL": "http://127.0.0.1:9/appstore", "OFFER_SIGNER_ENVIRONMENTS": "Sandbox,Production",
-        ]))
+        let configuration = try ServiceConfiguration(
+            environment: environment([
+                "OFFER_SIGNER_APP_STORE_API_KEY_ID": "ABC123DEFG", "OFFER_SIGNER_ISSUER_ID": FakeAppStore.issuerId,
+                "OFFER_SIGNER_APP_STORE_API_TIMEOUT": "1500ms", "OFFER_SIGNER_APP_STORE_API_CACHE_TTL": "30s",
+                "OFFER_SIGNER_APP_STORE_API_URL": "http://127.0.0.1:9/appstore", "OFFER_SIGNER_ENVIRONMENTS": "Sandbox,Production",
+            ])
+        )
         let settings = try #require(configuration.appStoreAPI)
         #expect(settings.timeout == .milliseconds(1500))
         #expect(settings.cacheTimeToLive == .seconds(30))
@@ -444,12 +569,29 @@ actor CallCounter {
     @Test(arguments: [
         (["OFFER_SIGNER_APP_STORE_API_KEY_ID": "NOSUCHKEY1", "OFFER_SIGNER_ISSUER_ID": "i"], "OFFER_SIGNER_APP_STORE_API_KEY_ID"),
         (["OFFER_SIGNER_APP_STORE_API_KEY_FILE": "/nonexistent.p8"], "OFFER_SIGNER_APP_STORE_API_KEY_FILE"),
-        (["OFFER_SIGNER_APP_STORE_API_KEY_ID": "ABC123DEFG", "OFFER_SIGNER_APP_STORE_API_KEY_FILE": "/nonexistent.p8", "OFFER_SIGNER_ISSUER_ID": "i"], "OFFER_SIGNER_APP_STORE_API_KEY_FILE"),
+        (
+            [
+                "OFFER_SIGNER_APP_STORE_API_KEY_ID": "ABC123DEFG", "OFFER_SIGNER_APP_STORE_API_KEY_FILE": "/nonexistent.p8",
+                "OFFER_SIGNER_ISSUER_ID": "i",
+            ], "OFFER_SIGNER_APP_STORE_API_KEY_FILE"
+        ),
         (["OFFER_SIGNER_APP_STORE_API_KEY_ID": "ABC123DEFG"], "OFFER_SIGNER_ISSUER_ID"),
-        (["OFFER_SIGNER_APP_STORE_API_KEY_ID": "ABC123DEFG", "OFFER_SIGNER_ISSUER_ID": "i", "OFFER_SIGNER_APP_STORE_API_TIMEOUT": "forever"], "OFFER_SIGNER_APP_STORE_API_TIMEOUT"),
-        (["OFFER_SIGNER_APP_STORE_API_KEY_ID": "ABC123DEFG", "OFFER_SIGNER_ISSUER_ID": "i", "OFFER_SIGNER_APP_STORE_API_CACHE_TTL": "-1s"], "OFFER_SIGNER_APP_STORE_API_CACHE_TTL"),
-        (["OFFER_SIGNER_APP_STORE_API_KEY_ID": "ABC123DEFG", "OFFER_SIGNER_ISSUER_ID": "i", "OFFER_SIGNER_APP_STORE_API_URL": "ftp:/x"], "OFFER_SIGNER_APP_STORE_API_URL"),
-        (["OFFER_SIGNER_APP_STORE_API_KEY_ID": "ABC123DEFG", "OFFER_SIGNER_ISSUER_ID": "i", "OFFER_SIGNER_ENVIRONMENTS": "Xcode"], "OFFER_SIGNER_ENVIRONMENTS"),
+        (
+            ["OFFER_SIGNER_APP_STORE_API_KEY_ID": "ABC123DEFG", "OFFER_SIGNER_ISSUER_ID": "i", "OFFER_SIGNER_APP_STORE_API_TIMEOUT": "forever"],
+            "OFFER_SIGNER_APP_STORE_API_TIMEOUT"
+        ),
+        (
+            ["OFFER_SIGNER_APP_STORE_API_KEY_ID": "ABC123DEFG", "OFFER_SIGNER_ISSUER_ID": "i", "OFFER_SIGNER_APP_STORE_API_CACHE_TTL": "-1s"],
+            "OFFER_SIGNER_APP_STORE_API_CACHE_TTL"
+        ),
+        (
+            ["OFFER_SIGNER_APP_STORE_API_KEY_ID": "ABC123DEFG", "OFFER_SIGNER_ISSUER_ID": "i", "OFFER_SIGNER_APP_STORE_API_URL": "ftp:/x"],
+            "OFFER_SIGNER_APP_STORE_API_URL"
+        ),
+        (
+            ["OFFER_SIGNER_APP_STORE_API_KEY_ID": "ABC123DEFG", "OFFER_SIGNER_ISSUER_ID": "i", "OFFER_SIGNER_ENVIRONMENTS": "Xcode"],
+            "OFFER_SIGNER_ENVIRONMENTS"
+        ),
     ])
     func aBadValueNamesItsVariable(_ extra: [String: String], variable: String) throws {
         let environment = try environment(extra)

@@ -5,11 +5,11 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import OfferApplication
 import OfferModel
 import OfferSignerServer
 import OfferStore
 import Testing
-import OfferApplication
 
 /// What a signed App Store payload proves, and no more (issue 30): retention answers bound to their request, fresh
 /// real-time requests only, tokens that cannot move a customer, identifiers validated where they enter, honest
@@ -30,16 +30,25 @@ import OfferApplication
     }
 
     /// A transaction of the fixture's app and group.
-    static func transaction(_ fixture: RetentionFixture, original: String, token: String?, signedDate: Date = Date()) -> JWSTransactionDecodedPayload {
+    static func transaction(_ fixture: RetentionFixture, original: String, token: String?, signedDate: Date = Date()) -> JWSTransactionDecodedPayload
+    {
         var transaction = TestPayloads.transaction(
-            originalTransactionId: original, appAccountToken: token, expiresDate: Date() + 20 * 86_400, bundleIdentifier: fixture.bundle, signedDate: signedDate)
+            originalTransactionId: original,
+            appAccountToken: token,
+            expiresDate: Date() + 20 * 86_400,
+            bundleIdentifier: fixture.bundle,
+            signedDate: signedDate
+        )
         transaction.subscriptionGroupIdentifier = "21000001"
         return transaction
     }
 
     // MARK: Retention answers bound to their request
 
-    @Test("a stored answer is given only to the request it answered: another original transaction or product under the same requestIdentifier is 409", arguments: StoreBackend.available)
+    @Test(
+        "a stored answer is given only to the request it answered: another original transaction or product under the same requestIdentifier is 409",
+        arguments: StoreBackend.available
+    )
     func answersAreBoundToTheirRequest(_ backend: StoreBackend) async throws {
         let fixture = try await RetentionFixture(backend)
         let (first, second) = (Self.token(), Self.token())
@@ -52,9 +61,14 @@ import OfferApplication
             #expect(answered.status == .ok)
             let retried = try await fixture.ask(client, try await fixture.request(originalTransactionId: a, requestIdentifier: id))
             #expect(retried.status == .ok)
-            #expect(try retried.decode(RealtimeResponseBody.self) == (try answered.decode(RealtimeResponseBody.self)), "a retry gets the stored answer")
-            for request in [try await fixture.request(originalTransactionId: b, requestIdentifier: id),
-                            try await fixture.request(originalTransactionId: a, productIdentifier: RetentionFixture.weekly, requestIdentifier: id)] {
+            #expect(
+                try retried.decode(RealtimeResponseBody.self) == (try answered.decode(RealtimeResponseBody.self)),
+                "a retry gets the stored answer"
+            )
+            for request in [
+                try await fixture.request(originalTransactionId: b, requestIdentifier: id),
+                try await fixture.request(originalTransactionId: a, productIdentifier: RetentionFixture.weekly, requestIdentifier: id),
+            ] {
                 let refused = try await fixture.ask(client, request)
                 #expect(refused.status == .conflict)
                 #expect(Self.code(refused) == "request_identifier_conflict")
@@ -65,7 +79,10 @@ import OfferApplication
         #expect(try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle)) == 1)
     }
 
-    @Test("concurrent first deliveries of one requestIdentifier for two customers agree: one answer, the other 409", arguments: StoreBackend.available)
+    @Test(
+        "concurrent first deliveries of one requestIdentifier for two customers agree: one answer, the other 409",
+        arguments: StoreBackend.available
+    )
     func concurrentFirstDeliveriesAgree(_ backend: StoreBackend) async throws {
         let fixture = try await RetentionFixture(backend)
         // Two replicas when the database is shared (PostgreSQL); SQLite is one process's file.
@@ -77,7 +94,10 @@ import OfferApplication
         }
         for _ in 0..<3 {
             let id = UUID().uuidString.lowercased()
-            let requests = [try await fixture.request(originalTransactionId: a, requestIdentifier: id), try await fixture.request(originalTransactionId: b, requestIdentifier: id)]
+            let requests = [
+                try await fixture.request(originalTransactionId: a, requestIdentifier: id),
+                try await fixture.request(originalTransactionId: b, requestIdentifier: id),
+            ]
             let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
                 for (index, request) in requests.enumerated() {
                     let serving = index == 0 ? fixture : replica
@@ -93,7 +113,10 @@ import OfferApplication
 
     // MARK: Fresh requests only
 
-    @Test("a real-time request signed outside the clock skew, or by a chain not valid now, is refused and signs nothing", arguments: StoreBackend.available)
+    @Test(
+        "a real-time request signed outside the clock skew, or by a chain not valid now, is refused and signs nothing",
+        arguments: StoreBackend.available
+    )
     func staleAndFutureRequestsAreRefused(_ backend: StoreBackend) async throws {
         let fixture = try await RetentionFixture(backend)
         let original = RetentionTests.otid()
@@ -115,10 +138,21 @@ import OfferApplication
         var options = TestCertificateChain.Options()
         options.leafValidity = Date().addingTimeInterval(-86_400)...Date().addingTimeInterval(-60)
         let chain = try TestCertificateChain(options)
-        let verifier = try SignedDataVerifier(bundleIdentifier: "com.example.app", appAppleId: 42, environments: [.sandbox], trustedRoots: [chain.root])
+        let verifier = try SignedDataVerifier(
+            bundleIdentifier: "com.example.app",
+            appAppleId: 42,
+            environments: [.sandbox],
+            trustedRoots: [chain.root]
+        )
         let request = DecodedRealtimeRequestBody(
-            originalTransactionId: "2000000000000001", appAppleId: 42, productIdentifier: "p", userLocale: "en-US",
-            requestIdentifier: UUID().uuidString, environment: .sandbox, signedDate: (Date() - 120).appStoreMilliseconds)
+            originalTransactionId: "2000000000000001",
+            appAppleId: 42,
+            productIdentifier: "p",
+            userLocale: "en-US",
+            requestIdentifier: UUID().uuidString,
+            environment: .sandbox,
+            signedDate: (Date() - 120).appStoreMilliseconds
+        )
         let payload = try await TestJWSSigner(chain: chain).sign(request)
         // Explained later (no freshness), it verifies at its signedDate, as Apple's libraries do.
         _ = try await verifier.verifyAndDecodeRealtimeRequest(payload)
@@ -140,7 +174,10 @@ import OfferApplication
         let original = RetentionTests.otid()
         try await fixture.application.test(.router) { client in
             for identifier in ["-", "0", "abcdef", String(repeating: "a", count: 36), "6f1c8a2e-0b1d-4c2e-9f3a-7d5e6b4c3a2"] {
-                let response = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, requestIdentifier: identifier))
+                let response = try await fixture.ask(
+                    client,
+                    try await fixture.request(originalTransactionId: original, requestIdentifier: identifier)
+                )
                 #expect(response.status == .badRequest, "\(identifier)")
             }
             for locale in ["en-US\n", "en\u{0}", "e", "en-US-" + String(repeating: "x", count: 40), "english", "en US", "en-ÜS"] {
@@ -160,7 +197,12 @@ import OfferApplication
         var transaction = Self.transaction(fixture, original: RetentionTests.otid(), token: Self.token())
         transaction.environment = .production
         let signedTransaction = try await fixture.signer.sign(transaction)
-        let notification = TestPayloads.notification(.didRenew, signedTransactionInfo: signedTransaction, bundleIdentifier: fixture.bundle, environment: .sandbox)
+        let notification = TestPayloads.notification(
+            .didRenew,
+            signedTransactionInfo: signedTransaction,
+            bundleIdentifier: fixture.bundle,
+            environment: .sandbox
+        )
         try await fixture.application.test(.router) { client in
             let response = try await Self.notify(client, try await fixture.signer.sign(notification))
             #expect(response.status == .badRequest)
@@ -179,22 +221,34 @@ import OfferApplication
             try await fixture.subscribe(client, token: victim, originalTransactionId: theirs, renewed: true, autoRenew: .on)
             // Purchase B made with the victim's token (a modified app), then genuine notifications for it.
             let transaction = Self.transaction(fixture, original: intruder, token: victim)
-            for (type, subtype, renewal) in [(NotificationType.subscribed, NotificationSubtype.initialBuy, AutoRenewStatus.on),
-                                             (.didChangeRenewalStatus, .autoRenewDisabled, .off)] {
+            for (type, subtype, renewal) in [
+                (NotificationType.subscribed, NotificationSubtype.initialBuy, AutoRenewStatus.on),
+                (.didChangeRenewalStatus, .autoRenewDisabled, .off),
+            ] {
                 let payload = try await fixture.signer.signNotification(
-                    type, subtype: subtype, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: renewal),
-                    bundleIdentifier: fixture.bundle, environment: .sandbox)
+                    type,
+                    subtype: subtype,
+                    transaction: transaction,
+                    renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: renewal),
+                    bundleIdentifier: fixture.bundle,
+                    environment: .sandbox
+                )
                 #expect(try await Self.notify(client, payload).status == .ok)
             }
             // The victim's facts are theirs: their original transaction, auto-renew on.
-            let facts = try #require(try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: victim)))
+            let facts = try #require(
+                try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: victim))
+            )
             let subscription = try #require(facts.subscription(inGroup: "21000001"))
             #expect(subscription.originalTransactionId == theirs)
             #expect(subscription.autoRenewEnabled == true)
             // B is kept under its own key, and a retention request for B is answered for B, not the victim.
             let owners = try await fixture.store.customers(withOriginalTransactionId: intruder)
             #expect(owners == [CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "otid:\(intruder)")])
-            let answered = try await fixture.ask(client, try await fixture.request(originalTransactionId: intruder, productIdentifier: RetentionFixture.weekly))
+            let answered = try await fixture.ask(
+                client,
+                try await fixture.request(originalTransactionId: intruder, productIdentifier: RetentionFixture.weekly)
+            )
             #expect(answered.status == .ok)
             let logged = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle))
             #expect(!logged.contains { $0.applicationUsername == victim })
@@ -202,7 +256,12 @@ import OfferApplication
         // The conflict is audited, under the customer it named (among every test's recent events: the PostgreSQL
         // database is shared, so the last ten may all be others').
         let audit = try await fixture.store.auditEvents(limit: 10_000, since: Date() - 600)
-        #expect(audit.contains { $0.action == "customer.binding_conflict" && $0.details["conflict"] == "token_bound_elsewhere" && $0.details["source"] == "notification" })
+        #expect(
+            audit.contains {
+                $0.action == "customer.binding_conflict" && $0.details["conflict"] == "token_bound_elsewhere"
+                    && $0.details["source"] == "notification"
+            }
+        )
     }
 
     @Test("a token on a transaction another account already holds does not take it over", arguments: StoreBackend.available)
@@ -214,13 +273,23 @@ import OfferApplication
             try await fixture.subscribe(client, token: owner, originalTransactionId: original, autoRenew: .on)
             let transaction = Self.transaction(fixture, original: original, token: other)
             let payload = try await fixture.signer.signNotification(
-                .didChangeRenewalStatus, subtype: .autoRenewDisabled, transaction: transaction,
-                renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: .off), bundleIdentifier: fixture.bundle, environment: .sandbox)
+                .didChangeRenewalStatus,
+                subtype: .autoRenewDisabled,
+                transaction: transaction,
+                renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: .off),
+                bundleIdentifier: fixture.bundle,
+                environment: .sandbox
+            )
             #expect(try await Self.notify(client, payload).status == .ok)
         }
         #expect(try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: other)) == nil)
-        let facts = try #require(try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: owner)))
-        #expect(facts.subscription(inGroup: "21000001")?.autoRenewEnabled == false, "the notification is about the owner's subscription and is filed there")
+        let facts = try #require(
+            try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: owner))
+        )
+        #expect(
+            facts.subscription(inGroup: "21000001")?.autoRenewEnabled == false,
+            "the notification is about the owner's subscription and is filed there"
+        )
     }
 
     @Test("hostile tokens name no one; a transaction naming no customer is filed under no one", arguments: StoreBackend.available)
@@ -230,14 +299,29 @@ import OfferApplication
             for hostile in [String(repeating: "a", count: 8_000), "user\u{0}x", "line\nbreak", "a\u{2063}b", "OTID:2000000000000001", "otid:1"] {
                 let original = RetentionTests.otid()
                 let transaction = Self.transaction(fixture, original: original, token: hostile)
-                let payload = try await fixture.signer.signNotification(.subscribed, subtype: .initialBuy, transaction: transaction, bundleIdentifier: fixture.bundle, environment: .sandbox)
+                let payload = try await fixture.signer.signNotification(
+                    .subscribed,
+                    subtype: .initialBuy,
+                    transaction: transaction,
+                    bundleIdentifier: fixture.bundle,
+                    environment: .sandbox
+                )
                 #expect(try await Self.notify(client, payload).status == .ok)
                 let owners = try await fixture.store.customers(withOriginalTransactionId: original)
-                #expect(owners == [CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "otid:\(original)")], "\(hostile.prefix(20).debugDescription)")
+                #expect(
+                    owners == [CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "otid:\(original)")],
+                    "\(hostile.prefix(20).debugDescription)"
+                )
             }
             var anonymous = Self.transaction(fixture, original: "1", token: nil)
             anonymous.originalTransactionId = nil
-            let payload = try await fixture.signer.signNotification(.subscribed, subtype: .initialBuy, transaction: anonymous, bundleIdentifier: fixture.bundle, environment: .sandbox)
+            let payload = try await fixture.signer.signNotification(
+                .subscribed,
+                subtype: .initialBuy,
+                transaction: anonymous,
+                bundleIdentifier: fixture.bundle,
+                environment: .sandbox
+            )
             let response = try await Self.notify(client, payload)
             #expect(response.status == .ok)
             #expect(Self.outcome(response) == "ignored")
@@ -252,7 +336,13 @@ import OfferApplication
             for (token, named) in [("lapsed-user", false), ("8C1D6A9E-0B2F-4C3D-9E8F-1A2B3C4D5E6F", true)] {
                 let original = RetentionTests.otid()
                 let transaction = Self.transaction(fixture, original: original, token: token)
-                let payload = try await fixture.signer.signNotification(.subscribed, subtype: .initialBuy, transaction: transaction, bundleIdentifier: fixture.bundle, environment: .sandbox)
+                let payload = try await fixture.signer.signNotification(
+                    .subscribed,
+                    subtype: .initialBuy,
+                    transaction: transaction,
+                    bundleIdentifier: fixture.bundle,
+                    environment: .sandbox
+                )
                 #expect(try await Self.notify(client, payload).status == .ok)
                 let owners = try await fixture.store.customers(withOriginalTransactionId: original)
                 let expected = named ? token.lowercased() : "otid:\(original)"
@@ -265,7 +355,10 @@ import OfferApplication
     func internalKeysCannotBeNamed(_ frontEnd: FrontEnd) async throws {
         try await TestService().application(frontEnd).test(frontEnd.setup) { client in
             for name in ["otid:2000000000000001", "OTID:1"] {
-                let response = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"\#(name)"}"#)
+                let response = try await client.post(
+                    "/v1/offers/sign",
+                    json: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"\#(name)"}"#
+                )
                 #expect(response.status == .badRequest)
                 #expect(try response.decode(ErrorBody.self).error.field == "applicationUsername")
             }
@@ -274,7 +367,10 @@ import OfferApplication
 
     // MARK: Ordering and honest answers
 
-    @Test("a notification dated beyond the clock skew is refused and cannot freeze the customer; a stale one says so", arguments: StoreBackend.available)
+    @Test(
+        "a notification dated beyond the clock skew is refused and cannot freeze the customer; a stale one says so",
+        arguments: StoreBackend.available
+    )
     func futureAndStaleNotifications(_ backend: StoreBackend) async throws {
         let fixture = try await RetentionFixture(backend)
         let customer = Self.token()
@@ -282,7 +378,13 @@ import OfferApplication
         try await fixture.application.test(.router) { client in
             try await fixture.subscribe(client, token: customer, originalTransactionId: original, autoRenew: .on)
             let future = Self.transaction(fixture, original: original, token: customer, signedDate: Date() + 300 * 86_400)
-            let ahead = try await fixture.signer.signNotification(.didRenew, transaction: future, bundleIdentifier: fixture.bundle, environment: .sandbox, signedDate: Date() + 300 * 86_400)
+            let ahead = try await fixture.signer.signNotification(
+                .didRenew,
+                transaction: future,
+                bundleIdentifier: fixture.bundle,
+                environment: .sandbox,
+                signedDate: Date() + 300 * 86_400
+            )
             let refused = try await Self.notify(client, ahead)
             #expect(refused.status == .badRequest, "Apple retries a non-2xx")
             #expect(refused.text.contains("not_fresh"))
@@ -290,15 +392,28 @@ import OfferApplication
             var expiring = Self.transaction(fixture, original: original, token: customer)
             expiring.expiresDate = (Date() - 60).appStoreMilliseconds
             let expired = try await fixture.signer.signNotification(
-                .expired, subtype: .voluntary, transaction: expiring, renewalInfo: TestPayloads.renewalInfo(for: expiring, autoRenewStatus: .off),
-                bundleIdentifier: fixture.bundle, environment: .sandbox)
+                .expired,
+                subtype: .voluntary,
+                transaction: expiring,
+                renewalInfo: TestPayloads.renewalInfo(for: expiring, autoRenewStatus: .off),
+                bundleIdentifier: fixture.bundle,
+                environment: .sandbox
+            )
             let applied = try await Self.notify(client, expired)
             #expect(Self.outcome(applied) == "processed")
-            let facts = try #require(try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: customer)))
+            let facts = try #require(
+                try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: customer))
+            )
             #expect(facts.subscription(inGroup: "21000001")?.autoRenewEnabled == false)
             // An older notification, new to the store, changes nothing and says "stale"; its second delivery "duplicate".
             let old = Self.transaction(fixture, original: original, token: customer, signedDate: Date() - 5 * 86_400)
-            let stale = try await fixture.signer.signNotification(.didRenew, transaction: old, bundleIdentifier: fixture.bundle, environment: .sandbox, signedDate: Date() - 5 * 86_400)
+            let stale = try await fixture.signer.signNotification(
+                .didRenew,
+                transaction: old,
+                bundleIdentifier: fixture.bundle,
+                environment: .sandbox,
+                signedDate: Date() - 5 * 86_400
+            )
             #expect(Self.outcome(try await Self.notify(client, stale)) == "stale")
             #expect(Self.outcome(try await Self.notify(client, stale)) == "duplicate")
         }
@@ -309,7 +424,11 @@ import OfferApplication
         let fixture = try await RetentionFixture(backend)
         let customer = Self.token()
         let transaction = Self.transaction(fixture, original: RetentionTests.otid(), token: customer)
-        var notification = TestPayloads.notification(.subscribed, signedTransactionInfo: try await fixture.signer.sign(transaction), bundleIdentifier: fixture.bundle)
+        var notification = TestPayloads.notification(
+            .subscribed,
+            signedTransactionInfo: try await fixture.signer.sign(transaction),
+            bundleIdentifier: fixture.bundle
+        )
         notification.notificationType = nil
         let payload = try await fixture.signer.sign(notification)
         try await fixture.application.test(.router) { client in
@@ -347,7 +466,10 @@ import OfferApplication
     @Test("the purge runs on PostgreSQL", .enabled(if: StoreBackend.postgresURL != nil))
     func purgeRunsOnPostgres() async throws {
         let store = try await StoreBackend.postgres.open()
-        let purged = try await store.purgeExpired(storedAnswersBefore: Date(timeIntervalSince1970: 1), processedNotificationsBefore: Date(timeIntervalSince1970: 1))
+        let purged = try await store.purgeExpired(
+            storedAnswersBefore: Date(timeIntervalSince1970: 1),
+            processedNotificationsBefore: Date(timeIntervalSince1970: 1)
+        )
         #expect(purged.storedAnswers == 0 && purged.processedNotifications == 0)
         try await store.close()
     }

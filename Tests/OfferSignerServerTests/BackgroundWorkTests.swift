@@ -5,13 +5,14 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import NIOPosix
-@testable import OfferApplication
 import OfferEligibility
 import OfferKeys
 import OfferSignerServer
 import OfferStore
 import Synchronization
 import Testing
+
+@testable import OfferApplication
 
 #if canImport(Glibc)
 import Glibc
@@ -28,7 +29,11 @@ import Glibc
 
     func post(_ client: some TestClientProtocol, _ uri: String, _ body: ByteBuffer) async throws -> TestResponse {
         try await client.execute(
-            uri: uri, method: .post, headers: [.contentType: "application/yaml", .authorization: "Bearer \(Self.token)"], body: body)
+            uri: uri,
+            method: .post,
+            headers: [.contentType: "application/yaml", .authorization: "Bearer \(Self.token)"],
+            body: body
+        )
     }
 
     func get(_ client: some TestClientProtocol, _ uri: String) async throws -> TestResponse {
@@ -46,7 +51,10 @@ import Glibc
         #expect(!BackgroundLane.shared.isCurrentThread)  // back where the test runs
     }
 
-    @Test("a second dry-run while one replays is 429 dry_run_running with Retry-After; the first is answered; then another may run", arguments: StoreBackend.available)
+    @Test(
+        "a second dry-run while one replays is 429 dry_run_running with Retry-After; the first is answered; then another may run",
+        arguments: StoreBackend.available
+    )
     func oneDryRunAtATime(_ backend: StoreBackend) async throws {
         let history = try await DryRunHistory(backend)
         try await history.make()
@@ -79,21 +87,41 @@ import Glibc
         try await history.store.close()
     }
 
-    @Test("a candidate looking back further than the log kept is refused from the log's lookbacks, before any snapshot is read", arguments: StoreBackend.available)
+    @Test(
+        "a candidate looking back further than the log kept is refused from the log's lookbacks, before any snapshot is read",
+        arguments: StoreBackend.available
+    )
     func needsFactsRefusedBeforeReplay(_ backend: StoreBackend) async throws {
         let history = try await DryRunHistory(backend)
         // Decisions that kept no issued signatures, on snapshots that cannot even be read back: a replay could
         // only say it read nothing; the log's lookbacks alone say which rule needs what.
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         for index in 0..<3 {
-            history.store.logDecision(PolicyDecisionRecord(
-                decidedAt: now - Int64(index + 1) * 1_000, channel: "legacy", bundleIdentifier: history.bundle, productIdentifier: DryRunHistory.product,
-                offerIdentifier: "winback", retentionEntry: nil, customerHash: "0123456789ab", policyVersion: String(repeating: "0", count: 64),
-                granted: true, reasons: "", lookbackSeconds: 0, factsHash: "unreadable-\(history.bundle)", factsSnapshot: "not a snapshot"))
+            history.store.logDecision(
+                PolicyDecisionRecord(
+                    decidedAt: now - Int64(index + 1) * 1_000,
+                    channel: "legacy",
+                    bundleIdentifier: history.bundle,
+                    productIdentifier: DryRunHistory.product,
+                    offerIdentifier: "winback",
+                    retentionEntry: nil,
+                    customerHash: "0123456789ab",
+                    policyVersion: String(repeating: "0", count: 64),
+                    granted: true,
+                    reasons: "",
+                    lookbackSeconds: 0,
+                    factsHash: "unreadable-\(history.bundle)",
+                    factsSnapshot: "not a snapshot"
+                )
+            )
         }
         await history.store.flushDecisionLog()
         try await Application(router: try router(history), logger: Logger(label: "test")).test(.router) { client in
-            let refused = try await post(client, "/admin/policy/dry-run", ByteBuffer(string: history.policy(winback: "[{ cap: { count: 2, days: 60 } }]")))
+            let refused = try await post(
+                client,
+                "/admin/policy/dry-run",
+                ByteBuffer(string: history.policy(winback: "[{ cap: { count: 2, days: 60 } }]"))
+            )
             #expect(refused.status == .unprocessableContent)
             let error = try refused.decode(ErrorBody.self).error
             #expect(error.code == "dry_run_needs_facts")
@@ -121,16 +149,20 @@ import Glibc
         try await history.store.close()
     }
 
-    @Test("a query parameter given twice is 400 invalid_request naming it, on the admin routes", arguments: [
-        ("/admin/policy/dry-run?days=1&days=3650", "days"),
-        ("/admin/policy/dry-run?days=7&%64ays=3650", "days"),
-        ("/admin/outcomes?from=2026-01-01&to=2026-02-01&from=2025-02-01", "from"),
-        ("/admin/outcomes/daily?bundleId=a&bundleId=b", "bundleId"),
-    ])
+    @Test(
+        "a query parameter given twice is 400 invalid_request naming it, on the admin routes",
+        arguments: [
+            ("/admin/policy/dry-run?days=1&days=3650", "days"),
+            ("/admin/policy/dry-run?days=7&%64ays=3650", "days"),
+            ("/admin/outcomes?from=2026-01-01&to=2026-02-01&from=2025-02-01", "from"),
+            ("/admin/outcomes/daily?bundleId=a&bundleId=b", "bundleId"),
+        ]
+    )
     func repeatedQueryParameter(_ uri: String, _ name: String) async throws {
         let history = try await DryRunHistory(.sqlite)
         try await Application(router: try router(history), logger: Logger(label: "test")).test(.router) { client in
-            let response = uri.hasPrefix("/admin/policy")
+            let response =
+                uri.hasPrefix("/admin/policy")
                 ? try await post(client, uri, ByteBuffer(string: history.looser))
                 : try await get(client, uri)
             #expect(response.status == .badRequest)

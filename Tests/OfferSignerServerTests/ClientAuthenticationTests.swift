@@ -24,31 +24,50 @@ import Testing
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
-    static func hs256(customer: String, expiresIn: TimeInterval = 600, issuer: String? = "https://login.example.com", audience: String? = "offer-signer") async throws -> String {
+    static func hs256(
+        customer: String,
+        expiresIn: TimeInterval = 600,
+        issuer: String? = "https://login.example.com",
+        audience: String? = "offer-signer"
+    ) async throws -> String {
         let keys = JWTKeyCollection()
         await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
         return try await keys.sign(Login(sub: customer, exp: Int(Date().timeIntervalSince1970 + expiresIn), iss: issuer, aud: audience))
     }
 
-    static func application(_ configuration: ClientAuthConfiguration, limits: RateLimitConfiguration = RateLimitConfiguration(), frontEnd: FrontEnd = .router) async throws -> some ApplicationProtocol {
+    static func application(
+        _ configuration: ClientAuthConfiguration,
+        limits: RateLimitConfiguration = RateLimitConfiguration(),
+        frontEnd: FrontEnd = .router
+    ) async throws -> some ApplicationProtocol {
         let test = try TestService()
         let authenticator = try await ClientAuthenticator(configuration)
         let rateLimits = RateLimits(limits)
         return frontEnd.application(
             router: buildRouter(service: test.service, authenticator: authenticator, rateLimits: rateLimits),
-            service: test.service, authenticator: authenticator, limits: rateLimits)
+            service: test.service,
+            authenticator: authenticator,
+            limits: rateLimits
+        )
     }
 
     static let both = ClientAuthConfiguration(
         apiKeys: try! BearerTokens(parsing: "backend:\(apiKey)", variable: "OFFER_SIGNER_API_KEYS", requireNames: true),
-        jwtSecret: secret, issuer: "https://login.example.com", audience: "offer-signer")
+        jwtSecret: secret,
+        issuer: "https://login.example.com",
+        audience: "offer-signer"
+    )
 
     private func sign(_ client: some TestClientProtocol, authorization: String?, customer: String?) async throws -> TestResponse {
         var headers: HTTPFields = [.contentType: "application/json"]
         if let authorization { headers[.authorization] = authorization }
         let named = customer.map { #","applicationUsername":"\#($0)""# } ?? ""
-        return try await client.execute(uri: "/v1/offers/sign", method: .post, headers: headers,
-                                        body: ByteBuffer(string: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50"\#(named)}"#))
+        return try await client.execute(
+            uri: "/v1/offers/sign",
+            method: .post,
+            headers: headers,
+            body: ByteBuffer(string: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50"\#(named)}"#)
+        )
     }
 
     /// HTTP types join a repeated field's values ("Bearer k, Bearer k": no credential); the event-loop path, which
@@ -60,8 +79,13 @@ import Testing
             headers.append(HTTPField(name: .authorization, value: "Bearer \(Self.apiKey)"))
             headers.append(HTTPField(name: .authorization, value: "Bearer \(Self.apiKey)"))
             let response = try await client.execute(
-                uri: "/v1/offers/sign", method: .post, headers: headers,
-                body: ByteBuffer(string: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1"}"#))
+                uri: "/v1/offers/sign",
+                method: .post,
+                headers: headers,
+                body: ByteBuffer(
+                    string: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1"}"#
+                )
+            )
             #expect(response.status == .unauthorized)
             let once = try await sign(client, authorization: "Bearer \(Self.apiKey)", customer: "user-1")
             #expect(once.status == .ok)
@@ -103,7 +127,12 @@ import Testing
             let other = try await sign(client, authorization: "Bearer \(token)", customer: "user-2")
             #expect(other.status == .forbidden)
             #expect(try other.decode(ErrorBody.self).error.code == "customer_mismatch")
-            let eligibility = try await client.execute(uri: "/v1/offers/eligibility", method: .post, headers: [.contentType: "application/json", .authorization: "Bearer \(token)"], body: ByteBuffer(string: #"{"applicationUsername":"user-2"}"#))
+            let eligibility = try await client.execute(
+                uri: "/v1/offers/eligibility",
+                method: .post,
+                headers: [.contentType: "application/json", .authorization: "Bearer \(token)"],
+                body: ByteBuffer(string: #"{"applicationUsername":"user-2"}"#)
+            )
             #expect(eligibility.status == .forbidden)
         }
     }
@@ -145,7 +174,9 @@ import Testing
     func aFloodForOneCustomerIsThrottledWhileAnotherIsServed(_ frontEnd: FrontEnd) async throws {
         let flooder = try await Self.hs256(customer: "flooder")
         let calm = try await Self.hs256(customer: "calm")
-        try await Self.application(Self.both, limits: RateLimitConfiguration(customer: Rate(count: 5, seconds: 60)), frontEnd: frontEnd).test(frontEnd.setup) { client in
+        try await Self.application(Self.both, limits: RateLimitConfiguration(customer: Rate(count: 5, seconds: 60)), frontEnd: frontEnd).test(
+            frontEnd.setup
+        ) { client in
             var statuses: [HTTPResponse.Status] = []
             for _ in 0..<8 { statuses.append(try await sign(client, authorization: "Bearer \(flooder)", customer: nil).status) }
             #expect(statuses.prefix(5).allSatisfy { $0 == .ok })
@@ -159,7 +190,12 @@ import Testing
 
     @Test("an API key's customers are throttled by the configured limits, and so is the key", arguments: FrontEnd.allCases)
     func anAPIKeyIsThrottledPerCustomerAndPerKey(_ frontEnd: FrontEnd) async throws {
-        let limits = RateLimitConfiguration(client: Rate(count: 8, seconds: 60), customer: Rate(count: 3, seconds: 60), clientExplicit: true, customerExplicit: true)
+        let limits = RateLimitConfiguration(
+            client: Rate(count: 8, seconds: 60),
+            customer: Rate(count: 3, seconds: 60),
+            clientExplicit: true,
+            customerExplicit: true
+        )
         try await Self.application(Self.both, limits: limits, frontEnd: frontEnd).test(frontEnd.setup) { client in
             var statuses: [HTTPResponse.Status] = []
             for _ in 0..<5 { statuses.append(try await sign(client, authorization: "Bearer \(Self.apiKey)", customer: "flooder").status) }
@@ -188,9 +224,14 @@ import Testing
     @Test func theOperationsListenerAndThePublicPortSplitTheRoutes() async throws {
         let test = try TestService()
         func operations(_ part: RouterPart) -> Set<String> {
-            Set(buildRouter(service: test.service, adminTokens: try! BearerTokens(parsing: "a:0123456789abcdef0"), part: part).routes.map { "\($0.method.rawValue) \($0.path)" })
+            Set(
+                buildRouter(service: test.service, adminTokens: try! BearerTokens(parsing: "a:0123456789abcdef0"), part: part).routes.map {
+                    "\($0.method.rawValue) \($0.path)"
+                }
+            )
         }
-        let publicPort = operations(.publicOnly), operationsPort = operations(.operationsOnly)
+        let publicPort = operations(.publicOnly)
+        let operationsPort = operations(.operationsOnly)
         #expect(publicPort.contains("POST /v1/offers/sign"))
         #expect(!publicPort.contains { $0.contains("/admin") || $0.contains("/metrics") })
         #expect(!operationsPort.contains { $0.contains("/v1/") })

@@ -1,15 +1,15 @@
 import AppStoreTestSupport
 import Foundation
 import Logging
+import OfferApplication
 import OfferEligibility
+import OfferErrors
 import OfferKeys
 import OfferModel
 import OfferSignerServer
 import OfferSigning
 import OfferStore
 import Testing
-import OfferApplication
-import OfferErrors
 
 /// Promises that must hold under concurrency (issue 11): a cap of 1 and a single grant yield one signature,
 /// on one replica and on two sharing PostgreSQL; key states never lose a change.
@@ -20,18 +20,27 @@ import OfferErrors
     struct RaceStore: Sendable, CustomTestStringConvertible {
         var backend: StoreBackend
         var exclusive: Bool
-        static var all: [RaceStore] { StoreBackend.available.map { RaceStore(backend: $0, exclusive: false) } + [RaceStore(backend: .sqlite, exclusive: true)] }
+        static var all: [RaceStore] {
+            StoreBackend.available.map { RaceStore(backend: $0, exclusive: false) } + [RaceStore(backend: .sqlite, exclusive: true)]
+        }
         var testDescription: String { exclusive ? "sqlite (held by the server)" : backend.rawValue }
     }
 
     /// Runs `count` sign requests at once; returns how many were signed and how many refused as not eligible.
-    private func storm(_ services: [OfferService], offer: String, customer: String, count: Int = 64) async -> (signed: Int, refused: Int, other: [String]) {
+    private func storm(
+        _ services: [OfferService],
+        offer: String,
+        customer: String,
+        count: Int = 64
+    ) async -> (signed: Int, refused: Int, other: [String]) {
         await withTaskGroup(of: String.self) { group in
             for index in 0..<count {
                 let service = services[index % services.count]
                 group.addTask {
                     do {
-                        _ = try await service.signLegacy(SignOfferRequest(productIdentifier: TestPayloads.productIdentifier, offerIdentifier: offer, applicationUsername: customer))
+                        _ = try await service.signLegacy(
+                            SignOfferRequest(productIdentifier: TestPayloads.productIdentifier, offerIdentifier: offer, applicationUsername: customer)
+                        )
                         return "signed"
                     } catch let error as OfferServiceError {
                         return error.code.rawValue
@@ -40,7 +49,8 @@ import OfferErrors
                     }
                 }
             }
-            var signed = 0, refused = 0
+            var signed = 0
+            var refused = 0
             var other: [String] = []
             for await outcome in group {
                 switch outcome {
@@ -56,7 +66,10 @@ import OfferErrors
     /// Rounds of each race, a fresh customer each: a lost race is rare, so it is run many times over.
     private static let rounds = 10
 
-    @Test("64 concurrent requests for an offer capped at 1 produce exactly one signature, ten times over; every decision is logged", arguments: RaceStore.all)
+    @Test(
+        "64 concurrent requests for an offer capped at 1 produce exactly one signature, ten times over; every decision is logged",
+        arguments: RaceStore.all
+    )
     func capOfOneHolds(_ race: RaceStore) async throws {
         let fixture = try await StoreFixture(race.backend, exclusive: race.exclusive)
         for round in 0..<Self.rounds {
@@ -64,7 +77,9 @@ import OfferErrors
             #expect(outcome.signed == 1, "round \(round)")
             #expect(outcome.refused == 63, "round \(round)")
             #expect(outcome.other.isEmpty, "\(outcome.other)")
-            let recorded = try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: "racer-\(round)", offerIdentifier: "once"))
+            let recorded = try await fixture.store.countIssuedSignatures(
+                matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: "racer-\(round)", offerIdentifier: "once")
+            )
             #expect(recorded == 1, "round \(round)")
         }
         await fixture.store.flushDecisionLog()
@@ -80,7 +95,14 @@ import OfferErrors
         for round in 0..<Self.rounds {
             let key = CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "unlucky-\(round)")
             try await fixture.store.updateCustomer(key) { facts in
-                facts.grants.append(CustomerServiceGrant(productIdentifier: TestPayloads.productIdentifier, offerIdentifier: "sorry", grantedBy: "carol", expiresAt: Date().addingTimeInterval(86_400)))
+                facts.grants.append(
+                    CustomerServiceGrant(
+                        productIdentifier: TestPayloads.productIdentifier,
+                        offerIdentifier: "sorry",
+                        grantedBy: "carol",
+                        expiresAt: Date().addingTimeInterval(86_400)
+                    )
+                )
             }
             let outcome = await storm([fixture.service], offer: "sorry", customer: key.applicationUsername)
             #expect(outcome.signed == 1, "round \(round)")
@@ -88,12 +110,19 @@ import OfferErrors
             #expect(outcome.other.isEmpty, "\(outcome.other)")
             let facts = try #require(try await fixture.store.customerFacts(for: key))
             #expect(facts.grants.count == 1 && facts.grants[0].usedAt != nil)
-            #expect(try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: key.applicationUsername)) == 1)
+            #expect(
+                try await fixture.store.countIssuedSignatures(
+                    matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: key.applicationUsername)
+                ) == 1
+            )
         }
         try await fixture.store.close()
     }
 
-    @Test("two replicas sharing PostgreSQL: a cap of 1 and a grant still yield one signature each under 64 concurrent requests, ten times over", .enabled(if: StoreBackend.postgresURL != nil))
+    @Test(
+        "two replicas sharing PostgreSQL: a cap of 1 and a grant still yield one signature each under 64 concurrent requests, ten times over",
+        .enabled(if: StoreBackend.postgresURL != nil)
+    )
     func twoReplicasShareTheCap() async throws {
         let first = try await StoreFixture(.postgres)
         let second = try await StoreFixture(.postgres, replicaOf: first)
@@ -102,7 +131,14 @@ import OfferErrors
             #expect(capped.signed == 1 && capped.refused == 63, "round \(round): \(capped)")
             let key = CustomerKey(bundleIdentifier: first.bundle, applicationUsername: "unlucky-\(round)")
             try await first.store.updateCustomer(key) { facts in
-                facts.grants.append(CustomerServiceGrant(productIdentifier: TestPayloads.productIdentifier, offerIdentifier: "sorry", grantedBy: "carol", expiresAt: Date().addingTimeInterval(86_400)))
+                facts.grants.append(
+                    CustomerServiceGrant(
+                        productIdentifier: TestPayloads.productIdentifier,
+                        offerIdentifier: "sorry",
+                        grantedBy: "carol",
+                        expiresAt: Date().addingTimeInterval(86_400)
+                    )
+                )
             }
             let granted = await storm([first.service, second.service], offer: "sorry", customer: key.applicationUsername)
             #expect(granted.signed == 1 && granted.refused == 63, "round \(round): \(granted)")
@@ -122,7 +158,13 @@ import OfferErrors
         let entries = try Self.keys(8)
         let holder = KeyRingHolder(.empty)
         let states = InMemoryKeyStateStore()
-        let manager = try await KeyManager(holder: holder, loadKeys: { entries }, configuredActiveKeyIdentifier: "KEY0", stateStore: states, logger: Logger(label: "test"))
+        let manager = try await KeyManager(
+            holder: holder,
+            loadKeys: { entries },
+            configuredActiveKeyIdentifier: "KEY0",
+            stateStore: states,
+            logger: Logger(label: "test")
+        )
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 1..<7 { group.addTask { _ = try await manager.revoke("KEY\(index)", by: "alice") } }
             group.addTask { _ = try await manager.activate("KEY7", by: "bob") }
@@ -136,7 +178,10 @@ import OfferErrors
         #expect(holder.current.activeKeyIdentifier == "KEY7")
     }
 
-    @Test("two replicas: one revokes while the other activates, repeatedly; no revoke is lost, a revoked key never signs", arguments: StoreBackend.available)
+    @Test(
+        "two replicas: one revokes while the other activates, repeatedly; no revoke is lost, a revoked key never signs",
+        arguments: StoreBackend.available
+    )
     func revokeWhileAnotherReplicaActivates(_ backend: StoreBackend) async throws {
         let storeA = try await backend.open()
         let storeB = backend == .postgres ? try await backend.open() : storeA
@@ -144,7 +189,13 @@ import OfferErrors
         let entries = try Self.keys(7)
         func replica(_ store: any OfferStore) async throws -> (KeyRingHolder, KeyManager) {
             let holder = KeyRingHolder(.empty)
-            let manager = try await KeyManager(holder: holder, loadKeys: { entries }, configuredActiveKeyIdentifier: "KEY0", stateStore: StoreKeyStateStore(store: store, documentName: document), logger: Logger(label: "test"))
+            let manager = try await KeyManager(
+                holder: holder,
+                loadKeys: { entries },
+                configuredActiveKeyIdentifier: "KEY0",
+                stateStore: StoreKeyStateStore(store: store, documentName: document),
+                logger: Logger(label: "test")
+            )
             return (holder, manager)
         }
         let (holderA, managerA) = try await replica(storeA)
@@ -198,7 +249,13 @@ import OfferErrors
         let entries = try Self.keys(3)
         let holder = KeyRingHolder(.empty)
         let states = LaggingStateStore()
-        let manager = try await KeyManager(holder: holder, loadKeys: { entries }, configuredActiveKeyIdentifier: "KEY0", stateStore: states, logger: Logger(label: "test"))
+        let manager = try await KeyManager(
+            holder: holder,
+            loadKeys: { entries },
+            configuredActiveKeyIdentifier: "KEY0",
+            stateStore: states,
+            logger: Logger(label: "test")
+        )
         _ = try await manager.activate("KEY1", by: "alice")
         _ = try await manager.revoke("KEY0", by: "alice")
         await states.startLagging()

@@ -1,9 +1,10 @@
 import Foundation
 import Logging
 import OfferSignerDemo
-@testable import OfferSignerServer
 import OfferSigning
 import Testing
+
+@testable import OfferSignerServer
 
 /// `offer-signer config check`'s logic: the effective settings it prints (secrets redacted, defaults marked, keys by
 /// fingerprint) and the start-up checks it shares with `serve`.
@@ -68,31 +69,43 @@ import Testing
         #expect(!lines.joined().contains(ServiceConfiguration.demoAdminToken))
     }
 
-    @Test("config check refuses what serve would: a state file that is a folder, a PostgreSQL URL whose port is not one", arguments: [
-        ["OFFER_SIGNER_STATE_FILE": "/tmp"],
-        ["OFFER_SIGNER_DATABASE_URL": "postgres://u:p@db:notaport/offers"],
-        ["OFFER_SIGNER_DATABASE_URL": "postgres://u:p@db:99999/offers"],
-        ["OFFER_SIGNER_DATABASE_URL": "sqlite:"],
-    ])
+    @Test(
+        "config check refuses what serve would: a state file that is a folder, a PostgreSQL URL whose port is not one",
+        arguments: [
+            ["OFFER_SIGNER_STATE_FILE": "/tmp"],
+            ["OFFER_SIGNER_DATABASE_URL": "postgres://u:p@db:notaport/offers"],
+            ["OFFER_SIGNER_DATABASE_URL": "postgres://u:p@db:99999/offers"],
+            ["OFFER_SIGNER_DATABASE_URL": "sqlite:"],
+        ]
+    )
     func whatServeRefusesConfigCheckRefuses(_ extra: [String: String]) async throws {
         let environment = ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.pem, "OFFER_SIGNER_CLIENT_AUTH": "none"].merging(extra) { $1 }
-        let error = await #expect(throws: ConfigurationError.self) { _ = try await checkStartUp(configuration: try ServiceConfiguration(environment: environment)) }
+        let error = await #expect(throws: ConfigurationError.self) {
+            _ = try await checkStartUp(configuration: try ServiceConfiguration(environment: environment))
+        }
         let variable = try #require(extra.keys.first)
         #expect(error?.message.contains(variable) == true, "\(error?.message ?? "")")
         #expect(error?.message.contains(":p@") == false)
     }
 
     @Test func theStartUpChecksGiveServesMessage() async throws {
-        let environment = ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.pem, "OFFER_SIGNER_CLIENT_JWT_KEYS": "/nonexistent/jwks.json", "OFFER_SIGNER_DATABASE_URL": "sqlite::memory:"]
+        let environment = [
+            "OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.pem, "OFFER_SIGNER_CLIENT_JWT_KEYS": "/nonexistent/jwks.json",
+            "OFFER_SIGNER_DATABASE_URL": "sqlite::memory:",
+        ]
         let configuration = try ServiceConfiguration(environment: environment)
         let checked = await #expect(throws: ConfigurationError.self) { _ = try await checkStartUp(configuration: configuration) }
-        let served = await #expect(throws: ConfigurationError.self) { _ = try await buildApplication(configuration: configuration, logger: Logger(label: "test")) }
+        let served = await #expect(throws: ConfigurationError.self) {
+            _ = try await buildApplication(configuration: configuration, logger: Logger(label: "test"))
+        }
         #expect(checked?.message.contains("OFFER_SIGNER_CLIENT_JWT_KEYS=/nonexistent/jwks.json") == true)
         #expect(checked?.message == served?.message)
     }
 
     @Test func severalKeysWithoutAnActiveOneAreANote() async throws {
-        let environment = ["OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.pem, "OFFER_SIGNER_KEY_K2": Self.pem, "OFFER_SIGNER_CLIENT_AUTH": "none"]
+        let environment = [
+            "OFFER_SIGNER_BUNDLE_ID": "a", "OFFER_SIGNER_KEY_K1": Self.pem, "OFFER_SIGNER_KEY_K2": Self.pem, "OFFER_SIGNER_CLIENT_AUTH": "none",
+        ]
         let notes = try await checkStartUp(configuration: ServiceConfiguration(environment: environment))
         #expect(notes.count == 1)
         #expect(notes.first?.contains("OFFER_SIGNER_ACTIVE_KEY_ID is not set") == true)

@@ -26,8 +26,12 @@ import Testing
         let documented = try Self.documentedVariables()
         let read = Set(ConfigurationVariable.allCases.map(\.environmentName))
         #expect(!documented.isEmpty)
-        for name in read.subtracting(documented).sorted() { Issue.record("\(name) is read but not in the configuration table of docs/configuration.md") }
-        for name in documented.subtracting(read).sorted() { Issue.record("\(name) is in the configuration table of docs/configuration.md but nothing reads it") }
+        for name in read.subtracting(documented).sorted() {
+            Issue.record("\(name) is read but not in the configuration table of docs/configuration.md")
+        }
+        for name in documented.subtracting(read).sorted() {
+            Issue.record("\(name) is in the configuration table of docs/configuration.md but nothing reads it")
+        }
     }
 
     @Test func environmentNamesFollowSwiftConfigurationsMapping() {

@@ -17,7 +17,10 @@ import Testing
         #expect(try reader(["OFFER_SIGNER_IDLE_TIMEOUT": "3600"]).integer(.idleTimeout, in: 1...3_600, unit: "seconds") == 3_600)
     }
 
-    @Test("an integer outside its range, or not one, is refused in one shape", arguments: ["0", "3601", "thirty", "1.5", String(repeating: "9", count: 40)])
+    @Test(
+        "an integer outside its range, or not one, is refused in one shape",
+        arguments: ["0", "3601", "thirty", "1.5", String(repeating: "9", count: 40)]
+    )
     func anIntegerOutsideItsRangeIsRefused(_ value: String) {
         let error = #expect(throws: ConfigurationError.self) {
             try reader(["OFFER_SIGNER_IDLE_TIMEOUT": value]).integer(.idleTimeout, in: 1...3_600, unit: "seconds", note: "a note")
@@ -36,7 +39,9 @@ import Testing
             try ServiceConfiguration.demo(environment: ["OFFER_SIGNER_PORT": "9000", "OFFER_SIGNER_ADMIN_PORT": "9000"])
         }
         #expect(error?.message == "OFFER_SIGNER_ADMIN_PORT=9000 is OFFER_SIGNER_PORT too; give the operations listener a port of its own.")
-        #expect((try? ServiceConfiguration.demo(environment: ["OFFER_SIGNER_PORT": "0", "OFFER_SIGNER_ADMIN_PORT": "0"]))?.operationsListener?.port == 0)
+        #expect(
+            (try? ServiceConfiguration.demo(environment: ["OFFER_SIGNER_PORT": "0", "OFFER_SIGNER_ADMIN_PORT": "0"]))?.operationsListener?.port == 0
+        )
     }
 
     @Test func aSecretsValueIsNeverRepeated() {
@@ -75,10 +80,12 @@ import Testing
         #expect(defaults.connectionLimits.requestTimeout == .seconds(10))
         #expect(defaults.retentionDeadline == .milliseconds(500))
         #expect(defaults.appStoreClockSkew == 300)
-        let set = try ServiceConfiguration.demo(environment: base.merging([
-            "OFFER_SIGNER_IDLE_TIMEOUT": "5", "OFFER_SIGNER_REQUEST_TIMEOUT": "600", "OFFER_SIGNER_MAX_CONNECTIONS": "64",
-            "OFFER_SIGNER_RETENTION_DEADLINE": "10", "OFFER_SIGNER_APP_STORE_CLOCK_SKEW": "3600",
-        ]) { $1 })
+        let set = try ServiceConfiguration.demo(
+            environment: base.merging([
+                "OFFER_SIGNER_IDLE_TIMEOUT": "5", "OFFER_SIGNER_REQUEST_TIMEOUT": "600", "OFFER_SIGNER_MAX_CONNECTIONS": "64",
+                "OFFER_SIGNER_RETENTION_DEADLINE": "10", "OFFER_SIGNER_APP_STORE_CLOCK_SKEW": "3600",
+            ]) { $1 }
+        )
         #expect(set.connectionLimits == ConnectionLimits(idleTimeout: .seconds(5), requestTimeout: .seconds(600), maximumConnections: 64))
         #expect(set.retentionDeadline == .milliseconds(10))
         #expect(set.appStoreClockSkew == 3_600)

@@ -3,9 +3,10 @@ import HTTPTypes
 import HummingbirdTesting
 import NIOCore
 import OfferModel
-@testable import OfferSignerServer
 import OfferStore
 import Testing
+
+@testable import OfferSignerServer
 
 /// The Offers page reads one page of the report: the offers with the most signatures first, 50 a page, each row's
 /// figures computed for that row alone (docs/console.md "The Offers page"). Every figure it shows must be the one
@@ -38,8 +39,10 @@ import Testing
         }
     }
 
-    @Test("the table's pages hold every row of GET /admin/outcomes, most signatures first, with its figures; the cards and chart too",
-          arguments: StoreBackend.available)
+    @Test(
+        "the table's pages hold every row of GET /admin/outcomes, most signatures first, with its figures; the cards and chart too",
+        arguments: StoreBackend.available
+    )
     func pagesMatchTheReport(_ backend: StoreBackend) async throws {
         let fixture = try await Fixture(backend: backend)
         let app = ConsoleTests.app
@@ -54,17 +57,34 @@ import Testing
         for index in 0..<53 {
             for copy in 0..<((index % 7) + 1) {
                 count += 1
-                try await fixture.store.record(IssuedSignature(
-                    nonce: UUID().uuidString.lowercased(), keyIdentifier: "TESTKEY001", bundleIdentifier: app,
-                    productIdentifier: index % 2 == 0 ? "monthly" : "yearly", offerIdentifier: String(format: "offer-%02d", index),
-                    applicationUsername: "user-\(copy % 3)", timestamp: start + Int64(count % 3) * Self.day + Int64(copy) * 60_000,
-                    format: "legacy", channel: index == 5 ? "retention" : "api"))
+                try await fixture.store.record(
+                    IssuedSignature(
+                        nonce: UUID().uuidString.lowercased(),
+                        keyIdentifier: "TESTKEY001",
+                        bundleIdentifier: app,
+                        productIdentifier: index % 2 == 0 ? "monthly" : "yearly",
+                        offerIdentifier: String(format: "offer-%02d", index),
+                        applicationUsername: "user-\(copy % 3)",
+                        timestamp: start + Int64(count % 3) * Self.day + Int64(copy) * 60_000,
+                        format: "legacy",
+                        channel: index == 5 ? "retention" : "api"
+                    )
+                )
             }
         }
         for outside in [start - 1, start + 3 * Self.day] {
-            try await fixture.store.record(IssuedSignature(
-                nonce: UUID().uuidString.lowercased(), keyIdentifier: "TESTKEY001", bundleIdentifier: app, productIdentifier: "monthly",
-                offerIdentifier: "offer-06", applicationUsername: "user-9", timestamp: outside, format: "legacy"))
+            try await fixture.store.record(
+                IssuedSignature(
+                    nonce: UUID().uuidString.lowercased(),
+                    keyIdentifier: "TESTKEY001",
+                    bundleIdentifier: app,
+                    productIdentifier: "monthly",
+                    offerIdentifier: "offer-06",
+                    applicationUsername: "user-9",
+                    timestamp: outside,
+                    format: "legacy"
+                )
+            )
         }
         // Redemptions of a few offers (two currencies) and of an offer code this service never signed (a row of its own).
         let redeemed: [(offer: String, product: String, type: Int32, price: Int64, currency: String)] = [
@@ -74,11 +94,23 @@ import Testing
         let transactionBase = 2_003_031_000_000_000 + Int64.random(in: 0..<1_000_000) * 1000
         for (index, redemption) in redeemed.enumerated() {
             let transaction = "\(transactionBase + Int64(index))"
-            _ = try await fixture.store.recordRedemption(Redemption(
-                environment: "Sandbox", transactionId: transaction, originalTransactionId: transaction,
-                customer: CustomerKey(bundleIdentifier: app, applicationUsername: "user-\(index)"), productIdentifier: redemption.product,
-                offerType: redemption.type, offerIdentifier: redemption.offer, offerDiscountType: "PAY_UP_FRONT", offerPeriod: "P1M",
-                price: redemption.price, currency: redemption.currency, storefront: "USA", purchaseDate: start + Int64(index) * 3_600_000))
+            _ = try await fixture.store.recordRedemption(
+                Redemption(
+                    environment: "Sandbox",
+                    transactionId: transaction,
+                    originalTransactionId: transaction,
+                    customer: CustomerKey(bundleIdentifier: app, applicationUsername: "user-\(index)"),
+                    productIdentifier: redemption.product,
+                    offerType: redemption.type,
+                    offerIdentifier: redemption.offer,
+                    offerDiscountType: "PAY_UP_FRONT",
+                    offerPeriod: "P1M",
+                    price: redemption.price,
+                    currency: redemption.currency,
+                    storefront: "USA",
+                    purchaseDate: start + Int64(index) * 3_600_000
+                )
+            )
         }
         let issuedInRange = count
         try await fixture.test { client in
@@ -87,14 +119,17 @@ import Testing
             let second = try await ConsoleTests.get(client, "/console/offers?\(range)&page=2", session).text
             let beyond = try await ConsoleTests.get(client, "/console/offers?\(range)&page=3", session)
             let api = try await client.execute(
-                uri: "/admin/outcomes?from=\(start)&to=\(start + 3 * Self.day)", method: .get,
-                headers: [.authorization: "Bearer \(ConsoleTests.token)"])
+                uri: "/admin/outcomes?from=\(start)&to=\(start + 3 * Self.day)",
+                method: .get,
+                headers: [.authorization: "Bearer \(ConsoleTests.token)"]
+            )
             #expect(api.status == .ok)
             let report = try JSONDecoder().decode(OutcomeReport.self, from: Data(api.body.readableBytesView))
             let expected = Self.expected(report)
             #expect(expected.count == 54)
 
-            let shown = Self.rows(first), next = Self.rows(second)
+            let shown = Self.rows(first)
+            let next = Self.rows(second)
             #expect(shown.count == 50 && next.count == 4)
             // Every row of the report on one of the pages, with the report's figures, the most signatures first.
             #expect(Set(shown + next) == Set(expected))
@@ -122,8 +157,10 @@ import Testing
 
             // The chart: each day's bars as GET /admin/outcomes/daily counts them.
             let daily = try await client.execute(
-                uri: "/admin/outcomes/daily?from=\(start)&to=\(start + 3 * Self.day)", method: .get,
-                headers: [.authorization: "Bearer \(ConsoleTests.token)"])
+                uri: "/admin/outcomes/daily?from=\(start)&to=\(start + 3 * Self.day)",
+                method: .get,
+                headers: [.authorization: "Bearer \(ConsoleTests.token)"]
+            )
             let json = try #require(try JSONSerialization.jsonObject(with: Data(daily.body.readableBytesView)) as? [String: Any])
             let days = try #require(json["days"] as? [[String: Any]])
             var fromAPI: [String: [String: Int]] = [:]
@@ -155,16 +192,27 @@ import Testing
         // One an hour before the range: its first day has a signature outside it, so that part day is counted from the log.
         let signed = [now - 3_600_000, now - 3_600_000, now - Self.day, now - 6 * Self.day, now - 8 * Self.day, now - 7 * Self.day - 3_600_000]
         for (index, at) in signed.enumerated() {
-            try await fixture.store.record(IssuedSignature(
-                nonce: UUID().uuidString.lowercased(), keyIdentifier: "TESTKEY001", bundleIdentifier: ConsoleTests.app, productIdentifier: "monthly",
-                offerIdentifier: index % 2 == 0 ? "winback" : "loyalty", applicationUsername: "user-\(index % 2)", timestamp: at, format: "legacy"))
+            try await fixture.store.record(
+                IssuedSignature(
+                    nonce: UUID().uuidString.lowercased(),
+                    keyIdentifier: "TESTKEY001",
+                    bundleIdentifier: ConsoleTests.app,
+                    productIdentifier: "monthly",
+                    offerIdentifier: index % 2 == 0 ? "winback" : "loyalty",
+                    applicationUsername: "user-\(index % 2)",
+                    timestamp: at,
+                    format: "legacy"
+                )
+            )
         }
         try await fixture.test { client in
             let session = try await ConsoleTests.signIn(client)
             let page = try await ConsoleTests.get(client, "/console/offers?days=7", session).text
             let api = try await client.execute(
-                uri: "/admin/outcomes?from=\(now - 7 * Self.day + 60_000)&to=\(Int64(Date().timeIntervalSince1970 * 1000))", method: .get,
-                headers: [.authorization: "Bearer \(ConsoleTests.token)"])
+                uri: "/admin/outcomes?from=\(now - 7 * Self.day + 60_000)&to=\(Int64(Date().timeIntervalSince1970 * 1000))",
+                method: .get,
+                headers: [.authorization: "Bearer \(ConsoleTests.token)"]
+            )
             let report = try JSONDecoder().decode(OutcomeReport.self, from: Data(api.body.readableBytesView))
             #expect(report.offers.map(\.issued).reduce(0, +) == 4)
             // The most signatures first, then by offer (a tie here: two each).

@@ -6,9 +6,10 @@ import Logging
 import NIOCore
 import OfferApplication
 import OfferModel
-@testable import OfferSignerServer
 import OfferStore
 import Testing
+
+@testable import OfferSignerServer
 
 /// The console's overview and offers pages as an on-call engineer and a product manager read them (docs/console.md):
 /// configuration warnings, health figures, the time range, rates and revenue per currency, the CSV export, key
@@ -18,16 +19,33 @@ import Testing
 
     static func signature(_ user: String, at timestamp: Int64) -> IssuedSignature {
         IssuedSignature(
-            nonce: UUID().uuidString.lowercased(), keyIdentifier: "TESTKEY001", bundleIdentifier: ConsoleTests.app, productIdentifier: "monthly",
-            offerIdentifier: "winback", applicationUsername: user, timestamp: timestamp, format: "legacy")
+            nonce: UUID().uuidString.lowercased(),
+            keyIdentifier: "TESTKEY001",
+            bundleIdentifier: ConsoleTests.app,
+            productIdentifier: "monthly",
+            offerIdentifier: "winback",
+            applicationUsername: user,
+            timestamp: timestamp,
+            format: "legacy"
+        )
     }
 
     static func redemption(_ user: String, transaction: String, price: Int64, currency: String, at purchaseDate: Int64) -> Redemption {
         Redemption(
-            environment: "Sandbox", transactionId: transaction, originalTransactionId: transaction,
-            customer: CustomerKey(bundleIdentifier: ConsoleTests.app, applicationUsername: user), productIdentifier: "monthly", offerType: 2,
-            offerIdentifier: "winback", offerDiscountType: "PAY_UP_FRONT", offerPeriod: "P1M", price: price, currency: currency,
-            storefront: "USA", purchaseDate: purchaseDate)
+            environment: "Sandbox",
+            transactionId: transaction,
+            originalTransactionId: transaction,
+            customer: CustomerKey(bundleIdentifier: ConsoleTests.app, applicationUsername: user),
+            productIdentifier: "monthly",
+            offerType: 2,
+            offerIdentifier: "winback",
+            offerDiscountType: "PAY_UP_FRONT",
+            offerPeriod: "P1M",
+            price: price,
+            currency: currency,
+            storefront: "USA",
+            purchaseDate: purchaseDate
+        )
     }
 
     @Test("the overview warns when notifications are refused and names no policy; it shows version, error rate and last signature")
@@ -73,8 +91,12 @@ import Testing
         for (index, at) in [now - day, now - 2 * day, now - 20 * day, now - 60 * day].enumerated() {
             try await fixture.store.record(Self.signature("user-\(index)", at: at))
         }
-        _ = try await fixture.store.recordRedemption(Self.redemption("user-0", transaction: "2000000000000001", price: 1990, currency: "USD", at: now - day))
-        _ = try await fixture.store.recordRedemption(Self.redemption("user-2", transaction: "2000000000000002", price: 2490, currency: "EUR", at: now - 20 * day))
+        _ = try await fixture.store.recordRedemption(
+            Self.redemption("user-0", transaction: "2000000000000001", price: 1990, currency: "USD", at: now - day)
+        )
+        _ = try await fixture.store.recordRedemption(
+            Self.redemption("user-2", transaction: "2000000000000002", price: 2490, currency: "EUR", at: now - 20 * day)
+        )
         try await fixture.test { client in
             let session = try await ConsoleTests.signIn(client)
             func bars(_ page: String) -> Int { page.matches(of: /data-series="issued" data-value="([0-9]+)"/).map { Int($0.1) ?? 0 }.reduce(0, +) }
@@ -90,7 +112,8 @@ import Testing
             #expect(quarter.contains("data-metric=\"redemption-rate\">50.0 %<"))
             let overview = try await ConsoleTests.get(client, "/console?days=30", session).text
             #expect(overview.contains("data-metric=\"issued\">3<"))
-            let from = ConsoleRange.day(Date(timeIntervalSince1970: Double(now - 3 * day) / 1000)), to = ConsoleRange.day(Date(timeIntervalSince1970: Double(now - day) / 1000))
+            let from = ConsoleRange.day(Date(timeIntervalSince1970: Double(now - 3 * day) / 1000))
+            let to = ConsoleRange.day(Date(timeIntervalSince1970: Double(now - day) / 1000))
             let custom = try await ConsoleTests.get(client, "/console/offers?from=\(from)&to=\(to)", session).text
             #expect(bars(custom) == 2)
             #expect(custom.contains("\(from) to \(to)"))
@@ -106,7 +129,9 @@ import Testing
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         try await fixture.store.record(Self.signature("user-1", at: now - 86_400_000))
         try await fixture.store.record(Self.signature("user-2", at: now - 86_400_000))
-        _ = try await fixture.store.recordRedemption(Self.redemption("user-1", transaction: "2000000000000003", price: 1990, currency: "USD", at: now - 86_400_000))
+        _ = try await fixture.store.recordRedemption(
+            Self.redemption("user-1", transaction: "2000000000000003", price: 1990, currency: "USD", at: now - 86_400_000)
+        )
         try await fixture.test { client in
             let session = try await ConsoleTests.signIn(client)
             let page = try await ConsoleTests.get(client, "/console/offers?days=7", session).text
@@ -116,10 +141,12 @@ import Testing
             #expect(response.headers[.contentType] == "text/csv; charset=utf-8")
             #expect(response.headers[.contentDisposition]?.hasPrefix("attachment; filename=\"offers-") == true)
             let lines = String(buffer: response.body).split(separator: "\r\n").map(String.init)
-            #expect(lines == [
-                "app,product,offer,channel,issued,customers,redeemed,attributed,renewed,refunded,revenue_USD",
-                "\(ConsoleTests.app),monthly,winback,app,2,2,1,1,0,0,1.990",
-            ])
+            #expect(
+                lines == [
+                    "app,product,offer,channel,issued,customers,redeemed,attributed,renewed,refunded,revenue_USD",
+                    "\(ConsoleTests.app),monthly,winback,app,2,2,1,1,0,0,1.990",
+                ]
+            )
             #expect(try await ConsoleTests.get(client, "/console/offers.csv?days=7", nil).status == .seeOther)
         }
         #expect(ConsolePages.csvField("=HYPERLINK(\"x\")") == "\"'=HYPERLINK(\"\"x\"\")\"")
@@ -134,7 +161,10 @@ import Testing
             let session = try await ConsoleTests.signIn(client)
             #expect(!(try await ConsoleTests.get(client, "/console/offers", session).text.contains("data-change=")))
             let activated = try await client.execute(
-                uri: "/admin/keys/TESTKEY002/activate", method: .post, headers: [.authorization: "Bearer \(ConsoleTests.token)"])
+                uri: "/admin/keys/TESTKEY002/activate",
+                method: .post,
+                headers: [.authorization: "Bearer \(ConsoleTests.token)"]
+            )
             #expect(activated.status == .ok)
             let page = try await ConsoleTests.get(client, "/console/offers", session).text
             let today = String(Date().formatted(.iso8601).prefix(10))
@@ -163,11 +193,25 @@ import Testing
         let fixture = try await Fixture()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         try await fixture.store.record(Self.signature("user-1", at: now - 60_000))
-        _ = try await fixture.store.recordRedemption(Self.redemption("user-1", transaction: "2000000000000004", price: 1990, currency: "USD", at: now - 30_000))
-        fixture.store.logDecision(PolicyDecisionRecord(
-            decidedAt: now - 10_000, channel: "legacy", bundleIdentifier: ConsoleTests.app, productIdentifier: "monthly", offerIdentifier: "winback",
-            customerHash: CustomerHash.of("user-1"), policyVersion: String(repeating: "0", count: 64), granted: false,
-            reasons: "lapsed:not_lapsed", lookbackSeconds: 0, factsHash: "facts", factsSnapshot: #"{"f":{},"i":[]}"#))
+        _ = try await fixture.store.recordRedemption(
+            Self.redemption("user-1", transaction: "2000000000000004", price: 1990, currency: "USD", at: now - 30_000)
+        )
+        fixture.store.logDecision(
+            PolicyDecisionRecord(
+                decidedAt: now - 10_000,
+                channel: "legacy",
+                bundleIdentifier: ConsoleTests.app,
+                productIdentifier: "monthly",
+                offerIdentifier: "winback",
+                customerHash: CustomerHash.of("user-1"),
+                policyVersion: String(repeating: "0", count: 64),
+                granted: false,
+                reasons: "lapsed:not_lapsed",
+                lookbackSeconds: 0,
+                factsHash: "facts",
+                factsSnapshot: #"{"f":{},"i":[]}"#
+            )
+        )
         try await fixture.test { client in
             let session = try await ConsoleTests.signIn(client)
             let search = try await ConsoleTests.get(client, "/console/customers", session).text

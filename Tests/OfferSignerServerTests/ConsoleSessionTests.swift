@@ -1,7 +1,8 @@
 import Foundation
 import OfferStore
-@testable import OfferSignerServer
 import Testing
+
+@testable import OfferSignerServer
 
 /// The console's sessions: random cookies, expiry after 8 hours whatever happens, sign-out, a bounded number, and
 /// the CSRF comparison.
@@ -45,7 +46,10 @@ import Testing
         for store in stores { try await store.close() }
     }
 
-    @Test("cookies and CSRF tokens are 32 random bytes, each different; at most 1000 sessions, the oldest go first", arguments: [Keeper.memory, .sqlite])
+    @Test(
+        "cookies and CSRF tokens are 32 random bytes, each different; at most 1000 sessions, the oldest go first",
+        arguments: [Keeper.memory, .sqlite]
+    )
     func randomAndBounded(_ keeper: Keeper) async throws {
         let (sessions, _, stores) = try await keeper.open()
         let start = Date()

@@ -30,24 +30,37 @@ import Testing
 
         /// `backend`: a store of ``StoreBackend`` (a SQLite file, or the shared PostgreSQL database), else in memory.
         init(part: RouterPart = .all, policy: OfferPolicy? = nil, backend: StoreBackend? = nil) async throws {
-            store = if let backend {
-                try await backend.open()
-            } else {
-                try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test"))
-            }
+            store =
+                if let backend {
+                    try await backend.open()
+                } else {
+                    try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test"))
+                }
             let keys = try [SigningKey.generate(keyIdentifier: "TESTKEY001"), SigningKey.generate(keyIdentifier: "TESTKEY002")]
             let entries = keys.map { KeyRing.Entry(key: $0, source: "test") }
             service = OfferService(
-                apps: [AppConfiguration(bundleIdentifier: ConsoleTests.app)], keyRing: try KeyRing(keys: entries, activeKeyIdentifier: "TESTKEY001"),
-                policy: policy, store: store)
+                apps: [AppConfiguration(bundleIdentifier: ConsoleTests.app)],
+                keyRing: try KeyRing(keys: entries, activeKeyIdentifier: "TESTKEY001"),
+                policy: policy,
+                store: store
+            )
             manager = try await KeyManager(
-                holder: service.keys, loadKeys: { entries }, configuredActiveKeyIdentifier: "TESTKEY001",
-                stateStore: InMemoryKeyStateStore(), logger: Logger(label: "test"))
+                holder: service.keys,
+                loadKeys: { entries },
+                configuredActiveKeyIdentifier: "TESTKEY001",
+                stateStore: InMemoryKeyStateStore(),
+                logger: Logger(label: "test")
+            )
             self.part = part
         }
 
         func test<Value>(_ body: @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
-            let router = buildRouter(service: service, keyManager: manager, adminTokens: try BearerTokens(parsing: "alice:\(ConsoleTests.token)"), part: part)
+            let router = buildRouter(
+                service: service,
+                keyManager: manager,
+                adminTokens: try BearerTokens(parsing: "alice:\(ConsoleTests.token)"),
+                part: part
+            )
             let value = try await Application(router: router, logger: Logger(label: "test")).test(.router, body)
             try await store.close()
             return value
@@ -55,13 +68,22 @@ import Testing
     }
 
     /// A signed-in session: the cookie header's value and the CSRF token of its forms.
-    struct Session { var cookie: String; var csrf: String }
+    struct Session {
+        var cookie: String
+        var csrf: String
+    }
 
     static func form(_ fields: [(String, String)]) -> ByteBuffer {
         ByteBuffer(string: fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(separator: "&"))
     }
 
-    static func post(_ client: any TestClientProtocol, _ uri: String, _ fields: [(String, String)], cookie: String? = nil, headers: HTTPFields = [:]) async throws -> TestResponse {
+    static func post(
+        _ client: any TestClientProtocol,
+        _ uri: String,
+        _ fields: [(String, String)],
+        cookie: String? = nil,
+        headers: HTTPFields = [:]
+    ) async throws -> TestResponse {
         var headers = headers
         headers[.contentType] = "application/x-www-form-urlencoded"
         if let cookie { headers[.cookie] = cookie }
@@ -84,7 +106,10 @@ import Testing
         return Session(cookie: cookie, csrf: String(csrf))
     }
 
-    static let pages = ["/console", "/console/offers", "/console/experiments", "/console/customers", "/console/customers?bundleId=com.example.app&customer=user-1", "/console/keys"]
+    static let pages = [
+        "/console", "/console/offers", "/console/experiments", "/console/customers", "/console/customers?bundleId=com.example.app&customer=user-1",
+        "/console/keys",
+    ]
 
     @Test("sign-in sets an HttpOnly, SameSite=Strict session cookie for /console, 8 hours, Secure behind TLS")
     func signInCookie() async throws {
@@ -96,7 +121,12 @@ import Testing
             #expect(value.count == 43)  // 32 random bytes, base64url
             for flag in ["HttpOnly", "SameSite=Strict", "Path=/console", "Max-Age=28800"] { #expect(cookie.contains(flag), "\(flag)") }
             #expect(!cookie.contains("Secure"))
-            let behindTLS = try await Self.post(client, "/console/login", [("token", Self.token)], headers: [HTTPField.Name("X-Forwarded-Proto")!: "https"])
+            let behindTLS = try await Self.post(
+                client,
+                "/console/login",
+                [("token", Self.token)],
+                headers: [HTTPField.Name("X-Forwarded-Proto")!: "https"]
+            )
             #expect(behindTLS.headers[.setCookie]?.hasSuffix("; Secure") == true)
             let session = try await Self.signIn(client)
             #expect(try await Self.get(client, "/console", session).text.contains("alice"))
@@ -116,7 +146,10 @@ import Testing
                 #expect(response.headers[.setCookie] == nil)
             }
             for _ in 0..<5 {  // the same buckets as the admin API's
-                #expect(try await client.execute(uri: "/admin/keys", method: .get, headers: [.authorization: "Bearer wrong-wrong-wrong-wrong"]).status == .forbidden)
+                #expect(
+                    try await client.execute(uri: "/admin/keys", method: .get, headers: [.authorization: "Bearer wrong-wrong-wrong-wrong"]).status
+                        == .forbidden
+                )
             }
             let throttled = try await Self.post(client, "/console/login", [("token", Self.token + "x")])
             #expect(throttled.status == .tooManyRequests)
@@ -154,7 +187,11 @@ import Testing
             responses.append(("unknown", try await Self.get(client, "/console/nope", session)))
             responses.append(("method", try await client.execute(uri: "/console/offers", method: .put, headers: [.cookie: session.cookie])))
             for (page, response) in responses {
-                #expect(response.headers[.contentSecurityPolicy] == "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'", "\(page)")
+                #expect(
+                    response.headers[.contentSecurityPolicy]
+                        == "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+                    "\(page)"
+                )
                 #expect(response.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff", "\(page)")
                 #expect(response.headers[HTTPField.Name("Referrer-Policy")!] == "no-referrer", "\(page)")
                 #expect(response.headers[.cacheControl] == "no-store", "\(page)")
@@ -180,7 +217,10 @@ import Testing
             let session = try await Self.signIn(client)
             let change = [("keyIdentifier", "TESTKEY002"), ("action", "activate"), ("confirmation", "TESTKEY002")]
             #expect(try await Self.post(client, "/console/keys", change, cookie: session.cookie).status == .forbidden)
-            #expect(try await Self.post(client, "/console/keys", change + [("csrf", String(session.csrf.reversed()))], cookie: session.cookie).status == .forbidden)
+            #expect(
+                try await Self.post(client, "/console/keys", change + [("csrf", String(session.csrf.reversed()))], cookie: session.cookie).status
+                    == .forbidden
+            )
             #expect(try await Self.post(client, "/console/keys", change + [("csrf", "")], cookie: session.cookie).status == .forbidden)
             #expect(try await Self.post(client, "/console/logout", [], cookie: session.cookie).status == .forbidden)
             #expect(fixture.service.keys.current.activeKeyIdentifier == "TESTKEY001")
@@ -194,10 +234,20 @@ import Testing
         let fixture = try await Fixture()
         try await fixture.test { client in
             let session = try await Self.signIn(client)
-            let wrong = try await Self.post(client, "/console/keys", [("csrf", session.csrf), ("keyIdentifier", "TESTKEY002"), ("action", "activate"), ("confirmation", "TESTKEY001")], cookie: session.cookie)
+            let wrong = try await Self.post(
+                client,
+                "/console/keys",
+                [("csrf", session.csrf), ("keyIdentifier", "TESTKEY002"), ("action", "activate"), ("confirmation", "TESTKEY001")],
+                cookie: session.cookie
+            )
             #expect(wrong.status == .badRequest)
             #expect(fixture.service.keys.current.activeKeyIdentifier == "TESTKEY001")
-            let response = try await Self.post(client, "/console/keys", [("csrf", session.csrf), ("keyIdentifier", "TESTKEY002"), ("action", "activate"), ("confirmation", "TESTKEY002")], cookie: session.cookie)
+            let response = try await Self.post(
+                client,
+                "/console/keys",
+                [("csrf", session.csrf), ("keyIdentifier", "TESTKEY002"), ("action", "activate"), ("confirmation", "TESTKEY002")],
+                cookie: session.cookie
+            )
             #expect(response.status == .ok)
             #expect(fixture.service.keys.current.activeKeyIdentifier == "TESTKEY002")
             let events = try await fixture.store.auditEvents(limit: 10, since: nil)
@@ -230,15 +280,36 @@ import Testing
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let day: Int64 = 86_400_000
         for (user, at) in [("user-1", now - 2 * day), ("user-2", now - 2 * day), ("user-3", now - day), ("user-4", now - 5 * day)] {
-            try await fixture.store.record(IssuedSignature(
-                nonce: UUID().uuidString.lowercased(), keyIdentifier: "TESTKEY001", bundleIdentifier: Self.app, productIdentifier: "monthly",
-                offerIdentifier: "winback", applicationUsername: user, timestamp: at, format: "legacy"))
+            try await fixture.store.record(
+                IssuedSignature(
+                    nonce: UUID().uuidString.lowercased(),
+                    keyIdentifier: "TESTKEY001",
+                    bundleIdentifier: Self.app,
+                    productIdentifier: "monthly",
+                    offerIdentifier: "winback",
+                    applicationUsername: user,
+                    timestamp: at,
+                    format: "legacy"
+                )
+            )
         }
-        _ = try await fixture.store.recordRedemption(Redemption(
-            environment: "Sandbox", transactionId: "2000000000000001", originalTransactionId: "2000000000000001",
-            customer: CustomerKey(bundleIdentifier: Self.app, applicationUsername: "user-1"), productIdentifier: "monthly", offerType: 2,
-            offerIdentifier: "winback", offerDiscountType: "PAY_UP_FRONT", offerPeriod: "P1M", price: 1990, currency: "USD",
-            storefront: "USA", purchaseDate: now - day))
+        _ = try await fixture.store.recordRedemption(
+            Redemption(
+                environment: "Sandbox",
+                transactionId: "2000000000000001",
+                originalTransactionId: "2000000000000001",
+                customer: CustomerKey(bundleIdentifier: Self.app, applicationUsername: "user-1"),
+                productIdentifier: "monthly",
+                offerType: 2,
+                offerIdentifier: "winback",
+                offerDiscountType: "PAY_UP_FRONT",
+                offerPeriod: "P1M",
+                price: 1990,
+                currency: "USD",
+                storefront: "USA",
+                purchaseDate: now - day
+            )
+        )
         try await fixture.test { client in
             let session = try await Self.signIn(client)
             let page = try await Self.get(client, "/console/offers", session).text
@@ -248,7 +319,11 @@ import Testing
             }
             // The console's 30 days: whole UTC days, today's the last.
             let firstDay = (Int64(Date().timeIntervalSince1970 * 1000) / day - 29) * day
-            let api = try await client.execute(uri: "/admin/outcomes/daily?from=\(firstDay)", method: .get, headers: [.authorization: "Bearer \(Self.token)"])
+            let api = try await client.execute(
+                uri: "/admin/outcomes/daily?from=\(firstDay)",
+                method: .get,
+                headers: [.authorization: "Bearer \(Self.token)"]
+            )
             let json = try #require(try JSONSerialization.jsonObject(with: Data(api.body.readableBytesView)) as? [String: Any])
             let days = try #require(json["days"] as? [[String: Any]])
             var fromAPI: [String: [String: Int]] = [:]
@@ -256,7 +331,10 @@ import Testing
                 let from = try #require(report["from"] as? NSNumber).doubleValue
                 let key = String(Date(timeIntervalSince1970: from / 1000).formatted(.iso8601).prefix(10))
                 let offers = report["offers"] as? [[String: Any]] ?? []
-                fromAPI[key] = ["issued": offers.compactMap { $0["issued"] as? Int }.reduce(0, +), "redeemed": offers.compactMap { $0["redeemed"] as? Int }.reduce(0, +)]
+                fromAPI[key] = [
+                    "issued": offers.compactMap { $0["issued"] as? Int }.reduce(0, +),
+                    "redeemed": offers.compactMap { $0["redeemed"] as? Int }.reduce(0, +),
+                ]
             }
             #expect(charted.count == 30)
             #expect(charted == fromAPI)
@@ -272,11 +350,27 @@ import Testing
         let customer = CustomerKey(bundleIdentifier: Self.app, applicationUsername: "user <b>\"&'")
         _ = try await fixture.store.updateCustomer(customer) { facts in
             facts.flags["vip"] = "<i>yes</i>"
-            facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: "group", productIdentifier: "monthly", originalTransactionId: "2000000000000777", state: .active)]
+            facts.subscriptions = [
+                SubscriptionFacts(
+                    subscriptionGroupIdentifier: "group",
+                    productIdentifier: "monthly",
+                    originalTransactionId: "2000000000000777",
+                    state: .active
+                )
+            ]
         }
-        try await fixture.store.record(IssuedSignature(
-            nonce: UUID().uuidString.lowercased(), keyIdentifier: "TESTKEY001", bundleIdentifier: Self.app, productIdentifier: "monthly",
-            offerIdentifier: "winback<1>", applicationUsername: customer.applicationUsername, timestamp: Int64(Date().timeIntervalSince1970 * 1000), format: "legacy"))
+        try await fixture.store.record(
+            IssuedSignature(
+                nonce: UUID().uuidString.lowercased(),
+                keyIdentifier: "TESTKEY001",
+                bundleIdentifier: Self.app,
+                productIdentifier: "monthly",
+                offerIdentifier: "winback<1>",
+                applicationUsername: customer.applicationUsername,
+                timestamp: Int64(Date().timeIntervalSince1970 * 1000),
+                format: "legacy"
+            )
+        )
         try await fixture.test { client in
             let session = try await Self.signIn(client)
             let page = try await Self.get(client, "/console/customers?bundleId=com.example.app&customer=user+%3Cb%3E%22%26%27", session)
@@ -288,11 +382,17 @@ import Testing
             let byTransaction = try await Self.get(client, "/console/customers?originalTransactionId=2000000000000777", session)
             #expect(byTransaction.text.contains("vip=&lt;i&gt;yes&lt;/i&gt;"))
             #expect(byTransaction.text.contains("winback&lt;1&gt;"))
-            #expect(try await Self.get(client, "/console/customers?originalTransactionId=2000000000000778", session).text.contains("No customer is known"))
+            #expect(
+                try await Self.get(client, "/console/customers?originalTransactionId=2000000000000778", session).text.contains("No customer is known")
+            )
             #expect(try await Self.get(client, "/console/customers?originalTransactionId=12ab", session).status == .badRequest)
             let unknown = try await Self.get(client, "/console/customers?bundleId=com.example.app&customer=nobody", session)
             #expect(unknown.text.contains("has not heard of this customer"))
-            let tooLong = try await Self.get(client, "/console/customers?bundleId=com.example.app&customer=\(String(repeating: "x", count: 3000))", session)
+            let tooLong = try await Self.get(
+                client,
+                "/console/customers?bundleId=com.example.app&customer=\(String(repeating: "x", count: 3000))",
+                session
+            )
             #expect(tooLong.status == .badRequest)
             let otherApp = try await Self.get(client, "/console/customers?bundleId=com.example.nope&customer=nobody", session)
             #expect(otherApp.status == .notFound && otherApp.text.contains("<h1>404"), "\(otherApp.text)")
@@ -306,8 +406,14 @@ import Testing
         let fixture = try await Fixture(policy: policy)
         for index in 0..<30 {
             let customer = CustomerKey(bundleIdentifier: Self.app, applicationUsername: "customer-\(index)")
-            _ = try await fixture.store.recordExposure(ExperimentExposure(
-                experimentIdentifier: "winback-q4", customer: customer, variant: experiment.variant(for: customer).name, exposedAt: Date()))
+            _ = try await fixture.store.recordExposure(
+                ExperimentExposure(
+                    experimentIdentifier: "winback-q4",
+                    customer: customer,
+                    variant: experiment.variant(for: customer).name,
+                    exposedAt: Date()
+                )
+            )
         }
         try await fixture.test { client in
             let session = try await Self.signIn(client)
@@ -322,7 +428,11 @@ import Testing
             for variant in variants {
                 let name = try #require(variant["name"] as? String)
                 let rate = try #require(variant["rate"] as? [String: Any])
-                let drawn = try #require(page.text.firstMatch(of: try Regex("data-variant=\"\(name)\" data-value=\"([0-9.e-]+)\" data-lower=\"([0-9.e-]+)\" data-upper=\"([0-9.e-]+)\"")))
+                let drawn = try #require(
+                    page.text.firstMatch(
+                        of: try Regex("data-variant=\"\(name)\" data-value=\"([0-9.e-]+)\" data-lower=\"([0-9.e-]+)\" data-upper=\"([0-9.e-]+)\"")
+                    )
+                )
                 for (index, field) in ["estimate", "lower", "upper"].enumerated() {
                     let text = drawn.output[index + 1].substring.map(String.init) ?? ""
                     let value = try #require(Double(text))
@@ -347,15 +457,31 @@ import Testing
         let exposedAt = Date().addingTimeInterval(-10 * 86_400)
         for index in 0..<30 {
             let customer = CustomerKey(bundleIdentifier: Self.app, applicationUsername: "customer-\(index)")
-            _ = try await fixture.store.recordExposure(ExperimentExposure(
-                experimentIdentifier: "revenue-q4", customer: customer, variant: experiment.variant(for: customer).name, exposedAt: exposedAt))
+            _ = try await fixture.store.recordExposure(
+                ExperimentExposure(
+                    experimentIdentifier: "revenue-q4",
+                    customer: customer,
+                    variant: experiment.variant(for: customer).name,
+                    exposedAt: exposedAt
+                )
+            )
             guard index % 3 != 0 else { continue }
             let purchase = Int64((exposedAt.timeIntervalSince1970 + 86_400) * 1_000)
-            try await fixture.store.recordTransaction(SubscriptionTransaction(
-                environment: "Sandbox", transactionId: "\(7_000_000 + index)", originalTransactionId: "\(7_000_000 + index)",
-                customer: customer, productIdentifier: "monthly", subscriptionGroupIdentifier: "group",
-                price: index % 5 == 0 ? 8_990 : 4_990 * Int64(1 + index % 2),
-                currency: index % 5 == 0 ? "EUR" : "USD", purchaseDate: purchase, expiresDate: purchase + 30 * 86_400_000, revocationDate: nil))
+            try await fixture.store.recordTransaction(
+                SubscriptionTransaction(
+                    environment: "Sandbox",
+                    transactionId: "\(7_000_000 + index)",
+                    originalTransactionId: "\(7_000_000 + index)",
+                    customer: customer,
+                    productIdentifier: "monthly",
+                    subscriptionGroupIdentifier: "group",
+                    price: index % 5 == 0 ? 8_990 : 4_990 * Int64(1 + index % 2),
+                    currency: index % 5 == 0 ? "EUR" : "USD",
+                    purchaseDate: purchase,
+                    expiresDate: purchase + 30 * 86_400_000,
+                    revocationDate: nil
+                )
+            )
         }
         try await fixture.test { client in
             let session = try await Self.signIn(client)

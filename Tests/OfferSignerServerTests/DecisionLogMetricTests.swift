@@ -13,7 +13,9 @@ import Testing
         RedemptionMetricTests.registry.emit(into: &buffer)
         var values: [String: Double] = [:]
         for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n") where line.hasPrefix("offer_signer_decision_log_dropped_total{") {
-            guard let reason = line.firstMatch(of: /reason="([^"]*)"/)?.1, let value = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
+            guard let reason = line.firstMatch(of: /reason="([^"]*)"/)?.1, let value = line.split(separator: " ").last.flatMap({ Double($0) }) else {
+                continue
+            }
             values[String(reason)] = value
         }
         return values
@@ -25,11 +27,23 @@ import Testing
         let store = try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test"))
         try await store.close()
         let before = dropped()["not_written"] ?? 0
-        store.logDecision(PolicyDecisionRecord(
-            decidedAt: Int64(Date().timeIntervalSince1970 * 1000), channel: "offer", bundleIdentifier: "com.example.closed",
-            productIdentifier: "com.example.monthly", offerIdentifier: "winback_50", retentionEntry: nil, customerHash: "0123456789ab",
-            policyVersion: String(repeating: "0", count: 64), granted: true, reasons: "", lookbackSeconds: 0,
-            factsHash: "facts", factsSnapshot: "{}"))
+        store.logDecision(
+            PolicyDecisionRecord(
+                decidedAt: Int64(Date().timeIntervalSince1970 * 1000),
+                channel: "offer",
+                bundleIdentifier: "com.example.closed",
+                productIdentifier: "com.example.monthly",
+                offerIdentifier: "winback_50",
+                retentionEntry: nil,
+                customerHash: "0123456789ab",
+                policyVersion: String(repeating: "0", count: 64),
+                granted: true,
+                reasons: "",
+                lookbackSeconds: 0,
+                factsHash: "facts",
+                factsSnapshot: "{}"
+            )
+        )
         // A closed queue refuses at once, on the caller's thread. Other tests of the process may drop decisions too.
         #expect((dropped()["not_written"] ?? 0) - before >= 1)
     }

@@ -1,11 +1,12 @@
 import AppStoreTestSupport
 import Foundation
-@testable import OfferApplication
 import OfferEligibility
 import OfferModel
 import OfferSigning
 import OfferStore
 import Testing
+
+@testable import OfferApplication
 
 /// The decision log's facts snapshot made from the customer's stored facts' text (``DecisionSnapshot/text(_:lookback:storedFacts:)``)
 /// instead of encoding the facts again: the same text, so the same hash, and never the customer's identifier.
@@ -17,30 +18,65 @@ import Testing
         let day = Date(timeIntervalSince1970: 1_750_000_000.123)
         return CustomerFacts(
             key: CustomerKey(bundleIdentifier: bundle, applicationUsername: username),
-            subscriptions: [SubscriptionFacts(
-                subscriptionGroupIdentifier: "21000001", productIdentifier: "com.example.monthly", originalTransactionId: "2000000123",
-                state: .expired, autoRenewEnabled: false, expiresDate: day.addingTimeInterval(-40 * 86_400), originalPurchaseDate: day,
-                renewalCount: 3, hadIntroductoryOffer: true, expirationIntent: 1, lastSignedDate: day)],
+            subscriptions: [
+                SubscriptionFacts(
+                    subscriptionGroupIdentifier: "21000001",
+                    productIdentifier: "com.example.monthly",
+                    originalTransactionId: "2000000123",
+                    state: .expired,
+                    autoRenewEnabled: false,
+                    expiresDate: day.addingTimeInterval(-40 * 86_400),
+                    originalPurchaseDate: day,
+                    renewalCount: 3,
+                    hadIntroductoryOffer: true,
+                    expirationIntent: 1,
+                    lastSignedDate: day
+                )
+            ],
             storefront: "USA",
             flags: ["churnRisk": "high", "note": "a \"quoted\" {brace} [and] back\\slash / é"],
-            grants: [CustomerServiceGrant(id: "grant-1", productIdentifier: "com.example.monthly", offerIdentifier: "sorry",
-                                          grantedBy: "carol", grantedAt: day, expiresAt: day.addingTimeInterval(86_400))],
-            updatedAt: day)
+            grants: [
+                CustomerServiceGrant(
+                    id: "grant-1",
+                    productIdentifier: "com.example.monthly",
+                    offerIdentifier: "sorry",
+                    grantedBy: "carol",
+                    grantedAt: day,
+                    expiresAt: day.addingTimeInterval(86_400)
+                )
+            ],
+            updatedAt: day
+        )
     }
 
     static func context(_ facts: CustomerFacts, issued: [IssuedSignature] = []) -> EligibilityContext {
-        EligibilityContext(bundleIdentifier: facts.key.bundleIdentifier, productIdentifier: "com.example.monthly", offerIdentifier: "once",
-                           subscriptionGroupIdentifier: "21000001", facts: facts, issuedSignatures: issued, now: Date())
+        EligibilityContext(
+            bundleIdentifier: facts.key.bundleIdentifier,
+            productIdentifier: "com.example.monthly",
+            offerIdentifier: "once",
+            subscriptionGroupIdentifier: "21000001",
+            facts: facts,
+            issuedSignatures: issued,
+            now: Date()
+        )
     }
 
     @Test("from the text the store encoded, the snapshot is the one encoding the facts makes, byte for byte, with signatures or none")
     func sameText() throws {
         let facts = Self.facts("com.example.snapshot")
         let stored = try StoredFactsText.encode(facts)
-        let issued = [IssuedSignature(
-            nonce: "n1", keyIdentifier: "KEY1", bundleIdentifier: "com.example.snapshot", productIdentifier: "com.example.monthly",
-            offerIdentifier: "once", applicationUsername: Self.username, timestamp: Int64(Date().timeIntervalSince1970 * 1000) - 1_000,
-            format: "legacy")]
+        let issued = [
+            IssuedSignature(
+                nonce: "n1",
+                keyIdentifier: "KEY1",
+                bundleIdentifier: "com.example.snapshot",
+                productIdentifier: "com.example.monthly",
+                offerIdentifier: "once",
+                applicationUsername: Self.username,
+                timestamp: Int64(Date().timeIntervalSince1970 * 1000) - 1_000,
+                format: "legacy"
+            )
+        ]
         for (issued, lookback) in [([], 30 * 86_400.0), (issued, 30 * 86_400.0), (issued, nil)] as [([IssuedSignature], TimeInterval?)] {
             let context = Self.context(facts, issued: issued)
             let text = try DecisionSnapshot.text(context, lookback: lookback, storedFacts: stored)
@@ -66,7 +102,8 @@ import Testing
             #expect(StoredFactsText.anonymized(text, bundleIdentifier: "com.example.snapshot") == nil, "\(text.prefix(40))")
             #expect(try DecisionSnapshot.text(context, lookback: 86_400, storedFacts: text) == encoded)
         }
-        let spaced = " {\n  \"flags\" : {\"churnRisk\" : \"high\"},\t\"key\" : "
+        let spaced =
+            " {\n  \"flags\" : {\"churnRisk\" : \"high\"},\t\"key\" : "
             + "{\"applicationUsername\": \"\(Self.username)\", \"bundleIdentifier\": \"x\"},"
             + " \"grants\": [], \"subscriptions\" : [ ], \"updatedAt\" : 1750000000123 } "
         let blanked = try #require(StoredFactsText.anonymized(spaced, bundleIdentifier: "com.example.snapshot"))
@@ -79,8 +116,10 @@ import Testing
         #expect(decoded.flags == ["churnRisk": "high"])
     }
 
-    @Test("a decision logs the snapshot encoding the facts read would make; under the customer's lock it is made from their stored text",
-          arguments: ConcurrencyTests.RaceStore.all)
+    @Test(
+        "a decision logs the snapshot encoding the facts read would make; under the customer's lock it is made from their stored text",
+        arguments: ConcurrencyTests.RaceStore.all
+    )
     func logged(_ race: ConcurrencyTests.RaceStore) async throws {
         let fixture = try await StoreFixture(race.backend, exclusive: race.exclusive)
         let key = CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: Self.username)
@@ -94,7 +133,8 @@ import Testing
         #expect(logged.map(\.granted).sorted { $0 && !$1 } == [true, false])
         let read = try #require(try await fixture.store.customerFacts(for: key))
         let issued = try await fixture.store.issuedSignatures(
-            matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: Self.username))
+            matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: Self.username)
+        )
         #expect(issued.count == 1)
         let expected = [
             try DecisionSnapshot(Self.context(read), lookback: 30 * 86_400).encoded(),

@@ -4,11 +4,11 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import OfferApplication
 import OfferEligibility
 import OfferSignerServer
 import OfferSigning
 import Testing
-import OfferApplication
 
 struct EligibilityAnswer: Decodable {
     struct Entry: Decodable {
@@ -33,39 +33,50 @@ struct RefusalBody: Decodable {
 
 @Suite struct EligibilityRouteTests {
     static let policy = """
-    apps:
-      - bundleIdentifier: com.example.app
-        products:
-          - productIdentifier: com.example.monthly
-            offers:
-              - offerIdentifier: open_to_all
-              - offerIdentifier: winback_50
-                rules:
-                  - app-store-subscriber
-                  - lapsed: { minDays: 30 }
-          - productIdentifier: com.example.yearly
-            offers:
-              - offerIdentifier: vip
-                rules:
-                  - customers: { allow: [vip-1] }
-    """
+        apps:
+          - bundleIdentifier: com.example.app
+            products:
+              - productIdentifier: com.example.monthly
+                offers:
+                  - offerIdentifier: open_to_all
+                  - offerIdentifier: winback_50
+                    rules:
+                      - app-store-subscriber
+                      - lapsed: { minDays: 30 }
+              - productIdentifier: com.example.yearly
+                offers:
+                  - offerIdentifier: vip
+                    rules:
+                      - customers: { allow: [vip-1] }
+        """
 
     private func application() throws -> some ApplicationProtocol {
         let service = OfferService(
-            apps: [], keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
-            policy: try OfferPolicy(text: Self.policy))
+            apps: [],
+            keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
+            policy: try OfferPolicy(text: Self.policy)
+        )
         return Application(router: buildRouter(service: service), logger: Logger(label: "test"))
     }
 
     @Test func offersThePolicyDoesNotListAre404() async throws {
         try await application().test(.router) { client in
-            let product = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"com.example.weekly","offerIdentifier":"x","applicationUsername":"u"}"#)
+            let product = try await client.post(
+                "/v1/offers/sign",
+                json: #"{"productIdentifier":"com.example.weekly","offerIdentifier":"x","applicationUsername":"u"}"#
+            )
             #expect(product.status == .notFound)
             #expect(try product.decode(ErrorBody.self).error.code == "unknown_product")
-            let offer = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"x","applicationUsername":"u"}"#)
+            let offer = try await client.post(
+                "/v1/offers/sign",
+                json: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"x","applicationUsername":"u"}"#
+            )
             #expect(offer.status == .notFound)
             #expect(try offer.decode(ErrorBody.self).error.code == "unknown_offer")
-            let app = try await client.post("/v1/offers/sign", json: #"{"bundleIdentifier":"com.other","productIdentifier":"com.example.monthly","offerIdentifier":"x","applicationUsername":"u"}"#)
+            let app = try await client.post(
+                "/v1/offers/sign",
+                json: #"{"bundleIdentifier":"com.other","productIdentifier":"com.example.monthly","offerIdentifier":"x","applicationUsername":"u"}"#
+            )
             #expect(try app.decode(ErrorBody.self).error.code == "unknown_app")
         }
     }
@@ -73,7 +84,11 @@ struct RefusalBody: Decodable {
     @Test func aCustomerWhoIsNotEligibleGets403WithReasons() async throws {
         try await application().test(.router) { client in
             for format in ["legacy", "jws"] {
-                let response = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"stranger","format":"\#(format)"}"#)
+                let response = try await client.post(
+                    "/v1/offers/sign",
+                    json:
+                        #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"stranger","format":"\#(format)"}"#
+                )
                 if format == "jws" && response.status == .serviceUnavailable { continue }  // no issuer ID in this policy
                 #expect(response.status == .forbidden)
                 let error = try response.decode(RefusalBody.self).error
@@ -81,7 +96,10 @@ struct RefusalBody: Decodable {
                 #expect(error.reasons?.map(\.code) == ["never_subscribed", "not_lapsed"])
                 #expect(error.reasons?.first?.rule == "app-store-subscriber")
             }
-            let open = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"open_to_all","applicationUsername":"stranger"}"#)
+            let open = try await client.post(
+                "/v1/offers/sign",
+                json: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"open_to_all","applicationUsername":"stranger"}"#
+            )
             #expect(open.status == .ok)
         }
     }
@@ -97,7 +115,10 @@ struct RefusalBody: Decodable {
             #expect(answer.offers.map(\.eligible) == [true, false, true])
             #expect(answer.offers[1].reasons.map(\.code) == ["never_subscribed", "not_lapsed"])
 
-            let one = try await client.post("/v1/offers/eligibility", json: #"{"applicationUsername":"someone","productIdentifier":"com.example.yearly"}"#)
+            let one = try await client.post(
+                "/v1/offers/eligibility",
+                json: #"{"applicationUsername":"someone","productIdentifier":"com.example.yearly"}"#
+            )
             let yearly = try one.decode(EligibilityAnswer.self)
             #expect(yearly.offers.map(\.offerIdentifier) == ["vip"])
             #expect(yearly.offers[0].reasons.map(\.code) == ["customer_not_allowed"])

@@ -5,23 +5,30 @@ import Logging
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
-@testable import OfferSignerServer
 import Testing
+
+@testable import OfferSignerServer
 
 /// What the handlers after the conversion to HTTP types do for the router's requests, done for the event-loop
 /// signing path's own (it sits before them): the request deadline, the idle timeout, and graceful shutdown — on
 /// live sockets, and in an embedded channel with NIO's pipelining handler in front, as `serve` builds it.
 @Suite struct EventLoopConnectionTests {
     static let body = #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1"}"#
-    static let sign = "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+    static let sign =
+        "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
 
     /// The live application with short limits (one second each unless given).
-    private func application(_ test: TestService, idleTimeout: Duration = .seconds(1), requestTimeout: Duration = .seconds(1)) -> Application<RouterResponder<OfferSignerRequestContext>> {
+    private func application(
+        _ test: TestService,
+        idleTimeout: Duration = .seconds(1),
+        requestTimeout: Duration = .seconds(1)
+    ) -> Application<RouterResponder<OfferSignerRequestContext>> {
         makeApplication(
             router: buildRouter(service: test.service),
             signing: EventLoopSigning(service: test.service, authenticator: nil, limits: RateLimits(.none), serverName: nil),
             limits: ConnectionLimits(idleTimeout: idleTimeout, requestTimeout: requestTimeout),
-            logger: Logger(label: "test"))
+            logger: Logger(label: "test")
+        )
     }
 
     // The three tests below run the live pipeline on a socket, so they read the wall clock. What they assert does
@@ -37,7 +44,8 @@ import Testing
         // The idle timeout beyond the test: only the request deadline can close the connection.
         try await application(test, idleTimeout: .seconds(60), requestTimeout: .seconds(1)).test(.live) { client in
             let port = try #require(client.port)
-            let head = "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"productIdentifier\""
+            let head =
+                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"productIdentifier\""
             // A byte every 0.3 s for 9 s: the body keeps arriving, and never completes.
             let sends = [(0.0, head)] + (0..<30).map { _ in (0.3, " ") }
             let session = try await RawHTTP.session(port: port, sends: sends, responses: nil)
@@ -56,7 +64,8 @@ import Testing
         // The idle timeout beyond the 10 s the client waits: without the request deadline, nothing closes it.
         try await application(test, idleTimeout: .seconds(60), requestTimeout: .seconds(1)).test(.live) { client in
             let port = try #require(client.port)
-            let stalled = "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"productIdentifier\""
+            let stalled =
+                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"productIdentifier\""
             let session = try await RawHTTP.session(port: port, sends: [(0.0, Self.sign + stalled)], responses: nil)
             #expect(session.text.hasPrefix("HTTP/1.1 200"))  // the first is answered
             #expect(session.text.components(separatedBy: "HTTP/1.1 ").count - 1 == 1)  // the stalled one is not
@@ -223,11 +232,14 @@ import Testing
 
     /// An embedded channel as `serve` builds one, without the codec: NIO's pipelining handler, the signing handler,
     /// and `events` after them (standing for the router).
-    private func signingChannel(_ test: TestService, _ events: EventRecorder, requestTimeout: Duration = .seconds(10)) async throws -> EmbeddedChannel {
+    private func signingChannel(_ test: TestService, _ events: EventRecorder, requestTimeout: Duration = .seconds(10)) async throws -> EmbeddedChannel
+    {
         let channel = EmbeddedChannel()
         let signing = EventLoopSigning(service: test.service, authenticator: nil, limits: RateLimits(.none), serverName: nil)
         try channel.pipeline.syncOperations.addHandler(HTTPServerPipelineHandler())
-        try channel.pipeline.syncOperations.addHandler(EventLoopSigningHandler(signing: signing, requestTimeout: requestTimeout, logger: Logger(label: "test")))
+        try channel.pipeline.syncOperations.addHandler(
+            EventLoopSigningHandler(signing: signing, requestTimeout: requestTimeout, logger: Logger(label: "test"))
+        )
         try channel.pipeline.syncOperations.addHandler(events)
         try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
         return channel

@@ -5,13 +5,13 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import OfferApplication
 import OfferKeys
 import OfferModel
 import OfferSignerServer
 import OfferSigning
 import OfferStore
 import Testing
-import OfferApplication
 
 #if canImport(Glibc)
 import Glibc
@@ -32,12 +32,24 @@ import Darwin
     @Test func itAnswersEveryRequestOfTheRouteItAuthenticates() async throws {
         let test = try TestService()
         let lines = LogLines()
-        let app = FrontEnd.eventLoop.application(router: buildRouter(service: test.service), service: test.service, logger: lines.logger("offer-signer"))
+        let app = FrontEnd.eventLoop.application(
+            router: buildRouter(service: test.service),
+            service: test.service,
+            logger: lines.logger("offer-signer")
+        )
         try await app.test(.live) { client in
             let signed = try await client.post("/v1/offers/sign", json: Self.body)
-            let jws = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"jws"}"#)
+            let jws = try await client.post(
+                "/v1/offers/sign",
+                json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"jws"}"#
+            )
             let invalid = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"p","offerIdentifier":"o"}"#)
-            let query = try await client.execute(uri: "/v1/offers/sign?x=1", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: Self.body))
+            let query = try await client.execute(
+                uri: "/v1/offers/sign?x=1",
+                method: .post,
+                headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: Self.body)
+            )
             // A JWS without an issuer is 503 (from the pipeline that waits); the query string is the router's.
             #expect([signed.status, jws.status, invalid.status, query.status] == [.ok, .serviceUnavailable, .badRequest, .ok])
             #expect(try jws.decode(ErrorBody.self).error.code == "issuer_not_configured")
@@ -62,8 +74,11 @@ import Darwin
         let lines = LogLines()
         let authenticator = try await ClientAuthenticator(ClientAuthenticationTests.both)
         let app = FrontEnd.eventLoop.application(
-            router: buildRouter(service: test.service, authenticator: authenticator), service: test.service, authenticator: authenticator,
-            logger: lines.logger("offer-signer"))
+            router: buildRouter(service: test.service, authenticator: authenticator),
+            service: test.service,
+            authenticator: authenticator,
+            logger: lines.logger("offer-signer")
+        )
         let login = try await ClientAuthenticationTests.hs256(customer: "user-1")
         try await app.test(.live) { client in
             func sign(_ authorization: String?, _ body: String = Self.body) async throws -> TestResponse {
@@ -76,7 +91,9 @@ import Darwin
             let jwt = try await sign("Bearer \(login)")
             let unknown = try await sign("Bearer not-a-key-of-ours-0123456789")
             let none = try await sign(nil)
-            #expect([key.status, keyBadBody.status, jwt.status, unknown.status, none.status] == [.ok, .badRequest, .ok, .unauthorized, .unauthorized])
+            #expect(
+                [key.status, keyBadBody.status, jwt.status, unknown.status, none.status] == [.ok, .badRequest, .ok, .unauthorized, .unauthorized]
+            )
             #expect(unknown.headers[.wwwAuthenticate] == "Bearer realm=\"offer-signer\"")
         }
         let access = try lines.objects().filter { $0["message"] == "request" }
@@ -89,7 +106,11 @@ import Darwin
         let store = try await backend.open()
         let key = try SigningKey.generate(keyIdentifier: "TESTKEY001")
         let bundle = "com.example.el-\(UUID().uuidString.prefix(8).lowercased())"
-        let service = OfferService(apps: [AppConfiguration(bundleIdentifier: bundle)], keyRing: try KeyRing(keys: [.init(key: key, source: "test")]), store: store)
+        let service = OfferService(
+            apps: [AppConfiguration(bundleIdentifier: bundle)],
+            keyRing: try KeyRing(keys: [.init(key: key, source: "test")]),
+            store: store
+        )
         let app = FrontEnd.eventLoop.application(router: buildRouter(service: service), service: service)
         try await app.test(.live) { client in
             let one = try await client.post("/v1/offers/sign", json: Self.body).decode(SignedLegacyOffer.self)
@@ -98,10 +119,15 @@ import Darwin
             let nonces = try await withThrowingTaskGroup(of: String.self) { group in
                 for index in 0..<20 {
                     group.addTask {
-                        let response = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"many-\#(index)"}"#)
+                        let response = try await client.post(
+                            "/v1/offers/sign",
+                            json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"many-\#(index)"}"#
+                        )
                         let offer = try response.decode(SignedLegacyOffer.self)
                         // Durable before the reply: the record is there the moment the answer arrives.
-                        let found: [IssuedSignature] = try await store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: bundle, applicationUsername: "many-\(index)"))
+                        let found: [IssuedSignature] = try await store.issuedSignatures(
+                            matching: IssuedSignatureQuery(bundleIdentifier: bundle, applicationUsername: "many-\(index)")
+                        )
                         #expect(found.map(\.nonce) == [offer.nonce])
                         return offer.nonce
                     }
@@ -138,12 +164,14 @@ import Darwin
             let port = try #require(client.port)
             func sign(_ customer: String) -> String {
                 let body = #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"\#(customer)"}"#
-                return "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                return
+                    "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
             }
             let requests = sign("first") + "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n" + sign("second") + sign("third")
             let answer = try await RawHTTP.exchange(port: port, send: requests, responses: 4)
             let order = answer.components(separatedBy: "HTTP/1.1 ").dropFirst().map { response in
-                ["first", "second", "third"].first { response.contains(#""applicationUsername":"\#($0)""#) } ?? (response.hasPrefix("200") ? "health" : "?")
+                ["first", "second", "third"].first { response.contains(#""applicationUsername":"\#($0)""#) }
+                    ?? (response.hasPrefix("200") ? "health" : "?")
             }
             #expect(order == ["first", "health", "second", "third"])
         }
@@ -156,11 +184,17 @@ import Darwin
         let test = try TestService()
         try await test.application(.eventLoop).test(.live) { client in
             let port = try #require(client.port)
-            let sign = "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(Self.body.utf8.count)\r\n\r\n\(Self.body)"
+            let sign =
+                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(Self.body.utf8.count)\r\n\r\n\(Self.body)"
             let garbage = try await RawHTTP.exchange(port: port, send: sign + "GARBAGE \u{01}\u{02} nonsense\r\n\r\n", responses: nil)
             let statuses = garbage.components(separatedBy: "HTTP/1.1 ").dropFirst().map { String($0.prefix(3)) }
             #expect(statuses == ["200", "400"])
-            let halfClosed = try await RawHTTP.exchange(port: port, send: sign + "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n" + sign, responses: nil, halfClose: true)
+            let halfClosed = try await RawHTTP.exchange(
+                port: port,
+                send: sign + "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n" + sign,
+                responses: nil,
+                halfClose: true
+            )
             #expect(halfClosed.components(separatedBy: "HTTP/1.1 ").dropFirst().map { String($0.prefix(3)) } == ["200", "200", "200"])
         }
     }
@@ -169,7 +203,8 @@ import Darwin
         let test = try TestService()
         try await test.application(.eventLoop).test(.live) { client in
             let port = try #require(client.port)
-            let request = "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \(Self.body.utf8.count)\r\n\r\n\(Self.body)"
+            let request =
+                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \(Self.body.utf8.count)\r\n\r\n\(Self.body)"
             // `exchange` reads until the server closes the connection.
             let answer = try await RawHTTP.exchange(port: port, send: request, responses: nil)
             #expect(answer.hasPrefix("HTTP/1.1 200"))
@@ -249,7 +284,12 @@ enum RawHTTP {
             Thread.sleep(forTimeInterval: pause)
             let sending = ContinuousClock.now
             guard sendAll(descriptor, Array(text.utf8)) else {
-                return Session(text: "", closedSinceStart: seconds(since: start), closedSinceLastSend: seconds(since: lastSend), closedWhileSending: true)
+                return Session(
+                    text: "",
+                    closedSinceStart: seconds(since: start),
+                    closedSinceLastSend: seconds(since: lastSend),
+                    closedWhileSending: true
+                )
             }
             lastSend = sending
         }
@@ -258,8 +298,11 @@ enum RawHTTP {
             if let responses, complete(received) >= responses { return Session(text: String(decoding: received, as: UTF8.self)) }
             let count = recv(descriptor, &buffer, buffer.count, 0)
             if count == 0 || (count < 0 && errno == ECONNRESET) {
-                return Session(text: String(decoding: received, as: UTF8.self), closedSinceStart: seconds(since: start),
-                               closedSinceLastSend: seconds(since: lastSend))
+                return Session(
+                    text: String(decoding: received, as: UTF8.self),
+                    closedSinceStart: seconds(since: start),
+                    closedSinceLastSend: seconds(since: lastSend)
+                )
             }
             if count < 0 { throw Failure(message: "recv (timed out)") }
             received.append(contentsOf: buffer[0..<count])
@@ -314,7 +357,8 @@ enum RawHTTP {
         var rest = Substring(text)
         while let headEnd = rest.range(of: "\r\n\r\n") {
             let head = rest[..<headEnd.lowerBound].lowercased()
-            let length = head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+            let length =
+                head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
                 .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
             let body = rest[headEnd.upperBound...]
             guard body.utf8.count >= length else { break }

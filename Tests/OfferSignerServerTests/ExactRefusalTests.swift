@@ -7,8 +7,9 @@ import NIOEmbedded
 import NIOHTTP1
 import OfferModel
 import OfferStore
-@testable import OfferSignerServer
 import Testing
+
+@testable import OfferSignerServer
 
 /// Small refusals that must be exact (issue 38): the console's customer lookup validates as the admin API does,
 /// another method on a route with a path parameter is 405 with `Allow`, lengths and chunk sizes no Int64 holds are
@@ -19,7 +20,9 @@ import Testing
     @Test("the console's customer lookup takes the identifier exactly, as GET /admin/customers does: ' lead-space' is not lead-space")
     func consoleLookupIsExact() async throws {
         let fixture = try await ConsoleTests.Fixture()
-        _ = try await fixture.store.updateCustomer(CustomerKey(bundleIdentifier: ConsoleTests.app, applicationUsername: "lead-space")) { $0.flags["owner"] = "lead-space-facts" }
+        _ = try await fixture.store.updateCustomer(CustomerKey(bundleIdentifier: ConsoleTests.app, applicationUsername: "lead-space")) {
+            $0.flags["owner"] = "lead-space-facts"
+        }
         try await fixture.test { client in
             let session = try await ConsoleTests.signIn(client)
             let exact = try await ConsoleTests.get(client, "/console/customers?bundleId=com.example.app&customer=lead-space", session)
@@ -79,18 +82,30 @@ import Testing
         #expect(table.methods(for: "/b/other") == [])
     }
 
-    @Test("a signedTransaction sent where no app can verify App Store data is 422 app_store_data_not_configured, without Retry-After", arguments: FrontEnd.allCases)
+    @Test(
+        "a signedTransaction sent where no app can verify App Store data is 422 app_store_data_not_configured, without Retry-After",
+        arguments: FrontEnd.allCases
+    )
     func signedTransactionWithoutVerification(_ frontEnd: FrontEnd) async throws {
         let test = try TestService()
         try await test.application(frontEnd).test(frontEnd.setup) { client in
-            let response = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1","signedTransaction":"eyJhbGciOiJFUzI1NiJ9.e30.c2ln"}"#)
+            let response = try await client.post(
+                "/v1/offers/sign",
+                json:
+                    #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1","signedTransaction":"eyJhbGciOiJFUzI1NiJ9.e30.c2ln"}"#
+            )
             #expect(response.status == .unprocessableContent)
             #expect(response.headers[.retryAfter] == nil)
             let error = try response.decode(ErrorBody.self).error
             #expect(error.code == "app_store_data_not_configured" && error.field == "signedTransaction")
             #expect(error.message.contains("without signedTransaction"))
             // Without it, the same request signs.
-            #expect(try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1"}"#).status == .ok)
+            #expect(
+                try await client.post(
+                    "/v1/offers/sign",
+                    json: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1"}"#
+                ).status == .ok
+            )
         }
     }
 }
@@ -100,10 +115,15 @@ import Testing
 @Suite struct OversizedFramingTests {
     /// A request timeout longer than RawHTTP waits: a request held to it gets no answer here.
     static func application(signing: Bool) throws -> Application<RouterResponder<OfferSignerRequestContext>> {
-        HTTPConformanceTests.application(try TestService(), signing: signing, limits: ConnectionLimits(idleTimeout: .seconds(30), requestTimeout: .seconds(30)))
+        HTTPConformanceTests.application(
+            try TestService(),
+            signing: signing,
+            limits: ConnectionLimits(idleTimeout: .seconds(30), requestTimeout: .seconds(30))
+        )
     }
 
-    static let chunkedHead = "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    static let chunkedHead =
+        "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
 
     /// A signing request whose body is sent in `pieces` chunks, with an extension on each size line and a trailer.
     static func chunkedSign(pieces: Int = 3) -> String {
@@ -129,7 +149,11 @@ import Testing
                 #expect(answer.contains(#"{"error":{"code":"malformed_request""#), "\(answer)")
             }
             // The size line split over three reads.
-            let split = try await RawHTTP.session(port: port, sends: [(0, Self.chunkedHead + "ff"), (0.1, "ffffffffff"), (0.1, "ffff\r\n")], responses: nil)
+            let split = try await RawHTTP.session(
+                port: port,
+                sends: [(0, Self.chunkedHead + "ff"), (0.1, "ffffffffff"), (0.1, "ffff\r\n")],
+                responses: nil
+            )
             #expect(HTTPConformanceTests.statuses(split.text) == ["400"], "\(split.text)")
         }
     }
@@ -177,20 +201,33 @@ import Testing
         _ = try channel.finish()
     }
 
-    @Test("pipelined requests around them keep their framing: chunked with extensions and trailers, a chunk whose data looks like a size, Content-Length", arguments: [false, true])
+    @Test(
+        "pipelined requests around them keep their framing: chunked with extensions and trailers, a chunk whose data looks like a size, Content-Length",
+        arguments: [false, true]
+    )
     func keepsStep(signing: Bool) async throws {
         try await Self.application(signing: signing).test(.live) { client in
             let port = try #require(client.port)
             let lookalike = "\r\nffffffffffffffff\r\n\r\n"  // chunk data, not a size line
-            let healthWithBody = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n\(String(lookalike.utf8.count, radix: 16))\r\n\(lookalike)\r\n0\r\n\r\n"
+            let healthWithBody =
+                "GET /healthz HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n\(String(lookalike.utf8.count, radix: 16))\r\n\(lookalike)\r\n0\r\n\r\n"
             let healthWithLength = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(lookalike.utf8.count)\r\n\r\n\(lookalike)"
-            let requests = [Self.chunkedSign(), healthWithBody, "\r\nGET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n", healthWithLength, HTTPConformanceTests.sign(), Self.chunkedSign(pieces: 1)]
+            let requests = [
+                Self.chunkedSign(), healthWithBody, "\r\nGET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n", healthWithLength,
+                HTTPConformanceTests.sign(), Self.chunkedSign(pieces: 1),
+            ]
             let answer = try await RawHTTP.exchange(port: port, send: requests.joined() + Self.chunkedHead + "ffffffffffffffff\r\n", responses: nil)
             #expect(HTTPConformanceTests.statuses(answer) == ["200", "200", "200", "200", "200", "200", "400"], "\(answer)")
             // The same, a few bytes at a time.
             let text = Array(requests.joined().utf8)
-            let sends = stride(from: 0, to: text.count, by: 7).map { (pause: 0.002, text: String(decoding: text[$0..<min($0 + 7, text.count)], as: UTF8.self)) }
-            let trickled = try await RawHTTP.session(port: port, sends: sends + [(0, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")], responses: nil)
+            let sends = stride(from: 0, to: text.count, by: 7).map {
+                (pause: 0.002, text: String(decoding: text[$0..<min($0 + 7, text.count)], as: UTF8.self))
+            }
+            let trickled = try await RawHTTP.session(
+                port: port,
+                sends: sends + [(0, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")],
+                responses: nil
+            )
             #expect(HTTPConformanceTests.statuses(trickled.text) == ["200", "200", "200", "200", "200", "200", "200"], "\(trickled.text)")
         }
     }

@@ -5,7 +5,6 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
-@testable import OfferApplication
 import OfferEligibility
 import OfferExperiments
 import OfferModel
@@ -13,6 +12,8 @@ import OfferSignerServer
 import OfferSigning
 import OfferStore
 import Testing
+
+@testable import OfferApplication
 
 /// An experiment from exposure to result, through the service's own endpoints on both stores: customers exposed
 /// weeks ago (their exposures written with that date) and days ago, their purchases, renewals and refunds delivered
@@ -41,25 +42,50 @@ import Testing
             let verifier = try SignedDataVerifier(bundleIdentifier: bundle, environments: [.sandbox], trustedRoots: [signer.chain.root])
             let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: Logger(label: "test"), readableTokens: true)
             service = OfferService(
-                apps: [], keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
-                policy: policy, store: store, notifications: ingestor)
+                apps: [],
+                keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
+                policy: policy,
+                store: store,
+                notifications: ingestor
+            )
             self.bundle = bundle
         }
 
         /// A purchase (`offer`: a promotional offer) or a renewal of subscription `index` of `customer`, paid `price`.
-        mutating func transaction(_ customer: String, _ index: Int, renewal: Int = 0, at: Date, days: Double, price: Int64 = 9_990,
-                                  currency: String = "USD", offer: String? = nil, refundedAt: Date? = nil) async throws {
+        mutating func transaction(
+            _ customer: String,
+            _ index: Int,
+            renewal: Int = 0,
+            at: Date,
+            days: Double,
+            price: Int64 = 9_990,
+            currency: String = "USD",
+            offer: String? = nil,
+            refundedAt: Date? = nil
+        ) async throws {
             let original = "\(base + index)"
             var transaction = TestPayloads.transaction(
-                originalTransactionId: original, transactionId: renewal == 0 ? original : "\(original)\(renewal)", appAccountToken: customer,
-                purchaseDate: at, expiresDate: at + days * ExperimentEndToEndTests.day, bundleIdentifier: bundle)
+                originalTransactionId: original,
+                transactionId: renewal == 0 ? original : "\(original)\(renewal)",
+                appAccountToken: customer,
+                purchaseDate: at,
+                expiresDate: at + days * ExperimentEndToEndTests.day,
+                bundleIdentifier: bundle
+            )
             (transaction.price, transaction.currency) = (price, currency)
             if let offer { (transaction.offerType, transaction.offerIdentifier) = (.promotionalOffer, offer) }
             if renewal > 0 { transaction.transactionReason = .renewal }
             let info = TestPayloads.renewalInfo(for: transaction)
             let type: NotificationType = renewal > 0 ? .didRenew : .subscribed
-            deliveries.append(try await signer.signNotification(
-                type, subtype: renewal > 0 ? nil : .resubscribe, transaction: transaction, renewalInfo: info, bundleIdentifier: bundle))
+            deliveries.append(
+                try await signer.signNotification(
+                    type,
+                    subtype: renewal > 0 ? nil : .resubscribe,
+                    transaction: transaction,
+                    renewalInfo: info,
+                    bundleIdentifier: bundle
+                )
+            )
             if let refundedAt {
                 transaction.revocationDate = refundedAt.appStoreMilliseconds
                 transaction.revocationReason = .other
@@ -81,8 +107,14 @@ import Testing
 
         func expose(_ experiment: OfferPolicy.Experiment, _ customer: String, at: Date) async throws {
             let key = CustomerKey(bundleIdentifier: bundle, applicationUsername: customer)
-            try await store.recordExposure(ExperimentExposure(
-                experimentIdentifier: experiment.identifier, customer: key, variant: experiment.variant(for: key).name, exposedAt: at))
+            try await store.recordExposure(
+                ExperimentExposure(
+                    experimentIdentifier: experiment.identifier,
+                    customer: key,
+                    variant: experiment.variant(for: key).name,
+                    exposedAt: at
+                )
+            )
         }
 
         func router() throws -> Router<OfferSignerRequestContext> {
@@ -91,34 +123,42 @@ import Testing
     }
 
     static func policy(bundle: String, id: String, settings: String) throws -> OfferPolicy {
-        try OfferPolicy(text: """
-            apps:
-              - bundleIdentifier: \(bundle)
-                products:
-                  - productIdentifier: \(TestPayloads.productIdentifier)
-                    offers:
-                      - offerIdentifier: half_off
-            experiments:
-              - id: \(id)
-                productIdentifier: \(TestPayloads.productIdentifier)
-            \(settings)
-                variants:
-                  - { name: half, offerIdentifier: half_off, weight: 1 }
-                  - { name: none, holdout: true, weight: 1 }
-            """)
+        try OfferPolicy(
+            text: """
+                apps:
+                  - bundleIdentifier: \(bundle)
+                    products:
+                      - productIdentifier: \(TestPayloads.productIdentifier)
+                        offers:
+                          - offerIdentifier: half_off
+                experiments:
+                  - id: \(id)
+                    productIdentifier: \(TestPayloads.productIdentifier)
+                \(settings)
+                    variants:
+                      - { name: half, offerIdentifier: half_off, weight: 1 }
+                      - { name: none, holdout: true, weight: 1 }
+                """
+        )
     }
 
-    @Test("converted, retained, realized revenue, redeemed and renewed are exact over the mature customers; the maturing are counted apart",
-          arguments: StoreBackend.available)
+    @Test(
+        "converted, retained, realized revenue, redeemed and renewed are exact over the mature customers; the maturing are counted apart",
+        arguments: StoreBackend.available
+    )
     func matureMetrics(_ backend: StoreBackend) async throws {
         let suffix = UUID().uuidString.prefix(8).lowercased()
         let (bundle, id) = ("com.example.e2e-\(suffix)", "e2e-\(suffix)")
         let now = Date()
-        let policy = try Self.policy(bundle: bundle, id: id, settings: """
-                metric: converted
-                windowDays: 30
-                end: \(ISO8601DateFormatter().string(from: now + 10 * Self.day))
-            """)
+        let policy = try Self.policy(
+            bundle: bundle,
+            id: id,
+            settings: """
+                    metric: converted
+                    windowDays: 30
+                    end: \(ISO8601DateFormatter().string(from: now + 10 * Self.day))
+                """
+        )
         let experiment = try #require(policy.experiment(id))
         var fixture = try await Fixture(backend: backend, bundle: bundle, policy: policy)
         let customers = (0..<60).map { "e2e-\($0)" }
@@ -133,14 +173,27 @@ import Testing
         // Five of the half variant redeem a week at 4.99 USD on day 1; two renew at 9.99 on day 8 (entitled to day
         // 38), one is refunded on day 3, two lapse after their week.
         for (index, customer) in matureHalf.prefix(5).enumerated() {
-            try await fixture.transaction(customer, index, at: exposedAt + Self.day, days: 7, price: 4_990, offer: "half_off",
-                                          refundedAt: index == 2 ? exposedAt + 3 * Self.day : nil)
+            try await fixture.transaction(
+                customer,
+                index,
+                at: exposedAt + Self.day,
+                days: 7,
+                price: 4_990,
+                offer: "half_off",
+                refundedAt: index == 2 ? exposedAt + 3 * Self.day : nil
+            )
             if index < 2 { try await fixture.transaction(customer, index, renewal: 1, at: exposedAt + 8 * Self.day, days: 30) }
         }
         // Four of the holdout subscribe at full price on day 2 (one in euros); one only on day 35, after its window.
         for (index, customer) in matureHeld.prefix(5).enumerated() {
-            try await fixture.transaction(customer, 10 + index, at: exposedAt + (index == 4 ? 35 : 2) * Self.day, days: 30,
-                                          price: index == 3 ? 8_990 : 9_990, currency: index == 3 ? "EUR" : "USD")
+            try await fixture.transaction(
+                customer,
+                10 + index,
+                at: exposedAt + (index == 4 ? 35 : 2) * Self.day,
+                days: 30,
+                price: index == 3 ? 8_990 : 9_990,
+                currency: index == 3 ? "EUR" : "USD"
+            )
         }
         // A maturing customer's purchase counts nowhere yet.
         try await fixture.transaction(try #require(maturing.first { !isHeld($0) }), 20, at: now - 4 * Self.day, days: 30)
@@ -162,7 +215,11 @@ import Testing
             #expect(half.rate?.estimate == 4.0 / Double(matureHalf.count))
             #expect(report.reference == "none" && report.readable && report.correction == "Bonferroni" && report.windowDays == 30)
             #expect(report.comparisons.count == 1 && report.comparisons.first?.variant == "half")
-            let unknown = try await client.execute(uri: "/admin/experiments/nope", method: .get, headers: [.authorization: "Bearer \(Self.adminToken)"])
+            let unknown = try await client.execute(
+                uri: "/admin/experiments/nope",
+                method: .get,
+                headers: [.authorization: "Bearer \(Self.adminToken)"]
+            )
             #expect(unknown.status == .notFound)
             let list = try await client.execute(uri: "/admin/experiments", method: .get, headers: [.authorization: "Bearer \(Self.adminToken)"])
             #expect(list.text.contains("\"exposed\":\(customers.count)"))
@@ -170,19 +227,25 @@ import Testing
         try await fixture.store.close()
     }
 
-    @Test("after the end: redemptions past each window and the end plus the window are ignored, exposures after the end are not counted",
-          arguments: StoreBackend.available)
+    @Test(
+        "after the end: redemptions past each window and the end plus the window are ignored, exposures after the end are not counted",
+        arguments: StoreBackend.available
+    )
     func afterTheEnd(_ backend: StoreBackend) async throws {
         let suffix = UUID().uuidString.prefix(8).lowercased()
         let (bundle, id) = ("com.example.e2e-\(suffix)", "e2e-\(suffix)")
         let now = Date()
         let (start, end) = (now - 100 * Self.day, now - 40 * Self.day)
         let formatter = ISO8601DateFormatter()
-        let policy = try Self.policy(bundle: bundle, id: id, settings: """
-                windowDays: 20
-                start: \(formatter.string(from: start))
-                end: \(formatter.string(from: end))
-            """)
+        let policy = try Self.policy(
+            bundle: bundle,
+            id: id,
+            settings: """
+                    windowDays: 20
+                    start: \(formatter.string(from: start))
+                    end: \(formatter.string(from: end))
+                """
+        )
         let experiment = try #require(policy.experiment(id))
         var fixture = try await Fixture(backend: backend, bundle: bundle, policy: policy)
         let customers = (0..<40).map { "end-\($0)" }
@@ -223,16 +286,22 @@ import Testing
         try await fixture.store.close()
     }
 
-    @Test("revenue compared: each currency's sum, payers and difference per mature customer exact over HTTP, the interval from the store's squares",
-          arguments: StoreBackend.available)
+    @Test(
+        "revenue compared: each currency's sum, payers and difference per mature customer exact over HTTP, the interval from the store's squares",
+        arguments: StoreBackend.available
+    )
     func revenueCompared(_ backend: StoreBackend) async throws {
         let suffix = UUID().uuidString.prefix(8).lowercased()
         let (bundle, id) = ("com.example.e2e-\(suffix)", "e2e-\(suffix)")
         let now = Date()
-        let policy = try Self.policy(bundle: bundle, id: id, settings: """
-                metric: revenue
-                windowDays: 30
-            """)
+        let policy = try Self.policy(
+            bundle: bundle,
+            id: id,
+            settings: """
+                    metric: revenue
+                    windowDays: 30
+                """
+        )
         let experiment = try #require(policy.experiment(id))
         var fixture = try await Fixture(backend: backend, bundle: bundle, policy: policy)
         let customers = (0..<40).map { "rev-\($0)" }
@@ -244,15 +313,28 @@ import Testing
         // Half: four pay 4.99 on day 1 and renew at 9.99 on day 8 (14.98 each); a fifth is refunded on day 3; a sixth
         // renews only on day 35, past the window (its 4.99 counts).
         for (index, customer) in half.prefix(6).enumerated() {
-            try await fixture.transaction(customer, index, at: exposedAt + Self.day, days: 7, price: 4_990, offer: "half_off",
-                                          refundedAt: index == 4 ? exposedAt + 3 * Self.day : nil)
+            try await fixture.transaction(
+                customer,
+                index,
+                at: exposedAt + Self.day,
+                days: 7,
+                price: 4_990,
+                offer: "half_off",
+                refundedAt: index == 4 ? exposedAt + 3 * Self.day : nil
+            )
             if index < 4 { try await fixture.transaction(customer, index, renewal: 1, at: exposedAt + 8 * Self.day, days: 30) }
             if index == 5 { try await fixture.transaction(customer, index, renewal: 1, at: exposedAt + 35 * Self.day, days: 30) }
         }
         // The holdout: three pay 9.99 USD at full price on day 2, one 8.99 EUR.
         for (index, customer) in held.prefix(4).enumerated() {
-            try await fixture.transaction(customer, 10 + index, at: exposedAt + 2 * Self.day, days: 30,
-                                          price: index == 3 ? 8_990 : 9_990, currency: index == 3 ? "EUR" : "USD")
+            try await fixture.transaction(
+                customer,
+                10 + index,
+                at: exposedAt + 2 * Self.day,
+                days: 30,
+                price: index == 3 ? 8_990 : 9_990,
+                currency: index == 3 ? "EUR" : "USD"
+            )
         }
         let delivered = fixture
         try await Application(router: try delivered.router(), logger: Logger(label: "test")).test(.router) { client in
@@ -277,7 +359,9 @@ import Testing
             let halfSquares = 4.0 * 14_980 * 14_980 + 4_990.0 * 4_990
             let interval = AlwaysValidInterval.meanDifference(
                 try RevenueSample(customers: half.count, sum: Double(halfUSD), sumOfSquares: halfSquares, largest: 14_980),
-                minus: try RevenueSample(customers: held.count, sum: 3 * 9_990, sumOfSquares: 3.0 * 9_990 * 9_990, largest: 9_990), design: design)
+                minus: try RevenueSample(customers: held.count, sum: 3 * 9_990, sumOfSquares: 3.0 * 9_990 * 9_990, largest: 9_990),
+                design: design
+            )
             #expect(abs(usd.difference.lower - interval.lower) <= 1e-9 * abs(interval.lower))
             #expect(abs(usd.difference.upper - interval.upper) <= 1e-9 * abs(interval.upper))
             let eur = try #require(report.comparisons.first)
@@ -297,14 +381,31 @@ import Testing
         try await store.recordExposure(ExperimentExposure(experimentIdentifier: id, customer: customer, variant: "a", exposedAt: kept))
         let base = Int.random(in: 5_000_000_000_000...5_999_999_999_999) * 100
         for (index, at) in [old, kept + Self.day].enumerated() {
-            try await store.recordTransaction(SubscriptionTransaction(
-                environment: "Sandbox", transactionId: "\(base + index)", originalTransactionId: "\(base)", customer: customer,
-                productIdentifier: TestPayloads.productIdentifier, subscriptionGroupIdentifier: "group-\(suffix)", price: 9_990, currency: "USD",
-                purchaseDate: Self.milliseconds(at), expiresDate: Self.milliseconds(at + 30 * Self.day), revocationDate: nil))
+            try await store.recordTransaction(
+                SubscriptionTransaction(
+                    environment: "Sandbox",
+                    transactionId: "\(base + index)",
+                    originalTransactionId: "\(base)",
+                    customer: customer,
+                    productIdentifier: TestPayloads.productIdentifier,
+                    subscriptionGroupIdentifier: "group-\(suffix)",
+                    price: 9_990,
+                    currency: "USD",
+                    purchaseDate: Self.milliseconds(at),
+                    expiresDate: Self.milliseconds(at + 30 * Self.day),
+                    revocationDate: nil
+                )
+            )
         }
         let query = ExperimentOutcomeQuery(
-            experimentIdentifier: id, bundleIdentifier: bundle, productIdentifier: TestPayloads.productIdentifier, offers: [:],
-            window: Int64(30 * Self.day * 1_000), matureAt: Self.milliseconds(Date()), exposedBefore: nil)
+            experimentIdentifier: id,
+            bundleIdentifier: bundle,
+            productIdentifier: TestPayloads.productIdentifier,
+            offers: [:],
+            window: Int64(30 * Self.day * 1_000),
+            matureAt: Self.milliseconds(Date()),
+            exposedBefore: nil
+        )
         #expect(try await store.experimentOutcomes(query)["a"]?.revenue == ["USD": 9_990])
         // At least this test's: the database is shared, and another test may hold older (hostile) dates.
         #expect(try await store.purgeSubscriptionTransactions(purchasedBefore: old + Self.day) >= 1)
@@ -324,16 +425,36 @@ import Testing
         for (index, age) in [801.0, 799.0].enumerated() {
             let at = now - age * Self.day
             try await store.recordExposure(
-                ExperimentExposure(experimentIdentifier: "purge-\(index)", customer: customer, variant: "a", exposedAt: at))
-            try await store.recordTransaction(SubscriptionTransaction(
-                environment: "Sandbox", transactionId: "\(9_000 + index)", originalTransactionId: "9000", customer: customer,
-                productIdentifier: TestPayloads.productIdentifier, subscriptionGroupIdentifier: "group", price: 9_990, currency: "USD",
-                purchaseDate: Self.milliseconds(at), expiresDate: Self.milliseconds(at + 30 * Self.day), revocationDate: nil))
+                ExperimentExposure(experimentIdentifier: "purge-\(index)", customer: customer, variant: "a", exposedAt: at)
+            )
+            try await store.recordTransaction(
+                SubscriptionTransaction(
+                    environment: "Sandbox",
+                    transactionId: "\(9_000 + index)",
+                    originalTransactionId: "9000",
+                    customer: customer,
+                    productIdentifier: TestPayloads.productIdentifier,
+                    subscriptionGroupIdentifier: "group",
+                    price: 9_990,
+                    currency: "USD",
+                    purchaseDate: Self.milliseconds(at),
+                    expiresDate: Self.milliseconds(at + 30 * Self.day),
+                    revocationDate: nil
+                )
+            )
         }
         func revenue(_ index: Int) async throws -> [String: Int64]? {
-            try await store.experimentOutcomes(ExperimentOutcomeQuery(
-                experimentIdentifier: "purge-\(index)", bundleIdentifier: customer.bundleIdentifier,
-                productIdentifier: TestPayloads.productIdentifier, offers: [:], window: Int64(Self.day * 1_000), matureAt: Self.milliseconds(now), exposedBefore: nil))["a"]?.revenue
+            try await store.experimentOutcomes(
+                ExperimentOutcomeQuery(
+                    experimentIdentifier: "purge-\(index)",
+                    bundleIdentifier: customer.bundleIdentifier,
+                    productIdentifier: TestPayloads.productIdentifier,
+                    offers: [:],
+                    window: Int64(Self.day * 1_000),
+                    matureAt: Self.milliseconds(now),
+                    exposedBefore: nil
+                )
+            )["a"]?.revenue
         }
         #expect(try await revenue(0) == ["USD": 9_990])
         #expect(try await revenue(1) == ["USD": 9_990])

@@ -52,8 +52,11 @@ import Testing
         let policy = try OfferPolicy(text: Self.policy(bundle: bundle, experiment: id))
         let experiment = try #require(policy.experiment(id))
         let service = OfferService(
-            apps: [], keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
-            policy: policy, store: store)
+            apps: [],
+            keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
+            policy: policy,
+            store: store
+        )
         var expected: [String: Int] = [:]
         for index in 0..<30 {
             expected[experiment.variant(for: CustomerKey(bundleIdentifier: bundle, applicationUsername: "customer-\(index)")).name, default: 0] += 1
@@ -63,8 +66,11 @@ import Testing
                 let customer = "customer-\(index)"
                 let variant = experiment.variant(for: CustomerKey(bundleIdentifier: bundle, applicationUsername: customer))
                 for _ in 0..<2 {  // asked twice, exposed once
-                    let answer = try await client.post("/v1/offers/eligibility", json: #"{"bundleIdentifier":"\#(bundle)","applicationUsername":"\#(customer)"}"#)
-                        .decode(Answer.self)
+                    let answer = try await client.post(
+                        "/v1/offers/eligibility",
+                        json: #"{"bundleIdentifier":"\#(bundle)","applicationUsername":"\#(customer)"}"#
+                    )
+                    .decode(Answer.self)
                     let byOffer = Dictionary(uniqueKeysWithValues: answer.offers.map { ($0.offerIdentifier, $0) })
                     #expect(byOffer["sorry"]?.eligible == true && byOffer["sorry"]?.experiment == nil)
                     for offer in ["half_off", "free_month"] {
@@ -75,12 +81,20 @@ import Testing
                     }
                 }
                 for offer in ["half_off", "free_month"] {
-                    let signed = try await client.post("/v1/offers/sign", json: #"{"bundleIdentifier":"\#(bundle)","productIdentifier":"monthly","offerIdentifier":"\#(offer)","applicationUsername":"\#(customer)"}"#)
+                    let signed = try await client.post(
+                        "/v1/offers/sign",
+                        json:
+                            #"{"bundleIdentifier":"\#(bundle)","productIdentifier":"monthly","offerIdentifier":"\#(offer)","applicationUsername":"\#(customer)"}"#
+                    )
                     if variant.answer == offer {
                         #expect(signed.status == .ok)
                     } else {
                         #expect(signed.status == .forbidden)
-                        #expect(try signed.decode(RefusalBody.self).error.reasons?.map(\.code) == [variant.isHoldout ? "experiment_holdout" : "experiment_variant"])
+                        #expect(
+                            try signed.decode(RefusalBody.self).error.reasons?.map(\.code) == [
+                                variant.isHoldout ? "experiment_holdout" : "experiment_variant"
+                            ]
+                        )
                     }
                 }
             }

@@ -25,16 +25,25 @@ import Testing
         let service = OfferService(
             apps: [AppConfiguration(bundleIdentifier: bundle)],
             keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
-            store: store, notifications: ingestor)
+            store: store,
+            notifications: ingestor
+        )
         let signing = EventLoopSigning(service: service, authenticator: nil, limits: RateLimits(.none), serverName: nil)
         let request = SignOfferRequest(
-            bundleIdentifier: bundle, productIdentifier: "com.example.monthly", offerIdentifier: "winback_50", applicationUsername: "user-1",
-            signedTransaction: "eyJhbGciOiJFUzI1NiJ9.e30.a/b")
+            bundleIdentifier: bundle,
+            productIdentifier: "com.example.monthly",
+            offerIdentifier: "winback_50",
+            applicationUsername: "user-1",
+            signedTransaction: "eyJhbGciOiJFUzI1NiJ9.e30.a/b"
+        )
         let answering = EventLoopSigning.Answering(requestID: "fast-path-request-1", base: Logger(label: "connection"), identity: .open)
         let result = await withCheckedContinuation { continuation in
             signing.answer(request, answering) { continuation.resume(returning: $0) }
         }
-        guard case .failure(let error) = result else { Issue.record("a bogus signed transaction was accepted"); return }
+        guard case .failure(let error) = result else {
+            Issue.record("a bogus signed transaction was accepted")
+            return
+        }
         #expect(error.status == .badRequest)
         let refusal = try lines.objects().first { $0["message"] == "refused App Store signed data" }
         #expect(refusal?["requestId"] == "fast-path-request-1", "\(lines.all)")

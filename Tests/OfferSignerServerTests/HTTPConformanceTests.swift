@@ -12,11 +12,17 @@ import Testing
     static let body = #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1"}"#
 
     /// `signing`: with the event-loop signing path (the router alone otherwise).
-    static func application(_ test: TestService, signing: Bool, limits: ConnectionLimits = ConnectionLimits(idleTimeout: .seconds(8), requestTimeout: .seconds(1))) -> Application<RouterResponder<OfferSignerRequestContext>> {
+    static func application(
+        _ test: TestService,
+        signing: Bool,
+        limits: ConnectionLimits = ConnectionLimits(idleTimeout: .seconds(8), requestTimeout: .seconds(1))
+    ) -> Application<RouterResponder<OfferSignerRequestContext>> {
         makeApplication(
             router: buildRouter(service: test.service),
             signing: signing ? EventLoopSigning(service: test.service, authenticator: nil, limits: RateLimits(.none), serverName: nil) : nil,
-            limits: limits, logger: Logger(label: "test"))
+            limits: limits,
+            logger: Logger(label: "test")
+        )
     }
 
     static func sign(_ extraHeaders: String = "", body: String = body) -> String {
@@ -47,17 +53,22 @@ import Testing
         try await Self.application(try TestService(), signing: signing).test(.live) { client in
             let port = try #require(client.port)
             let chunk = String(Self.body.utf8.count, radix: 16)
-            let request = "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\(chunk)\r\n\(Self.body)\r\n0\r\n\r\n"
+            let request =
+                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\(chunk)\r\n\(Self.body)\r\n0\r\n\r\n"
             let answer = try await RawHTTP.exchange(port: port, send: request + Self.sign(), responses: nil)
             #expect(Self.statuses(answer) == ["501"])
             #expect(answer.contains("unsupported_transfer_coding"))
             // Plain chunked is read as usual.
-            let plain = "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n\(chunk)\r\n\(Self.body)\r\n0\r\n\r\n"
+            let plain =
+                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n\(chunk)\r\n\(Self.body)\r\n0\r\n\r\n"
             #expect(Self.statuses(try await RawHTTP.exchange(port: port, send: plain, responses: nil)) == ["200"])
         }
     }
 
-    @Test("a request NIO cannot parse is 400 malformed_request in the API's error shape, after the answer to the one before it", arguments: [false, true])
+    @Test(
+        "a request NIO cannot parse is 400 malformed_request in the API's error shape, after the answer to the one before it",
+        arguments: [false, true]
+    )
     func brokenFraming(signing: Bool) async throws {
         try await Self.application(try TestService(), signing: signing).test(.live) { client in
             let port = try #require(client.port)
@@ -83,7 +94,9 @@ import Testing
     func head(signing: Bool) async throws {
         try await Self.application(try TestService(), signing: signing).test(.live) { client in
             let port = try #require(client.port)
-            let requests = ["HEAD /healthz", "HEAD /nowhere", "HEAD /v1/offers/sign", "GET /healthz"].map { "\($0) HTTP/1.1\r\nHost: localhost\r\n\r\n" }
+            let requests = ["HEAD /healthz", "HEAD /nowhere", "HEAD /v1/offers/sign", "GET /healthz"].map {
+                "\($0) HTTP/1.1\r\nHost: localhost\r\n\r\n"
+            }
             let answer = try await RawHTTP.exchange(port: port, send: requests.joined() + Self.sign("Connection: close\r\n"), responses: nil)
             #expect(Self.statuses(answer) == ["200", "404", "405", "200", "200"], "\(answer)")
             // Only the two GET-like answers with bodies: the health check and the signature.
@@ -97,10 +110,18 @@ import Testing
     func connectAndUpgrade(signing: Bool) async throws {
         try await Self.application(try TestService(), signing: signing).test(.live) { client in
             let port = try #require(client.port)
-            let connect = try await RawHTTP.session(port: port, sends: [(0, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")], responses: nil)
+            let connect = try await RawHTTP.session(
+                port: port,
+                sends: [(0, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")],
+                responses: nil
+            )
             #expect(Self.statuses(connect.text) == ["405"])
             #expect(try #require(connect.closedSinceLastSend) < 4)
-            let upgrade = try await RawHTTP.session(port: port, sends: [(0, Self.sign("Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n"))], responses: nil)
+            let upgrade = try await RawHTTP.session(
+                port: port,
+                sends: [(0, Self.sign("Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n"))],
+                responses: nil
+            )
             #expect(Self.statuses(upgrade.text) == ["200"], "answered as a plain request")
             #expect(try #require(upgrade.closedSinceLastSend) < 4, "closed after the answer, not left hanging")
         }
@@ -110,12 +131,17 @@ import Testing
     func expectContinue(signing: Bool) async throws {
         try await Self.application(try TestService(), signing: signing).test(.live) { client in
             let port = try #require(client.port)
-            let head = "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: \(Self.body.utf8.count)\r\n\r\n"
+            let head =
+                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: \(Self.body.utf8.count)\r\n\r\n"
             // Only the head: the 100 arrives while the body is held back (the request timeout then closes it).
             let waiting = try await RawHTTP.session(port: port, sends: [(0, head)], responses: nil)
             #expect(waiting.text.hasPrefix("HTTP/1.1 100 Continue"), "\(waiting.text.prefix(40))")
             // Then the body: 100, then the answer.
-            let full = try await RawHTTP.session(port: port, sends: [(0, head), (0.2, Self.body + Self.sign("Connection: close\r\n"))], responses: nil)
+            let full = try await RawHTTP.session(
+                port: port,
+                sends: [(0, head), (0.2, Self.body + Self.sign("Connection: close\r\n"))],
+                responses: nil
+            )
             #expect(Self.statuses(full.text) == ["100", "200", "200"])
         }
     }

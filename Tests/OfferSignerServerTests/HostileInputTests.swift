@@ -4,10 +4,10 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import OfferApplication
 import OfferSignerServer
 import OfferSigning
 import Testing
-import OfferApplication
 
 /// Regression tests for requests that once killed the process (issue 11): every one must get an answer.
 @Suite struct HostileInputTests {
@@ -37,7 +37,9 @@ import OfferApplication
         let key = try SigningKey.generate(keyIdentifier: "TESTKEY001")
         let ring = try KeyRing(keys: [.init(key: key, source: "test")])
         let header = Self.base64URL(#"{"alg":"ES256","kid":"TESTKEY001","typ":"JWT"}"#)
-        let claims = Self.base64URL(#"{"iss":"i","bid":"b","aud":"promotional-offer","iat":\#(iat),"nonce":"\#(UUID().uuidString.lowercased())","productId":"p","offerIdentifier":"o"}"#)
+        let claims = Self.base64URL(
+            #"{"iss":"i","bid":"b","aud":"promotional-offer","iat":\#(iat),"nonce":"\#(UUID().uuidString.lowercased())","productId":"p","offerIdentifier":"o"}"#
+        )
         let signature = try key.privateKey.signature(for: Data("\(header).\(claims)".utf8)).rawRepresentation
         let token = "\(header).\(claims).\(signature.base64URLEncodedString())"
         let result = await JWSOfferVerifier.verify(token, keyRing: ring)
@@ -67,8 +69,15 @@ import OfferApplication
         let key = try SigningKey.generate(keyIdentifier: "TESTKEY001")
         let ring = try KeyRing(keys: [.init(key: key, source: "test")])
         let bundle = SignedLegacyOffer(
-            bundleIdentifier: "b", productIdentifier: "p", offerIdentifier: "o", applicationUsername: "u",
-            keyIdentifier: "TESTKEY001", nonce: UUID().uuidString.lowercased(), timestamp: timestamp, signature: "MEUCIQ==")
+            bundleIdentifier: "b",
+            productIdentifier: "p",
+            offerIdentifier: "o",
+            applicationUsername: "u",
+            keyIdentifier: "TESTKEY001",
+            nonce: UUID().uuidString.lowercased(),
+            timestamp: timestamp,
+            signature: "MEUCIQ=="
+        )
         let result = LegacyOfferVerifier.verify(bundle, keyRing: ring)
         #expect(!result.valid)
         #expect(result.reason == "invalid_field")
@@ -93,7 +102,12 @@ import OfferApplication
     func aBodyNotDeclaredAsJSONIsA415AndNothingIsSigned(contentType: String?, frontEnd: FrontEnd) async throws {
         let headers: HTTPFields = contentType.map { [.contentType: $0] } ?? [:]
         try await TestService().application(frontEnd).test(frontEnd.setup) { client in
-            let response = try await client.execute(uri: "/v1/offers/sign", method: .post, headers: headers, body: ByteBuffer(string: SignRouteTests.validBody))
+            let response = try await client.execute(
+                uri: "/v1/offers/sign",
+                method: .post,
+                headers: headers,
+                body: ByteBuffer(string: SignRouteTests.validBody)
+            )
             #expect(response.status == .unsupportedMediaType)
             #expect(try response.decode(ErrorBody.self).error.code == "unsupported_media_type")
         }
@@ -102,7 +116,12 @@ import OfferApplication
     @Test(arguments: ["application/json", "application/json; charset=utf-8", "Application/JSON;charset=UTF-8"], FrontEnd.allCases)
     func jsonWithParametersIsAccepted(contentType: String, frontEnd: FrontEnd) async throws {
         try await TestService().application(frontEnd).test(frontEnd.setup) { client in
-            let response = try await client.execute(uri: "/v1/offers/sign", method: .post, headers: [.contentType: contentType], body: ByteBuffer(string: SignRouteTests.validBody))
+            let response = try await client.execute(
+                uri: "/v1/offers/sign",
+                method: .post,
+                headers: [.contentType: contentType],
+                body: ByteBuffer(string: SignRouteTests.validBody)
+            )
             #expect(response.status == .ok)
         }
     }

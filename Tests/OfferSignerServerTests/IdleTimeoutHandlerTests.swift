@@ -1,8 +1,9 @@
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
-@testable import OfferSignerServer
 import Testing
+
+@testable import OfferSignerServer
 
 /// ``HTTP1IdleTimeoutHandler`` on an `EmbeddedEventLoop`, whose clock moves only when the test moves it: each
 /// expectation is about a moment, not a window of wall-clock time.

@@ -4,10 +4,10 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import OfferApplication
 import OfferSignerServer
 import OfferSigning
 import Testing
-import OfferApplication
 
 struct JWSAnswer: Decodable {
     var format: String
@@ -22,8 +22,17 @@ struct JWSAnswer: Decodable {
 }
 
 struct JWSVerifyAnswer: Decodable {
-    struct Claims: Decodable { var aud: String?; var bid: String?; var iss: String?; var productIdentifier: String?; var allowIntroductoryOffer: Bool?
-        enum CodingKeys: String, CodingKey { case aud, bid, iss, productIdentifier = "productId", allowIntroductoryOffer }
+    struct Claims: Decodable {
+        var aud: String?
+        var bid: String?
+        var iss: String?
+        var productIdentifier: String?
+        var allowIntroductoryOffer: Bool?
+        enum CodingKeys: String, CodingKey {
+            case aud, bid, iss
+            case productIdentifier = "productId"
+            case allowIntroductoryOffer
+        }
     }
     var format: String
     var valid: Bool
@@ -36,17 +45,25 @@ struct JWSVerifyAnswer: Decodable {
     static let issuer = "57246542-96fe-1a63-e053-0824d011072a"
     let key = try! SigningKey.generate(keyIdentifier: "TESTKEY001")
 
-    private func application(issuer: String? = JWSRouteTests.issuer, decision: @escaping IntroductoryOfferDecision = IntroductoryOfferDecisions.allowWithoutPolicy) throws -> some ApplicationProtocol {
+    private func application(
+        issuer: String? = JWSRouteTests.issuer,
+        decision: @escaping IntroductoryOfferDecision = IntroductoryOfferDecisions.allowWithoutPolicy
+    ) throws -> some ApplicationProtocol {
         let service = OfferService(
             apps: [AppConfiguration(bundleIdentifier: "com.example.app", issuerIdentifier: issuer)],
             keyRing: try KeyRing(keys: [.init(key: key, source: "test")]),
-            introductoryOfferDecision: decision)
+            introductoryOfferDecision: decision
+        )
         return Application(router: buildRouter(service: service), logger: Logger(label: "test"))
     }
 
     @Test func signWithFormatJWSReturnsAVerifiablePromotionalOfferJWS() async throws {
         try await application().test(.router) { client in
-            let response = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1","format":"jws","transactionId":"2000000123456789"}"#)
+            let response = try await client.post(
+                "/v1/offers/sign",
+                json:
+                    #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1","format":"jws","transactionId":"2000000123456789"}"#
+            )
             #expect(response.status == .ok)
             let answer = try response.decode(JWSAnswer.self)
             #expect(answer.format == "jws")
@@ -72,7 +89,10 @@ struct JWSVerifyAnswer: Decodable {
             let whole = try asReturned.decode(JWSVerifyAnswer.self)
             #expect(whole.format == "jws" && whole.valid)
             // Another format is refused, never read as a legacy bundle.
-            let unknown = try await client.post("/v1/offers/verify", json: response.text.replacingOccurrences(of: #""format":"jws""#, with: #""format":"xml""#))
+            let unknown = try await client.post(
+                "/v1/offers/verify",
+                json: response.text.replacingOccurrences(of: #""format":"jws""#, with: #""format":"xml""#)
+            )
             #expect(unknown.status == .badRequest)
             #expect(try unknown.decode(ErrorBody.self).error.field == "format")
         }
@@ -85,7 +105,10 @@ struct JWSVerifyAnswer: Decodable {
                 return IntroductoryOfferVerdict(allow: allow, reason: allow ? "never had one" : "had one in this group")
             }
             try await application(decision: decision).test(.router) { client in
-                let response = try await client.post("/v1/offers/introductory-eligibility", json: #"{"productIdentifier":"com.example.monthly","transactionId":"2000000123456789","applicationUsername":"USER-1"}"#)
+                let response = try await client.post(
+                    "/v1/offers/introductory-eligibility",
+                    json: #"{"productIdentifier":"com.example.monthly","transactionId":"2000000123456789","applicationUsername":"USER-1"}"#
+                )
                 #expect(response.status == .ok)
                 let answer = try response.decode(JWSAnswer.self)
                 #expect(answer.allowIntroductoryOffer == allow)
@@ -100,12 +123,18 @@ struct JWSVerifyAnswer: Decodable {
 
     @Test func anAppWithoutIssuerIDGetsAClear503AndNoToken() async throws {
         try await application(issuer: nil).test(.router) { client in
-            let sign = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"jws"}"#)
+            let sign = try await client.post(
+                "/v1/offers/sign",
+                json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"jws"}"#
+            )
             #expect(sign.status == .serviceUnavailable)
             let error = try sign.decode(ErrorBody.self).error
             #expect(error.code == "issuer_not_configured")
             #expect(error.message.contains("OFFER_SIGNER_ISSUER_ID"))
-            let intro = try await client.post("/v1/offers/introductory-eligibility", json: #"{"productIdentifier":"p","transactionId":"1","applicationUsername":"u"}"#)
+            let intro = try await client.post(
+                "/v1/offers/introductory-eligibility",
+                json: #"{"productIdentifier":"p","transactionId":"1","applicationUsername":"u"}"#
+            )
             #expect(try intro.decode(ErrorBody.self).error.code == "issuer_not_configured")
             // Legacy still works.
             let legacy = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u"}"#)
@@ -115,19 +144,28 @@ struct JWSVerifyAnswer: Decodable {
 
     @Test func badJWSRequestsNameTheField() async throws {
         try await application().test(.router) { client in
-            let badTransaction = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"jws","transactionId":"abc"}"#)
+            let badTransaction = try await client.post(
+                "/v1/offers/sign",
+                json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"jws","transactionId":"abc"}"#
+            )
             #expect(badTransaction.status == .badRequest)
             #expect(try badTransaction.decode(ErrorBody.self).error.field == "transactionId")
             let missing = try await client.post("/v1/offers/introductory-eligibility", json: #"{"productIdentifier":"p","applicationUsername":"u"}"#)
             #expect(try missing.decode(ErrorBody.self).error.field == "transactionId")
-            let separator = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"p","offerIdentifier":"o\u2063","applicationUsername":"u","format":"jws"}"#)
+            let separator = try await client.post(
+                "/v1/offers/sign",
+                json: #"{"productIdentifier":"p","offerIdentifier":"o\u2063","applicationUsername":"u","format":"jws"}"#
+            )
             #expect(try separator.decode(ErrorBody.self).error.field == "offerIdentifier")
         }
     }
 
     @Test func aTamperedJWSIsInvalidOverHTTP() async throws {
         try await application().test(.router) { client in
-            let response = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"jws"}"#)
+            let response = try await client.post(
+                "/v1/offers/sign",
+                json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"jws"}"#
+            )
             var parts = try response.decode(JWSAnswer.self).signature.split(separator: ".").map(String.init)
             parts[1] = Data(#"{"aud":"promotional-offer","productId":"p","offerIdentifier":"free_forever"}"#.utf8).base64URLEncodedString()
             let verified = try await client.post("/v1/offers/verify", json: "{\"signature\":\"\(parts.joined(separator: "."))\"}")

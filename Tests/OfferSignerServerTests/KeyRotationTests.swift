@@ -5,13 +5,13 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import OfferApplication
 import OfferKeys
 import OfferSignerServer
 import OfferSigning
-import Synchronization
 import OfferStore
+import Synchronization
 import Testing
-import OfferApplication
 
 struct AdminKeys: Decodable {
     struct Key: Decodable {
@@ -48,23 +48,39 @@ struct RotationFixture {
         let folder = directory.path
         let loadKeys: KeyManager.KeyLoading = { try KeyLoader.loadDirectory(folder) }
         let entries = try loadKeys()
-        service = OfferService(apps: [AppConfiguration(bundleIdentifier: "com.example.app", issuerIdentifier: "issuer")], keyRing: try KeyRing(keys: entries, activeKeyIdentifier: active))
+        service = OfferService(
+            apps: [AppConfiguration(bundleIdentifier: "com.example.app", issuerIdentifier: "issuer")],
+            keyRing: try KeyRing(keys: entries, activeKeyIdentifier: active)
+        )
         manager = try await KeyManager(
-            holder: service.keys, loadKeys: loadKeys, configuredActiveKeyIdentifier: active,
-            stateStore: FileKeyStateStore(path: self.stateFile), logger: Logger(label: "test"))
+            holder: service.keys,
+            loadKeys: loadKeys,
+            configuredActiveKeyIdentifier: active,
+            stateStore: FileKeyStateStore(path: self.stateFile),
+            logger: Logger(label: "test")
+        )
     }
 
     @discardableResult
     static func writeKey(_ keyIdentifier: String, into directory: URL) throws -> SigningKey {
         let key = try SigningKey.generate(keyIdentifier: keyIdentifier)
-        try key.pkcs8PEMRepresentation.write(to: directory.appendingPathComponent("SubscriptionKey_\(keyIdentifier).p8"), atomically: true, encoding: .utf8)
+        try key.pkcs8PEMRepresentation.write(
+            to: directory.appendingPathComponent("SubscriptionKey_\(keyIdentifier).p8"),
+            atomically: true,
+            encoding: .utf8
+        )
         return key
     }
 
     var application: some ApplicationProtocol {
         Application(
-            router: buildRouter(service: service, keyManager: manager, adminTokens: try! BearerTokens(parsing: "alice:\(Self.token),bob:bob-token-0123456789abcdef")),
-            logger: Logger(label: "test"))
+            router: buildRouter(
+                service: service,
+                keyManager: manager,
+                adminTokens: try! BearerTokens(parsing: "alice:\(Self.token),bob:bob-token-0123456789abcdef")
+            ),
+            logger: Logger(label: "test")
+        )
     }
 
     func cleanUp() { try? FileManager.default.removeItem(at: directory) }
@@ -175,8 +191,12 @@ extension TestClientProtocol {
         let folder = fixture.directory.path
         let holder = KeyRingHolder(.empty)
         let restarted = try await KeyManager(
-            holder: holder, loadKeys: { try KeyLoader.loadDirectory(folder) }, configuredActiveKeyIdentifier: "OLDKEY0001",
-            stateStore: FileKeyStateStore(path: fixture.stateFile), logger: Logger(label: "test"))
+            holder: holder,
+            loadKeys: { try KeyLoader.loadDirectory(folder) },
+            configuredActiveKeyIdentifier: "OLDKEY0001",
+            stateStore: FileKeyStateStore(path: fixture.stateFile),
+            logger: Logger(label: "test")
+        )
         let ring = await restarted.keyRing
         #expect(ring.activeKeyIdentifier == "NEWKEY0001")
         #expect(ring.state(of: "OLDKEY0001") == .revoked)
@@ -216,8 +236,12 @@ extension TestClientProtocol {
         // The restart reads it back from the states.
         let folder = fixture.directory.path
         let restarted = try await KeyManager(
-            holder: KeyRingHolder(.empty), loadKeys: { try KeyLoader.loadDirectory(folder) }, configuredActiveKeyIdentifier: nil,
-            stateStore: FileKeyStateStore(path: fixture.stateFile), logger: Logger(label: "test"))
+            holder: KeyRingHolder(.empty),
+            loadKeys: { try KeyLoader.loadDirectory(folder) },
+            configuredActiveKeyIdentifier: nil,
+            stateStore: FileKeyStateStore(path: fixture.stateFile),
+            logger: Logger(label: "test")
+        )
         let ring = await restarted.keyRing
         #expect(ring.state(of: "OLDKEY0001") == .revoked && ring.revokedKeysNotLoaded.map(\.keyIdentifier) == ["OLDKEY0001"])
     }
@@ -245,12 +269,24 @@ extension TestClientProtocol {
     }
 
     static let badChanges: [BadChange] = [
-        BadChange(name: "a corrupt key file", change: { try "garbage".write(to: $0.appendingPathComponent("SubscriptionKey_BROKEN0001.p8"), atomically: true, encoding: .utf8) }, mentions: "BROKEN0001"),
-        BadChange(name: "a P-384 key", change: { directory in
-            let pem = P384.Signing.PrivateKey().pemRepresentation
-            try pem.write(to: directory.appendingPathComponent("SubscriptionKey_P384KEY001.p8"), atomically: true, encoding: .utf8)
-        }, mentions: "P-384"),
-        BadChange(name: "the active key removed", change: { try FileManager.default.removeItem(at: $0.appendingPathComponent("SubscriptionKey_OLDKEY0001.p8")) }, mentions: "OLDKEY0001"),
+        BadChange(
+            name: "a corrupt key file",
+            change: { try "garbage".write(to: $0.appendingPathComponent("SubscriptionKey_BROKEN0001.p8"), atomically: true, encoding: .utf8) },
+            mentions: "BROKEN0001"
+        ),
+        BadChange(
+            name: "a P-384 key",
+            change: { directory in
+                let pem = P384.Signing.PrivateKey().pemRepresentation
+                try pem.write(to: directory.appendingPathComponent("SubscriptionKey_P384KEY001.p8"), atomically: true, encoding: .utf8)
+            },
+            mentions: "P-384"
+        ),
+        BadChange(
+            name: "the active key removed",
+            change: { try FileManager.default.removeItem(at: $0.appendingPathComponent("SubscriptionKey_OLDKEY0001.p8")) },
+            mentions: "OLDKEY0001"
+        ),
     ]
 
     @Test("a bad key set is rejected whole and the old one keeps serving", arguments: badChanges)
@@ -282,14 +318,21 @@ extension TestClientProtocol {
         let old = try RotationFixture.writeKey("OLDKEY0001", into: first)
         try FileManager.default.createSymbolicLink(atPath: root.appendingPathComponent("..data").path, withDestinationPath: first.lastPathComponent)
         func link(_ keyIdentifier: String) throws {
-            try FileManager.default.createSymbolicLink(atPath: root.appendingPathComponent("SubscriptionKey_\(keyIdentifier).p8").path, withDestinationPath: "..data/SubscriptionKey_\(keyIdentifier).p8")
+            try FileManager.default.createSymbolicLink(
+                atPath: root.appendingPathComponent("SubscriptionKey_\(keyIdentifier).p8").path,
+                withDestinationPath: "..data/SubscriptionKey_\(keyIdentifier).p8"
+            )
         }
         try link("OLDKEY0001")
         let folder = root.path
         let holder = KeyRingHolder(.empty)
         let manager = try await KeyManager(
-            holder: holder, loadKeys: { try KeyLoader.loadDirectory(folder) }, configuredActiveKeyIdentifier: nil,
-            stateStore: InMemoryKeyStateStore(), logger: Logger(label: "test"))
+            holder: holder,
+            loadKeys: { try KeyLoader.loadDirectory(folder) },
+            configuredActiveKeyIdentifier: nil,
+            stateStore: InMemoryKeyStateStore(),
+            logger: Logger(label: "test")
+        )
         #expect(holder.current.entries.map(\.key.fingerprint) == [old.fingerprint])
         #expect(holder.current.activeKeyIdentifier == "OLDKEY0001")  // the only key
 
@@ -303,7 +346,10 @@ extension TestClientProtocol {
         try old.pkcs8PEMRepresentation.write(to: second.appendingPathComponent("SubscriptionKey_OLDKEY0001.p8"), atomically: true, encoding: .utf8)
         let new = try RotationFixture.writeKey("NEWKEY0001", into: second)
         try link("NEWKEY0001")  // dangling until ..data moves: the loader must not choke on it for long
-        try FileManager.default.createSymbolicLink(atPath: root.appendingPathComponent("..data_tmp").path, withDestinationPath: second.lastPathComponent)
+        try FileManager.default.createSymbolicLink(
+            atPath: root.appendingPathComponent("..data_tmp").path,
+            withDestinationPath: second.lastPathComponent
+        )
         #expect(rename(root.appendingPathComponent("..data_tmp").path, root.appendingPathComponent("..data").path) == 0)
 
         var seen = false
@@ -364,7 +410,11 @@ extension TestClientProtocol {
                         while !recorder.stop.load(ordering: .relaxed) {
                             n += 1
                             let startedAt = ContinuousClock.now
-                            let response = try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-\#(worker)-\#(n)"}"#)
+                            let response = try await client.post(
+                                "/v1/offers/sign",
+                                json:
+                                    #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-\#(worker)-\#(n)"}"#
+                            )
                             let bundle = try? response.decode(SignedLegacyOffer.self)
                             recorder.outcomes.withLock { $0.append(Outcome(startedAt: startedAt, status: response.status, bundle: bundle)) }
                         }
@@ -411,12 +461,19 @@ extension TestClientProtocol {
     func replicasShareKeyStates(_ backend: StoreBackend) async throws {
         let store = try await backend.open()
         // Each run gets its own document name space: a fresh PostgreSQL test database is shared by runs.
-        let old = try SigningKey.generate(keyIdentifier: "OLDKEY0001"), new = try SigningKey.generate(keyIdentifier: "NEWKEY0001")
+        let old = try SigningKey.generate(keyIdentifier: "OLDKEY0001")
+        let new = try SigningKey.generate(keyIdentifier: "NEWKEY0001")
         let entries = [KeyRing.Entry(key: old, source: "test"), KeyRing.Entry(key: new, source: "test")]
         let document = "key-states-test-\(UUID().uuidString)"
         func replica() async throws -> (KeyRingHolder, KeyManager) {
             let holder = KeyRingHolder(.empty)
-            let manager = try await KeyManager(holder: holder, loadKeys: { entries }, configuredActiveKeyIdentifier: "OLDKEY0001", stateStore: StoreKeyStateStore(store: store, documentName: document), logger: Logger(label: "test"))
+            let manager = try await KeyManager(
+                holder: holder,
+                loadKeys: { entries },
+                configuredActiveKeyIdentifier: "OLDKEY0001",
+                stateStore: StoreKeyStateStore(store: store, documentName: document),
+                logger: Logger(label: "test")
+            )
             return (holder, manager)
         }
         let (holderA, managerA) = try await replica()
@@ -438,16 +495,27 @@ extension TestClientProtocol {
 
 @Suite struct PerAppActiveKeyTests {
     @Test func anAppWithItsOwnActiveKeySignsWithIt() async throws {
-        let shared = try SigningKey.generate(keyIdentifier: "SHARED0001"), own = try SigningKey.generate(keyIdentifier: "OWNKEY0001")
+        let shared = try SigningKey.generate(keyIdentifier: "SHARED0001")
+        let own = try SigningKey.generate(keyIdentifier: "OWNKEY0001")
         let entries = [KeyRing.Entry(key: shared, source: "t"), KeyRing.Entry(key: own, source: "t")]
         let service = OfferService(
             apps: [AppConfiguration(bundleIdentifier: "com.example.a"), AppConfiguration(bundleIdentifier: "com.example.b")],
-            keyRing: .empty)
+            keyRing: .empty
+        )
         let manager = try await KeyManager(
-            holder: service.keys, loadKeys: { entries }, configuredActiveKeyIdentifier: "SHARED0001",
-            appActiveKeyIdentifiers: ["com.example.b": "OWNKEY0001"], stateStore: InMemoryKeyStateStore(), logger: Logger(label: "t"))
-        let a = try await service.signLegacy(SignOfferRequest(bundleIdentifier: "com.example.a", productIdentifier: "p", offerIdentifier: "o", applicationUsername: "u"))
-        let b = try await service.signLegacy(SignOfferRequest(bundleIdentifier: "com.example.b", productIdentifier: "p", offerIdentifier: "o", applicationUsername: "u"))
+            holder: service.keys,
+            loadKeys: { entries },
+            configuredActiveKeyIdentifier: "SHARED0001",
+            appActiveKeyIdentifiers: ["com.example.b": "OWNKEY0001"],
+            stateStore: InMemoryKeyStateStore(),
+            logger: Logger(label: "t")
+        )
+        let a = try await service.signLegacy(
+            SignOfferRequest(bundleIdentifier: "com.example.a", productIdentifier: "p", offerIdentifier: "o", applicationUsername: "u")
+        )
+        let b = try await service.signLegacy(
+            SignOfferRequest(bundleIdentifier: "com.example.b", productIdentifier: "p", offerIdentifier: "o", applicationUsername: "u")
+        )
         #expect(a.keyIdentifier == "SHARED0001")
         #expect(b.keyIdentifier == "OWNKEY0001")
         #expect(service.keys.current.state(of: "OWNKEY0001") == .active)

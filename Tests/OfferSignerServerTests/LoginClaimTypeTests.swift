@@ -18,7 +18,8 @@ import Testing
         }
         let input = segment(header) + "." + segment(claims)
         let mac = HMAC<SHA256>.authenticationCode(for: Data(input.utf8), using: SymmetricKey(data: Data(ClientAuthenticationTests.secret.utf8)))
-        return input + "." + Data(mac).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        return input + "."
+            + Data(mac).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
 
@@ -66,7 +67,10 @@ import Testing
 
     static func sign(_ client: some TestClientProtocol, token: String) async throws -> TestResponse {
         try await client.execute(
-            uri: "/v1/offers/sign", method: .post, headers: [.contentType: "application/json", .authorization: "Bearer \(token)"],
-            body: ByteBuffer(string: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50"}"#))
+            uri: "/v1/offers/sign",
+            method: .post,
+            headers: [.contentType: "application/json", .authorization: "Bearer \(token)"],
+            body: ByteBuffer(string: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50"}"#)
+        )
     }
 }

@@ -3,8 +3,9 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
-@testable import OfferSignerServer
 import Testing
+
+@testable import OfferSignerServer
 
 /// The console's `multipart/form-data` parser (issue 38): one pass over the bytes, RFC 2046's framing (preamble,
 /// epilogue, CRLF), bounded header blocks and parts; and a sign-in body it cannot read counts as a failed sign-in.
@@ -31,21 +32,25 @@ import Testing
 
     @Test("a browser's body: fields and a file, names and filenames, content exactly between the blank line and the CRLF before the next delimiter")
     func browserBody() throws {
-        let body = "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\nabc\r\n"
+        let body =
+            "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\nabc\r\n"
             + "--\(Self.boundary)\r\ncontent-disposition: form-data; name=\"candidate\"; filename=\"policy.yaml\"\r\nContent-Type: application/yaml\r\n\r\napps:\r\n  x: 1\r\n\r\n"
             + "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"empty\"\r\n\r\n\r\n"
             + "--\(Self.boundary)--\r\n"
         let parts = try Self.parse(body)
-        #expect(parts == [
-            .init(name: "csrf", filename: nil, content: "abc"),
-            .init(name: "candidate", filename: "policy.yaml", content: "apps:\r\n  x: 1\r\n"),
-            .init(name: "empty", filename: nil, content: ""),
-        ])
+        #expect(
+            parts == [
+                .init(name: "csrf", filename: nil, content: "abc"),
+                .init(name: "candidate", filename: "policy.yaml", content: "apps:\r\n  x: 1\r\n"),
+                .init(name: "empty", filename: nil, content: ""),
+            ]
+        )
     }
 
     @Test("the preamble and the epilogue are ignored; transport padding after a delimiter is allowed")
     func preambleAndEpilogue() throws {
-        let body = "This is the preamble.\r\nIt says nothing.\r\n--\(Self.boundary)  \t\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--\(Self.boundary)--  \r\nThe epilogue, with --\(Self.boundary) in it.\r\n"
+        let body =
+            "This is the preamble.\r\nIt says nothing.\r\n--\(Self.boundary)  \t\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--\(Self.boundary)--  \r\nThe epilogue, with --\(Self.boundary) in it.\r\n"
         #expect(try Self.parse(body) == [.init(name: "a", filename: nil, content: "1")])
         // A boundary not at the start of a line is not a delimiter: all of it is preamble, up to the closing line…
         #expect(try Self.parse("preamble--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--\(Self.boundary)--") == [])
@@ -55,7 +60,8 @@ import Testing
 
     @Test("CRLF: a lone LF is content, not a line end; the CRLF before a delimiter belongs to the delimiter")
     func lineEnds() throws {
-        let body = "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nline\nnext\r\n\n--\(Self.boundary)\n\r\n--\(Self.boundary)--"
+        let body =
+            "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nline\nnext\r\n\n--\(Self.boundary)\n\r\n--\(Self.boundary)--"
         #expect(try Self.parse(body) == [.init(name: "a", filename: nil, content: "line\nnext\r\n\n--\(Self.boundary)\n")])
         // A header block ended by LF LF is not a header block.
         #expect(Self.problem("--\(Self.boundary)\nContent-Disposition: form-data; name=\"a\"\n\n1\r\n--\(Self.boundary)--") == .malformed)
@@ -77,16 +83,25 @@ import Testing
     @Test("a part's header block is bounded: 8 KiB and 8 lines; every part needs Content-Disposition form-data with a name")
     func headerBlock() {
         let long = "X-Padding: " + String(repeating: "a", count: MultipartFormData.maximumHeaderBlock)
-        #expect(Self.problem("--\(Self.boundary)\r\n\(long)\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--\(Self.boundary)--") == .headerBlockTooLarge)
+        #expect(
+            Self.problem("--\(Self.boundary)\r\n\(long)\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--\(Self.boundary)--")
+                == .headerBlockTooLarge
+        )
         // Never ended: the search for the blank line stops at the bound.
         #expect(Self.problem("--\(Self.boundary)\r\n\(long + long)\r\n--\(Self.boundary)--") == .headerBlockTooLarge)
         let lines = (0..<MultipartFormData.maximumHeaderLines).map { "X-\($0): y\r\n" }.joined()
-        #expect(Self.problem("--\(Self.boundary)\r\n\(lines)Content-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--\(Self.boundary)--") == .headerBlockTooLarge)
+        #expect(
+            Self.problem("--\(Self.boundary)\r\n\(lines)Content-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--\(Self.boundary)--")
+                == .headerBlockTooLarge
+        )
         #expect(Self.problem("--\(Self.boundary)\r\nContent-Type: text/plain\r\n\r\n1\r\n--\(Self.boundary)--") == .noName)
         #expect(Self.problem("--\(Self.boundary)\r\n\r\n1\r\n--\(Self.boundary)--") == .noName)
         #expect(Self.problem("--\(Self.boundary)\r\nContent-Disposition: attachment; name=\"a\"\r\n\r\n1\r\n--\(Self.boundary)--") == .malformed)
         #expect(Self.problem("--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"a\r\n\r\n1\r\n--\(Self.boundary)--") == .malformed)
-        #expect(Self.problem("--\(Self.boundary)\r\n folded: x\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--\(Self.boundary)--") == .malformed)
+        #expect(
+            Self.problem("--\(Self.boundary)\r\n folded: x\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--\(Self.boundary)--")
+                == .malformed
+        )
     }
 
     @Test("parts are bounded, and so is each content; a content must be UTF-8")
@@ -119,9 +134,14 @@ import Testing
     func malformedSignInIsThrottled() async throws {
         try await ConsoleTests.Fixture().test { client in
             func malformed() async throws -> TestResponse {
-                try await client.execute(uri: "/console/login", method: .post, headers: [
-                    .contentType: "multipart/form-data; boundary=\(Self.boundary)",
-                ], body: ByteBuffer(string: "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"token\"\r\n\r\nno closing delimiter"))
+                try await client.execute(
+                    uri: "/console/login",
+                    method: .post,
+                    headers: [
+                        .contentType: "multipart/form-data; boundary=\(Self.boundary)"
+                    ],
+                    body: ByteBuffer(string: "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"token\"\r\n\r\nno closing delimiter")
+                )
             }
             for _ in 0..<Int(AdminAuthenticationMiddleware.failureBurst) {
                 let refused = try await malformed()
@@ -139,9 +159,17 @@ import Testing
     @Test("a well-formed multipart sign-in signs in")
     func multipartSignIn() async throws {
         try await ConsoleTests.Fixture().test { client in
-            let response = try await client.execute(uri: "/console/login", method: .post, headers: [
-                .contentType: "multipart/form-data; boundary=\(Self.boundary)",
-            ], body: ByteBuffer(string: "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"token\"\r\n\r\n\(ConsoleTests.token)\r\n--\(Self.boundary)--\r\n"))
+            let response = try await client.execute(
+                uri: "/console/login",
+                method: .post,
+                headers: [
+                    .contentType: "multipart/form-data; boundary=\(Self.boundary)"
+                ],
+                body: ByteBuffer(
+                    string:
+                        "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"token\"\r\n\r\n\(ConsoleTests.token)\r\n--\(Self.boundary)--\r\n"
+                )
+            )
             #expect(response.status == .seeOther)
             #expect(response.headers[.setCookie] != nil)
         }
@@ -152,9 +180,14 @@ import Testing
         try await ConsoleTests.Fixture().test { client in
             let session = try await ConsoleTests.signIn(client)
             func post(_ body: String) async throws -> TestResponse {
-                try await client.execute(uri: "/console/policy", method: .post, headers: [
-                    .contentType: "multipart/form-data; boundary=\(Self.boundary)", .cookie: session.cookie,
-                ], body: ByteBuffer(string: body))
+                try await client.execute(
+                    uri: "/console/policy",
+                    method: .post,
+                    headers: [
+                        .contentType: "multipart/form-data; boundary=\(Self.boundary)", .cookie: session.cookie,
+                    ],
+                    body: ByteBuffer(string: body)
+                )
             }
             // 64 KiB of one-byte parts, the CSRF token first.
             let csrf = "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n\(session.csrf)\r\n"
@@ -169,7 +202,9 @@ import Testing
             #expect(none.text.contains("not valid multipart/form-data"))
             // 64 KiB of near-misses of the boundary inside one part: read to the end, then the form's own checks.
             let noise = String(repeating: "\r\n--\(Self.boundary.dropLast())", count: 64 * 1024 / (Self.boundary.utf8.count + 3))
-            let big = try await post(csrf + "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"candidate\"\r\n\r\n\(noise)\r\n--\(Self.boundary)--\r\n")
+            let big = try await post(
+                csrf + "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"candidate\"\r\n\r\n\(noise)\r\n--\(Self.boundary)--\r\n"
+            )
             #expect(!big.text.contains("not valid multipart/form-data") && !big.text.contains("parts;"), "\(big.status) \(big.text.prefix(300))")
             #expect(big.status != .forbidden)  // the CSRF token was found after the parse
         }

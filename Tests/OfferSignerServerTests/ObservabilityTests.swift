@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import OfferApplication
 import OfferEligibility
 import OfferKeys
 import OfferModel
@@ -14,7 +15,6 @@ import OfferSigning
 import OfferStore
 import Synchronization
 import Testing
-import OfferApplication
 
 /// Every line a logger wrote, as the JSON handler renders it.
 final class LogLines: Sendable {
@@ -35,7 +35,9 @@ final class LogLines: Sendable {
 
     /// The lines as JSON objects.
     func objects() throws -> [[String: String]] {
-        try all.map { line in try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String], "not a JSON object of strings: \(line)") }
+        try all.map { line in
+            try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String], "not a JSON object of strings: \(line)")
+        }
     }
 }
 
@@ -43,11 +45,18 @@ final class LogLines: Sendable {
     @Test("one JSON object per line: time, level, label, message, then the metadata as strings, escaped")
     func lineFormat() throws {
         let line = JSONLogHandler.line(
-            time: Date(timeIntervalSince1970: 1_767_323_045.678_9), level: .warning, label: "offer-signer",
+            time: Date(timeIntervalSince1970: 1_767_323_045.678_9),
+            level: .warning,
+            label: "offer-signer",
             message: "a \"quoted\"\nsecond line\t\u{01}\\ é 🙂",
-            metadata: ["status": .stringConvertible(403), "message": "shadowed", "nested": .dictionary(["a": "b"]), "zero": "\u{2028}"])
+            metadata: ["status": .stringConvertible(403), "message": "shadowed", "nested": .dictionary(["a": "b"]), "zero": "\u{2028}"]
+        )
         #expect(!line.contains("\n"))
-        #expect(line.hasPrefix(#"{"time":"2026-01-02T03:04:05.678Z","level":"warning","label":"offer-signer","message":"a \"quoted\"\nsecond line\t\u0001\\ é 🙂","#))
+        #expect(
+            line.hasPrefix(
+                #"{"time":"2026-01-02T03:04:05.678Z","level":"warning","label":"offer-signer","message":"a \"quoted\"\nsecond line\t\u0001\\ é 🙂","#
+            )
+        )
         let object = try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])
         #expect(object["message"] == "a \"quoted\"\nsecond line\t\u{01}\\ é 🙂")
         #expect(object["metadata.message"] == "shadowed")
@@ -72,7 +81,9 @@ final class LogLines: Sendable {
         #expect(object["b"] == "provider" && object["p"] == "only-provider")
         #expect(object["c"] == "own" && object["o"] == "only-own" && object["d"] == "4")
         // Each key once, in order after the four fixed fields.
-        let keys = line.split(separator: ",").compactMap { $0.split(separator: ":").first.map { String($0).trimmingCharacters(in: CharacterSet(charactersIn: "{\"")) } }
+        let keys = line.split(separator: ",").compactMap {
+            $0.split(separator: ":").first.map { String($0).trimmingCharacters(in: CharacterSet(charactersIn: "{\"")) }
+        }
         #expect(Array(keys.dropFirst(4)) == ["a", "b", "c", "d", "h", "o", "p", "z"])
     }
 
@@ -125,8 +136,12 @@ final class LogLines: Sendable {
         let lines = LogLines()
         let test = try TestService()
         let manager = try await KeyManager(
-            holder: test.service.keys, loadKeys: { [.init(key: test.key, source: "test")] }, configuredActiveKeyIdentifier: nil,
-            stateStore: InMemoryKeyStateStore(), logger: lines.logger())
+            holder: test.service.keys,
+            loadKeys: { [.init(key: test.key, source: "test")] },
+            configuredActiveKeyIdentifier: nil,
+            stateStore: InMemoryKeyStateStore(),
+            logger: lines.logger()
+        )
         let app = Application(router: buildRouter(service: test.service, keyManager: manager), logger: lines.logger())
         try await app.test(.router) { client in
             let ok = try await client.execute(uri: "/healthz", method: .get, headers: [Self.header: "client-id-1"])
@@ -156,7 +171,10 @@ final class LogLines: Sendable {
 /// The ID a response carries for a client's `X-Request-Id` (the middleware is internal).
 enum RequestLoggingMiddlewareProbe {
     static func id(_ client: String?) async throws -> String {
-        let app = Application(router: buildRouter(service: try TestService().service), logger: Logger(label: "probe") { _ in SwiftLogNoOpLogHandler() })
+        let app = Application(
+            router: buildRouter(service: try TestService().service),
+            logger: Logger(label: "probe") { _ in SwiftLogNoOpLogHandler() }
+        )
         return try await app.test(.router) { http in
             var headers = HTTPFields()
             if let client { headers[RequestIDTests.header] = client }
@@ -203,41 +221,59 @@ enum RequestLoggingMiddlewareProbe {
         options.leafValidity = Date().addingTimeInterval(-365 * 86_400)...Date().addingTimeInterval(365 * 86_400)
         let chain = try TestCertificateChain(options)
         let signer = TestJWSSigner(chain: chain)
-        let policy = try OfferPolicy(text: """
-            apps:
-              - bundleIdentifier: \(bundle)
-                issuerIdentifier: 57246542-96fe-1a63-e053-0824d011072a
-                products:
-                  - productIdentifier: \(TestPayloads.productIdentifier)
-                    subscriptionGroupIdentifier: "21000001"
-                    introductoryOffer:
-                      rules: [never-had-introductory-offer]
-                    offers:
-                      - offerIdentifier: winback_50
-                        rules: [app-store-subscriber, { lapsed: { minDays: 0, maxDays: 365 } }]
-                      - offerIdentifier: sorry
-                        rules: [customer-service-grant]
-                      - offerIdentifier: once
-                        rules: [{ cap: { count: 1, days: 30 } }]
-                      - offerIdentifier: everyone
-            """)
+        let policy = try OfferPolicy(
+            text: """
+                apps:
+                  - bundleIdentifier: \(bundle)
+                    issuerIdentifier: 57246542-96fe-1a63-e053-0824d011072a
+                    products:
+                      - productIdentifier: \(TestPayloads.productIdentifier)
+                        subscriptionGroupIdentifier: "21000001"
+                        introductoryOffer:
+                          rules: [never-had-introductory-offer]
+                        offers:
+                          - offerIdentifier: winback_50
+                            rules: [app-store-subscriber, { lapsed: { minDays: 0, maxDays: 365 } }]
+                          - offerIdentifier: sorry
+                            rules: [customer-service-grant]
+                          - offerIdentifier: once
+                            rules: [{ cap: { count: 1, days: 30 } }]
+                          - offerIdentifier: everyone
+                """
+        )
         let verifier = try SignedDataVerifier(bundleIdentifier: bundle, environments: [.sandbox], trustedRoots: [chain.root])
         // Readable customer names as appAccountToken, as the demo's stand-in App Store sends them.
         let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: logger, readableTokens: true)
         let loadKeys: @Sendable () throws -> [KeyRing.Entry] = { try KeyLoader.loadDirectory(folder.path) }
         let service = OfferService(apps: [], keyRing: try KeyRing(keys: try loadKeys()), policy: policy, store: store, notifications: ingestor)
         let manager = try await KeyManager(
-            holder: service.keys, loadKeys: loadKeys, configuredActiveKeyIdentifier: nil,
-            stateStore: StoreKeyStateStore(store: store, documentName: "scan-\(bundle)"), logger: logger)
+            holder: service.keys,
+            loadKeys: loadKeys,
+            configuredActiveKeyIdentifier: nil,
+            stateStore: StoreKeyStateStore(store: store, documentName: "scan-\(bundle)"),
+            logger: logger
+        )
         let app = Application(
             router: buildRouter(
-                service: service, keyManager: manager, adminTokens: try BearerTokens(parsing: "carol:\(Self.adminToken)"),
-                authenticator: try await ClientAuthenticator(ClientAuthConfiguration(apiKeys: try BearerTokens(parsing: "backend:\(Self.clientToken)"), jwtSecret: Self.jwtSecret))),
-            logger: logger)
+                service: service,
+                keyManager: manager,
+                adminTokens: try BearerTokens(parsing: "carol:\(Self.adminToken)"),
+                authenticator: try await ClientAuthenticator(
+                    ClientAuthConfiguration(apiKeys: try BearerTokens(parsing: "backend:\(Self.clientToken)"), jwtSecret: Self.jwtSecret)
+                )
+            ),
+            logger: logger
+        )
 
         let counter = Atomic<Int>(0)
         try await app.test(.router) { client in
-            func call(_ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil, token: String? = Self.clientToken, id: String? = nil) async throws -> TestResponse {
+            func call(
+                _ method: HTTPRequest.Method,
+                _ uri: String,
+                _ body: String? = nil,
+                token: String? = Self.clientToken,
+                id: String? = nil
+            ) async throws -> TestResponse {
                 var headers: HTTPFields = [.contentType: "application/json"]
                 if let token { headers[.authorization] = "Bearer \(token)" }
                 if let id { headers[RequestIDTests.header] = id }
@@ -245,7 +281,11 @@ enum RequestLoggingMiddlewareProbe {
                 return try await client.execute(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
             }
             func sign(_ offer: String, _ username: String, extra: String = "") async throws -> TestResponse {
-                try await call(.post, "/v1/offers/sign", #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"\#(offer)","applicationUsername":"\#(username)"\#(extra)}"#)
+                try await call(
+                    .post,
+                    "/v1/offers/sign",
+                    #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"\#(offer)","applicationUsername":"\#(username)"\#(extra)}"#
+                )
             }
             func admin(_ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil) async throws -> TestResponse {
                 try await call(method, uri, body, token: Self.adminToken, id: "admin-call")
@@ -260,25 +300,64 @@ enum RequestLoggingMiddlewareProbe {
             #expect(try await sign("once", sent).status == .forbidden)
             // Eligibility, introductory eligibility.
             #expect(try await call(.post, "/v1/offers/eligibility", #"{"applicationUsername":"\#(sent)"}"#).status == .ok)
-            #expect(try await call(.post, "/v1/offers/introductory-eligibility", #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","transactionId":"2000000123456789","applicationUsername":"\#(sent)"}"#).status.code < 500)  // decided or refused (an unknown transaction), never a failure
+            #expect(
+                try await call(
+                    .post,
+                    "/v1/offers/introductory-eligibility",
+                    #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","transactionId":"2000000123456789","applicationUsername":"\#(sent)"}"#
+                ).status.code < 500
+            )  // decided or refused (an unknown transaction), never a failure
 
             // A notification for a customer known by appAccountToken, and a signed transaction with a sign request.
             let now = Date()
-            var transaction = TestPayloads.transaction(originalTransactionId: "\(Int.random(in: 1_000_000_000...9_999_999_999))", appAccountToken: notified.lowercased(), expiresDate: now + 86_400, bundleIdentifier: bundle, signedDate: now)
+            var transaction = TestPayloads.transaction(
+                originalTransactionId: "\(Int.random(in: 1_000_000_000...9_999_999_999))",
+                appAccountToken: notified.lowercased(),
+                expiresDate: now + 86_400,
+                bundleIdentifier: bundle,
+                signedDate: now
+            )
             transaction.subscriptionGroupIdentifier = "21000001"
-            let payload = try await signer.signNotification(.subscribed, subtype: .initialBuy, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleIdentifier: bundle, environment: .sandbox, signedDate: now)
-            let notification = try await call(.post, "/v1/notifications/appstore", "{\"signedPayload\":\"\(payload)\"}", token: nil, id: "notification-1")
+            let payload = try await signer.signNotification(
+                .subscribed,
+                subtype: .initialBuy,
+                transaction: transaction,
+                renewalInfo: TestPayloads.renewalInfo(for: transaction),
+                bundleIdentifier: bundle,
+                environment: .sandbox,
+                signedDate: now
+            )
+            let notification = try await call(
+                .post,
+                "/v1/notifications/appstore",
+                "{\"signedPayload\":\"\(payload)\"}",
+                token: nil,
+                id: "notification-1"
+            )
             #expect(notification.status == .ok, "\(notification.text)")
-            var lapsed = TestPayloads.transaction(originalTransactionId: "\(Int.random(in: 1_000_000_000...9_999_999_999))", appAccountToken: withTransaction, expiresDate: now - 10 * 86_400, bundleIdentifier: bundle, signedDate: now - 40 * 86_400)
+            var lapsed = TestPayloads.transaction(
+                originalTransactionId: "\(Int.random(in: 1_000_000_000...9_999_999_999))",
+                appAccountToken: withTransaction,
+                expiresDate: now - 10 * 86_400,
+                bundleIdentifier: bundle,
+                signedDate: now - 40 * 86_400
+            )
             lapsed.subscriptionGroupIdentifier = "21000001"
             let signedTransaction = try await signer.sign(lapsed)
             #expect(try await sign("winback_50", withTransaction, extra: #","signedTransaction":"\#(signedTransaction)""#).status == .ok)
-            #expect(try await sign("winback_50", sent, extra: #","signedTransaction":"\#(signedTransaction)""#).status == .forbidden)  // someone else's
+            // someone else's
+            #expect(try await sign("winback_50", sent, extra: #","signedTransaction":"\#(signedTransaction)""#).status == .forbidden)
 
             // Admin: flags, a grant and its use, the customer, the signatures, the audit, the keys.
             let encodedTarget = adminTarget.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? adminTarget
             #expect(try await admin(.post, "/admin/customers/\(bundle)/\(encodedTarget)/flags", #"{"flags":{"churnRisk":"high"}}"#).status == .ok)
-            #expect(try await admin(.post, "/admin/customers/\(bundle)/\(encodedTarget)/grants", #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"sorry"}"#).status == .ok)
+            #expect(
+                try await admin(
+                    .post,
+                    "/admin/customers/\(bundle)/\(encodedTarget)/grants",
+                    #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"sorry"}"#
+                ).status == .ok
+            )
             #expect(try await sign("sorry", adminTarget).status == .ok)
             #expect(try await sign("sorry", adminTarget).status == .forbidden)
             #expect(try await admin(.get, "/admin/customers/\(bundle)/\(encodedTarget)").status == .ok)
@@ -294,10 +373,18 @@ enum RequestLoggingMiddlewareProbe {
             #expect(try await sign("everyone", String(repeating: sent, count: 30)).status == .badRequest)
             #expect(try await call(.get, "/v1/customers/\(sent)").status == .notFound)
             #expect(try await call(.post, "/v1/offers/eligibility", #"{"applicationUsername":"\#(sent)"}"#, token: nil).status == .unauthorized)
-            #expect(try await call(.post, "/v1/offers/eligibility", #"{"applicationUsername":"\#(sent)"}"#, token: Self.wrongClientToken).status == .unauthorized)
+            #expect(
+                try await call(.post, "/v1/offers/eligibility", #"{"applicationUsername":"\#(sent)"}"#, token: Self.wrongClientToken).status
+                    == .unauthorized
+            )
             #expect(try await call(.get, "/admin/customers/\(bundle)/\(encodedTarget)", token: nil).status == .unauthorized)
             #expect(try await call(.get, "/admin/customers/\(bundle)/\(encodedTarget)", token: Self.wrongAdminToken).status == .forbidden)
-            let forged = try await TestJWSSigner(chain: try TestCertificateChain()).signNotification(.subscribed, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleIdentifier: bundle)
+            let forged = try await TestJWSSigner(chain: try TestCertificateChain()).signNotification(
+                .subscribed,
+                transaction: transaction,
+                renewalInfo: TestPayloads.renewalInfo(for: transaction),
+                bundleIdentifier: bundle
+            )
             #expect(try await call(.post, "/v1/notifications/appstore", "{\"signedPayload\":\"\(forged)\"}", token: nil).status == .badRequest)
         }
         try await store.close()
@@ -326,9 +413,24 @@ enum RequestLoggingMiddlewareProbe {
         let access = objects.filter { $0["message"] == "request" }
         #expect(access.count == requests)
         #expect(access.allSatisfy { $0["requestId"] != nil && $0["status"] != nil && $0["route"] != nil })
-        #expect(access.contains { $0["route"]?.hasPrefix("/admin/customers/") == true && $0["route"]?.hasSuffix("/flags") == true && $0["admin"] == "carol" }, "\(access)")
-        #expect(objects.contains { $0["message"] == "App Store notification" && $0["requestId"] == "notification-1" && $0["customer"] == "\(bundle)/\(CustomerHash.of(notified))" })
-        #expect(objects.contains { $0["message"] == "audit: customer.grant" && $0["requestId"] == "admin-call" && $0["target"] == "\(bundle)/\(CustomerHash.of(adminTarget))" })
+        #expect(
+            access.contains {
+                $0["route"]?.hasPrefix("/admin/customers/") == true && $0["route"]?.hasSuffix("/flags") == true && $0["admin"] == "carol"
+            },
+            "\(access)"
+        )
+        #expect(
+            objects.contains {
+                $0["message"] == "App Store notification" && $0["requestId"] == "notification-1"
+                    && $0["customer"] == "\(bundle)/\(CustomerHash.of(notified))"
+            }
+        )
+        #expect(
+            objects.contains {
+                $0["message"] == "audit: customer.grant" && $0["requestId"] == "admin-call"
+                    && $0["target"] == "\(bundle)/\(CustomerHash.of(adminTarget))"
+            }
+        )
         #expect(access.contains { $0["route"] == "/v1/offers/sign" && $0["status"] == "200" && $0["credential"] == "backend" }, "\(access)")
         #expect(objects.contains { $0["level"] == "trace" || $0["level"] == "debug" })
     }
@@ -355,11 +457,21 @@ enum RequestLoggingMiddlewareProbe {
     @Test("a lone signature that is not a JWS, and a format that is not one, are explained with the allowed values")
     func verifyAndFormatMessages() async throws {
         try await TestService().application.test(.router) { client in
-            let verify = try await client.execute(uri: "/v1/offers/verify", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: #"{"signature":"not-a-jws"}"#))
+            let verify = try await client.execute(
+                uri: "/v1/offers/verify",
+                method: .post,
+                headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: #"{"signature":"not-a-jws"}"#)
+            )
             let verifyError = try verify.decode(ErrorBody.self).error
             #expect(verify.status == .badRequest && verifyError.field == "signature")
             #expect(verifyError.message.contains("not a compact JWS") && verifyError.message.contains("keyIdentifier, nonce, timestamp"))
-            let sign = try await client.execute(uri: "/v1/offers/sign", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"xml"}"#))
+            let sign = try await client.execute(
+                uri: "/v1/offers/sign",
+                method: .post,
+                headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"xml"}"#)
+            )
             let signError = try sign.decode(ErrorBody.self).error
             #expect(sign.status == .badRequest && signError.field == "format")
             #expect(signError.message.contains("\"legacy\"") && signError.message.contains("\"jws\""))

@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import OfferApplication
 import OfferKeys
 import OfferSignerDemo
 import OfferSignerServer
@@ -13,7 +14,6 @@ import OfferStore
 import Prometheus
 import Testing
 import Yams
-import OfferApplication
 
 /// The OpenAPI document served at `/openapi.yaml` and the router cannot drift apart: every route the fully
 /// configured router registers is described, and every operation described is registered — with the demo's
@@ -22,10 +22,14 @@ import OfferApplication
 @Suite struct OpenAPIContractTests {
     /// `METHOD /path/{parameter}` for every route of `router`.
     private static func registeredOperations(_ router: Router<OfferSignerRequestContext>) -> Set<String> {
-        Set(router.routes.map { route in
-            let path = route.path.description.split(separator: "/").map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
-            return "\(route.method.rawValue) /\(path)"
-        })
+        Set(
+            router.routes.map { route in
+                let path = route.path.description.split(separator: "/").map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(
+                    separator: "/"
+                )
+                return "\(route.method.rawValue) /\(path)"
+            }
+        )
     }
 
     /// A router with every optional part switched on (admin, key manager, metrics, and the demo's routes when
@@ -33,14 +37,26 @@ import OfferApplication
     private static func fullRouter(demo: Bool = true) async throws -> (Router<OfferSignerRequestContext>, any OfferStore) {
         let store = try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test"))
         let key = try SigningKey.generate(keyIdentifier: "TESTKEY001")
-        let service = OfferService(apps: [AppConfiguration(bundleIdentifier: "com.example.app")], keyRing: try KeyRing(keys: [.init(key: key, source: "test")]), store: store)
+        let service = OfferService(
+            apps: [AppConfiguration(bundleIdentifier: "com.example.app")],
+            keyRing: try KeyRing(keys: [.init(key: key, source: "test")]),
+            store: store
+        )
         let manager = try await KeyManager(
-            holder: service.keys, loadKeys: { [.init(key: key, source: "test")] }, configuredActiveKeyIdentifier: "TESTKEY001",
-            stateStore: InMemoryKeyStateStore(), logger: Logger(label: "test"))
+            holder: service.keys,
+            loadKeys: { [.init(key: key, source: "test")] },
+            configuredActiveKeyIdentifier: "TESTKEY001",
+            stateStore: InMemoryKeyStateStore(),
+            logger: Logger(label: "test")
+        )
         let signer = TestJWSSigner(chain: try TestCertificateChain())
         let router = buildRouter(
-            service: service, keyManager: manager, adminTokens: try BearerTokens(parsing: "t:0123456789abcdef0123"), metricsRegistry: PrometheusCollectorRegistry(),
-            addOn: demo ? DemoAppStore(root: signer.chain.root) { try await signer.sign($0) }.addOn : nil)
+            service: service,
+            keyManager: manager,
+            adminTokens: try BearerTokens(parsing: "t:0123456789abcdef0123"),
+            metricsRegistry: PrometheusCollectorRegistry(),
+            addOn: demo ? DemoAppStore(root: signer.chain.root) { try await signer.sign($0) }.addOn : nil
+        )
         return (router, store)
     }
 
@@ -155,7 +171,10 @@ import OfferApplication
             "[1]", "{}", "\"text\"",
             #"{"productIdentifier":{"a":1},"offerIdentifier":[1],"applicationUsername":1.5,"signedPayload":{},"event":[],"flags":[1],"format":"xml","transactionId":true,"expiresInDays":"soon","state":7}"#,
         ]
-        let typeNames = ["Dictionary", "Array<", "String.Type", "Optional", "Swift.", "DecodingError", "Int64", "OfferSignatureFormat", "CodingKeys", "keyNotFound", "typeMismatch"]
+        let typeNames = [
+            "Dictionary", "Array<", "String.Type", "Optional", "Swift.", "DecodingError", "Int64", "OfferSignatureFormat", "CodingKeys",
+            "keyNotFound", "typeMismatch",
+        ]
         let checked = try await Application(router: router, logger: Logger(label: "test")).test(.router) { client in
             var checked = 0
             for operation in operations.sorted() {
@@ -164,9 +183,11 @@ import OfferApplication
                 let path = parts[1].replacingOccurrences(of: #"\{[^}]+\}"#, with: "x", options: .regularExpression)
                 for body in method == .get || method == .delete ? [nil] : bodies.map(Optional.some) {
                     let response = try await client.execute(
-                        uri: path, method: method,
+                        uri: path,
+                        method: method,
                         headers: [.contentType: "application/json", .authorization: "Bearer 0123456789abcdef0123"],
-                        body: body.map { ByteBuffer(string: $0) })
+                        body: body.map { ByteBuffer(string: $0) }
+                    )
                     guard response.status.code >= 400, response.headers[.contentType]?.hasPrefix("application/json") == true else { continue }
                     let error = try response.decode(ErrorBody.self).error
                     checked += 1

@@ -16,18 +16,35 @@ import Testing
         var payloads: [String] = []
         for (index, type) in [OfferType.promotionalOffer, .offerCode, .winBackOffer].enumerated() {
             let original = "\(41_000_000_000_000_000 + Int.random(in: 0...999_999_999) * 10 + index)"
-            var transaction = fixture.transaction(original: original, token: UUID().uuidString.lowercased(), purchased: purchase, expires: purchase + 30 * 86_400)
+            var transaction = fixture.transaction(
+                original: original,
+                token: UUID().uuidString.lowercased(),
+                purchased: purchase,
+                expires: purchase + 30 * 86_400
+            )
             transaction.offerType = type
             transaction.offerIdentifier = "history-\(type.rawValue)"
             transaction.price = 990
-            payloads.append(try await fixture.signer.signNotification(
-                .subscribed, subtype: .resubscribe, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction),
-                bundleIdentifier: fixture.bundle, environment: .production, appAppleId: FakeAppStore.appAppleId, signedDate: purchase))
+            payloads.append(
+                try await fixture.signer.signNotification(
+                    .subscribed,
+                    subtype: .resubscribe,
+                    transaction: transaction,
+                    renewalInfo: TestPayloads.renewalInfo(for: transaction),
+                    bundleIdentifier: fixture.bundle,
+                    environment: .production,
+                    appAppleId: FakeAppStore.appAppleId,
+                    signedDate: purchase
+                )
+            )
         }
         return payloads
     }
 
-    @Test("the history is read page by page and each notification recorded once; a second backfill changes nothing", arguments: StoreBackend.available)
+    @Test(
+        "the history is read page by page and each notification recorded once; a second backfill changes nothing",
+        arguments: StoreBackend.available
+    )
     func backfillRecordsTheHistory(_ backend: StoreBackend) async throws {
         let fixture = try await AppStoreFactsFixture(backend)
         let start = Date()
@@ -47,8 +64,17 @@ import Testing
             #expect(second.duplicate == 3 && second.processed == 0, "\(second)")
             #expect(await fake.ledger.count("production", .notificationHistory) == 4)  // two pages, twice
 
-            let report = try await service.outcomeReport(from: start - 2 * 86_400, to: start, bundleIdentifier: fixture.bundle, environment: "Production")
-            #expect(report.offers.map { "\($0.offerIdentifier) \($0.offerType) \($0.redeemed) \($0.attributed)" } == ["history-2 2 1 0", "history-3 3 1 0", "history-4 4 1 0"])
+            let report = try await service.outcomeReport(
+                from: start - 2 * 86_400,
+                to: start,
+                bundleIdentifier: fixture.bundle,
+                environment: "Production"
+            )
+            #expect(
+                report.offers.map { "\($0.offerIdentifier) \($0.offerType) \($0.redeemed) \($0.attributed)" } == [
+                    "history-2 2 1 0", "history-3 3 1 0", "history-4 4 1 0",
+                ]
+            )
             #expect(await backfill.run(days: 181, now: start).problems.first?.contains("1 to 180") == true)
         }
         try await fixture.store.close()
@@ -65,8 +91,17 @@ import Testing
         var renewal = fixture.transaction(original: original, id: "\(original)9", purchased: purchased + 30 * 86_400, expires: Date() - 30 * 86_400)
         renewal.transactionReason = .renewal
         let statuses = try await FakeResponse.statuses(
-            [(.expired, renewal, TestPayloads.renewalInfo(for: renewal, autoRenewStatus: .off))], signer: fixture.signer, environment: .production, bundleIdentifier: fixture.bundle)
-        let history = try await FakeResponse.history([first, renewal], signer: fixture.signer, environment: .production, bundleIdentifier: fixture.bundle)
+            [(.expired, renewal, TestPayloads.renewalInfo(for: renewal, autoRenewStatus: .off))],
+            signer: fixture.signer,
+            environment: .production,
+            bundleIdentifier: fixture.bundle
+        )
+        let history = try await FakeResponse.history(
+            [first, renewal],
+            signer: fixture.signer,
+            environment: .production,
+            bundleIdentifier: fixture.bundle
+        )
         let fake = fixture.fake { $0.endpoint == .statuses ? statuses : history }
         try await fake.run { port in
             let service = try fixture.service(port: port)
@@ -77,7 +112,12 @@ import Testing
             // Recorded after the request: wait for it.
             var offers: [OfferOutcome] = []
             for _ in 0..<100 {
-                offers = try await service.outcomeReport(from: purchased - 86_400, to: purchased + 86_400, bundleIdentifier: fixture.bundle, environment: nil).offers
+                offers = try await service.outcomeReport(
+                    from: purchased - 86_400,
+                    to: purchased + 86_400,
+                    bundleIdentifier: fixture.bundle,
+                    environment: nil
+                ).offers
                 if offers.first?.renewedAfterOffer == 1 { break }
                 try await Task.sleep(for: .milliseconds(50))
             }

@@ -1,17 +1,20 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import Testing
+
 @testable import OfferApplication
 @testable import OfferSignerServer
-import Testing
 
 /// ``SignOfferRequest/init(plainJSON:)`` against `JSONDecoder` (through ``Request/decodeJSON(as:from:)``): what it
 /// reads it reads the same, and it declines everything else.
 @Suite struct PlainJSONTests {
     /// The fields of a request, comparable.
     private func fields(_ request: SignOfferRequest) -> [String?] {
-        [request.bundleIdentifier, request.productIdentifier, request.offerIdentifier, request.applicationUsername,
-         request.format?.rawValue, request.transactionId, request.signedTransaction]
+        [
+            request.bundleIdentifier, request.productIdentifier, request.offerIdentifier, request.applicationUsername,
+            request.format?.rawValue, request.transactionId, request.signedTransaction,
+        ]
     }
 
     private func plain(_ text: String) -> SignOfferRequest? {
@@ -92,8 +95,10 @@ import Testing
             let buffer = ByteBuffer(bytes: bytes)
             guard let fast = SignOfferRequest(plainJSON: buffer) else { continue }
             accepted += 1
-            let full = try #require(decoded(buffer),
-                                    "accepted but not decodable: \(String(decoding: bytes, as: UTF8.self))")
+            let full = try #require(
+                decoded(buffer),
+                "accepted but not decodable: \(String(decoding: bytes, as: UTF8.self))"
+            )
             #expect(fields(fast) == fields(full), "\(String(decoding: bytes, as: UTF8.self))")
         }
         #expect(accepted > 1_000)  // the mutations that keep the shape (a changed letter in a value) are read

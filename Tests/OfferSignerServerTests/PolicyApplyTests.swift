@@ -7,10 +7,11 @@ import NIOCore
 import OfferApplication
 import OfferEligibility
 import OfferKeys
-@testable import OfferSignerServer
 import OfferSigning
 import OfferStore
 import Testing
+
+@testable import OfferSignerServer
 
 /// One policy for the fleet (docs/policy.md "Applying a policy"): applied to the store, put in force on every
 /// replica sharing it.
@@ -20,15 +21,17 @@ import Testing
 
     /// A policy for `bundle` whose `winback` offer is capped at `cap`.
     static func policy(_ bundle: String, cap: Int) throws -> OfferPolicy {
-        try OfferPolicy(text: """
-            apps:
-              - bundleIdentifier: \(bundle)
-                products:
-                  - productIdentifier: \(product)
-                    offers:
-                      - offerIdentifier: winback
-                        rules: [{ cap: { count: \(cap), days: 30 } }]
-            """)
+        try OfferPolicy(
+            text: """
+                apps:
+                  - bundleIdentifier: \(bundle)
+                    products:
+                      - productIdentifier: \(product)
+                        offers:
+                          - offerIdentifier: winback
+                            rules: [{ cap: { count: \(cap), days: 30 } }]
+                """
+        )
     }
 
     static func bundle() -> String { "com.example.apply-\(UUID().uuidString.prefix(8).lowercased())" }
@@ -53,7 +56,8 @@ import Testing
         let bundle = Self.bundle()
         let document = StorePolicy(store: store, documentName: "policy-test-\(bundle)")
         #expect(try await document.load() == nil)
-        let first = try Self.policy(bundle, cap: 1), second = try Self.policy(bundle, cap: 2)
+        let first = try Self.policy(bundle, cap: 1)
+        let second = try Self.policy(bundle, cap: 2)
         #expect(try await document.apply(first) == .init(revision: 1, previousVersion: nil, changed: true))
         #expect(try await document.apply(first) == .init(revision: 1, previousVersion: first.version, changed: false))
         #expect(try await document.apply(second) == .init(revision: 2, previousVersion: first.version, changed: true))
@@ -62,7 +66,10 @@ import Testing
         try await store.close()
     }
 
-    @Test("applies racing from two stores on one database each win a revision of their own", arguments: StoreBackend.available.filter { $0 == .postgres })
+    @Test(
+        "applies racing from two stores on one database each win a revision of their own",
+        arguments: StoreBackend.available.filter { $0 == .postgres }
+    )
     func racingApplies(_ backend: StoreBackend) async throws {
         let (one, two) = (try await backend.open(), try await backend.open())
         let bundle = Self.bundle()
@@ -81,7 +88,10 @@ import Testing
         try await two.close()
     }
 
-    @Test("a policy applied through one store is put in force by the other replica's refresher", arguments: StoreBackend.available.filter { $0 == .postgres })
+    @Test(
+        "a policy applied through one store is put in force by the other replica's refresher",
+        arguments: StoreBackend.available.filter { $0 == .postgres }
+    )
     func otherReplicaFollows(_ backend: StoreBackend) async throws {
         let (one, two) = (try await backend.open(), try await backend.open())
         let bundle = Self.bundle()
@@ -89,8 +99,13 @@ import Testing
         let holder = PolicyHolder(PolicyInForce(policy: try Self.policy(bundle, cap: 1)))
         // The poll an hour apart: only the store's push can bring the change within the test's wait.
         let refresher = PolicyRefresher(
-            holder: holder, document: StorePolicy(store: two, documentName: name), interval: .seconds(3_600),
-            changes: { two.documentChanges() }, servedApps: [bundle], logger: Logger(label: "test"))
+            holder: holder,
+            document: StorePolicy(store: two, documentName: name),
+            interval: .seconds(3_600),
+            changes: { two.documentChanges() },
+            servedApps: [bundle],
+            logger: Logger(label: "test")
+        )
         let task = Task { try await refresher.run() }
         // The listener is up once a first change goes through (it reconnects and re-reads meanwhile).
         let applied = try Self.policy(bundle, cap: 3)
@@ -116,7 +131,13 @@ import Testing
         buildRouter(service: service, adminTokens: try BearerTokens(parsing: "carol:\(Self.token)"))
     }
 
-    func request(_ client: some TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil, token: String? = Self.token) async throws -> TestResponse {
+    func request(
+        _ client: some TestClientProtocol,
+        _ method: HTTPRequest.Method,
+        _ uri: String,
+        _ body: String? = nil,
+        token: String? = Self.token
+    ) async throws -> TestResponse {
         var headers: HTTPFields = [.contentType: "application/yaml"]
         if let token { headers[.authorization] = "Bearer \(token)" }
         return try await client.execute(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
@@ -131,7 +152,8 @@ import Testing
         let first = try Self.policy(bundle, cap: 1)
         let keyRing = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")])
         let service = OfferService(apps: [], keyRing: keyRing, policy: first, store: store)
-        let invalid = "apps:\n  - bundleIdentifier: \(bundle)\n    products: [{ productIdentifier: p, offers: [{ offerIdentifier: o, rules: [{ cap: { count: 0, days: 30 } }] }] }]\n"
+        let invalid =
+            "apps:\n  - bundleIdentifier: \(bundle)\n    products: [{ productIdentifier: p, offers: [{ offerIdentifier: o, rules: [{ cap: { count: 0, days: 30 } }] }] }]\n"
         let expected: String
         do {
             _ = try OfferPolicy(text: invalid)
@@ -141,7 +163,9 @@ import Testing
             expected = error.message
         }
         func sign(_ customer: String) async -> Bool {
-            (try? await service.signLegacy(SignOfferRequest(bundleIdentifier: bundle, productIdentifier: Self.product, offerIdentifier: "winback", applicationUsername: customer))) != nil
+            (try? await service.signLegacy(
+                SignOfferRequest(bundleIdentifier: bundle, productIdentifier: Self.product, offerIdentifier: "winback", applicationUsername: customer)
+            )) != nil
         }
         #expect(await sign("customer-1"))
         #expect(await !sign("customer-1"))  // capped at 1
@@ -151,7 +175,8 @@ import Testing
             #expect(refused.status == .badRequest)
             let error = try refused.decode(ErrorBody.self)
             #expect(error.error.code == "invalid_policy" && error.error.message == expected)
-            var ready = try JSONSerialization.jsonObject(with: Data(try await request(client, .get, "/readyz").body.readableBytesView)) as? [String: Any]
+            var ready =
+                try JSONSerialization.jsonObject(with: Data(try await request(client, .get, "/readyz").body.readableBytesView)) as? [String: Any]
             #expect((ready?["policy"] as? [String: Any])?["source"] as? String == "file")
 
             let second = try Self.policy(bundle, cap: 2)
@@ -161,13 +186,20 @@ import Testing
             #expect(answer["version"] as? String == second.version && answer["revision"] as? Int == 1 && answer["source"] as? String == "store")
             ready = try JSONSerialization.jsonObject(with: Data(try await request(client, .get, "/readyz").body.readableBytesView)) as? [String: Any]
             #expect((ready?["policy"] as? [String: Any])?["version"] as? String == second.version)
-            let shown = try #require(try JSONSerialization.jsonObject(with: Data(try await request(client, .get, "/admin/policy").body.readableBytesView)) as? [String: Any])
+            let shown = try #require(
+                try JSONSerialization.jsonObject(with: Data(try await request(client, .get, "/admin/policy").body.readableBytesView))
+                    as? [String: Any]
+            )
             #expect(shown["revision"] as? Int == 1)
         }
         #expect(await sign("customer-1"))  // the cap is 2 now
         #expect(await !sign("customer-1"))
         let audit = try await store.auditEvents(limit: 100, since: Date().addingTimeInterval(-600))
-        #expect(audit.contains { $0.action == "policy.apply" && $0.actor == "carol" && $0.details["revision"] == "1" && $0.details["previousVersion"] == "none" })
+        #expect(
+            audit.contains {
+                $0.action == "policy.apply" && $0.actor == "carol" && $0.details["revision"] == "1" && $0.details["previousVersion"] == "none"
+            }
+        )
         #expect(try await StorePolicy(store: store).load()?.policy?.version == (try Self.policy(bundle, cap: 2)).version)
         try await store.close()
     }

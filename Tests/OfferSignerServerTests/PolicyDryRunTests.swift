@@ -9,10 +9,11 @@ import OfferApplication
 import OfferEligibility
 import OfferKeys
 import OfferModel
-@testable import OfferSignerServer
 import OfferSigning
 import OfferStore
 import Testing
+
+@testable import OfferSignerServer
 
 /// A known history of decisions made through the service, then dry-runs of candidates against it
 /// (docs/policy.md "Dry-run").
@@ -46,17 +47,24 @@ struct DryRunHistory {
 
     init(_ backend: StoreBackend) async throws {
         store = try await backend.open()
-        let policy = try OfferPolicy(text: """
-            apps:
-              - bundleIdentifier: \(bundle)
-                products:
-                  - productIdentifier: \(Self.product)
-                    offers:
-                      - offerIdentifier: winback
-                        rules: [{ churn-risk: { values: [high] } }, { cap: { count: 2, days: 30 } }]
-                      - offerIdentifier: welcome
-            """)
-        service = OfferService(apps: [], keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]), policy: policy, store: store)
+        let policy = try OfferPolicy(
+            text: """
+                apps:
+                  - bundleIdentifier: \(bundle)
+                    products:
+                      - productIdentifier: \(Self.product)
+                        offers:
+                          - offerIdentifier: winback
+                            rules: [{ churn-risk: { values: [high] } }, { cap: { count: 2, days: 30 } }]
+                          - offerIdentifier: welcome
+                """
+        )
+        service = OfferService(
+            apps: [],
+            keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
+            policy: policy,
+            store: store
+        )
     }
 
     /// Makes the twelve decisions.
@@ -76,7 +84,14 @@ struct DryRunHistory {
 
     func ask(_ offer: String, _ customer: String) async throws -> Bool {
         do {
-            _ = try await service.signLegacy(SignOfferRequest(bundleIdentifier: bundle, productIdentifier: Self.product, offerIdentifier: offer, applicationUsername: customer.replacingOccurrences(of: "c", with: "dry-customer-")))
+            _ = try await service.signLegacy(
+                SignOfferRequest(
+                    bundleIdentifier: bundle,
+                    productIdentifier: Self.product,
+                    offerIdentifier: offer,
+                    applicationUsername: customer.replacingOccurrences(of: "c", with: "dry-customer-")
+                )
+            )
             return true
         } catch let error as OfferServiceError where error.code == .notEligible {
             return false
@@ -99,7 +114,9 @@ struct DryRunHistory {
         #expect(report.refusedToGranted == 4)
         #expect(report.grantedToRefused == 0)
         #expect(report.changedOffer == 0)
-        #expect(report.byOffer == [.init(productIdentifier: DryRunHistory.product, offerIdentifier: "winback", grantedToRefused: 0, refusedToGranted: 4)])
+        #expect(
+            report.byOffer == [.init(productIdentifier: DryRunHistory.product, offerIdentifier: "winback", grantedToRefused: 0, refusedToGranted: 4)]
+        )
         #expect(report.examples.count == 4)
         #expect(report.examples.allSatisfy { !$0.before.granted && $0.after.granted && $0.customerHash.count == 12 })
         #expect(report.signaturesPerDay == .init(before: 0.23, after: 0.37, change: 0.13))
@@ -115,10 +132,12 @@ struct DryRunHistory {
         #expect(report.unchanged == 9)
         #expect(report.grantedToRefused == 3)
         #expect(report.refusedToGranted == 0)
-        #expect(report.byOffer == [
-            .init(productIdentifier: DryRunHistory.product, offerIdentifier: "welcome", grantedToRefused: 2, refusedToGranted: 0),
-            .init(productIdentifier: DryRunHistory.product, offerIdentifier: "winback", grantedToRefused: 1, refusedToGranted: 0),
-        ])
+        #expect(
+            report.byOffer == [
+                .init(productIdentifier: DryRunHistory.product, offerIdentifier: "welcome", grantedToRefused: 2, refusedToGranted: 0),
+                .init(productIdentifier: DryRunHistory.product, offerIdentifier: "winback", grantedToRefused: 1, refusedToGranted: 0),
+            ]
+        )
         #expect(report.examples.contains { $0.after.reasons == ["policy:unknown_offer"] })
         // The logged policy itself changes nothing.
         let same = try await history.dryRun(history.logged)
@@ -126,7 +145,10 @@ struct DryRunHistory {
         try await history.store.close()
     }
 
-    @Test("a candidate looking back further than the log kept, or reading the customer's identifier, is refused naming the rule", arguments: StoreBackend.available)
+    @Test(
+        "a candidate looking back further than the log kept, or reading the customer's identifier, is refused naming the rule",
+        arguments: StoreBackend.available
+    )
     func candidateNeedingFactsTheLogLacks(_ backend: StoreBackend) async throws {
         let history = try await DryRunHistory(backend)
         try await history.make()
@@ -140,14 +162,25 @@ struct DryRunHistory {
         try await history.store.close()
     }
 
-    @Test("the log names customers by their keyed hash and the policy by the SHA-256 of its text; without a policy nothing is logged", arguments: StoreBackend.available)
+    @Test(
+        "the log names customers by their keyed hash and the policy by the SHA-256 of its text; without a policy nothing is logged",
+        arguments: StoreBackend.available
+    )
     func whatIsLogged(_ backend: StoreBackend) async throws {
         let history = try await DryRunHistory(backend)
         try await history.make()
         let now = Int64(Date().timeIntervalSince1970 * 1000) + 1
-        let decisions = try await history.store.policyDecisions(bundleIdentifiers: [history.bundle], since: now - 3_600_000, until: now, after: nil, limit: 100)
+        let decisions = try await history.store.policyDecisions(
+            bundleIdentifiers: [history.bundle],
+            since: now - 3_600_000,
+            until: now,
+            after: nil,
+            limit: 100
+        )
         #expect(decisions.count == 12)
-        #expect(decisions.allSatisfy { $0.policyVersion == history.service.policy?.version && $0.policyVersion.count == 64 && $0.channel == "legacy" })
+        #expect(
+            decisions.allSatisfy { $0.policyVersion == history.service.policy?.version && $0.policyVersion.count == 64 && $0.channel == "legacy" }
+        )
         let snapshots = try await history.store.decisionSnapshots(hashes: decisions.map(\.factsHash))
         #expect(!snapshots.isEmpty && snapshots.count < decisions.count)  // identical snapshots are stored once
         #expect(snapshots.values.allSatisfy { !$0.contains("dry-customer") && $0.contains("\"flags\"") })
@@ -157,10 +190,29 @@ struct DryRunHistory {
         #expect(Set(decisions.map(\.customerHash)).count == 8)
         #expect(decisions.filter { !$0.granted }.map(\.reasons).contains("cap:cap_reached"))
         // The same service without a policy signs, and logs nothing.
-        let open = OfferService(apps: [AppConfiguration(bundleIdentifier: history.bundle)], keyRing: history.service.keys.current, store: history.store)
-        _ = try await open.signLegacy(SignOfferRequest(bundleIdentifier: history.bundle, productIdentifier: DryRunHistory.product, offerIdentifier: "welcome", applicationUsername: "c9"))
+        let open = OfferService(
+            apps: [AppConfiguration(bundleIdentifier: history.bundle)],
+            keyRing: history.service.keys.current,
+            store: history.store
+        )
+        _ = try await open.signLegacy(
+            SignOfferRequest(
+                bundleIdentifier: history.bundle,
+                productIdentifier: DryRunHistory.product,
+                offerIdentifier: "welcome",
+                applicationUsername: "c9"
+            )
+        )
         await history.store.flushDecisionLog()
-        #expect(try await history.store.policyDecisions(bundleIdentifiers: [history.bundle], since: now - 3_600_000, until: now + 60_000, after: nil, limit: 100).count == 12)
+        #expect(
+            try await history.store.policyDecisions(
+                bundleIdentifiers: [history.bundle],
+                since: now - 3_600_000,
+                until: now + 60_000,
+                after: nil,
+                limit: 100
+            ).count == 12
+        )
         // The purge drops what is older than the cut-off (on the test's own SQLite file: PostgreSQL is shared by
         // the suites running at the same time).
         if backend == .sqlite {
@@ -256,7 +308,10 @@ struct DryRunHistory {
         """
     }
 
-    @Test("an introductory yes becomes a no (still a signed answer); a retention message becomes the offer entry (changedOffer, one more signature)", arguments: StoreBackend.available)
+    @Test(
+        "an introductory yes becomes a no (still a signed answer); a retention message becomes the offer entry (changedOffer, one more signature)",
+        arguments: StoreBackend.available
+    )
     func introductoryAndRetention(_ backend: StoreBackend) async throws {
         let store = try await backend.open()
         let bundle = "com.example.channels-\(UUID().uuidString.prefix(8).lowercased())"
@@ -264,29 +319,42 @@ struct DryRunHistory {
         let snapshot = Self.snapshot(bundle: bundle)
         func record(_ channel: String, offer: String, entry: String?, at offset: Int64) -> PolicyDecisionRecord {
             PolicyDecisionRecord(
-                decidedAt: now - offset, channel: channel, bundleIdentifier: bundle, productIdentifier: "com.example.monthly",
-                offerIdentifier: offer, retentionEntry: entry, customerHash: "0123456789ab", policyVersion: String(repeating: "0", count: 64),
-                granted: true, reasons: "", lookbackSeconds: 0, factsHash: "snapshot-\(bundle)", factsSnapshot: snapshot)
+                decidedAt: now - offset,
+                channel: channel,
+                bundleIdentifier: bundle,
+                productIdentifier: "com.example.monthly",
+                offerIdentifier: offer,
+                retentionEntry: entry,
+                customerHash: "0123456789ab",
+                policyVersion: String(repeating: "0", count: 64),
+                granted: true,
+                reasons: "",
+                lookbackSeconds: 0,
+                factsHash: "snapshot-\(bundle)",
+                factsSnapshot: snapshot
+            )
         }
         store.logDecision(record("introductory", offer: "", entry: nil, at: 2_000))
         store.logDecision(record("retention", offer: "", entry: Self.fallback, at: 1_000))
         await store.flushDecisionLog()
-        let candidate = try OfferPolicy(text: """
-            apps:
-              - bundleIdentifier: \(bundle)
-                products:
-                  - productIdentifier: com.example.monthly
-                    subscriptionGroupIdentifier: "21000001"
-                    introductoryOffer:
-                      rules: [never-had-introductory-offer]
-                    offers:
-                      - offerIdentifier: retention_30
-                        rules: [auto-renew-off]
-                    retention:
-                      - promotionalOffer: retention_30
-                        messageIdentifier: \(Self.offerMessage)
-                      - messageIdentifier: \(Self.fallback)
-            """)
+        let candidate = try OfferPolicy(
+            text: """
+                apps:
+                  - bundleIdentifier: \(bundle)
+                    products:
+                      - productIdentifier: com.example.monthly
+                        subscriptionGroupIdentifier: "21000001"
+                        introductoryOffer:
+                          rules: [never-had-introductory-offer]
+                        offers:
+                          - offerIdentifier: retention_30
+                            rules: [auto-renew-off]
+                        retention:
+                          - promotionalOffer: retention_30
+                            messageIdentifier: \(Self.offerMessage)
+                          - messageIdentifier: \(Self.fallback)
+                """
+        )
         let report = try await PolicyDryRun(store: store, candidate: candidate).run(days: 1)
         #expect(report.replayed == 2)
         #expect(report.grantedToRefused == 1)
@@ -315,7 +383,13 @@ struct DryRunHistory {
         }
         await fixture.store.flushDecisionLog()
         let now = Int64(Date().timeIntervalSince1970 * 1000) + 1
-        let decisions = try await fixture.store.policyDecisions(bundleIdentifiers: [fixture.bundle], since: now - 3_600_000, until: now, after: nil, limit: 100)
+        let decisions = try await fixture.store.policyDecisions(
+            bundleIdentifiers: [fixture.bundle],
+            since: now - 3_600_000,
+            until: now,
+            after: nil,
+            limit: 100
+        )
         #expect(decisions.count == 2)
         #expect(decisions.allSatisfy { $0.channel == "retention" && $0.granted && $0.productIdentifier == RetentionFixture.monthly })
         #expect(Set(decisions.compactMap(\.retentionEntry)) == ["5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e02", "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03"])
@@ -345,15 +419,17 @@ struct ExperimentHistory {
                   - offerIdentifier: winback
                     rules: [{ churn-risk: { values: \(churn) } }]
                   - offerIdentifier: welcome
-        """ + (experiment ? """
+        """
+            + (experiment
+                ? """
 
-        experiments:
-          - id: winback-split
-            productIdentifier: \(product)
-            variants:
-              - { name: offered, offerIdentifier: winback, weight: \(weights.0) }
-              - { name: held, holdout: true, weight: \(weights.1) }
-        """ : "")
+                experiments:
+                  - id: winback-split
+                    productIdentifier: \(product)
+                    variants:
+                      - { name: offered, offerIdentifier: winback, weight: \(weights.0) }
+                      - { name: held, holdout: true, weight: \(weights.1) }
+                """ : "")
     }
 
     init(_ backend: StoreBackend) async throws {
@@ -377,8 +453,14 @@ struct ExperimentHistory {
             try await store.updateCustomer(key) { $0.flags["churnRisk"] = index % 2 == 0 ? "high" : "medium" }
             for offer in ["winback", "welcome"] {
                 do {
-                    _ = try await service.signLegacy(SignOfferRequest(
-                        bundleIdentifier: bundle, productIdentifier: Self.product, offerIdentifier: offer, applicationUsername: customer))
+                    _ = try await service.signLegacy(
+                        SignOfferRequest(
+                            bundleIdentifier: bundle,
+                            productIdentifier: Self.product,
+                            offerIdentifier: offer,
+                            applicationUsername: customer
+                        )
+                    )
                     granted += offer == "winback" ? 1 : 0
                 } catch let error as OfferServiceError where error.code == .notEligible {}
             }
@@ -396,13 +478,20 @@ struct ExperimentHistory {
     }
 
     func post(_ client: some TestClientProtocol, _ body: String) async throws -> TestResponse {
-        try await client.execute(uri: "/admin/policy/dry-run?days=7", method: .post, headers: [
-            .contentType: "application/yaml", .authorization: "Bearer \(AdminPolicyDryRunRouteTests.token)",
-        ], body: ByteBuffer(string: body))
+        try await client.execute(
+            uri: "/admin/policy/dry-run?days=7",
+            method: .post,
+            headers: [
+                .contentType: "application/yaml", .authorization: "Bearer \(AdminPolicyDryRunRouteTests.token)",
+            ],
+            body: ByteBuffer(string: body)
+        )
     }
 
-    @Test("each decision is logged with its experiment and variant; a candidate keeping the experiment replays with them, one changing it is 422",
-          arguments: StoreBackend.available)
+    @Test(
+        "each decision is logged with its experiment and variant; a candidate keeping the experiment replays with them, one changing it is 422",
+        arguments: StoreBackend.available
+    )
     func keepingTheExperimentReplays(_ backend: StoreBackend) async throws {
         let history = try await ExperimentHistory(backend)
         let offered = try Self.customers.filter { try history.variant($0) == "offered" }
@@ -415,7 +504,12 @@ struct ExperimentHistory {
 
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let logged = try await history.store.policyDecisions(
-            bundleIdentifiers: [history.bundle], since: now - 3_600_000, until: now + 60_000, after: nil, limit: 100)
+            bundleIdentifiers: [history.bundle],
+            since: now - 3_600_000,
+            until: now + 60_000,
+            after: nil,
+            limit: 100
+        )
         #expect(logged.count == 32)
         let winback = logged.filter { $0.offerIdentifier == "winback" }
         #expect(winback.allSatisfy { $0.experimentIdentifier == "winback-split" && $0.experimentVariant != nil })
@@ -456,23 +550,41 @@ struct ExperimentHistory {
         try await history.store.close()
     }
 
-    @Test("decisions made while the experiment ran but logged without its variant (before schema 18) are counted as not replayed, never guessed",
-          arguments: StoreBackend.available)
+    @Test(
+        "decisions made while the experiment ran but logged without its variant (before schema 18) are counted as not replayed, never guessed",
+        arguments: StoreBackend.available
+    )
     func decisionsWithoutTheirVariantAreCounted(_ backend: StoreBackend) async throws {
         let history = try await ExperimentHistory(backend)
         _ = try await history.make()
         // Three win-back decisions as a release before schema 18 logged them: no experiment, no variant.
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let logged = try await history.store.policyDecisions(
-            bundleIdentifiers: [history.bundle], since: now - 3_600_000, until: now + 60_000, after: nil, limit: 100)
+            bundleIdentifiers: [history.bundle],
+            since: now - 3_600_000,
+            until: now + 60_000,
+            after: nil,
+            limit: 100
+        )
         let model = try #require(logged.first { $0.offerIdentifier == "winback" })
         let snapshots = try await history.store.decisionSnapshots(hashes: [model.factsHash])
         for offset in 1...3 {
-            history.store.logDecision(PolicyDecisionRecord(
-                decidedAt: now - Int64(offset) * 1000, channel: model.channel, bundleIdentifier: history.bundle, productIdentifier: model.productIdentifier,
-                offerIdentifier: "winback", customerHash: model.customerHash, policyVersion: model.policyVersion, granted: false,
-                reasons: model.reasons, lookbackSeconds: model.lookbackSeconds, factsHash: model.factsHash,
-                factsSnapshot: try #require(snapshots[model.factsHash])))
+            history.store.logDecision(
+                PolicyDecisionRecord(
+                    decidedAt: now - Int64(offset) * 1000,
+                    channel: model.channel,
+                    bundleIdentifier: history.bundle,
+                    productIdentifier: model.productIdentifier,
+                    offerIdentifier: "winback",
+                    customerHash: model.customerHash,
+                    policyVersion: model.policyVersion,
+                    granted: false,
+                    reasons: model.reasons,
+                    lookbackSeconds: model.lookbackSeconds,
+                    factsHash: model.factsHash,
+                    factsSnapshot: try #require(snapshots[model.factsHash])
+                )
+            )
         }
         await history.store.flushDecisionLog()
         let inForce = try #require(history.service.policy)
@@ -503,8 +615,10 @@ struct ExperimentHistory {
         try await history.store.close()
     }
 
-    @Test("the console's policy page starts a candidate from the policy in force and shows the candidate's line diff against it",
-          arguments: StoreBackend.available)
+    @Test(
+        "the console's policy page starts a candidate from the policy in force and shows the candidate's line diff against it",
+        arguments: StoreBackend.available
+    )
     func consoleStartsFromThePolicyInForce(_ backend: StoreBackend) async throws {
         let history = try await ExperimentHistory(backend)
         _ = try await history.make()

@@ -25,7 +25,8 @@ import Testing
         var values: [String: Double] = [:]
         for line in text.split(separator: "\n") where line.hasPrefix("offer_signer_redemptions_total{") {
             guard let type = line.firstMatch(of: /offerType="([^"]*)"/)?.1, let attributed = line.firstMatch(of: /attributed="([^"]*)"/)?.1,
-                  let value = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
+                let value = line.split(separator: " ").last.flatMap({ Double($0) })
+            else { continue }
             values["\(type) \(attributed)"] = value
         }
         return values
@@ -35,22 +36,43 @@ import Testing
     func countedOnce() async throws {
         let registry = Self.registry
         let fixture = try await StoreFixture(.sqlite)
-        let router = buildRouter(service: fixture.service, adminTokens: try BearerTokens(parsing: "carol:\(StoreFixture.adminToken)"), metricsRegistry: registry)
+        let router = buildRouter(
+            service: fixture.service,
+            adminTokens: try BearerTokens(parsing: "carol:\(StoreFixture.adminToken)"),
+            metricsRegistry: registry
+        )
         try await Application(router: router, logger: Logger(label: "test")).test(.router) { client in
             func metrics() async throws -> [String: Double] {
-                redemptions(try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: "Bearer \(StoreFixture.adminToken)"]).text)
+                redemptions(
+                    try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: "Bearer \(StoreFixture.adminToken)"]).text
+                )
             }
             #expect(try await fixture.sign(client, "everyone", "metric-a").status == .ok)
-            var signed = TestPayloads.transaction(originalTransactionId: OutcomeTests.otid(), appAccountToken: "metric-a", purchaseDate: Date() + 1, bundleIdentifier: fixture.bundle)
+            var signed = TestPayloads.transaction(
+                originalTransactionId: OutcomeTests.otid(),
+                appAccountToken: "metric-a",
+                purchaseDate: Date() + 1,
+                bundleIdentifier: fixture.bundle
+            )
             signed.offerType = .promotionalOffer
             signed.offerIdentifier = "everyone"
-            var code = TestPayloads.transaction(originalTransactionId: OutcomeTests.otid(), appAccountToken: "metric-b", purchaseDate: Date(), bundleIdentifier: fixture.bundle)
+            var code = TestPayloads.transaction(
+                originalTransactionId: OutcomeTests.otid(),
+                appAccountToken: "metric-b",
+                purchaseDate: Date(),
+                bundleIdentifier: fixture.bundle
+            )
             code.offerType = .offerCode
             code.offerIdentifier = "SPRING"
             let before = try await metrics()
             for transaction in [signed, code, signed] {
-                let payload = try await fixture.signer.signNotification(.subscribed, subtype: .resubscribe, transaction: transaction,
-                                                                        renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleIdentifier: fixture.bundle)
+                let payload = try await fixture.signer.signNotification(
+                    .subscribed,
+                    subtype: .resubscribe,
+                    transaction: transaction,
+                    renewalInfo: TestPayloads.renewalInfo(for: transaction),
+                    bundleIdentifier: fixture.bundle
+                )
                 #expect(try await client.post("/v1/notifications/appstore", json: "{\"signedPayload\":\"\(payload)\"}").status == .ok)
             }
             let after = try await metrics()
@@ -65,10 +87,15 @@ import Testing
     func headRequestsAreCounted() async throws {
         let registry = Self.registry
         let test = try TestService()
-        let router = buildRouter(service: test.service, adminTokens: try BearerTokens(parsing: "carol:\(StoreFixture.adminToken)"), metricsRegistry: registry)
+        let router = buildRouter(
+            service: test.service,
+            adminTokens: try BearerTokens(parsing: "carol:\(StoreFixture.adminToken)"),
+            metricsRegistry: registry
+        )
         try await Application(router: router, logger: Logger(label: "test")).test(.router) { client in
             func headCount() async throws -> Double {
-                let text = try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: "Bearer \(StoreFixture.adminToken)"]).text
+                let text = try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: "Bearer \(StoreFixture.adminToken)"])
+                    .text
                 return text.split(separator: "\n")
                     .filter { $0.hasPrefix("hb_requests{") && $0.contains(#"http_request_method="HEAD""#) && $0.contains(#"http_route="/v1/keys""#) }
                     .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)

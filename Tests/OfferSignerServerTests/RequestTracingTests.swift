@@ -28,7 +28,9 @@ import Testing
         for (variable, value) in [("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "GRPC")] {
             let error = #expect(throws: ConfigurationError.self) {
                 _ = try RequestTracing.start(
-                    environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", variable: value], logger: Logger(label: "test"))
+                    environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", variable: value],
+                    logger: Logger(label: "test")
+                )
             }
             #expect(error?.message.contains("OTLP/HTTP only") == true)
         }

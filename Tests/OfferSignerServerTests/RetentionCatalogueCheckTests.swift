@@ -11,25 +11,29 @@ import Testing
         try folder.write("hero.png", RetentionPNG.make(width: 3840, height: 2160))
         try folder.write("star.png", RetentionPNG.make(width: 1024, height: 1024))
         let messages = """
-              - name: keep-going
-                locale: en-US
-                header: "\(String(repeating: "h", count: 66))"
-                body: "\(String(repeating: "b", count: 144))"
-                headerPosition: ABOVE_IMAGE
-                image: hero.png
-                altText: "\(String(repeating: "a", count: 150))"
-                bulletPoints:
-        \((1...5).map { "          - { text: \"\(String(repeating: "t", count: 66))\", image: star.png, altText: \"star \($0)\" }" }.joined(separator: "\n"))
-              - name: half-price
-                header: Half price
-                body: Stay for half price for three months.
-        """
-        let policy = try folder.policy(messages: messages, entries: """
-                  - promotionalOffer: half_price
-                    message: half-price
-                    rules: [auto-renew-off]
-                  - message: keep-going
-        """, defaults: "en-US: keep-going")
+                  - name: keep-going
+                    locale: en-US
+                    header: "\(String(repeating: "h", count: 66))"
+                    body: "\(String(repeating: "b", count: 144))"
+                    headerPosition: ABOVE_IMAGE
+                    image: hero.png
+                    altText: "\(String(repeating: "a", count: 150))"
+                    bulletPoints:
+            \((1...5).map { "          - { text: \"\(String(repeating: "t", count: 66))\", image: star.png, altText: \"star \($0)\" }" }.joined(separator: "\n"))
+                  - name: half-price
+                    header: Half price
+                    body: Stay for half price for three months.
+            """
+        let policy = try folder.policy(
+            messages: messages,
+            entries: """
+                          - promotionalOffer: half_price
+                            message: half-price
+                            rules: [auto-renew-off]
+                          - message: keep-going
+                """,
+            defaults: "en-US: keep-going"
+        )
         #expect(RetentionCatalogueCheck.problems(in: policy).isEmpty)
         let catalogue = policy.apps[0].retentionCatalogue
         #expect(catalogue.messages.count == 2)
@@ -40,7 +44,11 @@ import Testing
         // The same content is the same identifier; another text another one.
         let again = try folder.policy(messages: messages, entries: "          - message: keep-going", defaults: nil)
         #expect(again.apps[0].retentionCatalogue.messages.map(\.identifier) == catalogue.messages.map(\.identifier))
-        let changed = try folder.policy(messages: messages.replacingOccurrences(of: "Half price", with: "Half off"), entries: "          - message: keep-going", defaults: nil)
+        let changed = try folder.policy(
+            messages: messages.replacingOccurrences(of: "Half price", with: "Half off"),
+            entries: "          - message: keep-going",
+            defaults: nil
+        )
         #expect(changed.apps[0].retentionCatalogue.messages[1].identifier != catalogue.messages[1].identifier)
         #expect(changed.apps[0].retentionCatalogue.messages[0].identifier == catalogue.messages[0].identifier)
     }
@@ -56,37 +64,49 @@ import Testing
     @Test func anAltTextOver150CharactersIsRefused() throws {
         let folder = try CatalogueFolder()
         try folder.write("hero.png", RetentionPNG.make(width: 3840, height: 400))
-        #expect(try folder.codes("""
-              - name: m
-                header: h
-                body: b
-                image: hero.png
-                altText: "\(String(repeating: "a", count: 151))"
-        """) == ["alt_text_too_long"])
+        #expect(
+            try folder.codes(
+                """
+                      - name: m
+                        header: h
+                        body: b
+                        image: hero.png
+                        altText: "\(String(repeating: "a", count: 151))"
+                """
+            ) == ["alt_text_too_long"]
+        )
     }
 
     @Test func moreThanFiveBulletPointsAreRefused() throws {
         let folder = try CatalogueFolder()
         try folder.write("star.png", RetentionPNG.make(width: 1024, height: 1024))
-        #expect(try folder.codes("""
-              - name: m
-                header: h
-                body: b
-                bulletPoints:
-        \((1...6).map { "          - { text: \"point \($0)\", image: star.png, altText: star }" }.joined(separator: "\n"))
-        """) == ["too_many_bullet_points"])
+        #expect(
+            try folder.codes(
+                """
+                      - name: m
+                        header: h
+                        body: b
+                        bulletPoints:
+                \((1...6).map { "          - { text: \"point \($0)\", image: star.png, altText: star }" }.joined(separator: "\n"))
+                """
+            ) == ["too_many_bullet_points"]
+        )
     }
 
     @Test func aBulletPointTextOver66CharactersIsRefused() throws {
         let folder = try CatalogueFolder()
         try folder.write("star.png", RetentionPNG.make(width: 1024, height: 1024))
-        #expect(try folder.codes("""
-              - name: m
-                header: h
-                body: b
-                bulletPoints:
-                  - { text: "\(String(repeating: "t", count: 67))", image: star.png, altText: star }
-        """) == ["bullet_point_text_too_long"])
+        #expect(
+            try folder.codes(
+                """
+                      - name: m
+                        header: h
+                        body: b
+                        bulletPoints:
+                          - { text: "\(String(repeating: "t", count: 67))", image: star.png, altText: star }
+                """
+            ) == ["bullet_point_text_too_long"]
+        )
     }
 
     @Test func aHeaderAboveAnImageNeedsAnImage() throws {
@@ -96,16 +116,20 @@ import Testing
     @Test func onlyATextMessageCarriesAnImage() throws {
         let folder = try CatalogueFolder()
         try folder.write("hero.png", RetentionPNG.make(width: 3840, height: 400))
-        let policy = try folder.policy(messages: """
-              - name: with-image
-                header: h
-                body: b
-                image: hero.png
-                altText: a picture
-        """, entries: """
-                  - alternateProduct: com.example.yearly
-                    message: with-image
-        """, defaults: nil)
+        let policy = try folder.policy(
+            messages: """
+                      - name: with-image
+                        header: h
+                        body: b
+                        image: hero.png
+                        altText: a picture
+                """,
+            entries: """
+                          - alternateProduct: com.example.yearly
+                            message: with-image
+                """,
+            defaults: nil
+        )
         #expect(RetentionCatalogueCheck.problems(in: policy).map(\.code) == ["image_not_allowed"])
     }
 
@@ -113,18 +137,22 @@ import Testing
         let folder = try CatalogueFolder()
         try folder.write("alpha.png", RetentionPNG.make(width: 3840, height: 400, colourType: 6))
         try folder.write("trns.png", RetentionPNG.make(width: 3840, height: 400, transparencyChunk: true))
-        #expect(try folder.codes("""
-              - name: m1
-                header: h
-                body: b
-                image: alpha.png
-                altText: a
-              - name: m2
-                header: h
-                body: b
-                image: trns.png
-                altText: a
-        """) == ["invalid_image", "invalid_image"])
+        #expect(
+            try folder.codes(
+                """
+                      - name: m1
+                        header: h
+                        body: b
+                        image: alpha.png
+                        altText: a
+                      - name: m2
+                        header: h
+                        body: b
+                        image: trns.png
+                        altText: a
+                """
+            ) == ["invalid_image", "invalid_image"]
+        )
     }
 
     @Test func aFullSizeImageIs3840WideAnd160To2160High() throws {
@@ -135,7 +163,9 @@ import Testing
             try folder.write("full\(index).png", RetentionPNG.make(width: size.0, height: size.1))
             messages.append("      - { name: m\(index), header: h, body: b, image: full\(index).png, altText: a }")
         }
-        let problems = RetentionCatalogueCheck.problems(in: try folder.policy(messages: messages.joined(separator: "\n"), entries: nil, defaults: nil))
+        let problems = RetentionCatalogueCheck.problems(
+            in: try folder.policy(messages: messages.joined(separator: "\n"), entries: nil, defaults: nil)
+        )
         #expect(problems.map(\.code) == ["invalid_image", "invalid_image", "invalid_image"])
         #expect(problems[0].message.contains("3839 × 400"))
     }
@@ -143,13 +173,17 @@ import Testing
     @Test func aBulletPointImageIs1024By1024() throws {
         let folder = try CatalogueFolder()
         try folder.write("wide.png", RetentionPNG.make(width: 1024, height: 1023))
-        #expect(try folder.codes("""
-              - name: m
-                header: h
-                body: b
-                bulletPoints:
-                  - { text: point, image: wide.png, altText: star }
-        """) == ["invalid_image"])
+        #expect(
+            try folder.codes(
+                """
+                      - name: m
+                        header: h
+                        body: b
+                        bulletPoints:
+                          - { text: point, image: wide.png, altText: star }
+                """
+            ) == ["invalid_image"]
+        )
     }
 
     @Test func atMost2000MessagesAnApp() throws {
@@ -163,7 +197,9 @@ import Testing
         for index in 0..<1001 {  // 1,001 messages, each with a full-size image and a bullet image of its own: 2,002 images
             try folder.write("full\(index).png", RetentionPNG.make(width: 3840, height: 160 + index))
             try folder.write("bullet\(index).png", RetentionPNG.make(width: 1024, height: 1024, text: "\(index)"))
-            messages.append("      - { name: m\(index), header: h, body: b, image: full\(index).png, altText: a, bulletPoints: [{ text: t, image: bullet\(index).png, altText: a }] }")
+            messages.append(
+                "      - { name: m\(index), header: h, body: b, image: full\(index).png, altText: a, bulletPoints: [{ text: t, image: bullet\(index).png, altText: a }] }"
+            )
         }
         #expect(try folder.codes(messages.joined(separator: "\n")) == ["limit_reached"])
     }
@@ -171,15 +207,25 @@ import Testing
     @Test func aDefaultNamesAMessageOfItsLocaleAndAValidLocale() throws {
         let folder = try CatalogueFolder()
         let messages = "      - { name: m, locale: en-US, header: h, body: b }"
-        #expect(RetentionCatalogueCheck.problems(in: try folder.policy(messages: messages, entries: nil, defaults: "fr-FR: m")).map(\.code) == ["invalid_locale"])
-        #expect(RetentionCatalogueCheck.problems(in: try folder.policy(messages: messages, entries: nil, defaults: "\"e n\": m")).map(\.code)
-            == ["invalid_locale", "invalid_locale"])
+        #expect(
+            RetentionCatalogueCheck.problems(in: try folder.policy(messages: messages, entries: nil, defaults: "fr-FR: m")).map(\.code) == [
+                "invalid_locale"
+            ]
+        )
+        #expect(
+            RetentionCatalogueCheck.problems(in: try folder.policy(messages: messages, entries: nil, defaults: "\"e n\": m")).map(\.code)
+                == ["invalid_locale", "invalid_locale"]
+        )
         #expect(throws: PolicyError.self) { try folder.policy(messages: messages, entries: nil, defaults: "en-US: unknown") }
         #expect(throws: PolicyError.self) { try folder.policy(messages: messages, entries: "          - message: unknown", defaults: nil) }
     }
 
     @Test func anImageNeedsThePolicyFile() throws {
-        let text = try CatalogueFolder.text(messages: "      - { name: m, header: h, body: b, image: hero.png, altText: a }", entries: nil, defaults: nil)
+        let text = try CatalogueFolder.text(
+            messages: "      - { name: m, header: h, body: b, image: hero.png, altText: a }",
+            entries: nil,
+            defaults: nil
+        )
         #expect(throws: PolicyError.self) { try OfferPolicy(text: text) }
     }
 

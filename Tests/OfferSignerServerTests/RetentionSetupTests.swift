@@ -54,9 +54,17 @@ import Testing
 
             await fixture.fake.state.scriptPerformanceTests([.pass])
             let outcome = try await setup.goLive(
-                fixture.bundle, productionURL: Self.url, sandboxURL: nil, originalTransactionId: "2000000123456789", pollInterval: .milliseconds(10),
-                report: { _ in })
-            guard case .live = outcome else { Issue.record("expected live, got \(outcome)"); return }
+                fixture.bundle,
+                productionURL: Self.url,
+                sandboxURL: nil,
+                originalTransactionId: "2000000123456789",
+                pollInterval: .milliseconds(10),
+                report: { _ in }
+            )
+            guard case .live = outcome else {
+                Issue.record("expected live, got \(outcome)")
+                return
+            }
             #expect(await fixture.fake.state.realtimeURL(in: "production") == Self.url)
             let last = try #require(await setup.lastPerformanceTest(fixture.bundle))
             #expect(last.live && last.result.result == .pass)
@@ -70,10 +78,16 @@ import Testing
         try await fixture.fake.run { port in
             let setup = try fixture.setup(port: port)
             let service = OfferService(
-                apps: [], keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
-                policy: fixture.policy, store: fixture.store)
+                apps: [],
+                keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
+                policy: fixture.policy,
+                store: fixture.store
+            )
             let router = buildRouter(
-                service: service, adminTokens: try BearerTokens(parsing: "carol:\(Self.adminToken),alice:\(ConsoleTests.token)"), retentionMessaging: setup)
+                service: service,
+                adminTokens: try BearerTokens(parsing: "carol:\(Self.adminToken),alice:\(ConsoleTests.token)"),
+                retentionMessaging: setup
+            )
             let app = Application(router: router, logger: Logger(label: "test"))
             try await app.test(.router) { client in
                 let headers: HTTPFields = [.authorization: "Bearer \(Self.adminToken)", .contentType: "application/json"]
@@ -95,11 +109,21 @@ import Testing
                 // Production refuses the URL before a Sandbox test passed; a failed test leaves it alone.
                 await fixture.fake.state.scriptPerformanceTests([.fail, .pass])
                 let body = #"{"url":"\#(Self.url)","originalTransactionId":"2000000123456789","pollSeconds":1}"#
-                let failed = try await client.execute(uri: "/admin/retention/go-live", method: .post, headers: headers, body: ByteBuffer(string: body))
+                let failed = try await client.execute(
+                    uri: "/admin/retention/go-live",
+                    method: .post,
+                    headers: headers,
+                    body: ByteBuffer(string: body)
+                )
                 #expect(failed.status == .ok)
                 #expect(String(buffer: failed.body).contains(#""outcome":"failed""#))
                 #expect(await fixture.fake.state.realtimeURL(in: "production") == nil)
-                let passed = try await client.execute(uri: "/admin/retention/go-live", method: .post, headers: headers, body: ByteBuffer(string: body))
+                let passed = try await client.execute(
+                    uri: "/admin/retention/go-live",
+                    method: .post,
+                    headers: headers,
+                    body: ByteBuffer(string: body)
+                )
                 #expect(String(buffer: passed.body).contains(#""outcome":"live""#))
                 #expect(await fixture.fake.state.realtimeURL(in: "production") == Self.url)
 
@@ -128,8 +152,14 @@ import Testing
             _ = try await sync.sync(app)
             let keys = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")])
             let request = DecodedRealtimeRequestBody(
-                originalTransactionId: "2000000123456789", appAppleId: FakeAppStore.appAppleId, productIdentifier: "com.example.monthly",
-                userLocale: "en-US", requestIdentifier: UUID().uuidString.lowercased(), environment: .production, signedDate: Date().appStoreMilliseconds)
+                originalTransactionId: "2000000123456789",
+                appAppleId: FakeAppStore.appAppleId,
+                productIdentifier: "com.example.monthly",
+                userLocale: "en-US",
+                requestIdentifier: UUID().uuidString.lowercased(),
+                environment: .production,
+                signedDate: Date().appStoreMilliseconds
+            )
             // Uploaded, PENDING: no entry may answer, so the App Store shows its default message.
             let pending = OfferService(apps: [], keyRing: keys, policy: fixture.policy, store: fixture.store, retentionDeadline: .seconds(10))
             await #expect(throws: OfferServiceError.self) { _ = try await pending.answerRetention(request, bundleIdentifier: fixture.bundle) }
@@ -174,7 +204,8 @@ import Testing
             try folder.write("star.png", RetentionPNG.make(width: 1024, height: 1024))
             try folder.write("clock.png", RetentionPNG.make(width: 1024, height: 1024, text: "clock"))
             let file = folder.url.appendingPathComponent("policy.yaml")
-            try Data("""
+            try Data(
+                """
                 apps:
                   - bundleIdentifier: \(bundle)
                     appAppleId: \(FakeAppStore.appAppleId)
@@ -202,19 +233,26 @@ import Testing
                             message: half-price
                             rules: [auto-renew-off]
                           - message: keep-going
-                """.utf8).write(to: file)
+                """.utf8
+            ).write(to: file)
             policy = try OfferPolicy(contentsOf: file.path)
         }
 
         /// The use case on the stand-in on `port`, without client-side rate limits.
         func setup(port: Int) throws -> RetentionMessagingSetup {
             var configuration = AppStoreServerAPIConfiguration(
-                keyIdentifier: FakeAppStore.keyIdentifier, privateKeyPEM: appKey.pemRepresentation, issuerId: FakeAppStore.issuerId,
-                bundleIdentifier: bundle)
+                keyIdentifier: FakeAppStore.keyIdentifier,
+                privateKeyPEM: appKey.pemRepresentation,
+                issuerId: FakeAppStore.issuerId,
+                bundleIdentifier: bundle
+            )
             configuration.baseURLs = .init(production: "http://localhost:\(port)/production", sandbox: "http://localhost:\(port)/sandbox")
             return try RetentionMessagingSetup(
-                configurations: [bundle: configuration], options: .init(timeout: .seconds(30), rateLimit: .off), store: store,
-                logger: Logger(label: "test"))
+                configurations: [bundle: configuration],
+                options: .init(timeout: .seconds(30), rateLimit: .off),
+                store: store,
+                logger: Logger(label: "test")
+            )
         }
 
         /// Apple's review: every item of the catalogue approved in Production.

@@ -5,6 +5,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import OfferApplication
 import OfferEligibility
 import OfferKeys
 import OfferModel
@@ -12,7 +13,6 @@ import OfferSignerServer
 import OfferSigning
 import OfferStore
 import Testing
-import OfferApplication
 
 /// A service that answers the App Store's real-time retention requests: a policy with retention entries, a store,
 /// and App Store verification (by appAppleId) against a test chain.
@@ -35,7 +35,13 @@ struct RetentionFixture {
 
     /// `replicaOf`: another replica of that fixture's service (same app, key, chain and database, its own store
     /// connection and service), for the checks that must hold across replicas sharing PostgreSQL.
-    init(_ backend: StoreBackend, deadline: Duration = .seconds(20), slowStore: Duration? = nil, fallback: Bool = true, replicaOf other: RetentionFixture? = nil) async throws {
+    init(
+        _ backend: StoreBackend,
+        deadline: Duration = .seconds(20),
+        slowStore: Duration? = nil,
+        fallback: Bool = true,
+        replicaOf other: RetentionFixture? = nil
+    ) async throws {
         bundle = other?.bundle ?? "com.example.rm-\(UUID().uuidString.prefix(8).lowercased())"
         store = try await backend.open()
         key = try other?.key ?? SigningKey.generate(keyIdentifier: "TESTKEY001")
@@ -45,46 +51,59 @@ struct RetentionFixture {
         self.chain = chain
         signer = TestJWSSigner(chain: chain)
         let registry = RuleRegistry.builtIn
-        let policy = try OfferPolicy(text: """
-            apps:
-              - bundleIdentifier: \(bundle)
-                issuerIdentifier: \(Self.issuer)
-                appAppleId: \(Self.appAppleId)
-                products:
-                  - productIdentifier: \(Self.monthly)
-                    subscriptionGroupIdentifier: "21000001"
-                    offers:
-                      - offerIdentifier: retention_30
-                        rules: [auto-renew-off, { cap: { count: 3, days: 30 } }]
-                    retention:
-                      - promotionalOffer: retention_30
-                        messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e01
-                      - alternateProduct: \(Self.annual)
-                        messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e02
-                        rules: [active-subscriber, { loyalty: { minRenewals: 1 } }]
-                      \(fallback ? "- messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03" : "")
-                  - productIdentifier: \(Self.weekly)
-                    subscriptionGroupIdentifier: "21000001"
-                    offers:
-                      - offerIdentifier: retention_v1
-                        rules: [auto-renew-off]
-                    retention:
-                      - promotionalOffer: retention_v1
-                        messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e04
-                        signature: v1
-                      - messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03
-                  - productIdentifier: \(Self.annual)
-                    subscriptionGroupIdentifier: "21000001"
-                  - productIdentifier: \(Self.plain)
-            """, registry: registry)
-        let verifier = try SignedDataVerifier(bundleIdentifier: bundle, appAppleId: Self.appAppleId, environments: [.sandbox], trustedRoots: [chain.root])
+        let policy = try OfferPolicy(
+            text: """
+                apps:
+                  - bundleIdentifier: \(bundle)
+                    issuerIdentifier: \(Self.issuer)
+                    appAppleId: \(Self.appAppleId)
+                    products:
+                      - productIdentifier: \(Self.monthly)
+                        subscriptionGroupIdentifier: "21000001"
+                        offers:
+                          - offerIdentifier: retention_30
+                            rules: [auto-renew-off, { cap: { count: 3, days: 30 } }]
+                        retention:
+                          - promotionalOffer: retention_30
+                            messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e01
+                          - alternateProduct: \(Self.annual)
+                            messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e02
+                            rules: [active-subscriber, { loyalty: { minRenewals: 1 } }]
+                          \(fallback ? "- messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03" : "")
+                      - productIdentifier: \(Self.weekly)
+                        subscriptionGroupIdentifier: "21000001"
+                        offers:
+                          - offerIdentifier: retention_v1
+                            rules: [auto-renew-off]
+                        retention:
+                          - promotionalOffer: retention_v1
+                            messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e04
+                            signature: v1
+                          - messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03
+                      - productIdentifier: \(Self.annual)
+                        subscriptionGroupIdentifier: "21000001"
+                      - productIdentifier: \(Self.plain)
+                """,
+            registry: registry
+        )
+        let verifier = try SignedDataVerifier(
+            bundleIdentifier: bundle,
+            appAppleId: Self.appAppleId,
+            environments: [.sandbox],
+            trustedRoots: [chain.root]
+        )
         let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: Logger(label: "test"))
         // The service may see the store slowed down (the real store, answering late), to run into the deadline.
         let realStore = store
         let serviceStore: any OfferStore = slowStore.map { SlowStore(base: realStore, delay: $0) } ?? realStore
         service = OfferService(
-            apps: [], keyRing: try KeyRing(keys: [.init(key: key, source: "test")]), policy: policy, store: serviceStore,
-            notifications: ingestor, retentionDeadline: deadline)
+            apps: [],
+            keyRing: try KeyRing(keys: [.init(key: key, source: "test")]),
+            policy: policy,
+            store: serviceStore,
+            notifications: ingestor,
+            retentionDeadline: deadline
+        )
     }
 
     var application: some ApplicationProtocol {
@@ -92,31 +111,69 @@ struct RetentionFixture {
     }
 
     /// A customer known from notifications: subscribed (and renewed when `renewed`), auto-renew as given.
-    func subscribe(_ client: some TestClientProtocol, token: String?, originalTransactionId: String, renewed: Bool = false, autoRenew: AutoRenewStatus) async throws {
+    func subscribe(
+        _ client: some TestClientProtocol,
+        token: String?,
+        originalTransactionId: String,
+        renewed: Bool = false,
+        autoRenew: AutoRenewStatus
+    ) async throws {
         let now = Date()
         var transaction = TestPayloads.transaction(
-            originalTransactionId: originalTransactionId, appAccountToken: token, expiresDate: now + 20 * 86_400, bundleIdentifier: bundle,
-            signedDate: now - 40 * 86_400)
+            originalTransactionId: originalTransactionId,
+            appAccountToken: token,
+            expiresDate: now + 20 * 86_400,
+            bundleIdentifier: bundle,
+            signedDate: now - 40 * 86_400
+        )
         transaction.subscriptionGroupIdentifier = "21000001"
         try await notify(client, .subscribed, .initialBuy, transaction, autoRenew: .on, signedDate: now - 40 * 86_400)
         if renewed { try await notify(client, .didRenew, nil, transaction, autoRenew: .on, signedDate: now - 10 * 86_400) }
-        if autoRenew == .off { try await notify(client, .didChangeRenewalStatus, .autoRenewDisabled, transaction, autoRenew: .off, signedDate: now - 86_400) }
+        if autoRenew == .off {
+            try await notify(client, .didChangeRenewalStatus, .autoRenewDisabled, transaction, autoRenew: .off, signedDate: now - 86_400)
+        }
     }
 
-    func notify(_ client: some TestClientProtocol, _ type: NotificationType, _ subtype: NotificationSubtype?, _ transaction: JWSTransactionDecodedPayload, autoRenew: AutoRenewStatus, signedDate: Date) async throws {
+    func notify(
+        _ client: some TestClientProtocol,
+        _ type: NotificationType,
+        _ subtype: NotificationSubtype?,
+        _ transaction: JWSTransactionDecodedPayload,
+        autoRenew: AutoRenewStatus,
+        signedDate: Date
+    ) async throws {
         let payload = try await signer.signNotification(
-            type, subtype: subtype, transaction: transaction,
+            type,
+            subtype: subtype,
+            transaction: transaction,
             renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: autoRenew, signedDate: signedDate),
-            bundleIdentifier: bundle, environment: .sandbox, signedDate: signedDate)
+            bundleIdentifier: bundle,
+            environment: .sandbox,
+            signedDate: signedDate
+        )
         let response = try await client.post("/v1/notifications/appstore", json: "{\"signedPayload\":\"\(payload)\"}")
         #expect(response.status == .ok, "\(response.text)")
     }
 
     /// A real-time request as the App Store signs it.
-    func request(originalTransactionId: String, productIdentifier: String = RetentionFixture.monthly, requestIdentifier: String = UUID().uuidString.lowercased(), appAppleId: Int64 = RetentionFixture.appAppleId, signer: TestJWSSigner? = nil, signedDate: Date = Date(), userLocale: String = "en-US") async throws -> String {
+    func request(
+        originalTransactionId: String,
+        productIdentifier: String = RetentionFixture.monthly,
+        requestIdentifier: String = UUID().uuidString.lowercased(),
+        appAppleId: Int64 = RetentionFixture.appAppleId,
+        signer: TestJWSSigner? = nil,
+        signedDate: Date = Date(),
+        userLocale: String = "en-US"
+    ) async throws -> String {
         let body = DecodedRealtimeRequestBody(
-            originalTransactionId: originalTransactionId, appAppleId: appAppleId, productIdentifier: productIdentifier, userLocale: userLocale,
-            requestIdentifier: requestIdentifier, environment: .sandbox, signedDate: signedDate.appStoreMilliseconds)
+            originalTransactionId: originalTransactionId,
+            appAppleId: appAppleId,
+            productIdentifier: productIdentifier,
+            userLocale: userLocale,
+            requestIdentifier: requestIdentifier,
+            environment: .sandbox,
+            signedDate: signedDate.appStoreMilliseconds
+        )
         return try await (signer ?? self.signer).sign(body)
     }
 
@@ -137,13 +194,24 @@ private struct SlowStore: OfferStore {
     func customers(withOriginalTransactionId originalTransactionId: String) async throws -> [CustomerKey] {
         try await base.customers(withOriginalTransactionId: originalTransactionId)
     }
-    func updateCustomer(_ key: CustomerKey, claiming claims: [TransactionClaim], _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts {
+    func updateCustomer(
+        _ key: CustomerKey,
+        claiming claims: [TransactionClaim],
+        _ body: @Sendable (inout CustomerFacts) throws -> Void
+    ) async throws -> CustomerFacts {
         try await base.updateCustomer(key, claiming: claims, body)
     }
-    func applyNotification(notificationUUID: String, to key: CustomerKey, claiming claims: [TransactionClaim], _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool {
+    func applyNotification(
+        notificationUUID: String,
+        to key: CustomerKey,
+        claiming claims: [TransactionClaim],
+        _ body: @Sendable (inout CustomerFacts) throws -> Void
+    ) async throws -> Bool {
         try await base.applyNotification(notificationUUID: notificationUUID, to: key, claiming: claims, body)
     }
-    func saveConsoleSession(_ session: ConsoleSessionRecord, keepingAtMost limit: Int) async throws { try await base.saveConsoleSession(session, keepingAtMost: limit) }
+    func saveConsoleSession(_ session: ConsoleSessionRecord, keepingAtMost limit: Int) async throws {
+        try await base.saveConsoleSession(session, keepingAtMost: limit)
+    }
     func consoleSession(digest: String) async throws -> ConsoleSessionRecord? { try await base.consoleSession(digest: digest) }
     func deleteConsoleSession(digest: String) async throws { try await base.deleteConsoleSession(digest: digest) }
     func replaceRetentionCatalogue(bundleIdentifier: String, environment: String, with records: [RetentionCatalogueRecord]) async throws {
@@ -155,11 +223,19 @@ private struct SlowStore: OfferStore {
     func transactionOwner(bundleIdentifier: String, environment: String, originalTransactionId: String) async throws -> CustomerKey? {
         try await base.transactionOwner(bundleIdentifier: bundleIdentifier, environment: environment, originalTransactionId: originalTransactionId)
     }
-    func markNotificationProcessed(notificationUUID: String) async throws -> Bool { try await base.markNotificationProcessed(notificationUUID: notificationUUID) }
-    func purgeExpired(storedAnswersBefore: Date, processedNotificationsBefore: Date) async throws -> (storedAnswers: Int, processedNotifications: Int) {
+    func markNotificationProcessed(notificationUUID: String) async throws -> Bool {
+        try await base.markNotificationProcessed(notificationUUID: notificationUUID)
+    }
+    func purgeExpired(storedAnswersBefore: Date, processedNotificationsBefore: Date) async throws -> (storedAnswers: Int, processedNotifications: Int)
+    {
         try await base.purgeExpired(storedAnswersBefore: storedAnswersBefore, processedNotificationsBefore: processedNotificationsBefore)
     }
-    func withCustomerTransaction<T: Sendable>(_ key: CustomerKey, issuedSince since: Int64?, answerKey: String?, _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>) async throws -> T {
+    func withCustomerTransaction<T: Sendable>(
+        _ key: CustomerKey,
+        issuedSince since: Int64?,
+        answerKey: String?,
+        _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>
+    ) async throws -> T {
         let delay = self.delay
         await Task.detached { try? await Task.sleep(for: delay) }.value
         return try await base.withCustomerTransaction(key, issuedSince: since, answerKey: answerKey, body)
@@ -188,10 +264,16 @@ private struct SlowStore: OfferStore {
         try await base.auditEvents(limit: limit, since: since, until: until, actions: actions)
     }
     func document(named name: String) async throws -> StoredDocument? { try await base.document(named: name) }
-    func replaceDocument(named name: String, version: Int64, text: String) async throws -> Bool { try await base.replaceDocument(named: name, version: version, text: text) }
+    func replaceDocument(named name: String, version: Int64, text: String) async throws -> Bool {
+        try await base.replaceDocument(named: name, version: version, text: text)
+    }
     func recordExposure(_ exposure: ExperimentExposure) async throws -> Bool { try await base.recordExposure(exposure) }
-    func exposureCounts(experimentIdentifier: String) async throws -> [String: Int] { try await base.exposureCounts(experimentIdentifier: experimentIdentifier) }
-    func experimentOutcomes(_ query: ExperimentOutcomeQuery) async throws -> [String: ExperimentVariantOutcome] { try await base.experimentOutcomes(query) }
+    func exposureCounts(experimentIdentifier: String) async throws -> [String: Int] {
+        try await base.exposureCounts(experimentIdentifier: experimentIdentifier)
+    }
+    func experimentOutcomes(_ query: ExperimentOutcomeQuery) async throws -> [String: ExperimentVariantOutcome] {
+        try await base.experimentOutcomes(query)
+    }
     func recordTransaction(_ transaction: SubscriptionTransaction) async throws { try await base.recordTransaction(transaction) }
     func ping() async throws { try await base.ping() }
     func close() async throws { try await base.close() }
@@ -200,7 +282,10 @@ private struct SlowStore: OfferStore {
 @Suite struct RetentionTests {
     static func otid() -> String { "\(Int.random(in: 2_000_000_000_000_000...2_999_999_999_999_999))" }
 
-    @Test("auto-renew off: a promotional offer V2 whose transactionId is the original transaction, verified, recorded, idempotent", arguments: StoreBackend.available)
+    @Test(
+        "auto-renew off: a promotional offer V2 whose transactionId is the original transaction, verified, recorded, idempotent",
+        arguments: StoreBackend.available
+    )
     func autoRenewOffGetsTheSignedOffer(_ backend: StoreBackend) async throws {
         let fixture = try await RetentionFixture(backend)
         let token = UUID().uuidString.lowercased()
@@ -257,7 +342,10 @@ private struct SlowStore: OfferStore {
         try await fixture.store.close()
     }
 
-    @Test("Apple's retry after the key that signed the stored offer was revoked: the fallback message, never the revoked key's signature", arguments: StoreBackend.available)
+    @Test(
+        "Apple's retry after the key that signed the stored offer was revoked: the fallback message, never the revoked key's signature",
+        arguments: StoreBackend.available
+    )
     func aRevokedKeysAnswerIsNotReplayed(_ backend: StoreBackend) async throws {
         let fixture = try await RetentionFixture(backend)
         let token = UUID().uuidString.lowercased()
@@ -269,9 +357,13 @@ private struct SlowStore: OfferStore {
             #expect(first.promotionalOffer?.signingKeyIdentifier == "TESTKEY001")
             // The leaked-key runbook: a new key active, the old one revoked.
             let replacement = try SigningKey.generate(keyIdentifier: "TESTKEY002")
-            fixture.service.keys.replace(with: try KeyRing(
-                keys: [.init(key: fixture.key, source: "test"), .init(key: replacement, source: "test")],
-                activeKeyIdentifier: "TESTKEY002", revokedKeyIdentifiers: ["TESTKEY001"]))
+            fixture.service.keys.replace(
+                with: try KeyRing(
+                    keys: [.init(key: fixture.key, source: "test"), .init(key: replacement, source: "test")],
+                    activeKeyIdentifier: "TESTKEY002",
+                    revokedKeyIdentifiers: ["TESTKEY001"]
+                )
+            )
             let retry = try await fixture.ask(client, signed)
             #expect(retry.status == .ok, "\(retry.text)")
             let answer = try retry.decode(RealtimeResponseBody.self)
@@ -292,7 +384,10 @@ private struct SlowStore: OfferStore {
         let original = Self.otid()
         try await fixture.application.test(.router) { client in
             try await fixture.subscribe(client, token: token, originalTransactionId: original, autoRenew: .off)
-            let response = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, productIdentifier: RetentionFixture.weekly))
+            let response = try await fixture.ask(
+                client,
+                try await fixture.request(originalTransactionId: original, productIdentifier: RetentionFixture.weekly)
+            )
             #expect(response.status == .ok, "\(response.text)")
             let offer = try #require(try response.decode(RealtimeResponseBody.self).promotionalOffer)
             #expect(offer.messageIdentifier == "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e04")
@@ -304,9 +399,18 @@ private struct SlowStore: OfferStore {
             #expect(v1.keyIdentifier == "TESTKEY001")
             #expect(UUID(uuidString: v1.nonce) != nil && v1.nonce == v1.nonce.lowercased())
             #expect(abs(Double(v1.timestamp) / 1000 - Date().timeIntervalSince1970) < 60)
-            let verification = fixture.service.verifyLegacy(SignedLegacyOffer(
-                bundleIdentifier: fixture.bundle, productIdentifier: v1.productIdentifier, offerIdentifier: v1.offerIdentifier,
-                applicationUsername: token, keyIdentifier: v1.keyIdentifier, nonce: v1.nonce, timestamp: v1.timestamp, signature: v1.encodedSignature))
+            let verification = fixture.service.verifyLegacy(
+                SignedLegacyOffer(
+                    bundleIdentifier: fixture.bundle,
+                    productIdentifier: v1.productIdentifier,
+                    offerIdentifier: v1.offerIdentifier,
+                    applicationUsername: token,
+                    keyIdentifier: v1.keyIdentifier,
+                    nonce: v1.nonce,
+                    timestamp: v1.timestamp,
+                    signature: v1.encodedSignature
+                )
+            )
             #expect(verification.valid, "\(verification.message ?? "")")
             let logged = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle))
             #expect(logged.map(\.nonce) == [v1.nonce])
@@ -324,13 +428,27 @@ private struct SlowStore: OfferStore {
             try await fixture.subscribe(client, token: nil, originalTransactionId: original, renewed: true, autoRenew: .on)
             let loyal = try await fixture.ask(client, try await fixture.request(originalTransactionId: original))
             #expect(loyal.status == .ok, "\(loyal.text)")
-            #expect(try loyal.decode(RealtimeResponseBody.self) == RealtimeResponseBody(alternateProduct: RetentionAlternateProduct(messageIdentifier: "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e02", productIdentifier: RetentionFixture.annual)))
+            #expect(
+                try loyal.decode(RealtimeResponseBody.self)
+                    == RealtimeResponseBody(
+                        alternateProduct: RetentionAlternateProduct(
+                            messageIdentifier: "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e02",
+                            productIdentifier: RetentionFixture.annual
+                        )
+                    )
+            )
 
             let stranger = try await fixture.ask(client, try await fixture.request(originalTransactionId: Self.otid()))
             #expect(stranger.status == .ok)
-            #expect(try stranger.decode(RealtimeResponseBody.self) == RealtimeResponseBody(message: RetentionMessage(messageIdentifier: "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03")))
+            #expect(
+                try stranger.decode(RealtimeResponseBody.self)
+                    == RealtimeResponseBody(message: RetentionMessage(messageIdentifier: "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03"))
+            )
 
-            let none = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, productIdentifier: RetentionFixture.plain))
+            let none = try await fixture.ask(
+                client,
+                try await fixture.request(originalTransactionId: original, productIdentifier: RetentionFixture.plain)
+            )
             #expect(none.status == .notFound)
             #expect(try none.decode(RefusalBody.self).error.code == "no_retention_answer")
             #expect(try await fixture.store.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle)) == 0)
@@ -383,19 +501,34 @@ private struct SlowStore: OfferStore {
         try await fixture.store.close()
     }
 
-    @Test("V1 for a customer known without an appAccountToken: signed over an empty applicationUsername, no appAccountToken in the answer", arguments: StoreBackend.available)
+    @Test(
+        "V1 for a customer known without an appAccountToken: signed over an empty applicationUsername, no appAccountToken in the answer",
+        arguments: StoreBackend.available
+    )
     func version1WithoutToken(_ backend: StoreBackend) async throws {
         let fixture = try await RetentionFixture(backend)
         let original = Self.otid()
         try await fixture.application.test(.router) { client in
             try await fixture.subscribe(client, token: nil, originalTransactionId: original, autoRenew: .off)
-            let response = try await fixture.ask(client, try await fixture.request(originalTransactionId: original, productIdentifier: RetentionFixture.weekly))
+            let response = try await fixture.ask(
+                client,
+                try await fixture.request(originalTransactionId: original, productIdentifier: RetentionFixture.weekly)
+            )
             let v1 = try #require(try response.decode(RealtimeResponseBody.self).promotionalOffer?.promotionalOfferSignatureV1, "\(response.text)")
             #expect(v1.appAccountToken == nil)
             #expect(!response.text.contains("appAccountToken"))
-            let verification = fixture.service.verifyLegacy(SignedLegacyOffer(
-                bundleIdentifier: fixture.bundle, productIdentifier: v1.productIdentifier, offerIdentifier: v1.offerIdentifier,
-                applicationUsername: "", keyIdentifier: v1.keyIdentifier, nonce: v1.nonce, timestamp: v1.timestamp, signature: v1.encodedSignature))
+            let verification = fixture.service.verifyLegacy(
+                SignedLegacyOffer(
+                    bundleIdentifier: fixture.bundle,
+                    productIdentifier: v1.productIdentifier,
+                    offerIdentifier: v1.offerIdentifier,
+                    applicationUsername: "",
+                    keyIdentifier: v1.keyIdentifier,
+                    nonce: v1.nonce,
+                    timestamp: v1.timestamp,
+                    signature: v1.encodedSignature
+                )
+            )
             #expect(verification.valid, "\(verification.message ?? "")")
             // Recorded for the customer the notifications filed the subscription under, so caps count it.
             let logged = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle))
@@ -418,7 +551,10 @@ private struct SlowStore: OfferStore {
                 #expect(ContinuousClock.now - started < .milliseconds(2500))
                 if fallback {
                     #expect(response.status == .ok, "\(response.text)")
-                    #expect(try response.decode(RealtimeResponseBody.self) == RealtimeResponseBody(message: RetentionMessage(messageIdentifier: "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03")))
+                    #expect(
+                        try response.decode(RealtimeResponseBody.self)
+                            == RealtimeResponseBody(message: RetentionMessage(messageIdentifier: "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03"))
+                    )
                 } else {
                     #expect(response.status == .serviceUnavailable)
                     #expect(response.headers[.retryAfter] != nil)
@@ -439,34 +575,46 @@ private struct SlowStore: OfferStore {
             let retention = entries.split(separator: "\n").map { line -> String in
                 var line = String(line)
                 for (name, digit) in [("A", "1"), ("B", "2"), ("C", "3")] where line.hasSuffix("messageIdentifier: \(name)") {
-                    line = line.replacingOccurrences(of: "messageIdentifier: \(name)", with: "messageIdentifier: 00000000-0000-4000-8000-00000000000\(digit)")
+                    line = line.replacingOccurrences(
+                        of: "messageIdentifier: \(name)",
+                        with: "messageIdentifier: 00000000-0000-4000-8000-00000000000\(digit)"
+                    )
                 }
                 return "              " + line
             }.joined(separator: "\n")
             do {
-                _ = try OfferPolicy(text: """
-                    apps:
-                      - bundleIdentifier: com.example.app
-                        products:
-                          - productIdentifier: com.example.monthly
-                            subscriptionGroupIdentifier: "1"
-                            offers:
-                              - offerIdentifier: save
-                            retention:
-                    \(retention)
-                          - productIdentifier: com.example.annual
-                            subscriptionGroupIdentifier: "1"
-                          - productIdentifier: com.example.other
-                            subscriptionGroupIdentifier: "2"
-                    """)
+                _ = try OfferPolicy(
+                    text: """
+                        apps:
+                          - bundleIdentifier: com.example.app
+                            products:
+                              - productIdentifier: com.example.monthly
+                                subscriptionGroupIdentifier: "1"
+                                offers:
+                                  - offerIdentifier: save
+                                retention:
+                        \(retention)
+                              - productIdentifier: com.example.annual
+                                subscriptionGroupIdentifier: "1"
+                              - productIdentifier: com.example.other
+                                subscriptionGroupIdentifier: "2"
+                        """
+                )
                 return nil
             } catch {
                 return error.message
             }
         }
-        #expect(problem("- promotionalOffer: save\n  messageIdentifier: A\n- alternateProduct: com.example.annual\n  messageIdentifier: B\n  rules: [active-subscriber]\n- messageIdentifier: C") == nil)
+        #expect(
+            problem(
+                "- promotionalOffer: save\n  messageIdentifier: A\n- alternateProduct: com.example.annual\n  messageIdentifier: B\n  rules: [active-subscriber]\n- messageIdentifier: C"
+            ) == nil
+        )
         #expect(problem("- messageIdentifier: RM-THANKS-1")?.contains("must be the UUID of a message") == true)
-        #expect(problem("- promotionalOffer: nope\n  messageIdentifier: A")?.contains("'nope' is not an offer of com.example.monthly; its offers: save") == true)
+        #expect(
+            problem("- promotionalOffer: nope\n  messageIdentifier: A")?.contains("'nope' is not an offer of com.example.monthly; its offers: save")
+                == true
+        )
         #expect(problem("- alternateProduct: com.example.missing\n  messageIdentifier: A")?.contains("must be another product of this app") == true)
         #expect(problem("- alternateProduct: com.example.other\n  messageIdentifier: A")?.contains("same group") == true)
         #expect(problem("- messageIdentifier: A\n- messageIdentifier: B")?.contains("comes after the fallback") == true)

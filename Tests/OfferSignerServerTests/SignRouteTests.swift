@@ -4,10 +4,10 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import OfferApplication
 import OfferSignerServer
 import OfferSigning
 import Testing
-import OfferApplication
 
 @Suite struct SignRouteTests {
     static let validBody = #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"User-0001"}"#
@@ -34,9 +34,15 @@ import OfferApplication
     func namingTheConfiguredAppWorksAndAnotherIs404(_ frontEnd: FrontEnd) async throws {
         let test = try TestService()
         try await test.application(frontEnd).test(frontEnd.setup) { client in
-            let named = try await client.post("/v1/offers/sign", json: #"{"bundleIdentifier":"com.example.app","productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u"}"#)
+            let named = try await client.post(
+                "/v1/offers/sign",
+                json: #"{"bundleIdentifier":"com.example.app","productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u"}"#
+            )
             #expect(named.status == .ok)
-            let other = try await client.post("/v1/offers/sign", json: #"{"bundleIdentifier":"com.example.other","productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u"}"#)
+            let other = try await client.post(
+                "/v1/offers/sign",
+                json: #"{"bundleIdentifier":"com.example.other","productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u"}"#
+            )
             #expect(other.status == .notFound)
             #expect(try other.decode(ErrorBody.self).error.code == "unknown_app")
         }
@@ -67,29 +73,168 @@ import OfferApplication
         BadRequest(name: "not JSON", body: "{not json", status: .badRequest, code: "malformed_json", field: nil),
         BadRequest(name: "empty body", body: "", status: .badRequest, code: "malformed_json", field: nil),
         BadRequest(name: "JSON array", body: "[1,2]", status: .badRequest, code: "invalid_request", field: nil),
-        BadRequest(name: "duplicate key", body: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","offerIdentifier":"other"}"#, status: .badRequest, code: "duplicate_key", field: "offerIdentifier"),
-        BadRequest(name: "duplicate key spelled with an escape", body: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","offer\u0049dentifier":"other"}"#, status: .badRequest, code: "duplicate_key", field: "offerIdentifier"),
-        BadRequest(name: "U+202E in offer", body: #"{"productIdentifier":"p","offerIdentifier":"a\u202Eb","applicationUsername":"u"}"#, status: .badRequest, code: "invalid_request", field: "offerIdentifier"),
-        BadRequest(name: "U+200D in product", body: #"{"productIdentifier":"p\u200D","offerIdentifier":"o","applicationUsername":"u"}"#, status: .badRequest, code: "invalid_request", field: "productIdentifier"),
-        BadRequest(name: "U+FEFF in username", body: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"\uFEFFu"}"#, status: .badRequest, code: "invalid_request", field: "applicationUsername"),
-        BadRequest(name: "U+2028 in username", body: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"a\u2028b"}"#, status: .badRequest, code: "invalid_request", field: "applicationUsername"),
-        BadRequest(name: "U+2062 in offer", body: #"{"productIdentifier":"p","offerIdentifier":"a\u2062b","applicationUsername":"u"}"#, status: .badRequest, code: "invalid_request", field: "offerIdentifier"),
-        BadRequest(name: "U+2064 in offer", body: #"{"productIdentifier":"p","offerIdentifier":"a\u2064b","applicationUsername":"u"}"#, status: .badRequest, code: "invalid_request", field: "offerIdentifier"),
-        BadRequest(name: "254 × İ grows past 255 when lower-cased", body: "{\"productIdentifier\":\"p\",\"offerIdentifier\":\"o\",\"applicationUsername\":\"\(String(repeating: "\u{0130}", count: 254))\"}", status: .badRequest, code: "invalid_request", field: "applicationUsername"),
-        BadRequest(name: "Greek capital sigma", body: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"ΟΔΥΣΣΕΥΣ"}"#, status: .badRequest, code: "invalid_request", field: "applicationUsername"),
-        BadRequest(name: "missing productIdentifier", body: #"{"offerIdentifier":"o","applicationUsername":"u"}"#, status: .badRequest, code: "invalid_request", field: "productIdentifier"),
-        BadRequest(name: "missing applicationUsername", body: #"{"productIdentifier":"p","offerIdentifier":"o"}"#, status: .badRequest, code: "invalid_request", field: "applicationUsername"),
-        BadRequest(name: "number for a string", body: #"{"productIdentifier":42,"offerIdentifier":"o","applicationUsername":"u"}"#, status: .badRequest, code: "invalid_request", field: "productIdentifier"),
-        BadRequest(name: "null offer", body: #"{"productIdentifier":"p","offerIdentifier":null,"applicationUsername":"u"}"#, status: .badRequest, code: "invalid_request", field: "offerIdentifier"),
-        BadRequest(name: "unknown format", body: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"xml"}"#, status: .badRequest, code: "invalid_request", field: "format"),
-        BadRequest(name: "U+2063 in offer", body: #"{"productIdentifier":"p","offerIdentifier":"a\u2063b","applicationUsername":"u"}"#, status: .badRequest, code: "invalid_request", field: "offerIdentifier"),
-        BadRequest(name: "U+2063 in username", body: "{\"productIdentifier\":\"p\",\"offerIdentifier\":\"o\",\"applicationUsername\":\"a\u{2063}b\"}", status: .badRequest, code: "invalid_request", field: "applicationUsername"),
-        BadRequest(name: "empty product", body: #"{"productIdentifier":"","offerIdentifier":"o","applicationUsername":"u"}"#, status: .badRequest, code: "invalid_request", field: "productIdentifier"),
-        BadRequest(name: "empty username", body: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":""}"#, status: .badRequest, code: "invalid_request", field: "applicationUsername"),
-        BadRequest(name: "over-long product", body: "{\"productIdentifier\":\"\(String(repeating: "p", count: 256))\",\"offerIdentifier\":\"o\",\"applicationUsername\":\"u\"}", status: .badRequest, code: "invalid_request", field: "productIdentifier"),
-        BadRequest(name: "over-long bundle", body: "{\"bundleIdentifier\":\"\(String(repeating: "b", count: 156))\",\"productIdentifier\":\"p\",\"offerIdentifier\":\"o\",\"applicationUsername\":\"u\"}", status: .notFound, code: "unknown_app", field: nil),
-        BadRequest(name: "control character", body: #"{"productIdentifier":"p","offerIdentifier":"o\n","applicationUsername":"u"}"#, status: .badRequest, code: "invalid_request", field: "offerIdentifier"),
-        BadRequest(name: "oversized body", body: "{\"productIdentifier\":\"\(String(repeating: "x", count: 70_000))\"}", status: .contentTooLarge, code: "payload_too_large", field: nil),
+        BadRequest(
+            name: "duplicate key",
+            body: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","offerIdentifier":"other"}"#,
+            status: .badRequest,
+            code: "duplicate_key",
+            field: "offerIdentifier"
+        ),
+        BadRequest(
+            name: "duplicate key spelled with an escape",
+            body: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","offer\u0049dentifier":"other"}"#,
+            status: .badRequest,
+            code: "duplicate_key",
+            field: "offerIdentifier"
+        ),
+        BadRequest(
+            name: "U+202E in offer",
+            body: #"{"productIdentifier":"p","offerIdentifier":"a\u202Eb","applicationUsername":"u"}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "offerIdentifier"
+        ),
+        BadRequest(
+            name: "U+200D in product",
+            body: #"{"productIdentifier":"p\u200D","offerIdentifier":"o","applicationUsername":"u"}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "productIdentifier"
+        ),
+        BadRequest(
+            name: "U+FEFF in username",
+            body: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"\uFEFFu"}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "applicationUsername"
+        ),
+        BadRequest(
+            name: "U+2028 in username",
+            body: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"a\u2028b"}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "applicationUsername"
+        ),
+        BadRequest(
+            name: "U+2062 in offer",
+            body: #"{"productIdentifier":"p","offerIdentifier":"a\u2062b","applicationUsername":"u"}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "offerIdentifier"
+        ),
+        BadRequest(
+            name: "U+2064 in offer",
+            body: #"{"productIdentifier":"p","offerIdentifier":"a\u2064b","applicationUsername":"u"}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "offerIdentifier"
+        ),
+        BadRequest(
+            name: "254 × İ grows past 255 when lower-cased",
+            body: "{\"productIdentifier\":\"p\",\"offerIdentifier\":\"o\",\"applicationUsername\":\"\(String(repeating: "\u{0130}", count: 254))\"}",
+            status: .badRequest,
+            code: "invalid_request",
+            field: "applicationUsername"
+        ),
+        BadRequest(
+            name: "Greek capital sigma",
+            body: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"ΟΔΥΣΣΕΥΣ"}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "applicationUsername"
+        ),
+        BadRequest(
+            name: "missing productIdentifier",
+            body: #"{"offerIdentifier":"o","applicationUsername":"u"}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "productIdentifier"
+        ),
+        BadRequest(
+            name: "missing applicationUsername",
+            body: #"{"productIdentifier":"p","offerIdentifier":"o"}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "applicationUsername"
+        ),
+        BadRequest(
+            name: "number for a string",
+            body: #"{"productIdentifier":42,"offerIdentifier":"o","applicationUsername":"u"}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "productIdentifier"
+        ),
+        BadRequest(
+            name: "null offer",
+            body: #"{"productIdentifier":"p","offerIdentifier":null,"applicationUsername":"u"}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "offerIdentifier"
+        ),
+        BadRequest(
+            name: "unknown format",
+            body: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","format":"xml"}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "format"
+        ),
+        BadRequest(
+            name: "U+2063 in offer",
+            body: #"{"productIdentifier":"p","offerIdentifier":"a\u2063b","applicationUsername":"u"}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "offerIdentifier"
+        ),
+        BadRequest(
+            name: "U+2063 in username",
+            body: "{\"productIdentifier\":\"p\",\"offerIdentifier\":\"o\",\"applicationUsername\":\"a\u{2063}b\"}",
+            status: .badRequest,
+            code: "invalid_request",
+            field: "applicationUsername"
+        ),
+        BadRequest(
+            name: "empty product",
+            body: #"{"productIdentifier":"","offerIdentifier":"o","applicationUsername":"u"}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "productIdentifier"
+        ),
+        BadRequest(
+            name: "empty username",
+            body: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":""}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "applicationUsername"
+        ),
+        BadRequest(
+            name: "over-long product",
+            body: "{\"productIdentifier\":\"\(String(repeating: "p", count: 256))\",\"offerIdentifier\":\"o\",\"applicationUsername\":\"u\"}",
+            status: .badRequest,
+            code: "invalid_request",
+            field: "productIdentifier"
+        ),
+        BadRequest(
+            name: "over-long bundle",
+            body:
+                "{\"bundleIdentifier\":\"\(String(repeating: "b", count: 156))\",\"productIdentifier\":\"p\",\"offerIdentifier\":\"o\",\"applicationUsername\":\"u\"}",
+            status: .notFound,
+            code: "unknown_app",
+            field: nil
+        ),
+        BadRequest(
+            name: "control character",
+            body: #"{"productIdentifier":"p","offerIdentifier":"o\n","applicationUsername":"u"}"#,
+            status: .badRequest,
+            code: "invalid_request",
+            field: "offerIdentifier"
+        ),
+        BadRequest(
+            name: "oversized body",
+            body: "{\"productIdentifier\":\"\(String(repeating: "x", count: 70_000))\"}",
+            status: .contentTooLarge,
+            code: "payload_too_large",
+            field: nil
+        ),
     ]
 
     @Test("bad requests get the error shape with the right status, code and field", arguments: badRequests, FrontEnd.allCases)

@@ -1,7 +1,8 @@
 import NIOCore
 import NIOHTTP1
-@testable import OfferSignerServer
 import Testing
+
+@testable import OfferSignerServer
 
 /// ``SigningConnectionStateMachine`` without a socket or a channel: every ordering the attack campaign exercised
 /// on the event-loop signing path, as events in and actions out.
@@ -29,13 +30,25 @@ import Testing
         var machine = Self.machine()
         check(machine.acceptsRequest)
         check(machine.headReceived(Self.head, taken: Self.ours, now: .now, allocator: Self.allocator) == .collect)
-        guard case .none = machine.bodyReceived(ByteBuffer(string: "{\"a\":")) else { Issue.record("body not kept"); return }
-        guard case .none = machine.bodyReceived(ByteBuffer(string: "1}")) else { Issue.record("body not kept"); return }
-        guard case .decide(let request, cancelDeadline: false) = machine.endReceived() else { Issue.record("not decided"); return }
+        guard case .none = machine.bodyReceived(ByteBuffer(string: "{\"a\":")) else {
+            Issue.record("body not kept")
+            return
+        }
+        guard case .none = machine.bodyReceived(ByteBuffer(string: "1}")) else {
+            Issue.record("body not kept")
+            return
+        }
+        guard case .decide(let request, cancelDeadline: false) = machine.endReceived() else {
+            Issue.record("not decided")
+            return
+        }
         #expect(String(buffer: request.body) == "{\"a\":1}")
         check(!machine.acceptsRequest)
         machine.answering()
-        guard case .write(let release) = machine.answerReady() else { Issue.record("not written"); return }
+        guard case .write(let release) = machine.answerReady() else {
+            Issue.record("not written")
+            return
+        }
         #expect(release.isEmpty)
         #expect(Self.isIdle(machine))
     }
@@ -44,8 +57,14 @@ import Testing
     func routersRequest() {
         var machine = Self.machine()
         check(machine.headReceived(Self.head, taken: nil, now: .now, allocator: Self.allocator) == .forward)
-        guard case .forward = machine.bodyReceived(ByteBuffer(string: "x")) else { Issue.record("body not forwarded"); return }
-        guard case .forward(cancelDeadline: false) = machine.endReceived() else { Issue.record("end not forwarded"); return }
+        guard case .forward = machine.bodyReceived(ByteBuffer(string: "x")) else {
+            Issue.record("body not forwarded")
+            return
+        }
+        guard case .forward(cancelDeadline: false) = machine.endReceived() else {
+            Issue.record("end not forwarded")
+            return
+        }
         #expect(Self.isIdle(machine))
         check(!machine.readComplete(), "no deadline of ours for the router's request")
     }
@@ -54,7 +73,10 @@ import Testing
     func decidedHandOver() {
         var machine = Self.machine()
         _ = machine.headReceived(Self.head, taken: Self.ours, now: .now, allocator: Self.allocator)
-        guard case .decide = machine.endReceived() else { Issue.record("not decided"); return }
+        guard case .decide = machine.endReceived() else {
+            Issue.record("not decided")
+            return
+        }
         machine.handedOver()
         #expect(Self.isIdle(machine))
         check(machine.acceptsRequest)
@@ -72,8 +94,14 @@ import Testing
         }
         #expect(head.uri == "/v1/offers/sign")
         #expect(String(buffer: body) == "12345")
-        guard case .forward = machine.bodyReceived(ByteBuffer(string: "more")) else { Issue.record("rest not forwarded"); return }
-        guard case .forward(cancelDeadline: true) = machine.endReceived() else { Issue.record("deadline not cancelled"); return }
+        guard case .forward = machine.bodyReceived(ByteBuffer(string: "more")) else {
+            Issue.record("rest not forwarded")
+            return
+        }
+        guard case .forward(cancelDeadline: true) = machine.endReceived() else {
+            Issue.record("deadline not cancelled")
+            return
+        }
         #expect(Self.isIdle(machine))
     }
 
@@ -86,12 +114,18 @@ import Testing
         check(!machine.readComplete(), "armed once")
         check(machine.deadlinePassed(), "passed while collecting: close")
         check(!machine.acceptsRequest)
-        guard case .drop = machine.bodyReceived(ByteBuffer(string: "late")) else { Issue.record("read after close"); return }
+        guard case .drop = machine.bodyReceived(ByteBuffer(string: "late")) else {
+            Issue.record("read after close")
+            return
+        }
 
         var answered = Self.machine()
         _ = answered.headReceived(Self.head, taken: Self.ours, now: .now, allocator: Self.allocator)
         check(answered.readComplete())
-        guard case .decide(_, cancelDeadline: true) = answered.endReceived() else { Issue.record("deadline kept"); return }
+        guard case .decide(_, cancelDeadline: true) = answered.endReceived() else {
+            Issue.record("deadline kept")
+            return
+        }
         check(!answered.deadlinePassed(), "a deadline firing after the end (a race with its cancel) closes nothing")
     }
 
@@ -99,14 +133,29 @@ import Testing
     func heldEvents() {
         var machine = Self.machine()
         _ = machine.headReceived(Self.head, taken: Self.ours, now: .now, allocator: Self.allocator)
-        guard case .forward = machine.eventReceived("half-close while reading") else { Issue.record("held while reading"); return }
+        guard case .forward = machine.eventReceived("half-close while reading") else {
+            Issue.record("held while reading")
+            return
+        }
         _ = machine.endReceived()
-        guard case .hold = machine.eventReceived("first") else { Issue.record("not held while deciding"); return }
+        guard case .hold = machine.eventReceived("first") else {
+            Issue.record("not held while deciding")
+            return
+        }
         machine.answering()
-        guard case .hold = machine.eventReceived("second") else { Issue.record("not held while answering"); return }
-        guard case .write(let release) = machine.answerReady() else { Issue.record("not written"); return }
+        guard case .hold = machine.eventReceived("second") else {
+            Issue.record("not held while answering")
+            return
+        }
+        guard case .write(let release) = machine.answerReady() else {
+            Issue.record("not written")
+            return
+        }
         #expect(release.compactMap { $0 as? String } == ["first", "second"])
-        guard case .forward = machine.eventReceived("after") else { Issue.record("held after the answer"); return }
+        guard case .forward = machine.eventReceived("after") else {
+            Issue.record("held after the answer")
+            return
+        }
     }
 
     @Test("Connection: close: the answer closes the connection; nothing held is released and nothing more is read")
@@ -116,10 +165,16 @@ import Testing
         _ = machine.endReceived()
         machine.answering()
         _ = machine.eventReceived("half-close")
-        guard case .writeAndClose = machine.answerReady() else { Issue.record("not closed"); return }
+        guard case .writeAndClose = machine.answerReady() else {
+            Issue.record("not closed")
+            return
+        }
         check(machine.held.isEmpty)
         check(machine.headReceived(Self.head, taken: nil, now: .now, allocator: Self.allocator) == .drop)
-        guard case .drop = machine.endReceived() else { Issue.record("read after close"); return }
+        guard case .drop = machine.endReceived() else {
+            Issue.record("read after close")
+            return
+        }
     }
 
     @Test("the connection gone before the commit completed: the answer is dropped")
@@ -129,7 +184,10 @@ import Testing
         _ = machine.endReceived()
         machine.answering()
         machine.closed()
-        guard case .drop = machine.answerReady() else { Issue.record("answer written on a closed connection"); return }
+        guard case .drop = machine.answerReady() else {
+            Issue.record("answer written on a closed connection")
+            return
+        }
     }
 
     @Test("a head while not between requests (impossible behind NIO's pipelining handler) goes to the router")
@@ -164,11 +222,13 @@ import Testing
             case .drop: log.append("\(index) end dropped")
             }
         }
-        #expect(log == [
-            "0 head collect", "0 body kept", "0 answered",
-            "1 head forward", "1 body forwarded", "1 end forwarded",
-            "2 head collect", "2 body kept", "2 answered",
-            "3 head collect", "3 handed over", "3 end forwarded",
-        ])
+        #expect(
+            log == [
+                "0 head collect", "0 body kept", "0 answered",
+                "1 head forward", "1 body forwarded", "1 end forwarded",
+                "2 head collect", "2 body kept", "2 answered",
+                "3 head collect", "3 handed over", "3 end forwarded",
+            ]
+        )
     }
 }

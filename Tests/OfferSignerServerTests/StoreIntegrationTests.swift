@@ -6,13 +6,13 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import OfferApplication
 import OfferEligibility
 import OfferModel
 import OfferSignerServer
 import OfferSigning
 import OfferStore
 import Testing
-import OfferApplication
 
 /// The stores the integration tests run on: SQLite always, PostgreSQL when OFFER_SIGNER_TEST_DATABASE_URL is set.
 enum StoreBackend: String, Sendable, CustomTestStringConvertible {
@@ -26,7 +26,9 @@ enum StoreBackend: String, Sendable, CustomTestStringConvertible {
     static let testStoreTimeout: Duration = .seconds(30)
 
     static var postgresStoreURL: String? {
-        postgresURL.map { url in url.contains("pool_max_conns=") ? url : url + (url.contains("?") ? "&" : "?") + "pool_max_conns=\(connectionsPerStore)" }
+        postgresURL.map { url in
+            url.contains("pool_max_conns=") ? url : url + (url.contains("?") ? "&" : "?") + "pool_max_conns=\(connectionsPerStore)"
+        }
     }
     /// Enough for a test's concurrent requests (a customer's lock serializes them anyway) and a nested lease.
     static let connectionsPerStore = 4
@@ -39,9 +41,18 @@ enum StoreBackend: String, Sendable, CustomTestStringConvertible {
         switch self {
         case .sqlite:
             let file = ScratchFolder.sqliteFile("offer-signer-it")
-            return try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"), timeout: Self.testStoreTimeout, exclusive: exclusive)
+            return try await makeOfferStore(
+                databaseURL: "sqlite:\(file)",
+                logger: Logger(label: "test"),
+                timeout: Self.testStoreTimeout,
+                exclusive: exclusive
+            )
         case .postgres:
-            return try await makeOfferStore(databaseURL: try #require(Self.postgresStoreURL), logger: Logger(label: "test"), timeout: Self.testStoreTimeout)
+            return try await makeOfferStore(
+                databaseURL: try #require(Self.postgresStoreURL),
+                logger: Logger(label: "test"),
+                timeout: Self.testStoreTimeout
+            )
         }
     }
 }
@@ -62,59 +73,93 @@ struct StoreFixture {
         store = try await backend.open(exclusive: exclusive)
         key = try other?.key ?? SigningKey.generate(keyIdentifier: "TESTKEY001")
         var options = TestCertificateChain.Options()
-        options.leafValidity = Date().addingTimeInterval(-365 * 86_400)...Date().addingTimeInterval(365 * 86_400)  // the sequence is signed over months
+        // the sequence is signed over months
+        options.leafValidity = Date().addingTimeInterval(-365 * 86_400)...Date().addingTimeInterval(365 * 86_400)
         let chain = try other?.signer.chain ?? TestCertificateChain(options)
         signer = TestJWSSigner(chain: chain)
-        let policy = try OfferPolicy(text: """
-            apps:
-              - bundleIdentifier: \(bundle)
-                issuerIdentifier: 57246542-96fe-1a63-e053-0824d011072a
-                products:
-                  - productIdentifier: \(TestPayloads.productIdentifier)
-                    subscriptionGroupIdentifier: "21000001"
-                    introductoryOffer:
-                      rules: [never-had-introductory-offer]
-                    offers:
-                      - offerIdentifier: winback_50
-                        rules: [app-store-subscriber, { lapsed: { minDays: 0, maxDays: 365 } }, { cap: { count: 2, days: 30 } }]
-                      - offerIdentifier: retention_30
-                        rules: [auto-renew-off]
-                      - offerIdentifier: loyalty
-                        rules: [active-subscriber, { loyalty: { minRenewals: 1 } }]
-                      - offerIdentifier: sorry
-                        rules: [customer-service-grant]
-                      - offerIdentifier: once
-                        rules: [{ cap: { count: 1, days: 30 } }]
-                      - offerIdentifier: everyone
-            """)
+        let policy = try OfferPolicy(
+            text: """
+                apps:
+                  - bundleIdentifier: \(bundle)
+                    issuerIdentifier: 57246542-96fe-1a63-e053-0824d011072a
+                    products:
+                      - productIdentifier: \(TestPayloads.productIdentifier)
+                        subscriptionGroupIdentifier: "21000001"
+                        introductoryOffer:
+                          rules: [never-had-introductory-offer]
+                        offers:
+                          - offerIdentifier: winback_50
+                            rules: [app-store-subscriber, { lapsed: { minDays: 0, maxDays: 365 } }, { cap: { count: 2, days: 30 } }]
+                          - offerIdentifier: retention_30
+                            rules: [auto-renew-off]
+                          - offerIdentifier: loyalty
+                            rules: [active-subscriber, { loyalty: { minRenewals: 1 } }]
+                          - offerIdentifier: sorry
+                            rules: [customer-service-grant]
+                          - offerIdentifier: once
+                            rules: [{ cap: { count: 1, days: 30 } }]
+                          - offerIdentifier: everyone
+                """
+        )
         let verifier = try SignedDataVerifier(bundleIdentifier: bundle, environments: [.sandbox], trustedRoots: [chain.root])
         // Its customers are named readably (dup-user, …) in their appAccountToken, as the demo's stand-in App Store
         // names them; the App Store's own rule (a UUID) is tested in AppStoreTrustTests and RetentionTests.
         let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: Logger(label: "test"), readableTokens: true)
-        service = OfferService(apps: [], keyRing: try KeyRing(keys: [.init(key: key, source: "test")]), policy: policy, store: store, notifications: ingestor)
+        service = OfferService(
+            apps: [],
+            keyRing: try KeyRing(keys: [.init(key: key, source: "test")]),
+            policy: policy,
+            store: store,
+            notifications: ingestor
+        )
     }
 
     var application: some ApplicationProtocol {
-        Application(router: buildRouter(service: service, adminTokens: try! BearerTokens(parsing: "carol:\(Self.adminToken)")), logger: Logger(label: "test"))
+        Application(
+            router: buildRouter(service: service, adminTokens: try! BearerTokens(parsing: "carol:\(Self.adminToken)")),
+            logger: Logger(label: "test")
+        )
     }
 
     func transaction(_ token: String, expires: Date, signedDate: Date, introductory: Bool = false) -> JWSTransactionDecodedPayload {
-        var transaction = TestPayloads.transaction(originalTransactionId: "\(Int.random(in: 1_000_000_000...9_999_999_999))", appAccountToken: token, expiresDate: expires, bundleIdentifier: bundle, signedDate: signedDate)
+        var transaction = TestPayloads.transaction(
+            originalTransactionId: "\(Int.random(in: 1_000_000_000...9_999_999_999))",
+            appAccountToken: token,
+            expiresDate: expires,
+            bundleIdentifier: bundle,
+            signedDate: signedDate
+        )
         transaction.subscriptionGroupIdentifier = "21000001"
         if introductory { transaction.offerType = .introductoryOffer }
         return transaction
     }
 
-    func notify(_ client: some TestClientProtocol, _ type: NotificationType, _ subtype: NotificationSubtype? = nil, transaction: JWSTransactionDecodedPayload, autoRenew: AutoRenewStatus = .on, signedDate: Date) async throws -> TestResponse {
+    func notify(
+        _ client: some TestClientProtocol,
+        _ type: NotificationType,
+        _ subtype: NotificationSubtype? = nil,
+        transaction: JWSTransactionDecodedPayload,
+        autoRenew: AutoRenewStatus = .on,
+        signedDate: Date
+    ) async throws -> TestResponse {
         let payload = try await signer.signNotification(
-            type, subtype: subtype, transaction: transaction,
+            type,
+            subtype: subtype,
+            transaction: transaction,
             renewalInfo: TestPayloads.renewalInfo(for: transaction, autoRenewStatus: autoRenew, signedDate: signedDate),
-            bundleIdentifier: bundle, environment: .sandbox, signedDate: signedDate)
+            bundleIdentifier: bundle,
+            environment: .sandbox,
+            signedDate: signedDate
+        )
         return try await client.post("/v1/notifications/appstore", json: "{\"signedPayload\":\"\(payload)\"}")
     }
 
     func sign(_ client: some TestClientProtocol, _ offer: String, _ username: String, extra: String = "") async throws -> TestResponse {
-        try await client.post("/v1/offers/sign", json: #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"\#(offer)","applicationUsername":"\#(username)"\#(extra)}"#)
+        try await client.post(
+            "/v1/offers/sign",
+            json:
+                #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"\#(offer)","applicationUsername":"\#(username)"\#(extra)}"#
+        )
     }
 
     func eligible(_ client: some TestClientProtocol, _ username: String) async throws -> [String: Bool] {
@@ -132,7 +177,11 @@ struct StoreFixture {
         let now = Date()
         let month: TimeInterval = 30 * 86_400
         try await fixture.application.test(.router) { client in
-            #expect(try await fixture.eligible(client, Self.token) == ["winback_50": false, "retention_30": false, "loyalty": false, "sorry": false, "once": true, "everyone": true])
+            #expect(
+                try await fixture.eligible(client, Self.token) == [
+                    "winback_50": false, "retention_30": false, "loyalty": false, "sorry": false, "once": true, "everyone": true,
+                ]
+            )
 
             let first = fixture.transaction(Self.token, expires: now - month + 86_400, signedDate: now - 2 * month)
             var response = try await fixture.notify(client, .subscribed, .initialBuy, transaction: first, signedDate: now - 2 * month)
@@ -141,9 +190,20 @@ struct StoreFixture {
             var renewed = first
             renewed.expiresDate = (now + 86_400).appStoreMilliseconds
             response = try await fixture.notify(client, .didRenew, transaction: renewed, signedDate: now - month)
-            #expect(try await fixture.eligible(client, Self.token) == ["winback_50": false, "retention_30": false, "loyalty": true, "sorry": false, "once": true, "everyone": true])
+            #expect(
+                try await fixture.eligible(client, Self.token) == [
+                    "winback_50": false, "retention_30": false, "loyalty": true, "sorry": false, "once": true, "everyone": true,
+                ]
+            )
 
-            response = try await fixture.notify(client, .didChangeRenewalStatus, .autoRenewDisabled, transaction: renewed, autoRenew: .off, signedDate: now - 86_400)
+            response = try await fixture.notify(
+                client,
+                .didChangeRenewalStatus,
+                .autoRenewDisabled,
+                transaction: renewed,
+                autoRenew: .off,
+                signedDate: now - 86_400
+            )
             #expect(try await fixture.eligible(client, Self.token)["retention_30"] == true)
             let retention = try await fixture.sign(client, "retention_30", Self.token.uppercased())
             #expect(retention.status == .ok, "\(retention.text)")
@@ -151,7 +211,11 @@ struct StoreFixture {
             var expired = renewed
             expired.expiresDate = (now - 3_600).appStoreMilliseconds
             response = try await fixture.notify(client, .expired, .voluntary, transaction: expired, autoRenew: .off, signedDate: now - 1_800)
-            #expect(try await fixture.eligible(client, Self.token) == ["winback_50": true, "retention_30": false, "loyalty": false, "sorry": false, "once": true, "everyone": true])
+            #expect(
+                try await fixture.eligible(client, Self.token) == [
+                    "winback_50": true, "retention_30": false, "loyalty": false, "sorry": false, "once": true, "everyone": true,
+                ]
+            )
 
             // The win-back offer, twice; the cap refuses the third with its reason.
             #expect(try await fixture.sign(client, "winback_50", Self.token).status == .ok)
@@ -164,12 +228,16 @@ struct StoreFixture {
             let jws = try await fixture.sign(client, "everyone", Self.token, extra: #","format":"jws""#)
             #expect(jws.status == .ok)
             let jwsNonce = try jws.decode(JWSAnswer.self).nonce
-            let jwsLogged = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, offerIdentifier: "everyone"))
+            let jwsLogged = try await fixture.store.issuedSignatures(
+                matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, offerIdentifier: "everyone")
+            )
             #expect(jwsLogged.map(\.nonce) == [jwsNonce])
             #expect(jwsLogged.first?.format == "jws")
 
             // Every bundle returned is in the issued-signature log.
-            let logged = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: Self.token))
+            let logged = try await fixture.store.issuedSignatures(
+                matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: Self.token)
+            )
             #expect(logged.map(\.offerIdentifier).sorted() == ["everyone", "retention_30", "winback_50", "winback_50"])
             #expect(Set(logged.map(\.nonce)).contains(try retention.decode(SignedLegacyOffer.self).nonce))
         }
@@ -182,7 +250,13 @@ struct StoreFixture {
         let now = Date()
         try await fixture.application.test(.router) { client in
             let transaction = fixture.transaction("dup-user", expires: now + 86_400, signedDate: now)
-            let payload = try await fixture.signer.signNotification(.didRenew, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleIdentifier: fixture.bundle, signedDate: now)
+            let payload = try await fixture.signer.signNotification(
+                .didRenew,
+                transaction: transaction,
+                renewalInfo: TestPayloads.renewalInfo(for: transaction),
+                bundleIdentifier: fixture.bundle,
+                signedDate: now
+            )
             let body = "{\"signedPayload\":\"\(payload)\"}"
             #expect(try await client.post("/v1/notifications/appstore", json: body).text.contains("processed"))
             #expect(try await client.post("/v1/notifications/appstore", json: body).text.contains("duplicate"))
@@ -201,7 +275,12 @@ struct StoreFixture {
         let stranger = TestJWSSigner(chain: try TestCertificateChain())  // a chain to a root the service does not trust
         try await fixture.application.test(.router) { client in
             let transaction = fixture.transaction("victim", expires: Date() + 86_400, signedDate: Date())
-            let forged = try await stranger.signNotification(.subscribed, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleIdentifier: fixture.bundle)
+            let forged = try await stranger.signNotification(
+                .subscribed,
+                transaction: transaction,
+                renewalInfo: TestPayloads.renewalInfo(for: transaction),
+                bundleIdentifier: fixture.bundle
+            )
             let response = try await client.post("/v1/notifications/appstore", json: "{\"signedPayload\":\"\(forged)\"}")
             #expect(response.status == .badRequest)
             #expect(try response.decode(ErrorBody.self).error.code == "invalid_signed_payload")
@@ -212,7 +291,10 @@ struct StoreFixture {
         try await fixture.store.close()
     }
 
-    @Test("when the store fails, a notification gets 503 so that the App Store retries; a signature is not returned", arguments: StoreBackend.available)
+    @Test(
+        "when the store fails, a notification gets 503 so that the App Store retries; a signature is not returned",
+        arguments: StoreBackend.available
+    )
     func storeFailureIs503(_ backend: StoreBackend) async throws {
         let fixture = try await StoreFixture(backend)
         try await fixture.store.close()  // the database goes away
@@ -252,10 +334,19 @@ struct StoreFixture {
         let fixture = try await StoreFixture(backend)
         try await fixture.application.test(.router) { client in
             func admin(_ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil) async throws -> TestResponse {
-                try await client.execute(uri: uri, method: method, headers: [.authorization: "Bearer \(StoreFixture.adminToken)", .contentType: "application/json"], body: body.map { ByteBuffer(string: $0) })
+                try await client.execute(
+                    uri: uri,
+                    method: method,
+                    headers: [.authorization: "Bearer \(StoreFixture.adminToken)", .contentType: "application/json"],
+                    body: body.map { ByteBuffer(string: $0) }
+                )
             }
             #expect(try await fixture.sign(client, "sorry", "unlucky").status == .forbidden)
-            let granted = try await admin(.post, "/admin/customers/\(fixture.bundle)/unlucky/grants", #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"sorry","expiresInDays":7}"#)
+            let granted = try await admin(
+                .post,
+                "/admin/customers/\(fixture.bundle)/unlucky/grants",
+                #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"sorry","expiresInDays":7}"#
+            )
             #expect(granted.status == .ok)
             #expect(try await fixture.sign(client, "sorry", "unlucky").status == .ok)
             let again = try await fixture.sign(client, "sorry", "unlucky")
@@ -293,7 +384,11 @@ struct StoreFixture {
         try await fixture.application.test(.router) { client in
             func ask(_ username: String, _ transactionId: String, signedTransaction: String? = nil) async throws -> TestResponse {
                 let signed = signedTransaction.map { #","signedTransaction":"\#($0)""# } ?? ""
-                return try await client.post("/v1/offers/introductory-eligibility", json: #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","transactionId":"\#(transactionId)","applicationUsername":"\#(username)"\#(signed)}"#)
+                return try await client.post(
+                    "/v1/offers/introductory-eligibility",
+                    json:
+                        #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","transactionId":"\#(transactionId)","applicationUsername":"\#(username)"\#(signed)}"#
+                )
             }
             func allow(_ response: TestResponse) throws -> Bool? {
                 let answer = try response.decode(JWSAnswer.self)
@@ -357,8 +452,21 @@ struct StoreFixture {
         let ingestor = try #require(fixture.service.notifications)
         let now = Date()
         let transaction = fixture.transaction("replayed", expires: now + 86_400, signedDate: now)
-        let subscribed = try await fixture.signer.signNotification(.subscribed, subtype: .initialBuy, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleIdentifier: fixture.bundle, signedDate: now)
-        let renewed = try await fixture.signer.signNotification(.didRenew, transaction: transaction, renewalInfo: TestPayloads.renewalInfo(for: transaction), bundleIdentifier: fixture.bundle, signedDate: now + 1)
+        let subscribed = try await fixture.signer.signNotification(
+            .subscribed,
+            subtype: .initialBuy,
+            transaction: transaction,
+            renewalInfo: TestPayloads.renewalInfo(for: transaction),
+            bundleIdentifier: fixture.bundle,
+            signedDate: now
+        )
+        let renewed = try await fixture.signer.signNotification(
+            .didRenew,
+            transaction: transaction,
+            renewalInfo: TestPayloads.renewalInfo(for: transaction),
+            bundleIdentifier: fixture.bundle,
+            signedDate: now + 1
+        )
         let capture = "\(subscribed)\n{\"signedPayload\":\"\(renewed)\"}\n\nnot-a-jws\n{broken\n"
         let first = await ingestor.replay(capture)
         #expect(first.processed == 2 && first.refused == 2 && first.failed == 0)
@@ -373,7 +481,9 @@ struct StoreFixture {
 
 /// The timestamps of a JSON answer: every value under a key the API uses for a time.
 enum Timestamps {
-    static let names: Set<String> = ["updatedAt", "expiresDate", "originalPurchaseDate", "lastSignedDate", "grantedAt", "expiresAt", "usedAt", "at", "timestamp", "loadedAt"]
+    static let names: Set<String> = [
+        "updatedAt", "expiresDate", "originalPurchaseDate", "lastSignedDate", "grantedAt", "expiresAt", "usedAt", "at", "timestamp", "loadedAt",
+    ]
 
     static func all(in text: String) throws -> [(String, Any)] {
         var found: [(String, Any)] = []

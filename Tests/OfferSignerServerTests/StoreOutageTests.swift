@@ -4,13 +4,13 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import OfferApplication
 import OfferEligibility
 import OfferModel
 import OfferSignerServer
 import OfferSigning
 import OfferStore
 import Testing
-import OfferApplication
 
 /// A database outage, as a client and a load balancer see it: every request that needs the store is answered 503
 /// `store_unavailable` with `Retry-After` within `OFFER_SIGNER_STORE_TIMEOUT`, `/readyz` says 503 within a second,
@@ -45,22 +45,31 @@ struct StoreOutageTests {
                 proxied.queryItems = (url.queryItems ?? []) + [URLQueryItem(name: "pool_max_conns", value: "4")]
             }
             store = try await makeOfferStore(
-                databaseURL: try #require(proxied.string), logger: Logger(label: "test"), keepingConnectionsOpen: true, timeout: StoreOutageTests.timeout)
+                databaseURL: try #require(proxied.string),
+                logger: Logger(label: "test"),
+                keepingConnectionsOpen: true,
+                timeout: StoreOutageTests.timeout
+            )
             await store.warmUp()
-            let policy = try OfferPolicy(text: """
-                apps:
-                  - bundleIdentifier: \(bundle)
-                    issuerIdentifier: 57246542-96fe-1a63-e053-0824d011072a
-                    products:
-                      - productIdentifier: com.example.monthly
-                        offers:
-                          - offerIdentifier: capped
-                            rules: [{ cap: { count: 1000, days: 30 } }]
-                          - offerIdentifier: everyone
-                """)
+            let policy = try OfferPolicy(
+                text: """
+                    apps:
+                      - bundleIdentifier: \(bundle)
+                        issuerIdentifier: 57246542-96fe-1a63-e053-0824d011072a
+                        products:
+                          - productIdentifier: com.example.monthly
+                            offers:
+                              - offerIdentifier: capped
+                                rules: [{ cap: { count: 1000, days: 30 } }]
+                              - offerIdentifier: everyone
+                    """
+            )
             service = OfferService(
-                apps: [], keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
-                policy: policy, store: store)
+                apps: [],
+                keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
+                policy: policy,
+                store: store
+            )
         }
 
         func application(_ frontEnd: FrontEnd) -> Application<RouterResponder<OfferSignerRequestContext>> {
@@ -70,7 +79,9 @@ struct StoreOutageTests {
         func sign(_ client: some TestClientProtocol, _ offer: String) async throws -> TestResponse {
             try await client.post(
                 "/v1/offers/sign",
-                json: #"{"productIdentifier":"com.example.monthly","offerIdentifier":"\#(offer)","applicationUsername":"outage-\#(UUID().uuidString.prefix(8))"}"#)
+                json:
+                    #"{"productIdentifier":"com.example.monthly","offerIdentifier":"\#(offer)","applicationUsername":"outage-\#(UUID().uuidString.prefix(8))"}"#
+            )
         }
 
         func close() async throws {
@@ -104,7 +115,10 @@ struct StoreOutageTests {
         return .seconds(3600)
     }
 
-    @Test("PostgreSQL stopped: signing and /readyz answer 503 store_unavailable within the bound; the service signs again within 2 s of its return", arguments: FrontEnd.allCases)
+    @Test(
+        "PostgreSQL stopped: signing and /readyz answer 503 store_unavailable within the bound; the service signs again within 2 s of its return",
+        arguments: FrontEnd.allCases
+    )
     func stoppedDatabase(_ frontEnd: FrontEnd) async throws {
         let outage = try await Outage()
         try await outage.application(frontEnd).test(frontEnd.setup) { client in
@@ -138,7 +152,9 @@ struct StoreOutageTests {
         try await outage.close()
     }
 
-    @Test("PostgreSQL silent (connections open, nothing answered): 503 store_unavailable within the bound, /readyz 503 within 1 s, signing again after")
+    @Test(
+        "PostgreSQL silent (connections open, nothing answered): 503 store_unavailable within the bound, /readyz 503 within 1 s, signing again after"
+    )
     func silentDatabase() async throws {
         let outage = try await Outage()
         try await outage.application(.router).test(.router) { client in
@@ -176,12 +192,21 @@ struct StoreOutageTests {
                     #expect(!response.text.contains("signature"))
                 }
             }
-            for _ in 0..<5 { try await attempt("everyone"); try await attempt("capped") }
+            for _ in 0..<5 {
+                try await attempt("everyone")
+                try await attempt("capped")
+            }
             try await outage.proxy.cut()
-            for _ in 0..<3 { try await attempt("everyone"); try await attempt("capped") }
+            for _ in 0..<3 {
+                try await attempt("everyone")
+                try await attempt("capped")
+            }
             try await outage.proxy.restore()
             _ = try await Self.signsAgain(outage, client, offer: "everyone", within: .seconds(2))
-            for _ in 0..<5 { try await attempt("everyone"); try await attempt("capped") }
+            for _ in 0..<5 {
+                try await attempt("everyone")
+                try await attempt("capped")
+            }
             let logged = try await outage.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: outage.bundle, limit: 1000))
             let nonces = Set(logged.map { $0.nonce.lowercased() })
             #expect(answered.count >= 20)

@@ -3,8 +3,9 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
-@testable import OfferSignerServer
 import Testing
+
+@testable import OfferSignerServer
 
 /// Strict JSON on every JSON endpoint (issue 24): ``StrictJSON`` against an independent reference parser on many
 /// thousands of bodies, and both front ends' verdicts against it.
@@ -26,47 +27,60 @@ import Testing
     static func verdict(_ text: String) -> Verdict { verdict(Array(text.utf8)) }
     static func verdict(_ bytes: [UInt8]) -> Verdict { Verdict(StrictJSON.violation(in: bytes)) }
 
-    @Test("RFC 8259 texts are accepted", arguments: [
-        #"{}"#, #"[]"#, #"{"a":[1,-0,0.5,1e10,-2E-3,1.25e+2,true,false,null,"x"]}"#, "  \t\r\n{ \"a\" : \"b\" }\n ",
-        #""\u00e9\uD83D\uDE00\"\\\/\b\f\n\r\t""#, "\"caf\u{E9} \u{1F600} \u{10FFFF}\"", #"{"a":{"a":{"a":1}}}"#,
-        #"{"a":1,"b":{"a":2}}"#, "123", "null", #"{"":1}"#, #"{"\u0000":1}"#,
-    ])
+    @Test(
+        "RFC 8259 texts are accepted",
+        arguments: [
+            #"{}"#, #"[]"#, #"{"a":[1,-0,0.5,1e10,-2E-3,1.25e+2,true,false,null,"x"]}"#, "  \t\r\n{ \"a\" : \"b\" }\n ",
+            #""\u00e9\uD83D\uDE00\"\\\/\b\f\n\r\t""#, "\"caf\u{E9} \u{1F600} \u{10FFFF}\"", #"{"a":{"a":{"a":1}}}"#,
+            #"{"a":1,"b":{"a":2}}"#, "123", "null", #"{"":1}"#, #"{"\u0000":1}"#,
+        ]
+    )
     func accepted(_ text: String) {
         #expect(Self.verdict(text) == .valid)
     }
 
-    @Test("anything else is refused", arguments: [
-        "", " ", "{", "}", "{,}", #"{"a":1,}"#, "[1,]", "[,1]", #"{"a" 1}"#, #"{a:1}"#, "{'a':1}", "[01]", "[1.]", "[.5]",
-        "[1e]", "[-]", "[+1]", "[NaN]", "[Infinity]", "[tru]", "[True]", "[nul]", #"["\uZZZZ"]"#, #"["\u12"]"#,
-        #"["\x41"]"#, #"["\'"]"#, #"["\uD800"]"#, #"["\uDC00"]"#, #"["\uD800\u0041"]"#, #"["\uD800x"]"#, "[\"a\tb\"]",
-        "[\"a\nb\"]", "[\"\u{01}\"]", "[1] [2]", "{}x", "[1]]", #"["abc"#, #"["abc\"#, "\u{FEFF}{}", "/*c*/{}", "[1,,2]",
-        #"{"a":1 "b":2}"#, "[\"a\" \"b\"]",
-    ])
+    @Test(
+        "anything else is refused",
+        arguments: [
+            "", " ", "{", "}", "{,}", #"{"a":1,}"#, "[1,]", "[,1]", #"{"a" 1}"#, #"{a:1}"#, "{'a':1}", "[01]", "[1.]", "[.5]",
+            "[1e]", "[-]", "[+1]", "[NaN]", "[Infinity]", "[tru]", "[True]", "[nul]", #"["\uZZZZ"]"#, #"["\u12"]"#,
+            #"["\x41"]"#, #"["\'"]"#, #"["\uD800"]"#, #"["\uDC00"]"#, #"["\uD800\u0041"]"#, #"["\uD800x"]"#, "[\"a\tb\"]",
+            "[\"a\nb\"]", "[\"\u{01}\"]", "[1] [2]", "{}x", "[1]]", #"["abc"#, #"["abc\"#, "\u{FEFF}{}", "/*c*/{}", "[1,,2]",
+            #"{"a":1 "b":2}"#, "[\"a\" \"b\"]",
+        ]
+    )
     func refused(_ text: String) {
         #expect(Self.verdict(text) == .malformed)
     }
 
-    @Test("invalid UTF-8 is refused", arguments: [
-        [0xC3], [0xC0, 0xAF], [0xC1, 0xBF], [0xE0, 0x80, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80],
-        [0x80], [0xBF], [0xFE], [0xFF], [0xE2, 0x82], [0xF0, 0x9F, 0x98],
-    ] as [[UInt8]])
+    @Test(
+        "invalid UTF-8 is refused",
+        arguments: [
+            [0xC3], [0xC0, 0xAF], [0xC1, 0xBF], [0xE0, 0x80, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80],
+            [0x80], [0xBF], [0xFE], [0xFF], [0xE2, 0x82], [0xF0, 0x9F, 0x98],
+        ] as [[UInt8]]
+    )
     func invalidUTF8(_ sequence: [UInt8]) {
         #expect(Self.verdict(Array("[\"a".utf8) + sequence + Array("b\"]".utf8)) == .malformed)
     }
 
-    @Test("a key twice in one object is a duplicate at every depth, escaped or not, canonically equal or not", arguments: [
-        #"{"a":1,"a":2}"#, #"{"a":1,"\u0061":2}"#, #"{"x":[{"k":1,"k":1}]}"#, #"{"x":{"y":{"z":{"k":1,"j":2,"k":3}}}}"#,
-        "{\"caf\u{E9}\":1,\"cafe\u{301}\":2}", #"{"\uD83D\uDE00":1,"😀":2}"#,
-        #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":"\uZZZZ","applicationUsername":"a","applicationUsername":"b"}"#
-            .replacingOccurrences(of: #""note":"\uZZZZ","#, with: #""note":"\u0041","#),
-    ])
+    @Test(
+        "a key twice in one object is a duplicate at every depth, escaped or not, canonically equal or not",
+        arguments: [
+            #"{"a":1,"a":2}"#, #"{"a":1,"\u0061":2}"#, #"{"x":[{"k":1,"k":1}]}"#, #"{"x":{"y":{"z":{"k":1,"j":2,"k":3}}}}"#,
+            "{\"caf\u{E9}\":1,\"cafe\u{301}\":2}", #"{"\uD83D\uDE00":1,"😀":2}"#,
+            #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":"\uZZZZ","applicationUsername":"a","applicationUsername":"b"}"#
+                .replacingOccurrences(of: #""note":"\uZZZZ","#, with: #""note":"\u0041","#),
+        ]
+    )
     func duplicates(_ text: String) {
         #expect(Self.verdict(text) == .duplicate)
     }
 
     @Test("the body of the report: a skipped member's bad escape no longer hides the duplicate: the body is refused (malformed)")
     func reportedBypass() {
-        let body = #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":"\uZZZZ","applicationUsername":"dup-first","applicationUsername":"dup-last"}"#
+        let body =
+            #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":"\uZZZZ","applicationUsername":"dup-first","applicationUsername":"dup-last"}"#
         #expect(Self.verdict(body) == .malformed)
     }
 
@@ -99,15 +113,27 @@ import Testing
     func frontEnds(_ frontEnd: FrontEnd) async throws {
         var random = SeededRandom(seed: 1)
         var bodies = (0..<2_500).map { _ in Self.mutated(&random, seeds: Self.requestSeeds) }
-        bodies.append(Array(#"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":"\uZZZZ","applicationUsername":"dup-first","applicationUsername":"dup-last"}"#.utf8))
-        bodies.append(Array(#"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":{"x":1,"x":2},"applicationUsername":"a"}"#.utf8))
+        bodies.append(
+            Array(
+                #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":"\uZZZZ","applicationUsername":"dup-first","applicationUsername":"dup-last"}"#
+                    .utf8
+            )
+        )
+        bodies.append(
+            Array(#"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":{"x":1,"x":2},"applicationUsername":"a"}"#.utf8)
+        )
         bodies.append(Array(#"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"a",}"#.utf8))
         let all = bodies
         try await TestService().application(frontEnd).test(frontEnd.setup) { client in
             for (index, body) in all.enumerated() {
                 let expected = Self.verdict(body)
                 let uri = index % 3 == 2 ? "/v1/offers/eligibility" : "/v1/offers/sign"
-                let response = try await client.execute(uri: uri, method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(bytes: body))
+                let response = try await client.execute(
+                    uri: uri,
+                    method: .post,
+                    headers: [.contentType: "application/json"],
+                    body: ByteBuffer(bytes: body)
+                )
                 let code = response.status == .badRequest ? try response.decode(ErrorBody.self).error.code : nil
                 switch expected {
                 case .valid:
@@ -129,15 +155,17 @@ import Testing
         #"{ "productIdentifier" : "com.example.monthly" , "offerIdentifier" : "winback_50" , "format" : "legacy" }"#,
     ]
 
-    static let seeds = requestSeeds + [
-        #"{"a":{"b":[1,-2,3.5e-1,true,false,null]},"c":"\uD83D\uDE00\n"}"#, #"[{"k":1},{"k":2}]"#, #"{"k":"v","j":{"k":"w"}}"#,
-    ]
+    static let seeds =
+        requestSeeds + [
+            #"{"a":{"b":[1,-2,3.5e-1,true,false,null]},"c":"\uD83D\uDE00\n"}"#, #"[{"k":1},{"k":2}]"#, #"{"k":"v","j":{"k":"w"}}"#,
+        ]
 
     /// Bytes mutations draw from: JSON's punctuation, escapes, digits, letters of its words, controls, UTF-8 pieces.
-    static let alphabet: [[UInt8]] = [
-        "{", "}", "[", "]", "\"", ":", ",", "\\", "\\u", "\\uD800", "\\uDC00", "\\u00e9", "\\n", "\\x", " ", "\t", "0", "1", "9", "-",
-        "+", ".", "e", "E", "a", "k", "true", "null", "fals", "\"k\":", "\"a\":1,", ",\"k\":1",
-    ].map { Array($0.utf8) } + [[0x00], [0x1F], [0x7F], [0xC3, 0xA9], [0xC3], [0xA9], [0xED, 0xA0, 0x80], [0xF0, 0x9F, 0x98, 0x80], [0xFF]]
+    static let alphabet: [[UInt8]] =
+        [
+            "{", "}", "[", "]", "\"", ":", ",", "\\", "\\u", "\\uD800", "\\uDC00", "\\u00e9", "\\n", "\\x", " ", "\t", "0", "1", "9", "-",
+            "+", ".", "e", "E", "a", "k", "true", "null", "fals", "\"k\":", "\"a\":1,", ",\"k\":1",
+        ].map { Array($0.utf8) } + [[0x00], [0x1F], [0x7F], [0xC3, 0xA9], [0xC3], [0xA9], [0xED, 0xA0, 0x80], [0xF0, 0x9F, 0x98, 0x80], [0xFF]]
 
     static func mutated(_ random: inout SeededRandom, seeds: [String] = seeds) -> [UInt8] {
         var bytes = Array(seeds[random.below(seeds.count)].utf8)
@@ -176,7 +204,10 @@ import Testing
             }
             return out + Array((fault() ? ",]" : "]").utf8)
         case 2:
-            let pieces = ["x", "\\\"", "\\\\", "\\/", "\\b", "\\u00E9", "\\uD83D\\uDE00", "é", "😀", fault() ? "\\uD83D" : "y", fault() ? "\u{01}" : "z", fault() ? "\\q" : "w"]
+            let pieces = [
+                "x", "\\\"", "\\\\", "\\/", "\\b", "\\u00E9", "\\uD83D\\uDE00", "é", "😀", fault() ? "\\uD83D" : "y", fault() ? "\u{01}" : "z",
+                fault() ? "\\q" : "w",
+            ]
             return Array(("\"" + (0..<random.below(4)).map { _ in pieces[random.below(pieces.count)] }.joined() + "\"").utf8)
         case 3:
             let numbers = ["0", "-0", "12", "-3.25", "1e5", "2E-7", "6.02e+23", fault() ? "01" : "1", fault() ? "1." : "2", fault() ? "-" : "3"]
@@ -248,7 +279,10 @@ enum ReferenceJSON {
                 guard depth < 64 else { throw Failure() }
                 position += 1
                 space()
-                if peek() == "}" { position += 1; return }
+                if peek() == "}" {
+                    position += 1
+                    return
+                }
                 var keys: Set<String> = []
                 while true {
                     space()
@@ -260,7 +294,10 @@ enum ReferenceJSON {
                     space()
                     try value(depth: depth + 1)
                     space()
-                    if peek() == "," { position += 1; continue }
+                    if peek() == "," {
+                        position += 1
+                        continue
+                    }
                     try expect("}")
                     return
                 }
@@ -268,12 +305,18 @@ enum ReferenceJSON {
                 guard depth < 64 else { throw Failure() }
                 position += 1
                 space()
-                if peek() == "]" { position += 1; return }
+                if peek() == "]" {
+                    position += 1
+                    return
+                }
                 while true {
                     space()
                     try value(depth: depth + 1)
                     space()
-                    if peek() == "," { position += 1; continue }
+                    if peek() == "," {
+                        position += 1
+                        continue
+                    }
                     try expect("]")
                     return
                 }
@@ -303,7 +346,10 @@ enum ReferenceJSON {
             } else {
                 try digits()
             }
-            if peek() == "." { position += 1; try digits() }
+            if peek() == "." {
+                position += 1
+                try digits()
+            }
             if peek() == "e" || peek() == "E" {
                 position += 1
                 if peek() == "+" || peek() == "-" { position += 1 }

@@ -11,35 +11,59 @@ import Testing
 /// customer's facts, and what the policy's retention and win-back offers say at each step.
 @Suite struct SubscriptionFoldingTests {
     static let token = "8c1d6a9e-0b2f-4c3d-9e8f-1a2b3c4d5e6f"
-    static let policy = try! OfferPolicy(text: """
-        apps:
-          - bundleIdentifier: \(TestPayloads.bundleIdentifier)
-            products:
-              - productIdentifier: \(TestPayloads.productIdentifier)
-                subscriptionGroupIdentifier: "21000001"
-                offers:
-                  - offerIdentifier: retention_30
-                    rules: [auto-renew-off]
-                  - offerIdentifier: winback_50
-                    rules: [app-store-subscriber, { lapsed: { minDays: 0, maxDays: 365 } }]
-                  - offerIdentifier: loyalty
-                    rules: [active-subscriber, { loyalty: { minRenewals: 1 } }]
-        """)
+    static let policy = try! OfferPolicy(
+        text: """
+            apps:
+              - bundleIdentifier: \(TestPayloads.bundleIdentifier)
+                products:
+                  - productIdentifier: \(TestPayloads.productIdentifier)
+                    subscriptionGroupIdentifier: "21000001"
+                    offers:
+                      - offerIdentifier: retention_30
+                        rules: [auto-renew-off]
+                      - offerIdentifier: winback_50
+                        rules: [app-store-subscriber, { lapsed: { minDays: 0, maxDays: 365 } }]
+                      - offerIdentifier: loyalty
+                        rules: [active-subscriber, { loyalty: { minRenewals: 1 } }]
+            """
+    )
 
-    private func notification(_ type: NotificationType, _ subtype: NotificationSubtype? = nil, expires: Date, signedDate: Date, status: SubscriptionStatus? = nil, autoRenew: AutoRenewStatus = .on) -> DecodedNotification {
+    private func notification(
+        _ type: NotificationType,
+        _ subtype: NotificationSubtype? = nil,
+        expires: Date,
+        signedDate: Date,
+        status: SubscriptionStatus? = nil,
+        autoRenew: AutoRenewStatus = .on
+    ) -> DecodedNotification {
         var transaction = TestPayloads.transaction(appAccountToken: Self.token.uppercased(), expiresDate: expires, signedDate: signedDate)
         transaction.subscriptionGroupIdentifier = "21000001"
         let renewal = TestPayloads.renewalInfo(for: transaction, autoRenewStatus: autoRenew, signedDate: signedDate)
         return DecodedNotification(
             notification: TestPayloads.notification(type, subtype: subtype, status: status, signedDate: signedDate),
-            transaction: transaction, renewalInfo: renewal)
+            transaction: transaction,
+            renewalInfo: renewal
+        )
     }
 
     private func decisions(_ facts: CustomerFacts, now: Date) -> [String: Bool] {
         var result: [String: Bool] = [:]
         for offer in ["retention_30", "winback_50", "loyalty"] {
-            guard case .found(_, let product, let found) = Self.policy.lookup(bundleIdentifier: TestPayloads.bundleIdentifier, productIdentifier: TestPayloads.productIdentifier, offerIdentifier: offer) else { continue }
-            let context = EligibilityContext(bundleIdentifier: TestPayloads.bundleIdentifier, productIdentifier: TestPayloads.productIdentifier, offerIdentifier: offer, subscriptionGroupIdentifier: product.subscriptionGroupIdentifier, facts: facts, now: now)
+            guard
+                case .found(_, let product, let found) = Self.policy.lookup(
+                    bundleIdentifier: TestPayloads.bundleIdentifier,
+                    productIdentifier: TestPayloads.productIdentifier,
+                    offerIdentifier: offer
+                )
+            else { continue }
+            let context = EligibilityContext(
+                bundleIdentifier: TestPayloads.bundleIdentifier,
+                productIdentifier: TestPayloads.productIdentifier,
+                offerIdentifier: offer,
+                subscriptionGroupIdentifier: product.subscriptionGroupIdentifier,
+                facts: facts,
+                now: now
+            )
             result[offer] = found.rule.evaluate(context).isEligible
         }
         return result
@@ -59,11 +83,23 @@ import Testing
         #expect(facts.subscriptions.first?.renewalCount == 1)
         #expect(decisions(facts, now: start + month) == ["retention_30": false, "winback_50": false, "loyalty": true])
 
-        SubscriptionFolding.fold(notification(.didChangeRenewalStatus, .autoRenewDisabled, expires: start + 2 * month, signedDate: start + month + 86_400, autoRenew: .off), into: &facts)
+        SubscriptionFolding.fold(
+            notification(
+                .didChangeRenewalStatus,
+                .autoRenewDisabled,
+                expires: start + 2 * month,
+                signedDate: start + month + 86_400,
+                autoRenew: .off
+            ),
+            into: &facts
+        )
         #expect(facts.subscriptions.first?.autoRenewEnabled == false)
         #expect(decisions(facts, now: start + month + 86_400) == ["retention_30": true, "winback_50": false, "loyalty": true])
 
-        SubscriptionFolding.fold(notification(.expired, .voluntary, expires: start + 2 * month, signedDate: start + 2 * month, autoRenew: .off), into: &facts)
+        SubscriptionFolding.fold(
+            notification(.expired, .voluntary, expires: start + 2 * month, signedDate: start + 2 * month, autoRenew: .off),
+            into: &facts
+        )
         #expect(facts.subscriptions.first?.state == .expired)
         #expect(facts.subscriptions.first?.expirationIntent == 1)
         #expect(decisions(facts, now: start + 2 * month + 86_400) == ["retention_30": false, "winback_50": true, "loyalty": false])
@@ -79,15 +115,18 @@ import Testing
         #expect(facts.subscriptions.first?.renewalCount == 0)
     }
 
-    @Test("each type moves the subscription as the App Store means it", arguments: [
-        (NotificationType.didFailToRenew, NotificationSubtype?.some(.gracePeriod), SubscriptionState.inGracePeriod),
-        (.didFailToRenew, nil, .inBillingRetry),
-        (.gracePeriodExpired, nil, .inBillingRetry),
-        (.refund, nil, .revoked),
-        (.revoke, nil, .revoked),
-        (.offerRedeemed, nil, .active),
-        (.renewalExtended, nil, .active),
-    ])
+    @Test(
+        "each type moves the subscription as the App Store means it",
+        arguments: [
+            (NotificationType.didFailToRenew, NotificationSubtype?.some(.gracePeriod), SubscriptionState.inGracePeriod),
+            (.didFailToRenew, nil, .inBillingRetry),
+            (.gracePeriodExpired, nil, .inBillingRetry),
+            (.refund, nil, .revoked),
+            (.revoke, nil, .revoked),
+            (.offerRedeemed, nil, .active),
+            (.renewalExtended, nil, .active),
+        ]
+    )
     func typesMoveTheState(_ type: NotificationType, _ subtype: NotificationSubtype?, _ expected: SubscriptionState) {
         var facts = CustomerFacts(key: CustomerKey(bundleIdentifier: TestPayloads.bundleIdentifier, applicationUsername: Self.token))
         let now = Date()

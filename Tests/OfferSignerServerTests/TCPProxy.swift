@@ -57,7 +57,10 @@ final class TCPProxy: Sendable {
     func cut() async throws {
         let (listener, connections) = state.withLock { state in
             state.mode = .refusing
-            defer { state.listener = nil; state.connections = [] }
+            defer {
+                state.listener = nil
+                state.connections = []
+            }
             return (state.listener, state.connections)
         }
         for connection in connections { try? await connection.close() }

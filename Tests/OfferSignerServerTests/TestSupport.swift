@@ -3,10 +3,10 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import OfferApplication
 import OfferSignerServer
 import OfferSigning
 import Testing
-import OfferApplication
 
 /// A service with one generated key for `com.example.app`, and helpers to call it.
 struct TestService {
@@ -18,7 +18,8 @@ struct TestService {
         self.key = keys[0]
         self.service = OfferService(
             apps: apps.map { AppConfiguration(bundleIdentifier: $0) },
-            keyRing: try KeyRing(keys: keys.map { .init(key: $0, source: "test") }, activeKeyIdentifier: active))
+            keyRing: try KeyRing(keys: keys.map { .init(key: $0, source: "test") }, activeKeyIdentifier: active)
+        )
     }
 
     var application: some ApplicationProtocol {
@@ -45,16 +46,21 @@ enum FrontEnd: String, CaseIterable, Sendable, CustomTestStringConvertible {
 
     /// The application of `router` (built over `service`, `authenticator` and `limits`) for this front end.
     func application(
-        router: Router<OfferSignerRequestContext>, service: OfferService, authenticator: ClientAuthenticator? = nil,
-        limits: RateLimits = RateLimits(.none), logger: Logger = Logger(label: "test")
+        router: Router<OfferSignerRequestContext>,
+        service: OfferService,
+        authenticator: ClientAuthenticator? = nil,
+        limits: RateLimits = RateLimits(.none),
+        logger: Logger = Logger(label: "test")
     ) -> Application<RouterResponder<OfferSignerRequestContext>> {
         switch self {
         case .router:
             return Application(router: router, logger: logger)
         case .eventLoop:
             return makeApplication(
-                router: router, signing: EventLoopSigning(service: service, authenticator: authenticator, limits: limits, serverName: "offer-signer"),
-                logger: logger)
+                router: router,
+                signing: EventLoopSigning(service: service, authenticator: authenticator, limits: limits, serverName: "offer-signer"),
+                logger: logger
+            )
         }
     }
 }

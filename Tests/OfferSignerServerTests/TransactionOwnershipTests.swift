@@ -11,7 +11,10 @@ import Testing
 
 /// A transaction is presented only by the customer it belongs to, and refusals of App Store data speak plain words.
 @Suite struct TransactionOwnershipTests {
-    @Test("a JWS transactionId the store knows as another customer's original transaction is 409 transaction_claimed; the customer's own and an unknown one sign", arguments: StoreBackend.available)
+    @Test(
+        "a JWS transactionId the store knows as another customer's original transaction is 409 transaction_claimed; the customer's own and an unknown one sign",
+        arguments: StoreBackend.available
+    )
     func anotherCustomersTransactionIsRefused(_ backend: StoreBackend) async throws {
         let fixture = try await StoreFixture(backend)
         try await fixture.application.test(.router) { client in
@@ -29,7 +32,9 @@ import Testing
             // A legacy signature does not carry the transaction: its transactionId only says whom to ask Apple about.
             #expect(try await fixture.sign(client, "everyone", "intruder", extra: #","transactionId":"\#(theirs)""#).status == .ok)
             // Nothing was signed for the intruder under the owner's transaction in a JWS.
-            let log = try await fixture.store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: "intruder", limit: 10))
+            let log = try await fixture.store.issuedSignatures(
+                matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: "intruder", limit: 10)
+            )
             #expect(log.count == 2)
         }
         try await fixture.store.close()
@@ -63,7 +68,10 @@ import Testing
     @Test("refused App Store data is explained in plain words: no Swift type, no decoder text, no address")
     func refusalsSpeakPlainWords() async throws {
         let fixture = try await StoreFixture(.sqlite)
-        struct WrongShape: Encodable, Sendable { let signedDate = "yesterday"; let data = [1, 2] }
+        struct WrongShape: Encodable, Sendable {
+            let signedDate = "yesterday"
+            let data = [1, 2]
+        }
         let wrongShape = try await fixture.signer.sign(WrongShape())
         let garbage = ["eyJhbGciOiJFUzI1NiJ9.e30.a/b", "eyJhbGciOiJFUzI1NiJ9.e30.", "a.b.c", wrongShape]
         try await fixture.application.test(.router) { client in
@@ -109,7 +117,12 @@ import Testing
     }
 
     /// Sends both requests at the same instant, one through each application.
-    private func race(_ one: StoreFixture, _ two: StoreFixture, _ first: (String, String), _ second: (String, String)) async throws -> (TestResponse, TestResponse) {
+    private func race(
+        _ one: StoreFixture,
+        _ two: StoreFixture,
+        _ first: (String, String),
+        _ second: (String, String)
+    ) async throws -> (TestResponse, TestResponse) {
         try await one.application.test(.router) { clientOne in
             try await two.application.test(.router) { clientTwo in
                 async let a = one.sign(clientOne, "everyone", first.0, extra: #","signedTransaction":"\#(first.1)""#)
@@ -124,7 +137,10 @@ import Testing
         return (one, topology == .postgresTwoReplicas ? try await StoreFixture(.postgres, replicaOf: one) : one)
     }
 
-    @Test("two customers presenting one signed transaction (no appAccountToken) at once: one owner, the other 409 transaction_claimed, audited — 25 rounds", arguments: Topology.available)
+    @Test(
+        "two customers presenting one signed transaction (no appAccountToken) at once: one owner, the other 409 transaction_claimed, audited — 25 rounds",
+        arguments: Topology.available
+    )
     func twoCustomersOneTransaction(_ topology: Topology) async throws {
         let (one, two) = try await fixtures(topology)
         for round in 0..<25 {
@@ -139,13 +155,18 @@ import Testing
             #expect(owners.map(\.applicationUsername) == [a.status == .ok ? "first-\(round)" : "second-\(round)"])
         }
         let audit = try await one.store.auditEvents(limit: 10_000, since: Date() - 600)
-        let refusals = audit.filter { $0.action == "customer.binding_conflict" && $0.details["source"] == "signed_transaction" && $0.target.hasPrefix(one.bundle) }
+        let refusals = audit.filter {
+            $0.action == "customer.binding_conflict" && $0.details["source"] == "signed_transaction" && $0.target.hasPrefix(one.bundle)
+        }
         #expect(refusals.count == 25)
         try await one.store.close()
         if topology == .postgresTwoReplicas { try await two.store.close() }
     }
 
-    @Test("one customer presenting two transactions of one subscription group at once: one is theirs, the other 409 — 25 rounds", arguments: Topology.available)
+    @Test(
+        "one customer presenting two transactions of one subscription group at once: one is theirs, the other 409 — 25 rounds",
+        arguments: Topology.available
+    )
     func oneCustomerTwoTransactionsOfAGroup(_ topology: Topology) async throws {
         let (one, two) = try await fixtures(topology)
         for round in 0..<25 {

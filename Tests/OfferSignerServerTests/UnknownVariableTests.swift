@@ -10,13 +10,16 @@ import Testing
     static let pem = try! SigningKey.generate(keyIdentifier: "X").pkcs8PEMRepresentation
     static let valid = ["OFFER_SIGNER_BUNDLE_ID": "com.example.app", "OFFER_SIGNER_KEY_ABC123DEFG": pem, "OFFER_SIGNER_CLIENT_AUTH": "none"]
 
-    @Test("a typo is a warning naming the nearest variable", arguments: [
-        ("OFFER_SIGNER_BUNDLEID", "OFFER_SIGNER_BUNDLE_ID"),
-        ("OFFER_SIGNER_PROT", "OFFER_SIGNER_PORT"),
-        ("OFFER_SIGNER_KEYS_DIRECTORY", "OFFER_SIGNER_KEYS_DIR"),
-        ("OFFER_SIGNER_ADMIN_TOKEN_LIST", "OFFER_SIGNER_ADMIN_TOKENS"),
-        ("OFFER_SIGNER_RATELIMIT_CUSTOMER", "OFFER_SIGNER_RATE_LIMIT_CUSTOMER"),
-    ])
+    @Test(
+        "a typo is a warning naming the nearest variable",
+        arguments: [
+            ("OFFER_SIGNER_BUNDLEID", "OFFER_SIGNER_BUNDLE_ID"),
+            ("OFFER_SIGNER_PROT", "OFFER_SIGNER_PORT"),
+            ("OFFER_SIGNER_KEYS_DIRECTORY", "OFFER_SIGNER_KEYS_DIR"),
+            ("OFFER_SIGNER_ADMIN_TOKEN_LIST", "OFFER_SIGNER_ADMIN_TOKENS"),
+            ("OFFER_SIGNER_RATELIMIT_CUSTOMER", "OFFER_SIGNER_RATE_LIMIT_CUSTOMER"),
+        ]
+    )
     func aTypoNamesTheNearestVariable(_ typo: String, _ meant: String) throws {
         let configuration = try ServiceConfiguration(environment: Self.valid.merging([typo: "secret-value-0123"]) { $1 })
         let warnings = configuration.warnings.filter { $0.contains(typo) }
@@ -26,8 +29,11 @@ import Testing
 
     @Test func aNameNearNothingStillWarns() throws {
         let configuration = try ServiceConfiguration(environment: Self.valid.merging(["OFFER_SIGNER_ZZZZZZZZZZZZZZZZZZZZZZZZZ": "1"]) { $1 })
-        #expect(configuration.warnings.contains(
-            "OFFER_SIGNER_ZZZZZZZZZZZZZZZZZZZZZZZZZ is not a variable offer-signer reads, so it is ignored; the variables are listed in docs/configuration.md."))
+        #expect(
+            configuration.warnings.contains(
+                "OFFER_SIGNER_ZZZZZZZZZZZZZZZZZZZZZZZZZ is not a variable offer-signer reads, so it is ignored; the variables are listed in docs/configuration.md."
+            )
+        )
     }
 
     @Test func knownVariablesKeysAndTheProjectsToolsAreNotReported() throws {

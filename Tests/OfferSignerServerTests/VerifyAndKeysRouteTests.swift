@@ -3,10 +3,10 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import OfferApplication
 import OfferSignerServer
 import OfferSigning
 import Testing
-import OfferApplication
 
 struct VerifyAnswer: Decodable {
     var format: String
@@ -41,7 +41,10 @@ struct PublishedKey: Decodable {
             #expect(answer.format == "legacy")
             #expect(answer.keyState == "active")
             #expect(answer.validityWindow == "current")
-            #expect(answer.payload == "com.example.app\\u2063TESTKEY001\\u2063com.example.monthly\\u2063winback_50\\u2063user-0001\\u2063\(bundle.nonce)\\u2063\(bundle.timestamp)")
+            #expect(
+                answer.payload
+                    == "com.example.app\\u2063TESTKEY001\\u2063com.example.monthly\\u2063winback_50\\u2063user-0001\\u2063\(bundle.nonce)\\u2063\(bundle.timestamp)"
+            )
         }
     }
 
@@ -71,7 +74,10 @@ struct PublishedKey: Decodable {
 
     @Test func verifyWithAMissingFieldNamesIt() async throws {
         try await TestService().application.test(.router) { client in
-            let response = try await client.post("/v1/offers/verify", json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","keyIdentifier":"K","nonce":"n","signature":"s"}"#)
+            let response = try await client.post(
+                "/v1/offers/verify",
+                json: #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"u","keyIdentifier":"K","nonce":"n","signature":"s"}"#
+            )
             #expect(response.status == .badRequest)
             #expect(try response.decode(ErrorBody.self).error.field == "timestamp")
             let malformed = try await client.post("/v1/offers/verify", json: "nope")

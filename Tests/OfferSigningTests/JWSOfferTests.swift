@@ -10,7 +10,9 @@ import Testing
     let other = try! SigningKey.generate(keyIdentifier: "OTHERKEY01")
     let issuer = "57246542-96fe-1a63-e053-0824d011072a"
 
-    private var ring: KeyRing { try! KeyRing(keys: [.init(key: key, source: "t"), .init(key: other, source: "t")], activeKeyIdentifier: "ABC123DEFG") }
+    private var ring: KeyRing {
+        try! KeyRing(keys: [.init(key: key, source: "t"), .init(key: other, source: "t")], activeKeyIdentifier: "ABC123DEFG")
+    }
 
     private func json(_ segment: Substring) throws -> [String: Any] {
         let data = try #require(Data(base64URLEncoded: segment))
@@ -19,9 +21,15 @@ import Testing
 
     private func promotional(transactionId: String? = "2000000123456789") async throws -> SignedJWS<PromotionalOfferV2Claims> {
         try await JWSOfferSigner.signPromotionalOffer(
-            bundleIdentifier: "com.example.app", productIdentifier: "com.example.monthly", offerIdentifier: "winback_50",
-            transactionId: transactionId, issuerIdentifier: issuer, key: key,
-            nonce: UUID(uuidString: "7A0E1C2B-3D4E-4F50-8A6B-7C8D9E0F1A2B")!, issuedAt: Date(timeIntervalSince1970: 1_700_000_000.75))
+            bundleIdentifier: "com.example.app",
+            productIdentifier: "com.example.monthly",
+            offerIdentifier: "winback_50",
+            transactionId: transactionId,
+            issuerIdentifier: issuer,
+            key: key,
+            nonce: UUID(uuidString: "7A0E1C2B-3D4E-4F50-8A6B-7C8D9E0F1A2B")!,
+            issuedAt: Date(timeIntervalSince1970: 1_700_000_000.75)
+        )
     }
 
     @Test func promotionalOfferHeaderAndClaimsAreExactlyAsSpecified() async throws {
@@ -60,8 +68,13 @@ import Testing
     @Test func introductoryOfferEligibilityClaimsAreExactlyAsSpecified() async throws {
         for allow in [true, false] {
             let signed = try await JWSOfferSigner.signIntroductoryOfferEligibility(
-                bundleIdentifier: "com.example.app", productIdentifier: "com.example.monthly", allowIntroductoryOffer: allow,
-                transactionId: "2000000123456789", issuerIdentifier: issuer, key: key)
+                bundleIdentifier: "com.example.app",
+                productIdentifier: "com.example.monthly",
+                allowIntroductoryOffer: allow,
+                transactionId: "2000000123456789",
+                issuerIdentifier: issuer,
+                key: key
+            )
             let claims = try json(signed.token.split(separator: ".")[1])
             #expect(Set(claims.keys) == ["iss", "bid", "aud", "iat", "nonce", "productId", "allowIntroductoryOffer", "transactionId"])
             #expect(claims["aud"] as? String == "introductory-offer-eligibility")
@@ -83,7 +96,13 @@ import Testing
 
     @Test func aFreshTokenVerifiesWithWhatWasChecked() async throws {
         let signed = try await JWSOfferSigner.signPromotionalOffer(
-            bundleIdentifier: "com.example.app", productIdentifier: "p", offerIdentifier: "o", transactionId: nil, issuerIdentifier: issuer, key: key)
+            bundleIdentifier: "com.example.app",
+            productIdentifier: "p",
+            offerIdentifier: "o",
+            transactionId: nil,
+            issuerIdentifier: issuer,
+            key: key
+        )
         let result = await JWSOfferVerifier.verify(signed.token, keyRing: ring)
         #expect(result.valid)
         #expect(result.keyIdentifier == "ABC123DEFG")
@@ -111,7 +130,12 @@ import Testing
 
     @Test func aTamperedPayloadFails() async throws {
         let token = try await promotional().token
-        let tampered = replacing(token, part: 1, with: #"{"iss":"x","bid":"com.example.app","aud":"promotional-offer","iat":1700000000,"nonce":"7a0e1c2b-3d4e-4f50-8a6b-7c8d9e0f1a2b","productId":"com.example.monthly","offerIdentifier":"winback_99"}"#)
+        let tampered = replacing(
+            token,
+            part: 1,
+            with:
+                #"{"iss":"x","bid":"com.example.app","aud":"promotional-offer","iat":1700000000,"nonce":"7a0e1c2b-3d4e-4f50-8a6b-7c8d9e0f1a2b","productId":"com.example.monthly","offerIdentifier":"winback_99"}"#
+        )
         #expect(await JWSOfferVerifier.verify(tampered, keyRing: ring).reason == "signature_mismatch")
     }
 
@@ -131,12 +155,28 @@ import Testing
 
     @Test func unknownAndRevokedKeys() async throws {
         let stranger = try SigningKey.generate(keyIdentifier: "STRANGER01")
-        let foreign = try await JWSOfferSigner.signPromotionalOffer(bundleIdentifier: "a", productIdentifier: "p", offerIdentifier: "o", transactionId: nil, issuerIdentifier: issuer, key: stranger)
+        let foreign = try await JWSOfferSigner.signPromotionalOffer(
+            bundleIdentifier: "a",
+            productIdentifier: "p",
+            offerIdentifier: "o",
+            transactionId: nil,
+            issuerIdentifier: issuer,
+            key: stranger
+        )
         #expect(await JWSOfferVerifier.verify(foreign.token, keyRing: ring).reason == "unknown_key")
         let mine = try await promotional()
-        let revoked = try KeyRing(keys: [.init(key: key, source: "t"), .init(key: other, source: "t")], activeKeyIdentifier: "OTHERKEY01", revokedKeyIdentifiers: ["ABC123DEFG"])
+        let revoked = try KeyRing(
+            keys: [.init(key: key, source: "t"), .init(key: other, source: "t")],
+            activeKeyIdentifier: "OTHERKEY01",
+            revokedKeyIdentifiers: ["ABC123DEFG"]
+        )
         #expect(await JWSOfferVerifier.verify(mine.token, keyRing: revoked).reason == "key_revoked")
-        #expect(await JWSOfferVerifier.verify(mine.token, keyRing: try KeyRing(keys: [.init(key: key, source: "t"), .init(key: other, source: "t")], activeKeyIdentifier: "OTHERKEY01")).keyState == .retired)
+        #expect(
+            await JWSOfferVerifier.verify(
+                mine.token,
+                keyRing: try KeyRing(keys: [.init(key: key, source: "t"), .init(key: other, source: "t")], activeKeyIdentifier: "OTHERKEY01")
+            ).keyState == .retired
+        )
     }
 
     /// Signs arbitrary claims with jwt-kit directly, to build tokens the service would never issue.
@@ -154,7 +194,10 @@ import Testing
     }
 
     @Test func wrongAudienceAndMissingOrMalformedClaimsAreReported() async throws {
-        let base: [String: JWTHeaderField] = ["iss": .string(issuer), "bid": "com.example.app", "iat": .int(1_700_000_000), "nonce": "7a0e1c2b-3d4e-4f50-8a6b-7c8d9e0f1a2b", "productId": "p", "offerIdentifier": "o"]
+        let base: [String: JWTHeaderField] = [
+            "iss": .string(issuer), "bid": "com.example.app", "iat": .int(1_700_000_000), "nonce": "7a0e1c2b-3d4e-4f50-8a6b-7c8d9e0f1a2b",
+            "productId": "p", "offerIdentifier": "o",
+        ]
         var wrongAudience = base
         wrongAudience["aud"] = "appstoreconnect-v1"
         #expect(await JWSOfferVerifier.verify(try await signRaw(wrongAudience), keyRing: ring).reason == "wrong_audience")
@@ -176,7 +219,15 @@ import Testing
     }
 
     @Test func aFailedSelfCheckNeverReturnsTheToken() async throws {
-        let claims = PromotionalOfferV2Claims(iss: issuer, bid: "a", iat: 1, nonce: "n", productIdentifier: "p", offerIdentifier: "o", transactionId: nil)
+        let claims = PromotionalOfferV2Claims(
+            iss: issuer,
+            bid: "a",
+            iat: 1,
+            nonce: "n",
+            productIdentifier: "p",
+            offerIdentifier: "o",
+            transactionId: nil
+        )
         let error = await #expect(throws: OfferSigningError.self) {
             try await JWSOfferSigner.sign(claims, with: key, selfCheckKey: other.publicKey)
         }
@@ -186,7 +237,14 @@ import Testing
     @Test("bad transaction identifiers are refused", arguments: ["", "abc", "12 34", String(repeating: "1", count: 65)])
     func badTransactionIdentifiers(_ transactionId: String) async {
         let error = await #expect(throws: OfferSigningError.self) {
-            try await JWSOfferSigner.signIntroductoryOfferEligibility(bundleIdentifier: "a", productIdentifier: "p", allowIntroductoryOffer: true, transactionId: transactionId, issuerIdentifier: issuer, key: key)
+            try await JWSOfferSigner.signIntroductoryOfferEligibility(
+                bundleIdentifier: "a",
+                productIdentifier: "p",
+                allowIntroductoryOffer: true,
+                transactionId: transactionId,
+                issuerIdentifier: issuer,
+                key: key
+            )
         }
         #expect(error?.field == "transactionId")
     }

@@ -23,7 +23,9 @@ import Testing
         let third = try SigningKey.generate(keyIdentifier: "THIRD00001")
         let ring = try KeyRing(
             keys: [.init(key: first, source: "t"), .init(key: second, source: "t"), .init(key: third, source: "t")],
-            activeKeyIdentifier: "SECOND0001", revokedKeyIdentifiers: ["THIRD00001"])
+            activeKeyIdentifier: "SECOND0001",
+            revokedKeyIdentifiers: ["THIRD00001"]
+        )
         #expect(ring.state(of: "FIRST00001") == .retired)
         #expect(ring.state(of: "SECOND0001") == .active)
         #expect(ring.state(of: "THIRD00001") == .revoked)
@@ -33,7 +35,9 @@ import Testing
     @Test func perAppActiveKeyWins() throws {
         let ring = try KeyRing(
             keys: [.init(key: first, source: "t"), .init(key: second, source: "t")],
-            activeKeyIdentifier: "FIRST00001", activeKeyIdentifiersByApp: ["com.example.other": "SECOND0001"])
+            activeKeyIdentifier: "FIRST00001",
+            activeKeyIdentifiersByApp: ["com.example.other": "SECOND0001"]
+        )
         #expect(try ring.activeKey(forApp: "com.example.other").keyIdentifier == "SECOND0001")
         #expect(try ring.activeKey(forApp: "com.example.app").keyIdentifier == "FIRST00001")
     }

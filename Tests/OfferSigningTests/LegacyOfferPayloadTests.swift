@@ -16,29 +16,48 @@ import Testing
 
     static let vectors: [Vector] = [
         Vector(
-            bundleIdentifier: "com.example.app", keyIdentifier: "ABC123DEFG", productIdentifier: "com.example.monthly",
-            offerIdentifier: "winback_50", applicationUsername: "User-0001", nonce: "7A0E1C2B-3D4E-4F50-8a6B-7C8D9E0F1A2B",
+            bundleIdentifier: "com.example.app",
+            keyIdentifier: "ABC123DEFG",
+            productIdentifier: "com.example.monthly",
+            offerIdentifier: "winback_50",
+            applicationUsername: "User-0001",
+            nonce: "7A0E1C2B-3D4E-4F50-8a6B-7C8D9E0F1A2B",
             timestamp: 1_700_000_000_000,
-            expectedHex: "636f6d2e6578616d706c652e617070e281a341424331323344454647e281a3636f6d2e6578616d706c652e6d6f6e74686c79e281a377696e6261636b5f3530e281a3757365722d30303031e281a337613065316332622d336434652d346635302d386136622d376338643965306631613262e281a331373030303030303030303030"
+            expectedHex:
+                "636f6d2e6578616d706c652e617070e281a341424331323344454647e281a3636f6d2e6578616d706c652e6d6f6e74686c79e281a377696e6261636b5f3530e281a3757365722d30303031e281a337613065316332622d336434652d346635302d386136622d376338643965306631613262e281a331373030303030303030303030"
         ),
         Vector(
-            bundleIdentifier: "com.example.app", keyIdentifier: "KEY2", productIdentifier: "com.example.yearly",
-            offerIdentifier: "retention.30", applicationUsername: "8C1D6A9E-0B2F-4C3D-9E8F-1A2B3C4D5E6F",
-            nonce: "2f9c0c4e-5d6b-4a7c-8e9f-0a1b2c3d4e5f", timestamp: 1_762_387_200_123,
-            expectedHex: "636f6d2e6578616d706c652e617070e281a34b455932e281a3636f6d2e6578616d706c652e796561726c79e281a3726574656e74696f6e2e3330e281a338633164366139652d306232662d346333642d396538662d316132623363346435653666e281a332663963306334652d356436622d346137632d386539662d306131623263336434653566e281a331373632333837323030313233"
+            bundleIdentifier: "com.example.app",
+            keyIdentifier: "KEY2",
+            productIdentifier: "com.example.yearly",
+            offerIdentifier: "retention.30",
+            applicationUsername: "8C1D6A9E-0B2F-4C3D-9E8F-1A2B3C4D5E6F",
+            nonce: "2f9c0c4e-5d6b-4a7c-8e9f-0a1b2c3d4e5f",
+            timestamp: 1_762_387_200_123,
+            expectedHex:
+                "636f6d2e6578616d706c652e617070e281a34b455932e281a3636f6d2e6578616d706c652e796561726c79e281a3726574656e74696f6e2e3330e281a338633164366139652d306232662d346333642d396538662d316132623363346435653666e281a332663963306334652d356436622d346137632d386539662d306131623263336434653566e281a331373632333837323030313233"
         ),
         Vector(
-            bundleIdentifier: "co.ünïcode.app", keyIdentifier: "K", productIdentifier: "prod", offerIdentifier: "offer",
-            applicationUsername: "ÅSA@Example.COM", nonce: "00000000-0000-4000-8000-000000000000", timestamp: 1,
-            expectedHex: "636f2ec3bc6ec3af636f64652e617070e281a34be281a370726f64e281a36f66666572e281a3c3a57361406578616d706c652e636f6de281a330303030303030302d303030302d343030302d383030302d303030303030303030303030e281a331"
+            bundleIdentifier: "co.ünïcode.app",
+            keyIdentifier: "K",
+            productIdentifier: "prod",
+            offerIdentifier: "offer",
+            applicationUsername: "ÅSA@Example.COM",
+            nonce: "00000000-0000-4000-8000-000000000000",
+            timestamp: 1,
+            expectedHex:
+                "636f2ec3bc6ec3af636f64652e617070e281a34be281a370726f64e281a36f66666572e281a3c3a57361406578616d706c652e636f6de281a330303030303030302d303030302d343030302d383030302d303030303030303030303030e281a331"
         ),
     ]
 
     @Test("payload bytes match Apple's Python library", arguments: vectors)
     func payloadMatchesApplesLibrary(_ vector: Vector) {
         let offer = PromotionalOffer(
-            bundleIdentifier: vector.bundleIdentifier, productIdentifier: vector.productIdentifier,
-            offerIdentifier: vector.offerIdentifier, applicationUsername: vector.applicationUsername)
+            bundleIdentifier: vector.bundleIdentifier,
+            productIdentifier: vector.productIdentifier,
+            offerIdentifier: vector.offerIdentifier,
+            applicationUsername: vector.applicationUsername
+        )
         let payload = LegacyOfferPayload(offer: offer, keyIdentifier: vector.keyIdentifier, nonce: vector.nonce, timestamp: vector.timestamp)
         #expect(payload.bytes.map { String(format: "%02x", $0) }.joined() == vector.expectedHex)
     }
@@ -54,7 +73,12 @@ import Testing
     static let fields = ["bundleIdentifier", "productIdentifier", "offerIdentifier", "applicationUsername"]
 
     private func offer(setting field: String, to value: String) -> PromotionalOffer {
-        var offer = PromotionalOffer(bundleIdentifier: "com.example.app", productIdentifier: "com.example.monthly", offerIdentifier: "winback_50", applicationUsername: "user-1")
+        var offer = PromotionalOffer(
+            bundleIdentifier: "com.example.app",
+            productIdentifier: "com.example.monthly",
+            offerIdentifier: "winback_50",
+            applicationUsername: "user-1"
+        )
         switch field {
         case "bundleIdentifier": offer.bundleIdentifier = value
         case "productIdentifier": offer.productIdentifier = value
@@ -94,10 +118,18 @@ import Testing
     func bytesAreTheStringsUTF8() {
         let usernames = ["user-1", "User-ONE", "ÄÖÜ-ünïcödé", "漢字-ID", "8C1D6B2E-0000-4000-8000-0123456789AB", "a"]
         for username in usernames {
-            let offer = PromotionalOffer(bundleIdentifier: "com.example.app", productIdentifier: "com.example.monthly",
-                                         offerIdentifier: "winback_50", applicationUsername: username)
-            let payload = LegacyOfferPayload(offer: offer, keyIdentifier: "ABC123DEFG", nonce: "F0E1D2C3-B4A5-4687-9887-A6B5C4D3E2F1",
-                                             timestamp: 1_795_480_209_343)
+            let offer = PromotionalOffer(
+                bundleIdentifier: "com.example.app",
+                productIdentifier: "com.example.monthly",
+                offerIdentifier: "winback_50",
+                applicationUsername: username
+            )
+            let payload = LegacyOfferPayload(
+                offer: offer,
+                keyIdentifier: "ABC123DEFG",
+                nonce: "F0E1D2C3-B4A5-4687-9887-A6B5C4D3E2F1",
+                timestamp: 1_795_480_209_343
+            )
             #expect(payload.bytes == Array(payload.string.utf8))
             #expect(payload.applicationUsername == username.lowercased())
             #expect(payload.nonce == "f0e1d2c3-b4a5-4687-9887-a6b5c4d3e2f1")

@@ -6,10 +6,19 @@ import Testing
 @Suite struct LegacyOfferVerifierTests {
     let old = try! SigningKey.generate(keyIdentifier: "OLDKEY0001")
     let new = try! SigningKey.generate(keyIdentifier: "NEWKEY0001")
-    let offer = PromotionalOffer(bundleIdentifier: "com.example.app", productIdentifier: "com.example.monthly", offerIdentifier: "winback_50", applicationUsername: "user-1")
+    let offer = PromotionalOffer(
+        bundleIdentifier: "com.example.app",
+        productIdentifier: "com.example.monthly",
+        offerIdentifier: "winback_50",
+        applicationUsername: "user-1"
+    )
 
     private func ring(revoked: Set<String> = []) throws -> KeyRing {
-        try KeyRing(keys: [.init(key: old, source: "t"), .init(key: new, source: "t")], activeKeyIdentifier: "NEWKEY0001", revokedKeyIdentifiers: revoked)
+        try KeyRing(
+            keys: [.init(key: old, source: "t"), .init(key: new, source: "t")],
+            activeKeyIdentifier: "NEWKEY0001",
+            revokedKeyIdentifiers: revoked
+        )
     }
 
     @Test func aFreshBundleIsValidAndCurrent() throws {

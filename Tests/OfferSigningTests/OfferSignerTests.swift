@@ -7,8 +7,11 @@ import Testing
 @Suite struct OfferSignerTests {
     let key = try! SigningKey(keyIdentifier: "ABC123DEFG", pemRepresentation: KeyFixtures.pkcs8P256)
     let offer = PromotionalOffer(
-        bundleIdentifier: "com.example.app", productIdentifier: "com.example.monthly",
-        offerIdentifier: "winback_50", applicationUsername: "User-0001")
+        bundleIdentifier: "com.example.app",
+        productIdentifier: "com.example.monthly",
+        offerIdentifier: "winback_50",
+        applicationUsername: "User-0001"
+    )
 
     @Test func bundleCarriesWhatWasSignedAndVerifies() throws {
         let nonce = try #require(UUID(uuidString: "7A0E1C2B-3D4E-4F50-8A6B-7C8D9E0F1A2B"))
@@ -70,7 +73,9 @@ import Testing
             var offer = self.offer
             offer.applicationUsername = username
             let bundle = try OfferSigner.signLegacy(offer, with: key)
-            let pub = directory.appendingPathComponent("pub.pem"), sig = directory.appendingPathComponent("sig.der"), msg = directory.appendingPathComponent("msg")
+            let pub = directory.appendingPathComponent("pub.pem")
+            let sig = directory.appendingPathComponent("sig.der")
+            let msg = directory.appendingPathComponent("msg")
             try key.verificationKey.pemRepresentation.write(to: pub, atomically: true, encoding: .utf8)
             try #require(Data(base64Encoded: bundle.signature)).write(to: sig)
             try Data(bundle.payload.bytes).write(to: msg)

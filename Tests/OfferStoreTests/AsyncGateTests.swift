@@ -1,15 +1,22 @@
 import Dispatch
 import Foundation
-@testable import OfferStore
 import Synchronization
 import Testing
+
+@testable import OfferStore
 
 /// The write gate shared by tasks (sqlite-nio's writer) and a blocking thread (the SQLite log writer's queue).
 @Suite struct AsyncGateTests {
     /// Counts holders at once; records the most seen.
     final class Occupancy: Sendable {
         private let state = Mutex((now: 0, most: 0, entries: 0))
-        func enter() { state.withLock { $0.now += 1; $0.most = max($0.most, $0.now); $0.entries += 1 } }
+        func enter() {
+            state.withLock {
+                $0.now += 1
+                $0.most = max($0.most, $0.now)
+                $0.entries += 1
+            }
+        }
         func leave() { state.withLock { $0.now -= 1 } }
         var most: Int { state.withLock { $0.most } }
         var entries: Int { state.withLock { $0.entries } }

@@ -1,8 +1,9 @@
 import Foundation
 import Logging
-@testable import OfferStore
 import OfferModel
 import Testing
+
+@testable import OfferStore
 
 /// ``CustomerLocks``: one decision at a time per customer in a process that alone decides for its store, with the
 /// record made durable by the group commit before the lock passes on.
@@ -10,19 +11,34 @@ import Testing
     let app = "com.example.locks-\(UUID().uuidString.prefix(8).lowercased())"
 
     private func signature(_ key: CustomerKey) -> IssuedSignature {
-        IssuedSignature(nonce: UUID().uuidString.lowercased(), keyIdentifier: "KEY1", bundleIdentifier: key.bundleIdentifier, productIdentifier: "com.example.monthly", offerIdentifier: "capped", applicationUsername: key.applicationUsername, timestamp: Date().unixMilliseconds, format: "legacy")
+        IssuedSignature(
+            nonce: UUID().uuidString.lowercased(),
+            keyIdentifier: "KEY1",
+            bundleIdentifier: key.bundleIdentifier,
+            productIdentifier: "com.example.monthly",
+            offerIdentifier: "capped",
+            applicationUsername: key.applicationUsername,
+            timestamp: Date().unixMilliseconds,
+            format: "legacy"
+        )
     }
 
-    @Test("only a store this process alone writes has customer locks: a server's SQLite file and one in memory; not a file the tools opened, nor PostgreSQL")
+    @Test(
+        "only a store this process alone writes has customer locks: a server's SQLite file and one in memory; not a file the tools opened, nor PostgreSQL"
+    )
     func whoHasThem() async throws {
         let file = ScratchFolder.sqliteFile("offer-store-locks")
-        let served = try #require(try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"), exclusive: true) as? any CustomerLockingStore)
+        let served = try #require(
+            try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"), exclusive: true) as? any CustomerLockingStore
+        )
         #expect(served.customerLocks != nil)
         let tool = try #require(try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test")) as? any CustomerLockingStore)
         #expect(tool.customerLocks == nil)
         try await tool.close()
         try await served.close()
-        let memory = try #require(try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test")) as? any CustomerLockingStore)
+        let memory = try #require(
+            try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test")) as? any CustomerLockingStore
+        )
         #expect(memory.customerLocks != nil)
         try await memory.close()
         if Backend.postgresURL != nil {
@@ -35,7 +51,9 @@ import Testing
     @Test("64 concurrent decisions for a cap of 1 under the customer's lock record exactly one signature, ten times over")
     func capHolds() async throws {
         let file = ScratchFolder.sqliteFile("offer-store-locks")
-        let store = try #require(try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"), exclusive: true) as? any CustomerLockingStore)
+        let store = try #require(
+            try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"), exclusive: true) as? any CustomerLockingStore
+        )
         let locks = try #require(store.customerLocks)
         for round in 0..<10 {
             let key = CustomerKey(bundleIdentifier: app, applicationUsername: "racer-\(round)")
@@ -62,8 +80,10 @@ import Testing
         try await store.close()
     }
 
-    @Test("the snapshot reads a customer's facts, their text and their signatures since a time, newest first: in memory and on a file",
-          arguments: [false, true])
+    @Test(
+        "the snapshot reads a customer's facts, their text and their signatures since a time, newest first: in memory and on a file",
+        arguments: [false, true]
+    )
     func snapshot(onFile: Bool) async throws {
         let url = onFile ? "sqlite:\(ScratchFolder.sqliteFile("offer-store-locks"))" : "sqlite::memory:"
         let opened = try await makeOfferStore(databaseURL: url, logger: Logger(label: "test"), exclusive: onFile)

@@ -1,17 +1,32 @@
 import Foundation
 import Logging
-@testable import OfferStore
 import OfferModel
 import SQLKit
 import Testing
+
+@testable import OfferStore
 
 /// `withCustomerTransaction`: the decision and its record are atomic per customer, on both backends.
 @Suite struct CustomerTransactionTests {
     /// A bundle identifier no other test uses, so tests sharing a PostgreSQL database do not meet.
     let app = "com.example.txn-\(UUID().uuidString.prefix(8).lowercased())"
 
-    private func signature(_ key: CustomerKey, product: String = "com.example.monthly", offer: String = "capped", at timestamp: Int64 = 1_800_000_000_000) -> IssuedSignature {
-        IssuedSignature(nonce: UUID().uuidString.lowercased(), keyIdentifier: "KEY1", bundleIdentifier: key.bundleIdentifier, productIdentifier: product, offerIdentifier: offer, applicationUsername: key.applicationUsername, timestamp: timestamp, format: "legacy")
+    private func signature(
+        _ key: CustomerKey,
+        product: String = "com.example.monthly",
+        offer: String = "capped",
+        at timestamp: Int64 = 1_800_000_000_000
+    ) -> IssuedSignature {
+        IssuedSignature(
+            nonce: UUID().uuidString.lowercased(),
+            keyIdentifier: "KEY1",
+            bundleIdentifier: key.bundleIdentifier,
+            productIdentifier: product,
+            offerIdentifier: offer,
+            applicationUsername: key.applicationUsername,
+            timestamp: timestamp,
+            format: "legacy"
+        )
     }
 
     /// The stores a race runs over. PostgreSQL: two stores (two connection pools) on one database, as two
@@ -44,7 +59,10 @@ import Testing
         }
     }
 
-    @Test("64 concurrent requests for an offer capped at 1 sign exactly once, five times over (on PostgreSQL over two stores)", arguments: Backend.available)
+    @Test(
+        "64 concurrent requests for an offer capped at 1 sign exactly once, five times over (on PostgreSQL over two stores)",
+        arguments: Backend.available
+    )
     func capHoldsUnderConcurrency(_ backend: Backend) async throws {
         let stores = try await stores(backend)
         for round in 0..<5 {
@@ -65,7 +83,12 @@ import Testing
     func grantIsUsedOnce(_ backend: Backend) async throws {
         let stores = try await stores(backend)
         let key = CustomerKey(bundleIdentifier: app, applicationUsername: "granted")
-        let grant = CustomerServiceGrant(productIdentifier: "com.example.monthly", offerIdentifier: "goodwill", grantedBy: "alice", expiresAt: Date() + 86_400)
+        let grant = CustomerServiceGrant(
+            productIdentifier: "com.example.monthly",
+            offerIdentifier: "goodwill",
+            grantedBy: "alice",
+            expiresAt: Date() + 86_400
+        )
         try await stores[0].updateCustomer(key) { $0.grants = [grant] }
         let signed = try await withThrowingTaskGroup(of: Bool.self) { group in
             for attempt in 0..<64 {
@@ -86,7 +109,11 @@ import Testing
         }
         #expect(signed == 1)
         #expect(try await stores[stores.count - 1].customerFacts(for: key)?.grants.first?.usedAt != nil)
-        #expect(try await stores[stores.count - 1].countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app, offerIdentifier: "goodwill")) == 1)
+        #expect(
+            try await stores[stores.count - 1].countIssuedSignatures(
+                matching: IssuedSignatureQuery(bundleIdentifier: app, offerIdentifier: "goodwill")
+            ) == 1
+        )
         for store in stores { try await store.close() }
     }
 
@@ -131,7 +158,10 @@ import Testing
         try await store.close()
     }
 
-    @Test("facts and the record written in a transaction are read back; the snapshot holds this customer's signatures since a time, newest first", arguments: Backend.available)
+    @Test(
+        "facts and the record written in a transaction are read back; the snapshot holds this customer's signatures since a time, newest first",
+        arguments: Backend.available
+    )
     func factsAndSignaturesRoundTrip(_ backend: Backend) async throws {
         let (store, _) = try await backend.open()
         let key = CustomerKey(bundleIdentifier: app, applicationUsername: "Round-Trip")
@@ -145,7 +175,14 @@ import Testing
         let seen = try await store.withCustomerTransaction(key, issuedSince: 2_000) { snapshot in
             #expect(snapshot.facts == nil)
             var facts = CustomerFacts(key: key)
-            facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: "g", productIdentifier: "com.example.monthly", originalTransactionId: original, state: .active)]
+            facts.subscriptions = [
+                SubscriptionFacts(
+                    subscriptionGroupIdentifier: "g",
+                    productIdentifier: "com.example.monthly",
+                    originalTransactionId: original,
+                    state: .active
+                )
+            ]
             facts.flags["churnRisk"] = "high"
             return CustomerCommit(value: snapshot.issuedSignatures, facts: facts, record: written)
         }
@@ -163,8 +200,11 @@ import Testing
 
     /// `issuedSince` `Int64.max` (no signatures read): the body runs without the customer's lock, and the answer is
     /// claimed after it — the same outcome.
-    @Test("an answer key makes a transaction idempotent: the first answer is stored, a retry sees it and writes nothing",
-          arguments: Backend.available, [nil, Int64.max] as [Int64?])
+    @Test(
+        "an answer key makes a transaction idempotent: the first answer is stored, a retry sees it and writes nothing",
+        arguments: Backend.available,
+        [nil, Int64.max] as [Int64?]
+    )
     func answerKeyIsIdempotent(_ backend: Backend, issuedSince since: Int64?) async throws {
         let stores = try await stores(backend)
         let requestIdentifier = UUID().uuidString.lowercased()
@@ -183,7 +223,7 @@ import Testing
                     try await store.withCustomerTransaction(key, issuedSince: since, answerKey: "retention:\(requestIdentifier)") { snapshot in
                         if let stored = snapshot.storedAnswer {
                             #expect(snapshot.issuedSignatures.isEmpty)
-                            return CustomerCommit(value: stored, record: record)   // ignored: a stored answer writes nothing
+                            return CustomerCommit(value: stored, record: record)  // ignored: a stored answer writes nothing
                         }
                         try await Task.sleep(for: .milliseconds(2))
                         return CustomerCommit(value: nonce, record: record, answer: nonce)
@@ -193,7 +233,9 @@ import Testing
             return try await group.reduce(into: [String]()) { $0.append($1) }
         }
         #expect(Set(answers).count == 1)
-        let issued = try await stores[0].issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app, applicationUsername: key.applicationUsername))
+        let issued = try await stores[0].issuedSignatures(
+            matching: IssuedSignatureQuery(bundleIdentifier: app, applicationUsername: key.applicationUsername)
+        )
         #expect(issued.count == 1)
         #expect(issued.first?.nonce == answers.first)
         #expect(issued.first?.channel == "retention")
@@ -206,7 +248,8 @@ import Testing
         }
         #expect(counted == 1)
         // Another key answers afresh; without a key nothing is stored.
-        let fresh = try await stores[0].withCustomerTransaction(key, issuedSince: since, answerKey: "retention:other-\(requestIdentifier)") { snapshot in
+        let fresh = try await stores[0].withCustomerTransaction(key, issuedSince: since, answerKey: "retention:other-\(requestIdentifier)") {
+            snapshot in
             CustomerCommit(value: snapshot.storedAnswer == nil, answer: "second")
         }
         #expect(fresh)
@@ -221,7 +264,11 @@ import Testing
         let rows = try await store.backend.reading { database in
             try await database.select().columns("version", "applied_at").from("schema_migrations").all()
         }
-        return Dictionary(uniqueKeysWithValues: try rows.map { (try $0.decode(column: "version", as: Int.self), try $0.decode(column: "applied_at", as: Int64.self)) })
+        return Dictionary(
+            uniqueKeysWithValues: try rows.map {
+                (try $0.decode(column: "version", as: Int.self), try $0.decode(column: "applied_at", as: Int64.self))
+            }
+        )
     }
 
     @Test("migrations run again change nothing; schema_migrations.applied_at is in Unix milliseconds", arguments: Backend.available)
@@ -270,12 +317,14 @@ import Testing
             try await database.run("DROP TABLE issued_signatures")
             for statement in version5 { try await database.run(statement) }
             for record in old {
-                try await database.run("""
+                try await database.run(
+                    """
                     INSERT INTO issued_signatures (nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier,
                         application_username, timestamp, format, channel, request_identifier)
                     VALUES (\(bind: record.nonce), 'KEY1', \(bind: app), \(bind: record.productIdentifier), \(bind: record.offerIdentifier),
                         'upgraded', \(bind: record.timestamp), 'legacy', 'retention', 'request-1')
-                    """)
+                    """
+                )
             }
             try await database.run("DELETE FROM schema_migrations WHERE version = 6")
         }
@@ -286,12 +335,16 @@ import Testing
         let kept = try await reopened.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app, limit: 10))
         #expect(kept.map(\.nonce) == old.map(\.nonce))
         #expect(kept.allSatisfy { $0.channel == "retention" && $0.requestIdentifier == "request-1" })
-        let (indexes, unique) = try #require(try await (reopened as? SQLOfferStore)?.backend.reading { database in
-            (try await database.raw("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'issued_signatures'")
-                .all(decodingColumn: "name", as: String.self),
-             try await database.raw("SELECT name FROM pragma_index_info('sqlite_autoindex_issued_signatures_1') ORDER BY seqno")
-                .all(decodingColumn: "name", as: String.self))
-        })
+        let (indexes, unique) = try #require(
+            try await (reopened as? SQLOfferStore)?.backend.reading { database in
+                (
+                    try await database.raw("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'issued_signatures'")
+                        .all(decodingColumn: "name", as: String.self),
+                    try await database.raw("SELECT name FROM pragma_index_info('sqlite_autoindex_issued_signatures_1') ORDER BY seqno")
+                        .all(decodingColumn: "name", as: String.self)
+                )
+            }
+        )
         #expect(Set(indexes) == ["issued_by_customer", "issued_by_key", "sqlite_autoindex_issued_signatures_1"])
         #expect(unique == ["timestamp", "nonce"])
         // A record written again is still refused; a new one is written.

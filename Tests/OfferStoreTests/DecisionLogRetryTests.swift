@@ -1,11 +1,12 @@
 import Foundation
 import Logging
 import OfferModel
-@testable import OfferStore
 import PostgresNIO
 import SQLKit
 import Synchronization
 import Testing
+
+@testable import OfferStore
 
 /// The decision log's writer while the store fails for a while: a failed batch is written again (bounded backoff),
 /// what waits meanwhile is bounded, and what could not be written is logged (and counted, in ``logDecision(_:)``).
@@ -46,10 +47,20 @@ import Testing
 
     private func decision(_ index: Int, factsHash: String? = nil) -> PolicyDecisionRecord {
         PolicyDecisionRecord(
-            decidedAt: Int64(Date().timeIntervalSince1970 * 1000) - 60_000 + Int64(index), channel: "offer", bundleIdentifier: app,
-            productIdentifier: "com.example.monthly", offerIdentifier: "winback_50", retentionEntry: nil,
-            customerHash: "0123456789ab", policyVersion: String(repeating: "0", count: 64), granted: index.isMultiple(of: 2),
-            reasons: "", lookbackSeconds: 0, factsHash: factsHash ?? "facts-\(app)", factsSnapshot: #"{"f":{},"i":[]}"#)
+            decidedAt: Int64(Date().timeIntervalSince1970 * 1000) - 60_000 + Int64(index),
+            channel: "offer",
+            bundleIdentifier: app,
+            productIdentifier: "com.example.monthly",
+            offerIdentifier: "winback_50",
+            retentionEntry: nil,
+            customerHash: "0123456789ab",
+            policyVersion: String(repeating: "0", count: 64),
+            granted: index.isMultiple(of: 2),
+            reasons: "",
+            lookbackSeconds: 0,
+            factsHash: factsHash ?? "facts-\(app)",
+            factsSnapshot: #"{"f":{},"i":[]}"#
+        )
     }
 
     /// Every decision of this test's app in the log.
@@ -65,7 +76,10 @@ import Testing
         let log = CapturedLog()
         let attempts = Mutex(0)
         let queue = GroupCommitQueue<Int>(maximumBatch: 10, retry: retry(log)) { items in
-            let attempt = attempts.withLock { $0 += 1; return $0 }
+            let attempt = attempts.withLock {
+                $0 += 1
+                return $0
+            }
             if attempt <= 2 { throw Refused() }
             return items.map { _ in nil }
         }
@@ -98,7 +112,10 @@ import Testing
         let log = CapturedLog()
         let failing = Mutex(true)
         let attempts = Mutex(0)
-        let queue = GroupCommitQueue<Int>(maximumBatch: 2, retry: retry(log, delays: Array(repeating: .milliseconds(20), count: 50), maximumQueued: 3)) { items in
+        let queue = GroupCommitQueue<Int>(
+            maximumBatch: 2,
+            retry: retry(log, delays: Array(repeating: .milliseconds(20), count: 50), maximumQueued: 3)
+        ) { items in
             attempts.withLock { $0 += 1 }
             if failing.withLock({ $0 }) { throw Refused() }
             return items.map { _ in nil }
@@ -114,7 +131,11 @@ import Testing
         }
         // 1, 2 and 3 wait; 4, 5 and 6 are refused at once.
         #expect(outcomes.withLock { $0 } == [4: false, 5: false, 6: false])
-        #expect(log.count("policy decisions not logged: the decision log's queue is full while the store fails or falls behind; each is counted in offer_signer_decision_log_dropped_total") == 1)
+        #expect(
+            log.count(
+                "policy decisions not logged: the decision log's queue is full while the store fails or falls behind; each is counted in offer_signer_decision_log_dropped_total"
+            ) == 1
+        )
         failing.withLock { $0 = false }
         await queue.drain()
         #expect(outcomes.withLock { $0 } == [0: true, 1: true, 2: true, 3: true, 4: false, 5: false, 6: false])
@@ -177,9 +198,11 @@ import Testing
     /// then (about one full run in three on two cores; alone it passed 85 runs in a row) — an open defect in how a
     /// batch in flight meets connections the server ends, recorded in the stop note. The SQLite test above runs
     /// always, and this one passes when run alone.
-    @Test("PostgreSQL: no decision is lost while the server ends every connection of the store for a second",
-          .enabled(if: Backend.postgresURL != nil && ProcessInfo.processInfo.environment["OFFER_SIGNER_STRESS_TESTS"] == "1"),
-          .timeLimit(.minutes(1)))
+    @Test(
+        "PostgreSQL: no decision is lost while the server ends every connection of the store for a second",
+        .enabled(if: Backend.postgresURL != nil && ProcessInfo.processInfo.environment["OFFER_SIGNER_STRESS_TESTS"] == "1"),
+        .timeLimit(.minutes(1))
+    )
     func postgresEndsTheStoresConnections() async throws {
         // The store's connections carry a name of their own, so that only they are ended: the suite's other tests
         // share the server.
@@ -227,8 +250,10 @@ import Testing
             var ended = 0
             while ContinuousClock.now < until {
                 ended += try await adminBackend.read { database in
-                    try await database.raw("SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = \(bind: name)")
-                        .first(decodingColumn: "n", as: Int.self) ?? 0
+                    try await database.raw(
+                        "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = \(bind: name)"
+                    )
+                    .first(decodingColumn: "n", as: Int.self) ?? 0
                 }
                 try await Task.sleep(for: .milliseconds(2))
             }
@@ -253,9 +278,11 @@ import Testing
 
     /// On demand (`OFFER_SIGNER_STRESS_TESTS=1`) like the test above, and for the same open defect: alone it passes,
     /// beside the whole suite on two loaded cores the statement has once not returned within the minute.
-    @Test("PostgreSQL: a statement on a connection the server ended fails at once, instead of never returning",
-          .enabled(if: Backend.postgresURL != nil && ProcessInfo.processInfo.environment["OFFER_SIGNER_STRESS_TESTS"] == "1"),
-          .timeLimit(.minutes(1)))
+    @Test(
+        "PostgreSQL: a statement on a connection the server ended fails at once, instead of never returning",
+        .enabled(if: Backend.postgresURL != nil && ProcessInfo.processInfo.environment["OFFER_SIGNER_STRESS_TESTS"] == "1"),
+        .timeLimit(.minutes(1))
+    )
     func statementOnAnEndedConnection() async throws {
         let (store, _) = try await Backend.postgres.open()
         let backend = try #require((store as? SQLOfferStore)?.backend)

@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
-@testable import OfferStore
 import Synchronization
 import Testing
+
+@testable import OfferStore
 
 /// The group commit's queue on its own, with a writer that records the batches it is given.
 @Suite struct GroupCommitQueueTests {
@@ -15,7 +16,12 @@ import Testing
 
     /// A queue whose writer runs on a queue of its own; a batch holding `held` waits for `release` before it is
     /// written (a slow flush, with the next records queued behind it).
-    private func queue(_ written: Written, holding held: Int? = nil, entered: DispatchSemaphore? = nil, until release: DispatchSemaphore? = nil) -> GroupCommitQueue<Int> {
+    private func queue(
+        _ written: Written,
+        holding held: Int? = nil,
+        entered: DispatchSemaphore? = nil,
+        until release: DispatchSemaphore? = nil
+    ) -> GroupCommitQueue<Int> {
         GroupCommitQueue(maximumBatch: 100, queue: DispatchQueue(label: "group-commit-test")) { items in
             if let held, items.contains(held) {
                 entered?.signal()
@@ -55,7 +61,12 @@ import Testing
         private let held = Mutex<[@Sendable () -> Void]>([])
         var count: Int { held.withLock { $0.count } }
         var hand: StartWhenReady { { start in self.held.withLock { $0.append(start) } } }
-        func release() { for start in held.withLock({ held in defer { held = [] }; return held }) { start() } }
+        func release() {
+            for start in held.withLock({ held in
+                defer { held = [] }
+                return held
+            }) { start() }
+        }
     }
 
     @Test("when idle (batches of one) a record starts the writer at once, even when offered to wait")

@@ -1,8 +1,9 @@
 import Foundation
 import OfferModel
-@testable import OfferStore
 import SQLKit
 import Testing
+
+@testable import OfferStore
 
 /// The outcome report's issued signatures and distinct customers, counted from the rollups (schema version 11),
 /// against a direct count over the records written — random histories written out of order, windows whole-day
@@ -41,13 +42,16 @@ import Testing
     private func randomHistory(count: Int, start: Int64, days: Int64, using generator: inout some RandomNumberGenerator) -> [IssuedSignature] {
         (0..<count).map { _ in
             IssuedSignature(
-                nonce: UUID().uuidString.lowercased(), keyIdentifier: "KEY1", bundleIdentifier: app,
+                nonce: UUID().uuidString.lowercased(),
+                keyIdentifier: "KEY1",
+                bundleIdentifier: app,
                 productIdentifier: ["com.example.monthly", "com.example.yearly"].randomElement(using: &generator)!,
                 offerIdentifier: ["winback", "save_50"].randomElement(using: &generator)!,
                 applicationUsername: "user-\(Int.random(in: 0..<12, using: &generator))",
                 timestamp: start + Int64.random(in: 0..<(days * day), using: &generator),
                 format: ["legacy", "jws", "jws", "introductory-eligibility"].randomElement(using: &generator)!,
-                channel: ["api", "app", "retention"].randomElement(using: &generator)!)
+                channel: ["api", "app", "retention"].randomElement(using: &generator)!
+            )
         }
     }
 

@@ -1,7 +1,8 @@
 import Logging
-@testable import OfferStore
 import SQLKit
 import Testing
+
+@testable import OfferStore
 
 /// A migration waits for another process's under the migration lock, for as long as that one takes (a replica
 /// starting beside another, or ~100 stores of the test suite opening at once on a fresh database). That wait is not
@@ -44,8 +45,14 @@ struct MigrationWaitTests {
         for await _ in held.stream { break }
         let migrated = Task { try await store.migrate() }
         let outcome = try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask { try await migrated.value; return true }
-            group.addTask { try await Task.sleep(for: .seconds(20)); return false }
+            group.addTask {
+                try await migrated.value
+                return true
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(20))
+                return false
+            }
             let first = try await group.next() ?? false
             group.cancelAll()
             return first

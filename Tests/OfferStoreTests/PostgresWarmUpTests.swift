@@ -1,9 +1,10 @@
 import Foundation
 import Logging
-@testable import OfferStore
 import SQLKit
 import Synchronization
 import Testing
+
+@testable import OfferStore
 
 /// A server's PostgreSQL pool (``makeOfferStore(databaseURL:logger:migrating:keepingConnectionsOpen:)`` keeping
 /// its connections open, then ``OfferStore/warmUp()``): every connection has the hot statements prepared before the
@@ -23,9 +24,11 @@ struct PostgresWarmUpTests {
             for _ in 0..<count {
                 group.addTask {
                     try await store.backend.reading { database in
-                        let row = try await database.raw("""
+                        let row = try await database.raw(
+                            """
                             SELECT pg_backend_pid() AS pid, (SELECT count(*) FROM pg_prepared_statements WHERE name IN (\(binds: Self.statements))) AS prepared
-                            """).first()
+                            """
+                        ).first()
                         leased.count.withLock { $0 += 1 }
                         let deadline = ContinuousClock.now + .seconds(5)
                         while leased.count.withLock({ $0 }) < count, ContinuousClock.now < deadline {
@@ -42,7 +45,9 @@ struct PostgresWarmUpTests {
     @Test("a server's store keeps all its connections open, each with the signing and retention statements prepared")
     func warmedConnections() async throws {
         let url = try #require(Backend.postgresURL)
-        let warmed = try #require(try await makeOfferStore(databaseURL: url, logger: Logger(label: "test"), keepingConnectionsOpen: true) as? SQLOfferStore)
+        let warmed = try #require(
+            try await makeOfferStore(databaseURL: url, logger: Logger(label: "test"), keepingConnectionsOpen: true) as? SQLOfferStore
+        )
         // The suite's other stores share the server's connections: should it refuse some for a while, a warm-up
         // may not reach every connection, and it is run again (it only prepares what is prepared already), three
         // times at most.

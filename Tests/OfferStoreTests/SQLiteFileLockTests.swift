@@ -1,10 +1,11 @@
 import Foundation
 import Logging
 import OfferModel
-@testable import OfferStore
 import SQLKit
 import Synchronization
 import Testing
+
+@testable import OfferStore
 
 /// One server to a SQLite file (``SQLiteFileLock``), and a bounded wait for a file another process has locked.
 @Suite struct SQLiteFileLockTests {
@@ -52,7 +53,9 @@ import Testing
         try await next.close()
     }
 
-    @Test("a write waits at most the store timeout for a lock another connection holds on the file, then fails unavailable; writes queued behind it do not wait in turn")
+    @Test(
+        "a write waits at most the store timeout for a lock another connection holds on the file, then fails unavailable; writes queued behind it do not wait in turn"
+    )
     func lockedFileIsBounded() async throws {
         let file = ScratchFolder.sqliteFile("busy")
         let store = try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"), timeout: .milliseconds(300))
@@ -109,7 +112,15 @@ import Testing
     }
 
     private func signature() -> IssuedSignature {
-        IssuedSignature(nonce: UUID().uuidString.lowercased(), keyIdentifier: "KEY1", bundleIdentifier: app, productIdentifier: "com.example.monthly",
-                        offerIdentifier: "winback_50", applicationUsername: "user-1", timestamp: 1_800_000_000_000, format: "legacy")
+        IssuedSignature(
+            nonce: UUID().uuidString.lowercased(),
+            keyIdentifier: "KEY1",
+            bundleIdentifier: app,
+            productIdentifier: "com.example.monthly",
+            offerIdentifier: "winback_50",
+            applicationUsername: "user-1",
+            timestamp: 1_800_000_000_000,
+            format: "legacy"
+        )
     }
 }

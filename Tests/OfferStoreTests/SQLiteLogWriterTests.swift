@@ -1,9 +1,10 @@
 import Foundation
 import Logging
 import OfferModel
-@testable import OfferStore
 import SQLKit
 import Testing
+
+@testable import OfferStore
 
 /// The SQLite file's group-commit writer on its own: what it refuses, and that a failure leaves it usable.
 @Suite struct SQLiteLogWriterTests {
@@ -13,13 +14,15 @@ import Testing
         let path = ScratchFolder.sqliteFile("log-writer")
         let backend = try await SQLiteBackend(path: path, logger: Logger(label: "test"))
         try await backend.write { database in
-            try await database.run("""
+            try await database.run(
+                """
                 CREATE TABLE issued_signatures (
                     nonce TEXT NOT NULL, key_identifier TEXT NOT NULL, bundle_identifier TEXT NOT NULL,
                     product_identifier TEXT NOT NULL CHECK (product_identifier <> 'refused'), offer_identifier TEXT NOT NULL,
                     application_username TEXT NOT NULL, timestamp INTEGER NOT NULL, format TEXT NOT NULL,
                     channel TEXT NOT NULL DEFAULT 'api', request_identifier TEXT, UNIQUE (timestamp, nonce))
-                """)
+                """
+            )
             try await database.run("CREATE TABLE stored_answers (answer_key TEXT PRIMARY KEY, answer TEXT NOT NULL, created_at INTEGER NOT NULL)")
             // The rollup the writer keeps (schema version 11).
             try await database.run(IssuedRollup.migration(bigint: .bigint)[0])
@@ -28,9 +31,16 @@ import Testing
     }
 
     private func record(product: String = "com.example.monthly", username: String = "user", at timestamp: Int64) -> IssuedSignature {
-        IssuedSignature(nonce: UUID().uuidString.lowercased(), keyIdentifier: "KEY1", bundleIdentifier: "com.example.app",
-                        productIdentifier: product, offerIdentifier: "offer", applicationUsername: username,
-                        timestamp: timestamp, format: "legacy")
+        IssuedSignature(
+            nonce: UUID().uuidString.lowercased(),
+            keyIdentifier: "KEY1",
+            bundleIdentifier: "com.example.app",
+            productIdentifier: product,
+            offerIdentifier: "offer",
+            applicationUsername: username,
+            timestamp: timestamp,
+            format: "legacy"
+        )
     }
 
     private func rows(_ backend: SQLiteBackend) async throws -> [String] {
@@ -90,18 +100,22 @@ import Testing
         }
     }
 
-    @Test("claims in one batch: a key answered before writes nothing, a signature recorded before undoes its claim alone, the rest are stored and counted")
+    @Test(
+        "claims in one batch: a key answered before writes nothing, a signature recorded before undoes its claim alone, the rest are stored and counted"
+    )
     func claims() async throws {
         let (backend, path) = try await database()
         let writer = SQLiteLogWriter(path: path)
         let recorded = record(username: "recorded", at: 1)
         #expect(try await writer.write([recorded]).allSatisfy { $0 == nil })
-        let claim = { @Sendable (key: String, record: IssuedSignature) in AnswerClaim(answerKey: key, answer: "{\"\(key)\":1}", createdAt: 5, record: record) }
+        let claim = { @Sendable (key: String, record: IssuedSignature) in
+            AnswerClaim(answerKey: key, answer: "{\"\(key)\":1}", createdAt: 5, record: record)
+        }
         let outcomes = try await writer.queueSync {
             try writer.claimOnQueue([
                 claim("a", self.record(username: "first", at: 2)),
                 claim("a", self.record(username: "retry", at: 3)),  // the same key again, in the same batch
-                claim("b", recorded),                               // its signature was recorded before
+                claim("b", recorded),  // its signature was recorded before
                 claim("c", self.record(username: "third", at: 4)),
             ])
         }

@@ -22,9 +22,18 @@ import Testing
         }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         for (index, timestamp) in [now - 90_000, now - 1_000, now - 30_000].enumerated() {
-            try await store.record(IssuedSignature(
-                nonce: UUID().uuidString.lowercased(), keyIdentifier: "KEY1", bundleIdentifier: app, productIdentifier: "com.example.monthly",
-                offerIdentifier: "winback_50", applicationUsername: "user-\(index)", timestamp: timestamp, format: "legacy"))
+            try await store.record(
+                IssuedSignature(
+                    nonce: UUID().uuidString.lowercased(),
+                    keyIdentifier: "KEY1",
+                    bundleIdentifier: app,
+                    productIdentifier: "com.example.monthly",
+                    offerIdentifier: "winback_50",
+                    applicationUsername: "user-\(index)",
+                    timestamp: timestamp,
+                    format: "legacy"
+                )
+            )
         }
         let before = Date().addingTimeInterval(-1)
         #expect(try await store.markNotificationProcessed(notificationUUID: UUID().uuidString.lowercased()))
@@ -51,10 +60,22 @@ import Testing
         let start = 4_102_444_800_000 + Int64.random(in: 0..<1_000_000) * 10_000
         let answers = [true, false, false, true, false]
         for (index, granted) in answers.enumerated() {
-            store.logDecision(PolicyDecisionRecord(
-                decidedAt: start + Int64(index) * 1_000, channel: "legacy", bundleIdentifier: app, productIdentifier: "com.example.monthly",
-                offerIdentifier: "winback_50", customerHash: "0123456789ab", policyVersion: String(repeating: "0", count: 64), granted: granted,
-                reasons: granted ? "" : "lapsed:not_lapsed", lookbackSeconds: 0, factsHash: "facts-\(app)", factsSnapshot: #"{"f":{},"i":[]}"#))
+            store.logDecision(
+                PolicyDecisionRecord(
+                    decidedAt: start + Int64(index) * 1_000,
+                    channel: "legacy",
+                    bundleIdentifier: app,
+                    productIdentifier: "com.example.monthly",
+                    offerIdentifier: "winback_50",
+                    customerHash: "0123456789ab",
+                    policyVersion: String(repeating: "0", count: 64),
+                    granted: granted,
+                    reasons: granted ? "" : "lapsed:not_lapsed",
+                    lookbackSeconds: 0,
+                    factsHash: "facts-\(app)",
+                    factsSnapshot: #"{"f":{},"i":[]}"#
+                )
+            )
         }
         // The counts read what is written; the decision log writes in batches (the console does not wait for one).
         await store.flushDecisionLog()
@@ -100,13 +121,13 @@ import Testing
         }
         let hour: Int64 = 3_600_000
         let ranges: [Range<Int64>] = [
-            start..<(start + 3 * day),                       // three whole days: the daily counts alone
-            (start + 5 * hour)..<(start + 2 * day + 7 * hour), // cut at both ends: the log for the two part days
-            (start + day + 1)..<(start + 3 * day),           // cut at the start only
-            start..<(start + day + 13 * hour),               // cut at the end only
-            (start + 4 * hour)..<(start + 20 * hour),        // a part of one day
-            (start + 3 * day)..<(start + 4 * day),           // after them: nothing
-            (start - day)..<(start + 4 * day),               // around them, with empty days at both ends
+            start..<(start + 3 * day),  // three whole days: the daily counts alone
+            (start + 5 * hour)..<(start + 2 * day + 7 * hour),  // cut at both ends: the log for the two part days
+            (start + day + 1)..<(start + 3 * day),  // cut at the start only
+            start..<(start + day + 13 * hour),  // cut at the end only
+            (start + 4 * hour)..<(start + 20 * hour),  // a part of one day
+            (start + 3 * day)..<(start + 4 * day),  // after them: nothing
+            (start - day)..<(start + 4 * day),  // around them, with empty days at both ends
         ]
         for range in ranges {
             let counts = try await reporting.decisionCounts(since: range.lowerBound, until: range.upperBound)
@@ -118,9 +139,19 @@ import Testing
 
     private static func decision(at: Int64, granted: Bool, identifier: Int64) -> PolicyDecisionRecord {
         var record = PolicyDecisionRecord(
-            decidedAt: at, channel: "legacy", bundleIdentifier: "com.example.rollup", productIdentifier: "com.example.monthly",
-            offerIdentifier: "winback_50", customerHash: "0123456789ab", policyVersion: String(repeating: "0", count: 64), granted: granted,
-            reasons: granted ? "" : "lapsed:not_lapsed", lookbackSeconds: 0, factsHash: "facts-rollup", factsSnapshot: #"{"f":{},"i":[]}"#)
+            decidedAt: at,
+            channel: "legacy",
+            bundleIdentifier: "com.example.rollup",
+            productIdentifier: "com.example.monthly",
+            offerIdentifier: "winback_50",
+            customerHash: "0123456789ab",
+            policyVersion: String(repeating: "0", count: 64),
+            granted: granted,
+            reasons: granted ? "" : "lapsed:not_lapsed",
+            lookbackSeconds: 0,
+            factsHash: "facts-rollup",
+            factsSnapshot: #"{"f":{},"i":[]}"#
+        )
         record.identifier = identifier
         return record
     }

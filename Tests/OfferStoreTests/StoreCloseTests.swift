@@ -1,8 +1,9 @@
 import Logging
-@testable import OfferStore
-import Synchronization
 import SQLKit
+import Synchronization
 import Testing
+
+@testable import OfferStore
 
 /// Closing a PostgreSQL store while work holds a connection: the work's statements fail (their connection closes)
 /// and the store's event loops shut down only after the work has ended. A statement submitted to an event loop that
@@ -14,7 +15,8 @@ struct StoreCloseTests {
         let store = try await makeOfferStore(databaseURL: try #require(Backend.postgresStoreURL), logger: Logger(label: "test"), timeout: .seconds(5))
         let backend = try #require((store as? SQLOfferStore)?.backend as? PostgresBackend)
         let started = AsyncStream<Void>.makeStream()
-        let ended = EndedFlag(), failed = EndedFlag()
+        let ended = EndedFlag()
+        let failed = EndedFlag()
         // A transaction's body, then its ROLLBACK after the failure: a second statement sent after the connection
         // closed under the first.
         let work = Task {

@@ -1,9 +1,10 @@
 import Foundation
 import Logging
 import OfferModel
-@testable import OfferStore
 import SQLKit
 import Testing
+
+@testable import OfferStore
 
 /// The backends the suite runs on: SQLite always; PostgreSQL when OFFER_SIGNER_TEST_DATABASE_URL is set
 /// (`eval "$(scripts/start-postgres.sh)"`; CI always sets it).
@@ -19,7 +20,9 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     static let testStoreTimeout: Duration = .seconds(30)
 
     static var postgresStoreURL: String? {
-        postgresURL.map { url in url.contains("pool_max_conns=") ? url : url + (url.contains("?") ? "&" : "?") + "pool_max_conns=\(connectionsPerStore)" }
+        postgresURL.map { url in
+            url.contains("pool_max_conns=") ? url : url + (url.contains("?") ? "&" : "?") + "pool_max_conns=\(connectionsPerStore)"
+        }
     }
     /// Enough for a test's concurrent requests (a customer's lock serializes them anyway) and a nested lease.
     static let connectionsPerStore = 4
@@ -34,7 +37,13 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
             let file = path ?? ScratchFolder.sqliteFile("offer-store")
             return (try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"), timeout: Self.testStoreTimeout), file)
         case .postgres:
-            return (try await makeOfferStore(databaseURL: try #require(Self.postgresStoreURL), logger: Logger(label: "test"), timeout: Self.testStoreTimeout), nil)
+            return (
+                try await makeOfferStore(
+                    databaseURL: try #require(Self.postgresStoreURL),
+                    logger: Logger(label: "test"),
+                    timeout: Self.testStoreTimeout
+                ), nil
+            )
         }
     }
 }
@@ -43,8 +52,22 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     /// A bundle identifier no other test uses, so tests sharing a PostgreSQL database do not meet.
     let app = "com.example.test-\(UUID().uuidString.prefix(8).lowercased())"
 
-    private func signature(_ username: String = "user-1", offer: String = "winback_50", key: String = "KEY1", at timestamp: Int64 = 1_800_000_000_000) -> IssuedSignature {
-        IssuedSignature(nonce: UUID().uuidString.lowercased(), keyIdentifier: key, bundleIdentifier: app, productIdentifier: "com.example.monthly", offerIdentifier: offer, applicationUsername: username, timestamp: timestamp, format: "legacy")
+    private func signature(
+        _ username: String = "user-1",
+        offer: String = "winback_50",
+        key: String = "KEY1",
+        at timestamp: Int64 = 1_800_000_000_000
+    ) -> IssuedSignature {
+        IssuedSignature(
+            nonce: UUID().uuidString.lowercased(),
+            keyIdentifier: key,
+            bundleIdentifier: app,
+            productIdentifier: "com.example.monthly",
+            offerIdentifier: offer,
+            applicationUsername: username,
+            timestamp: timestamp,
+            format: "legacy"
+        )
     }
 
     @Test("migrations can run again", arguments: Backend.available)
@@ -62,9 +85,27 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
         let key = CustomerKey(bundleIdentifier: app, applicationUsername: "User-1")
         #expect(try await store.customerFacts(for: key) == nil)
         let expires = Date(timeIntervalSince1970: 1_800_000_000)
-        let grant = CustomerServiceGrant(productIdentifier: "p", offerIdentifier: "o", grantedBy: "alice", grantedAt: expires, expiresAt: expires + 86_400)
+        let grant = CustomerServiceGrant(
+            productIdentifier: "p",
+            offerIdentifier: "o",
+            grantedBy: "alice",
+            grantedAt: expires,
+            expiresAt: expires + 86_400
+        )
         try await store.updateCustomer(key) { facts in
-            facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: "g", productIdentifier: "p", originalTransactionId: "1000000000000001", state: .expired, autoRenewEnabled: false, expiresDate: expires, renewalCount: 3, hadIntroductoryOffer: true, expirationIntent: 1)]
+            facts.subscriptions = [
+                SubscriptionFacts(
+                    subscriptionGroupIdentifier: "g",
+                    productIdentifier: "p",
+                    originalTransactionId: "1000000000000001",
+                    state: .expired,
+                    autoRenewEnabled: false,
+                    expiresDate: expires,
+                    renewalCount: 3,
+                    hadIntroductoryOffer: true,
+                    expirationIntent: 1
+                )
+            ]
             facts.flags["churnRisk"] = "high"
             facts.storefront = "USA"
             facts.grants = [grant]
@@ -88,7 +129,9 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
             for _ in 0..<50 {
                 group.addTask {
                     try await store.updateCustomer(key) { facts in
-                        if facts.subscriptions.isEmpty { facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: "g", productIdentifier: "p", state: .active)] }
+                        if facts.subscriptions.isEmpty {
+                            facts.subscriptions = [SubscriptionFacts(subscriptionGroupIdentifier: "g", productIdentifier: "p", state: .active)]
+                        }
                         facts.subscriptions[0].renewalCount += 1
                     }
                 }
@@ -162,7 +205,10 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
         }
     }
 
-    @Test("a nonce submitted twice among concurrent records is recorded once, and one of its two callers gets duplicateNonce", arguments: Backend.available)
+    @Test(
+        "a nonce submitted twice among concurrent records is recorded once, and one of its two callers gets duplicateNonce",
+        arguments: Backend.available
+    )
     func duplicatesInsideBatches(_ backend: Backend) async throws {
         let (store, _) = try await backend.open()
         let unique = (0..<1200).map { signature("u\($0 % 5)", at: Int64($0)) }
@@ -188,7 +234,10 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
         try await store.close()
     }
 
-    @Test("every field of a group-commit batch round-trips: request identifiers NULL or not, text with quotes and accents", arguments: Backend.available)
+    @Test(
+        "every field of a group-commit batch round-trips: request identifiers NULL or not, text with quotes and accents",
+        arguments: Backend.available
+    )
     func batchFieldsRoundTrip(_ backend: Backend) async throws {
         let (store, _) = try await backend.open()
         let records = (0..<40).map { (index: Int) -> IssuedSignature in
@@ -197,10 +246,17 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
             let offer = index % 7 == 0 ? "" : "offre-été-\(index % 4)"
             let format = index % 5 == 0 ? "introductory-eligibility" : "legacy"
             return IssuedSignature(
-                nonce: UUID().uuidString.lowercased(), keyIdentifier: "KEY\(index % 3)", bundleIdentifier: app,
-                productIdentifier: "com.example.'p\(index % 2)\"", offerIdentifier: offer, applicationUsername: "user-\(index)",
-                timestamp: 1_800_000_000_000 + Int64(index) * 3_600_000, format: format, channel: retention ? "retention" : "api",
-                requestIdentifier: requestIdentifier)
+                nonce: UUID().uuidString.lowercased(),
+                keyIdentifier: "KEY\(index % 3)",
+                bundleIdentifier: app,
+                productIdentifier: "com.example.'p\(index % 2)\"",
+                offerIdentifier: offer,
+                applicationUsername: "user-\(index)",
+                timestamp: 1_800_000_000_000 + Int64(index) * 3_600_000,
+                format: format,
+                channel: retention ? "retention" : "api",
+                requestIdentifier: requestIdentifier
+            )
         }
         let outcomes = try await withThrowingTaskGroup(of: Bool.self) { group in
             for record in records + [records[1]] {
@@ -226,14 +282,32 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     func audit(_ backend: Backend) async throws {
         let (store, _) = try await backend.open()
         let marker = UUID().uuidString
-        let older = AuditEvent(at: Date(timeIntervalSince1970: 4_000_000_000), actor: "alice", action: "customer.flags", target: "\(app)/u", details: ["marker": marker])
-        let newer = AuditEvent(at: Date(timeIntervalSince1970: 4_000_000_001), actor: "bob", action: "customer.grant", target: "\(app)/u", details: ["marker": marker])
+        let older = AuditEvent(
+            at: Date(timeIntervalSince1970: 4_000_000_000),
+            actor: "alice",
+            action: "customer.flags",
+            target: "\(app)/u",
+            details: ["marker": marker]
+        )
+        let newer = AuditEvent(
+            at: Date(timeIntervalSince1970: 4_000_000_001),
+            actor: "bob",
+            action: "customer.grant",
+            target: "\(app)/u",
+            details: ["marker": marker]
+        )
         try await store.appendAudit(older)
         try await store.appendAudit(newer)
         // A shared PostgreSQL database holds other runs' events too: look at this run's.
-        let events = try await store.auditEvents(limit: 1000, since: Date(timeIntervalSince1970: 4_000_000_000)).filter { $0.details["marker"] == marker }
+        let events = try await store.auditEvents(limit: 1000, since: Date(timeIntervalSince1970: 4_000_000_000)).filter {
+            $0.details["marker"] == marker
+        }
         #expect(events.map(\.actor) == ["bob", "alice"])
-        #expect(try await store.auditEvents(limit: 1000, since: Date(timeIntervalSince1970: 4_000_000_001)).filter { $0.details["marker"] == marker }.map(\.actor) == ["bob"])
+        #expect(
+            try await store.auditEvents(limit: 1000, since: Date(timeIntervalSince1970: 4_000_000_001)).filter { $0.details["marker"] == marker }.map(
+                \.actor
+            ) == ["bob"]
+        )
         #expect(events.first?.details == ["marker": marker])
         // Dated 2096 to be the newest, they would stay the newest of a shared database for every later run and
         // crowd other tests' `/admin/audit?limit=` views: this run's two go again.
@@ -241,13 +315,20 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
         try await sqlStore.backend.write { database in
             try await database.delete(from: "audit_events").where("id", .in, [older.id, newer.id]).run()
         }
-        #expect(try await store.auditEvents(limit: 1000, since: Date(timeIntervalSince1970: 4_000_000_000)).filter { $0.details["marker"] == marker }.isEmpty)
+        #expect(
+            try await store.auditEvents(limit: 1000, since: Date(timeIntervalSince1970: 4_000_000_000)).filter { $0.details["marker"] == marker }
+                .isEmpty
+        )
         try await store.close()
     }
 
-    @Test("bad database URLs are typed errors without the password", arguments: [
-        "mysql://u:sekrit-password@h/db", "postgres://:sekrit-password@/db", "sqlite:", "postgres://u:sekrit-password@h/db?sslmode=bogus", "nonsense",
-    ])
+    @Test(
+        "bad database URLs are typed errors without the password",
+        arguments: [
+            "mysql://u:sekrit-password@h/db", "postgres://:sekrit-password@/db", "sqlite:", "postgres://u:sekrit-password@h/db?sslmode=bogus",
+            "nonsense",
+        ]
+    )
     func badURLs(_ url: String) async {
         let error = await #expect(throws: OfferStoreError.self) { _ = try await makeOfferStore(databaseURL: url, logger: Logger(label: "t")) }
         #expect(error?.code == .invalidDatabaseURL)

@@ -1,7 +1,8 @@
 import Foundation
 import OfferModel
-@testable import OfferStore
 import Testing
+
+@testable import OfferStore
 
 /// One owner per (app, environment, original transaction): ``TransactionClaim`` made inside the write, raced on one
 /// store and, on PostgreSQL, on two stores sharing the database (two replicas).
@@ -12,7 +13,18 @@ import Testing
 
     private func subscribe(_ original: String) -> @Sendable (inout CustomerFacts) throws -> Void {
         { facts in
-            facts.subscriptions.append(SubscriptionFacts(subscriptionGroupIdentifier: "g", productIdentifier: "p", originalTransactionId: original, state: .active, autoRenewEnabled: true, expiresDate: Date() + 86_400, renewalCount: 0, hadIntroductoryOffer: false))
+            facts.subscriptions.append(
+                SubscriptionFacts(
+                    subscriptionGroupIdentifier: "g",
+                    productIdentifier: "p",
+                    originalTransactionId: original,
+                    state: .active,
+                    autoRenewEnabled: true,
+                    expiresDate: Date() + 86_400,
+                    renewalCount: 0,
+                    hadIntroductoryOffer: false
+                )
+            )
         }
     }
 
@@ -44,15 +56,20 @@ import Testing
         }
     }
 
-    @Test("two customers claiming one original transaction at once: one owner, the other refused, 25 rounds on one store", arguments: Backend.available)
+    @Test(
+        "two customers claiming one original transaction at once: one owner, the other refused, 25 rounds on one store",
+        arguments: Backend.available
+    )
     func oneOwnerOnOneStore(_ backend: Backend) async throws {
         let (store, _) = try await backend.open()
         try await race(store, store, rounds: 25)
         try await store.close()
     }
 
-    @Test("two customers claiming one original transaction at once on two replicas sharing PostgreSQL: one owner, 25 rounds",
-          .enabled(if: Backend.postgresURL != nil, "needs OFFER_SIGNER_TEST_DATABASE_URL"))
+    @Test(
+        "two customers claiming one original transaction at once on two replicas sharing PostgreSQL: one owner, 25 rounds",
+        .enabled(if: Backend.postgresURL != nil, "needs OFFER_SIGNER_TEST_DATABASE_URL")
+    )
     func oneOwnerAcrossReplicas() async throws {
         let (first, _) = try await Backend.postgres.open()
         let (second, _) = try await Backend.postgres.open()
@@ -61,26 +78,53 @@ import Testing
         try await second.close()
     }
 
-    @Test("the owner claims again freely; an internal key is replaced only by a claim that names it; environments are apart", arguments: Backend.available)
+    @Test(
+        "the owner claims again freely; an internal key is replaced only by a claim that names it; environments are apart",
+        arguments: Backend.available
+    )
     func ownerAndReplacement(_ backend: Backend) async throws {
         let (store, _) = try await backend.open()
         let original = "3000000000\(Int.random(in: 100_000...999_999))"
         let unclaimed = key("otid:\(original)")
-        try await store.updateCustomer(unclaimed, claiming: [TransactionClaim(environment: "Production", originalTransactionId: original)], subscribe(original))
-        try await store.updateCustomer(unclaimed, claiming: [TransactionClaim(environment: "Production", originalTransactionId: original)], subscribe(original))
+        try await store.updateCustomer(
+            unclaimed,
+            claiming: [TransactionClaim(environment: "Production", originalTransactionId: original)],
+            subscribe(original)
+        )
+        try await store.updateCustomer(
+            unclaimed,
+            claiming: [TransactionClaim(environment: "Production", originalTransactionId: original)],
+            subscribe(original)
+        )
         // Without naming the internal key, nobody else takes it.
         await #expect(throws: OfferStoreError.self) {
-            try await store.updateCustomer(key("carol"), claiming: [TransactionClaim(environment: "Production", originalTransactionId: original)], subscribe(original))
+            try await store.updateCustomer(
+                key("carol"),
+                claiming: [TransactionClaim(environment: "Production", originalTransactionId: original)],
+                subscribe(original)
+            )
         }
         // Naming it (the transaction's own token names the claimant), the claimant takes it.
-        try await store.updateCustomer(key("dave"), claiming: [TransactionClaim(environment: "Production", originalTransactionId: original, replacing: "otid:\(original)")], subscribe(original))
+        try await store.updateCustomer(
+            key("dave"),
+            claiming: [TransactionClaim(environment: "Production", originalTransactionId: original, replacing: "otid:\(original)")],
+            subscribe(original)
+        )
         #expect(try await store.transactionOwner(bundleIdentifier: app, environment: "Production", originalTransactionId: original) == key("dave"))
         // Once an account owns it, naming the internal key moves nothing.
         await #expect(throws: OfferStoreError.self) {
-            try await store.updateCustomer(key("erin"), claiming: [TransactionClaim(environment: "Production", originalTransactionId: original, replacing: "otid:\(original)")], subscribe(original))
+            try await store.updateCustomer(
+                key("erin"),
+                claiming: [TransactionClaim(environment: "Production", originalTransactionId: original, replacing: "otid:\(original)")],
+                subscribe(original)
+            )
         }
         // The same identifier in another environment is another transaction.
-        try await store.updateCustomer(key("erin"), claiming: [TransactionClaim(environment: "Sandbox", originalTransactionId: original)], subscribe(original))
+        try await store.updateCustomer(
+            key("erin"),
+            claiming: [TransactionClaim(environment: "Sandbox", originalTransactionId: original)],
+            subscribe(original)
+        )
         #expect(try await store.transactionOwner(bundleIdentifier: app, environment: "Sandbox", originalTransactionId: original) == key("erin"))
         try await store.close()
     }

@@ -3,10 +3,11 @@ import Logging
 import NIOCore
 import NIOPosix
 import OfferModel
-@testable import OfferStore
 import SQLKit
 import Synchronization
 import Testing
+
+@testable import OfferStore
 
 extension GroupCommitQueue {
     /// Submits `item` and returns once it is written; throws its error.
@@ -24,8 +25,16 @@ extension GroupCommitQueue {
     let app = "com.example.test-\(UUID().uuidString.prefix(8).lowercased())"
 
     private func signature() -> IssuedSignature {
-        IssuedSignature(nonce: UUID().uuidString.lowercased(), keyIdentifier: "KEY1", bundleIdentifier: app, productIdentifier: "com.example.monthly",
-                        offerIdentifier: "winback_50", applicationUsername: "user-1", timestamp: 1_800_000_000_000, format: "legacy")
+        IssuedSignature(
+            nonce: UUID().uuidString.lowercased(),
+            keyIdentifier: "KEY1",
+            bundleIdentifier: app,
+            productIdentifier: "com.example.monthly",
+            offerIdentifier: "winback_50",
+            applicationUsername: "user-1",
+            timestamp: 1_800_000_000_000,
+            format: "legacy"
+        )
     }
 
     @Test("a task that prefers an event loop's executor runs on that loop, before and after each await")
@@ -46,7 +55,8 @@ extension GroupCommitQueue {
 
     @Test("one run of the writer sets up once for every batch queued while it runs, then ends; the next item starts another")
     func oneSetUpPerRun() async throws {
-        let runs = Mutex(0), batches = Mutex([Int]())
+        let runs = Mutex(0)
+        let batches = Mutex([Int]())
         let (firstBatchStarted, started) = AsyncStream.makeStream(of: Void.self)
         let (releaseFirst, release) = AsyncStream.makeStream(of: Void.self)
         let queue = GroupCommitQueue<Int>(maximumBatch: 100, executor: nil) { write in
@@ -116,7 +126,8 @@ extension GroupCommitQueue {
             }
         }
         #expect(terminated == true)
-        var written = 0, failures = 0
+        var written = 0
+        var failures = 0
         while written < 2, failures < 2 {
             do {
                 try await store.record(signature())

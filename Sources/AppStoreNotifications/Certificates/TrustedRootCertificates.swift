@@ -22,7 +22,10 @@ public enum TrustedRootCertificates {
         do {
             return try Certificate(pemEncoded: appleRootCAG3PEM)
         } catch {
-            throw SignedDataVerificationError(.invalidConfiguration, "the bundled Apple Root CA - G3 does not parse; the binary is damaged, reinstall it")
+            throw SignedDataVerificationError(
+                .invalidConfiguration,
+                "the bundled Apple Root CA - G3 does not parse; the binary is damaged, reinstall it"
+            )
         }
     }
 
@@ -36,13 +39,19 @@ public enum TrustedRootCertificates {
             do {
                 return try Certificate(pemEncoded: text)
             } catch {
-                throw SignedDataVerificationError(.invalidConfiguration, "not a PEM certificate: the text between -----BEGIN CERTIFICATE----- and -----END CERTIFICATE----- is not one X.509 certificate")
+                throw SignedDataVerificationError(
+                    .invalidConfiguration,
+                    "not a PEM certificate: the text between -----BEGIN CERTIFICATE----- and -----END CERTIFICATE----- is not one X.509 certificate"
+                )
             }
         }
         do {
             return try Certificate(derEncoded: bytes)
         } catch {
-            throw SignedDataVerificationError(.invalidConfiguration, "neither a PEM nor a DER certificate: give the root as Apple publishes it (AppleRootCA-G3.cer) or as PEM")
+            throw SignedDataVerificationError(
+                .invalidConfiguration,
+                "neither a PEM nor a DER certificate: give the root as Apple publishes it (AppleRootCA-G3.cer) or as PEM"
+            )
         }
     }
 }

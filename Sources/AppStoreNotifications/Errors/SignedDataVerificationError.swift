@@ -1,5 +1,6 @@
 import Foundation
 import OfferErrors
+
 /// Why signed App Store data (a notification, a transaction, renewal info) was refused.
 ///
 /// One error type for every refusal, in the style of swift-certificates' `CertificateError`: compare ``code``

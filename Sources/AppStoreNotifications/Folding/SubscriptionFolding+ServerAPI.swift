@@ -74,7 +74,8 @@ extension SubscriptionFolding {
         for group in order {
             let transactions = groups[group] ?? []
             if facts.subscription(inGroup: group) == nil,
-               let latest = transactions.max(by: { ($0.purchaseDate ?? .min) < ($1.purchaseDate ?? .min) }) {
+                let latest = transactions.max(by: { ($0.purchaseDate ?? .min) < ($1.purchaseDate ?? .min) })
+            {
                 changed = fold(transaction: latest, into: &facts, now: now) || changed
             }
             guard var subscription = facts.subscription(inGroup: group) else { continue }
@@ -83,7 +84,8 @@ extension SubscriptionFolding {
                 subscription.hadIntroductoryOffer = true
             }
             if let first = transactions.compactMap(\.originalPurchaseDate).min().map({ Date(appStoreMilliseconds: $0) }),
-               subscription.originalPurchaseDate.map({ first < $0 }) ?? true {
+                subscription.originalPurchaseDate.map({ first < $0 }) ?? true
+            {
                 subscription.originalPurchaseDate = first
             }
             let renewals = Set(transactions.filter { $0.transactionReason == .renewal }.compactMap(\.transactionId)).count

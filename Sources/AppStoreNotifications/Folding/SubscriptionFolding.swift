@@ -83,13 +83,15 @@ public enum SubscriptionFolding {
     /// a transaction that is not an auto-renewable subscription.
     static func current(for transaction: JWSTransactionDecodedPayload, in facts: CustomerFacts) -> SubscriptionFacts? {
         guard transaction.type == nil || transaction.type == .autoRenewable,
-              let productIdentifier = transaction.productIdentifier else { return nil }
+            let productIdentifier = transaction.productIdentifier
+        else { return nil }
         let group = transaction.subscriptionGroupIdentifier ?? productIdentifier
         return facts.subscription(inGroup: group)
             ?? SubscriptionFacts(subscriptionGroupIdentifier: group, productIdentifier: productIdentifier, state: .active)
     }
 
-    static func apply(transaction: JWSTransactionDecodedPayload, renewalInfo: JWSRenewalInfoDecodedPayload?, to subscription: inout SubscriptionFacts) {
+    static func apply(transaction: JWSTransactionDecodedPayload, renewalInfo: JWSRenewalInfoDecodedPayload?, to subscription: inout SubscriptionFacts)
+    {
         if let productIdentifier = transaction.productIdentifier { subscription.productIdentifier = productIdentifier }
         subscription.originalTransactionId = transaction.originalTransactionId ?? subscription.originalTransactionId
         if let expires = transaction.expiresDate { subscription.expiresDate = Date(appStoreMilliseconds: expires) }
@@ -100,7 +102,8 @@ public enum SubscriptionFolding {
             subscription.autoRenewProductIdentifier = renewalInfo.autoRenewProductId ?? subscription.autoRenewProductIdentifier
             if let intent = renewalInfo.expirationIntent { subscription.expirationIntent = Int(intent.rawValue) }
             if renewalInfo.isInBillingRetryPeriod == true { subscription.state = .inBillingRetry }
-            if let grace = renewalInfo.gracePeriodExpiresDate, Date(appStoreMilliseconds: grace) > Date(), renewalInfo.isInBillingRetryPeriod == true {
+            if let grace = renewalInfo.gracePeriodExpiresDate, Date(appStoreMilliseconds: grace) > Date(), renewalInfo.isInBillingRetryPeriod == true
+            {
                 subscription.state = .inGracePeriod
             }
         }

@@ -30,8 +30,13 @@ public struct DecodedRealtimeRequestBody: Codable, Hashable, Sendable {
 
     /// Creates a payload (tests, the CLI's `retention explain`).
     public init(
-        originalTransactionId: String? = nil, appAppleId: Int64? = nil, productIdentifier: String? = nil, userLocale: String? = nil,
-        requestIdentifier: String? = nil, environment: AppStoreEnvironment? = nil, signedDate: Int64? = nil
+        originalTransactionId: String? = nil,
+        appAppleId: Int64? = nil,
+        productIdentifier: String? = nil,
+        userLocale: String? = nil,
+        requestIdentifier: String? = nil,
+        environment: AppStoreEnvironment? = nil,
+        signedDate: Int64? = nil
     ) {
         self.originalTransactionId = originalTransactionId
         self.appAppleId = appAppleId

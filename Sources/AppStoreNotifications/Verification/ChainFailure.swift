@@ -13,7 +13,9 @@ enum ChainFailure {
     ) -> SignedDataVerificationError {
         guard let failure = failures.first else {
             return SignedDataVerificationError(
-                .untrustedRoot, "no chain from the leaf through the intermediate to a trusted root certificate")
+                .untrustedRoot,
+                "no chain from the leaf through the intermediate to a trusted root certificate"
+            )
         }
         let chain = Array(failure.chain)
         if let problem = AppleMarkerPolicy.problem(in: chain) {
@@ -24,13 +26,19 @@ enum ChainFailure {
         let at = "at the signing date \(validationTime)"
         if let expired = chain.first(where: { $0.notValidAfter < validationTime }) {
             return SignedDataVerificationError(
-                .certificateExpired, "\(expired.subject) expired \(expired.notValidAfter), before \(at)")
+                .certificateExpired,
+                "\(expired.subject) expired \(expired.notValidAfter), before \(at)"
+            )
         }
         if let early = chain.first(where: { $0.notValidBefore > validationTime }) {
             return SignedDataVerificationError(
-                .certificateNotYetValid, "\(early.subject) is valid only from \(early.notValidBefore), after \(at)")
+                .certificateNotYetValid,
+                "\(early.subject) is valid only from \(early.notValidBefore), after \(at)"
+            )
         }
         return SignedDataVerificationError(
-            .invalidCertificateChain, "the certificate chain is refused: \(failure.policyFailureReason)")
+            .invalidCertificateChain,
+            "the certificate chain is refused: \(failure.policyFailureReason)"
+        )
     }
 }

@@ -1,7 +1,7 @@
 import Crypto
-import SwiftASN1
 import Foundation
 import JWTKit
+import SwiftASN1
 import Synchronization
 @_spi(FixedExpiryValidationTime) import X509
 
@@ -43,12 +43,17 @@ struct SignedDataChainVerifier: Sendable {
         do {
             (header, unverified, _) = try parser.parse(token, as: SignedBody<Payload>.self)
         } catch {
-            throw SignedDataVerificationError(.invalidJWS, "not a compact JWS: three base64url parts separated by dots, a JSON header and a JSON payload")
+            throw SignedDataVerificationError(
+                .invalidJWS,
+                "not a compact JWS: three base64url parts separated by dots, a JSON header and a JSON payload"
+            )
         }
 
         guard header.alg == "ES256" else {
             throw SignedDataVerificationError(
-                .unsupportedAlgorithm, "alg must be ES256, found \(header.alg.map { "\"\($0)\"" } ?? "none")")
+                .unsupportedAlgorithm,
+                "alg must be ES256, found \(header.alg.map { "\"\($0)\"" } ?? "none")"
+            )
         }
         let chainKey = header.x5c.flatMap { $0.count == 3 ? $0.joined(separator: ",") : nil }
         let remembered = chainKey.flatMap { verifiedChains.entry(for: $0) }
@@ -79,7 +84,10 @@ struct SignedDataChainVerifier: Sendable {
             }
         }
         if let alsoValidAt, !(validity?.contains(alsoValidAt) ?? false) {
-            throw SignedDataVerificationError(.notFresh, "a certificate of the chain is not valid now (expired or not yet valid); a real-time request must be signed by a chain valid when it arrives")
+            throw SignedDataVerificationError(
+                .notFresh,
+                "a certificate of the chain is not valid now (expired or not yet valid); a real-time request must be signed by a chain valid when it arrives"
+            )
         }
         let verified: SignedBody<Payload>
         do {
@@ -91,7 +99,9 @@ struct SignedDataChainVerifier: Sendable {
         }
         guard let payload = verified.payload else {
             throw SignedDataVerificationError(
-                .malformedPayload, "the payload is not a \(Payload.self): \(verified.decodingFailure ?? "unknown")")
+                .malformedPayload,
+                "the payload is not a \(Payload.self): \(verified.decodingFailure ?? "unknown")"
+            )
         }
         return payload
     }
@@ -103,13 +113,17 @@ struct SignedDataChainVerifier: Sendable {
         }
         guard x5c.count == 3 else {
             throw SignedDataVerificationError(
-                .invalidCertificateChain, "x5c must hold exactly 3 certificates (leaf, intermediate, root), found \(x5c.count)")
+                .invalidCertificateChain,
+                "x5c must hold exactly 3 certificates (leaf, intermediate, root), found \(x5c.count)"
+            )
         }
         var certificates: [Certificate] = []
         for (index, entry) in x5c.enumerated() {
             guard let der = Data(base64Encoded: entry), let certificate = try? Certificate(derEncoded: Array(der)) else {
                 throw SignedDataVerificationError(
-                    .invalidCertificateChain, "x5c[\(index)] is not a base64 DER certificate")
+                    .invalidCertificateChain,
+                    "x5c[\(index)] is not a base64 DER certificate"
+                )
             }
             certificates.append(certificate)
         }
@@ -127,7 +141,9 @@ struct SignedDataChainVerifier: Sendable {
         case .validCertificate(let chain):
             guard chain.last == certificates[2] else {
                 throw SignedDataVerificationError(
-                    .untrustedRoot, "x5c[2] (\(certificates[2].subject)) is not the trusted root the chain ends at")
+                    .untrustedRoot,
+                    "x5c[2] (\(certificates[2].subject)) is not the trusted root the chain ends at"
+                )
             }
         case .couldNotValidate(let failures):
             throw ChainFailure.error(for: failures, at: validationTime)

@@ -86,7 +86,9 @@ public struct SignedDataVerifier: Sendable {
         }
         guard !environments.contains(.production) || appAppleId != nil else {
             throw SignedDataVerificationError(
-                .invalidConfiguration, "accepting Production needs the app's appAppleId (bundle \(bundleIdentifier))")
+                .invalidConfiguration,
+                "accepting Production needs the app's appAppleId (bundle \(bundleIdentifier))"
+            )
         }
         self.bundleIdentifier = bundleIdentifier
         self.appAppleId = appAppleId
@@ -114,7 +116,8 @@ public struct SignedDataVerifier: Sendable {
         if app.environment == .production, app.appAppleId != appAppleId {
             throw SignedDataVerificationError(
                 .wrongAppAppleId,
-                "appAppleId \(app.appAppleId.map(String.init) ?? "none") is not the configured \(appAppleId.map(String.init) ?? "none")")
+                "appAppleId \(app.appAppleId.map(String.init) ?? "none") is not the configured \(appAppleId.map(String.init) ?? "none")"
+            )
         }
         return notification
     }
@@ -130,7 +133,8 @@ public struct SignedDataVerifier: Sendable {
     /// later than that time (now plus the clock skew the caller allows): a payload dated ahead would otherwise win
     /// every later ordering comparison and freeze the customer's state.
     public func verifyAndDecodeNotificationContents(
-        _ signedPayload: String, signedNoLaterThan latest: Date? = nil
+        _ signedPayload: String,
+        signedNoLaterThan latest: Date? = nil
     ) async throws(SignedDataVerificationError) -> DecodedNotification {
         let notification = try await verifyAndDecodeNotification(signedPayload)
         var decoded = DecodedNotification(notification: notification)
@@ -138,22 +142,34 @@ public struct SignedDataVerifier: Sendable {
         if let signedTransaction = notification.data?.signedTransactionInfo {
             let transaction = try await verifyAndDecodeTransaction(signedTransaction)
             guard transaction.environment == environment else {
-                throw SignedDataVerificationError(.wrongEnvironment, "the nested transaction's environment (\(transaction.environment?.rawValue ?? "none")) is not the notification's (\(environment?.rawValue ?? "none"))")
+                throw SignedDataVerificationError(
+                    .wrongEnvironment,
+                    "the nested transaction's environment (\(transaction.environment?.rawValue ?? "none")) is not the notification's (\(environment?.rawValue ?? "none"))"
+                )
             }
             decoded.transaction = transaction
         }
         if let signedRenewalInfo = notification.data?.signedRenewalInfo {
             let renewalInfo = try await verifyAndDecodeRenewalInfo(signedRenewalInfo)
             guard renewalInfo.environment == environment else {
-                throw SignedDataVerificationError(.wrongEnvironment, "the nested renewal info's environment (\(renewalInfo.environment?.rawValue ?? "none")) is not the notification's (\(environment?.rawValue ?? "none"))")
+                throw SignedDataVerificationError(
+                    .wrongEnvironment,
+                    "the nested renewal info's environment (\(renewalInfo.environment?.rawValue ?? "none")) is not the notification's (\(environment?.rawValue ?? "none"))"
+                )
             }
             decoded.renewalInfo = renewalInfo
         }
         if let latest {
             let bound = latest.appStoreMilliseconds
-            for (name, date) in [("notification", notification.signedDate), ("transaction", decoded.transaction?.signedDate), ("renewal info", decoded.renewalInfo?.signedDate)] {
+            for (name, date) in [
+                ("notification", notification.signedDate), ("transaction", decoded.transaction?.signedDate),
+                ("renewal info", decoded.renewalInfo?.signedDate),
+            ] {
                 if let date, date > bound {
-                    throw SignedDataVerificationError(.notFresh, "the \(name)'s signedDate is later than now plus the allowed clock skew; it is refused so that it cannot hide later notifications (the App Store retries)")
+                    throw SignedDataVerificationError(
+                        .notFresh,
+                        "the \(name)'s signedDate is later than now plus the allowed clock skew; it is refused so that it cannot hide later notifications (the App Store retries)"
+                    )
                 }
             }
         }
@@ -210,13 +226,15 @@ public struct SignedDataVerifier: Sendable {
     /// passes it, so a request captured in a proxy or a log cannot be answered again once the window has passed;
     /// explaining a captured request leaves it out.
     public func verifyAndDecodeRealtimeRequest(
-        _ signedPayload: String, freshness: Freshness? = nil
+        _ signedPayload: String,
+        freshness: Freshness? = nil
     ) async throws(SignedDataVerificationError) -> DecodedRealtimeRequestBody {
         let request = try await chainVerifier.verify(signedPayload, as: DecodedRealtimeRequestBody.self, alsoValidAt: freshness?.now)
         guard let requestAppAppleId = request.appAppleId, let appAppleId, requestAppAppleId == appAppleId else {
             throw SignedDataVerificationError(
                 .wrongAppAppleId,
-                "appAppleId \(request.appAppleId.map(String.init) ?? "none") is not the configured \(appAppleId.map(String.init) ?? "none (set the app's appAppleId)")")
+                "appAppleId \(request.appAppleId.map(String.init) ?? "none") is not the configured \(appAppleId.map(String.init) ?? "none (set the app's appAppleId)")"
+            )
         }
         try check(environment: request.environment)
         guard let original = request.originalTransactionId, Self.isTransactionIdentifier(original) else {
@@ -229,7 +247,10 @@ public struct SignedDataVerifier: Sendable {
             throw SignedDataVerificationError(.malformedPayload, "requestIdentifier is missing or not a UUID")
         }
         guard request.userLocale.map(Self.isLocale) ?? true else {
-            throw SignedDataVerificationError(.malformedPayload, "userLocale is not a locale tag such as en-US (letters and digits in subtags of 1 to 8, separated by - or _, at most 35 bytes)")
+            throw SignedDataVerificationError(
+                .malformedPayload,
+                "userLocale is not a locale tag such as en-US (letters and digits in subtags of 1 to 8, separated by - or _, at most 35 bytes)"
+            )
         }
         if let freshness {
             guard let signedDate = request.signedDate else {
@@ -238,7 +259,10 @@ public struct SignedDataVerifier: Sendable {
             let now = freshness.now.appStoreMilliseconds
             let skew = Int64(freshness.skew * 1000)
             guard signedDate >= now - skew, signedDate <= now + skew else {
-                throw SignedDataVerificationError(.notFresh, "signedDate is \(signedDate < now ? "older" : "later") than the \(Int(freshness.skew)) seconds around now a real-time request may be; a captured request is not answered again")
+                throw SignedDataVerificationError(
+                    .notFresh,
+                    "signedDate is \(signedDate < now ? "older" : "later") than the \(Int(freshness.skew)) seconds around now a real-time request may be; a captured request is not answered again"
+                )
             }
         }
         return request
@@ -272,18 +296,22 @@ public struct SignedDataVerifier: Sendable {
         let subtags = bytes.split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
             .flatMap { $0.split(separator: UInt8(ascii: "_"), omittingEmptySubsequences: false) }
         guard let first = subtags.first, (2...3).contains(first.count),
-              first.allSatisfy({ (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0 | 0x20) }) else { return false }
+            first.allSatisfy({ (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0 | 0x20) })
+        else { return false }
         return subtags.allSatisfy { subtag in
-            (1...8).contains(subtag.count) && subtag.allSatisfy { byte in
-                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
-            }
+            (1...8).contains(subtag.count)
+                && subtag.allSatisfy { byte in
+                    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
+                }
         }
     }
 
     private func check(bundleIdentifier: String?, environment: AppStoreEnvironment?) throws(SignedDataVerificationError) {
         guard bundleIdentifier == self.bundleIdentifier else {
             throw SignedDataVerificationError(
-                .wrongBundleId, "bundleId \(bundleIdentifier.map { "\"\($0)\"" } ?? "none") is not \"\(self.bundleIdentifier)\"")
+                .wrongBundleId,
+                "bundleId \(bundleIdentifier.map { "\"\($0)\"" } ?? "none") is not \"\(self.bundleIdentifier)\""
+            )
         }
         try check(environment: environment)
     }
@@ -292,7 +320,9 @@ public struct SignedDataVerifier: Sendable {
         guard let environment, environments.contains(environment) else {
             let accepted = environments.map(\.rawValue).sorted().joined(separator: ", ")
             throw SignedDataVerificationError(
-                .wrongEnvironment, "environment \(environment?.rawValue ?? "none") is not accepted (\(accepted))")
+                .wrongEnvironment,
+                "environment \(environment?.rawValue ?? "none") is not accepted (\(accepted))"
+            )
         }
     }
 }

@@ -25,17 +25,19 @@ actor BearerTokenProvider {
         guard let key = try? P256.Signing.PrivateKey(pemRepresentation: configuration.privateKeyPEM) else {
             throw AppStoreServerAPIError(
                 .invalidConfiguration,
-                "the In-App Purchase key is not a P-256 private key in PEM form (the .p8 file from App Store Connect)")
+                "the In-App Purchase key is not a P-256 private key in PEM form (the .p8 file from App Store Connect)"
+            )
         }
         guard !configuration.keyIdentifier.isEmpty, !configuration.issuerId.isEmpty, !configuration.bundleIdentifier.isEmpty else {
             throw AppStoreServerAPIError(.invalidConfiguration, "the key ID, issuer ID and bundle ID must not be empty")
         }
         guard configuration.tokenLifetime > .zero, configuration.tokenLifetime <= .seconds(3600),
-              configuration.tokenRefreshMargin >= .zero, configuration.tokenRefreshMargin < configuration.tokenLifetime
+            configuration.tokenRefreshMargin >= .zero, configuration.tokenRefreshMargin < configuration.tokenLifetime
         else {
             throw AppStoreServerAPIError(
                 .invalidConfiguration,
-                "the token lifetime must be at most 60 minutes and longer than the refresh margin")
+                "the token lifetime must be at most 60 minutes and longer than the refresh margin"
+            )
         }
         self.key = key
         self.keyIdentifier = configuration.keyIdentifier
@@ -68,7 +70,8 @@ actor BearerTokenProvider {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
-            let signingInput = try encoder.encode(header).base64URLEncodedString() + "."
+            let signingInput =
+                try encoder.encode(header).base64URLEncodedString() + "."
                 + encoder.encode(claims).base64URLEncodedString()
             let signature = try key.signature(for: Data(signingInput.utf8))
             return signingInput + "." + signature.rawRepresentation.base64URLEncodedString()

@@ -27,23 +27,34 @@ extension AppStoreServerAPIClient {
     /// - Throws: ``AppStoreServerAPIError``: ``AppStoreServerAPIError/Code/invalidRequest`` for a span Apple would
     ///   refuse, what any call throws otherwise, or what `receive` throws, wrapped.
     public func notificationHistory(
-        from start: Date, to end: Date, environment: AppStoreEnvironment, now: Date = Date(),
-        pageTimeout: Duration = .seconds(30), maximumPages: Int = 10_000,
+        from start: Date,
+        to end: Date,
+        environment: AppStoreEnvironment,
+        now: Date = Date(),
+        pageTimeout: Duration = .seconds(30),
+        maximumPages: Int = 10_000,
         receive: (String) async throws -> Void
     ) async throws(AppStoreServerAPIError) -> Int {
         let oldest = now.addingTimeInterval(-Double(Self.notificationHistoryDays) * 86_400)
         guard start >= oldest.addingTimeInterval(-1), start < end else {
             throw AppStoreServerAPIError(
-                .invalidRequest, "the span of notification history must start within the last \(Self.notificationHistoryDays) days and before its end")
+                .invalidRequest,
+                "the span of notification history must start within the last \(Self.notificationHistoryDays) days and before its end"
+            )
         }
         guard configuration.environments.contains(environment) else {
             throw AppStoreServerAPIError(.invalidConfiguration, "the \(environment.rawValue) environment is not one this server asks")
         }
         let body: ByteBuffer
         do {
-            body = ByteBuffer(bytes: try JSONEncoder().encode(NotificationHistoryRequest(
-                startDate: Int64((start.timeIntervalSince1970 * 1000).rounded(.down)),
-                endDate: Int64((end.timeIntervalSince1970 * 1000).rounded(.down)))))
+            body = ByteBuffer(
+                bytes: try JSONEncoder().encode(
+                    NotificationHistoryRequest(
+                        startDate: Int64((start.timeIntervalSince1970 * 1000).rounded(.down)),
+                        endDate: Int64((end.timeIntervalSince1970 * 1000).rounded(.down))
+                    )
+                )
+            )
         } catch {
             throw AppStoreServerAPIError(.invalidRequest, "the notification history request could not be written")
         }
@@ -52,12 +63,21 @@ extension AppStoreServerAPIClient {
         var received = 0
         for _ in 0..<max(1, maximumPages) {
             let answer = try await requester.request(
-                .notificationHistory, path: "/inApps/v1/notifications/history", query: token.map { [("paginationToken", $0)] } ?? [],
-                json: body, environment: environment, deadline: ContinuousClock.now + pageTimeout, fingerprint: "history")
+                .notificationHistory,
+                path: "/inApps/v1/notifications/history",
+                query: token.map { [("paginationToken", $0)] } ?? [],
+                json: body,
+                environment: environment,
+                deadline: ContinuousClock.now + pageTimeout,
+                fingerprint: "history"
+            )
             let page = try decode(NotificationHistoryResponse.self, from: answer)
             let items = page.notificationHistory ?? []
             guard items.count <= Self.maximumSignedItems else {
-                throw AppStoreServerAPIError(.invalidResponse, "a page of the App Store's notification history has more notifications than this server accepts")
+                throw AppStoreServerAPIError(
+                    .invalidResponse,
+                    "a page of the App Store's notification history has more notifications than this server accepts"
+                )
             }
             for item in items {
                 // An item without a usable payload is handed over empty: the receiver refuses and counts it, and the
@@ -66,7 +86,10 @@ extension AppStoreServerAPIClient {
                 do {
                     try await receive(signedPayload)
                 } catch {
-                    throw AppStoreServerAPIError(.invalidResponse, "a notification from the App Store's history could not be recorded; the reading stopped there")
+                    throw AppStoreServerAPIError(
+                        .invalidResponse,
+                        "a notification from the App Store's history could not be recorded; the reading stopped there"
+                    )
                 }
                 received += 1
             }

@@ -8,13 +8,24 @@ import NIOCore
 /// The two requests, their answers decoded and every signed item in them verified.
 extension AppStoreServerAPIClient {
     func fetchStatuses(
-        _ id: TransactionIdentifier, environment: AppStoreEnvironment, deadline: ContinuousClock.Instant
+        _ id: TransactionIdentifier,
+        environment: AppStoreEnvironment,
+        deadline: ContinuousClock.Instant
     ) async throws(AppStoreServerAPIError) -> SubscriptionStatuses {
         let body = try await requester.get(
-            .subscriptionStatuses, path: "/inApps/v1/subscriptions/\(id.value)", environment: environment,
-            deadline: deadline, fingerprint: id.fingerprint)
+            .subscriptionStatuses,
+            path: "/inApps/v1/subscriptions/\(id.value)",
+            environment: environment,
+            deadline: deadline,
+            fingerprint: id.fingerprint
+        )
         let response = try decode(StatusResponse.self, from: body)
-        try checkApp(environment: response.environment, bundleIdentifier: response.bundleIdentifier, appAppleId: response.appAppleId, asked: environment)
+        try checkApp(
+            environment: response.environment,
+            bundleIdentifier: response.bundleIdentifier,
+            appAppleId: response.appAppleId,
+            asked: environment
+        )
         let groups = response.data ?? []
         let count = groups.reduce(0) { $0 + ($1.lastTransactions?.count ?? 0) }
         guard count <= Self.maximumSignedItems else {
@@ -32,24 +43,35 @@ extension AppStoreServerAPIClient {
                     let renewal = try await verifyRenewalInfo(signedRenewalInfo, environment: environment)
                     guard renewal.originalTransactionId == transaction.originalTransactionId else {
                         throw AppStoreServerAPIError(
-                            .invalidResponse, "renewal information in the App Store's answer belongs to another subscription")
+                            .invalidResponse,
+                            "renewal information in the App Store's answer belongs to another subscription"
+                        )
                     }
                     renewalInfo = renewal
                 }
                 guard item.originalTransactionId == nil || item.originalTransactionId == transaction.originalTransactionId else {
                     throw AppStoreServerAPIError(
-                        .invalidResponse, "a subscription in the App Store's answer does not match its signed transaction")
+                        .invalidResponse,
+                        "a subscription in the App Store's answer does not match its signed transaction"
+                    )
                 }
-                items.append(VerifiedLastTransaction(
-                    subscriptionGroupIdentifier: group.subscriptionGroupIdentifier, status: item.status,
-                    transaction: transaction, renewalInfo: renewalInfo))
+                items.append(
+                    VerifiedLastTransaction(
+                        subscriptionGroupIdentifier: group.subscriptionGroupIdentifier,
+                        status: item.status,
+                        transaction: transaction,
+                        renewalInfo: renewalInfo
+                    )
+                )
             }
         }
         return SubscriptionStatuses(environment: environment, lastTransactions: items)
     }
 
     func fetchHistory(
-        _ id: TransactionIdentifier, environment: AppStoreEnvironment, deadline: ContinuousClock.Instant
+        _ id: TransactionIdentifier,
+        environment: AppStoreEnvironment,
+        deadline: ContinuousClock.Instant
     ) async throws(AppStoreServerAPIError) -> TransactionHistory {
         var transactions: [JWSTransactionDecodedPayload] = []
         var positions: [String: Int] = [:]
@@ -60,8 +82,13 @@ extension AppStoreServerAPIClient {
             var query = [("productType", "AUTO_RENEWABLE"), ("sort", "ASCENDING")]
             if let revision { query.append(("revision", revision)) }
             let body = try await requester.get(
-                .transactionHistory, path: "/inApps/v2/history/\(id.value)", query: query, environment: environment,
-                deadline: deadline, fingerprint: id.fingerprint)
+                .transactionHistory,
+                path: "/inApps/v2/history/\(id.value)",
+                query: query,
+                environment: environment,
+                deadline: deadline,
+                fingerprint: id.fingerprint
+            )
             let page = try decode(HistoryResponse.self, from: body)
             try checkApp(environment: page.environment, bundleIdentifier: page.bundleIdentifier, appAppleId: page.appAppleId, asked: environment)
             let signed = page.signedTransactions ?? []
@@ -92,7 +119,8 @@ extension AppStoreServerAPIClient {
         if !complete {
             logger.warning(
                 "transaction history longer than the page limit; the rest is not read",
-                metadata: ["pages": "\(configuration.maximumHistoryPages)", "transaction_fingerprint": "\(id.fingerprint)"])
+                metadata: ["pages": "\(configuration.maximumHistoryPages)", "transaction_fingerprint": "\(id.fingerprint)"]
+            )
         }
         return TransactionHistory(environment: environment, transactions: transactions, isComplete: complete)
     }
@@ -107,7 +135,10 @@ extension AppStoreServerAPIClient {
 
     /// The answer is about this app, from the environment asked.
     func checkApp(
-        environment: AppStoreEnvironment?, bundleIdentifier: String?, appAppleId: Int64?, asked: AppStoreEnvironment
+        environment: AppStoreEnvironment?,
+        bundleIdentifier: String?,
+        appAppleId: Int64?,
+        asked: AppStoreEnvironment
     ) throws(AppStoreServerAPIError) {
         guard environment == asked else {
             throw AppStoreServerAPIError(.invalidResponse, "the App Store's answer is not from the environment asked")
@@ -121,7 +152,8 @@ extension AppStoreServerAPIClient {
     }
 
     func verifyTransaction(
-        _ signed: String, environment: AppStoreEnvironment
+        _ signed: String,
+        environment: AppStoreEnvironment
     ) async throws(AppStoreServerAPIError) -> JWSTransactionDecodedPayload {
         let transaction: JWSTransactionDecodedPayload
         do {
@@ -129,7 +161,9 @@ extension AppStoreServerAPIClient {
         } catch {
             logger.warning("a signed transaction from the App Store failed verification", metadata: ["reason": "\(error.code)"])
             throw AppStoreServerAPIError(
-                .invalidResponse, "a signed transaction in the App Store's answer failed verification (\(error.code))")
+                .invalidResponse,
+                "a signed transaction in the App Store's answer failed verification (\(error.code))"
+            )
         }
         guard transaction.environment == environment else {
             throw AppStoreServerAPIError(.invalidResponse, "a signed transaction in the App Store's answer is from another environment")
@@ -138,7 +172,8 @@ extension AppStoreServerAPIClient {
     }
 
     func verifyRenewalInfo(
-        _ signed: String, environment: AppStoreEnvironment
+        _ signed: String,
+        environment: AppStoreEnvironment
     ) async throws(AppStoreServerAPIError) -> JWSRenewalInfoDecodedPayload {
         let renewalInfo: JWSRenewalInfoDecodedPayload
         do {
@@ -146,7 +181,9 @@ extension AppStoreServerAPIClient {
         } catch {
             logger.warning("signed renewal information from the App Store failed verification", metadata: ["reason": "\(error.code)"])
             throw AppStoreServerAPIError(
-                .invalidResponse, "signed renewal information in the App Store's answer failed verification (\(error.code))")
+                .invalidResponse,
+                "signed renewal information in the App Store's answer failed verification (\(error.code))"
+            )
         }
         guard renewalInfo.environment == environment else {
             throw AppStoreServerAPIError(.invalidResponse, "signed renewal information in the App Store's answer is from another environment")

@@ -201,12 +201,15 @@ extension AppStoreServerAPIConfiguration: CustomStringConvertible, CustomDebugSt
     /// Every property but the key, which shows as `<redacted>` (so `dump` and string interpolation of a containing
     /// value do not print it).
     public var customMirror: Mirror {
-        Mirror(self, children: [
-            "keyId": keyIdentifier, "privateKeyPEM": "<redacted>", "issuerId": issuerId, "bundleId": bundleIdentifier,
-            "environments": environments, "baseURLs": baseURLs, "timeout": timeout, "cacheTimeToLive": cacheTimeToLive,
-            "cacheCapacity": cacheCapacity, "rateLimit": rateLimit, "retry": retry,
-            "maximumHistoryPages": maximumHistoryPages, "maximumResponseBytes": maximumResponseBytes,
-            "tokenLifetime": tokenLifetime, "tokenRefreshMargin": tokenRefreshMargin,
-        ])
+        Mirror(
+            self,
+            children: [
+                "keyId": keyIdentifier, "privateKeyPEM": "<redacted>", "issuerId": issuerId, "bundleId": bundleIdentifier,
+                "environments": environments, "baseURLs": baseURLs, "timeout": timeout, "cacheTimeToLive": cacheTimeToLive,
+                "cacheCapacity": cacheCapacity, "rateLimit": rateLimit, "retry": retry,
+                "maximumHistoryPages": maximumHistoryPages, "maximumResponseBytes": maximumResponseBytes,
+                "tokenLifetime": tokenLifetime, "tokenRefreshMargin": tokenRefreshMargin,
+            ]
+        )
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import OfferErrors
+
 /// Why a question to the App Store Server API got no usable answer.
 ///
 /// One error type for every failure, in the style of swift-certificates' `CertificateError` and of

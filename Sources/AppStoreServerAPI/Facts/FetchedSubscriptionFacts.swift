@@ -43,9 +43,14 @@ public struct FetchedSubscriptionFacts: Sendable, Hashable {
     public func fold(into facts: inout CustomerFacts) -> Bool {
         var changed = false
         for item in statuses.lastTransactions {
-            changed = SubscriptionFolding.fold(
-                status: item.status, transaction: item.transaction, renewalInfo: item.renewalInfo,
-                into: &facts, now: fetchedAt) || changed
+            changed =
+                SubscriptionFolding.fold(
+                    status: item.status,
+                    transaction: item.transaction,
+                    renewalInfo: item.renewalInfo,
+                    into: &facts,
+                    now: fetchedAt
+                ) || changed
         }
         if let history {
             changed = SubscriptionFolding.fold(history: history.transactions, into: &facts, now: fetchedAt) || changed

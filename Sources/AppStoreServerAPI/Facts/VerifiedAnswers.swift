@@ -16,8 +16,10 @@ public struct VerifiedLastTransaction: Sendable, Hashable {
 
     /// Creates an item.
     public init(
-        subscriptionGroupIdentifier: String?, status: SubscriptionStatus?,
-        transaction: JWSTransactionDecodedPayload, renewalInfo: JWSRenewalInfoDecodedPayload?
+        subscriptionGroupIdentifier: String?,
+        status: SubscriptionStatus?,
+        transaction: JWSTransactionDecodedPayload,
+        renewalInfo: JWSRenewalInfoDecodedPayload?
     ) {
         self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
         self.status = status

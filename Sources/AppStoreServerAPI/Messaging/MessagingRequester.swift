@@ -56,7 +56,9 @@ struct MessagingRequester: Sendable {
         for attempt in 1...attempts {
             guard let wait = await limiter.reserve(key, deadline: deadline) else {
                 throw RetentionMessagingError(
-                    .rateLimited, "Apple's rate limit for this endpoint leaves no time within the call's budget of \(options.timeout)")
+                    .rateLimited,
+                    "Apple's rate limit for this endpoint leaves no time within the call's budget of \(options.timeout)"
+                )
             }
             if wait > .zero { try await Self.sleep(for: wait) }
             let token: String
@@ -65,7 +67,15 @@ struct MessagingRequester: Sendable {
             } catch {
                 throw RetentionMessagingError(.invalidConfiguration, error.message)
             }
-            let outcome = await attemptOnce(method: method, url: url, body: body, token: token, deadline: deadline, endpoint: endpoint, environment: environment)
+            let outcome = await attemptOnce(
+                method: method,
+                url: url,
+                body: body,
+                token: token,
+                deadline: deadline,
+                endpoint: endpoint,
+                environment: environment
+            )
             let retryDelay: Duration
             switch outcome {
             case .success(let answer):
@@ -80,7 +90,8 @@ struct MessagingRequester: Sendable {
                         logger.error("the App Store refused the authentication token (check the key ID, issuer ID, bundle ID and key)")
                         throw RetentionMessagingError(
                             .unauthorized,
-                            "the App Store refused this server's authentication token: check the In-App Purchase key, its key ID, the issuer ID and the bundle ID")
+                            "the App Store refused this server's authentication token: check the In-App Purchase key, its key ID, the issuer ID and the bundle ID"
+                        )
                     case 429:
                         let delay = RetryTiming.retryAfter(retryAfter) ?? RetryTiming.backoff(retry: attempt, policy: retry)
                         let resumeAt = ContinuousClock.now + delay
@@ -90,7 +101,8 @@ struct MessagingRequester: Sendable {
                             throw RetentionMessagingError(
                                 .rateLimited,
                                 "Apple's rate limit was reached and it asks to wait \(Self.seconds(delay)), longer than this client waits",
-                                appleErrorCode: errorCode)
+                                appleErrorCode: errorCode
+                            )
                         }
                         logger.info("the App Store's rate limit was reached; waiting as its Retry-After says", metadata: ["retry_after": "\(delay)"])
                         retryDelay = delay
@@ -99,18 +111,24 @@ struct MessagingRequester: Sendable {
                             throw RetentionMessagingError(
                                 .appStoreUnavailable,
                                 "the App Store answered HTTP \(status); the upload was not repeated (it may have been stored): list the catalogue to see",
-                                appleErrorCode: errorCode)
+                                appleErrorCode: errorCode
+                            )
                         }
                         retryDelay = RetryTiming.backoff(retry: attempt, policy: retry)
                     default:
                         let error = RetentionMessagingError.fromApple(status: status, errorCode: errorCode)
-                        logger.debug("the App Store refused a retention messaging request", metadata: ["status": "\(status)", "code": "\(error.code)"])
+                        logger.debug(
+                            "the App Store refused a retention messaging request",
+                            metadata: ["status": "\(status)", "code": "\(error.code)"]
+                        )
                         throw error
                     }
                 case .network:
                     guard idempotent else {
                         throw RetentionMessagingError(
-                            .appStoreUnavailable, "the connection to the App Store failed; the upload was not repeated (it may have been stored): list the catalogue to see")
+                            .appStoreUnavailable,
+                            "the connection to the App Store failed; the upload was not repeated (it may have been stored): list the catalogue to see"
+                        )
                     }
                     retryDelay = RetryTiming.backoff(retry: attempt, policy: retry)
                 case .timedOut:
@@ -130,7 +148,12 @@ struct MessagingRequester: Sendable {
     }
 
     private func attemptOnce(
-        method: HTTPMethod, url: String, body: Body, token: String, deadline: ContinuousClock.Instant, endpoint: Endpoint,
+        method: HTTPMethod,
+        url: String,
+        body: Body,
+        token: String,
+        deadline: ContinuousClock.Instant,
+        endpoint: Endpoint,
         environment: AppStoreEnvironment
     ) async -> Result<ByteBuffer, APIRequester.Failure> {
         var request = HTTPClientRequest(url: url)
@@ -180,16 +203,23 @@ struct MessagingRequester: Sendable {
                 result = .failure(.network)
             }
         }
-        Timer(label: "offer_signer_app_store_api_request_duration_seconds", dimensions: [("endpoint", endpoint.rawValue)], preferredDisplayUnit: .seconds)
-            .recordNanoseconds((ContinuousClock.now - started).nanoseconds)
+        Timer(
+            label: "offer_signer_app_store_api_request_duration_seconds",
+            dimensions: [("endpoint", endpoint.rawValue)],
+            preferredDisplayUnit: .seconds
+        )
+        .recordNanoseconds((ContinuousClock.now - started).nanoseconds)
         let outcome: String
         switch result {
         case .success: outcome = "ok"
         case .failure(let failure): outcome = failure.outcome
         }
-        Counter(label: "offer_signer_app_store_api_requests_total", dimensions: [
-            ("endpoint", endpoint.rawValue), ("environment", environment.rawValue.lowercased()), ("outcome", outcome),
-        ]).increment()
+        Counter(
+            label: "offer_signer_app_store_api_requests_total",
+            dimensions: [
+                ("endpoint", endpoint.rawValue), ("environment", environment.rawValue.lowercased()), ("outcome", outcome),
+            ]
+        ).increment()
         return result
     }
 

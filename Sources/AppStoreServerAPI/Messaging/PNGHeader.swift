@@ -40,18 +40,21 @@ public struct PNGHeader: Sendable, Hashable {
         let bitDepth = bytes[24]
         let colourType = bytes[25]
         guard width > 0, height > 0, width <= 0x7FFF_FFFF, height <= 0x7FFF_FFFF, [0, 2, 3, 4, 6].contains(colourType),
-              [1, 2, 4, 8, 16].contains(bitDepth)
+            [1, 2, 4, 8, 16].contains(bitDepth)
         else {
             throw RetentionMessagingError(.invalidImage, "the PNG file's header chunk is not valid")
         }
-        var offset = 33   // signature 8 + IHDR (4 + 4 + 13 + 4)
+        var offset = 33  // signature 8 + IHDR (4 + 4 + 13 + 4)
         var transparency = false
         var chunks = 0
         while offset + 8 <= bytes.count, chunks < Self.chunkLimit {
             let length = Int(Self.uint32(bytes, offset))
             let type = bytes[(offset + 4)..<(offset + 8)]
             if type.elementsEqual("IDAT".utf8) || type.elementsEqual("IEND".utf8) { break }
-            if type.elementsEqual("tRNS".utf8) { transparency = true; break }
+            if type.elementsEqual("tRNS".utf8) {
+                transparency = true
+                break
+            }
             guard length <= Self.scanLimit else { break }
             offset += 12 + length
             chunks += 1

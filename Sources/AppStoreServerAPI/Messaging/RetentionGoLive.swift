@@ -71,11 +71,12 @@ public struct RetentionGoLive: Sendable {
             let started: RetentionPerformanceTestStarted
             do {
                 started = try await sandbox.startPerformanceTest(originalTransactionId: originalTransactionId)
-            } catch where error.code == .performanceTestInProgress {
+            } catch  where error.code == .performanceTestInProgress {
                 throw RetentionMessagingError(
                     .performanceTestInProgress,
                     "a performance test is already running: wait for it to end (its totalDuration), or pass its request ID with --request-id",
-                    appleErrorCode: error.appleErrorCode)
+                    appleErrorCode: error.appleErrorCode
+                )
             }
             requestId = started.requestId ?? ""
             report("Performance test \(requestId) started" + (started.config.map { " (\(Self.describe($0)))" } ?? ""))
@@ -101,14 +102,18 @@ public struct RetentionGoLive: Sendable {
 
     /// The result in lines: status, success rate, percentiles, failures.
     public static func summary(_ result: RetentionPerformanceTestResult) -> [String] {
-        var lines = ["Result: \(result.result?.rawValue ?? "unknown")"
-            + (result.successRate.map { ", success rate \($0) %" } ?? "")
-            + (result.config?.successRateThreshold.map { " (needed: \($0) %)" } ?? "")]
+        var lines = [
+            "Result: \(result.result?.rawValue ?? "unknown")"
+                + (result.successRate.map { ", success rate \($0) %" } ?? "")
+                + (result.config?.successRateThreshold.map { " (needed: \($0) %)" } ?? "")
+        ]
         if let times = result.responseTimes {
             let parts = [("p50", times.p50), ("p90", times.p90), ("p95", times.p95), ("p99", times.p99), ("average", times.average)]
                 .compactMap { name, value in value.map { "\(name) \($0) ms" } }
-            lines.append("Response times: " + parts.joined(separator: ", ")
-                + (result.config?.responseTimeThreshold.map { " (limit: \($0) ms)" } ?? ""))
+            lines.append(
+                "Response times: " + parts.joined(separator: ", ")
+                    + (result.config?.responseTimeThreshold.map { " (limit: \($0) ms)" } ?? "")
+            )
         }
         if let failures = result.failures, !failures.isEmpty {
             lines.append("Failures: " + failures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
@@ -121,16 +126,22 @@ public struct RetentionGoLive: Sendable {
         var lines = ["Not live: Production's real-time URL was not configured (Apple refuses it until a Sandbox test passes)."]
         let failures = result.failures ?? [:]
         if failures["TIMED_OUT"] != nil || (result.responseTimes?.p99 ?? 0) > (result.config?.responseTimeThreshold ?? 700) {
-            lines.append("- Answers were too slow: run Benchmarks/Retention/retention-perf.sh against this deployment, check OFFER_SIGNER_RETENTION_DEADLINE (default 500 ms) stays under Apple's limit, and the database's latency.")
+            lines.append(
+                "- Answers were too slow: run Benchmarks/Retention/retention-perf.sh against this deployment, check OFFER_SIGNER_RETENTION_DEADLINE (default 500 ms) stays under Apple's limit, and the database's latency."
+            )
         }
         if failures["TLS_ISSUE"] != nil {
             lines.append("- TLS failed: the URL needs a valid certificate and TLS 1.2 or later.")
         }
         if failures["NO_RESPONSE"] != nil || failures["SOCKET_ISSUE"] != nil || failures["PREMATURE_CLOSE"] != nil {
-            lines.append("- Apple could not reach the endpoint: check DNS, the firewall and the load balancer in front of POST /v1/retention/appstore.")
+            lines.append(
+                "- Apple could not reach the endpoint: check DNS, the firewall and the load balancer in front of POST /v1/retention/appstore."
+            )
         }
         if failures["UNSUCCESSFUL_HTTP_RESPONSE_CODE"] != nil || failures["INVALID_RESPONSE"] != nil {
-            lines.append("- Answers were refused: check the access log for 4xx/5xx (Sandbox accepted in OFFER_SIGNER_ENVIRONMENTS, the app's appAppleId, the product's retention entries and fallback).")
+            lines.append(
+                "- Answers were refused: check the access log for 4xx/5xx (Sandbox accepted in OFFER_SIGNER_ENVIRONMENTS, the app's appAppleId, the product's retention entries and fallback)."
+            )
         }
         lines.append("Then run the command again: it starts a new test.")
         return lines

@@ -62,8 +62,11 @@ public final class RetentionMessagingClient: Sendable {
 
         /// The defaults described on each property.
         public init(
-            timeout: Duration = .seconds(60), maximumRetryAfter: Duration = .seconds(60), maximumAttempts: Int = 4,
-            rateLimit: RateLimit = RateLimit(), maximumResponseBytes: Int = 4 << 20
+            timeout: Duration = .seconds(60),
+            maximumRetryAfter: Duration = .seconds(60),
+            maximumAttempts: Int = 4,
+            rateLimit: RateLimit = RateLimit(),
+            maximumResponseBytes: Int = 4 << 20
         ) {
             self.timeout = timeout
             self.maximumRetryAfter = maximumRetryAfter
@@ -127,11 +130,22 @@ public final class RetentionMessagingClient: Sendable {
         self.environment = environment
         self.options = options
         self.requester = MessagingRequester(
-            baseURLs: configuration.baseURLs, options: options, retry: configuration.retry, httpClient: httpClient, tokens: tokens,
-            limiter: RateLimiter(.init(productionPerSecond: rate.productionPerSecond, sandboxPerSecond: rate.productionPerSecond * rate.sandboxShare)),
-            defaultsLimiter: RateLimiter(.init(
-                productionPerSecond: rate.productionDefaultsPerSecond, sandboxPerSecond: rate.productionDefaultsPerSecond * rate.sandboxShare)),
-            logger: logger)
+            baseURLs: configuration.baseURLs,
+            options: options,
+            retry: configuration.retry,
+            httpClient: httpClient,
+            tokens: tokens,
+            limiter: RateLimiter(
+                .init(productionPerSecond: rate.productionPerSecond, sandboxPerSecond: rate.productionPerSecond * rate.sandboxShare)
+            ),
+            defaultsLimiter: RateLimiter(
+                .init(
+                    productionPerSecond: rate.productionDefaultsPerSecond,
+                    sandboxPerSecond: rate.productionDefaultsPerSecond * rate.sandboxShare
+                )
+            ),
+            logger: logger
+        )
     }
 
     // MARK: - Images
@@ -150,8 +164,14 @@ public final class RetentionMessagingClient: Sendable {
         let id = try RetentionMessagingLimits.identifier(identifier, of: "image")
         try RetentionMessagingLimits.check(png: png, size: size)
         _ = try await requester.send(
-            .PUT, .messagingUploadImage, path: "/inApps/v1/messaging/image/\(id)", query: [("imageSize", size.rawValue)],
-            body: .png(ByteBuffer(bytes: png)), environment: environment, idempotent: false)
+            .PUT,
+            .messagingUploadImage,
+            path: "/inApps/v1/messaging/image/\(id)",
+            query: [("imageSize", size.rawValue)],
+            body: .png(ByteBuffer(bytes: png)),
+            environment: environment,
+            idempotent: false
+        )
     }
 
     /// Delete Image: `DELETE /inApps/v1/messaging/image/{imageIdentifier}`.
@@ -160,14 +180,26 @@ public final class RetentionMessagingClient: Sendable {
     ///   ``RetentionMessagingError/Code/imageInUse``, …
     public func deleteImage(identifier: String) async throws(RetentionMessagingError) {
         let id = try RetentionMessagingLimits.identifier(identifier, of: "image")
-        _ = try await requester.send(.DELETE, .messagingDeleteImage, path: "/inApps/v1/messaging/image/\(id)", environment: environment, idempotent: true)
+        _ = try await requester.send(
+            .DELETE,
+            .messagingDeleteImage,
+            path: "/inApps/v1/messaging/image/\(id)",
+            environment: environment,
+            idempotent: true
+        )
     }
 
     /// Get Image List: `GET /inApps/v1/messaging/image/list`.
     ///
     /// - Returns: Every image's identifier, state and size class.
     public func images() async throws(RetentionMessagingError) -> [RetentionImageListItem] {
-        let body = try await requester.send(.GET, .messagingImageList, path: "/inApps/v1/messaging/image/list", environment: environment, idempotent: true)
+        let body = try await requester.send(
+            .GET,
+            .messagingImageList,
+            path: "/inApps/v1/messaging/image/list",
+            environment: environment,
+            idempotent: true
+        )
         return try decode(RetentionImageList.self, from: body).imageIdentifiers ?? []
     }
 
@@ -189,23 +221,42 @@ public final class RetentionMessagingClient: Sendable {
         try RetentionMessagingLimits.check(message, textOnly: textOnly)
         var sent = message
         if let image = sent.image { sent.image?.imageIdentifier = image.imageIdentifier.lowercased() }
-        sent.bulletPoints = sent.bulletPoints.map { $0.map { RetentionBulletPoint(text: $0.text, imageIdentifier: $0.imageIdentifier.lowercased(), altText: $0.altText) } }
+        sent.bulletPoints = sent.bulletPoints.map {
+            $0.map { RetentionBulletPoint(text: $0.text, imageIdentifier: $0.imageIdentifier.lowercased(), altText: $0.altText) }
+        }
         _ = try await requester.send(
-            .PUT, .messagingUploadMessage, path: "/inApps/v1/messaging/message/\(id)", body: .json(try encode(sent)),
-            environment: environment, idempotent: false)
+            .PUT,
+            .messagingUploadMessage,
+            path: "/inApps/v1/messaging/message/\(id)",
+            body: .json(try encode(sent)),
+            environment: environment,
+            idempotent: false
+        )
     }
 
     /// Delete Message: `DELETE /inApps/v1/messaging/message/{messageIdentifier}`.
     public func deleteMessage(identifier: String) async throws(RetentionMessagingError) {
         let id = try RetentionMessagingLimits.identifier(identifier, of: "message")
-        _ = try await requester.send(.DELETE, .messagingDeleteMessage, path: "/inApps/v1/messaging/message/\(id)", environment: environment, idempotent: true)
+        _ = try await requester.send(
+            .DELETE,
+            .messagingDeleteMessage,
+            path: "/inApps/v1/messaging/message/\(id)",
+            environment: environment,
+            idempotent: true
+        )
     }
 
     /// Get Message List: `GET /inApps/v1/messaging/message/list`.
     ///
     /// - Returns: Every message's identifier and state.
     public func messages() async throws(RetentionMessagingError) -> [RetentionMessageListItem] {
-        let body = try await requester.send(.GET, .messagingMessageList, path: "/inApps/v1/messaging/message/list", environment: environment, idempotent: true)
+        let body = try await requester.send(
+            .GET,
+            .messagingMessageList,
+            path: "/inApps/v1/messaging/message/list",
+            environment: environment,
+            idempotent: true
+        )
         return try decode(RetentionMessageList.self, from: body).messageIdentifiers ?? []
     }
 
@@ -220,8 +271,13 @@ public final class RetentionMessagingClient: Sendable {
         let path = try defaultPath(productId: productId, locale: locale)
         let id = try RetentionMessagingLimits.identifier(messageIdentifier, of: "message")
         _ = try await requester.send(
-            .PUT, .messagingConfigureDefault, path: path, body: .json(try encode(RetentionDefaultConfiguration(messageIdentifier: id))),
-            environment: environment, idempotent: true)
+            .PUT,
+            .messagingConfigureDefault,
+            path: path,
+            body: .json(try encode(RetentionDefaultConfiguration(messageIdentifier: id))),
+            environment: environment,
+            idempotent: true
+        )
     }
 
     /// Get Default Message: `GET /inApps/v1/messaging/default/{productId}/{locale}`.
@@ -233,7 +289,7 @@ public final class RetentionMessagingClient: Sendable {
         do {
             let body = try await requester.send(.GET, .messagingGetDefault, path: path, environment: environment, idempotent: true)
             return try decode(RetentionDefaultConfiguration.self, from: body).messageIdentifier
-        } catch where error.code == .notFound && error.appleErrorCode == 4_040_020 {
+        } catch  where error.code == .notFound && error.appleErrorCode == 4_040_020 {
             return nil
         }
     }
@@ -253,8 +309,13 @@ public final class RetentionMessagingClient: Sendable {
     public func configureRealtimeURL(_ url: String) async throws(RetentionMessagingError) {
         let checked = try RetentionMessagingLimits.realtimeURL(url)
         _ = try await requester.send(
-            .PUT, .messagingConfigureRealtimeURL, path: "/inApps/v1/messaging/realtime/url",
-            body: .json(try encode(RetentionRealtimeURL(realtimeURL: checked))), environment: environment, idempotent: true)
+            .PUT,
+            .messagingConfigureRealtimeURL,
+            path: "/inApps/v1/messaging/realtime/url",
+            body: .json(try encode(RetentionRealtimeURL(realtimeURL: checked))),
+            environment: environment,
+            idempotent: true
+        )
     }
 
     /// Get Realtime URL: `GET /inApps/v1/messaging/realtime/url`.
@@ -262,16 +323,28 @@ public final class RetentionMessagingClient: Sendable {
     /// - Returns: The configured URL, `nil` when none is (Apple's 404 `RealtimeUrlNotFoundError`).
     public func realtimeURL() async throws(RetentionMessagingError) -> String? {
         do {
-            let body = try await requester.send(.GET, .messagingGetRealtimeURL, path: "/inApps/v1/messaging/realtime/url", environment: environment, idempotent: true)
+            let body = try await requester.send(
+                .GET,
+                .messagingGetRealtimeURL,
+                path: "/inApps/v1/messaging/realtime/url",
+                environment: environment,
+                idempotent: true
+            )
             return try decode(RetentionRealtimeURL.self, from: body).realtimeURL
-        } catch where error.code == .notFound && error.appleErrorCode == 4_040_021 {
+        } catch  where error.code == .notFound && error.appleErrorCode == 4_040_021 {
             return nil
         }
     }
 
     /// Delete Realtime URL: `DELETE /inApps/v1/messaging/realtime/url`.
     public func deleteRealtimeURL() async throws(RetentionMessagingError) {
-        _ = try await requester.send(.DELETE, .messagingDeleteRealtimeURL, path: "/inApps/v1/messaging/realtime/url", environment: environment, idempotent: true)
+        _ = try await requester.send(
+            .DELETE,
+            .messagingDeleteRealtimeURL,
+            path: "/inApps/v1/messaging/realtime/url",
+            environment: environment,
+            idempotent: true
+        )
     }
 
     // MARK: - The performance test (Sandbox)
@@ -287,15 +360,19 @@ public final class RetentionMessagingClient: Sendable {
     ///   ``RetentionMessagingError/Code/invalidPerformanceTestRequest``, …
     public func startPerformanceTest(originalTransactionId: String) async throws(RetentionMessagingError) -> RetentionPerformanceTestStarted {
         guard (1...32).contains(originalTransactionId.utf8.count),
-              originalTransactionId.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+            originalTransactionId.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
         else {
             throw RetentionMessagingError(.invalidPerformanceTestRequest, "the original transaction identifier must be 1 to 32 decimal digits")
         }
         // Not idempotent either: a second start while the first runs answers ExistingPerformanceTestRunError.
         let body = try await requester.send(
-            .POST, .messagingStartPerformanceTest, path: "/inApps/v1/messaging/performanceTest",
+            .POST,
+            .messagingStartPerformanceTest,
+            path: "/inApps/v1/messaging/performanceTest",
             body: .json(try encode(RetentionPerformanceTestRequest(originalTransactionId: originalTransactionId))),
-            environment: .sandbox, idempotent: false)
+            environment: .sandbox,
+            idempotent: false
+        )
         let started = try decode(RetentionPerformanceTestStarted.self, from: body)
         guard let requestId = started.requestId, Self.isRequestId(requestId) else {
             throw RetentionMessagingError(.invalidResponse, "the App Store's answer names no usable performance test identifier")
@@ -311,8 +388,12 @@ public final class RetentionMessagingClient: Sendable {
             throw RetentionMessagingError(.invalidRequest, "the performance test identifier must be 1 to 128 letters, digits, hyphens or underscores")
         }
         let body = try await requester.send(
-            .GET, .messagingPerformanceTestResult, path: "/inApps/v1/messaging/performanceTest/result/\(requestId)",
-            environment: .sandbox, idempotent: true)
+            .GET,
+            .messagingPerformanceTestResult,
+            path: "/inApps/v1/messaging/performanceTest/result/\(requestId)",
+            environment: .sandbox,
+            idempotent: true
+        )
         return try decode(RetentionPerformanceTestResult.self, from: body)
     }
 
@@ -327,7 +408,9 @@ public final class RetentionMessagingClient: Sendable {
     /// - Throws: ``RetentionMessagingError``: ``RetentionMessagingError/Code/appStoreUnavailable`` when the test is
     ///   still pending at `timeout`.
     public func waitForPerformanceTest(
-        requestId: String, interval: Duration = .seconds(15), timeout: Duration = .seconds(3600),
+        requestId: String,
+        interval: Duration = .seconds(15),
+        timeout: Duration = .seconds(3600),
         progress: @Sendable (RetentionPerformanceTestResult) async -> Void = { _ in }
     ) async throws(RetentionMessagingError) -> RetentionPerformanceTestResult {
         let end = ContinuousClock.now + timeout
@@ -336,7 +419,10 @@ public final class RetentionMessagingClient: Sendable {
             guard result.result == .pending || result.result == nil else { return result }
             await progress(result)
             guard ContinuousClock.now + interval < end else {
-                throw RetentionMessagingError(.appStoreUnavailable, "the performance test is still pending after \(timeout); poll its result again later")
+                throw RetentionMessagingError(
+                    .appStoreUnavailable,
+                    "the performance test is still pending after \(timeout); poll its result again later"
+                )
             }
             do {
                 try await Task.sleep(for: interval)
@@ -356,8 +442,10 @@ public final class RetentionMessagingClient: Sendable {
 
     private static func isRequestId(_ value: String) -> Bool {
         (1...128).contains(value.utf8.count)
-            && value.utf8.allSatisfy { ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z"))
-                || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }
+            && value.utf8.allSatisfy {
+                ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z"))
+                    || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_")
+            }
     }
 
     private func encode(_ value: some Encodable) throws(RetentionMessagingError) -> ByteBuffer {

@@ -104,17 +104,17 @@ extension RetentionMessagingError {
     /// Apple's documented Retention Messaging error codes and what each becomes
     /// ([Error codes](https://developer.apple.com/documentation/retentionmessaging/error-codes)).
     static let appleCodes: [Int64: Code] = [
-        4_000_006: .invalidPerformanceTestRequest,   // InvalidTransactionIdError (the test's transaction)
+        4_000_006: .invalidPerformanceTestRequest,  // InvalidTransactionIdError (the test's transaction)
         4_000_023: .invalidProductId,
         4_000_161: .invalidImage,
         4_000_162: .headerTooLong,
         4_000_163: .bodyTooLong,
         4_000_164: .invalidLocale,
         4_000_175: .altTextTooLong,
-        4_000_185: .invalidPerformanceTestRequest,   // a Family Sharing transaction
-        4_000_187: .invalidPerformanceTestRequest,   // not an original transaction identifier
+        4_000_185: .invalidPerformanceTestRequest,  // a Family Sharing transaction
+        4_000_187: .invalidPerformanceTestRequest,  // not an original transaction identifier
         4_000_211: .invalidPerformanceTestRequest,
-        4_000_212: .invalidRequest,                  // InvalidRequestIdError
+        4_000_212: .invalidRequest,  // InvalidRequestIdError
         4_000_213: .performanceTestInProgress,
         4_000_215: .invalidRealtimeURL,
         4_000_216: .invalidImageSize,
@@ -149,7 +149,8 @@ extension RetentionMessagingError {
         case .invalidLocale?: message = "Apple says the locale is not valid"
         case .altTextTooLong?: message = "Apple says an alternative text is too long"
         case .invalidPerformanceTestRequest?:
-            message = "Apple refused the performance test: give the original transaction identifier of an active auto-renewable subscription bought in Sandbox"
+            message =
+                "Apple refused the performance test: give the original transaction identifier of an active auto-renewable subscription bought in Sandbox"
         case .performanceTestInProgress?: message = "a performance test is already running: poll its result, or wait for it to end"
         case .invalidRealtimeURL?: message = "Apple refused the real-time URL: it must start with https:// and be at most 256 characters"
         case .invalidImageSize?: message = "Apple says an image of the message is of the wrong size class"
@@ -166,7 +167,12 @@ extension RetentionMessagingError {
             message = "the identifier is already used (uploads are not idempotent): upload under a new identifier, or delete the old one first"
         default:
             switch status {
-            case 404: return RetentionMessagingError(.notFound, "Apple does not know it, or the account has no access to the Retention Messaging API" + suffix, appleErrorCode: errorCode)
+            case 404:
+                return RetentionMessagingError(
+                    .notFound,
+                    "Apple does not know it, or the account has no access to the Retention Messaging API" + suffix,
+                    appleErrorCode: errorCode
+                )
             case 403: return RetentionMessagingError(.invalidRequest, "Apple refused the request as forbidden" + suffix, appleErrorCode: errorCode)
             case 409: return RetentionMessagingError(.alreadyExists, "Apple says it already exists" + suffix, appleErrorCode: errorCode)
             default: return RetentionMessagingError(.invalidRequest, "Apple refused the request as malformed" + suffix, appleErrorCode: errorCode)

@@ -64,12 +64,17 @@ public enum RetentionMessagingLimits {
         }
         if !textOnly, message.image != nil || !(message.bulletPoints ?? []).isEmpty {
             throw RetentionMessagingError(
-                .imageNotAllowed, "only a text message may carry an image or bullet points, not one shown with an offer or another plan")
+                .imageNotAllowed,
+                "only a text message may carry an image or bullet points, not one shown with an offer or another plan"
+            )
         }
         if let image = message.image {
             _ = try identifier(image.imageIdentifier, of: "image")
             guard image.altText.utf16.count <= altTextLength else {
-                throw RetentionMessagingError(.altTextTooLong, "the image's alternative text has \(image.altText.utf16.count) characters; at most \(altTextLength)")
+                throw RetentionMessagingError(
+                    .altTextTooLong,
+                    "the image's alternative text has \(image.altText.utf16.count) characters; at most \(altTextLength)"
+                )
             }
         }
         if message.headerPosition == .aboveImage, message.image == nil {
@@ -82,12 +87,16 @@ public enum RetentionMessagingLimits {
         for (index, bullet) in bullets.enumerated() {
             guard !bullet.text.isEmpty, bullet.text.utf16.count <= bulletPointTextLength else {
                 throw RetentionMessagingError(
-                    .bulletPointTextTooLong, "bullet point \(index + 1) has \(bullet.text.utf16.count) characters; 1 to \(bulletPointTextLength)")
+                    .bulletPointTextTooLong,
+                    "bullet point \(index + 1) has \(bullet.text.utf16.count) characters; 1 to \(bulletPointTextLength)"
+                )
             }
             _ = try identifier(bullet.imageIdentifier, of: "bullet point image")
             guard bullet.altText.utf16.count <= altTextLength else {
                 throw RetentionMessagingError(
-                    .altTextTooLong, "bullet point \(index + 1)'s alternative text has \(bullet.altText.utf16.count) characters; at most \(altTextLength)")
+                    .altTextTooLong,
+                    "bullet point \(index + 1)'s alternative text has \(bullet.altText.utf16.count) characters; at most \(altTextLength)"
+                )
             }
         }
     }
@@ -104,20 +113,25 @@ public enum RetentionMessagingLimits {
         }
         let header = try PNGHeader(Array(png.prefix(PNGHeader.scanLimit)))
         guard !header.hasAlpha else {
-            throw RetentionMessagingError(.invalidImage, "the image has transparency (an alpha channel or a tRNS chunk); Apple takes opaque PNGs only")
+            throw RetentionMessagingError(
+                .invalidImage,
+                "the image has transparency (an alpha channel or a tRNS chunk); Apple takes opaque PNGs only"
+            )
         }
         switch size {
         case .fullSize:
             guard header.width == fullSizeWidth, fullSizeHeights.contains(header.height) else {
                 throw RetentionMessagingError(
                     .invalidImage,
-                    "a full-size image must be \(fullSizeWidth) px wide and \(fullSizeHeights.lowerBound) to \(fullSizeHeights.upperBound) px high; this one is \(header.width) × \(header.height)")
+                    "a full-size image must be \(fullSizeWidth) px wide and \(fullSizeHeights.lowerBound) to \(fullSizeHeights.upperBound) px high; this one is \(header.width) × \(header.height)"
+                )
             }
         case .bulletPoint:
             guard header.width == bulletPointSide, header.height == bulletPointSide else {
                 throw RetentionMessagingError(
                     .invalidImage,
-                    "a bullet-point image must be \(bulletPointSide) × \(bulletPointSide) px; this one is \(header.width) × \(header.height)")
+                    "a bullet-point image must be \(bulletPointSide) × \(bulletPointSide) px; this one is \(header.width) × \(header.height)"
+                )
             }
         }
         return header
@@ -128,8 +142,8 @@ public enum RetentionMessagingLimits {
     public static func locale(_ value: String) throws(RetentionMessagingError) -> String {
         let subtags = value.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "-" || $0 == "_" })
         guard value.utf8.count <= 35, !subtags.isEmpty,
-              subtags.allSatisfy({ (1...8).contains($0.utf8.count) && $0.utf8.allSatisfy(Self.isAlphanumeric) }),
-              subtags[0].utf8.allSatisfy({ !($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) })
+            subtags.allSatisfy({ (1...8).contains($0.utf8.count) && $0.utf8.allSatisfy(Self.isAlphanumeric) }),
+            subtags[0].utf8.allSatisfy({ !($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) })
         else {
             throw RetentionMessagingError(.invalidLocale, "the locale must be a language tag such as en-US")
         }
@@ -139,7 +153,7 @@ public enum RetentionMessagingLimits {
     /// Checks a product identifier path segment: 1 to 255 ASCII letters, digits, `.`, `_` or `-`.
     public static func productId(_ value: String) throws(RetentionMessagingError) -> String {
         guard (1...255).contains(value.utf8.count),
-              value.utf8.allSatisfy({ isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") })
+            value.utf8.allSatisfy({ isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") })
         else {
             throw RetentionMessagingError(.invalidProductId, "the product identifier must be 1 to 255 letters, digits, dots, underscores or hyphens")
         }
@@ -149,11 +163,13 @@ public enum RetentionMessagingLimits {
     /// Checks a real-time URL: `https://`, a host, at most 256 characters, no whitespace.
     public static func realtimeURL(_ value: String) throws(RetentionMessagingError) -> String {
         guard value.utf16.count <= realtimeURLLength, value.lowercased().hasPrefix("https://"),
-              !value.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 }),
-              let components = URLComponents(string: value), let host = components.host, !host.isEmpty
+            !value.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 }),
+            let components = URLComponents(string: value), let host = components.host, !host.isEmpty
         else {
             throw RetentionMessagingError(
-                .invalidRealtimeURL, "the real-time URL must start with https://, name a host and be at most \(realtimeURLLength) characters")
+                .invalidRealtimeURL,
+                "the real-time URL must start with https://, name a host and be at most \(realtimeURLLength) characters"
+            )
         }
         return value
     }

@@ -110,7 +110,10 @@ public struct RetentionMessage: Codable, Sendable, Hashable {
     public var headerPosition: RetentionHeaderPosition?
 
     public init(
-        header: String, body: String, image: RetentionMessageImage? = nil, bulletPoints: [RetentionBulletPoint]? = nil,
+        header: String,
+        body: String,
+        image: RetentionMessageImage? = nil,
+        bulletPoints: [RetentionBulletPoint]? = nil,
         headerPosition: RetentionHeaderPosition? = nil
     ) {
         self.header = header
@@ -185,8 +188,11 @@ public struct RetentionPerformanceTestConfig: Codable, Sendable, Hashable {
     public var successRateThreshold: Int?
 
     public init(
-        maxConcurrentRequests: Int? = nil, totalRequests: Int? = nil, totalDuration: Int? = nil,
-        responseTimeThreshold: Int? = nil, successRateThreshold: Int? = nil
+        maxConcurrentRequests: Int? = nil,
+        totalRequests: Int? = nil,
+        totalDuration: Int? = nil,
+        responseTimeThreshold: Int? = nil,
+        successRateThreshold: Int? = nil
     ) {
         self.maxConcurrentRequests = maxConcurrentRequests
         self.totalRequests = totalRequests
@@ -279,8 +285,12 @@ public struct RetentionPerformanceTestResult: Codable, Sendable, Hashable {
     public var failures: [String: Int]?
 
     public init(
-        config: RetentionPerformanceTestConfig? = nil, target: String? = nil, result: RetentionPerformanceTestStatus?,
-        successRate: Int? = nil, numPending: Int? = nil, responseTimes: RetentionPerformanceTestResponseTimes? = nil,
+        config: RetentionPerformanceTestConfig? = nil,
+        target: String? = nil,
+        result: RetentionPerformanceTestStatus?,
+        successRate: Int? = nil,
+        numPending: Int? = nil,
+        responseTimes: RetentionPerformanceTestResponseTimes? = nil,
         failures: [String: Int]? = nil
     ) {
         self.config = config

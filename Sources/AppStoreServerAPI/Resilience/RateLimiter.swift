@@ -30,7 +30,7 @@ actor RateLimiter {
     ///   `deadline`.
     func reserve(_ key: Key, now: ContinuousClock.Instant = .now, deadline: ContinuousClock.Instant) -> Duration? {
         let rate = self.rate(key.environment)
-        guard rate.isFinite, rate > 0 else { return .zero }   // a non-positive rate turns the limit off
+        guard rate.isFinite, rate > 0 else { return .zero }  // a non-positive rate turns the limit off
         var bucket = refilled(key, now: now, rate: rate)
         let readyAt = bucket.tokens >= 1 ? bucket.last : bucket.last + .seconds((1 - bucket.tokens) / rate)
         let wait = max(.zero, readyAt - now)
@@ -49,7 +49,7 @@ actor RateLimiter {
         guard rate.isFinite, rate > 0 else { return }
         var bucket = refilled(key, now: now, rate: rate)
         if until > bucket.last { bucket.last = until }
-        bucket.tokens = min(bucket.tokens, 1)   // one request at `until`, the rest at the bucket's rate after it
+        bucket.tokens = min(bucket.tokens, 1)  // one request at `until`, the rest at the bucket's rate after it
         buckets[key] = bucket
     }
 

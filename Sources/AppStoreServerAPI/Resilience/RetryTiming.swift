@@ -28,9 +28,9 @@ enum RetryTiming {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         // Digits with at most one decimal point (some servers write "1.5"); no sign, exponent, hex, inf or nan.
         guard !trimmed.isEmpty, trimmed.utf8.count <= 24,
-              trimmed.utf8.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".") }),
-              trimmed.utf8.filter({ $0 == UInt8(ascii: ".") }).count <= 1,
-              let number = Double(trimmed), number.isFinite
+            trimmed.utf8.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".") }),
+            trimmed.utf8.filter({ $0 == UInt8(ascii: ".") }).count <= 1,
+            let number = Double(trimmed), number.isFinite
         else { return nil }
         let seconds: Double
         if number >= 1_000_000_000_000 {

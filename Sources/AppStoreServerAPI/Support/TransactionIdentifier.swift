@@ -17,7 +17,8 @@ struct TransactionIdentifier: Hashable, Sendable {
         else {
             throw AppStoreServerAPIError(
                 .invalidTransactionIdentifier,
-                "a transaction identifier is 1 to \(Self.maximumLength) decimal digits")
+                "a transaction identifier is 1 to \(Self.maximumLength) decimal digits"
+            )
         }
         self.value = value
     }

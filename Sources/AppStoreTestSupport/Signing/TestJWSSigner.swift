@@ -79,10 +79,16 @@ public struct TestJWSSigner: Sendable {
             signedRenewalInfo = try await sign(renewalInfo)
         }
         let notification = TestPayloads.notification(
-            notificationType, subtype: subtype,
-            signedTransactionInfo: signedTransaction, signedRenewalInfo: signedRenewalInfo,
-            bundleIdentifier: bundleIdentifier, environment: environment, appAppleId: appAppleId, status: status,
-            signedDate: signedDate)
+            notificationType,
+            subtype: subtype,
+            signedTransactionInfo: signedTransaction,
+            signedRenewalInfo: signedRenewalInfo,
+            bundleIdentifier: bundleIdentifier,
+            environment: environment,
+            appAppleId: appAppleId,
+            status: status,
+            signedDate: signedDate
+        )
         return try await sign(notification)
     }
 }

@@ -27,7 +27,9 @@ struct DecisionSnapshot: Codable, Sendable {
         var timestamp: Int64
 
         private enum CodingKeys: String, CodingKey {
-            case productIdentifier = "p", offerIdentifier = "o", timestamp = "t"
+            case productIdentifier = "p"
+            case offerIdentifier = "o"
+            case timestamp = "t"
         }
     }
 
@@ -35,7 +37,8 @@ struct DecisionSnapshot: Codable, Sendable {
     var issued: [Issued]
 
     private enum CodingKeys: String, CodingKey {
-        case facts = "f", issued = "i"
+        case facts = "f"
+        case issued = "i"
     }
 
     /// The snapshot of a context: the customer's key and `updatedAt` blanked (the log names customers only by
@@ -58,15 +61,33 @@ struct DecisionSnapshot: Codable, Sendable {
     }
 
     /// The context this snapshot describes, for a decision about `productIdentifier`/`offerIdentifier` at `now`.
-    func context(bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, subscriptionGroupIdentifier: String?, now: Date) -> EligibilityContext {
+    func context(
+        bundleIdentifier: String,
+        productIdentifier: String,
+        offerIdentifier: String,
+        subscriptionGroupIdentifier: String?,
+        now: Date
+    ) -> EligibilityContext {
         EligibilityContext(
-            bundleIdentifier: bundleIdentifier, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier,
-            subscriptionGroupIdentifier: subscriptionGroupIdentifier, facts: facts,
+            bundleIdentifier: bundleIdentifier,
+            productIdentifier: productIdentifier,
+            offerIdentifier: offerIdentifier,
+            subscriptionGroupIdentifier: subscriptionGroupIdentifier,
+            facts: facts,
             issuedSignatures: issued.map {
-                IssuedSignature(nonce: "", keyIdentifier: "", bundleIdentifier: bundleIdentifier, productIdentifier: $0.productIdentifier,
-                                offerIdentifier: $0.offerIdentifier, applicationUsername: "", timestamp: $0.timestamp, format: "")
+                IssuedSignature(
+                    nonce: "",
+                    keyIdentifier: "",
+                    bundleIdentifier: bundleIdentifier,
+                    productIdentifier: $0.productIdentifier,
+                    offerIdentifier: $0.offerIdentifier,
+                    applicationUsername: "",
+                    timestamp: $0.timestamp,
+                    format: ""
+                )
             },
-            now: now)
+            now: now
+        )
     }
 
     func encoded() throws -> String {
@@ -98,7 +119,10 @@ extension OfferService {
     /// `storedFacts`: the text the context's facts were decoded from, when the caller has it: the snapshot is made
     /// from it (``DecisionSnapshot/text(_:lookback:storedFacts:)``) instead of encoding the facts again.
     func logDecision<Output>(
-        _ flow: SigningFlow<Output>, _ decision: EligibilityDecision, _ context: EligibilityContext, storedFacts: String? = nil
+        _ flow: SigningFlow<Output>,
+        _ decision: EligibilityDecision,
+        _ context: EligibilityContext,
+        storedFacts: String? = nil
     ) {
         guard let store, let policy, let rule = flow.rule else { return }
         let lookback = rule.lookback
@@ -117,14 +141,25 @@ extension OfferService {
         // The running experiment of the slot and the customer's variant in it, as the gate assigned it: what a dry-run
         // of a candidate keeping the experiment replays (the log names the customer only by a keyed hash).
         let experiment = OfferPolicy.experiments(in: rule).first { $0.isRunning(at: context.now) }
-        store.logDecision(PolicyDecisionRecord(
-            decidedAt: Int64((context.now.timeIntervalSince1970 * 1000).rounded(.down)), channel: flow.channel.rawValue,
-            bundleIdentifier: flow.app.bundleIdentifier, productIdentifier: flow.productIdentifier, offerIdentifier: offerIdentifier,
-            retentionEntry: retentionEntry, customerHash: CustomerHash.of(flow.customer.applicationUsername),
-            policyVersion: policy.version, granted: decision.isEligible, reasons: Self.reasonCodes(decision.reasons),
-            lookbackSeconds: lookback.map { Int64(min(max($0, 0), 1e12).rounded(.up)) } ?? 0,
-            factsHash: DecisionSnapshot.hash(snapshot), factsSnapshot: snapshot,
-            experimentIdentifier: experiment?.identifier, experimentVariant: experiment?.variant(for: context.facts.key).name))
+        store.logDecision(
+            PolicyDecisionRecord(
+                decidedAt: Int64((context.now.timeIntervalSince1970 * 1000).rounded(.down)),
+                channel: flow.channel.rawValue,
+                bundleIdentifier: flow.app.bundleIdentifier,
+                productIdentifier: flow.productIdentifier,
+                offerIdentifier: offerIdentifier,
+                retentionEntry: retentionEntry,
+                customerHash: CustomerHash.of(flow.customer.applicationUsername),
+                policyVersion: policy.version,
+                granted: decision.isEligible,
+                reasons: Self.reasonCodes(decision.reasons),
+                lookbackSeconds: lookback.map { Int64(min(max($0, 0), 1e12).rounded(.up)) } ?? 0,
+                factsHash: DecisionSnapshot.hash(snapshot),
+                factsSnapshot: snapshot,
+                experimentIdentifier: experiment?.identifier,
+                experimentVariant: experiment?.variant(for: context.facts.key).name
+            )
+        )
     }
 
     /// Reasons as the log keeps them: `rule:code`, comma-separated.

@@ -19,7 +19,8 @@ public struct DryRunReport: Codable, Sendable, Hashable {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case productIdentifier = "productId", offerIdentifier, grantedToRefused, refusedToGranted
+            case productIdentifier = "productId"
+            case offerIdentifier, grantedToRefused, refusedToGranted
         }
     }
 
@@ -45,7 +46,9 @@ public struct DryRunReport: Codable, Sendable, Hashable {
         public var after: Answer
 
         private enum CodingKeys: String, CodingKey {
-            case decidedAt, channel, customerHash, productIdentifier = "productId", offerIdentifier, before, after
+            case decidedAt, channel, customerHash
+            case productIdentifier = "productId"
+            case offerIdentifier, before, after
         }
     }
 

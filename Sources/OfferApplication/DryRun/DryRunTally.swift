@@ -44,8 +44,13 @@ struct DryRunTally {
         }
         // A running experiment of the candidate's that the decision has no logged variant of (made before the log kept
         // them, or under another experiment) cannot be decided again.
-        let rules = Self.rules(of: candidate, channel: channel, bundleIdentifier: record.bundleIdentifier,
-                               productIdentifier: record.productIdentifier, offerIdentifier: record.offerIdentifier)
+        let rules = Self.rules(
+            of: candidate,
+            channel: channel,
+            bundleIdentifier: record.bundleIdentifier,
+            productIdentifier: record.productIdentifier,
+            offerIdentifier: record.offerIdentifier
+        )
         let decidedAt = Date(timeIntervalSince1970: Double(record.decidedAt) / 1000)
         for experiment in rules.flatMap({ OfferPolicy.experiments(in: $0) }) where experiment.isRunning(at: decidedAt) {
             guard record.experimentIdentifier == experiment.identifier, record.experimentVariant != nil else {
@@ -54,9 +59,12 @@ struct DryRunTally {
             }
         }
         let before = Outcome(
-            granted: record.granted, offerIdentifier: record.offerIdentifier, retentionEntry: record.retentionEntry,
+            granted: record.granted,
+            offerIdentifier: record.offerIdentifier,
+            retentionEntry: record.retentionEntry,
             reasons: record.reasons.isEmpty ? [] : record.reasons.split(separator: ",").map(String.init),
-            signs: channel == .introductory || (record.granted && !record.offerIdentifier.isEmpty))
+            signs: channel == .introductory || (record.granted && !record.offerIdentifier.isEmpty)
+        )
         let after = decide(record, channel: channel, snapshot: snapshot)
         report.replayed += 1
         signaturesBefore += before.signs ? 1 : 0
@@ -65,11 +73,13 @@ struct DryRunTally {
         switch (before.granted, after.granted) {
         case (true, false):
             report.grantedToRefused += 1
-            byOffer[OfferKey(productIdentifier: record.productIdentifier, offerIdentifier: before.offerIdentifier), default: (0, 0)].grantedToRefused += 1
+            byOffer[OfferKey(productIdentifier: record.productIdentifier, offerIdentifier: before.offerIdentifier), default: (0, 0)]
+                .grantedToRefused += 1
             changed = true
         case (false, true):
             report.refusedToGranted += 1
-            byOffer[OfferKey(productIdentifier: record.productIdentifier, offerIdentifier: after.offerIdentifier), default: (0, 0)].refusedToGranted += 1
+            byOffer[OfferKey(productIdentifier: record.productIdentifier, offerIdentifier: after.offerIdentifier), default: (0, 0)]
+                .refusedToGranted += 1
             changed = true
         case (true, true) where before.offerIdentifier != after.offerIdentifier || before.retentionEntry != after.retentionEntry:
             report.changedOffer += 1
@@ -79,27 +89,47 @@ struct DryRunTally {
             changed = false
         }
         if changed, report.examples.count < DryRunReport.maximumExamples {
-            report.examples.append(DryRunReport.Example(
-                decidedAt: Date(timeIntervalSince1970: Double(record.decidedAt) / 1000), channel: record.channel,
-                customerHash: record.customerHash, productIdentifier: record.productIdentifier, offerIdentifier: record.offerIdentifier,
-                before: Self.answer(before), after: Self.answer(after)))
+            report.examples.append(
+                DryRunReport.Example(
+                    decidedAt: Date(timeIntervalSince1970: Double(record.decidedAt) / 1000),
+                    channel: record.channel,
+                    customerHash: record.customerHash,
+                    productIdentifier: record.productIdentifier,
+                    offerIdentifier: record.offerIdentifier,
+                    before: Self.answer(before),
+                    after: Self.answer(after)
+                )
+            )
         }
     }
 
     func finish(days: Int) -> DryRunReport {
         var report = report
-        report.byOffer = byOffer.sorted { ($0.key.productIdentifier, $0.key.offerIdentifier) < ($1.key.productIdentifier, $1.key.offerIdentifier) }.map {
-            DryRunReport.OfferChanges(productIdentifier: $0.key.productIdentifier, offerIdentifier: $0.key.offerIdentifier,
-                                      grantedToRefused: $0.value.grantedToRefused, refusedToGranted: $0.value.refusedToGranted)
-        }
+        report.byOffer = byOffer.sorted { ($0.key.productIdentifier, $0.key.offerIdentifier) < ($1.key.productIdentifier, $1.key.offerIdentifier) }
+            .map {
+                DryRunReport.OfferChanges(
+                    productIdentifier: $0.key.productIdentifier,
+                    offerIdentifier: $0.key.offerIdentifier,
+                    grantedToRefused: $0.value.grantedToRefused,
+                    refusedToGranted: $0.value.refusedToGranted
+                )
+            }
         func perDay(_ count: Int) -> Double { (Double(count) / Double(days) * 100).rounded() / 100 }
         report.signaturesPerDay = .init(
-            before: perDay(signaturesBefore), after: perDay(signaturesAfter), change: perDay(signaturesAfter - signaturesBefore))
+            before: perDay(signaturesBefore),
+            after: perDay(signaturesAfter),
+            change: perDay(signaturesAfter - signaturesBefore)
+        )
         return report
     }
 
     private static func answer(_ outcome: Outcome) -> DryRunReport.Answer {
-        DryRunReport.Answer(granted: outcome.granted, offerIdentifier: outcome.offerIdentifier, retentionEntry: outcome.retentionEntry, reasons: outcome.reasons)
+        DryRunReport.Answer(
+            granted: outcome.granted,
+            offerIdentifier: outcome.offerIdentifier,
+            retentionEntry: outcome.retentionEntry,
+            reasons: outcome.reasons
+        )
     }
 
     /// The distinct snapshots a page needs that are not decoded yet; when they would not fit beside those decoded,
@@ -132,15 +162,24 @@ struct DryRunTally {
         }
         guard let product = candidate.app(record.bundleIdentifier)?.product(record.productIdentifier) else { return refused("unknown_product") }
         var context = snapshot.context(
-            bundleIdentifier: record.bundleIdentifier, productIdentifier: record.productIdentifier, offerIdentifier: record.offerIdentifier,
-            subscriptionGroupIdentifier: product.subscriptionGroupIdentifier, now: now)
+            bundleIdentifier: record.bundleIdentifier,
+            productIdentifier: record.productIdentifier,
+            offerIdentifier: record.offerIdentifier,
+            subscriptionGroupIdentifier: product.subscriptionGroupIdentifier,
+            now: now
+        )
         if let experiment = record.experimentIdentifier, let variant = record.experimentVariant { context.assignedVariants = [experiment: variant] }
         switch channel {
         case .legacy, .jws:
             guard let offer = product.offer(record.offerIdentifier) else { return refused("unknown_offer") }
             shortfalls.check(offer.rule.rules, kept: record.lookbackSeconds)
             let decision = offer.rule.evaluate(context)
-            return Outcome(granted: decision.isEligible, offerIdentifier: record.offerIdentifier, reasons: Self.codes(decision), signs: decision.isEligible)
+            return Outcome(
+                granted: decision.isEligible,
+                offerIdentifier: record.offerIdentifier,
+                reasons: Self.codes(decision),
+                signs: decision.isEligible
+            )
         case .introductory:
             guard let rule = product.introductoryOffer else { return Outcome(granted: true, offerIdentifier: "", reasons: [], signs: true) }
             shortfalls.check(rule.rules, kept: record.lookbackSeconds)
@@ -152,8 +191,13 @@ struct DryRunTally {
             guard let entry = choice.entry else {
                 return Outcome(granted: false, offerIdentifier: "", reasons: Self.codes(choice.decision), signs: false)
             }
-            return Outcome(granted: true, offerIdentifier: entry.offerIdentifier, retentionEntry: entry.messageIdentifier, reasons: [],
-                           signs: !entry.offerIdentifier.isEmpty)
+            return Outcome(
+                granted: true,
+                offerIdentifier: entry.offerIdentifier,
+                retentionEntry: entry.messageIdentifier,
+                reasons: [],
+                signs: !entry.offerIdentifier.isEmpty
+            )
         }
     }
 
@@ -163,7 +207,13 @@ struct DryRunTally {
 
     /// The candidate's rules that would decide a logged decision on `channel` about this offer, as ``decide`` finds
     /// them (none for a product or offer the candidate does not list).
-    static func rules(of candidate: OfferPolicy, channel: DecisionChannel, bundleIdentifier: String, productIdentifier: String, offerIdentifier: String) -> [any EligibilityRule] {
+    static func rules(
+        of candidate: OfferPolicy,
+        channel: DecisionChannel,
+        bundleIdentifier: String,
+        productIdentifier: String,
+        offerIdentifier: String
+    ) -> [any EligibilityRule] {
         guard let product = candidate.app(bundleIdentifier)?.product(productIdentifier) else { return [] }
         switch channel {
         case .legacy, .jws: return product.offer(offerIdentifier)?.rule.rules ?? []
@@ -203,6 +253,9 @@ struct LookbackShortfalls {
         let rules = byRule.sorted { $0.key < $1.key }.map { name, window in
             "\(name) (looks back \(describeDuration(window.needed)); the log kept \(window.kept == 0 ? "no issued signatures" : describeDuration(TimeInterval(window.kept))) for some decisions)"
         }
-        return OfferServiceError(.dryRunNeedsFacts, "The candidate's rules need issued signatures the decision log did not keep: \(rules.joined(separator: "; ")). Replay fewer days, or wait until decisions logged under a policy that looks back as far have accumulated.")
+        return OfferServiceError(
+            .dryRunNeedsFacts,
+            "The candidate's rules need issued signatures the decision log did not keep: \(rules.joined(separator: "; ")). Replay fewer days, or wait until decisions logged under a policy that looks back as far have accumulated."
+        )
     }
 }

@@ -58,7 +58,13 @@ public struct PolicyDryRun: Sendable {
         while true {
             let page: [PolicyDecisionRecord]
             do {
-                page = try await store.policyDecisions(bundleIdentifiers: candidate.apps.map(\.bundleIdentifier), since: since, until: until, after: cursor, limit: pageSize)
+                page = try await store.policyDecisions(
+                    bundleIdentifiers: candidate.apps.map(\.bundleIdentifier),
+                    since: since,
+                    until: until,
+                    after: cursor,
+                    limit: pageSize
+                )
             } catch {
                 throw OfferServiceError.storeUnavailable
             }
@@ -81,12 +87,15 @@ public struct PolicyDryRun: Sendable {
         if let refusal = tally.shortfalls.refusal { throw refusal }
         let notReplayed = tally.report.notReplayed
         if tally.report.replayed == 0, notReplayed.unreadable + notReplayed.withoutExperimentVariant > 0 {
-            throw OfferServiceError(.dryRunNeedsFacts, notReplayed.withoutExperimentVariant > 0
-                ? "None of the window's logged decisions could be decided again: \(notReplayed.withoutExperimentVariant) were made while "
-                    + "the candidate's experiment ran but were logged without its variant (before the log kept variants, or under another "
-                    + "experiment), \(notReplayed.unreadable) could not be read back. Dry-run a window after the experiment started, or the "
-                    + "candidate without it."
-                : "None of the \(notReplayed.unreadable) logged decisions could be read back.")
+            throw OfferServiceError(
+                .dryRunNeedsFacts,
+                notReplayed.withoutExperimentVariant > 0
+                    ? "None of the window's logged decisions could be decided again: \(notReplayed.withoutExperimentVariant) were made while "
+                        + "the candidate's experiment ran but were logged without its variant (before the log kept variants, or under another "
+                        + "experiment), \(notReplayed.unreadable) could not be read back. Dry-run a window after the experiment started, or the "
+                        + "candidate without it."
+                    : "None of the \(notReplayed.unreadable) logged decisions could be read back."
+            )
         }
         return tally.finish(days: days)
     }
@@ -99,15 +108,24 @@ public struct PolicyDryRun: Sendable {
         let lookbacks: [DecisionLookback]
         do {
             lookbacks = try await log.decisionLookbacks(
-                bundleIdentifiers: candidate.apps.map(\.bundleIdentifier), since: since, until: until, below: Int64(min(longest, 1e12).rounded(.up)))
+                bundleIdentifiers: candidate.apps.map(\.bundleIdentifier),
+                since: since,
+                until: until,
+                below: Int64(min(longest, 1e12).rounded(.up))
+            )
         } catch {
             throw OfferServiceError.storeUnavailable
         }
         var shortfalls = LookbackShortfalls()
         for lookback in lookbacks {
             guard let channel = DecisionChannel(rawValue: lookback.channel) else { continue }
-            let rules = DryRunTally.rules(of: candidate, channel: channel, bundleIdentifier: lookback.bundleIdentifier,
-                                          productIdentifier: lookback.productIdentifier, offerIdentifier: lookback.offerIdentifier)
+            let rules = DryRunTally.rules(
+                of: candidate,
+                channel: channel,
+                bundleIdentifier: lookback.bundleIdentifier,
+                productIdentifier: lookback.productIdentifier,
+                offerIdentifier: lookback.offerIdentifier
+            )
             shortfalls.check(rules, kept: lookback.leastLookbackSeconds)
         }
         if let refusal = shortfalls.refusal { throw refusal }
@@ -121,23 +139,32 @@ public struct PolicyDryRun: Sendable {
             for rule in rules where rule is CustomerListRule { names.insert("\(rule.name) (\(product.productIdentifier))") }
         }
         guard names.isEmpty else {
-            throw OfferServiceError(.dryRunNeedsFacts, "The candidate's rules read the customer's applicationUsername, which the decision log keeps only as a keyed hash: \(names.sorted().joined(separator: ", ")). Dry-run a candidate without them.")
+            throw OfferServiceError(
+                .dryRunNeedsFacts,
+                "The candidate's rules read the customer's applicationUsername, which the decision log keeps only as a keyed hash: \(names.sorted().joined(separator: ", ")). Dry-run a candidate without them."
+            )
         }
         // An experiment assigns by the customer's identifier too: only one kept as in force is replayed, with the
         // variant each decision was logged with.
         let changed = candidate.experiments.filter { !Self.keeps($0, inForce) }.map(\.identifier)
         if !changed.isEmpty, inForce == nil {
-            throw OfferServiceError(.dryRunNeedsFacts, "The candidate has experiment \(changed.joined(separator: ", ")), and the policy in force is "
-                + "not known here (none was applied to the store, and OFFER_SIGNER_POLICY is not set), so whether the candidate keeps it "
-                + "cannot be told. Set OFFER_SIGNER_POLICY to the policy the service runs, dry-run it on the service (POST "
-                + "/admin/policy/dry-run or the console's Policy page), or dry-run the candidate without the experiment.")
+            throw OfferServiceError(
+                .dryRunNeedsFacts,
+                "The candidate has experiment \(changed.joined(separator: ", ")), and the policy in force is "
+                    + "not known here (none was applied to the store, and OFFER_SIGNER_POLICY is not set), so whether the candidate keeps it "
+                    + "cannot be told. Set OFFER_SIGNER_POLICY to the policy the service runs, dry-run it on the service (POST "
+                    + "/admin/policy/dry-run or the console's Policy page), or dry-run the candidate without the experiment."
+            )
         }
         guard changed.isEmpty else {
             let list = changed.joined(separator: ", ")
-            throw OfferServiceError(.dryRunNeedsFacts, "The candidate changes experiment \(list): the policy in force has no such experiment, "
-                + "or it splits customers differently (app, product, channel, variants or weights). The decision log keeps customers only "
-                + "as a keyed hash, with the variant each decision got, so another split cannot be replayed. Keep experiment \(list) "
-                + "exactly as in force (start from the policy in force and change the rest), or dry-run the candidate without it.")
+            throw OfferServiceError(
+                .dryRunNeedsFacts,
+                "The candidate changes experiment \(list): the policy in force has no such experiment, "
+                    + "or it splits customers differently (app, product, channel, variants or weights). The decision log keeps customers only "
+                    + "as a keyed hash, with the variant each decision got, so another split cannot be replayed. Keep experiment \(list) "
+                    + "exactly as in force (start from the policy in force and change the rest), or dry-run the candidate without it."
+            )
         }
     }
 

@@ -1,7 +1,7 @@
 public import Foundation
 public import OfferEligibility
-public import OfferModel
 public import OfferExperiments
+public import OfferModel
 
 /// What one variant's exposed customers did (the store's count).
 public typealias ExperimentVariantCounts = ExperimentVariantOutcome
@@ -111,7 +111,10 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
 
     /// The API's names: the App Store's `bundleId` and `productId`.
     enum CodingKeys: String, CodingKey {
-        case id, bundleIdentifier = "bundleId", productIdentifier = "productId", channel, metric, running, start, end, plannedCustomers
+        case id
+        case bundleIdentifier = "bundleId"
+        case productIdentifier = "productId"
+        case channel, metric, running, start, end, plannedCustomers
         case windowDays, alpha, confidenceLevel, correction, comparisonConfidenceLevel, reference, variants, comparisons, sampleRatio
         case readable, note
     }
@@ -121,14 +124,20 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
         let referenceIndex = experiment.variants.firstIndex(where: \.isHoldout) ?? 0
         func count(_ name: String) -> ExperimentVariantCounts { counts[name] ?? ExperimentVariantCounts(exposed: 0) }
         // Revenue is compared in each currency any variant was paid in, each a test of its own in the correction.
-        let currencies = experiment.metric == .revenue
+        let currencies =
+            experiment.metric == .revenue
             ? Set(experiment.variants.flatMap { count($0.name).revenue.keys }).sorted() : []
         let set: ComparisonSet
         let design: SequentialTestDesign
         do {
-            set = try ComparisonSet(variantCount: experiment.variants.count, reference: referenceIndex, allPairs: experiment.comparisons == .pairs,
-                                    alpha: experiment.alpha, planningSampleSize: experiment.plannedCustomers,
-                                    testsPerPair: max(currencies.count, 1))
+            set = try ComparisonSet(
+                variantCount: experiment.variants.count,
+                reference: referenceIndex,
+                allPairs: experiment.comparisons == .pairs,
+                alpha: experiment.alpha,
+                planningSampleSize: experiment.plannedCustomers,
+                testsPerPair: max(currencies.count, 1)
+            )
             design = try SequentialTestDesign(planningSampleSize: experiment.plannedCustomers, alpha: experiment.alpha)
         } catch {
             throw OfferServiceError.invalidRequest(field: "plannedCustomers", error.message)
@@ -154,9 +163,15 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
             for (pair, interval) in set.differences(conversions.compactMap { $0 }) {
                 let (variant, against) = (experiment.variants[pair.variant].name, experiment.variants[pair.against].name)
                 if pair.against == referenceIndex { differences[pair.variant] = Interval(interval) }
-                comparisons.append(Comparison(
-                    variant: variant, against: against, difference: Interval(interval), verdict: ComparisonSet.verdict(interval),
-                    summary: Self.summary(variant, against, interval, metric: experiment.metric.rawValue, level: level)))
+                comparisons.append(
+                    Comparison(
+                        variant: variant,
+                        against: against,
+                        difference: Interval(interval),
+                        verdict: ComparisonSet.verdict(interval),
+                        summary: Self.summary(variant, against, interval, metric: experiment.metric.rawValue, level: level)
+                    )
+                )
             }
         }
         var revenueDifferences: [Int: [String: Interval]] = [:]
@@ -167,25 +182,46 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
             for (pair, interval) in set.meanDifferences(samples) {
                 let (variant, against) = (experiment.variants[pair.variant].name, experiment.variants[pair.against].name)
                 if pair.against == referenceIndex { revenueDifferences[pair.variant, default: [:]][currency] = Interval(interval) }
-                comparisons.append(Comparison(
-                    variant: variant, against: against, currency: currency, difference: Interval(interval), verdict: ComparisonSet.verdict(interval),
-                    summary: Self.revenueSummary(variant, against, interval, currency: currency, level: level)))
+                comparisons.append(
+                    Comparison(
+                        variant: variant,
+                        against: against,
+                        currency: currency,
+                        difference: Interval(interval),
+                        verdict: ComparisonSet.verdict(interval),
+                        summary: Self.revenueSummary(variant, against, interval, currency: currency, level: level)
+                    )
+                )
             }
         }
         self.variants = experiment.variants.enumerated().map { index, variant in
             let counts = count(variant.name)
             let mature = max(counts.mature, 0)
             return Variant(
-                name: variant.name, answer: variant.answer, holdout: variant.isHoldout, weight: variant.weight, exposed: counts.exposed,
-                mature: mature, maturing: max(counts.exposed - mature, 0),
-                redeemed: counts.redeemed, renewedAfterOffer: counts.renewedAfterOffer, converted: counts.converted, retained: counts.retained,
+                name: variant.name,
+                answer: variant.answer,
+                holdout: variant.isHoldout,
+                weight: variant.weight,
+                exposed: counts.exposed,
+                mature: mature,
+                maturing: max(counts.exposed - mature, 0),
+                redeemed: counts.redeemed,
+                renewedAfterOffer: counts.renewedAfterOffer,
+                converted: counts.converted,
+                retained: counts.retained,
                 revenue: counts.revenue.keys.sorted().map { currency in
                     let milliunits = counts.revenue[currency] ?? 0
-                    return Revenue(currency: currency, milliunits: milliunits, payers: counts.revenueDetail[currency]?.payers ?? 0,
-                                   perExposedCustomer: mature == 0 ? 0 : Double(milliunits) / Double(mature),
-                                   difference: revenueDifferences[index]?[currency])
+                    return Revenue(
+                        currency: currency,
+                        milliunits: milliunits,
+                        payers: counts.revenueDetail[currency]?.payers ?? 0,
+                        perExposedCustomer: mature == 0 ? 0 : Double(milliunits) / Double(mature),
+                        difference: revenueDifferences[index]?[currency]
+                    )
                 },
-                rate: conversions[index].map { Interval(AlwaysValidInterval.rate($0, design: design)) }, difference: differences[index])
+                rate: conversions[index].map { Interval(AlwaysValidInterval.rate($0, design: design)) },
+                difference: differences[index]
+            )
         }
         self.comparisons = comparisons
         let exposed = experiment.variants.map { max(count($0.name).exposed, 0) }
@@ -204,23 +240,35 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
         if exposed.reduce(0, +) == 0 {
             (readable, note) = (false, "No customer has been exposed yet.")
         } else if sampleRatio?.mismatch == true {
-            (readable, note) = (false, "Sample ratio mismatch: the exposed customers are not split as the weights say (p < 0.001). Something assigns or exposes customers unevenly; do not read the results until it is found.")
+            (readable, note) = (
+                false,
+                "Sample ratio mismatch: the exposed customers are not split as the weights say (p < 0.001). Something assigns or exposes customers unevenly; do not read the results until it is found."
+            )
         } else if mature == 0 {
             (readable, note) = (false, "No customer is mature yet (\(maturing) maturing): each counts \(window) after their exposure.")
         } else if experiment.metric == .revenue && comparisons.isEmpty {
-            (readable, note) = (false, "Nothing to compare yet (\(maturing) maturing): realized revenue is compared in each currency once every variant has a mature customer and one of them has paid in it.")
+            (readable, note) = (
+                false,
+                "Nothing to compare yet (\(maturing) maturing): realized revenue is compared in each currency once every variant has a mature customer and one of them has paid in it."
+            )
         } else {
             let level = Self.percent(1 - set.design.alpha)
             let (pairs, inCurrencies) = (set.pairs.count, currencies.count)
-            let tests = currencies.isEmpty
+            let tests =
+                currencies.isEmpty
                 ? "" : " (\(pairs) pair\(pairs == 1 ? "" : "s") in \(inCurrencies) currenc\(inCurrencies == 1 ? "y" : "ies"))"
-            let shared = comparisons.count == 1
+            let shared =
+                comparisons.count == 1
                 ? "The comparison is at \(level) (α = \(Self.percent(experiment.alpha)); with one comparison the Bonferroni correction leaves it whole)."
                 : "α = \(Self.percent(experiment.alpha)) is shared among the \(comparisons.count) comparisons\(tests) by the Bonferroni correction: "
                     + "each is at \(level)."
-            let revenue = currencies.isEmpty
+            let revenue =
+                currencies.isEmpty
                 ? "" : " Realized revenue is compared per mature customer in each currency, never summed across currencies."
-            (readable, note) = (true, "Over the \(mature) customers exposed at least \(window) ago (\(maturing) still maturing). The intervals are always valid: read them at any time, as often as you like. \(shared)\(revenue)")
+            (readable, note) = (
+                true,
+                "Over the \(mature) customers exposed at least \(window) ago (\(maturing) still maturing). The intervals are always valid: read them at any time, as often as you like. \(shared)\(revenue)"
+            )
         }
     }
 
@@ -239,7 +287,11 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
 
     /// The verdict of `interval` in a sentence: "`variant` is better than `against` on `metric`: `range`."
     private static func verdictSentence(
-        _ variant: String, _ against: String, _ interval: AlwaysValidInterval, on metric: String, range: String
+        _ variant: String,
+        _ against: String,
+        _ interval: AlwaysValidInterval,
+        on metric: String,
+        range: String
     ) -> String {
         switch ComparisonSet.verdict(interval) {
         case .better: "\(variant) is better than \(against) on \(metric): \(range)."
@@ -252,8 +304,12 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
     /// consistent (no detail for a sum).
     static func revenueSample(_ counts: ExperimentVariantCounts, currency: String) -> RevenueSample? {
         let detail = counts.revenueDetail[currency]
-        return try? RevenueSample(customers: max(counts.mature, 0), sum: Double(counts.revenue[currency] ?? 0),
-                                  sumOfSquares: detail?.sumOfSquares ?? 0, largest: Double(detail?.largest ?? 0))
+        return try? RevenueSample(
+            customers: max(counts.mature, 0),
+            sum: Double(counts.revenue[currency] ?? 0),
+            sumOfSquares: detail?.sumOfSquares ?? 0,
+            largest: Double(detail?.largest ?? 0)
+        )
     }
 
     /// Milliunits as currency units, signed: "+1.25".

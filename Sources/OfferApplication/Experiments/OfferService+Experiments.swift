@@ -11,7 +11,11 @@ extension OfferService {
         guard let store, let rule else { return }
         for experiment in OfferPolicy.experiments(in: rule) where experiment.isRunning(at: now) {
             let exposure = ExperimentExposure(
-                experimentIdentifier: experiment.identifier, customer: customer, variant: experiment.variant(for: customer).name, exposedAt: now)
+                experimentIdentifier: experiment.identifier,
+                customer: customer,
+                variant: experiment.variant(for: customer).name,
+                exposedAt: now
+            )
             _ = try await storeCall { try await store.recordExposure(exposure) }
         }
     }
@@ -36,7 +40,10 @@ extension OfferService {
     /// - Throws: ``OfferServiceError`` 404 `unknown_experiment` when the policy has none by that id, 503 without a store.
     public func experimentReport(_ identifier: String, now: Date = Date()) async throws(OfferServiceError) -> ExperimentReport {
         guard let experiment = policy?.experiment(identifier) else {
-            throw OfferServiceError(.unknownExperiment, "The policy in force has no experiment \(identifier.prefix(64)): GET /admin/experiments lists those it has.")
+            throw OfferServiceError(
+                .unknownExperiment,
+                "The policy in force has no experiment \(identifier.prefix(64)): GET /admin/experiments lists those it has."
+            )
         }
         guard let store else { throw OfferServiceError.storeUnavailable }
         // What each variant's customers may redeem: its offer; the holdout, any offer of the experiment (a leak).
@@ -45,7 +52,8 @@ extension OfferService {
             switch experiment.channel {
             case .app: return answer.map { [$0] } ?? []
             case .retention:
-                return product?.retention.filter { answer == nil || $0.messageIdentifier == answer }.map(\.offerIdentifier).filter { !$0.isEmpty } ?? []
+                return product?.retention.filter { answer == nil || $0.messageIdentifier == answer }.map(\.offerIdentifier).filter { !$0.isEmpty }
+                    ?? []
             }
         }
         let everyOffer = experiment.variants.flatMap { offers(of: $0.answer) }
@@ -53,8 +61,14 @@ extension OfferService {
         // Every metric over the customers whose window has passed, each within their own window.
         let window = Int64(experiment.windowDays) * 86_400_000
         let query = ExperimentOutcomeQuery(
-            experimentIdentifier: experiment.identifier, bundleIdentifier: experiment.bundleIdentifier, productIdentifier: experiment.productIdentifier,
-            offers: asked, window: window, matureAt: Self.milliseconds(now) - window, exposedBefore: experiment.end.map(Self.milliseconds))
+            experimentIdentifier: experiment.identifier,
+            bundleIdentifier: experiment.bundleIdentifier,
+            productIdentifier: experiment.productIdentifier,
+            offers: asked,
+            window: window,
+            matureAt: Self.milliseconds(now) - window,
+            exposedBefore: experiment.end.map(Self.milliseconds)
+        )
         let counts = try await storeCall { try await store.experimentOutcomes(query) }
         return try ExperimentReport(experiment: experiment, counts: counts, now: now)
     }
@@ -70,10 +84,18 @@ extension OfferService {
             if let store {
                 exposed = try await storeCall { try await store.exposureCounts(experimentIdentifier: experiment.identifier) }.values.reduce(0, +)
             }
-            summaries.append(ExperimentSummary(
-                id: experiment.identifier, bundleIdentifier: experiment.bundleIdentifier, productIdentifier: experiment.productIdentifier,
-                channel: experiment.channel.rawValue, metric: experiment.metric.rawValue, running: experiment.isRunning(at: Date()),
-                variants: experiment.variants.map(\.name), exposed: exposed))
+            summaries.append(
+                ExperimentSummary(
+                    id: experiment.identifier,
+                    bundleIdentifier: experiment.bundleIdentifier,
+                    productIdentifier: experiment.productIdentifier,
+                    channel: experiment.channel.rawValue,
+                    metric: experiment.metric.rawValue,
+                    running: experiment.isRunning(at: Date()),
+                    variants: experiment.variants.map(\.name),
+                    exposed: exposed
+                )
+            )
         }
         return summaries
     }
@@ -91,6 +113,9 @@ public struct ExperimentSummary: Sendable, Codable, Hashable {
     public var exposed: Int
 
     enum CodingKeys: String, CodingKey {
-        case id, bundleIdentifier = "bundleId", productIdentifier = "productId", channel, metric, running, variants, exposed
+        case id
+        case bundleIdentifier = "bundleId"
+        case productIdentifier = "productId"
+        case channel, metric, running, variants, exposed
     }
 }

@@ -34,7 +34,10 @@ public struct SignOfferRequest: Sendable, Codable {
         applicationUsername = try container.decodeIfPresent(String.self, forKey: .applicationUsername) ?? ""
         if let text = try container.decodeIfPresent(String.self, forKey: .format) {
             guard let parsed = OfferSignatureFormat(rawValue: text) else {
-                throw OfferServiceError.invalidRequest(field: "format", "format must be \"legacy\" (the default) or \"jws\", not \"\(text.prefix(20))\".")
+                throw OfferServiceError.invalidRequest(
+                    field: "format",
+                    "format must be \"legacy\" (the default) or \"jws\", not \"\(text.prefix(20))\"."
+                )
             }
             format = parsed
         } else {
@@ -45,7 +48,15 @@ public struct SignOfferRequest: Sendable, Codable {
     }
 
     /// Creates a request.
-    public init(bundleIdentifier: String? = nil, productIdentifier: String, offerIdentifier: String, applicationUsername: String, format: OfferSignatureFormat? = nil, transactionId: String? = nil, signedTransaction: String? = nil) {
+    public init(
+        bundleIdentifier: String? = nil,
+        productIdentifier: String,
+        offerIdentifier: String,
+        applicationUsername: String,
+        format: OfferSignatureFormat? = nil,
+        transactionId: String? = nil,
+        signedTransaction: String? = nil
+    ) {
         self.bundleIdentifier = bundleIdentifier
         self.productIdentifier = productIdentifier
         self.offerIdentifier = offerIdentifier
@@ -74,7 +85,6 @@ public struct OfferEligibilityEntry: Sendable, Codable, Hashable {
     public var experiment: ExperimentMembership?
 }
 
-
 /// The 200 answer of `POST /v1/offers/sign` with `"format": "jws"`.
 public struct SignedJWSOfferResponse: Sendable, Codable {
     /// Always `"jws"`.
@@ -87,7 +97,8 @@ public struct SignedJWSOfferResponse: Sendable, Codable {
     /// The compact JWS, for `Product.PurchaseOption.promotionalOffer(_:compactJWS:)`.
     public var signature: String
 
-    public init(bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, keyIdentifier: String, nonce: String, signature: String) {
+    public init(bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, keyIdentifier: String, nonce: String, signature: String)
+    {
         self.bundleIdentifier = bundleIdentifier
         self.productIdentifier = productIdentifier
         self.offerIdentifier = offerIdentifier
@@ -122,7 +133,13 @@ public struct IntroductoryEligibilityRequest: Sendable, Codable {
         signedTransaction = try container.decodeIfPresent(String.self, forKey: .signedTransaction)
     }
 
-    public init(bundleIdentifier: String? = nil, productIdentifier: String, transactionId: String, applicationUsername: String, signedTransaction: String? = nil) {
+    public init(
+        bundleIdentifier: String? = nil,
+        productIdentifier: String,
+        transactionId: String,
+        applicationUsername: String,
+        signedTransaction: String? = nil
+    ) {
         self.bundleIdentifier = bundleIdentifier
         self.productIdentifier = productIdentifier
         self.transactionId = transactionId
@@ -170,6 +187,10 @@ public enum IntroductoryOfferDecisions {
     /// Without an introductory-offer policy the service says yes and leaves the App Store's own rule (one
     /// introductory offer per subscription group) to the App Store.
     public static let allowWithoutPolicy: IntroductoryOfferDecision = { _, _, _ in
-        IntroductoryOfferVerdict(allow: true, reason: "No introductory-offer policy is configured; the App Store still applies its own rule (one introductory offer per subscription group).")
+        IntroductoryOfferVerdict(
+            allow: true,
+            reason:
+                "No introductory-offer policy is configured; the App Store still applies its own rule (one introductory offer per subscription group)."
+        )
     }
 }

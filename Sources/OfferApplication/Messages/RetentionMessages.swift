@@ -10,7 +10,11 @@ public struct RealtimeResponseBody: Codable, Sendable, Hashable {
     /// A signed promotional offer.
     public var promotionalOffer: RetentionPromotionalOffer?
 
-    public init(message: RetentionMessage? = nil, alternateProduct: RetentionAlternateProduct? = nil, promotionalOffer: RetentionPromotionalOffer? = nil) {
+    public init(
+        message: RetentionMessage? = nil,
+        alternateProduct: RetentionAlternateProduct? = nil,
+        promotionalOffer: RetentionPromotionalOffer? = nil
+    ) {
         self.message = message
         self.alternateProduct = alternateProduct
         self.promotionalOffer = promotionalOffer
@@ -48,7 +52,11 @@ public struct RetentionPromotionalOffer: Codable, Sendable, Hashable {
     /// A legacy promotional-offer signature.
     public var promotionalOfferSignatureV1: PromotionalOfferSignatureV1?
 
-    public init(messageIdentifier: String, promotionalOfferSignatureV2: String? = nil, promotionalOfferSignatureV1: PromotionalOfferSignatureV1? = nil) {
+    public init(
+        messageIdentifier: String,
+        promotionalOfferSignatureV2: String? = nil,
+        promotionalOfferSignatureV1: PromotionalOfferSignatureV1? = nil
+    ) {
         self.messageIdentifier = messageIdentifier
         self.promotionalOfferSignatureV2 = promotionalOfferSignatureV2
         self.promotionalOfferSignatureV1 = promotionalOfferSignatureV1
@@ -75,7 +83,15 @@ public struct PromotionalOfferSignatureV1: Codable, Sendable, Hashable {
     /// applicationUsername the signature covers (empty otherwise).
     public var appAccountToken: String?
 
-    public init(encodedSignature: String, productIdentifier: String, nonce: String, timestamp: Int64, keyIdentifier: String, offerIdentifier: String, appAccountToken: String? = nil) {
+    public init(
+        encodedSignature: String,
+        productIdentifier: String,
+        nonce: String,
+        timestamp: Int64,
+        keyIdentifier: String,
+        offerIdentifier: String,
+        appAccountToken: String? = nil
+    ) {
         self.encodedSignature = encodedSignature
         self.productIdentifier = productIdentifier
         self.nonce = nonce
@@ -95,4 +111,3 @@ public struct PromotionalOfferSignatureV1: Codable, Sendable, Hashable {
         case appAccountToken
     }
 }
-

@@ -67,7 +67,13 @@ package struct CustomerBinding: Sendable {
     /// Where `transaction` belongs. `claimant`: the customer an app presented it for (the signed-transaction path),
     /// who must be the one the rule gives. `nil` when nothing names a customer (no usable token, no original
     /// transaction): such a transaction is filed under no one, never under a shared customer.
-    static func resolve(_ transaction: JWSTransactionDecodedPayload, bundleIdentifier: String, store: any OfferStore, claimant: CustomerKey? = nil, tokens rule: TokenRule = .uuid) async throws -> CustomerBinding? {
+    static func resolve(
+        _ transaction: JWSTransactionDecodedPayload,
+        bundleIdentifier: String,
+        store: any OfferStore,
+        claimant: CustomerKey? = nil,
+        tokens rule: TokenRule = .uuid
+    ) async throws -> CustomerBinding? {
         let token = token(of: transaction, rule: rule)
         let original = transaction.originalTransactionId
         var owners: [CustomerKey] = []
@@ -86,8 +92,13 @@ package struct CustomerBinding: Sendable {
             return CustomerBinding(key: fallback ?? blocking[0], refused: candidate, conflict: .transactionClaimed)
         }
         if let original, let group = transaction.subscriptionGroupIdentifier, !accountOwners.contains(candidate),
-           let held = try await store.customerFacts(for: candidate)?.subscription(inGroup: group)?.originalTransactionId, held != original {
-            return CustomerBinding(key: fallback ?? unclaimed(original, bundleIdentifier: bundleIdentifier), refused: candidate, conflict: .tokenBoundElsewhere)
+            let held = try await store.customerFacts(for: candidate)?.subscription(inGroup: group)?.originalTransactionId, held != original
+        {
+            return CustomerBinding(
+                key: fallback ?? unclaimed(original, bundleIdentifier: bundleIdentifier),
+                refused: candidate,
+                conflict: .tokenBoundElsewhere
+            )
         }
         return CustomerBinding(key: candidate)
     }
@@ -96,15 +107,23 @@ package struct CustomerBinding: Sendable {
     /// transaction, in the transaction's App Store environment. A transaction whose own `appAccountToken` names
     /// `key` may take its subscription from the internal `otid:` key it was filed under before any account claimed
     /// it; nothing else moves an owner.
-    static func claims(_ transactions: [JWSTransactionDecodedPayload], for key: CustomerKey, environment: String? = nil, tokens rule: TokenRule = .uuid) -> [TransactionClaim] {
+    static func claims(
+        _ transactions: [JWSTransactionDecodedPayload],
+        for key: CustomerKey,
+        environment: String? = nil,
+        tokens rule: TokenRule = .uuid
+    ) -> [TransactionClaim] {
         var claims: [TransactionClaim] = []
         for transaction in transactions {
             guard let original = transaction.originalTransactionId else { continue }
             let named = !isUnclaimed(key) && token(of: transaction, rule: rule) == key.applicationUsername
-            claims.append(TransactionClaim(
-                environment: transaction.environment?.rawValue ?? environment ?? "",
-                originalTransactionId: original,
-                replacing: named ? internalPrefix + original : nil))
+            claims.append(
+                TransactionClaim(
+                    environment: transaction.environment?.rawValue ?? environment ?? "",
+                    originalTransactionId: original,
+                    replacing: named ? internalPrefix + original : nil
+                )
+            )
         }
         return claims
     }
@@ -114,12 +133,21 @@ package struct CustomerBinding: Sendable {
     func report(source: String, store: any OfferStore, logger: Logger) async throws {
         guard let conflict, let refused else { return }
         Counter(label: "offer_signer_customer_binding_conflicts_total", dimensions: [("source", source), ("conflict", conflict.rawValue)]).increment()
-        logger.warning("an App Store transaction names a customer it is not bound to; the customer was not moved", metadata: [
-            "source": "\(source)", "conflict": "\(conflict.rawValue)", "customer": "\(CustomerHash.of(refused))", "filedUnder": "\(CustomerHash.of(key))",
-        ])
-        try await store.appendAudit(AuditEvent(
-            actor: "app-store", action: "customer.binding_conflict", target: refused.description,
-            details: ["source": source, "conflict": conflict.rawValue, "filedUnder": key.description]))
+        logger.warning(
+            "an App Store transaction names a customer it is not bound to; the customer was not moved",
+            metadata: [
+                "source": "\(source)", "conflict": "\(conflict.rawValue)", "customer": "\(CustomerHash.of(refused))",
+                "filedUnder": "\(CustomerHash.of(key))",
+            ]
+        )
+        try await store.appendAudit(
+            AuditEvent(
+                actor: "app-store",
+                action: "customer.binding_conflict",
+                target: refused.description,
+                details: ["source": source, "conflict": conflict.rawValue, "filedUnder": key.description]
+            )
+        )
     }
 }
 
@@ -134,7 +162,10 @@ package enum CustomerIdentifier {
     /// Refuses an identifier that starts with the prefix of internal keys (`otid:`, in any case).
     package static func refuseInternal(_ value: String, named field: String = "applicationUsername") throws(OfferSigningError) {
         if value.lowercased().hasPrefix(CustomerBinding.internalPrefix) {
-            throw .invalidField(field, "\(field) starts with \(CustomerBinding.internalPrefix), which this service reserves for subscriptions no account has claimed; use the customer's account identifier or appAccountToken.")
+            throw .invalidField(
+                field,
+                "\(field) starts with \(CustomerBinding.internalPrefix), which this service reserves for subscriptions no account has claimed; use the customer's account identifier or appAccountToken."
+            )
         }
     }
 }

@@ -2,11 +2,11 @@ import AppStoreNotifications
 import Foundation
 import Logging
 import Metrics
+import OfferErrors
 import OfferModel
 import OfferStore
-import Tracing
 import Synchronization
-import OfferErrors
+import Tracing
 
 /// What became of one notification.
 public enum IngestOutcome: String, Sendable, Codable {
@@ -72,7 +72,14 @@ public struct NotificationIngestor: Sendable {
 
     /// - Parameter readableTokens: take any valid customer identifier as an `appAccountToken` (the demo's stand-in
     ///   App Store); otherwise only a UUID, Apple's type, names a customer.
-    public init(verifiers: [String: SignedDataVerifier], store: any OfferStore, logger: Logger, clockSkew: TimeInterval = NotificationIngestor.defaultClockSkew, readableTokens: Bool = false, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        verifiers: [String: SignedDataVerifier],
+        store: any OfferStore,
+        logger: Logger,
+        clockSkew: TimeInterval = NotificationIngestor.defaultClockSkew,
+        readableTokens: Bool = false,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.verifiers = verifiers
         self.store = store
         self.logger = logger
@@ -92,7 +99,7 @@ public struct NotificationIngestor: Sendable {
         }
         let notification = decoded.notification
         guard let uuid = notification.notificationUUID, let transaction = decoded.transaction, let type = notification.notificationType,
-              type != .test, let bundleIdentifier = notification.data?.bundleIdentifier
+            type != .test, let bundleIdentifier = notification.data?.bundleIdentifier
         else {
             ignored.increment()
             return .ignored
@@ -104,11 +111,16 @@ public struct NotificationIngestor: Sendable {
             var filed: (binding: CustomerBinding, applied: Bool, changed: Bool)?
             while filed == nil {
                 attempt += 1
-                guard let binding = try await CustomerBinding.resolve(transaction, bundleIdentifier: bundleIdentifier, store: store, tokens: tokenRule) else {
+                guard
+                    let binding = try await CustomerBinding.resolve(transaction, bundleIdentifier: bundleIdentifier, store: store, tokens: tokenRule)
+                else {
                     // Nothing names a customer: recorded as seen, filed under no one (never a shared customer).
                     _ = try await store.markNotificationProcessed(notificationUUID: uuid)
                     ignored.increment()
-                    logger.warning("App Store notification names no customer and no original transaction; nothing was filed", metadata: ["notificationUUID": "\(uuid)", "type": "\(type.rawValue)"])
+                    logger.warning(
+                        "App Store notification names no customer and no original transaction; nothing was filed",
+                        metadata: ["notificationUUID": "\(uuid)", "type": "\(type.rawValue)"]
+                    )
                     return .ignored
                 }
                 let changed = Changed()
@@ -127,15 +139,20 @@ public struct NotificationIngestor: Sendable {
                     continue
                 }
             }
-            guard let filed else { throw OfferStoreError(code: .transactionClaimed, message: "The subscription's owner kept changing while the notification was filed.") }
+            guard let filed else {
+                throw OfferStoreError(code: .transactionClaimed, message: "The subscription's owner kept changing while the notification was filed.")
+            }
             let binding = filed.binding
             outcome = !filed.applied ? .duplicate : filed.changed ? .processed : .stale
             // Also for a duplicate: recording is idempotent, and a delivery the store failed on halfway is retried.
             try await outcomes.record(decoded, customer: binding.key)
-            logger.info("App Store notification", metadata: [
-                "type": "\(type.rawValue)", "subtype": "\(notification.subtype?.rawValue ?? "-")",
-                "notificationUUID": "\(uuid)", "customer": "\(CustomerHash.of(binding.key))", "outcome": "\(outcome.rawValue)",
-            ])
+            logger.info(
+                "App Store notification",
+                metadata: [
+                    "type": "\(type.rawValue)", "subtype": "\(notification.subtype?.rawValue ?? "-")",
+                    "notificationUUID": "\(uuid)", "customer": "\(CustomerHash.of(binding.key))", "outcome": "\(outcome.rawValue)",
+                ]
+            )
         } catch {
             logger.error("customer store failed while applying a notification; the App Store will retry", metadata: ["notificationUUID": "\(uuid)"])
             throw OfferServiceError.storeUnavailable
@@ -182,18 +199,32 @@ public struct NotificationIngestor: Sendable {
     ///   `customer_mismatch` (another customer's `appAccountToken`), 409 `transaction_claimed`, 503 `store_unavailable`.
     @discardableResult
     public func ingest(signedTransaction: String, for key: CustomerKey) async throws(OfferServiceError) -> JWSTransactionDecodedPayload {
-        let transaction = try await verify(field: "signedTransaction") { verifier in try await verifier.verifyAndDecodeTransaction(signedTransaction) }
+        let transaction = try await verify(field: "signedTransaction") { verifier in try await verifier.verifyAndDecodeTransaction(signedTransaction)
+        }
         guard transaction.bundleIdentifier == key.bundleIdentifier else {
-            throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction is for another app (\(transaction.bundleIdentifier ?? "none")).")
+            throw OfferServiceError.invalidRequest(
+                field: "signedTransaction",
+                "signedTransaction is for another app (\(transaction.bundleIdentifier ?? "none"))."
+            )
         }
         if let token = CustomerBinding.token(of: transaction, rule: tokenRule), token != key.applicationUsername {
-            throw OfferServiceError(.customerMismatch, "signedTransaction belongs to another customer (its appAccountToken is not this applicationUsername); send the signed-in customer's own transaction, or none.", field: "signedTransaction")
+            throw OfferServiceError(
+                .customerMismatch,
+                "signedTransaction belongs to another customer (its appAccountToken is not this applicationUsername); send the signed-in customer's own transaction, or none.",
+                field: "signedTransaction"
+            )
         }
         // The first customer that presented an original transaction (or that the App Store's notifications were
         // filed under) keeps it: the same rule as for notifications.
         let binding: CustomerBinding?
         do {
-            binding = try await CustomerBinding.resolve(transaction, bundleIdentifier: key.bundleIdentifier, store: store, claimant: key, tokens: tokenRule)
+            binding = try await CustomerBinding.resolve(
+                transaction,
+                bundleIdentifier: key.bundleIdentifier,
+                store: store,
+                claimant: key,
+                tokens: tokenRule
+            )
         } catch {
             throw OfferServiceError.storeUnavailable
         }
@@ -210,16 +241,28 @@ public struct NotificationIngestor: Sendable {
         do {
             try await store.updateCustomer(key, claiming: claims) { facts in
                 if let original, let group, !facts.subscriptions.contains(where: { $0.originalTransactionId == original }),
-                   let held = facts.subscription(inGroup: group)?.originalTransactionId, held != original {
+                    let held = facts.subscription(inGroup: group)?.originalTransactionId, held != original
+                {
                     throw OfferStoreError(code: .transactionClaimed, message: "This customer already holds another subscription of this group.")
                 }
                 SubscriptionFolding.fold(transaction: transaction, into: &facts)
             }
         } catch let error as OfferStoreError where error.code == .transactionClaimed {
-            let conflict = (try? await CustomerBinding.resolve(transaction, bundleIdentifier: key.bundleIdentifier, store: store, claimant: key, tokens: tokenRule))
+            let conflict =
+                (try? await CustomerBinding.resolve(
+                    transaction,
+                    bundleIdentifier: key.bundleIdentifier,
+                    store: store,
+                    claimant: key,
+                    tokens: tokenRule
+                ))
                 .flatMap { $0 } ?? CustomerBinding(key: key, refused: key, conflict: .transactionClaimed)
             if conflict.conflict == nil {
-                try? await CustomerBinding(key: key, refused: key, conflict: .transactionClaimed).report(source: "signed_transaction", store: store, logger: logger)
+                try? await CustomerBinding(key: key, refused: key, conflict: .transactionClaimed).report(
+                    source: "signed_transaction",
+                    store: store,
+                    logger: logger
+                )
             } else {
                 try? await conflict.report(source: "signed_transaction", store: store, logger: logger)
             }
@@ -233,7 +276,11 @@ public struct NotificationIngestor: Sendable {
 
     /// 409 `transaction_claimed` for a signed transaction another customer owns.
     private static var claimedError: OfferServiceError {
-        OfferServiceError(.transactionClaimed, "This subscription's original transaction is already claimed by another customer of this app, or this customer already holds another subscription of its group; a signed transaction cannot move it. Set appAccountToken on purchases to tie them to your accounts.", field: "signedTransaction")
+        OfferServiceError(
+            .transactionClaimed,
+            "This subscription's original transaction is already claimed by another customer of this app, or this customer already holds another subscription of its group; a signed transaction cannot move it. Set appAccountToken on purchases to tie them to your accounts.",
+            field: "signedTransaction"
+        )
     }
 
     /// Verifies a Retention Messaging real-time request and finds its app: the one whose `appAppleId` it carries.
@@ -241,7 +288,10 @@ public struct NotificationIngestor: Sendable {
     /// - Throws: ``OfferServiceError`` 400 `invalid_signed_payload` saying what did not verify.
     /// `fresh`: a live request, which must be signed within ``clockSkew`` of now by a chain valid now (a captured
     /// one being explained need not be).
-    public func verifyRealtimeRequest(signedPayload: String, fresh: Bool = true) async throws(OfferServiceError) -> (bundleIdentifier: String, request: DecodedRealtimeRequestBody) {
+    public func verifyRealtimeRequest(
+        signedPayload: String,
+        fresh: Bool = true
+    ) async throws(OfferServiceError) -> (bundleIdentifier: String, request: DecodedRealtimeRequestBody) {
         let freshness = fresh ? SignedDataVerifier.Freshness(now: now(), skew: clockSkew) : nil
         return try await verify(nextAppOn: .wrongAppAppleId) { verifier in
             (verifier.bundleIdentifier, try await verifier.verifyAndDecodeRealtimeRequest(signedPayload, freshness: freshness))
@@ -250,7 +300,11 @@ public struct NotificationIngestor: Sendable {
 
     /// Tries the verifier of every configured app (the payload names its app; a verifier checks it is its own
     /// and refuses with `nextAppOn` when it is another app's).
-    private func verify<T: Sendable>(field: String? = nil, nextAppOn: SignedDataVerificationError.Code = .wrongBundleId, _ body: (SignedDataVerifier) async throws -> T) async throws(OfferServiceError) -> T {
+    private func verify<T: Sendable>(
+        field: String? = nil,
+        nextAppOn: SignedDataVerificationError.Code = .wrongBundleId,
+        _ body: (SignedDataVerifier) async throws -> T
+    ) async throws(OfferServiceError) -> T {
         var lastError: SignedDataVerificationError?
         for verifier in verifiers.values.sorted(by: { $0.bundleIdentifier < $1.bundleIdentifier }) {
             do {

@@ -52,21 +52,26 @@ package struct StorePurge: Service {
         do {
             let (answers, notifications) = try await store.purgeExpired(
                 storedAnswersBefore: now.addingTimeInterval(-storedAnswerLifetime),
-                processedNotificationsBefore: now.addingTimeInterval(-Self.processedNotificationLifetime))
+                processedNotificationsBefore: now.addingTimeInterval(-Self.processedNotificationLifetime)
+            )
             Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "stored_answers")]).increment(by: answers)
             Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "processed_notifications")]).increment(by: notifications)
             let events = try await store.purgeSubscriptionEvents(recordedBefore: now.addingTimeInterval(-Self.subscriptionEventLifetime))
             Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "subscription_events")]).increment(by: events)
             let transactions = try await store.purgeSubscriptionTransactions(
-                purchasedBefore: now.addingTimeInterval(-Self.subscriptionTransactionLifetime))
+                purchasedBefore: now.addingTimeInterval(-Self.subscriptionTransactionLifetime)
+            )
             Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "subscription_transactions")]).increment(by: transactions)
             let decisions = try await store.purgeDecisionLog(before: now.addingTimeInterval(-decisionLogLifetime))
             Counter(label: "offer_signer_store_purged_total", dimensions: [("table", "policy_decisions")]).increment(by: decisions)
             if answers + notifications + events + transactions + decisions > 0 {
-                logger.info("purged expired store rows", metadata: [
-                    "storedAnswers": "\(answers)", "processedNotifications": "\(notifications)", "subscriptionEvents": "\(events)",
-                    "subscriptionTransactions": "\(transactions)", "decisions": "\(decisions)",
-                ])
+                logger.info(
+                    "purged expired store rows",
+                    metadata: [
+                        "storedAnswers": "\(answers)", "processedNotifications": "\(notifications)", "subscriptionEvents": "\(events)",
+                        "subscriptionTransactions": "\(transactions)", "decisions": "\(decisions)",
+                    ]
+                )
             }
         } catch {
             logger.warning("could not purge expired store rows; trying again later", metadata: ["error": "\(type(of: error))"])

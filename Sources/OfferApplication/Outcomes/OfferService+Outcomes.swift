@@ -15,7 +15,8 @@ extension OfferService {
     ///   - environment: one App Store environment for redemptions and retention answers (`nil`: every one).
     /// - Throws: ``OfferServiceError`` 400 `invalid_request` (`from` not before `to`, a window longer than
     ///   ``outcomeReportMaximumDays``), 404 `unknown_app`, 503 `store_unavailable`.
-    public func outcomeReport(from: Date, to: Date, bundleIdentifier: String?, environment: String?) async throws(OfferServiceError) -> OutcomeReport {
+    public func outcomeReport(from: Date, to: Date, bundleIdentifier: String?, environment: String?) async throws(OfferServiceError) -> OutcomeReport
+    {
         let query = try outcomeQuery(from: from, to: to, bundleIdentifier: bundleIdentifier, environment: environment)
         guard let store else { throw OfferServiceError.storeUnavailable }
         return try await BackgroundLane.shared.run { () async throws(OfferServiceError) in
@@ -28,8 +29,14 @@ extension OfferService {
     /// rollups, and the log for at most two part days), and the lane's lowest priority would make a page wait
     /// whenever the cores are busy.
     /// - Throws: ``OfferServiceError`` as the report does.
-    public func outcomeTotals(from: Date, to: Date, bundleIdentifier: String?, environment: String?)
-        async throws(OfferServiceError) -> OutcomeTotals {
+    public func outcomeTotals(
+        from: Date,
+        to: Date,
+        bundleIdentifier: String?,
+        environment: String?
+    )
+        async throws(OfferServiceError) -> OutcomeTotals
+    {
         let query = try outcomeQuery(from: from, to: to, bundleIdentifier: bundleIdentifier, environment: environment)
         guard let store else { throw OfferServiceError.storeUnavailable }
         return try await storeCall { try await store.outcomeTotals(query) }
@@ -42,8 +49,16 @@ extension OfferService {
     /// needs.
     /// - Throws: ``OfferServiceError`` as the report does, and 400 `invalid_request` for a limit outside 1…1,000 or
     ///   a negative offset.
-    public func outcomePage(from: Date, to: Date, bundleIdentifier: String?, environment: String?, limit: Int, offset: Int)
-        async throws(OfferServiceError) -> OutcomePage {
+    public func outcomePage(
+        from: Date,
+        to: Date,
+        bundleIdentifier: String?,
+        environment: String?,
+        limit: Int,
+        offset: Int
+    )
+        async throws(OfferServiceError) -> OutcomePage
+    {
         let query = try outcomeQuery(from: from, to: to, bundleIdentifier: bundleIdentifier, environment: environment)
         guard (1...1_000).contains(limit), (0...1_000_000_000).contains(offset) else {
             throw OfferServiceError.invalidRequest(field: "page", "A page holds 1 to 1,000 rows and starts at row 0 or later.")
@@ -57,8 +72,14 @@ extension OfferService {
     /// Each UTC day's signatures issued and redemptions, every offer added up, as
     /// ``dailyOutcomeReports(from:to:bundleIdentifier:environment:)`` counts them (the console's chart), from the daily
     /// rollups: read where the caller runs.
-    public func dailyOutcomeTotals(from: Date, to: Date, bundleIdentifier: String?, environment: String?)
-        async throws(OfferServiceError) -> [DailyOutcomeTotals] {
+    public func dailyOutcomeTotals(
+        from: Date,
+        to: Date,
+        bundleIdentifier: String?,
+        environment: String?
+    )
+        async throws(OfferServiceError) -> [DailyOutcomeTotals]
+    {
         let query = try outcomeQuery(from: from, to: to, bundleIdentifier: bundleIdentifier, environment: environment)
         guard let store else { throw OfferServiceError.storeUnavailable }
         return try await storeCall { try await store.dailyOutcomeTotals(query) }
@@ -66,7 +87,12 @@ extension OfferService {
 
     /// The same report for every UTC day that `[from, to)` touches, in order (the first and last days cut to the
     /// window), on the ``BackgroundLane``, a day at a time.
-    public func dailyOutcomeReports(from: Date, to: Date, bundleIdentifier: String?, environment: String?) async throws(OfferServiceError) -> [OutcomeReport] {
+    public func dailyOutcomeReports(
+        from: Date,
+        to: Date,
+        bundleIdentifier: String?,
+        environment: String?
+    ) async throws(OfferServiceError) -> [OutcomeReport] {
         let query = try outcomeQuery(from: from, to: to, bundleIdentifier: bundleIdentifier, environment: environment)
         guard let store else { throw OfferServiceError.storeUnavailable }
         let day: Int64 = 86_400_000
@@ -90,24 +116,42 @@ extension OfferService {
             throw OfferServiceError.invalidRequest(field: "from", "from must be before to (ISO 8601 dates, e.g. 2026-11-01T00:00:00Z).")
         }
         guard to.timeIntervalSince(from) <= Double(Self.outcomeReportMaximumDays) * 86_400 else {
-            throw OfferServiceError.invalidRequest(field: "to", "A report covers at most \(Self.outcomeReportMaximumDays) days; ask for a shorter window.")
+            throw OfferServiceError.invalidRequest(
+                field: "to",
+                "A report covers at most \(Self.outcomeReportMaximumDays) days; ask for a shorter window."
+            )
         }
-        let earliest = Date(timeIntervalSince1970: 0), latest = Date(timeIntervalSince1970: 32_503_680_000)
+        let earliest = Date(timeIntervalSince1970: 0)
+        let latest = Date(timeIntervalSince1970: 32_503_680_000)
         guard from >= earliest, to <= latest else {
             throw OfferServiceError.invalidRequest(field: "from", "from and to must be between 1970 and 3000.")
         }
         if let bundleIdentifier { _ = try app(named: bundleIdentifier) }
         if let environment, !OutcomeFields.isWord(environment, maximum: 32) {
-            throw OfferServiceError.invalidRequest(field: "environment", "environment is an App Store environment: Production, Sandbox, Xcode or LocalTesting.")
+            throw OfferServiceError.invalidRequest(
+                field: "environment",
+                "environment is an App Store environment: Production, Sandbox, Xcode or LocalTesting."
+            )
         }
-        return OutcomeQuery(from: Int64((from.timeIntervalSince1970 * 1000).rounded(.down)), to: Int64((to.timeIntervalSince1970 * 1000).rounded(.down)),
-                            bundleIdentifier: bundleIdentifier, environment: environment)
+        return OutcomeQuery(
+            from: Int64((from.timeIntervalSince1970 * 1000).rounded(.down)),
+            to: Int64((to.timeIntervalSince1970 * 1000).rounded(.down)),
+            bundleIdentifier: bundleIdentifier,
+            environment: environment
+        )
     }
 
     /// Records a retention answer, to follow whether the customer stayed (a renewal or auto-renew turned back on
     /// after it), and waits for the record at most `wait` (`.zero` for a fallback answered because the store is
     /// slow): the record goes on without it. See ``startRecordingRetentionOutcome(_:bundleIdentifier:product:answer:now:)``.
-    func recordRetentionOutcome(_ request: DecodedRealtimeRequestBody, bundleIdentifier: String, product: String, answer: RealtimeResponseBody, now: Date, wait: Duration = .milliseconds(500)) async {
+    func recordRetentionOutcome(
+        _ request: DecodedRealtimeRequestBody,
+        bundleIdentifier: String,
+        product: String,
+        answer: RealtimeResponseBody,
+        now: Date,
+        wait: Duration = .milliseconds(500)
+    ) async {
         let recording = startRecordingRetentionOutcome(request, bundleIdentifier: bundleIdentifier, product: product, answer: answer, now: now)
         await Self.waitForRecording(recording, upTo: wait)
     }
@@ -115,14 +159,26 @@ extension OfferService {
     /// Starts recording a retention answer in a task of its own, never cancelled (an answer that stops waiting does
     /// not abandon the record), and returns it. A request without a usable original transaction, request
     /// identifier or environment is not followed (`nil`); a store failure is logged, never failing the answer.
-    func startRecordingRetentionOutcome(_ request: DecodedRealtimeRequestBody, bundleIdentifier: String, product: String, answer: RealtimeResponseBody, now: Date) -> Task<Void, Never>? {
+    func startRecordingRetentionOutcome(
+        _ request: DecodedRealtimeRequestBody,
+        bundleIdentifier: String,
+        product: String,
+        answer: RealtimeResponseBody,
+        now: Date
+    ) -> Task<Void, Never>? {
         guard let store, let original = request.originalTransactionId, OutcomeFields.isTransactionIdentifier(original),
-              let requestIdentifier = request.requestIdentifier?.lowercased(), OutcomeFields.isIdentifier(requestIdentifier),
-              let environment = request.environment?.rawValue, OutcomeFields.isWord(environment, maximum: 32)
+            let requestIdentifier = request.requestIdentifier?.lowercased(), OutcomeFields.isIdentifier(requestIdentifier),
+            let environment = request.environment?.rawValue, OutcomeFields.isWord(environment, maximum: 32)
         else { return nil }
         let record = RetentionAnswerRecord(
-            bundleIdentifier: bundleIdentifier, requestIdentifier: requestIdentifier, environment: environment, originalTransactionId: original,
-            productIdentifier: product, offered: answer.promotionalOffer != nil, answeredAt: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)))
+            bundleIdentifier: bundleIdentifier,
+            requestIdentifier: requestIdentifier,
+            environment: environment,
+            originalTransactionId: original,
+            productIdentifier: product,
+            offered: answer.promotionalOffer != nil,
+            answeredAt: Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
+        )
         let logger = retentionLogger
         return Task {
             do {

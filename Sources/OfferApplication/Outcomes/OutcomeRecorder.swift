@@ -39,10 +39,13 @@ package struct OutcomeRecorder: Sendable {
     /// logged, never failing the request that brought them.
     func recordQuietly(_ transactions: [JWSTransactionDecodedPayload], customer: CustomerKey, source: String) async {
         if transactions.count > Self.transactionsPerAnswer {
-            logger.warning("offer outcomes: only the first transactions of an answer are recorded", metadata: [
-                "source": "\(source)", "customer": "\(CustomerHash.of(customer))", "transactions": "\(transactions.count)",
-                "recorded": "\(Self.transactionsPerAnswer)",
-            ])
+            logger.warning(
+                "offer outcomes: only the first transactions of an answer are recorded",
+                metadata: [
+                    "source": "\(source)", "customer": "\(CustomerHash.of(customer))", "transactions": "\(transactions.count)",
+                    "recorded": "\(Self.transactionsPerAnswer)",
+                ]
+            )
         }
         var failed = 0
         for transaction in transactions.prefix(Self.transactionsPerAnswer) {
@@ -50,7 +53,8 @@ package struct OutcomeRecorder: Sendable {
             do {
                 try await record(transaction: transaction, customer: customer, source: source)
                 if transaction.offerType == nil, transaction.transactionReason == .renewal,
-                   let event = Self.renewal(transaction, now: now()) {
+                    let event = Self.renewal(transaction, now: now())
+                {
                     try await store.recordSubscriptionEvent(event)
                 }
             } catch {
@@ -58,9 +62,12 @@ package struct OutcomeRecorder: Sendable {
             }
         }
         if failed > 0 {
-            logger.error("offer outcomes not recorded: the customer store failed", metadata: [
-                "source": "\(source)", "customer": "\(CustomerHash.of(customer))", "transactions": "\(failed)",
-            ])
+            logger.error(
+                "offer outcomes not recorded: the customer store failed",
+                metadata: [
+                    "source": "\(source)", "customer": "\(CustomerHash.of(customer))", "transactions": "\(failed)",
+                ]
+            )
         }
     }
 
@@ -77,9 +84,12 @@ package struct OutcomeRecorder: Sendable {
         case .none:
             return
         case .refused(let reason):
-            logger.warning("a transaction that carried an offer was not recorded", metadata: [
-                "reason": "\(reason)", "source": "\(source)", "customer": "\(CustomerHash.of(customer))",
-            ])
+            logger.warning(
+                "a transaction that carried an offer was not recorded",
+                metadata: [
+                    "reason": "\(reason)", "source": "\(source)", "customer": "\(CustomerHash.of(customer))",
+                ]
+            )
             return
         case .redemption(let value):
             redemption = value
@@ -89,10 +99,13 @@ package struct OutcomeRecorder: Sendable {
         }
         guard case .recorded(let channel) = try await store.recordRedemption(redemption) else { return }
         Self.count(offerType: redemption.offerType, attributed: channel != nil)
-        logger.info("offer redeemed", metadata: [
-            "customer": "\(CustomerHash.of(customer))", "productIdentifier": "\(redemption.productIdentifier)",
-            "offerType": "\(redemption.offerType)", "attributed": "\(channel ?? "no")", "source": "\(source)",
-        ])
+        logger.info(
+            "offer redeemed",
+            metadata: [
+                "customer": "\(CustomerHash.of(customer))", "productIdentifier": "\(redemption.productIdentifier)",
+                "offerType": "\(redemption.offerType)", "attributed": "\(channel ?? "no")", "source": "\(source)",
+            ]
+        )
     }
 
     /// `offer_signer_redemptions_total{offerType,attributed}`: `offerType` 1 to 5, or `other` for a value Apple adds
@@ -133,10 +146,15 @@ package struct OutcomeRecorder: Sendable {
         event(.renewed, of: transaction, at: transaction.purchaseDate, now: now)
     }
 
-    private static func event(_ kind: SubscriptionEvent.Kind, of transaction: JWSTransactionDecodedPayload, at: Int64?, now: Date) -> SubscriptionEvent? {
+    private static func event(
+        _ kind: SubscriptionEvent.Kind,
+        of transaction: JWSTransactionDecodedPayload,
+        at: Int64?,
+        now: Date
+    ) -> SubscriptionEvent? {
         guard let environment = transaction.environment?.rawValue, OutcomeFields.isWord(environment, maximum: 32),
-              let original = transaction.originalTransactionId, OutcomeFields.isTransactionIdentifier(original),
-              let at, OutcomeFields.isPlausibleDate(at, now: now)
+            let original = transaction.originalTransactionId, OutcomeFields.isTransactionIdentifier(original),
+            let at, OutcomeFields.isPlausibleDate(at, now: now)
         else { return nil }
         let transactionId = transaction.transactionId.flatMap { OutcomeFields.isTransactionIdentifier($0) ? $0 : nil } ?? ""
         return SubscriptionEvent(environment: environment, originalTransactionId: original, kind: kind, at: at, transactionId: transactionId)

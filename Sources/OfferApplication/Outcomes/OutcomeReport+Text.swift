@@ -64,9 +64,13 @@ extension OutcomeReport {
     }
 
     private static func printable(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.map { scalar in
-            scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format ? "?" : scalar
-        }))
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.map { scalar in
+                    scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format ? "?" : scalar
+                }
+            )
+        )
     }
 
     private static func csvCell(_ text: String) -> String {

@@ -47,13 +47,23 @@ extension Redemption {
             return .refused(reason: "purchaseDate missing or outside 2008 to a day from now")
         }
         let price = transaction.price.flatMap { Redemption.priceRange.contains($0) ? $0 : nil }
-        return .redemption(Redemption(
-            environment: environment, transactionId: transactionId, originalTransactionId: originalTransactionId, customer: customer,
-            productIdentifier: productIdentifier, offerType: offerType.rawValue, offerIdentifier: offerIdentifier,
-            offerDiscountType: transaction.offerDiscountType.map(\.rawValue).flatMap { OutcomeFields.isConstant($0) ? $0 : nil },
-            offerPeriod: transaction.offerPeriod.flatMap { OutcomeFields.isDuration($0) ? $0 : nil },
-            price: price, currency: price == nil ? nil : transaction.currency.flatMap { OutcomeFields.isCode($0) ? $0 : nil },
-            storefront: transaction.storefront.flatMap { OutcomeFields.isCode($0) ? $0 : nil }, purchaseDate: purchaseDate))
+        return .redemption(
+            Redemption(
+                environment: environment,
+                transactionId: transactionId,
+                originalTransactionId: originalTransactionId,
+                customer: customer,
+                productIdentifier: productIdentifier,
+                offerType: offerType.rawValue,
+                offerIdentifier: offerIdentifier,
+                offerDiscountType: transaction.offerDiscountType.map(\.rawValue).flatMap { OutcomeFields.isConstant($0) ? $0 : nil },
+                offerPeriod: transaction.offerPeriod.flatMap { OutcomeFields.isDuration($0) ? $0 : nil },
+                price: price,
+                currency: price == nil ? nil : transaction.currency.flatMap { OutcomeFields.isCode($0) ? $0 : nil },
+                storefront: transaction.storefront.flatMap { OutcomeFields.isCode($0) ? $0 : nil },
+                purchaseDate: purchaseDate
+            )
+        )
     }
 }
 
@@ -79,7 +89,8 @@ enum OutcomeFields {
 
     /// Three upper-case letters or digits (a currency, a storefront).
     static func isCode(_ text: String) -> Bool {
-        text.utf8.count == 3 && text.utf8.allSatisfy { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+        text.utf8.count == 3
+            && text.utf8.allSatisfy { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
 
     /// An upper-case constant (`PAY_AS_YOU_GO`), at most 32 bytes.

@@ -36,7 +36,10 @@ public struct StorePolicy: Sendable {
         do {
             return PolicyInForce(policy: try OfferPolicy(text: document.text), revision: document.version)
         } catch {
-            throw OfferServiceError(.invalidPolicy, "The policy in the store (revision \(document.version)) cannot be read: \(error.message) Apply a valid one (offer-signer policy apply FILE).")
+            throw OfferServiceError(
+                .invalidPolicy,
+                "The policy in the store (revision \(document.version)) cannot be read: \(error.message) Apply a valid one (offer-signer policy apply FILE)."
+            )
         }
     }
 
@@ -102,7 +105,14 @@ public struct PolicyRefresher: Service {
     ///   - document: the store's policy document.
     ///   - changes: the names of documents other processes change, as they commit (`"*"`: any may have changed).
     ///   - servedApps: the apps this process serves (a policy naming another is logged: it needs a restart).
-    public init(holder: PolicyHolder, document: StorePolicy, interval: Duration = .seconds(5), changes: (@Sendable () -> AsyncStream<String>)? = nil, servedApps: Set<String>, logger: Logger) {
+    public init(
+        holder: PolicyHolder,
+        document: StorePolicy,
+        interval: Duration = .seconds(5),
+        changes: (@Sendable () -> AsyncStream<String>)? = nil,
+        servedApps: Set<String>,
+        logger: Logger
+    ) {
         self.holder = holder
         self.document = document
         self.interval = interval
@@ -130,12 +140,18 @@ public struct PolicyRefresher: Service {
 
     /// Logs the policy now in force, and the apps it names that this process does not serve (until a restart).
     public static func announce(_ inForce: PolicyInForce, servedApps: Set<String>, logger: Logger) {
-        logger.notice("policy in force", metadata: [
-            "version": "\(inForce.policy?.version ?? "none")", "revision": "\(inForce.revision)", "source": "\(inForce.source)",
-        ])
+        logger.notice(
+            "policy in force",
+            metadata: [
+                "version": "\(inForce.policy?.version ?? "none")", "revision": "\(inForce.revision)", "source": "\(inForce.source)",
+            ]
+        )
         let unserved = (inForce.policy?.apps ?? []).map(\.bundleIdentifier).filter { !servedApps.contains($0) }
         if !unserved.isEmpty {
-            logger.warning("the policy names apps this replica does not serve until it is restarted", metadata: ["apps": "\(unserved.joined(separator: ", "))"])
+            logger.warning(
+                "the policy names apps this replica does not serve until it is restarted",
+                metadata: ["apps": "\(unserved.joined(separator: ", "))"]
+            )
         }
     }
 }

@@ -29,12 +29,17 @@ final class RetentionApprovals: Sendable {
         var approved: Set<String> = []
         if let store {
             do {
-                approved = Set(try await store.retentionCatalogue(bundleIdentifier: bundleIdentifier, environment: environment)
-                    .filter { $0.kind == "message" && $0.state == "APPROVED" }.map(\.identifier))
+                approved = Set(
+                    try await store.retentionCatalogue(bundleIdentifier: bundleIdentifier, environment: environment)
+                        .filter { $0.kind == "message" && $0.state == "APPROVED" }.map(\.identifier)
+                )
             } catch {
-                logger.warning("the retention catalogue's approval states could not be read; its messages are not answered meanwhile", metadata: [
-                    "bundleIdentifier": "\(bundleIdentifier)", "error": "\(type(of: error))",
-                ])
+                logger.warning(
+                    "the retention catalogue's approval states could not be read; its messages are not answered meanwhile",
+                    metadata: [
+                        "bundleIdentifier": "\(bundleIdentifier)", "error": "\(type(of: error))",
+                    ]
+                )
             }
         }
         reads.withLock { $0[key] = Read(approved: approved, at: now) }
@@ -49,17 +54,29 @@ extension OfferService {
     /// counts it: `offer_signer_retention_not_approved_total{bundle, product}`). Entries naming a message by
     /// `messageIdentifier:` were uploaded by other means and are not checked.
     func approvedRetentionEntries(
-        _ entries: [OfferPolicy.RetentionEntry], bundleIdentifier: String, productIdentifier: String, environment: AppStoreEnvironment?
+        _ entries: [OfferPolicy.RetentionEntry],
+        bundleIdentifier: String,
+        productIdentifier: String,
+        environment: AppStoreEnvironment?
     ) async -> [OfferPolicy.RetentionEntry] {
         guard entries.contains(where: { $0.messageName != nil }) else { return entries }
         let name = environment == .sandbox ? "Sandbox" : "Production"
-        let approved = await retentionApprovals.approvedMessages(bundleIdentifier: bundleIdentifier, environment: name, store: store, logger: retentionLogger)
+        let approved = await retentionApprovals.approvedMessages(
+            bundleIdentifier: bundleIdentifier,
+            environment: name,
+            store: store,
+            logger: retentionLogger
+        )
         return entries.filter { entry in
             guard let message = entry.messageName, !approved.contains(entry.messageIdentifier) else { return true }
-            Counter(label: "offer_signer_retention_not_approved_total", dimensions: [("bundle", bundleIdentifier), ("product", productIdentifier)]).increment()
-            retentionLogger.debug("a retention entry's message is not approved by Apple yet; the next entry answers", metadata: [
-                "productIdentifier": "\(productIdentifier)", "message": "\(message)", "environment": "\(name)",
-            ])
+            Counter(label: "offer_signer_retention_not_approved_total", dimensions: [("bundle", bundleIdentifier), ("product", productIdentifier)])
+                .increment()
+            retentionLogger.debug(
+                "a retention entry's message is not approved by Apple yet; the next entry answers",
+                metadata: [
+                    "productIdentifier": "\(productIdentifier)", "message": "\(message)", "environment": "\(name)",
+                ]
+            )
             return false
         }
     }

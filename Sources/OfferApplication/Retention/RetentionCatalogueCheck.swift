@@ -40,12 +40,22 @@ public enum RetentionCatalogueCheck {
             problems.append(Problem(bundleIdentifier: app.bundleIdentifier, location: location, code: error.code.rawValue, message: error.message))
         }
         if catalogue.messages.count > RetentionMessagingLimits.messagesPerApp {
-            note(catalogue.messages[RetentionMessagingLimits.messagesPerApp].location, RetentionMessagingError(
-                .limitReached, "\(app.bundleIdentifier) declares \(catalogue.messages.count) retention messages; Apple keeps at most \(RetentionMessagingLimits.messagesPerApp) an app"))
+            note(
+                catalogue.messages[RetentionMessagingLimits.messagesPerApp].location,
+                RetentionMessagingError(
+                    .limitReached,
+                    "\(app.bundleIdentifier) declares \(catalogue.messages.count) retention messages; Apple keeps at most \(RetentionMessagingLimits.messagesPerApp) an app"
+                )
+            )
         }
         if catalogue.images.count > RetentionMessagingLimits.imagesPerApp {
-            note(catalogue.images[RetentionMessagingLimits.imagesPerApp].location, RetentionMessagingError(
-                .limitReached, "\(app.bundleIdentifier) uses \(catalogue.images.count) retention images; Apple keeps at most \(RetentionMessagingLimits.imagesPerApp) an app"))
+            note(
+                catalogue.images[RetentionMessagingLimits.imagesPerApp].location,
+                RetentionMessagingError(
+                    .limitReached,
+                    "\(app.bundleIdentifier) uses \(catalogue.images.count) retention images; Apple keeps at most \(RetentionMessagingLimits.imagesPerApp) an app"
+                )
+            )
         }
         for image in catalogue.images {
             do {
@@ -81,8 +91,13 @@ public enum RetentionCatalogueCheck {
                 note(entry.location, error)
             }
             if let message = catalogue.message(named: entry.messageName), let written = message.locale, written != entry.locale {
-                note(entry.location, RetentionMessagingError(
-                    .invalidLocale, "message \(entry.messageName) is written for \(written), not \(entry.locale); declare one in that locale"))
+                note(
+                    entry.location,
+                    RetentionMessagingError(
+                        .invalidLocale,
+                        "message \(entry.messageName) is written for \(written), not \(entry.locale); declare one in that locale"
+                    )
+                )
             }
         }
         return problems
@@ -91,12 +106,16 @@ public enum RetentionCatalogueCheck {
     /// The message as it is uploaded.
     public static func message(_ message: OfferPolicy.RetentionCatalogue.Message) -> AppStoreServerAPI.RetentionMessage {
         AppStoreServerAPI.RetentionMessage(
-            header: message.header, body: message.body,
+            header: message.header,
+            body: message.body,
             image: message.imageIdentifier.map { RetentionMessageImage(imageIdentifier: $0, altText: message.imageAltText ?? "") },
-            bulletPoints: message.bulletPoints.isEmpty ? nil : message.bulletPoints.map {
-                RetentionBulletPoint(text: $0.text, imageIdentifier: $0.imageIdentifier, altText: $0.altText)
-            },
-            headerPosition: message.headerPosition.flatMap(RetentionHeaderPosition.init(rawValue:)))
+            bulletPoints: message.bulletPoints.isEmpty
+                ? nil
+                : message.bulletPoints.map {
+                    RetentionBulletPoint(text: $0.text, imageIdentifier: $0.imageIdentifier, altText: $0.altText)
+                },
+            headerPosition: message.headerPosition.flatMap(RetentionHeaderPosition.init(rawValue:))
+        )
     }
 
     /// The image's file, as it was when the policy was read (its SHA-256 must still match).

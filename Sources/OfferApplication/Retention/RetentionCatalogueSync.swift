@@ -76,16 +76,28 @@ public struct RetentionCatalogueSync: Sendable {
     ///   - report: Called with each line to show.
     /// - Throws: ``RetentionMessagingError``: `invalid_request` naming the first broken limit (nothing sent), or the
     ///   failed call's error (what was done before it is recorded on the next run).
-    public func sync(_ app: OfferPolicy.App, deleteDropped: Bool = false, report: @Sendable (String) -> Void = { _ in }) async throws(RetentionMessagingError) -> Report {
+    public func sync(
+        _ app: OfferPolicy.App,
+        deleteDropped: Bool = false,
+        report: @Sendable (String) -> Void = { _ in }
+    ) async throws(RetentionMessagingError) -> Report {
         let problems = RetentionCatalogueCheck.problems(in: app)
         if let first = problems.first {
             throw RetentionMessagingError(
-                .invalidRequest, "the policy's retention catalogue breaks \(problems.count) of Apple's limits, nothing was sent; first: \(first) (offer-signer policy check lists them)")
+                .invalidRequest,
+                "the policy's retention catalogue breaks \(problems.count) of Apple's limits, nothing was sent; first: \(first) (offer-signer policy check lists them)"
+            )
         }
         let catalogue = app.retentionCatalogue
         var result = Report(environment: environment)
-        let images = Dictionary(try await client.images().compactMap { item in item.imageIdentifier.map { ($0.lowercased(), item) } }, uniquingKeysWith: { a, _ in a })
-        let messages = Dictionary(try await client.messages().compactMap { item in item.messageIdentifier.map { ($0.lowercased(), item) } }, uniquingKeysWith: { a, _ in a })
+        let images = Dictionary(
+            try await client.images().compactMap { item in item.imageIdentifier.map { ($0.lowercased(), item) } },
+            uniquingKeysWith: { a, _ in a }
+        )
+        let messages = Dictionary(
+            try await client.messages().compactMap { item in item.messageIdentifier.map { ($0.lowercased(), item) } },
+            uniquingKeysWith: { a, _ in a }
+        )
         for image in catalogue.images where images[image.identifier] == nil {
             let bytes = try RetentionCatalogueCheck.read(image)
             try await upload { () async throws(RetentionMessagingError) in
@@ -95,11 +107,16 @@ public struct RetentionCatalogueSync: Sendable {
             logger.notice("retention image uploaded", metadata: ["identifier": "\(image.identifier)", "environment": "\(environment)"])
             report("uploaded image \(image.identifier) (\(URL(fileURLWithPath: image.file).lastPathComponent))")
         }
-        let withOffers = Set(app.products.flatMap(\.retention).filter { if case .message = $0.answer { false } else { true } }.compactMap(\.messageName))
+        let withOffers = Set(
+            app.products.flatMap(\.retention).filter { if case .message = $0.answer { false } else { true } }.compactMap(\.messageName)
+        )
         for message in catalogue.messages where messages[message.identifier] == nil {
             try await upload { () async throws(RetentionMessagingError) in
                 try await client.uploadMessage(
-                    identifier: message.identifier, message: RetentionCatalogueCheck.message(message), textOnly: !withOffers.contains(message.name))
+                    identifier: message.identifier,
+                    message: RetentionCatalogueCheck.message(message),
+                    textOnly: !withOffers.contains(message.name)
+                )
             }
             result.uploaded.append(message.identifier)
             logger.notice("retention message uploaded", metadata: ["identifier": "\(message.identifier)", "environment": "\(environment)"])
@@ -131,19 +148,29 @@ public struct RetentionCatalogueSync: Sendable {
         for entry in catalogue.defaults {
             let key = "\(entry.productIdentifier) \(entry.locale)"
             let message = catalogue.message(named: entry.messageName)
-            let approved = ([entry.messageIdentifier] + (message?.imageIdentifier.map { [$0] } ?? []) + (message?.bulletPoints.map(\.imageIdentifier) ?? []))
+            let approved =
+                ([entry.messageIdentifier] + (message?.imageIdentifier.map { [$0] } ?? []) + (message?.bulletPoints.map(\.imageIdentifier) ?? []))
                 .allSatisfy { states[$0] == "APPROVED" }
             guard approved else {
                 recorded.defaultsWaiting.append(key)
                 report("default \(key): message \(entry.messageName) is not approved yet; run sync again once it is")
                 continue
             }
-            guard try await client.defaultMessage(productId: entry.productIdentifier, locale: entry.locale) != entry.messageIdentifier else { continue }
-            try await client.configureDefaultMessage(productId: entry.productIdentifier, locale: entry.locale, messageIdentifier: entry.messageIdentifier)
+            guard try await client.defaultMessage(productId: entry.productIdentifier, locale: entry.locale) != entry.messageIdentifier else {
+                continue
+            }
+            try await client.configureDefaultMessage(
+                productId: entry.productIdentifier,
+                locale: entry.locale,
+                messageIdentifier: entry.messageIdentifier
+            )
             recorded.defaultsSet.append(key)
-            logger.notice("retention default message configured", metadata: [
-                "productId": "\(entry.productIdentifier)", "locale": "\(entry.locale)", "identifier": "\(entry.messageIdentifier)",
-            ])
+            logger.notice(
+                "retention default message configured",
+                metadata: [
+                    "productId": "\(entry.productIdentifier)", "locale": "\(entry.locale)", "identifier": "\(entry.messageIdentifier)",
+                ]
+            )
             report("default \(key): \(entry.messageName)")
         }
         return recorded
@@ -165,13 +192,27 @@ public struct RetentionCatalogueSync: Sendable {
         func state(_ value: RetentionApprovalState?) -> String { value?.rawValue ?? "PENDING" }
         for message in catalogue.messages where seen.insert(message.identifier).inserted {
             let found = messages.first { $0.messageIdentifier?.lowercased() == message.identifier }
-            items.append(Item(kind: "message", identifier: message.identifier, name: message.name, state: found.map { state($0.messageState) } ?? "NOT_SENT", inPolicy: true))
+            items.append(
+                Item(
+                    kind: "message",
+                    identifier: message.identifier,
+                    name: message.name,
+                    state: found.map { state($0.messageState) } ?? "NOT_SENT",
+                    inPolicy: true
+                )
+            )
         }
         for image in catalogue.images where seen.insert(image.identifier).inserted {
             let found = images.first { $0.imageIdentifier?.lowercased() == image.identifier }
-            items.append(Item(
-                kind: "image", identifier: image.identifier, name: URL(fileURLWithPath: image.file).lastPathComponent,
-                state: found.map { state($0.imageState) } ?? "NOT_SENT", inPolicy: true))
+            items.append(
+                Item(
+                    kind: "image",
+                    identifier: image.identifier,
+                    name: URL(fileURLWithPath: image.file).lastPathComponent,
+                    state: found.map { state($0.imageState) } ?? "NOT_SENT",
+                    inPolicy: true
+                )
+            )
         }
         for message in messages {
             guard let identifier = message.messageIdentifier?.lowercased(), seen.insert(identifier).inserted else { continue }
@@ -188,16 +229,25 @@ public struct RetentionCatalogueSync: Sendable {
             do {
                 let before = Dictionary(
                     try await store.retentionCatalogue(bundleIdentifier: app.bundleIdentifier, environment: environment).map { ($0.identifier, $0) },
-                    uniquingKeysWith: { a, _ in a })
+                    uniquingKeysWith: { a, _ in a }
+                )
                 let records = items.map { item in
                     RetentionCatalogueRecord(
-                        kind: item.kind, identifier: item.identifier, name: item.name, state: item.state,
-                        sentAt: uploaded.contains(item.identifier) ? now : before[item.identifier]?.sentAt, checkedAt: now)
+                        kind: item.kind,
+                        identifier: item.identifier,
+                        name: item.name,
+                        state: item.state,
+                        sentAt: uploaded.contains(item.identifier) ? now : before[item.identifier]?.sentAt,
+                        checkedAt: now
+                    )
                 }
                 try await store.replaceRetentionCatalogue(bundleIdentifier: app.bundleIdentifier, environment: environment, with: records)
             } catch {
                 logger.error("the retention catalogue's states could not be recorded", metadata: ["error": "\(type(of: error))"])
-                throw RetentionMessagingError(.invalidRequest, "Apple's states were read but the store could not record them; check the store and run again")
+                throw RetentionMessagingError(
+                    .invalidRequest,
+                    "Apple's states were read but the store could not record them; check the store and run again"
+                )
             }
         }
         return result
@@ -208,8 +258,11 @@ public struct RetentionCatalogueSync: Sendable {
     private func upload(_ call: () async throws(RetentionMessagingError) -> Void) async throws(RetentionMessagingError) {
         do {
             try await call()
-        } catch where error.code == .alreadyExists {
-            logger.info("the App Store already has this item: an earlier upload's answer was lost", metadata: ["code": "\(error.appleErrorCode ?? 0)"])
+        } catch  where error.code == .alreadyExists {
+            logger.info(
+                "the App Store already has this item: an earlier upload's answer was lost",
+                metadata: ["code": "\(error.appleErrorCode ?? 0)"]
+            )
         }
     }
 }

@@ -29,14 +29,17 @@ public struct RetentionMessagingSetup: Sendable {
     ///   - logger: Where uploads, defaults and test results are logged (identifiers only).
     /// - Throws: ``RetentionMessagingError/Code/invalidConfiguration``.
     public init(
-        configurations: [String: AppStoreServerAPIConfiguration], options: RetentionMessagingClient.Options = .init(),
-        store: (any OfferStore)?, logger: Logger
+        configurations: [String: AppStoreServerAPIConfiguration],
+        options: RetentionMessagingClient.Options = .init(),
+        store: (any OfferStore)?,
+        logger: Logger
     ) throws(RetentionMessagingError) {
         var clients: [String: Clients] = [:]
         for (bundle, configuration) in configurations {
             clients[bundle] = Clients(
                 sandbox: try RetentionMessagingClient(configuration: configuration, environment: .sandbox, options: options, logger: logger),
-                production: try RetentionMessagingClient(configuration: configuration, environment: .production, options: options, logger: logger))
+                production: try RetentionMessagingClient(configuration: configuration, environment: .production, options: options, logger: logger)
+            )
         }
         self.clients = clients
         self.store = store
@@ -55,23 +58,41 @@ public struct RetentionMessagingSetup: Sendable {
 
     /// Runs ``RetentionGoLive`` for an app and keeps the test's result (``lastPerformanceTest(_:)``).
     public func goLive(
-        _ bundleIdentifier: String, productionURL: String, sandboxURL: String?, originalTransactionId: String, resumeRequestId: String? = nil,
-        pollInterval: Duration = .seconds(15), timeout: Duration = .seconds(3600), report: @escaping @Sendable (String) -> Void
+        _ bundleIdentifier: String,
+        productionURL: String,
+        sandboxURL: String?,
+        originalTransactionId: String,
+        resumeRequestId: String? = nil,
+        pollInterval: Duration = .seconds(15),
+        timeout: Duration = .seconds(3600),
+        report: @escaping @Sendable (String) -> Void
     ) async throws(RetentionMessagingError) -> RetentionGoLive.Outcome {
         let pair = try clients(bundleIdentifier)
         let outcome = try await RetentionGoLive(sandbox: pair.sandbox, production: pair.production).run(
-            productionURL: productionURL, sandboxURL: sandboxURL, originalTransactionId: originalTransactionId, resumeRequestId: resumeRequestId,
-            pollInterval: pollInterval, timeout: timeout, report: report)
+            productionURL: productionURL,
+            sandboxURL: sandboxURL,
+            originalTransactionId: originalTransactionId,
+            resumeRequestId: resumeRequestId,
+            pollInterval: pollInterval,
+            timeout: timeout,
+            report: report
+        )
         let result: RetentionPerformanceTestResult
         let live: Bool
         switch outcome {
         case .live(let passed): (result, live) = (passed, true)
         case .failed(let failed), .inconclusive(let failed): (result, live) = (failed, false)
         }
-        logger.notice("retention performance test ended", metadata: [
-            "bundleIdentifier": "\(bundleIdentifier)", "result": "\(result.result?.rawValue ?? "none")", "live": "\(live)",
-        ])
-        await record(PerformanceTestRecord(result: result, live: live, productionURL: live ? productionURL : nil, endedAt: Date()), for: bundleIdentifier)
+        logger.notice(
+            "retention performance test ended",
+            metadata: [
+                "bundleIdentifier": "\(bundleIdentifier)", "result": "\(result.result?.rawValue ?? "none")", "live": "\(live)",
+            ]
+        )
+        await record(
+            PerformanceTestRecord(result: result, live: live, productionURL: live ? productionURL : nil, endedAt: Date()),
+            for: bundleIdentifier
+        )
         return outcome
     }
 
@@ -98,7 +119,9 @@ public struct RetentionMessagingSetup: Sendable {
     private func clients(_ bundleIdentifier: String) throws(RetentionMessagingError) -> Clients {
         guard let pair = clients[bundleIdentifier] else {
             throw RetentionMessagingError(
-                .invalidConfiguration, "the App Store Server API is not configured for \(bundleIdentifier.prefix(100)) (docs/app-store-api.md): it cannot be set up at Apple")
+                .invalidConfiguration,
+                "the App Store Server API is not configured for \(bundleIdentifier.prefix(100)) (docs/app-store-api.md): it cannot be set up at Apple"
+            )
         }
         return pair
     }

@@ -38,16 +38,28 @@ extension OfferService {
 
     /// A retention request's `signedPayload`, verified, and the app whose `appAppleId` it carries. `fresh`: signed
     /// within the clock skew of now by a chain valid now (a live request; a captured one explained need not be).
-    private func verifiedRetentionRequest(_ signedPayload: String, fresh: Bool) async throws(OfferServiceError) -> (bundleIdentifier: String, request: DecodedRealtimeRequestBody) {
+    private func verifiedRetentionRequest(
+        _ signedPayload: String,
+        fresh: Bool
+    ) async throws(OfferServiceError) -> (bundleIdentifier: String, request: DecodedRealtimeRequestBody) {
         guard let notifications else {
-            throw OfferServiceError(.storeUnavailable, "Retention requests cannot be verified: the service has no customer store or no app it can verify App Store data for (set the app's appAppleId, OFFER_SIGNER_ENVIRONMENTS, and OFFER_SIGNER_TRUSTED_ROOTS for test chains).")
+            throw OfferServiceError(
+                .storeUnavailable,
+                "Retention requests cannot be verified: the service has no customer store or no app it can verify App Store data for (set the app's appAppleId, OFFER_SIGNER_ENVIRONMENTS, and OFFER_SIGNER_TRUSTED_ROOTS for test chains)."
+            )
         }
-        return try await Traces.span("app_store.verify") { () async throws(OfferServiceError) in try await notifications.verifyRealtimeRequest(signedPayload: signedPayload, fresh: fresh) }
+        return try await Traces.span("app_store.verify") { () async throws(OfferServiceError) in
+            try await notifications.verifyRealtimeRequest(signedPayload: signedPayload, fresh: fresh)
+        }
     }
 
     /// Answers a verified real-time retention request for the app `bundleIdentifier` (see
     /// ``answerRetention(signedPayload:)``).
-    public func answerRetention(_ request: DecodedRealtimeRequestBody, bundleIdentifier: String, now: Date = Date()) async throws -> RealtimeResponseBody {
+    public func answerRetention(
+        _ request: DecodedRealtimeRequestBody,
+        bundleIdentifier: String,
+        now: Date = Date()
+    ) async throws -> RealtimeResponseBody {
         let app = try app(named: bundleIdentifier)
         let product: OfferPolicy.Product
         let entries: [OfferPolicy.RetentionEntry]
@@ -55,7 +67,11 @@ extension OfferService {
             let (found, listed) = try retentionEntries(app: app, productIdentifier: request.productIdentifier ?? "")
             product = found
             entries = await approvedRetentionEntries(
-                listed, bundleIdentifier: app.bundleIdentifier, productIdentifier: found.productIdentifier, environment: request.environment)
+                listed,
+                bundleIdentifier: app.bundleIdentifier,
+                productIdentifier: found.productIdentifier,
+                environment: request.environment
+            )
         } catch {
             noteNoRetentionAnswer(error, app: app, productIdentifier: request.productIdentifier ?? "")
             throw error
@@ -66,11 +82,21 @@ extension OfferService {
         let recording = Mutex<Task<Void, Never>?>(nil)
         do {
             let deadline = ContinuousClock.now + retentionDeadline
-            let deadlineMilliseconds = Int64(retentionDeadline.components.seconds * 1000 + retentionDeadline.components.attoseconds / 1_000_000_000_000_000)
+            let deadlineMilliseconds = Int64(
+                retentionDeadline.components.seconds * 1000 + retentionDeadline.components.attoseconds / 1_000_000_000_000_000
+            )
             answer = try await Traces.span("retention.deadline", ["offer_signer.retention.deadline_ms": .int64(deadlineMilliseconds)]) {
                 let answer = try await withDeadline(retentionDeadline) {
                     try await self.decideRetention(request, app: app, product: product, entries: entries, deadline: deadline, now: now) { answer in
-                        recording.withLock { $0 = self.startRecordingRetentionOutcome(request, bundleIdentifier: app.bundleIdentifier, product: product.productIdentifier, answer: answer, now: now) }
+                        recording.withLock {
+                            $0 = self.startRecordingRetentionOutcome(
+                                request,
+                                bundleIdentifier: app.bundleIdentifier,
+                                product: product.productIdentifier,
+                                answer: answer,
+                                now: now
+                            )
+                        }
                     }
                 }
                 Traces.annotate { $0["offer_signer.retention.in_time"] = answer != nil }
@@ -84,42 +110,77 @@ extension OfferService {
             throw error
         } catch let error as OfferServiceError where error.code == .requestIdentifierConflict {
             PipelineMetrics.countRetentionAnswer("request_identifier_conflict")
-            retentionLogger.warning("a retention request reused a requestIdentifier answered for another request; refused", metadata: [
-                "productIdentifier": "\(product.productIdentifier)", "requestIdentifier": "\(request.requestIdentifier ?? "-")",
-            ])
+            retentionLogger.warning(
+                "a retention request reused a requestIdentifier answered for another request; refused",
+                metadata: [
+                    "productIdentifier": "\(product.productIdentifier)", "requestIdentifier": "\(request.requestIdentifier ?? "-")",
+                ]
+            )
             throw error
         }
         if let answer {
-            PipelineMetrics.countRetentionAnswer(answer.promotionalOffer != nil ? "promotionalOffer" : answer.alternateProduct != nil ? "alternateProduct" : "message")
+            PipelineMetrics.countRetentionAnswer(
+                answer.promotionalOffer != nil ? "promotionalOffer" : answer.alternateProduct != nil ? "alternateProduct" : "message"
+            )
             if let started = recording.withLock({ $0 }) {
                 await Self.waitForRecording(started)
             } else {
                 // A stored answer (a repeated requestIdentifier): its record was written with it; written again, it is skipped.
-                await recordRetentionOutcome(request, bundleIdentifier: app.bundleIdentifier, product: product.productIdentifier, answer: answer, now: now)
+                await recordRetentionOutcome(
+                    request,
+                    bundleIdentifier: app.bundleIdentifier,
+                    product: product.productIdentifier,
+                    answer: answer,
+                    now: now
+                )
             }
             return answer
         }
         guard let fallback = entries.first(where: \.isFallback) else {
             PipelineMetrics.countRetentionAnswer("timed_out")
-            throw OfferServiceError(.retentionTimedOut, "The retention answer was not ready within \(retentionDeadline) and \(product.productIdentifier) has no fallback message; the App Store shows its default message.")
+            throw OfferServiceError(
+                .retentionTimedOut,
+                "The retention answer was not ready within \(retentionDeadline) and \(product.productIdentifier) has no fallback message; the App Store shows its default message."
+            )
         }
         PipelineMetrics.countRetentionAnswer("fallback_after_deadline")
         // Debug, not warning: under overload this happens on every request; the metric counts it.
-        retentionLogger.debug("retention answer not ready within the deadline; answered the fallback", metadata: [
-            "productIdentifier": "\(product.productIdentifier)", "deadline": "\(retentionDeadline)",
-        ])
+        retentionLogger.debug(
+            "retention answer not ready within the deadline; answered the fallback",
+            metadata: [
+                "productIdentifier": "\(product.productIdentifier)", "deadline": "\(retentionDeadline)",
+            ]
+        )
         let fallbackAnswer = Self.retentionAnswer(fallback, signed: nil)
-        await recordRetentionOutcome(request, bundleIdentifier: app.bundleIdentifier, product: product.productIdentifier, answer: fallbackAnswer, now: now, wait: .zero)
+        await recordRetentionOutcome(
+            request,
+            bundleIdentifier: app.bundleIdentifier,
+            product: product.productIdentifier,
+            answer: fallbackAnswer,
+            now: now,
+            wait: .zero
+        )
         return fallbackAnswer
     }
 
     /// Which entry the policy chooses for a request and why, read without a lock and without signing.
-    public func explainRetention(_ request: DecodedRealtimeRequestBody, bundleIdentifier: String, now: Date = Date()) async throws -> RetentionExplanation {
+    public func explainRetention(
+        _ request: DecodedRealtimeRequestBody,
+        bundleIdentifier: String,
+        now: Date = Date()
+    ) async throws -> RetentionExplanation {
         let app = try app(named: bundleIdentifier)
         let (product, entries) = try retentionEntries(app: app, productIdentifier: request.productIdentifier ?? "")
         let (customer, known) = try await retentionCustomer(app: app, originalTransactionId: request.originalTransactionId ?? "")
         let selection = RetentionSelection(entries)
-        let base = try await context(app: app, product: product, offerIdentifier: "", applicationUsername: customer.applicationUsername, lookback: selection.lookback, now: now)
+        let base = try await context(
+            app: app,
+            product: product,
+            offerIdentifier: "",
+            applicationUsername: customer.applicationUsername,
+            lookback: selection.lookback,
+            now: now
+        )
         return RetentionExplanation(customer: customer, customerKnown: known, choice: OfferPolicy.chooseRetention(entries, in: base))
     }
 
@@ -133,7 +194,10 @@ extension OfferService {
         var signedPayload: String?
         if trimmed.hasPrefix("{") {
             guard let body = try? JSONDecoder().decode(Body.self, from: Data(trimmed.utf8)) else {
-                throw OfferServiceError.invalidRequest(field: "file", "The file is not JSON: give {\"signedPayload\": …}, a signed payload, or a decoded request.")
+                throw OfferServiceError.invalidRequest(
+                    field: "file",
+                    "The file is not JSON: give {\"signedPayload\": …}, a signed payload, or a decoded request."
+                )
             }
             signedPayload = body.signedPayload
         } else {
@@ -144,8 +208,12 @@ extension OfferService {
             return try await explainRetention(request, bundleIdentifier: bundleIdentifier, now: now)
         }
         guard let request = try? JSONDecoder().decode(DecodedRealtimeRequestBody.self, from: Data(trimmed.utf8)),
-              request.originalTransactionId != nil, request.productIdentifier != nil else {
-            throw OfferServiceError.invalidRequest(field: "file", "A decoded request needs originalTransactionId (a string) and productId; appAppleId picks the app when several are served.")
+            request.originalTransactionId != nil, request.productIdentifier != nil
+        else {
+            throw OfferServiceError.invalidRequest(
+                field: "file",
+                "A decoded request needs originalTransactionId (a string) and productId; appAppleId picks the app when several are served."
+            )
         }
         let bundleIdentifier = request.appAppleId.flatMap { id in policy?.apps.first(where: { $0.appAppleId == id })?.bundleIdentifier }
         return try await explainRetention(request, bundleIdentifier: try app(named: bundleIdentifier).bundleIdentifier, now: now)
@@ -153,9 +221,15 @@ extension OfferService {
 
     /// The product's retention entries.
     /// - Throws: 404 `no_retention_answer` when the policy lists none for it.
-    private func retentionEntries(app: AppConfiguration, productIdentifier: String) throws(OfferServiceError) -> (OfferPolicy.Product, [OfferPolicy.RetentionEntry]) {
+    private func retentionEntries(
+        app: AppConfiguration,
+        productIdentifier: String
+    ) throws(OfferServiceError) -> (OfferPolicy.Product, [OfferPolicy.RetentionEntry]) {
         guard let product = policy?.app(app.bundleIdentifier)?.product(productIdentifier), !product.retention.isEmpty else {
-            throw OfferServiceError(.noRetentionAnswer, "The policy has no retention entries for \(productIdentifier.prefix(PayloadField.maximumLength)) of \(app.bundleIdentifier); the App Store shows its default message. Add a retention: list to the product (docs/retention.md).")
+            throw OfferServiceError(
+                .noRetentionAnswer,
+                "The policy has no retention entries for \(productIdentifier.prefix(PayloadField.maximumLength)) of \(app.bundleIdentifier); the App Store shows its default message. Add a retention: list to the product (docs/retention.md)."
+            )
         }
         return (product, product.retention)
     }
@@ -163,7 +237,8 @@ extension OfferService {
     /// The customer who owns an original transaction: one known by an account (appAccountToken / the app's
     /// applicationUsername) first, else the one notifications filed under `otid:`; a stranger is keyed `otid:` too,
     /// so the signature counts against the customer the next notification creates.
-    private func retentionCustomer(app: AppConfiguration, originalTransactionId: String) async throws(OfferServiceError) -> (CustomerKey, known: Bool) {
+    private func retentionCustomer(app: AppConfiguration, originalTransactionId: String) async throws(OfferServiceError) -> (CustomerKey, known: Bool)
+    {
         let stranger = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: "otid:\(originalTransactionId)")
         guard let store else { return (stranger, false) }
         let owners = try await storeCall { try await store.customers(withOriginalTransactionId: originalTransactionId) }
@@ -176,25 +251,46 @@ extension OfferService {
     /// promotional offer, idempotent per `requestIdentifier`.
     /// `decided` is told the answer once it is decided and signed, before it is stored and its signature recorded.
     private func decideRetention(
-        _ request: DecodedRealtimeRequestBody, app: AppConfiguration, product: OfferPolicy.Product, entries: [OfferPolicy.RetentionEntry],
-        deadline: ContinuousClock.Instant, now: Date, decided: @escaping @Sendable (RealtimeResponseBody) -> Void
+        _ request: DecodedRealtimeRequestBody,
+        app: AppConfiguration,
+        product: OfferPolicy.Product,
+        entries: [OfferPolicy.RetentionEntry],
+        deadline: ContinuousClock.Instant,
+        now: Date,
+        decided: @escaping @Sendable (RealtimeResponseBody) -> Void
     ) async throws -> RealtimeResponseBody {
         let originalTransactionId = request.originalTransactionId ?? ""
         let requestIdentifier = (request.requestIdentifier ?? "").lowercased()
         let binding = "\(originalTransactionId) \(product.productIdentifier)"
         let (stranger, known) = try await retentionCustomer(app: app, originalTransactionId: originalTransactionId)
         var flow = SigningFlow<RealtimeResponseBody>(
-            app: app, customer: stranger, productIdentifier: product.productIdentifier, offerIdentifier: "", channel: .retention,
-            subscriptionGroupIdentifier: product.subscriptionGroupIdentifier, rule: RetentionSelection(entries),
+            app: app,
+            customer: stranger,
+            productIdentifier: product.productIdentifier,
+            offerIdentifier: "",
+            channel: .retention,
+            subscriptionGroupIdentifier: product.subscriptionGroupIdentifier,
+            rule: RetentionSelection(entries),
             refusesWhenNotEligible: false,
             sign: .suspending { key, decision, context in
                 // The customer the decision was made for: the store's, or the one the App Store's answer named.
                 let customer = context.facts.key
                 // The entry the pipeline's decision chose (RetentionSelection), acted on as decided: not decided again.
                 guard let index = decision.choice, entries.indices.contains(index) else {
-                    PipelineMetrics.countRefusal(decision.reasons, offer: OfferMetrics.labels(
-                        self.policy, bundleIdentifier: app.bundleIdentifier, productIdentifier: product.productIdentifier, offerIdentifier: ""))
-                    throw OfferServiceError(.noRetentionAnswer, "No retention entry of \(product.productIdentifier) holds for this customer and there is no fallback; the App Store shows its default message.", reasons: decision.reasons)
+                    PipelineMetrics.countRefusal(
+                        decision.reasons,
+                        offer: OfferMetrics.labels(
+                            self.policy,
+                            bundleIdentifier: app.bundleIdentifier,
+                            productIdentifier: product.productIdentifier,
+                            offerIdentifier: ""
+                        )
+                    )
+                    throw OfferServiceError(
+                        .noRetentionAnswer,
+                        "No retention entry of \(product.productIdentifier) holds for this customer and there is no fallback; the App Store shows its default message.",
+                        reasons: decision.reasons
+                    )
                 }
                 let entry = entries[index]
                 // The answer, told to `decided` before the pipeline stores it and records its signature.
@@ -211,26 +307,57 @@ extension OfferService {
                     // Only a V2 answer needs the issuer: without one, messages and V1 answers still go out.
                     let issuer = try self.issuerIdentifier(of: app)
                     let signed = try await JWSOfferSigner.signPromotionalOffer(
-                        bundleIdentifier: app.bundleIdentifier, productIdentifier: product.productIdentifier,
-                        offerIdentifier: offerIdentifier, transactionId: originalTransactionId, issuerIdentifier: issuer, key: key,
-                        issuedAt: context.now)
-                    return answering(.v2(signed.token), record: IssuedSignature(
-                        signed, bundleIdentifier: app.bundleIdentifier, customer: customer.applicationUsername,
-                        channel: "retention", requestIdentifier: requestIdentifier))
+                        bundleIdentifier: app.bundleIdentifier,
+                        productIdentifier: product.productIdentifier,
+                        offerIdentifier: offerIdentifier,
+                        transactionId: originalTransactionId,
+                        issuerIdentifier: issuer,
+                        key: key,
+                        issuedAt: context.now
+                    )
+                    return answering(
+                        .v2(signed.token),
+                        record: IssuedSignature(
+                            signed,
+                            bundleIdentifier: app.bundleIdentifier,
+                            customer: customer.applicationUsername,
+                            channel: "retention",
+                            requestIdentifier: requestIdentifier
+                        )
+                    )
                 case .v1:
                     // The legacy signature covers an applicationUsername: the customer's appAccountToken when they
                     // are known by one (Apple's V1 answer carries it), else nothing.
                     let token = UUID(uuidString: customer.applicationUsername) != nil ? customer.applicationUsername : nil
-                    let bundle = try OfferSigner.signLegacy(PromotionalOffer(
-                        bundleIdentifier: app.bundleIdentifier, productIdentifier: product.productIdentifier,
-                        offerIdentifier: offerIdentifier, applicationUsername: token ?? "", requiresApplicationUsername: false), with: key,
-                        timestamp: Int64((context.now.timeIntervalSince1970 * 1000).rounded(.down)))
+                    let bundle = try OfferSigner.signLegacy(
+                        PromotionalOffer(
+                            bundleIdentifier: app.bundleIdentifier,
+                            productIdentifier: product.productIdentifier,
+                            offerIdentifier: offerIdentifier,
+                            applicationUsername: token ?? "",
+                            requiresApplicationUsername: false
+                        ),
+                        with: key,
+                        timestamp: Int64((context.now.timeIntervalSince1970 * 1000).rounded(.down))
+                    )
                     let signature = PromotionalOfferSignatureV1(
-                        encodedSignature: bundle.signature, productIdentifier: bundle.productIdentifier, nonce: bundle.nonce,
-                        timestamp: bundle.timestamp, keyIdentifier: bundle.keyIdentifier, offerIdentifier: bundle.offerIdentifier,
-                        appAccountToken: token)
-                    return answering(.v1(signature), record: IssuedSignature(
-                        bundle, customer: customer.applicationUsername, channel: "retention", requestIdentifier: requestIdentifier))
+                        encodedSignature: bundle.signature,
+                        productIdentifier: bundle.productIdentifier,
+                        nonce: bundle.nonce,
+                        timestamp: bundle.timestamp,
+                        keyIdentifier: bundle.keyIdentifier,
+                        offerIdentifier: bundle.offerIdentifier,
+                        appAccountToken: token
+                    )
+                    return answering(
+                        .v1(signature),
+                        record: IssuedSignature(
+                            bundle,
+                            customer: customer.applicationUsername,
+                            channel: "retention",
+                            requestIdentifier: requestIdentifier
+                        )
+                    )
                 }
             },
             idempotency: FlowIdempotency(
@@ -240,21 +367,32 @@ extension OfferService {
                     // The stored answer is given only to the request it answered: same original transaction and
                     // product (an answer stored before answers were bound names no request, and is given to none).
                     guard let stored = try? StoredRetentionAnswer(decoding: text), stored.request == binding else {
-                        throw OfferServiceError(.requestIdentifierConflict, "This requestIdentifier was already answered for another original transaction or product; a stored answer is given only to the request it answered.")
+                        throw OfferServiceError(
+                            .requestIdentifierConflict,
+                            "This requestIdentifier was already answered for another original transaction or product; a stored answer is given only to the request it answered."
+                        )
                     }
                     // An offer signed with a key revoked since (or gone) is not handed out again: the product's
                     // fallback message instead, else no answer (the App Store shows its default message).
                     if let key = stored.answer.promotionalOffer?.signingKeyIdentifier, [nil, .revoked].contains(self.keys.current.state(of: key)) {
-                        self.retentionLogger.notice("a stored retention answer signed with a key revoked since was not given again", metadata: [
-                            "bundleIdentifier": "\(app.bundleIdentifier)", "keyIdentifier": "\(key)", "requestIdentifier": "\(requestIdentifier)",
-                        ])
+                        self.retentionLogger.notice(
+                            "a stored retention answer signed with a key revoked since was not given again",
+                            metadata: [
+                                "bundleIdentifier": "\(app.bundleIdentifier)", "keyIdentifier": "\(key)", "requestIdentifier": "\(requestIdentifier)",
+                            ]
+                        )
                         guard let fallback = entries.last, fallback.isFallback else {
-                            throw OfferServiceError(.noRetentionAnswer, "The answer stored for this requestIdentifier carries an offer signed with a key revoked since, and \(product.productIdentifier) has no fallback message; the App Store shows its default message.")
+                            throw OfferServiceError(
+                                .noRetentionAnswer,
+                                "The answer stored for this requestIdentifier carries an offer signed with a key revoked since, and \(product.productIdentifier) has no fallback message; the App Store shows its default message."
+                            )
                         }
                         return Self.retentionAnswer(fallback, signed: nil)
                     }
                     return stored.answer
-                }))
+                }
+            )
+        )
         flow.deadline = deadline
         if !known {
             // A subscription the store has never seen: the App Store's facts, filed under the customer they name.
@@ -280,7 +418,9 @@ extension OfferService {
         case .message:
             return RealtimeResponseBody(message: RetentionMessage(messageIdentifier: entry.messageIdentifier))
         case .alternateProduct(let productIdentifier):
-            return RealtimeResponseBody(alternateProduct: RetentionAlternateProduct(messageIdentifier: entry.messageIdentifier, productIdentifier: productIdentifier))
+            return RealtimeResponseBody(
+                alternateProduct: RetentionAlternateProduct(messageIdentifier: entry.messageIdentifier, productIdentifier: productIdentifier)
+            )
         case .promotionalOffer:
             var offer = RetentionPromotionalOffer(messageIdentifier: entry.messageIdentifier)
             switch signed {
@@ -299,8 +439,11 @@ extension OfferService {
         let product = String(productIdentifier.prefix(PayloadField.maximumLength))
         let first = retentionUnanswered.withLock { $0.count < 1_000 && $0.insert("\(app.bundleIdentifier)/\(product)").inserted }
         guard first else { return }
-        retentionLogger.warning("retention requests get no answer (logged once per product)", metadata: [
-            "bundleIdentifier": "\(app.bundleIdentifier)", "productIdentifier": "\(product)", "why": "\(error.message)",
-        ])
+        retentionLogger.warning(
+            "retention requests get no answer (logged once per product)",
+            metadata: [
+                "bundleIdentifier": "\(app.bundleIdentifier)", "productIdentifier": "\(product)", "why": "\(error.message)",
+            ]
+        )
     }
 }

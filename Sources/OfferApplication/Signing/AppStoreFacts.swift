@@ -4,9 +4,9 @@ import Foundation
 import Logging
 import Metrics
 import OfferEligibility
+import OfferErrors
 import OfferModel
 import OfferStore
-import OfferErrors
 
 /// Who the facts fetched from the App Store are filed under.
 enum AppStoreFactsOwner: Sendable, Hashable {
@@ -60,7 +60,11 @@ extension OfferService {
         let owners = try await storeCall { try await store.customers(withOriginalTransactionId: lookup.transactionId) }
             .filter { $0.bundleIdentifier == app.bundleIdentifier }
         guard owners.isEmpty || owners.contains(customer) else {
-            throw OfferServiceError(.transactionClaimed, "\(lookup.field) names a subscription already claimed by another customer of \(app.bundleIdentifier); send one of this customer's own transactions, or none.", field: lookup.field)
+            throw OfferServiceError(
+                .transactionClaimed,
+                "\(lookup.field) names a subscription already claimed by another customer of \(app.bundleIdentifier); send one of this customer's own transactions, or none.",
+                field: lookup.field
+            )
         }
     }
 
@@ -75,7 +79,11 @@ extension OfferService {
     /// for a transaction the store does not know, and the eligibility listing before it reads the facts.
     /// - Throws: ``OfferServiceError`` 400 `invalid_request` (not a transaction identifier), 403 `customer_mismatch`,
     ///   409 `transaction_claimed`, 503 `app_store_unavailable` (the policy's `refuse`) or `store_unavailable`.
-    func fetchMissingFacts(_ lookup: AppStoreLookup, app: AppConfiguration, subscriptionGroupIdentifier: String?) async throws(OfferServiceError) -> AppStoreLookupOutcome {
+    func fetchMissingFacts(
+        _ lookup: AppStoreLookup,
+        app: AppConfiguration,
+        subscriptionGroupIdentifier: String?
+    ) async throws(OfferServiceError) -> AppStoreLookupOutcome {
         guard let client = appStoreClients[app.bundleIdentifier], let store else { return .notAsked }
         if !lookup.evenWhenFactsKnown, case .customer(let key) = lookup.owner {
             let facts = try await storeCall { try await store.customerFacts(for: key) }
@@ -91,7 +99,10 @@ extension OfferService {
                 return .notFound
             case .invalidTransactionIdentifier:
                 Self.countLookup("invalid_transaction_identifier")
-                throw OfferServiceError.invalidRequest(field: lookup.field, "\(lookup.field) is not a transaction identifier the App Store issues: 1 to 32 decimal digits.")
+                throw OfferServiceError.invalidRequest(
+                    field: lookup.field,
+                    "\(lookup.field) is not a transaction identifier the App Store issues: 1 to 32 decimal digits."
+                )
             default:
                 return try appStoreUnavailable(error, app: app, whenUnavailable: lookup.whenUnavailable)
             }
@@ -111,7 +122,12 @@ extension OfferService {
             let anchor = transactions.first { $0.originalTransactionId == lookup.transactionId } ?? transactions[0]
             guard notifications != nil else { return .notAsked }
             let binding = try await storeCall { () async throws -> CustomerBinding? in
-                let binding = try await CustomerBinding.resolve(anchor, bundleIdentifier: app.bundleIdentifier, store: store, tokens: notifications?.tokenRule ?? .uuid)
+                let binding = try await CustomerBinding.resolve(
+                    anchor,
+                    bundleIdentifier: app.bundleIdentifier,
+                    store: store,
+                    tokens: notifications?.tokenRule ?? .uuid
+                )
                 try await binding?.report(source: "app_store_answer", store: store, logger: Self.appStoreLogger)
                 return binding
             }
@@ -123,14 +139,27 @@ extension OfferService {
         }
         // The write claims every original transaction of the answer for the customer (one owner each, checked in
         // the write's transaction): a concurrent claim by another customer refuses this one, 409.
-        let claims = CustomerBinding.claims(transactions, for: key, environment: fetched.environment.rawValue, tokens: notifications?.tokenRule ?? .uuid)
+        let claims = CustomerBinding.claims(
+            transactions,
+            for: key,
+            environment: fetched.environment.rawValue,
+            tokens: notifications?.tokenRule ?? .uuid
+        )
         try await storeCall { () async throws -> Void in
             do {
                 _ = try await store.updateCustomer(key, claiming: claims) { facts in fetched.fold(into: &facts) }
             } catch let error as OfferStoreError where error.code == .transactionClaimed {
                 Self.countLookup("refused_claimed")
-                try? await CustomerBinding(key: key, refused: key, conflict: .transactionClaimed).report(source: "app_store_answer", store: store, logger: Self.appStoreLogger)
-                throw OfferServiceError(.transactionClaimed, "This subscription's original transaction is already claimed by another customer of this app; the App Store's answer was not attached to this customer. Set appAccountToken on purchases to tie them to your accounts.", field: lookup.field)
+                try? await CustomerBinding(key: key, refused: key, conflict: .transactionClaimed).report(
+                    source: "app_store_answer",
+                    store: store,
+                    logger: Self.appStoreLogger
+                )
+                throw OfferServiceError(
+                    .transactionClaimed,
+                    "This subscription's original transaction is already claimed by another customer of this app; the App Store's answer was not attached to this customer. Set appAccountToken on purchases to tie them to your accounts.",
+                    field: lookup.field
+                )
             }
         }
         // The answer's offers and renewals for the outcome report, after the request: a history holds up to a
@@ -138,20 +167,33 @@ extension OfferService {
         let outcomes = notifications?.outcomes ?? OutcomeRecorder(store: store, logger: Self.appStoreLogger)
         Task { await outcomes.recordQuietly(transactions, customer: key, source: "app_store_answer") }
         Self.countLookup("stored")
-        Self.appStoreLogger.info("facts fetched from the App Store and stored", metadata: [
-            "bundleIdentifier": "\(app.bundleIdentifier)", "customer": "\(CustomerHash.of(key))",
-            "app_store_environment": "\(fetched.environment.rawValue)", "subscriptions": "\(fetched.statuses.lastTransactions.count)",
-        ])
+        Self.appStoreLogger.info(
+            "facts fetched from the App Store and stored",
+            metadata: [
+                "bundleIdentifier": "\(app.bundleIdentifier)", "customer": "\(CustomerHash.of(key))",
+                "app_store_environment": "\(fetched.environment.rawValue)", "subscriptions": "\(fetched.statuses.lastTransactions.count)",
+            ]
+        )
         return .stored(key, originalTransactionIds: originals)
     }
 
     /// Apple's answer for a transaction the request presented is attached to the request's customer only as a
     /// signed transaction would be (``NotificationIngestor/ingest(signedTransaction:for:)``).
-    private func requireAnswerBelongs(to customer: CustomerKey, transactions: [JWSTransactionDecodedPayload], originals: Set<String>, app: AppConfiguration, field: String) async throws(OfferServiceError) {
+    private func requireAnswerBelongs(
+        to customer: CustomerKey,
+        transactions: [JWSTransactionDecodedPayload],
+        originals: Set<String>,
+        app: AppConfiguration,
+        field: String
+    ) async throws(OfferServiceError) {
         let tokens = Set(transactions.compactMap { $0.appAccountToken?.lowercased() }.filter { !$0.isEmpty })
         if tokens.contains(where: { $0 != customer.applicationUsername }) {
             Self.countLookup("refused_other_customer")
-            throw OfferServiceError(.customerMismatch, "The App Store says this transaction belongs to another customer (its appAccountToken is not this applicationUsername); nothing was attached to this customer.", field: field)
+            throw OfferServiceError(
+                .customerMismatch,
+                "The App Store says this transaction belongs to another customer (its appAccountToken is not this applicationUsername); nothing was attached to this customer.",
+                field: field
+            )
         }
         guard !tokens.contains(customer.applicationUsername), let store else { return }
         for original in originals.sorted() {
@@ -159,24 +201,40 @@ extension OfferService {
                 .filter { $0.bundleIdentifier == app.bundleIdentifier }
             if !owners.isEmpty, !owners.contains(customer) {
                 Self.countLookup("refused_claimed")
-                throw OfferServiceError(.transactionClaimed, "This subscription's original transaction is already claimed by another customer of this app; the App Store's answer was not attached to this customer. Set appAccountToken on purchases to tie them to your accounts.", field: field)
+                throw OfferServiceError(
+                    .transactionClaimed,
+                    "This subscription's original transaction is already claimed by another customer of this app; the App Store's answer was not attached to this customer. Set appAccountToken on purchases to tie them to your accounts.",
+                    field: field
+                )
             }
         }
     }
 
     /// No usable answer: refuse (503 `app_store_unavailable`) or decide on the store, as the policy says.
-    private func appStoreUnavailable(_ error: AppStoreServerAPIError, app: AppConfiguration, whenUnavailable: OfferPolicy.AppStoreUnavailable?) throws(OfferServiceError) -> AppStoreLookupOutcome {
+    private func appStoreUnavailable(
+        _ error: AppStoreServerAPIError,
+        app: AppConfiguration,
+        whenUnavailable: OfferPolicy.AppStoreUnavailable?
+    ) throws(OfferServiceError) -> AppStoreLookupOutcome {
         let transient = error.code == .appStoreUnavailable || error.code == .rateLimited
-        let metadata: Logger.Metadata = ["bundleIdentifier": "\(app.bundleIdentifier)", "code": "\(error.code.rawValue)", "reason": "\(error.message)"]
+        let metadata: Logger.Metadata = [
+            "bundleIdentifier": "\(app.bundleIdentifier)", "code": "\(error.code.rawValue)", "reason": "\(error.message)",
+        ]
         if transient {
             Self.appStoreLogger.warning("the App Store Server API could not be asked in time", metadata: metadata)
         } else {
-            Self.appStoreLogger.error("the App Store Server API gave no usable answer; check its key, issuer ID and trusted roots", metadata: metadata)
+            Self.appStoreLogger.error(
+                "the App Store Server API gave no usable answer; check its key, issuer ID and trusted roots",
+                metadata: metadata
+            )
         }
         switch whenUnavailable ?? policy?.appStoreUnavailable ?? .refuse {
         case .refuse:
             Self.countLookup("unavailable_refused")
-            throw OfferServiceError(.appStoreUnavailable, "The store knows no subscription of this customer and the App Store could not be asked in time (\(error.message)); nothing was decided. Try again shortly.")
+            throw OfferServiceError(
+                .appStoreUnavailable,
+                "The store knows no subscription of this customer and the App Store could not be asked in time (\(error.message)); nothing was decided. Try again shortly."
+            )
         case .allowFromStore:
             Self.countLookup("unavailable_decided_from_store")
             return .decidedFromStore
@@ -204,19 +262,36 @@ extension OfferService {
         let app = try app(named: key.bundleIdentifier)
         guard let store else { throw OfferServiceError.storeUnavailable }
         guard appStoreClients[app.bundleIdentifier] != nil else {
-            throw OfferServiceError(.appStoreNotConfigured, "The App Store Server API is not configured for \(app.bundleIdentifier): set OFFER_SIGNER_APP_STORE_API_KEY_ID (and the key file) and OFFER_SIGNER_ISSUER_ID; see docs/app-store-api.md.")
+            throw OfferServiceError(
+                .appStoreNotConfigured,
+                "The App Store Server API is not configured for \(app.bundleIdentifier): set OFFER_SIGNER_APP_STORE_API_KEY_ID (and the key file) and OFFER_SIGNER_ISSUER_ID; see docs/app-store-api.md."
+            )
         }
         let facts = try await storeCall { try await store.customerFacts(for: key) }
         let originals = Set(facts?.subscriptions.compactMap(\.originalTransactionId) ?? [])
         guard !originals.isEmpty else {
-            throw OfferServiceError(.unknownTransaction, "The store knows no original transaction of this customer, so there is nothing to ask the App Store about. A sign request with the customer's transactionId, or their signedTransaction, links one.")
+            throw OfferServiceError(
+                .unknownTransaction,
+                "The store knows no original transaction of this customer, so there is nothing to ask the App Store about. A sign request with the customer's transactionId, or their signedTransaction, links one."
+            )
         }
         for original in originals.sorted() {
             let outcome = try await fetchMissingFacts(
-                AppStoreLookup(transactionId: original, owner: .customer(key), field: "originalTransactionId", evenWhenFactsKnown: true, whenUnavailable: .refuse),
-                app: app, subscriptionGroupIdentifier: nil)
+                AppStoreLookup(
+                    transactionId: original,
+                    owner: .customer(key),
+                    field: "originalTransactionId",
+                    evenWhenFactsKnown: true,
+                    whenUnavailable: .refuse
+                ),
+                app: app,
+                subscriptionGroupIdentifier: nil
+            )
             if outcome == .notFound {
-                Self.appStoreLogger.notice("the App Store does not know an original transaction the store holds", metadata: ["customer": "\(CustomerHash.of(key))"])
+                Self.appStoreLogger.notice(
+                    "the App Store does not know an original transaction the store holds",
+                    metadata: ["customer": "\(CustomerHash.of(key))"]
+                )
             }
         }
         return try await storeCall { try await store.customerFacts(for: key) } ?? CustomerFacts(key: key)

@@ -14,7 +14,12 @@ enum OfferMetrics {
 
     /// The (product, offer) labels of an offer: as the request named them when `policy` lists the offer, else
     /// ``unlisted``.
-    static func labels(_ policy: OfferPolicy?, bundleIdentifier: String, productIdentifier: String, offerIdentifier: String) -> (product: String, offer: String) {
+    static func labels(
+        _ policy: OfferPolicy?,
+        bundleIdentifier: String,
+        productIdentifier: String,
+        offerIdentifier: String
+    ) -> (product: String, offer: String) {
         guard let product = policy?.app(bundleIdentifier)?.product(productIdentifier) else { return (unlisted, unlisted) }
         if offerIdentifier.isEmpty { return (productIdentifier, "none") }
         return (productIdentifier, product.offer(offerIdentifier) != nil ? offerIdentifier : unlisted)
@@ -31,13 +36,21 @@ enum OfferMetrics {
 
     /// Counts an issued signature by its offer.
     static func countSignature(_ record: IssuedSignature, policy: OfferPolicy?) {
-        let (product, offer) = labels(policy, bundleIdentifier: record.bundleIdentifier, productIdentifier: record.productIdentifier, offerIdentifier: record.offerIdentifier)
+        let (product, offer) = labels(
+            policy,
+            bundleIdentifier: record.bundleIdentifier,
+            productIdentifier: record.productIdentifier,
+            offerIdentifier: record.offerIdentifier
+        )
         let key = Key(product: product, offer: offer, channel: record.channel)
         let counter = signatures.withLock { counters in
             if let counter = counters[key] { return counter }
-            let counter = Counter(label: "offer_signer_offer_signatures_total", dimensions: [
-                ("product", product), ("offer", offer), ("channel", String(record.channel.prefix(32))),
-            ])
+            let counter = Counter(
+                label: "offer_signer_offer_signatures_total",
+                dimensions: [
+                    ("product", product), ("offer", offer), ("channel", String(record.channel.prefix(32))),
+                ]
+            )
             counters[key] = counter
             return counter
         }

@@ -18,44 +18,61 @@ extension OfferService {
     /// such lock (PostgreSQL shared by replicas): ``run(_:now:)`` goes on with ``OfferStore/withCustomerTransaction(_:issuedSince:answerKey:_:)``.
     func runUnderCustomerLock<Output: Sendable>(_ flow: SigningFlow<Output>, since: Int64?, now: Date) async throws -> Output? {
         guard flow.rule?.dependsOnIssuedOffers == true, flow.idempotency == nil, flow.deadline == nil,
-              let store = store as? any CustomerLockingStore, let locks = store.customerLocks else { return nil }
+            let store = store as? any CustomerLockingStore, let locks = store.customerLocks
+        else { return nil }
         // The decision, its context and the stored facts' text it was read from (the log's snapshot is made of it).
         let made = Mutex<(EligibilityDecision, EligibilityContext, String?)?>(nil)
         defer { if let (decision, context, text) = made.withLock({ $0 }) { logDecision(flow, decision, context, storedFacts: text) } }
-        let signed: SignedOutput<Output> = try await Traces.span("offer.customer_lock") { try await locks.withLock(flow.customer) {
-            // A rule that reads issued offers without a lookback reads all of the customer's, as in a transaction.
-            let snapshot = try await Traces.span("offer.facts_read") {
-                try await storeCall { try await store.customerSnapshot(flow.customer, issuedSince: since ?? .min) }
-            }
-            let facts = snapshot.facts ?? CustomerFacts(key: flow.customer)
-            let (decision, context) = try tracedDecide(flow, facts: facts, issued: snapshot.issued, now: now) { decision, context in
-                made.withLock { $0 = (decision, context, snapshot.storedFacts) }
-            }
-            let signed = try await tracedSign(flow, decision, context)
-            if let grant = decision.grant {
-                try await spend(grant, recording: signed.record, for: flow.customer, now: now, in: store)
-            } else if let record = signed.record {
-                try await storeCall {
-                    try await PipelineMetrics.time(PipelineMetrics.groupCommitWrite) {
-                        try await Traces.span("offer.signature_log.batch_wait") { try await store.record(record) }
+        let signed: SignedOutput<Output> = try await Traces.span("offer.customer_lock") {
+            try await locks.withLock(flow.customer) {
+                // A rule that reads issued offers without a lookback reads all of the customer's, as in a transaction.
+                let snapshot = try await Traces.span("offer.facts_read") {
+                    try await storeCall { try await store.customerSnapshot(flow.customer, issuedSince: since ?? .min) }
+                }
+                let facts = snapshot.facts ?? CustomerFacts(key: flow.customer)
+                let (decision, context) = try tracedDecide(flow, facts: facts, issued: snapshot.issued, now: now) { decision, context in
+                    made.withLock { $0 = (decision, context, snapshot.storedFacts) }
+                }
+                let signed = try await tracedSign(flow, decision, context)
+                if let grant = decision.grant {
+                    try await spend(grant, recording: signed.record, for: flow.customer, now: now, in: store)
+                } else if let record = signed.record {
+                    try await storeCall {
+                        try await PipelineMetrics.time(PipelineMetrics.groupCommitWrite) {
+                            try await Traces.span("offer.signature_log.batch_wait") { try await store.record(record) }
+                        }
                     }
                 }
+                return signed
             }
-            return signed
-        } }
+        }
         if let record = signed.record { countIssued(record) }
         return signed.output
     }
 
     /// Marks the grant used and records its signature, in one transaction.
-    private func spend(_ grant: String, recording record: IssuedSignature?, for customer: CustomerKey, now: Date, in store: any OfferStore) async throws(OfferServiceError) {
+    private func spend(
+        _ grant: String,
+        recording record: IssuedSignature?,
+        for customer: CustomerKey,
+        now: Date,
+        in store: any OfferStore
+    ) async throws(OfferServiceError) {
         try await storeCall {
             try await store.withCustomerTransaction(customer, issuedSince: Int64.max) { snapshot in
                 // Under the customer's lock no decision of this process spent it meanwhile; an admin may have.
                 guard var facts = snapshot.facts, let index = facts.grants.firstIndex(where: { $0.id == grant && $0.usedAt == nil }) else {
-                    throw OfferServiceError(.notEligible, "This customer may not have this offer; see reasons.", reasons: [
-                        EligibilityReason(rule: "customer-service-grant", code: "no_grant", message: "The customer-service grant was used or withdrawn meanwhile."),
-                    ])
+                    throw OfferServiceError(
+                        .notEligible,
+                        "This customer may not have this offer; see reasons.",
+                        reasons: [
+                            EligibilityReason(
+                                rule: "customer-service-grant",
+                                code: "no_grant",
+                                message: "The customer-service grant was used or withdrawn meanwhile."
+                            )
+                        ]
+                    )
                 }
                 facts.grants[index].usedAt = now
                 return CustomerCommit(value: (), facts: facts, record: record)

@@ -14,16 +14,28 @@ import Synchronization
 extension OfferService {
     /// The pipeline's flow for an offer of the policy: the customer, the offer's rule, refusing a no.
     func offerFlow<Output: Sendable>(
-        app: AppConfiguration, productIdentifier: String, offerIdentifier: String, applicationUsername: String,
-        transactionId: String?, channel: DecisionChannel, sign: FlowSigning<Output>
+        app: AppConfiguration,
+        productIdentifier: String,
+        offerIdentifier: String,
+        applicationUsername: String,
+        transactionId: String?,
+        channel: DecisionChannel,
+        sign: FlowSigning<Output>
     ) throws(OfferServiceError) -> SigningFlow<Output> {
         let (product, rule) = try offerRule(app: app, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier)
         let customer = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)
         return SigningFlow(
-            app: app, customer: customer,
-            productIdentifier: productIdentifier, offerIdentifier: offerIdentifier, channel: channel,
-            subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier, rule: rule, refusesWhenNotEligible: true, sign: sign,
-            appStoreLookup: transactionId.map { AppStoreLookup(transactionId: $0, owner: .customer(customer), field: "transactionId") })
+            app: app,
+            customer: customer,
+            productIdentifier: productIdentifier,
+            offerIdentifier: offerIdentifier,
+            channel: channel,
+            subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier,
+            rule: rule,
+            refusesWhenNotEligible: true,
+            sign: sign,
+            appStoreLookup: transactionId.map { AppStoreLookup(transactionId: $0, owner: .customer(customer), field: "transactionId") }
+        )
     }
 
     /// Signs a legacy promotional offer with the app's active key, after the eligibility policy, and
@@ -50,8 +62,11 @@ extension OfferService {
     func legacyOffer(_ request: SignOfferRequest) throws -> (AppConfiguration, PromotionalOffer) {
         let app = try app(named: request.bundleIdentifier)
         let offer = PromotionalOffer(
-            bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
-            offerIdentifier: request.offerIdentifier, applicationUsername: request.applicationUsername)
+            bundleIdentifier: app.bundleIdentifier,
+            productIdentifier: request.productIdentifier,
+            offerIdentifier: request.offerIdentifier,
+            applicationUsername: request.applicationUsername
+        )
         try offer.validate()
         try CustomerIdentifier.refuseInternal(offer.applicationUsername)
         return (app, offer)
@@ -60,37 +75,51 @@ extension OfferService {
     /// The legacy format's flow for a validated offer, signed without suspending.
     func legacyFlow(_ offer: PromotionalOffer, app: AppConfiguration, transactionId: String?) throws -> SigningFlow<SignedLegacyOffer> {
         try offerFlow(
-            app: app, productIdentifier: offer.productIdentifier, offerIdentifier: offer.offerIdentifier,
-            applicationUsername: offer.applicationUsername, transactionId: transactionId, channel: .legacy,
+            app: app,
+            productIdentifier: offer.productIdentifier,
+            offerIdentifier: offer.offerIdentifier,
+            applicationUsername: offer.applicationUsername,
+            transactionId: transactionId,
+            channel: .legacy,
             sign: .immediate { key, _, _ in
                 let bundle = try OfferSigner.signLegacy(offer, with: key)
                 return SignedOutput(output: bundle, record: IssuedSignature(bundle, customer: bundle.applicationUsername))
-            })
+            }
+        )
     }
 
     /// Verifies and records the request's `signedTransaction`, if any, before the rules look at the customer.
     /// - Returns: its original transaction identifier.
     @discardableResult
     func ingestSignedTransaction(_ request: SignOfferRequest, app: AppConfiguration) async throws(OfferServiceError) -> String? {
-        try await ingestSignedTransaction(request.signedTransaction, app: app, applicationUsername: request.applicationUsername)?.originalTransactionId
+        try await ingestSignedTransaction(request.signedTransaction, app: app, applicationUsername: request.applicationUsername)?
+            .originalTransactionId
     }
 
     /// Verifies and records a StoreKit 2 signed transaction for a customer (nothing when `nil`).
     /// - Returns: the verified transaction.
     @discardableResult
-    func ingestSignedTransaction(_ signedTransaction: String?, app: AppConfiguration, applicationUsername: String) async throws(OfferServiceError) -> JWSTransactionDecodedPayload? {
+    func ingestSignedTransaction(
+        _ signedTransaction: String?,
+        app: AppConfiguration,
+        applicationUsername: String
+    ) async throws(OfferServiceError) -> JWSTransactionDecodedPayload? {
         guard let signedTransaction else { return nil }
         guard let notifications else {
             // Configuration, not an outage: 422, which no client retries (a 503 with Retry-After was retried forever).
             throw OfferServiceError(
                 .appStoreDataNotConfigured,
                 "signedTransaction cannot be used here: this service has no customer store or no app configured to receive App Store data. Send the request without signedTransaction, or ask the operator to configure OFFER_SIGNER_DATABASE_URL, OFFER_SIGNER_ENVIRONMENTS and the app's appAppleId.",
-                field: "signedTransaction")
+                field: "signedTransaction"
+            )
         }
         guard signedTransaction.utf8.count <= 16 * 1024 else {
             throw OfferServiceError.invalidRequest(field: "signedTransaction", "signedTransaction is longer than 16 KiB.")
         }
-        return try await notifications.ingest(signedTransaction: signedTransaction, for: CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername))
+        return try await notifications.ingest(
+            signedTransaction: signedTransaction,
+            for: CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)
+        )
     }
 
     /// The issuer ID JWS signatures of `app` need.
@@ -100,7 +129,8 @@ extension OfferService {
         guard let issuer = app.issuerIdentifier, !issuer.isEmpty else {
             throw OfferServiceError(
                 .issuerNotConfigured,
-                "JWS signatures for \(app.bundleIdentifier) need the App Store Connect issuer ID: set OFFER_SIGNER_ISSUER_ID or issuerIdentifier in the policy (Users and Access > Integrations > In-App Purchase). Legacy signatures work without it.")
+                "JWS signatures for \(app.bundleIdentifier) need the App Store Connect issuer ID: set OFFER_SIGNER_ISSUER_ID or issuerIdentifier in the policy (Users and Access > Integrations > In-App Purchase). Legacy signatures work without it."
+            )
         }
         return issuer
     }
@@ -119,25 +149,45 @@ extension OfferService {
         if let transactionId = request.transactionId {
             // Signed into the JWS: never another customer's subscription.
             try await refuseAnotherCustomersTransaction(
-                AppStoreLookup(transactionId: transactionId, owner: .customer(CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: request.applicationUsername)), field: "transactionId"),
-                app: app)
+                AppStoreLookup(
+                    transactionId: transactionId,
+                    owner: .customer(CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: request.applicationUsername)),
+                    field: "transactionId"
+                ),
+                app: app
+            )
         }
         let customer = request.applicationUsername.lowercased()
-        return try await run(offerFlow(
-            app: app, productIdentifier: request.productIdentifier, offerIdentifier: request.offerIdentifier,
-            applicationUsername: request.applicationUsername, transactionId: request.transactionId ?? presented, channel: .jws,
-            sign: .suspending { key, _, _ in
-            let signed = try await JWSOfferSigner.signPromotionalOffer(
-                bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
-                offerIdentifier: request.offerIdentifier, transactionId: request.transactionId,
-                issuerIdentifier: issuer, key: key)
-            return SignedOutput(
-                output: SignedJWSOfferResponse(
-                    bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productIdentifier,
-                    offerIdentifier: signed.claims.offerIdentifier, keyIdentifier: signed.keyIdentifier,
-                    nonce: signed.claims.nonce, signature: signed.token),
-                record: IssuedSignature(signed, bundleIdentifier: app.bundleIdentifier, customer: customer))
-        })
+        return try await run(
+            offerFlow(
+                app: app,
+                productIdentifier: request.productIdentifier,
+                offerIdentifier: request.offerIdentifier,
+                applicationUsername: request.applicationUsername,
+                transactionId: request.transactionId ?? presented,
+                channel: .jws,
+                sign: .suspending { key, _, _ in
+                    let signed = try await JWSOfferSigner.signPromotionalOffer(
+                        bundleIdentifier: app.bundleIdentifier,
+                        productIdentifier: request.productIdentifier,
+                        offerIdentifier: request.offerIdentifier,
+                        transactionId: request.transactionId,
+                        issuerIdentifier: issuer,
+                        key: key
+                    )
+                    return SignedOutput(
+                        output: SignedJWSOfferResponse(
+                            bundleIdentifier: app.bundleIdentifier,
+                            productIdentifier: signed.claims.productIdentifier,
+                            offerIdentifier: signed.claims.offerIdentifier,
+                            keyIdentifier: signed.keyIdentifier,
+                            nonce: signed.claims.nonce,
+                            signature: signed.token
+                        ),
+                        record: IssuedSignature(signed, bundleIdentifier: app.bundleIdentifier, customer: customer)
+                    )
+                }
+            )
         )
     }
 
@@ -147,9 +197,17 @@ extension OfferService {
     /// known by its subscription when the request's `signedTransaction` is that transaction. An unknown
     /// transaction is refused, never decided on empty facts.
     /// - Throws: ``OfferServiceError`` `unknown_transaction`, `customer_mismatch`, `store_unavailable`.
-    func requireOwnership(of transactionId: String, by customer: CustomerKey, signedTransaction: String?, app: AppConfiguration) async throws(OfferServiceError) {
+    func requireOwnership(
+        of transactionId: String,
+        by customer: CustomerKey,
+        signedTransaction: String?,
+        app: AppConfiguration
+    ) async throws(OfferServiceError) {
         guard let store else {
-            throw OfferServiceError(.storeUnavailable, "Introductory-offer eligibility under a policy is decided from the customer store; configure OFFER_SIGNER_DATABASE_URL.")
+            throw OfferServiceError(
+                .storeUnavailable,
+                "Introductory-offer eligibility under a policy is decided from the customer store; configure OFFER_SIGNER_DATABASE_URL."
+            )
         }
         guard !transactionId.isEmpty, transactionId.count <= 64, transactionId.allSatisfy(\.isNumber) else {
             throw OfferServiceError.invalidRequest(field: "transactionId", "transactionId must be a transaction identifier: 1 to 64 decimal digits.")
@@ -157,19 +215,33 @@ extension OfferService {
         let presented = try await ingestSignedTransaction(signedTransaction, app: app, applicationUsername: customer.applicationUsername)
         // A renewal's (or any later) transaction, presented with its signed transaction: its subscription's owner.
         let original = presented.flatMap { $0.transactionId == transactionId ? $0.originalTransactionId : nil } ?? transactionId
-        let owners = try await storeCall { try await store.customers(withOriginalTransactionId: original) }.filter { $0.bundleIdentifier == app.bundleIdentifier }
+        let owners = try await storeCall { try await store.customers(withOriginalTransactionId: original) }.filter {
+            $0.bundleIdentifier == app.bundleIdentifier
+        }
         // A transaction the store does not know: the App Store's answer, attached only if it can be this
         // customer's (appAccountToken, or a subscription nobody has claimed), links it.
-        if owners.isEmpty, case .stored(let owner, _) = try await fetchMissingFacts(
-            AppStoreLookup(transactionId: transactionId, owner: .customer(customer), field: "transactionId", evenWhenFactsKnown: true),
-            app: app, subscriptionGroupIdentifier: nil), owner == customer {
+        if owners.isEmpty,
+            case .stored(let owner, _) = try await fetchMissingFacts(
+                AppStoreLookup(transactionId: transactionId, owner: .customer(customer), field: "transactionId", evenWhenFactsKnown: true),
+                app: app,
+                subscriptionGroupIdentifier: nil
+            ), owner == customer
+        {
             return
         }
         guard !owners.isEmpty else {
-            throw OfferServiceError(.unknownTransaction, "No verified App Store data links transaction \(transactionId) to a customer of \(app.bundleIdentifier). Send the customer's signedTransaction (StoreKit 2 jwsRepresentation) with the request, or wait for the App Store's notification.", field: "transactionId")
+            throw OfferServiceError(
+                .unknownTransaction,
+                "No verified App Store data links transaction \(transactionId) to a customer of \(app.bundleIdentifier). Send the customer's signedTransaction (StoreKit 2 jwsRepresentation) with the request, or wait for the App Store's notification.",
+                field: "transactionId"
+            )
         }
         guard owners.contains(customer) else {
-            throw OfferServiceError(.customerMismatch, "Transaction \(transactionId) belongs to another customer; introductory-offer eligibility is decided only for the customer who owns the transaction.", field: "transactionId")
+            throw OfferServiceError(
+                .customerMismatch,
+                "Transaction \(transactionId) belongs to another customer; introductory-offer eligibility is decided only for the customer who owns the transaction.",
+                field: "transactionId"
+            )
         }
     }
 
@@ -196,33 +268,68 @@ extension OfferService {
             product = found
             rule = found.introductoryOffer
             if rule == nil {
-                fixedVerdict = IntroductoryOfferVerdict(allow: true, reason: "The product has no introductory-offer policy; the App Store applies its own rule.")
+                fixedVerdict = IntroductoryOfferVerdict(
+                    allow: true,
+                    reason: "The product has no introductory-offer policy; the App Store applies its own rule."
+                )
             }
         } else {
-            fixedVerdict = try await IntroductoryOfferDecisions.allowWithoutPolicy(app.bundleIdentifier, request.productIdentifier, customer.applicationUsername)
+            fixedVerdict = try await IntroductoryOfferDecisions.allowWithoutPolicy(
+                app.bundleIdentifier,
+                request.productIdentifier,
+                customer.applicationUsername
+            )
         }
         let verdictGiven = fixedVerdict
         let flow = SigningFlow(
-            app: app, customer: customer, productIdentifier: request.productIdentifier, offerIdentifier: "", channel: .introductory,
-            subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier, rule: rule, refusesWhenNotEligible: false,
+            app: app,
+            customer: customer,
+            productIdentifier: request.productIdentifier,
+            offerIdentifier: "",
+            channel: .introductory,
+            subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier,
+            rule: rule,
+            refusesWhenNotEligible: false,
             sign: .suspending { key, decision, _ in
-            let verdict = verdictGiven ?? IntroductoryOfferVerdict(
-                allow: decision.isEligible,
-                reason: decision.isEligible ? "The product's introductory-offer policy allows it." : decision.reasons.map(\.message).joined(separator: " "))
-            let signed = try await JWSOfferSigner.signIntroductoryOfferEligibility(
-                bundleIdentifier: app.bundleIdentifier, productIdentifier: request.productIdentifier,
-                allowIntroductoryOffer: verdict.allow, transactionId: request.transactionId,
-                issuerIdentifier: issuer, key: key)
-            return SignedOutput(
-                output: IntroductoryEligibilityResponse(
-                    bundleIdentifier: app.bundleIdentifier, productIdentifier: signed.claims.productIdentifier,
-                    transactionId: signed.claims.transactionId, allowIntroductoryOffer: signed.claims.allowIntroductoryOffer,
-                    reason: verdict.reason, keyIdentifier: signed.keyIdentifier, nonce: signed.claims.nonce, signature: signed.token),
-                record: IssuedSignature(
-                    nonce: signed.claims.nonce, keyIdentifier: signed.keyIdentifier, bundleIdentifier: app.bundleIdentifier,
-                    productIdentifier: signed.claims.productIdentifier, offerIdentifier: "",
-                    applicationUsername: customer.applicationUsername, timestamp: signed.claims.iat * 1000, format: "introductory-eligibility"))
-        })
+                let verdict =
+                    verdictGiven
+                    ?? IntroductoryOfferVerdict(
+                        allow: decision.isEligible,
+                        reason: decision.isEligible
+                            ? "The product's introductory-offer policy allows it." : decision.reasons.map(\.message).joined(separator: " ")
+                    )
+                let signed = try await JWSOfferSigner.signIntroductoryOfferEligibility(
+                    bundleIdentifier: app.bundleIdentifier,
+                    productIdentifier: request.productIdentifier,
+                    allowIntroductoryOffer: verdict.allow,
+                    transactionId: request.transactionId,
+                    issuerIdentifier: issuer,
+                    key: key
+                )
+                return SignedOutput(
+                    output: IntroductoryEligibilityResponse(
+                        bundleIdentifier: app.bundleIdentifier,
+                        productIdentifier: signed.claims.productIdentifier,
+                        transactionId: signed.claims.transactionId,
+                        allowIntroductoryOffer: signed.claims.allowIntroductoryOffer,
+                        reason: verdict.reason,
+                        keyIdentifier: signed.keyIdentifier,
+                        nonce: signed.claims.nonce,
+                        signature: signed.token
+                    ),
+                    record: IssuedSignature(
+                        nonce: signed.claims.nonce,
+                        keyIdentifier: signed.keyIdentifier,
+                        bundleIdentifier: app.bundleIdentifier,
+                        productIdentifier: signed.claims.productIdentifier,
+                        offerIdentifier: "",
+                        applicationUsername: customer.applicationUsername,
+                        timestamp: signed.claims.iat * 1000,
+                        format: "introductory-eligibility"
+                    )
+                )
+            }
+        )
         return try await run(flow)
     }
 }

@@ -10,12 +10,17 @@ extension OfferService {
     package func signLegacy(_ request: SignOfferRequest, at now: Date) async throws -> SignedLegacyOffer {
         let (app, offer) = try legacyOffer(request)
         let flow = try offerFlow(
-            app: app, productIdentifier: offer.productIdentifier, offerIdentifier: offer.offerIdentifier,
-            applicationUsername: offer.applicationUsername, transactionId: nil, channel: .legacy,
+            app: app,
+            productIdentifier: offer.productIdentifier,
+            offerIdentifier: offer.offerIdentifier,
+            applicationUsername: offer.applicationUsername,
+            transactionId: nil,
+            channel: .legacy,
             sign: .immediate { key, _, context in
                 let bundle = try OfferSigner.signLegacy(offer, with: key, timestamp: Int64((context.now.timeIntervalSince1970 * 1000).rounded(.down)))
                 return SignedOutput(output: bundle, record: IssuedSignature(bundle, customer: bundle.applicationUsername))
-            })
+            }
+        )
         return try await run(flow, now: now)
     }
 }

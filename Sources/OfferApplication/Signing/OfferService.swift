@@ -60,9 +60,15 @@ public final class OfferService: Sendable {
     ///   - retentionDeadline: how long a retention request may take before the fallback message is answered.
     ///   - appStoreClients: the App Store Server API client of each app (by bundle identifier), or none.
     public init(
-        apps: [AppConfiguration], keyRing: KeyRing, policy: OfferPolicy? = nil, policyRevision: Int64 = 0, store: (any OfferStore)? = nil,
-        introductoryOfferDecision: IntroductoryOfferDecision? = nil, notifications: NotificationIngestor? = nil,
-        retentionDeadline: Duration = .milliseconds(500), appStoreClients: [String: AppStoreServerAPIClient] = [:]
+        apps: [AppConfiguration],
+        keyRing: KeyRing,
+        policy: OfferPolicy? = nil,
+        policyRevision: Int64 = 0,
+        store: (any OfferStore)? = nil,
+        introductoryOfferDecision: IntroductoryOfferDecision? = nil,
+        notifications: NotificationIngestor? = nil,
+        retentionDeadline: Duration = .milliseconds(500),
+        appStoreClients: [String: AppStoreServerAPIClient] = [:]
     ) {
         self.notifications = notifications
         self.appStoreClients = appStoreClients
@@ -88,7 +94,10 @@ public final class OfferService: Sendable {
     public func app(named bundleIdentifier: String?) throws(OfferServiceError) -> AppConfiguration {
         if let bundleIdentifier {
             guard let app = apps[bundleIdentifier] else {
-                throw OfferServiceError(.unknownApp, "This service does not sign for app '\(bundleIdentifier.prefix(PayloadField.maximumBundleIdentifierLength))'; check bundleIdentifier against the policy or OFFER_SIGNER_BUNDLE_ID.")
+                throw OfferServiceError(
+                    .unknownApp,
+                    "This service does not sign for app '\(bundleIdentifier.prefix(PayloadField.maximumBundleIdentifierLength))'; check bundleIdentifier against the policy or OFFER_SIGNER_BUNDLE_ID."
+                )
             }
             return app
         }
@@ -101,7 +110,11 @@ public final class OfferService: Sendable {
     /// The policy's product and the rule of one offer (no policy: no rule, which says yes).
     /// - Throws: ``OfferServiceError`` 404 `unknown_app` / `unknown_product` / `unknown_offer` when the policy does not
     ///   list them.
-    func offerRule(app: AppConfiguration, productIdentifier: String, offerIdentifier: String) throws(OfferServiceError) -> (product: OfferPolicy.Product?, rule: (any EligibilityRule)?) {
+    func offerRule(
+        app: AppConfiguration,
+        productIdentifier: String,
+        offerIdentifier: String
+    ) throws(OfferServiceError) -> (product: OfferPolicy.Product?, rule: (any EligibilityRule)?) {
         guard let policy else { return (nil, nil) }
         switch policy.lookup(bundleIdentifier: app.bundleIdentifier, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier) {
         case .unknownApp:
@@ -109,19 +122,33 @@ public final class OfferService: Sendable {
         case .unknownProduct:
             throw Self.unknownProduct(productIdentifier, app: app)
         case .unknownOffer:
-            throw OfferServiceError(.unknownOffer, "The policy lists no offer '\(offerIdentifier.prefix(PayloadField.maximumLength))' for \(productIdentifier.prefix(PayloadField.maximumLength)).")
+            throw OfferServiceError(
+                .unknownOffer,
+                "The policy lists no offer '\(offerIdentifier.prefix(PayloadField.maximumLength))' for \(productIdentifier.prefix(PayloadField.maximumLength))."
+            )
         case .found(_, let product, let offer):
             return (product, offer.rule)
         }
     }
 
     static func unknownProduct(_ productIdentifier: String, app: AppConfiguration) -> OfferServiceError {
-        OfferServiceError(.unknownProduct, "The policy lists no product '\(productIdentifier.prefix(PayloadField.maximumLength))' for \(app.bundleIdentifier).")
+        OfferServiceError(
+            .unknownProduct,
+            "The policy lists no product '\(productIdentifier.prefix(PayloadField.maximumLength))' for \(app.bundleIdentifier)."
+        )
     }
 
     /// What the rules see of a customer, read without a lock (for listings and explanations; signing reads
     /// through ``run(_:now:)``).
-    func context(app: AppConfiguration, product: OfferPolicy.Product?, productIdentifier: String? = nil, offerIdentifier: String, applicationUsername: String, lookback: TimeInterval?, now: Date) async throws -> EligibilityContext {
+    func context(
+        app: AppConfiguration,
+        product: OfferPolicy.Product?,
+        productIdentifier: String? = nil,
+        offerIdentifier: String,
+        applicationUsername: String,
+        lookback: TimeInterval?,
+        now: Date
+    ) async throws -> EligibilityContext {
         let key = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)
         var facts = CustomerFacts(key: key)
         var issued: [IssuedSignature] = []
@@ -129,20 +156,34 @@ public final class OfferService: Sendable {
             (facts, issued) = try await storeCall {
                 let facts = try await store.customerFacts(for: key) ?? facts
                 guard let lookback, lookback > 0 else { return (facts, []) }
-                return (facts, try await store.issuedSignatures(matching: IssuedSignatureQuery(
-                    bundleIdentifier: app.bundleIdentifier, applicationUsername: key.applicationUsername,
-                    since: Int64((now.timeIntervalSince1970 - lookback) * 1000), limit: 10_000)))
+                return (
+                    facts,
+                    try await store.issuedSignatures(
+                        matching: IssuedSignatureQuery(
+                            bundleIdentifier: app.bundleIdentifier,
+                            applicationUsername: key.applicationUsername,
+                            since: Int64((now.timeIntervalSince1970 - lookback) * 1000),
+                            limit: 10_000
+                        )
+                    )
+                )
             }
         }
         return EligibilityContext(
-            bundleIdentifier: app.bundleIdentifier, productIdentifier: product?.productIdentifier ?? productIdentifier ?? "",
-            offerIdentifier: offerIdentifier, subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier,
-            facts: facts, issuedSignatures: issued, now: now)
+            bundleIdentifier: app.bundleIdentifier,
+            productIdentifier: product?.productIdentifier ?? productIdentifier ?? "",
+            offerIdentifier: offerIdentifier,
+            subscriptionGroupIdentifier: product?.subscriptionGroupIdentifier,
+            facts: facts,
+            issuedSignatures: issued,
+            now: now
+        )
     }
 
     /// Refuses with 403 `not_eligible` and the reasons, unless `decision` is a yes.
     func requireEligible(
-        _ decision: EligibilityDecision, offer: @autoclosure () -> (product: String, offer: String) = (OfferMetrics.unlisted, OfferMetrics.unlisted)
+        _ decision: EligibilityDecision,
+        offer: @autoclosure () -> (product: String, offer: String) = (OfferMetrics.unlisted, OfferMetrics.unlisted)
     ) throws(OfferServiceError) {
         guard decision.isEligible else {
             PipelineMetrics.countRefusal(decision.reasons, offer: offer())
@@ -162,7 +203,13 @@ public final class OfferService: Sendable {
     ///   the App Store is asked first (``fetchMissingFacts(_:app:subscriptionGroupIdentifier:)``).
     /// - Parameter exposes: whether asking exposes the customer to the running experiments of the products listed
     ///   (an app asking for its customer: yes; support explaining a decision: no).
-    public func eligibility(bundleIdentifier: String?, applicationUsername: String, productIdentifier: String?, transactionId: String? = nil, exposes: Bool = true) async throws -> [OfferEligibilityEntry] {
+    public func eligibility(
+        bundleIdentifier: String?,
+        applicationUsername: String,
+        productIdentifier: String?,
+        transactionId: String? = nil,
+        exposes: Bool = true
+    ) async throws -> [OfferEligibilityEntry] {
         let app = try app(named: bundleIdentifier)
         try CustomerIdentifier.validate(applicationUsername)
         guard let policy, let appPolicy = policy.app(app.bundleIdentifier) else { return [] }
@@ -177,21 +224,36 @@ public final class OfferService: Sendable {
             let customer = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)
             _ = try await fetchMissingFacts(
                 AppStoreLookup(transactionId: transactionId, owner: .customer(customer), field: "transactionId"),
-                app: app, subscriptionGroupIdentifier: products.count == 1 ? products[0].subscriptionGroupIdentifier : nil)
+                app: app,
+                subscriptionGroupIdentifier: products.count == 1 ? products[0].subscriptionGroupIdentifier : nil
+            )
         }
         let lookback = policy.lookback
         var entries: [OfferEligibilityEntry] = []
         for product in products {
             let now = Date()
-            let base = try await context(app: app, product: product, offerIdentifier: "", applicationUsername: applicationUsername, lookback: lookback, now: now)
+            let base = try await context(
+                app: app,
+                product: product,
+                offerIdentifier: "",
+                applicationUsername: applicationUsername,
+                lookback: lookback,
+                now: now
+            )
             if exposes { try await recordExposures(AllRules(product.offers.map(\.rule)), customer: base.facts.key, now: now) }
             for offer in product.offers {
                 var context = base
                 context.offerIdentifier = offer.offerIdentifier
                 let decision = offer.rule.evaluate(context)
-                entries.append(OfferEligibilityEntry(
-                    productIdentifier: product.productIdentifier, offerIdentifier: offer.offerIdentifier, eligible: decision.isEligible,
-                    reasons: decision.reasons, experiment: experimentMembership(offer.rule, customer: base.facts.key, now: now)))
+                entries.append(
+                    OfferEligibilityEntry(
+                        productIdentifier: product.productIdentifier,
+                        offerIdentifier: offer.offerIdentifier,
+                        eligible: decision.isEligible,
+                        reasons: decision.reasons,
+                        experiment: experimentMembership(offer.rule, customer: base.facts.key, now: now)
+                    )
+                )
             }
         }
         return entries

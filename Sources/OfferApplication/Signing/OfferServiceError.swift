@@ -9,7 +9,6 @@ public struct OfferServiceError: CodedError, Hashable, Sendable, CustomStringCon
     /// The stable codes of this error type.
     public typealias Code = ErrorCode<OfferServiceError>
 
-
     /// What kind of failure.
     public var code: Code
     /// What is wrong and what to do, for humans.
@@ -35,7 +34,10 @@ public struct OfferServiceError: CodedError, Hashable, Sendable, CustomStringCon
     }
 
     /// `store_unavailable`: nothing was signed, or the signature was not returned.
-    public static let storeUnavailable = OfferServiceError(.storeUnavailable, "The customer store is unavailable; no offer was signed. Try again shortly.")
+    public static let storeUnavailable = OfferServiceError(
+        .storeUnavailable,
+        "The customer store is unavailable; no offer was signed. Try again shortly."
+    )
 }
 
 extension ErrorCode where Domain == OfferServiceError {

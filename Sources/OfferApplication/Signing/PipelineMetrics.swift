@@ -9,11 +9,17 @@ enum PipelineMetrics {
     static let signing = Timer(label: "offer_signer_signing_duration_seconds", preferredDisplayUnit: .seconds)
     /// Recording an issued signature through the group commit (queueing, the batch's insert and its commit).
     static let groupCommitWrite = Timer(
-        label: "offer_signer_store_write_duration_seconds", dimensions: [("path", "group_commit")], preferredDisplayUnit: .seconds)
+        label: "offer_signer_store_write_duration_seconds",
+        dimensions: [("path", "group_commit")],
+        preferredDisplayUnit: .seconds
+    )
     /// A locked customer transaction (lock, load, decide, sign, record, commit), for rules that depend on issued
     /// offers.
     static let customerTransactionWrite = Timer(
-        label: "offer_signer_store_write_duration_seconds", dimensions: [("path", "customer_transaction")], preferredDisplayUnit: .seconds)
+        label: "offer_signer_store_write_duration_seconds",
+        dimensions: [("path", "customer_transaction")],
+        preferredDisplayUnit: .seconds
+    )
 
     /// Counts an answer to a retention request: `message`, `alternateProduct`, `promotionalOffer`,
     /// `fallback_after_deadline`, `no_answer`, `timed_out`.
@@ -23,12 +29,16 @@ enum PipelineMetrics {
 
     /// Counts a refused offer: once per reason, by the rule that said no and its code, and by the offer
     /// (``OfferMetrics/labels(_:bundleIdentifier:productIdentifier:offerIdentifier:)``: only what the policy lists).
-    static func countRefusal(_ reasons: [EligibilityReason], offer: (product: String, offer: String) = (OfferMetrics.unlisted, OfferMetrics.unlisted)) {
+    static func countRefusal(_ reasons: [EligibilityReason], offer: (product: String, offer: String) = (OfferMetrics.unlisted, OfferMetrics.unlisted))
+    {
         for reason in reasons.isEmpty ? [EligibilityReason(rule: "unknown", code: "unknown", message: "")] : reasons {
-            Counter(label: "offer_signer_eligibility_refusals_total", dimensions: [
-                ("rule", String(reason.rule.prefix(64))), ("code", String(reason.code.prefix(64))),
-                ("product", offer.product), ("offer", offer.offer),
-            ]).increment()
+            Counter(
+                label: "offer_signer_eligibility_refusals_total",
+                dimensions: [
+                    ("rule", String(reason.rule.prefix(64))), ("code", String(reason.code.prefix(64))),
+                    ("product", offer.product), ("offer", offer.offer),
+                ]
+            ).increment()
         }
     }
 

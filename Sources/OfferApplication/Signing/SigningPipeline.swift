@@ -1,7 +1,7 @@
 import Foundation
-import OfferKeys
 import Metrics
 import OfferEligibility
+import OfferKeys
 import OfferModel
 import OfferSigning
 import OfferStore
@@ -101,29 +101,40 @@ extension OfferService {
             let made = Mutex<(EligibilityDecision, EligibilityContext)?>(nil)
             defer { if let (decision, context) = made.withLock({ $0 }) { logDecision(flow, decision, context) } }
             do {
-                signed = try await PipelineMetrics.time(PipelineMetrics.customerTransactionWrite) { try await Traces.span("offer.customer_transaction") {
-                    try await store.withCustomerTransaction(flow.customer, issuedSince: issuedSince, answerKey: flow.idempotency?.key) { snapshot in
-                    if let stored = snapshot.storedAnswer, let idempotency = flow.idempotency {
-                        return CustomerCommit(value: SignedOutput(output: try idempotency.decode(stored), record: nil))
+                signed = try await PipelineMetrics.time(PipelineMetrics.customerTransactionWrite) {
+                    try await Traces.span("offer.customer_transaction") {
+                        try await store.withCustomerTransaction(flow.customer, issuedSince: issuedSince, answerKey: flow.idempotency?.key) {
+                            snapshot in
+                            if let stored = snapshot.storedAnswer, let idempotency = flow.idempotency {
+                                return CustomerCommit(value: SignedOutput(output: try idempotency.decode(stored), record: nil))
+                            }
+                            let facts = snapshot.facts ?? CustomerFacts(key: flow.customer)
+                            let (decision, context) = try self.tracedDecide(flow, facts: facts, issued: snapshot.issuedSignatures, now: now) {
+                                decision,
+                                context in
+                                made.withLock { $0 = (decision, context) }
+                            }
+                            let signed = try await self.tracedSign(flow, decision, context)
+                            // Past the deadline the caller has answered without this: roll back rather than record a
+                            // signature nobody was shown (the commit itself, milliseconds, is the only later step).
+                            if let deadline = flow.deadline, ContinuousClock.now >= deadline {
+                                throw OfferServiceError(.retentionTimedOut, "The answer was ready after the deadline; it was not recorded.")
+                            }
+                            var spent: CustomerFacts?
+                            if let grant = decision.grant, let index = facts.grants.firstIndex(where: { $0.id == grant }) {
+                                var updated = facts
+                                updated.grants[index].usedAt = now
+                                spent = updated
+                            }
+                            return CustomerCommit(
+                                value: signed,
+                                facts: spent,
+                                record: signed.record,
+                                answer: try flow.idempotency?.encode(signed.output)
+                            )
+                        }
                     }
-                    let facts = snapshot.facts ?? CustomerFacts(key: flow.customer)
-                    let (decision, context) = try self.tracedDecide(flow, facts: facts, issued: snapshot.issuedSignatures, now: now) { decision, context in
-                        made.withLock { $0 = (decision, context) }
-                    }
-                    let signed = try await self.tracedSign(flow, decision, context)
-                    // Past the deadline the caller has answered without this: roll back rather than record a
-                    // signature nobody was shown (the commit itself, milliseconds, is the only later step).
-                    if let deadline = flow.deadline, ContinuousClock.now >= deadline {
-                        throw OfferServiceError(.retentionTimedOut, "The answer was ready after the deadline; it was not recorded.")
-                    }
-                    var spent: CustomerFacts?
-                    if let grant = decision.grant, let index = facts.grants.firstIndex(where: { $0.id == grant }) {
-                        var updated = facts
-                        updated.grants[index].usedAt = now
-                        spent = updated
-                    }
-                    return CustomerCommit(value: signed, facts: spent, record: signed.record, answer: try flow.idempotency?.encode(signed.output))
-                } } }
+                }
             } catch let error as OfferServiceError {
                 throw error
             } catch let error as OfferSigningError {
@@ -145,13 +156,23 @@ extension OfferService {
         var facts = CustomerFacts(key: flow.customer)
         var issued: [IssuedSignature] = []
         if let store, flow.rule != nil {
-            (facts, issued) = try await Traces.span("offer.facts_read") { try await storeCall {
-                let facts = try await store.customerFacts(for: flow.customer) ?? facts
-                guard let since else { return (facts, []) }
-                return (facts, try await store.issuedSignatures(matching: IssuedSignatureQuery(
-                    bundleIdentifier: flow.customer.bundleIdentifier, applicationUsername: flow.customer.applicationUsername,
-                    since: since, limit: 10_000)))
-            } }
+            (facts, issued) = try await Traces.span("offer.facts_read") {
+                try await storeCall {
+                    let facts = try await store.customerFacts(for: flow.customer) ?? facts
+                    guard let since else { return (facts, []) }
+                    return (
+                        facts,
+                        try await store.issuedSignatures(
+                            matching: IssuedSignatureQuery(
+                                bundleIdentifier: flow.customer.bundleIdentifier,
+                                applicationUsername: flow.customer.applicationUsername,
+                                since: since,
+                                limit: 10_000
+                            )
+                        )
+                    )
+                }
+            }
         }
         let (decision, context) = try tracedDecide(flow, facts: facts, issued: issued, now: now)
         let signed = try await tracedSign(flow, decision, context)
@@ -179,9 +200,13 @@ extension OfferService {
     /// suspending (on an event loop): decide → sign (self-verified); the caller then ``commit(_:completion:)``s
     /// the record before answering. `nil`: the flow needs ``run(_:now:)``. Checking costs nothing and has no
     /// effect, so a caller can ask before it spends anything (a rate-limit token) on the request.
-    func immediateRun<Output: Sendable>(_ flow: SigningFlow<Output>, now: Date = Date()) throws(OfferServiceError) -> (() throws -> SignedOutput<Output>)? {
+    func immediateRun<Output: Sendable>(
+        _ flow: SigningFlow<Output>,
+        now: Date = Date()
+    ) throws(OfferServiceError) -> (() throws -> SignedOutput<Output>)? {
         guard case .immediate(let signer) = flow.sign, flow.idempotency == nil, flow.deadline == nil,
-              flow.rule == nil || (store == nil && flow.appStoreLookup == nil) else { return nil }
+            flow.rule == nil || (store == nil && flow.appStoreLookup == nil)
+        else { return nil }
         return {
             // No store behind the rule (or no rule): it decides over what the request says alone.
             let (decision, context) = try self.decide(flow, facts: CustomerFacts(key: flow.customer), issued: [], now: now)
@@ -193,7 +218,11 @@ extension OfferService {
     /// without a store), then counts it; a store failure is 503 `store_unavailable`. `completion` runs on a
     /// store thread: an event-loop caller hops back itself. `startWhenReady`: see
     /// ``OfferStore/record(_:startWhenReady:completion:)`` (an event loop gathers a tick's records into one batch).
-    package func commit(_ record: IssuedSignature?, startWhenReady: StartWhenReady? = nil, completion: @escaping @Sendable (Result<Void, OfferServiceError>) -> Void) {
+    package func commit(
+        _ record: IssuedSignature?,
+        startWhenReady: StartWhenReady? = nil,
+        completion: @escaping @Sendable (Result<Void, OfferServiceError>) -> Void
+    ) {
         guard let record else { return completion(.success(())) }
         guard let store else {
             countIssued(record)
@@ -218,7 +247,10 @@ extension OfferService {
     /// ``decide(_:facts:issued:now:deferLogging:)`` in a span `offer.decide` that says what was decided over what
     /// (counts of the facts read, never the customer), when spans are on.
     func tracedDecide<Output>(
-        _ flow: SigningFlow<Output>, facts: CustomerFacts, issued: [IssuedSignature], now: Date,
+        _ flow: SigningFlow<Output>,
+        facts: CustomerFacts,
+        issued: [IssuedSignature],
+        now: Date,
         deferLogging: ((EligibilityDecision, EligibilityContext) -> Void)? = nil
     ) throws -> (EligibilityDecision, EligibilityContext) {
         guard Traces.areOn else { return try decide(flow, facts: facts, issued: issued, now: now, deferLogging: deferLogging) }
@@ -236,7 +268,9 @@ extension OfferService {
             } catch {
                 Traces.annotate { attributes in
                     attributes["offer_signer.eligible"] = false
-                    if let reasons = (error as? OfferServiceError)?.reasons { attributes["offer_signer.reasons"] = reasons.map { "\($0.rule):\($0.code)" } }
+                    if let reasons = (error as? OfferServiceError)?.reasons {
+                        attributes["offer_signer.reasons"] = reasons.map { "\($0.rule):\($0.code)" }
+                    }
                 }
                 throw error
             }
@@ -244,7 +278,11 @@ extension OfferService {
     }
 
     /// ``sign(_:_:_:)`` in a span `offer.sign` (the key's identifier and the format), when spans are on.
-    func tracedSign<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision, _ context: EligibilityContext) async throws -> SignedOutput<Output> {
+    func tracedSign<Output>(
+        _ flow: SigningFlow<Output>,
+        _ decision: EligibilityDecision,
+        _ context: EligibilityContext
+    ) async throws -> SignedOutput<Output> {
         guard Traces.areOn else { return try await sign(flow, decision, context) }
         return try await Traces.span("offer.sign") {
             let signed = try await sign(flow, decision, context)
@@ -262,25 +300,44 @@ extension OfferService {
     /// The rule's decision over the facts, and the context it saw; a no refuses when the flow says so. The decision is
     /// logged (``logDecision(_:_:_:)``), or handed to `deferLogging` to log later (outside a customer's lock).
     func decide<Output>(
-        _ flow: SigningFlow<Output>, facts: CustomerFacts, issued: [IssuedSignature], now: Date,
+        _ flow: SigningFlow<Output>,
+        facts: CustomerFacts,
+        issued: [IssuedSignature],
+        now: Date,
         deferLogging: ((EligibilityDecision, EligibilityContext) -> Void)? = nil
     ) throws(OfferServiceError) -> (EligibilityDecision, EligibilityContext) {
         let context = EligibilityContext(
-            bundleIdentifier: flow.app.bundleIdentifier, productIdentifier: flow.productIdentifier,
-            offerIdentifier: flow.offerIdentifier, subscriptionGroupIdentifier: flow.subscriptionGroupIdentifier,
-            facts: facts, issuedSignatures: issued, now: now)
+            bundleIdentifier: flow.app.bundleIdentifier,
+            productIdentifier: flow.productIdentifier,
+            offerIdentifier: flow.offerIdentifier,
+            subscriptionGroupIdentifier: flow.subscriptionGroupIdentifier,
+            facts: facts,
+            issuedSignatures: issued,
+            now: now
+        )
         guard let rule = flow.rule else { return (.eligible(), context) }
         let decision = rule.evaluate(context)
         if let deferLogging { deferLogging(decision, context) } else { logDecision(flow, decision, context) }
         if flow.refusesWhenNotEligible {
-            try requireEligible(decision, offer: OfferMetrics.labels(
-                policy, bundleIdentifier: flow.app.bundleIdentifier, productIdentifier: flow.productIdentifier, offerIdentifier: flow.offerIdentifier))
+            try requireEligible(
+                decision,
+                offer: OfferMetrics.labels(
+                    policy,
+                    bundleIdentifier: flow.app.bundleIdentifier,
+                    productIdentifier: flow.productIdentifier,
+                    offerIdentifier: flow.offerIdentifier
+                )
+            )
         }
         return (decision, context)
     }
 
     /// Signs with the app's active key; a failed self-check is counted and never returned.
-    func sign<Output>(_ flow: SigningFlow<Output>, _ decision: EligibilityDecision, _ context: EligibilityContext) async throws -> SignedOutput<Output> {
+    func sign<Output>(
+        _ flow: SigningFlow<Output>,
+        _ decision: EligibilityDecision,
+        _ context: EligibilityContext
+    ) async throws -> SignedOutput<Output> {
         switch flow.sign {
         case .immediate(let signer):
             return try sign(flow, with: signer, decision, context)
@@ -297,8 +354,10 @@ extension OfferService {
 
     /// ``sign(_:_:_:)`` for a signer that does not suspend, itself without suspending (``immediateRun(_:now:)``).
     private func sign<Output>(
-        _ flow: SigningFlow<Output>, with signer: (SigningKey, EligibilityDecision, EligibilityContext) throws -> SignedOutput<Output>,
-        _ decision: EligibilityDecision, _ context: EligibilityContext
+        _ flow: SigningFlow<Output>,
+        with signer: (SigningKey, EligibilityDecision, EligibilityContext) throws -> SignedOutput<Output>,
+        _ decision: EligibilityDecision,
+        _ context: EligibilityContext
     ) throws -> SignedOutput<Output> {
         let key = try keys.current.activeKey(forApp: flow.app.bundleIdentifier)
         let start = ContinuousClock.now

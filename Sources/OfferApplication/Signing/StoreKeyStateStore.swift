@@ -22,7 +22,10 @@ public struct StoreKeyStateStore: KeyStateStore {
     public func load() async throws -> KeyStates {
         guard let document = try await store.document(named: documentName) else { return KeyStates() }
         guard let states = try? KeyStates.decode(Data(document.text.utf8)) else {
-            throw KeyManagementError(.invalidKeyStates, "The key states in the store cannot be read; restore them or delete the '\(documentName)' document.")
+            throw KeyManagementError(
+                .invalidKeyStates,
+                "The key states in the store cannot be read; restore them or delete the '\(documentName)' document."
+            )
         }
         return states
     }

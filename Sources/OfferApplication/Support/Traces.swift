@@ -20,7 +20,9 @@ package enum Traces {
     /// Runs `body` inside a span named `name`, a child of the task's current span; a thrown error marks the span
     /// failed with its code only (an error's message is not the span's).
     package static func span<T, E: Error>(
-        _ name: String, _ attributes: SpanAttributes = [:], isolation: isolated (any Actor)? = #isolation,
+        _ name: String,
+        _ attributes: SpanAttributes = [:],
+        isolation: isolated (any Actor)? = #isolation,
         _ body: () async throws(E) -> T
     ) async throws(E) -> T {
         guard areOn else { return try await body() }

@@ -12,14 +12,22 @@ extension OfferPolicy {
     mutating func readExperiments(_ node: PolicyNode?) throws(PolicyError) {
         guard let node else { return }
         for item in try node.list() {
-            try item.requireOnlyKeys(["id", "description", "bundleIdentifier", "productIdentifier", "channel", "variants", "start", "end", "metric", "plannedCustomers",
-                                      "windowDays", "alpha", "comparisons"])
+            try item.requireOnlyKeys([
+                "id", "description", "bundleIdentifier", "productIdentifier", "channel", "variants", "start", "end", "metric", "plannedCustomers",
+                "windowDays", "alpha", "comparisons",
+            ])
             var experiment = try readExperiment(item)
             guard self.experiment(experiment.identifier) == nil else {
                 throw PolicyError("\(item.location): experiment \(experiment.identifier) is listed twice")
             }
-            if let other = self.experiment(bundleIdentifier: experiment.bundleIdentifier, productIdentifier: experiment.productIdentifier, channel: experiment.channel) {
-                throw PolicyError("\(item.location): \(experiment.productIdentifier)'s \(experiment.channel.rawValue) offers already have experiment \(other.identifier): one experiment per slot")
+            if let other = self.experiment(
+                bundleIdentifier: experiment.bundleIdentifier,
+                productIdentifier: experiment.productIdentifier,
+                channel: experiment.channel
+            ) {
+                throw PolicyError(
+                    "\(item.location): \(experiment.productIdentifier)'s \(experiment.channel.rawValue) offers already have experiment \(other.identifier): one experiment per slot"
+                )
             }
             experiment.location = item.location
             try gate(experiment, at: item.location)
@@ -31,7 +39,9 @@ extension OfferPolicy {
         let identifier = try Self.required(item, "id", maximumLength: 64)
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-".utf8)
         guard identifier.utf8.allSatisfy(allowed.contains) else {
-            throw PolicyError("\(item.location): an experiment's id is letters, digits, '.', '_' and '-' only (it is hashed with each customer: keep it for the experiment's life)")
+            throw PolicyError(
+                "\(item.location): an experiment's id is letters, digits, '.', '_' and '-' only (it is hashed with each customer: keep it for the experiment's life)"
+            )
         }
         let bundleIdentifier: String
         if let named = try Self.optional(item, "bundleIdentifier") {
@@ -46,15 +56,21 @@ extension OfferPolicy {
         }
         let productIdentifier = try Self.required(item, "productIdentifier")
         guard let product = app.product(productIdentifier) else {
-            throw PolicyError("\(item.location): experiment \(identifier) names product \(productIdentifier), which \(bundleIdentifier) does not list")
+            throw PolicyError(
+                "\(item.location): experiment \(identifier) names product \(productIdentifier), which \(bundleIdentifier) does not list"
+            )
         }
         let channelText = try item["channel"]?.string() ?? Experiment.Channel.app.rawValue
         guard let channel = Experiment.Channel(rawValue: channelText) else {
-            throw PolicyError("\(item.location): channel must be app (the product's promotional offers) or retention (its retention answer), not '\(channelText.prefix(40))'")
+            throw PolicyError(
+                "\(item.location): channel must be app (the product's promotional offers) or retention (its retention answer), not '\(channelText.prefix(40))'"
+            )
         }
         let metricText = try item["metric"]?.string() ?? Experiment.Metric.redeemed.rawValue
         guard let metric = Experiment.Metric(rawValue: metricText) else {
-            throw PolicyError("\(item.location): metric must be \(Experiment.Metric.allCases.map(\.rawValue).joined(separator: ", ")), not '\(metricText.prefix(40))'")
+            throw PolicyError(
+                "\(item.location): metric must be \(Experiment.Metric.allCases.map(\.rawValue).joined(separator: ", ")), not '\(metricText.prefix(40))'"
+            )
         }
         let dates = RuleParameters(node: item, ruleName: "experiment \(identifier)", registry: .builtIn)
         let (start, end) = (try dates.date("start"), try dates.date("end"))
@@ -62,11 +78,15 @@ extension OfferPolicy {
         let windowDays = try dates.integer("windowDays", default: 30, minimum: 1, maximum: 400)
         let alphaText = try item["alpha"]?.string() ?? "0.05"
         guard let alpha = Double(alphaText), alpha.isFinite, alpha >= 0.001, alpha <= 0.2 else {
-            throw PolicyError("\(item.location): alpha of experiment \(identifier) is a number from 0.001 to 0.2 (the chance of a false finding; default 0.05)")
+            throw PolicyError(
+                "\(item.location): alpha of experiment \(identifier) is a number from 0.001 to 0.2 (the chance of a false finding; default 0.05)"
+            )
         }
         let comparisonsText = try item["comparisons"]?.string() ?? Experiment.Comparisons.reference.rawValue
         guard let comparisons = Experiment.Comparisons(rawValue: comparisonsText) else {
-            throw PolicyError("\(item.location): comparisons must be reference (each variant against the holdout, else the first) or pairs (and every pair), not '\(comparisonsText.prefix(40))'")
+            throw PolicyError(
+                "\(item.location): comparisons must be reference (each variant against the holdout, else the first) or pairs (and every pair), not '\(comparisonsText.prefix(40))'"
+            )
         }
         if let start, let end, start >= end {
             throw PolicyError("\(item.location): experiment \(identifier) ends before it starts")
@@ -84,19 +104,37 @@ extension OfferPolicy {
         }
         let assignment: ExperimentAssignment
         do {
-            assignment = try ExperimentAssignment(experimentIdentifier: identifier, variants: variants.map { ExperimentVariant(name: $0.name, weight: $0.weight) })
+            assignment = try ExperimentAssignment(
+                experimentIdentifier: identifier,
+                variants: variants.map { ExperimentVariant(name: $0.name, weight: $0.weight) }
+            )
         } catch {
             throw PolicyError("\(variantsNode.location): \(error.message)")
         }
         return Experiment(
-            identifier: identifier, bundleIdentifier: bundleIdentifier, productIdentifier: productIdentifier, channel: channel,
-            variants: variants, start: start, end: end, metric: metric, plannedCustomers: plannedCustomers, windowDays: windowDays,
-            alpha: alpha, comparisons: comparisons, location: item.location,
-            assignment: assignment)
+            identifier: identifier,
+            bundleIdentifier: bundleIdentifier,
+            productIdentifier: productIdentifier,
+            channel: channel,
+            variants: variants,
+            start: start,
+            end: end,
+            metric: metric,
+            plannedCustomers: plannedCustomers,
+            windowDays: windowDays,
+            alpha: alpha,
+            comparisons: comparisons,
+            location: item.location,
+            assignment: assignment
+        )
     }
 
     private static func readVariant(
-        _ node: PolicyNode, of identifier: String, channel: Experiment.Channel, product: Product, after earlier: [Experiment.Variant]
+        _ node: PolicyNode,
+        of identifier: String,
+        channel: Experiment.Channel,
+        product: Product,
+        after earlier: [Experiment.Variant]
     ) throws(PolicyError) -> Experiment.Variant {
         try node.requireOnlyKeys(["name", "offerIdentifier", "messageIdentifier", "weight", "holdout", "description"])
         let name = try required(node, "name", maximumLength: 64)
@@ -112,7 +150,9 @@ extension OfferPolicy {
         let (offer, message) = (try optional(node, "offerIdentifier"), try optional(node, "messageIdentifier"))
         if holdoutText == "true" {
             guard offer == nil, message == nil else {
-                throw PolicyError("\(node.location): the holdout of experiment \(identifier) gives nothing: remove its offerIdentifier or messageIdentifier")
+                throw PolicyError(
+                    "\(node.location): the holdout of experiment \(identifier) gives nothing: remove its offerIdentifier or messageIdentifier"
+                )
             }
             guard !earlier.contains(where: \.isHoldout) else {
                 throw PolicyError("\(node.location): experiment \(identifier) has two holdouts; one is enough")
@@ -123,7 +163,9 @@ extension OfferPolicy {
         switch channel {
         case .app:
             guard let offer, message == nil else {
-                throw PolicyError("\(node.location): a variant of an app experiment names one offerIdentifier of \(product.productIdentifier) (or is holdout: true)")
+                throw PolicyError(
+                    "\(node.location): a variant of an app experiment names one offerIdentifier of \(product.productIdentifier) (or is holdout: true)"
+                )
             }
             guard product.offer(offer) != nil else {
                 throw PolicyError("\(node.location): variant \(name) names offer \(offer), which \(product.productIdentifier) does not list")
@@ -131,13 +173,19 @@ extension OfferPolicy {
             answer = offer
         case .retention:
             guard let message, offer == nil else {
-                throw PolicyError("\(node.location): a variant of a retention experiment names one messageIdentifier of \(product.productIdentifier)'s retention entries (or is holdout: true)")
+                throw PolicyError(
+                    "\(node.location): a variant of a retention experiment names one messageIdentifier of \(product.productIdentifier)'s retention entries (or is holdout: true)"
+                )
             }
             guard let entry = product.retention.first(where: { $0.messageIdentifier == message }) else {
-                throw PolicyError("\(node.location): variant \(name) names message \(message), which no retention entry of \(product.productIdentifier) has")
+                throw PolicyError(
+                    "\(node.location): variant \(name) names message \(message), which no retention entry of \(product.productIdentifier) has"
+                )
             }
             guard !entry.isFallback else {
-                throw PolicyError("\(node.location): variant \(name) names the fallback message, which every customer gets when no other entry holds: name an entry with an offer or rules")
+                throw PolicyError(
+                    "\(node.location): variant \(name) names the fallback message, which every customer gets when no other entry holds: name an entry with an offer or rules"
+                )
             }
             answer = message
         }
@@ -150,7 +198,7 @@ extension OfferPolicy {
     /// Puts the experiment's gate on every offer or retention entry a variant names.
     private mutating func gate(_ experiment: Experiment, at location: String) throws(PolicyError) {
         guard let appIndex = apps.firstIndex(where: { $0.bundleIdentifier == experiment.bundleIdentifier }),
-              let productIndex = apps[appIndex].products.firstIndex(where: { $0.productIdentifier == experiment.productIdentifier })
+            let productIndex = apps[appIndex].products.firstIndex(where: { $0.productIdentifier == experiment.productIdentifier })
         else { throw PolicyError("\(location): experiment \(experiment.identifier) names a product the policy does not list") }
         var product = apps[appIndex].products[productIndex]
         switch experiment.channel {

@@ -121,11 +121,16 @@ public struct ExperimentRule: EligibilityRule {
         let variant = assigned ?? experiment.variant(for: context.facts.key)
         if variant.answer == answer { return .eligible() }
         if variant.isHoldout {
-            return .notEligible([reason("experiment_holdout", "This customer is in the holdout of experiment \(experiment.identifier), which gets no offer.")])
+            return .notEligible([
+                reason("experiment_holdout", "This customer is in the holdout of experiment \(experiment.identifier), which gets no offer.")
+            ])
         }
-        return .notEligible([reason(
-            "experiment_variant",
-            "This customer is in variant \(variant.name) of experiment \(experiment.identifier), which gives \(variant.answer ?? "nothing") instead.")])
+        return .notEligible([
+            reason(
+                "experiment_variant",
+                "This customer is in variant \(variant.name) of experiment \(experiment.identifier), which gives \(variant.answer ?? "nothing") instead."
+            )
+        ])
     }
 }
 

@@ -94,7 +94,9 @@ public struct OfferPolicy: Sendable {
 
     /// The longest look back at issued signatures any rule needs (caps, cool-downs), in seconds.
     public var lookback: TimeInterval {
-        apps.flatMap(\.products).flatMap { $0.offers.map(\.rule) + $0.retention.map(\.rule) + ($0.introductoryOffer.map { [$0] } ?? []) }.compactMap(\.lookback).max() ?? 0
+        apps.flatMap(\.products).flatMap { $0.offers.map(\.rule) + $0.retention.map(\.rule) + ($0.introductoryOffer.map { [$0] } ?? []) }.compactMap(
+            \.lookback
+        ).max() ?? 0
     }
 
     /// Reads a policy file.
@@ -104,7 +106,11 @@ public struct OfferPolicy: Sendable {
             throw PolicyError("\(path): cannot read the policy file")
         }
         do {
-            try self.init(text: String(decoding: data, as: UTF8.self), registry: registry, directory: URL(fileURLWithPath: path).deletingLastPathComponent().path)
+            try self.init(
+                text: String(decoding: data, as: UTF8.self),
+                registry: registry,
+                directory: URL(fileURLWithPath: path).deletingLastPathComponent().path
+            )
         } catch {
             throw PolicyError("\(path): \(error.message)")
         }
@@ -124,7 +130,9 @@ public struct OfferPolicy: Sendable {
         if let node = root["appStoreUnavailable"] {
             let text = try node.string()
             guard let value = AppStoreUnavailable(rawValue: text) else {
-                throw PolicyError("\(node.location): appStoreUnavailable must be \(AppStoreUnavailable.allCases.map(\.rawValue).joined(separator: " or ")), not '\(text.prefix(40))'")
+                throw PolicyError(
+                    "\(node.location): appStoreUnavailable must be \(AppStoreUnavailable.allCases.map(\.rawValue).joined(separator: " or ")), not '\(text.prefix(40))'"
+                )
             }
             appStoreUnavailable = value
         }
@@ -132,7 +140,9 @@ public struct OfferPolicy: Sendable {
         var apps: [App] = []
         var bundleIdentifiers: Set<String> = []  // the duplicate checks in constant time: a candidate can list thousands
         for appNode in try appsNode.list() {
-            try appNode.requireOnlyKeys(["bundleIdentifier", "issuerIdentifier", "appAppleId", "activeKeyIdentifier", "products", "retentionMessages"])
+            try appNode.requireOnlyKeys([
+                "bundleIdentifier", "issuerIdentifier", "appAppleId", "activeKeyIdentifier", "products", "retentionMessages",
+            ])
             let bundleIdentifier = try Self.required(appNode, "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
             guard bundleIdentifiers.insert(bundleIdentifier).inserted else {
                 throw PolicyError("\(appNode.location): app \(bundleIdentifier) is listed twice")
@@ -168,22 +178,37 @@ public struct OfferPolicy: Sendable {
                     try introductoryNode.requireOnlyKeys(["rules"])
                     introductory = try Self.rules(introductoryNode["rules"], registry: registry)
                 }
-                products.append(Product(
-                    productIdentifier: productIdentifier,
-                    subscriptionGroupIdentifier: try Self.optional(productNode, "subscriptionGroupIdentifier"),
-                    offers: offers, introductoryOffer: introductory))
+                products.append(
+                    Product(
+                        productIdentifier: productIdentifier,
+                        subscriptionGroupIdentifier: try Self.optional(productNode, "subscriptionGroupIdentifier"),
+                        offers: offers,
+                        introductoryOffer: introductory
+                    )
+                )
             }
             let productsByIdentifier = Dictionary(products.map { ($0.productIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
             let catalogue = try Self.retentionCatalogue(appNode["retentionMessages"], productNodes: productNodes, directory: directory)
             for (index, productNode) in productNodes.enumerated() {
                 guard let retentionNode = productNode["retention"] else { continue }
                 products[index].retention = try Self.retentionEntries(
-                    retentionNode, product: products[index], appProducts: productsByIdentifier, catalogue: catalogue, registry: registry)
+                    retentionNode,
+                    product: products[index],
+                    appProducts: productsByIdentifier,
+                    catalogue: catalogue,
+                    registry: registry
+                )
             }
-            apps.append(App(
-                bundleIdentifier: bundleIdentifier, issuerIdentifier: try Self.optional(appNode, "issuerIdentifier"),
-                appAppleId: appAppleId, activeKeyIdentifier: try Self.optional(appNode, "activeKeyIdentifier", maximumLength: 64), products: products,
-                retentionCatalogue: catalogue))
+            apps.append(
+                App(
+                    bundleIdentifier: bundleIdentifier,
+                    issuerIdentifier: try Self.optional(appNode, "issuerIdentifier"),
+                    appAppleId: appAppleId,
+                    activeKeyIdentifier: try Self.optional(appNode, "activeKeyIdentifier", maximumLength: 64),
+                    products: products,
+                    retentionCatalogue: catalogue
+                )
+            )
         }
         guard !apps.isEmpty else { throw PolicyError("\(appsNode.location): the policy lists no app") }
         self.apps = apps

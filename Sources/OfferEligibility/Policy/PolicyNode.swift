@@ -66,10 +66,14 @@ public struct PolicyNode: Sendable {
         budget.values -= 1
         budget.pathBytes -= path.utf8.count
         guard budget.pathBytes >= 0 else {
-            throw PolicyError("the policy's keys are too long or nested too deep: the paths to its values add up to more than \(maximumPathBytes >> 20) MiB")
+            throw PolicyError(
+                "the policy's keys are too long or nested too deep: the paths to its values add up to more than \(maximumPathBytes >> 20) MiB"
+            )
         }
         guard budget.values >= 0 else {
-            throw PolicyError("the policy holds more than \(maximumValues) values, counting each use of a YAML alias; a policy is far smaller — write repeated parts out, or alias smaller ones")
+            throw PolicyError(
+                "the policy holds more than \(maximumValues) values, counting each use of a YAML alias; a policy is far smaller — write repeated parts out, or alias smaller ones"
+            )
         }
         let position = node.mark.map { "line \($0.line), column \($0.column)" }
         switch node {

@@ -94,8 +94,12 @@ extension OfferPolicy {
         var bytes = Array(SHA256.hash(data: content).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x80
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                               bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        let uuid = UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            )
+        )
         return uuid.uuidString.lowercased()
     }
 
@@ -107,7 +111,9 @@ extension OfferPolicy {
     ///   - directory: The policy file's folder, where image files are found; `nil` when the policy is not a file
     ///     (then a message with an image cannot be read).
     static func retentionCatalogue(
-        _ node: PolicyNode?, productNodes: [PolicyNode], directory: String?
+        _ node: PolicyNode?,
+        productNodes: [PolicyNode],
+        directory: String?
     ) throws(PolicyError) -> RetentionCatalogue {
         var catalogue = RetentionCatalogue()
         var images: [String: RetentionCatalogue.Image] = [:]
@@ -118,7 +124,9 @@ extension OfferPolicy {
                 throw PolicyError("\(node.location): an image is the path of a PNG file beside the policy")
             }
             guard let directory else {
-                throw PolicyError("\(node.location): an image file can only be read when the policy is read from its file (images are found beside it)")
+                throw PolicyError(
+                    "\(node.location): an image file can only be read when the policy is read from its file (images are found beside it)"
+                )
             }
             let path = file.hasPrefix("/") ? file : URL(fileURLWithPath: directory).appendingPathComponent(file).path
             guard let handle = FileHandle(forReadingAtPath: path) else {
@@ -147,9 +155,15 @@ extension OfferPolicy {
                 throw PolicyError("\(messageNode.location): headerPosition must be ABOVE_BODY or ABOVE_IMAGE, not '\(headerPosition)'")
             }
             var message = RetentionCatalogue.Message(
-                name: name, identifier: "", locale: try optional(messageNode, "locale", maximumLength: 35),
-                header: try text(messageNode, "header"), body: try text(messageNode, "body"), headerPosition: headerPosition,
-                bulletPoints: [], location: messageNode.location)
+                name: name,
+                identifier: "",
+                locale: try optional(messageNode, "locale", maximumLength: 35),
+                header: try text(messageNode, "header"),
+                body: try text(messageNode, "body"),
+                headerPosition: headerPosition,
+                bulletPoints: [],
+                location: messageNode.location
+            )
             if let imageNode = messageNode["image"] {
                 message.image = (try image(imageNode, size: "FULL_SIZE"), try text(messageNode, "altText"))
             } else if messageNode["altText"] != nil {
@@ -160,9 +174,13 @@ extension OfferPolicy {
                 guard let imageNode = bulletNode["image"] else {
                     throw PolicyError("\(bulletNode.location): a bullet point needs its image (a 1024 × 1024 PNG file)")
                 }
-                message.bulletPoints.append(RetentionCatalogue.BulletPoint(
-                    text: try text(bulletNode, "text"), imageIdentifier: try image(imageNode, size: "BULLET_POINT"),
-                    altText: try text(bulletNode, "altText")))
+                message.bulletPoints.append(
+                    RetentionCatalogue.BulletPoint(
+                        text: try text(bulletNode, "text"),
+                        imageIdentifier: try image(imageNode, size: "BULLET_POINT"),
+                        altText: try text(bulletNode, "altText")
+                    )
+                )
             }
             message.identifier = derivedIdentifier(message.canonicalContent)
             catalogue.messages.append(message)
@@ -175,9 +193,15 @@ extension OfferPolicy {
                 guard let message = catalogue.message(named: messageName) else {
                     throw PolicyError("\(messageNode.location): message \(messageName.prefix(64)) is not one of the app's retentionMessages")
                 }
-                catalogue.defaults.append(RetentionCatalogue.Default(
-                    productIdentifier: productIdentifier, locale: locale, messageName: messageName, messageIdentifier: message.identifier,
-                    location: messageNode.location))
+                catalogue.defaults.append(
+                    RetentionCatalogue.Default(
+                        productIdentifier: productIdentifier,
+                        locale: locale,
+                        messageName: messageName,
+                        messageIdentifier: message.identifier,
+                        location: messageNode.location
+                    )
+                )
             }
         }
         return catalogue
@@ -207,8 +231,13 @@ extension OfferPolicy.RetentionCatalogue.Message {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let canonical = Canonical(
-            header: header, body: body, headerPosition: headerPosition, imageIdentifier: imageIdentifier, imageAltText: imageAltText,
-            bulletPoints: bulletPoints.map { [$0.text, $0.imageIdentifier, $0.altText] })
+            header: header,
+            body: body,
+            headerPosition: headerPosition,
+            imageIdentifier: imageIdentifier,
+            imageAltText: imageAltText,
+            bulletPoints: bulletPoints.map { [$0.text, $0.imageIdentifier, $0.altText] }
+        )
         return Data("retention-message\n".utf8) + ((try? encoder.encode(canonical)) ?? Data())
     }
 }

@@ -108,16 +108,23 @@ extension OfferPolicy {
     /// Parses a product's `retention:` list once all the app's products are known (an alternate product may be
     /// listed after the product that names it).
     static func retentionEntries(
-        _ node: PolicyNode, product: Product, appProducts: [String: Product], catalogue: RetentionCatalogue = RetentionCatalogue(),
+        _ node: PolicyNode,
+        product: Product,
+        appProducts: [String: Product],
+        catalogue: RetentionCatalogue = RetentionCatalogue(),
         registry: RuleRegistry
     ) throws(PolicyError) -> [RetentionEntry] {
         var entries: [RetentionEntry] = []
         // Lookups in constant time: a candidate may list thousands of entries and offers.
         let offers = Dictionary(product.offers.map { ($0.offerIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
         for entryNode in try node.list() {
-            try entryNode.requireOnlyKeys(["promotionalOffer", "alternateProduct", "messageIdentifier", "message", "signature", "rules", "description"])
+            try entryNode.requireOnlyKeys([
+                "promotionalOffer", "alternateProduct", "messageIdentifier", "message", "signature", "rules", "description",
+            ])
             if let fallback = entries.last, fallback.isFallback {  // only ever the last: nothing may follow it
-                throw PolicyError("\(entryNode.location): this entry comes after the fallback (\(fallback.location)), an entry without rules that always answers, so it would never be chosen; move it up or give the fallback rules")
+                throw PolicyError(
+                    "\(entryNode.location): this entry comes after the fallback (\(fallback.location)), an entry without rules that always answers, so it would never be chosen; move it up or give the fallback rules"
+                )
             }
             let messageName = try optional(entryNode, "message", maximumLength: 64)
             let messageIdentifier: String
@@ -128,12 +135,16 @@ extension OfferPolicy {
                 }
                 messageIdentifier = message.identifier
             case (.some, .some):
-                throw PolicyError("\(entryNode.location): an entry names its message by message (the app's retentionMessages) or by messageIdentifier, not both")
+                throw PolicyError(
+                    "\(entryNode.location): an entry names its message by message (the app's retentionMessages) or by messageIdentifier, not both"
+                )
             case (nil, _):
                 messageIdentifier = try required(entryNode, "messageIdentifier", maximumLength: 64).lowercased()
             }
             guard UUID(uuidString: messageIdentifier) != nil else {
-                throw PolicyError("\(entryNode.location): messageIdentifier must be the UUID of a message uploaded with the Retention Messaging API (for example 9f2b8d1e-3c4a-4b5d-8e6f-7a8b9c0d1e2f), not '\(messageIdentifier.prefix(64))'")
+                throw PolicyError(
+                    "\(entryNode.location): messageIdentifier must be the UUID of a message uploaded with the Retention Messaging API (for example 9f2b8d1e-3c4a-4b5d-8e6f-7a8b9c0d1e2f), not '\(messageIdentifier.prefix(64))'"
+                )
             }
             let offer = try optional(entryNode, "promotionalOffer")
             let alternate = try optional(entryNode, "alternateProduct")
@@ -146,7 +157,9 @@ extension OfferPolicy {
             case (.some(let offerIdentifier), nil):
                 guard let found = offers[offerIdentifier] else {
                     let known = product.offers.map(\.offerIdentifier)
-                    throw PolicyError("\(entryNode.location): promotionalOffer '\(offerIdentifier)' is not an offer of \(product.productIdentifier)\(known.isEmpty ? " (it lists no offers)" : "; its offers: \(known.joined(separator: ", "))")")
+                    throw PolicyError(
+                        "\(entryNode.location): promotionalOffer '\(offerIdentifier)' is not an offer of \(product.productIdentifier)\(known.isEmpty ? " (it lists no offers)" : "; its offers: \(known.joined(separator: ", "))")"
+                    )
                 }
                 offerRule = found.rule
                 var format = RetentionSignatureFormat.v2
@@ -159,10 +172,14 @@ extension OfferPolicy {
                 answer = .promotionalOffer(offerIdentifier: offerIdentifier, signature: format)
             case (nil, .some(let alternateIdentifier)):
                 guard let target = appProducts[alternateIdentifier], alternateIdentifier != product.productIdentifier else {
-                    throw PolicyError("\(entryNode.location): alternateProduct '\(alternateIdentifier)' must be another product of this app in the policy")
+                    throw PolicyError(
+                        "\(entryNode.location): alternateProduct '\(alternateIdentifier)' must be another product of this app in the policy"
+                    )
                 }
                 if let group = product.subscriptionGroupIdentifier, let other = target.subscriptionGroupIdentifier, group != other {
-                    throw PolicyError("\(entryNode.location): alternateProduct '\(alternateIdentifier)' is in subscription group \(other), not \(group); the App Store only suggests a product of the same group")
+                    throw PolicyError(
+                        "\(entryNode.location): alternateProduct '\(alternateIdentifier)' is in subscription group \(other), not \(group); the App Store only suggests a product of the same group"
+                    )
                 }
                 answer = .alternateProduct(productIdentifier: alternateIdentifier)
             case (nil, nil):
@@ -172,9 +189,16 @@ extension OfferPolicy {
                 throw PolicyError("\(entryNode.location): signature applies to promotionalOffer entries only")
             }
             let rules = try Self.rules(entryNode["rules"], registry: registry)
-            entries.append(RetentionEntry(
-                answer: answer, messageIdentifier: messageIdentifier, messageName: messageName, rules: rules,
-                rule: AllRules(rules.rules + offerRule.rules), location: entryNode.location))
+            entries.append(
+                RetentionEntry(
+                    answer: answer,
+                    messageIdentifier: messageIdentifier,
+                    messageName: messageName,
+                    rules: rules,
+                    rule: AllRules(rules.rules + offerRule.rules),
+                    location: entryNode.location
+                )
+            )
         }
         return entries
     }

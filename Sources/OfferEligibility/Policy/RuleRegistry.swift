@@ -63,7 +63,9 @@ public struct RuleRegistry: Sendable {
             let minimum = try parameters.integer("minDays", default: 0)
             let maximum = try parameters.optionalInteger("maxDays")
             if let maximum, maximum < minimum {
-                throw PolicyError("\(parameters.node.location): lapsed's window is empty: minDays (\(minimum)) is after maxDays (\(maximum)), so no customer could ever satisfy it; swap them")
+                throw PolicyError(
+                    "\(parameters.node.location): lapsed's window is empty: minDays (\(minimum)) is after maxDays (\(maximum)), so no customer could ever satisfy it; swap them"
+                )
             }
             return LapsedRule(minimumDays: minimum, maximumDays: maximum)
         }
@@ -120,7 +122,9 @@ public struct RuleRegistry: Sendable {
             let until = try parameters.date("until")
             guard from != nil || until != nil else { throw PolicyError("\(parameters.node.location): active-window needs from, until or both") }
             if let from, let until, until <= from {
-                throw PolicyError("\(parameters.node.location): active-window's until is not after its from, so the offer is never active; fix the dates")
+                throw PolicyError(
+                    "\(parameters.node.location): active-window's until is not after its from, so the offer is never active; fix the dates"
+                )
             }
             return ActiveWindowRule(from: from, until: until)
         }
@@ -130,7 +134,9 @@ public struct RuleRegistry: Sendable {
             // `storefront` carries them: anything else would never match.
             for code in (try parameters.strings("allow") ?? []) + (try parameters.strings("deny") ?? []) {
                 guard code.utf8.count == 3, code.utf8.allSatisfy({ (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) else {
-                    throw PolicyError("\(parameters.node.location): storefront codes are the App Store's upper-case ISO 3166-1 alpha-3 codes such as USA or GBR, not '\(code.prefix(20))'")
+                    throw PolicyError(
+                        "\(parameters.node.location): storefront codes are the App Store's upper-case ISO 3166-1 alpha-3 codes such as USA or GBR, not '\(code.prefix(20))'"
+                    )
                 }
             }
             let allow = try parameters.strings("allow").map { Set($0) }

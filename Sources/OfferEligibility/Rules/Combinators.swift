@@ -63,7 +63,12 @@ public struct NotRule: EligibilityRule {
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         rule.evaluate(context).isEligible
-            ? .notEligible([reason("excluded_by_\(rule.name.replacingOccurrences(of: "-", with: "_"))", "The customer matches \(rule.name), which excludes this offer.")])
+            ? .notEligible([
+                reason(
+                    "excluded_by_\(rule.name.replacingOccurrences(of: "-", with: "_"))",
+                    "The customer matches \(rule.name), which excludes this offer."
+                )
+            ])
             : .eligible()
     }
 }

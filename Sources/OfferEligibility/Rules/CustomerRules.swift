@@ -32,7 +32,11 @@ public struct ChurnRiskRule: EligibilityRule {
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         let value = context.facts.flags[flag]
-        return require(value.map(values.contains) ?? false, "not_churn_risk", "The customer's \(flag) flag is \(value ?? "not set"); this offer needs \(values.sorted().joined(separator: " or ")).")
+        return require(
+            value.map(values.contains) ?? false,
+            "not_churn_risk",
+            "The customer's \(flag) flag is \(value ?? "not set"); this offer needs \(values.sorted().joined(separator: " or "))."
+        )
     }
 }
 
@@ -51,7 +55,11 @@ public struct CapRule: EligibilityRule {
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         let issued = context.issuedSignatures(within: window, sameOfferOnly: true).count
-        return require(issued < count, "cap_reached", "This offer was signed \(issued == 1 ? "once" : "\(issued) times") for this customer in the last \(describeDuration(window)); the cap is \(count).")
+        return require(
+            issued < count,
+            "cap_reached",
+            "This offer was signed \(issued == 1 ? "once" : "\(issued) times") for this customer in the last \(describeDuration(window)); the cap is \(count)."
+        )
     }
 }
 
@@ -72,7 +80,12 @@ public struct CoolDownRule: EligibilityRule {
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         guard let last = context.issuedSignatures(within: window, sameOfferOnly: sameOfferOnly).first else { return .eligible() }
         let wait = Double(last.timestamp) / 1000 + window - context.now.timeIntervalSince1970
-        return .notEligible([reason("cooling_down", "An offer was signed for this customer less than \(describeDuration(window)) ago; try again in \(describeDuration(max(wait, 60), roundingUp: true)).")])
+        return .notEligible([
+            reason(
+                "cooling_down",
+                "An offer was signed for this customer less than \(describeDuration(window)) ago; try again in \(describeDuration(max(wait, 60), roundingUp: true))."
+            )
+        ])
     }
 }
 
@@ -112,7 +125,11 @@ public struct AllowDenyList: Sendable {
     }
 
     /// The decision for `value`: denied, not allowed, or eligible.
-    func evaluate(_ value: String, denied: @autoclosure () -> EligibilityReason, notAllowed: @autoclosure () -> EligibilityReason) -> EligibilityDecision {
+    func evaluate(
+        _ value: String,
+        denied: @autoclosure () -> EligibilityReason,
+        notAllowed: @autoclosure () -> EligibilityReason
+    ) -> EligibilityDecision {
         if deny.contains(value) { return .notEligible([denied()]) }
         if let allow, !allow.contains(value) { return .notEligible([notAllowed()]) }
         return .eligible()
@@ -132,12 +149,15 @@ public struct StorefrontRule: EligibilityRule {
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         guard let storefront = context.facts.storefront?.uppercased() else {
-            return allow == nil ? .eligible() : .notEligible([reason("storefront_unknown", "This offer is limited to some storefronts and the customer's is not known.")])
+            return allow == nil
+                ? .eligible()
+                : .notEligible([reason("storefront_unknown", "This offer is limited to some storefronts and the customer's is not known.")])
         }
         return list.evaluate(
             storefront,
             denied: reason("storefront_denied", "This offer is not available in storefront \(storefront)."),
-            notAllowed: reason("storefront_not_allowed", "This offer is not available in storefront \(storefront)."))
+            notAllowed: reason("storefront_not_allowed", "This offer is not available in storefront \(storefront).")
+        )
     }
 }
 
@@ -156,6 +176,7 @@ public struct CustomerListRule: EligibilityRule {
         list.evaluate(
             context.facts.key.applicationUsername,
             denied: reason("customer_denied", "This customer is on the offer's deny list."),
-            notAllowed: reason("customer_not_allowed", "This customer is not on the offer's allow list."))
+            notAllowed: reason("customer_not_allowed", "This customer is not on the offer's allow list.")
+        )
     }
 }

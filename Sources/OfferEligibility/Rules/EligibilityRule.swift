@@ -21,7 +21,15 @@ public struct EligibilityContext: Sendable {
     /// each decision got): an experiment's gate takes the variant named here instead of hashing the customer.
     public var assignedVariants: [String: String] = [:]
 
-    public init(bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, subscriptionGroupIdentifier: String? = nil, facts: CustomerFacts, issuedSignatures: [IssuedSignature] = [], now: Date = Date()) {
+    public init(
+        bundleIdentifier: String,
+        productIdentifier: String,
+        offerIdentifier: String,
+        subscriptionGroupIdentifier: String? = nil,
+        facts: CustomerFacts,
+        issuedSignatures: [IssuedSignature] = [],
+        now: Date = Date()
+    ) {
         self.bundleIdentifier = bundleIdentifier
         self.productIdentifier = productIdentifier
         self.offerIdentifier = offerIdentifier

@@ -7,8 +7,11 @@ public struct HasOrHadSubscriptionRule: EligibilityRule {
     public let name = "app-store-subscriber"
     public init() {}
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
-        require(!context.facts.subscriptions.isEmpty, "never_subscribed",
-                "Promotional offers are for customers who have or had a subscription in the app; none is known for this customer.")
+        require(
+            !context.facts.subscriptions.isEmpty,
+            "never_subscribed",
+            "Promotional offers are for customers who have or had a subscription in the app; none is known for this customer."
+        )
     }
 }
 
@@ -18,8 +21,11 @@ public struct ActiveSubscriberRule: EligibilityRule {
     public init() {}
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         let state = context.subscription?.state
-        return require(state == .active || state == .inGracePeriod, "not_active_subscriber",
-                       "The customer has no active subscription in this group (state: \(state?.rawValue ?? "none")).")
+        return require(
+            state == .active || state == .inGracePeriod,
+            "not_active_subscriber",
+            "The customer has no active subscription in this group (state: \(state?.rawValue ?? "none"))."
+        )
     }
 }
 
@@ -36,7 +42,9 @@ public struct LapsedRule: EligibilityRule {
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         guard let subscription = context.subscription, subscription.state == .expired || subscription.state == .revoked else {
-            return .notEligible([reason("not_lapsed", "The customer's subscription has not lapsed (state: \(context.subscription?.state.rawValue ?? "none")).")])
+            return .notEligible([
+                reason("not_lapsed", "The customer's subscription has not lapsed (state: \(context.subscription?.state.rawValue ?? "none")).")
+            ])
         }
         guard let expires = subscription.expiresDate else {
             return .notEligible([reason("expiry_unknown", "When the customer's subscription expired is not known.")])
@@ -75,7 +83,11 @@ public struct BillingIssueRule: EligibilityRule {
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         let state = context.subscription?.state
         let matches = (state == .inBillingRetry && states.contains("billing-retry")) || (state == .inGracePeriod && states.contains("grace-period"))
-        return require(matches, "no_billing_issue", "The customer's subscription is not in \(states.sorted().joined(separator: " or ")) (state: \(state?.rawValue ?? "none")).")
+        return require(
+            matches,
+            "no_billing_issue",
+            "The customer's subscription is not in \(states.sorted().joined(separator: " or ")) (state: \(state?.rawValue ?? "none"))."
+        )
     }
 }
 
@@ -97,7 +109,11 @@ public struct LoyaltyRule: EligibilityRule {
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         let renewals = context.subscription?.renewalCount ?? 0
-        return require(renewals >= minimumRenewals, "not_loyal_enough", "The customer has renewed \(renewals) time\(renewals == 1 ? "" : "s"); this offer needs \(minimumRenewals).")
+        return require(
+            renewals >= minimumRenewals,
+            "not_loyal_enough",
+            "The customer has renewed \(renewals) time\(renewals == 1 ? "" : "s"); this offer needs \(minimumRenewals)."
+        )
     }
 }
 
@@ -107,7 +123,10 @@ public struct NeverHadIntroductoryOfferRule: EligibilityRule {
     public let name = "never-had-introductory-offer"
     public init() {}
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
-        require(context.subscription?.hadIntroductoryOffer != true, "had_introductory_offer",
-                "The customer already had an introductory offer in this subscription group.")
+        require(
+            context.subscription?.hadIntroductoryOffer != true,
+            "had_introductory_offer",
+            "The customer already had an introductory offer in this subscription group."
+        )
     }
 }

@@ -36,31 +36,41 @@ struct AdminAuthenticationMiddleware: RouterMiddleware {
         } catch let error as APIError where error.status == .unauthorized || error.status == .forbidden {
             switch await failures.take(client) {
             case .allowed:
-                context.logger.warning("admin authentication failed", metadata: ["client": "\(client)", "code": "\(error.code)", "route": "\(context.endpointPath ?? "-")"])
+                context.logger.warning(
+                    "admin authentication failed",
+                    metadata: ["client": "\(client)", "code": "\(error.code)", "route": "\(context.endpointPath ?? "-")"]
+                )
                 throw error
             case .limited(let retryAfter):
                 context.logger.warning("admin authentication throttled", metadata: ["client": "\(client)", "retryAfterSeconds": "\(retryAfter)"])
                 throw APIError(
-                    status: .tooManyRequests, code: "rate_limited",
+                    status: .tooManyRequests,
+                    code: "rate_limited",
                     message: "Too many failed admin authentications from this address; try again in \(retryAfter) seconds with a valid token.",
-                    headers: [.retryAfter: "\(retryAfter)"])
+                    headers: [.retryAfter: "\(retryAfter)"]
+                )
             }
         }
     }
 
     private func authenticate(_ request: Request) throws(APIError) -> String {
         guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer "),
-              case let token = authorization.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces), !token.isEmpty
+            case let token = authorization.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces), !token.isEmpty
         else {
             throw APIError(
-                status: .unauthorized, code: "unauthorized",
+                status: .unauthorized,
+                code: "unauthorized",
                 message: "The admin API needs a bearer token: Authorization: Bearer <one of \(variable: .adminTokens)>.",
-                headers: [.wwwAuthenticate: "Bearer realm=\"offer-signer admin\""])
+                headers: [.wwwAuthenticate: "Bearer realm=\"offer-signer admin\""]
+            )
         }
         guard let admin = tokens.admin(presenting: token) else {
             throw APIError(
-                status: .forbidden, code: "forbidden",
-                message: tokens.isEmpty ? "The admin API is disabled: no \(variable: .adminTokens) are configured." : "This token is not an admin token.")
+                status: .forbidden,
+                code: "forbidden",
+                message: tokens.isEmpty
+                    ? "The admin API is disabled: no \(variable: .adminTokens) are configured." : "This token is not an admin token."
+            )
         }
         return admin
     }

@@ -27,7 +27,11 @@ public struct BearerTokens: Sendable {
     ///   - requireNames: refuse an entry without `name:`.
     /// - Throws: ``ConfigurationError`` for a token shorter than ``minimumLength``, a missing or repeated name
     ///   (the message names the entry by position and name, never the token).
-    public init(parsing value: String, variable: String = ConfigurationVariable.adminTokens.environmentName, requireNames: Bool = true) throws(ConfigurationError) {
+    public init(
+        parsing value: String,
+        variable: String = ConfigurationVariable.adminTokens.environmentName,
+        requireNames: Bool = true
+    ) throws(ConfigurationError) {
         var parsed: [(String, SHA256.Digest)] = []
         for (position, entry) in value.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).enumerated() where !entry.isEmpty {
             let name: String
@@ -37,7 +41,9 @@ public struct BearerTokens: Sendable {
                 token = String(entry[entry.index(after: colon)...])
             } else {
                 guard !requireNames else {
-                    throw ConfigurationError("\(variable) entry \(position + 1) has no name; write name:token (the name appears in logs and metrics, the token never does).")
+                    throw ConfigurationError(
+                        "\(variable) entry \(position + 1) has no name; write name:token (the name appears in logs and metrics, the token never does)."
+                    )
                 }
                 name = "admin\(position + 1)"
                 token = entry
@@ -46,7 +52,9 @@ public struct BearerTokens: Sendable {
                 throw ConfigurationError("\(variable) entry \(position + 1) has a name that is not 1–64 letters, digits, '-', '_' or '.'.")
             }
             guard token.count >= Self.minimumLength else {
-                throw ConfigurationError("\(variable) entry \(position + 1) (\(name)) is shorter than \(Self.minimumLength) characters; use a long random token (openssl rand -hex 32).")
+                throw ConfigurationError(
+                    "\(variable) entry \(position + 1) (\(name)) is shorter than \(Self.minimumLength) characters; use a long random token (openssl rand -hex 32)."
+                )
             }
             guard !parsed.contains(where: { $0.0 == name }) else {
                 throw ConfigurationError("\(variable) names \(name) twice; give each its own name.")

@@ -5,9 +5,9 @@ import Hummingbird
 import JWTKit
 import Logging
 import NIOCore
+import OfferApplication
 import OfferSigning
 import Synchronization
-import OfferApplication
 
 /// Who is calling `/v1/offers/*`, as the client credential says.
 public enum ClientIdentity: Sendable, Hashable {
@@ -47,7 +47,11 @@ public enum ClientIdentity: Sendable, Hashable {
         guard case .customer(let own) = self else { return named }
         guard let named else { return own }
         guard named.lowercased() == own else {
-            throw OfferServiceError(.customerMismatch, "This login token acts for one customer only; applicationUsername names another. Leave applicationUsername out, or send the signed-in customer's own.", field: "applicationUsername")
+            throw OfferServiceError(
+                .customerMismatch,
+                "This login token acts for one customer only; applicationUsername names another. Leave applicationUsername out, or send the signed-in customer's own.",
+                field: "applicationUsername"
+            )
         }
         return own
     }
@@ -72,7 +76,16 @@ public struct ClientAuthConfiguration: Sendable {
     /// Clock skew allowed for `exp` and `nbf`.
     public var leeway: TimeInterval
 
-    public init(apiKeys: BearerTokens = .none, jwtSecret: String? = nil, jwtKeysPath: String? = nil, issuer: String? = nil, audience: String? = nil, customerClaim: String = "sub", isOpen: Bool = false, leeway: TimeInterval = 60) {
+    public init(
+        apiKeys: BearerTokens = .none,
+        jwtSecret: String? = nil,
+        jwtKeysPath: String? = nil,
+        issuer: String? = nil,
+        audience: String? = nil,
+        customerClaim: String = "sub",
+        isOpen: Bool = false,
+        leeway: TimeInterval = 60
+    ) {
         self.apiKeys = apiKeys
         self.jwtSecret = jwtSecret
         self.jwtKeysPath = jwtKeysPath
@@ -130,7 +143,10 @@ public final class ClientAuthenticator: Sendable {
     public func authenticate(authorization: String?) async throws(OfferServiceError) -> ClientIdentity {
         if let identity = immediateIdentity(authorization: authorization) { return identity }
         guard let authorization, let token = Self.bearerToken(authorization) else {
-            throw OfferServiceError(.unauthorized, "Send a client credential: Authorization: Bearer <an API key of \(variable: .apiKeys), or the signed-in customer's login JWT>.")
+            throw OfferServiceError(
+                .unauthorized,
+                "Send a client credential: Authorization: Bearer <an API key of \(variable: .apiKeys), or the signed-in customer's login JWT>."
+            )
         }
         if configuration.isOpen { return .open }
         guard token.split(separator: ".", omittingEmptySubsequences: false).count == 3 else {
@@ -160,12 +176,14 @@ public final class ClientAuthenticator: Sendable {
             let scheme: StaticString = "bearer "
             guard bytes.count <= 8 * 1024, bytes.count >= scheme.utf8CodeUnitCount else { return .some(nil) }
             for offset in 0..<scheme.utf8CodeUnitCount {
-                let byte = bytes[offset], expected = scheme.utf8Start[offset]
+                let byte = bytes[offset]
+                let expected = scheme.utf8Start[offset]
                 // A letter in either case.
                 guard expected == UInt8(ascii: " ") ? byte == expected : byte | 0x20 == expected else { return .some(nil) }
             }
             let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-            var start = scheme.utf8CodeUnitCount, end = bytes.count
+            var start = scheme.utf8CodeUnitCount
+            var end = bytes.count
             while start < end, isBlank(bytes[start]) { start += 1 }
             while end > start, isBlank(bytes[end - 1]) { end -= 1 }
             return .some(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self))
@@ -198,7 +216,10 @@ public final class ClientAuthenticator: Sendable {
         default: keys = nil
         }
         guard let keys else {
-            throw OfferServiceError(.unauthorized, "The login token's algorithm (\(header.alg.prefix(10))) is not accepted here; this service takes HS256 with \(variable: .clientJwtSecret), ES256 or RS256 with \(variable: .clientJwtKeys).")
+            throw OfferServiceError(
+                .unauthorized,
+                "The login token's algorithm (\(header.alg.prefix(10))) is not accepted here; this service takes HS256 with \(variable: .clientJwtSecret), ES256 or RS256 with \(variable: .clientJwtKeys)."
+            )
         }
         do {
             _ = try await keys.verify(token, as: SignatureOnly.self)
@@ -209,7 +230,9 @@ public final class ClientAuthenticator: Sendable {
         guard let exp = claims.exp else {
             throw OfferServiceError(.unauthorized, "The login token has no exp; issue tokens that expire.")
         }
-        guard exp + configuration.leeway > now else { throw OfferServiceError(.unauthorized, "The login token has expired; sign the customer in again.") }
+        guard exp + configuration.leeway > now else {
+            throw OfferServiceError(.unauthorized, "The login token has expired; sign the customer in again.")
+        }
         if let nbf = claims.nbf, nbf - configuration.leeway > now {
             throw OfferServiceError(.unauthorized, "The login token is not valid yet (nbf).")
         }
@@ -225,7 +248,10 @@ public final class ClientAuthenticator: Sendable {
         do {
             try CustomerIdentifier.validate(customer, named: configuration.customerClaim)
         } catch {
-            throw OfferServiceError(.unauthorized, "The login token's \(configuration.customerClaim) claim cannot be an applicationUsername: \(error.message)")
+            throw OfferServiceError(
+                .unauthorized,
+                "The login token's \(configuration.customerClaim) claim cannot be an applicationUsername: \(error.message)"
+            )
         }
         return customer.lowercased()
     }

@@ -21,7 +21,9 @@ struct LoginPublicKeys: Sendable {
         }
         let collection = JWTKeyCollection()
         var algorithms: [String: String] = [:]
-        let refused = ConfigurationError("\(variable: .clientJwtKeys)=\(path) holds no ES256 or RS256 public key (a PEM \"PUBLIC KEY\" or a JWK Set with kid on each key).")
+        let refused = ConfigurationError(
+            "\(variable: .clientJwtKeys)=\(path) holds no ES256 or RS256 public key (a PEM \"PUBLIC KEY\" or a JWK Set with kid on each key)."
+        )
         do {
             if text.trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("{") {
                 let usable: [[String: Any]]
@@ -64,7 +66,9 @@ struct LoginPublicKeys: Sendable {
             if let use = key["use"] as? String, use != "sig" { continue }
             if let stated = key["alg"] as? String, stated != algorithm { continue }
             guard let kid = key["kid"] as? String, !kid.isEmpty else {
-                throw ConfigurationError("\(variable: .clientJwtKeys)=\(path): key \(index + 1) of the JWK Set has no kid; give each key one (a PEM file holds a single key without).")
+                throw ConfigurationError(
+                    "\(variable: .clientJwtKeys)=\(path): key \(index + 1) of the JWK Set has no kid; give each key one (a PEM file holds a single key without)."
+                )
             }
             guard algorithms[kid] == nil else {
                 throw ConfigurationError("\(variable: .clientJwtKeys)=\(path): two keys share the kid \(kid.prefix(64)); give each its own.")
@@ -73,7 +77,9 @@ struct LoginPublicKeys: Sendable {
             usable.append(key)
         }
         guard !usable.isEmpty else {
-            throw ConfigurationError("\(variable: .clientJwtKeys)=\(path) holds no ES256 (EC P-256) or RS256 (RSA) signing key; login tokens are signed with one of those.")
+            throw ConfigurationError(
+                "\(variable: .clientJwtKeys)=\(path) holds no ES256 (EC P-256) or RS256 (RSA) signing key; login tokens are signed with one of those."
+            )
         }
         return (usable, algorithms)
     }
@@ -87,7 +93,10 @@ struct LoginPublicKeys: Sendable {
         } else if let kid {
             keyAlgorithm = algorithms[kid]
         } else {
-            throw OfferServiceError(.unauthorized, "The login token has no kid; with several keys in \(variable: .clientJwtKeys), a token names the key that signed it.")
+            throw OfferServiceError(
+                .unauthorized,
+                "The login token has no kid; with several keys in \(variable: .clientJwtKeys), a token names the key that signed it."
+            )
         }
         guard let keyAlgorithm else {
             throw OfferServiceError(.unauthorized, "The login token's kid names no key of \(variable: .clientJwtKeys).")

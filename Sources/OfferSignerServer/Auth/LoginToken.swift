@@ -5,9 +5,9 @@ import Hummingbird
 import JWTKit
 import Logging
 import NIOCore
+import OfferApplication
 import OfferSigning
 import Synchronization
-import OfferApplication
 
 /// A login JWT's header and claims, read as strict JSON and typed as RFC 7519 types them.
 extension ClientAuthenticator {
@@ -15,7 +15,10 @@ extension ClientAuthenticator {
     /// would forgive) into an object.
     fileprivate static func object(_ data: Data, _ what: String) throws(OfferServiceError) -> [String: JSONValue] {
         if let violation = StrictJSON.violation(in: data) {
-            throw OfferServiceError(.unauthorized, "The login token's \(what) is not strict JSON: \(violation.kind == .malformed ? "not RFC 8259" : "a name appears twice").")
+            throw OfferServiceError(
+                .unauthorized,
+                "The login token's \(what) is not strict JSON: \(violation.kind == .malformed ? "not RFC 8259" : "a name appears twice")."
+            )
         }
         guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: data) else {
             throw OfferServiceError(.unauthorized, "The login token's \(what) is not a JSON object.")
@@ -36,7 +39,10 @@ extension ClientAuthenticator {
                 throw OfferServiceError(.unauthorized, "The login token's header has no alg string.")
             }
             if object["crit"] != nil {
-                throw OfferServiceError(.unauthorized, "The login token's header names critical extensions (crit) this service does not understand; issue tokens without crit.")
+                throw OfferServiceError(
+                    .unauthorized,
+                    "The login token's header names critical extensions (crit) this service does not understand; issue tokens without crit."
+                )
             }
             switch object["kid"] {
             case nil: kid = nil
@@ -96,7 +102,12 @@ extension ClientAuthenticator {
 
     /// A JSON value by its type, for claims whose type is checked rather than assumed.
     enum JSONValue: Decodable {
-        case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
+        case null
+        case bool(Bool)
+        case number(Double)
+        case string(String)
+        case array([JSONValue])
+        case object([String: JSONValue])
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()

@@ -1,10 +1,10 @@
 import AppStoreNotifications
 import AppStoreServerAPI
-import Crypto
 import Configuration
+import Crypto
 import Foundation
-import OfferSigning
 import OfferApplication
+import OfferSigning
 
 /// The App Store Server API settings (`OFFER_SIGNER_APP_STORE_API_*`, docs/app-store-api.md): read and checked at
 /// start-up, turned into one client configuration per app by ``clientConfiguration(for:environments:)``.
@@ -25,7 +25,15 @@ public struct AppStoreAPISettings: Sendable {
     public var cacheTimeToLive: Duration = .seconds(60)
 
     /// Settings from values (tests, embedders).
-    public init(keyIdentifier: String, privateKeyPEM: String, keySource: String = "given", issuerId: String?, baseURL: String? = nil, timeout: Duration = .seconds(2), cacheTimeToLive: Duration = .seconds(60)) {
+    public init(
+        keyIdentifier: String,
+        privateKeyPEM: String,
+        keySource: String = "given",
+        issuerId: String?,
+        baseURL: String? = nil,
+        timeout: Duration = .seconds(2),
+        cacheTimeToLive: Duration = .seconds(60)
+    ) {
         self.keyIdentifier = keyIdentifier
         self.privateKeyPEM = privateKeyPEM
         self.keySource = keySource
@@ -40,30 +48,42 @@ public struct AppStoreAPISettings: Sendable {
     static func read(_ config: ConfigReader, environment: [String: String]) throws(ConfigurationError) -> AppStoreAPISettings? {
         guard let keyIdentifier = config.string(.appStoreApiKeyId) else {
             if config.string(.appStoreApiKeyFile) != nil {
-                throw ConfigurationError("\(variable: .appStoreApiKeyFile) is set without \(variable: .appStoreApiKeyId); set the key's ID too (shown beside the key in App Store Connect).")
+                throw ConfigurationError(
+                    "\(variable: .appStoreApiKeyFile) is set without \(variable: .appStoreApiKeyId); set the key's ID too (shown beside the key in App Store Connect)."
+                )
             }
             return nil
         }
         guard KeyIdentifier.isValid(keyIdentifier) else {
-            throw ConfigurationError("\(variable: .appStoreApiKeyId)=\(keyIdentifier.prefix(20)) is not a key ID: use the 10 letters and digits App Store Connect shows beside the In-App Purchase key.")
+            throw ConfigurationError(
+                "\(variable: .appStoreApiKeyId)=\(keyIdentifier.prefix(20)) is not a key ID: use the 10 letters and digits App Store Connect shows beside the In-App Purchase key."
+            )
         }
         let pem: String
         let source: String
         if let path = config.string(.appStoreApiKeyFile) {
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw ConfigurationError("\(variable: .appStoreApiKeyFile): cannot read \(path); point it at the SubscriptionKey_\(keyIdentifier).p8 file App Store Connect gave you.")
+                throw ConfigurationError(
+                    "\(variable: .appStoreApiKeyFile): cannot read \(path); point it at the SubscriptionKey_\(keyIdentifier).p8 file App Store Connect gave you."
+                )
             }
             pem = String(decoding: data, as: UTF8.self)
             source = "file \(path)"
             do {
-                _ = try SigningKey(keyIdentifier: keyIdentifier, pemRepresentation: pem, source: ConfigurationVariable.appStoreApiKeyFile.environmentName)
+                _ = try SigningKey(
+                    keyIdentifier: keyIdentifier,
+                    pemRepresentation: pem,
+                    source: ConfigurationVariable.appStoreApiKeyFile.environmentName
+                )
             } catch {
                 throw ConfigurationError("\(variable: .appStoreApiKeyFile): \(error.message)")
             }
         } else {
             // Without a file, the signing key of the same ID: App Store Connect's In-App Purchase keys serve both.
             guard let entry = try KeyLoader.load(environment: environment).first(where: { $0.key.keyIdentifier == keyIdentifier }) else {
-                throw ConfigurationError("\(variable: .appStoreApiKeyId)=\(keyIdentifier) names no signing key and \(variable: .appStoreApiKeyFile) is not set: set the file (SubscriptionKey_\(keyIdentifier).p8), or load that key as a signing key (\(ConfigurationVariable.keyFileVariable(keyIdentifier)) or \(variable: .keysDir)).")
+                throw ConfigurationError(
+                    "\(variable: .appStoreApiKeyId)=\(keyIdentifier) names no signing key and \(variable: .appStoreApiKeyFile) is not set: set the file (SubscriptionKey_\(keyIdentifier).p8), or load that key as a signing key (\(ConfigurationVariable.keyFileVariable(keyIdentifier)) or \(variable: .keysDir))."
+                )
             }
             pem = entry.key.privateKey.pemRepresentation
             source = "the signing key \(keyIdentifier)"
@@ -71,7 +91,9 @@ public struct AppStoreAPISettings: Sendable {
         var settings = AppStoreAPISettings(keyIdentifier: keyIdentifier, privateKeyPEM: pem, keySource: source, issuerId: config.string(.issuerId))
         if let url = config.string(.appStoreApiUrl) {
             guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host != nil else {
-                throw ConfigurationError("\(variable: .appStoreApiUrl)=\(url.prefix(80)) is not an http or https URL (for example https://proxy.internal:8443/appstore).")
+                throw ConfigurationError(
+                    "\(variable: .appStoreApiUrl)=\(url.prefix(80)) is not an http or https URL (for example https://proxy.internal:8443/appstore)."
+                )
             }
             settings.baseURL = url
         }
@@ -87,16 +109,28 @@ public struct AppStoreAPISettings: Sendable {
     /// The client configuration of one app: its issuer ID (the policy's, else `OFFER_SIGNER_ISSUER_ID`), Production
     /// then Sandbox among the accepted environments.
     /// - Throws: ``ConfigurationError`` naming `OFFER_SIGNER_ISSUER_ID` or `OFFER_SIGNER_ENVIRONMENTS`.
-    public func clientConfiguration(for app: AppConfiguration, environments: Set<AppStoreEnvironment>) throws(ConfigurationError) -> AppStoreServerAPIConfiguration {
+    public func clientConfiguration(
+        for app: AppConfiguration,
+        environments: Set<AppStoreEnvironment>
+    ) throws(ConfigurationError) -> AppStoreServerAPIConfiguration {
         guard let issuer = app.issuerIdentifier ?? issuerId, !issuer.isEmpty else {
-            throw ConfigurationError("\(variable: .appStoreApiKeyId) is set but \(app.bundleIdentifier) has no issuer ID: set \(variable: .issuerId) (App Store Connect > Users and Access > Integrations > In-App Purchase) or issuerIdentifier in the policy.")
+            throw ConfigurationError(
+                "\(variable: .appStoreApiKeyId) is set but \(app.bundleIdentifier) has no issuer ID: set \(variable: .issuerId) (App Store Connect > Users and Access > Integrations > In-App Purchase) or issuerIdentifier in the policy."
+            )
         }
         let ordered = [AppStoreEnvironment.production, .sandbox].filter(environments.contains)
         guard !ordered.isEmpty else {
-            throw ConfigurationError("\(variable: .environments) accepts neither Production nor Sandbox, the only environments the App Store Server API has; add one, or unset \(variable: .appStoreApiKeyId).")
+            throw ConfigurationError(
+                "\(variable: .environments) accepts neither Production nor Sandbox, the only environments the App Store Server API has; add one, or unset \(variable: .appStoreApiKeyId)."
+            )
         }
         var configuration = AppStoreServerAPIConfiguration(
-            keyIdentifier: keyIdentifier, privateKeyPEM: privateKeyPEM, issuerId: issuer, bundleIdentifier: app.bundleIdentifier, environments: ordered)
+            keyIdentifier: keyIdentifier,
+            privateKeyPEM: privateKeyPEM,
+            issuerId: issuer,
+            bundleIdentifier: app.bundleIdentifier,
+            environments: ordered
+        )
         if let baseURL { configuration.baseURLs = .init(override: baseURL) }
         configuration.timeout = timeout
         configuration.cacheTimeToLive = cacheTimeToLive

@@ -15,15 +15,22 @@ extension ConfigReader {
     ///   - note: a hint added to the refusal in parentheses (what the number is, a limit worth knowing).
     /// - Throws: ``ConfigurationError`` for text that is not a whole number, or one outside `range`.
     public func integer(
-        _ variable: ConfigurationVariable, in range: ClosedRange<Int>, unit: String? = nil, note: String? = nil
+        _ variable: ConfigurationVariable,
+        in range: ClosedRange<Int>,
+        unit: String? = nil,
+        note: String? = nil
     ) throws(ConfigurationError) -> Int? {
         guard let text = string(variable) else { return nil }
         let value = int(forKey: variable.key, isSecret: variable.isSecret) ?? Int(text.trimmingCharacters(in: .whitespaces))
         guard let value, range.contains(value) else {
             let full = range == Int.min...Int.max
             throw .refusing(
-                variable, text, expected: "a whole number" + (unit.map { " of \($0)" } ?? ""),
-                range: full ? nil : (String(range.lowerBound), String(range.upperBound)), note: note)
+                variable,
+                text,
+                expected: "a whole number" + (unit.map { " of \($0)" } ?? ""),
+                range: full ? nil : (String(range.lowerBound), String(range.upperBound)),
+                note: note
+            )
         }
         return value
     }
@@ -35,10 +42,20 @@ extension ConfigReader {
     ///   - range: the durations accepted.
     ///   - note: a hint added to the refusal in parentheses (an example, what a bound means).
     /// - Throws: ``ConfigurationError`` for text that is not a duration, or one outside `range`.
-    public func duration(_ variable: ConfigurationVariable, in range: ClosedRange<Duration>, note: String? = nil) throws(ConfigurationError) -> Duration? {
+    public func duration(
+        _ variable: ConfigurationVariable,
+        in range: ClosedRange<Duration>,
+        note: String? = nil
+    ) throws(ConfigurationError) -> Duration? {
         guard let text = string(variable) else { return nil }
         guard let value = Self.parseDuration(text), range.contains(value) else {
-            throw .refusing(variable, text, expected: "a duration", range: (Self.describe(range.lowerBound), Self.describe(range.upperBound)), note: note)
+            throw .refusing(
+                variable,
+                text,
+                expected: "a duration",
+                range: (Self.describe(range.lowerBound), Self.describe(range.upperBound)),
+                note: note
+            )
         }
         return value
     }
@@ -69,7 +86,11 @@ extension ConfigReader {
 extension ConfigurationError {
     /// The refusal of a value a variable does not accept: `NAME=value is not <expected> from <lower> to <upper> (<note>).`
     static func refusing(
-        _ variable: ConfigurationVariable, _ text: String, expected: String, range: (lower: String, upper: String)?, note: String?
+        _ variable: ConfigurationVariable,
+        _ text: String,
+        expected: String,
+        range: (lower: String, upper: String)?,
+        note: String?
     ) -> ConfigurationError {
         let given = variable.isSecret ? "\(variable: variable)" : "\(variable: variable)=\(text.prefix(20))"
         let bounds = range.map { " from \($0.lower) to \($0.upper)" } ?? ""

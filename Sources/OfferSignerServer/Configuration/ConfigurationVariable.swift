@@ -110,11 +110,14 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
     /// A reader over `environment`, with keys, tokens and the database URL marked secret.
     public static func reader(_ environment: [String: String]) -> ConfigReader {
         let secrets = Set(allCases.filter(\.isSecret).map(\.environmentName))
-        return ConfigReader(provider: EnvironmentVariablesProvider(
-            environmentVariables: environment,
-            secretsSpecifier: .dynamic { name, _ in
-                (name.hasPrefix(keyPrefix) && !name.hasSuffix(keyFileSuffix)) || secrets.contains(name)
-            }))
+        return ConfigReader(
+            provider: EnvironmentVariablesProvider(
+                environmentVariables: environment,
+                secretsSpecifier: .dynamic { name, _ in
+                    (name.hasPrefix(keyPrefix) && !name.hasSuffix(keyFileSuffix)) || secrets.contains(name)
+                }
+            )
+        )
     }
 }
 
@@ -138,7 +141,9 @@ extension ConfigReader {
 public func configuredLogLevel(_ environment: [String: String]) throws(ConfigurationError) -> Logger.Level {
     guard let text = ConfigurationVariable.reader(environment).string(.logLevel) else { return .info }
     guard let level = Logger.Level(rawValue: text.lowercased()) else {
-        throw ConfigurationError("\(variable: .logLevel)=\(text.prefix(20)) is not a log level; use one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
+        throw ConfigurationError(
+            "\(variable: .logLevel)=\(text.prefix(20)) is not a log level; use one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))."
+        )
     }
     return level
 }

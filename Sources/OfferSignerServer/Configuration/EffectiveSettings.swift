@@ -35,7 +35,9 @@ extension ServiceConfiguration {
             lines.append("\(variable: variable) = \(value)")
         }
         for app in apps {
-            lines.append("app \(app.bundleIdentifier) = issuer ID \(app.issuerIdentifier ?? "none"), Apple ID \(app.appAppleId.map(String.init) ?? "none")")
+            lines.append(
+                "app \(app.bundleIdentifier) = issuer ID \(app.issuerIdentifier ?? "none"), Apple ID \(app.appAppleId.map(String.init) ?? "none")"
+            )
         }
         for entry in keyRing.entries {
             let state = keyRing.state(of: entry.key.keyIdentifier)?.rawValue ?? "unknown"
@@ -57,7 +59,9 @@ extension ServiceConfiguration {
         case .storeTimeout: ConfigReader.describe(storeTimeout)
         case .environments: environments.map(\.rawValue).sorted().joined(separator: ",")
         case .trustedRoots: "the bundled Apple Root CA - G3"
-        case .adminTokens: isDemo && !adminTokens.isEmpty ? "the demo's own admin, demo, with the public token serve --demo prints" : "none: /admin refuses every request"
+        case .adminTokens:
+            isDemo && !adminTokens.isEmpty
+                ? "the demo's own admin, demo, with the public token serve --demo prints" : "none: /admin refuses every request"
         case .stateFile: databaseURL == nil ? "none: in memory" : "none: in the store"
         case .idleTimeout: "\(connectionLimits.idleTimeout.components.seconds)"
         case .requestTimeout: "\(connectionLimits.requestTimeout.components.seconds)"

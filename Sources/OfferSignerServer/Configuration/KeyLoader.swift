@@ -35,7 +35,8 @@ public enum KeyLoader {
                 throw ConfigurationError(
                     "\(name) names no key ID. For a key file, use \(ConfigurationVariable.keyFileVariable("<KEYID>")) (for example "
                         + "\(ConfigurationVariable.keyFileVariable("ABC123DEFG"))=/path/to/SubscriptionKey_ABC123DEFG.p8); for a PEM inline, "
-                        + "\(ConfigurationVariable.keyVariable("<KEYID>")); for a folder of key files, \(variable: .keysDir).")
+                        + "\(ConfigurationVariable.keyVariable("<KEYID>")); for a folder of key files, \(variable: .keysDir)."
+                )
             }
             if keyIdentifier.hasSuffix(ConfigurationVariable.keyFileSuffix) {
                 keyIdentifier.removeLast(ConfigurationVariable.keyFileSuffix.count)
@@ -61,7 +62,9 @@ public enum KeyLoader {
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory)
         } catch {
-            throw ConfigurationError("\(directoryVariable)=\(directory) cannot be read: \(describe(error)). Point it at the folder holding your SubscriptionKey_<KEYID>.p8 files.")
+            throw ConfigurationError(
+                "\(directoryVariable)=\(directory) cannot be read: \(describe(error)). Point it at the folder holding your SubscriptionKey_<KEYID>.p8 files."
+            )
         }
         var entries: [KeyRing.Entry] = []
         for name in names.sorted() where !name.hasPrefix(".") {
@@ -82,7 +85,11 @@ public enum KeyLoader {
 
     private static func entry(_ keyIdentifier: String, _ pem: String, source: String, now: Date) throws(ConfigurationError) -> KeyRing.Entry {
         do {
-            return KeyRing.Entry(key: try SigningKey(keyIdentifier: keyIdentifier, pemRepresentation: pem, source: source), source: source, loadedAt: now)
+            return KeyRing.Entry(
+                key: try SigningKey(keyIdentifier: keyIdentifier, pemRepresentation: pem, source: source),
+                source: source,
+                loadedAt: now
+            )
         } catch {
             throw ConfigurationError(error.message)
         }

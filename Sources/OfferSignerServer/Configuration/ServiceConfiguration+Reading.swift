@@ -2,11 +2,11 @@ import AppStoreNotifications
 import Configuration
 import Foundation
 import NIOCore
-import OfferKeys
-import X509
-import OfferEligibility
-import OfferSigning
 import OfferApplication
+import OfferEligibility
+import OfferKeys
+import OfferSigning
+import X509
 
 /// How each group of settings is read from the environment, with its ranges and its error messages.
 extension ServiceConfiguration {
@@ -16,10 +16,16 @@ extension ServiceConfiguration {
 
     static func clientAuth(_ config: ConfigReader) throws(ConfigurationError) -> ClientAuthConfiguration {
         var auth = ClientAuthConfiguration()
-        auth.apiKeys = try BearerTokens(parsing: config.string(.apiKeys) ?? "", variable: ConfigurationVariable.apiKeys.environmentName, requireNames: true)
+        auth.apiKeys = try BearerTokens(
+            parsing: config.string(.apiKeys) ?? "",
+            variable: ConfigurationVariable.apiKeys.environmentName,
+            requireNames: true
+        )
         if let secret = config.string(.clientJwtSecret) {
             guard secret.utf8.count >= 32 else {
-                throw ConfigurationError("\(variable: .clientJwtSecret) is shorter than 32 bytes; use the HS256 secret your login service signs with (at least 256 bits).")
+                throw ConfigurationError(
+                    "\(variable: .clientJwtSecret) is shorter than 32 bytes; use the HS256 secret your login service signs with (at least 256 bits)."
+                )
             }
             auth.jwtSecret = secret
         }
@@ -31,10 +37,14 @@ extension ServiceConfiguration {
         case nil: break
         case "none": auth.isOpen = true
         case let other?:
-            throw ConfigurationError("\(variable: .clientAuth)=\(other.prefix(20)) is not understood; the only value is none (the open mode for local development). Configure credentials with \(variable: .apiKeys) or \(variable: .clientJwtSecret) / \(variable: .clientJwtKeys).")
+            throw ConfigurationError(
+                "\(variable: .clientAuth)=\(other.prefix(20)) is not understood; the only value is none (the open mode for local development). Configure credentials with \(variable: .apiKeys) or \(variable: .clientJwtSecret) / \(variable: .clientJwtKeys)."
+            )
         }
         guard auth.hasCredentials || auth.isOpen else {
-            throw ConfigurationError("No client authentication is configured, so anyone could ask for any customer's signature. Set \(variable: .apiKeys)=name:key (your backend) and/or \(variable: .clientJwtSecret) or \(variable: .clientJwtKeys) (your app's login tokens); for local development only, \(variable: .clientAuth)=none. See the README, \"Securing it\".")
+            throw ConfigurationError(
+                "No client authentication is configured, so anyone could ask for any customer's signature. Set \(variable: .apiKeys)=name:key (your backend) and/or \(variable: .clientJwtSecret) or \(variable: .clientJwtKeys) (your app's login tokens); for local development only, \(variable: .clientAuth)=none. See the README, \"Securing it\"."
+            )
         }
         return auth
     }
@@ -58,7 +68,9 @@ extension ServiceConfiguration {
     package static func operationsListener(_ config: ConfigReader, publicPort: Int) throws(ConfigurationError) -> (host: String, port: Int)? {
         guard let port = try config.integer(.adminPort, in: 0...65_535, note: "a port number; 0 picks a free one") else {
             if config.string(.adminHost) != nil {
-                throw ConfigurationError("\(variable: .adminHost) is set without \(variable: .adminPort); set the port of the operations listener too.")
+                throw ConfigurationError(
+                    "\(variable: .adminHost) is set without \(variable: .adminPort); set the port of the operations listener too."
+                )
             }
             return nil
         }
@@ -92,7 +104,9 @@ extension ServiceConfiguration {
     }
 
     package static func appStoreClockSkew(_ config: ConfigReader) throws(ConfigurationError) -> TimeInterval {
-        guard let seconds = try config.integer(.appStoreClockSkew, in: 10...3_600, unit: "seconds") else { return NotificationIngestor.defaultClockSkew }
+        guard let seconds = try config.integer(.appStoreClockSkew, in: 10...3_600, unit: "seconds") else {
+            return NotificationIngestor.defaultClockSkew
+        }
         return TimeInterval(seconds)
     }
 
@@ -100,19 +114,31 @@ extension ServiceConfiguration {
     /// Store Server API's answers) cannot be verified: said once, at start-up by `serve` and by `config check`,
     /// rather than by every command that opens the store.
     static func verificationWarnings(
-        apps: [AppConfiguration], environments: Set<AppStoreEnvironment>, trustedRoots: [Certificate]?, asksAppStoreAPI: Bool
+        apps: [AppConfiguration],
+        environments: Set<AppStoreEnvironment>,
+        trustedRoots: [Certificate]?,
+        asksAppStoreAPI: Bool
     ) -> [String] {
         var warnings: [String] = []
         for app in apps {
             do {
-                _ = try SignedDataVerifier(bundleIdentifier: app.bundleIdentifier, appAppleId: app.appAppleId, environments: environments, trustedRoots: trustedRoots)
+                _ = try SignedDataVerifier(
+                    bundleIdentifier: app.bundleIdentifier,
+                    appAppleId: app.appAppleId,
+                    environments: environments,
+                    trustedRoots: trustedRoots
+                )
             } catch {
                 let api = asksAppStoreAPI ? "; the App Store Server API is not asked for it either" : ""
                 if environments.contains(.production), app.appAppleId == nil {
-                    warnings.append("App Store notifications and signed transactions for \(app.bundleIdentifier) are refused: accepting Production needs "
-                        + "the app's Apple ID, \(variable: .appAppleId) (App Store Connect > App Information > Apple ID) or appAppleId in the policy\(api).")
+                    warnings.append(
+                        "App Store notifications and signed transactions for \(app.bundleIdentifier) are refused: accepting Production needs "
+                            + "the app's Apple ID, \(variable: .appAppleId) (App Store Connect > App Information > Apple ID) or appAppleId in the policy\(api)."
+                    )
                 } else {
-                    warnings.append("App Store notifications and signed transactions for \(app.bundleIdentifier) are refused: \(error.message)\(api).")
+                    warnings.append(
+                        "App Store notifications and signed transactions for \(app.bundleIdentifier) are refused: \(error.message)\(api)."
+                    )
                 }
             }
         }
@@ -132,19 +158,23 @@ extension ServiceConfiguration {
         if (try? SocketAddress(ipAddress: host, port: 0)) != nil { return host }  // an IPv4 or IPv6 literal, no lookup
         // A fully qualified name may end with a dot; names may hold `_` (container and service names).
         let labels = (host.hasSuffix(".") ? String(host.dropLast()) : host).split(separator: ".", omittingEmptySubsequences: false)
-        let isName = (1...253).contains(host.utf8.count) && labels.allSatisfy { label in
-            (1...63).contains(label.utf8.count) && label.first != "-" && label.last != "-"
-                && label.utf8.allSatisfy { $0.isASCIILetterOrDigit || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }
-        }
+        let isName =
+            (1...253).contains(host.utf8.count)
+            && labels.allSatisfy { label in
+                (1...63).contains(label.utf8.count) && label.first != "-" && label.last != "-"
+                    && label.utf8.allSatisfy { $0.isASCIILetterOrDigit || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }
+            }
         guard isName, !labels.allSatisfy({ $0.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } }) else {
-            throw ConfigurationError("\(variable: variable)=\(host.prefix(64)) is not an address to listen on: give an IPv4 or IPv6 address (127.0.0.1, 0.0.0.0, ::) or a host name.")
+            throw ConfigurationError(
+                "\(variable: variable)=\(host.prefix(64)) is not an address to listen on: give an IPv4 or IPv6 address (127.0.0.1, 0.0.0.0, ::) or a host name."
+            )
         }
         return host
     }
 }
 
-private extension UInt8 {
-    var isASCIILetterOrDigit: Bool {
+extension UInt8 {
+    fileprivate var isASCIILetterOrDigit: Bool {
         (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
             || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
     }

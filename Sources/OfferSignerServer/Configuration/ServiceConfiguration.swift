@@ -1,11 +1,11 @@
 import AppStoreNotifications
 import Configuration
 import Foundation
-import OfferKeys
-import X509
-import OfferEligibility
-import OfferSigning
 import OfferApplication
+import OfferEligibility
+import OfferKeys
+import OfferSigning
+import X509
 
 /// Everything the service needs to start, read from the environment (docs/design.md §3).
 ///
@@ -84,10 +84,19 @@ public struct ServiceConfiguration: Sendable {
 
     /// Creates a configuration from values.
     public init(
-        host: String = "127.0.0.1", port: Int = 8080, apps: [AppConfiguration], keyRing: KeyRing, databaseURL: String? = nil,
-        isDemo: Bool = false, warnings: [String] = [], loadKeys: KeyManager.KeyLoading? = nil,
-        configuredActiveKeyIdentifier: String? = nil, keysDirectory: String? = nil, adminTokens: BearerTokens = .none,
-        stateFilePath: String? = nil, policy: OfferPolicy? = nil
+        host: String = "127.0.0.1",
+        port: Int = 8080,
+        apps: [AppConfiguration],
+        keyRing: KeyRing,
+        databaseURL: String? = nil,
+        isDemo: Bool = false,
+        warnings: [String] = [],
+        loadKeys: KeyManager.KeyLoading? = nil,
+        configuredActiveKeyIdentifier: String? = nil,
+        keysDirectory: String? = nil,
+        adminTokens: BearerTokens = .none,
+        stateFilePath: String? = nil,
+        policy: OfferPolicy? = nil
     ) {
         self.policy = policy
         let entries = keyRing.entries
@@ -122,21 +131,43 @@ public struct ServiceConfiguration: Sendable {
         }
         var apps: [AppConfiguration] = []
         let issuer = config.string(.issuerId)
-        let appAppleId = try config.integer(.appAppleId, in: Int.min...Int.max, note: "the app's Apple ID: App Store Connect > App Information > Apple ID").map(Int64.init)
+        let appAppleId = try config.integer(
+            .appAppleId,
+            in: Int.min...Int.max,
+            note: "the app's Apple ID: App Store Connect > App Information > Apple ID"
+        ).map(Int64.init)
         if let bundleIdentifier = config.string(.bundleIdentifier) {
             do {
-                try PayloadField.validate(bundleIdentifier, named: ConfigurationVariable.bundleIdentifier.environmentName, maximumLength: PayloadField.maximumBundleIdentifierLength)
+                try PayloadField.validate(
+                    bundleIdentifier,
+                    named: ConfigurationVariable.bundleIdentifier.environmentName,
+                    maximumLength: PayloadField.maximumBundleIdentifierLength
+                )
             } catch {
                 throw ConfigurationError(error.message)
             }
             if let policy, policy.app(bundleIdentifier) == nil {
-                throw ConfigurationError("\(variable: .bundleIdentifier)=\(bundleIdentifier) is not an app of the policy (\(variable: .policy)); add it there or unset the variable.")
+                throw ConfigurationError(
+                    "\(variable: .bundleIdentifier)=\(bundleIdentifier) is not an app of the policy (\(variable: .policy)); add it there or unset the variable."
+                )
             }
             let fromPolicy = policy?.app(bundleIdentifier)
-            apps.append(AppConfiguration(bundleIdentifier: bundleIdentifier, issuerIdentifier: fromPolicy?.issuerIdentifier ?? issuer, appAppleId: fromPolicy?.appAppleId ?? appAppleId))
+            apps.append(
+                AppConfiguration(
+                    bundleIdentifier: bundleIdentifier,
+                    issuerIdentifier: fromPolicy?.issuerIdentifier ?? issuer,
+                    appAppleId: fromPolicy?.appAppleId ?? appAppleId
+                )
+            )
         }
         for app in policy?.apps ?? [] where !apps.contains(where: { $0.bundleIdentifier == app.bundleIdentifier }) {
-            apps.append(AppConfiguration(bundleIdentifier: app.bundleIdentifier, issuerIdentifier: app.issuerIdentifier ?? issuer, appAppleId: app.appAppleId ?? (policy?.apps.count == 1 ? appAppleId : nil)))
+            apps.append(
+                AppConfiguration(
+                    bundleIdentifier: app.bundleIdentifier,
+                    issuerIdentifier: app.issuerIdentifier ?? issuer,
+                    appAppleId: app.appAppleId ?? (policy?.apps.count == 1 ? appAppleId : nil)
+                )
+            )
         }
         var trustedRoots: [Certificate]?
         if let paths = config.list(.trustedRoots) {
@@ -157,19 +188,27 @@ public struct ServiceConfiguration: Sendable {
         if let names = config.list(.environments) {
             environments = []
             for name in names {
-                let known: [String: AppStoreEnvironment] = ["production": .production, "sandbox": .sandbox, "xcode": .xcode, "localtesting": .localTesting]
+                let known: [String: AppStoreEnvironment] = [
+                    "production": .production, "sandbox": .sandbox, "xcode": .xcode, "localtesting": .localTesting,
+                ]
                 guard let environment = known[name.lowercased()] else {
-                    throw ConfigurationError("\(variable: .environments): unknown environment '\(name.prefix(30))'; use Production, Sandbox, Xcode or LocalTesting.")
+                    throw ConfigurationError(
+                        "\(variable: .environments): unknown environment '\(name.prefix(30))'; use Production, Sandbox, Xcode or LocalTesting."
+                    )
                 }
                 environments.insert(environment)
             }
         }
         guard !apps.isEmpty else {
-            throw ConfigurationError("\(variable: .bundleIdentifier) is not set: set it to your app's bundle identifier (com.example.app), or list your apps in a policy file (\(variable: .policy)). For a try-out with a throw-away key, run `offer-signer serve --demo`.")
+            throw ConfigurationError(
+                "\(variable: .bundleIdentifier) is not set: set it to your app's bundle identifier (com.example.app), or list your apps in a policy file (\(variable: .policy)). For a try-out with a throw-away key, run `offer-signer serve --demo`."
+            )
         }
         let keys = requireKeys ? try KeyLoader.load(environment: environment) : []
         guard !keys.isEmpty || !requireKeys else {
-            throw ConfigurationError("No signing key is configured: set \(ConfigurationVariable.keyVariable("<KEYID>")) (the PEM), \(ConfigurationVariable.keyFileVariable("<KEYID>")) (a path to SubscriptionKey_<KEYID>.p8) or \(variable: .keysDir) (a folder of them). See keys.example.")
+            throw ConfigurationError(
+                "No signing key is configured: set \(ConfigurationVariable.keyVariable("<KEYID>")) (the PEM), \(ConfigurationVariable.keyFileVariable("<KEYID>")) (a path to SubscriptionKey_<KEYID>.p8) or \(variable: .keysDir) (a folder of them). See keys.example."
+            )
         }
         let active = config.string(.activeKeyId)
         let keyRing: KeyRing
@@ -179,7 +218,11 @@ public struct ServiceConfiguration: Sendable {
             keyRing = try KeyRing(keys: keys, activeKeyIdentifier: active)
             for app in policy?.apps ?? [] {
                 if let key = app.activeKeyIdentifier, keyRing.entry(for: key) == nil, requireKeys {
-                    throw OfferSigningError(code: .unknownKey, message: "The policy's active key for \(app.bundleIdentifier), \(key), is not among the loaded keys (\(keys.map(\.key.keyIdentifier).joined(separator: ", "))).")
+                    throw OfferSigningError(
+                        code: .unknownKey,
+                        message:
+                            "The policy's active key for \(app.bundleIdentifier), \(key), is not among the loaded keys (\(keys.map(\.key.keyIdentifier).joined(separator: ", ")))."
+                    )
                 }
             }
         } catch let error as OfferSigningError {
@@ -191,13 +234,16 @@ public struct ServiceConfiguration: Sendable {
         let stateFile = config.string(.stateFile)
         var warnings: [String] = []
         if policy == nil {
-            warnings.append("No eligibility policy is configured (\(variable: .policy)): every well-formed request for \(apps.map(\.bundleIdentifier).joined(separator: ", ")) is signed.")
+            warnings.append(
+                "No eligibility policy is configured (\(variable: .policy)): every well-formed request for \(apps.map(\.bundleIdentifier).joined(separator: ", ")) is signed."
+            )
         }
         if adminTokens.isEmpty {
             warnings.append("No \(variable: .adminTokens): the admin API (/admin) refuses every request.")
         }
         self.init(
-            host: host, port: port,
+            host: host,
+            port: port,
             apps: apps,
             keyRing: keyRing,
             databaseURL: config.string(.databaseUrl) ?? Self.defaultDatabaseURL,
@@ -212,7 +258,9 @@ public struct ServiceConfiguration: Sendable {
         self.trustedRoots = trustedRoots
         self.environments = environments
         if let url = databaseURL, !(url.hasPrefix("sqlite:") || url.hasPrefix("postgres://") || url.hasPrefix("postgresql://")) {
-            throw ConfigurationError("\(variable: .databaseUrl) is neither sqlite:PATH nor postgres://user:password@host:port/database; see docs/store.md.")
+            throw ConfigurationError(
+                "\(variable: .databaseUrl) is neither sqlite:PATH nor postgres://user:password@host:port/database; see docs/store.md."
+            )
         }
         self.connectionLimits = try Self.connectionLimits(config)
         self.retentionDeadline = try Self.retentionDeadline(config)
@@ -226,10 +274,17 @@ public struct ServiceConfiguration: Sendable {
         if let appStoreAPI {
             for app in apps { _ = try appStoreAPI.clientConfiguration(for: app, environments: environments) }
         }
-        self.warnings += Self.verificationWarnings(apps: apps, environments: environments, trustedRoots: trustedRoots, asksAppStoreAPI: appStoreAPI != nil)
+        self.warnings += Self.verificationWarnings(
+            apps: apps,
+            environments: environments,
+            trustedRoots: trustedRoots,
+            asksAppStoreAPI: appStoreAPI != nil
+        )
         self.warnings += ConfigurationVariable.unknownVariableWarnings(in: environment)
         if clientAuth.isOpen {
-            self.warnings.append("OPEN CLIENT MODE (\(variable: .clientAuth)=none): /v1/offers/* signs for anyone who can reach it, for any customer they name. For local development only.\(clientAuth.hasCredentials ? " The credentials configured (\(variable: .apiKeys), login tokens) are not required in this mode: unset \(variable: .clientAuth) to require them." : "")")
+            self.warnings.append(
+                "OPEN CLIENT MODE (\(variable: .clientAuth)=none): /v1/offers/* signs for anyone who can reach it, for any customer they name. For local development only.\(clientAuth.hasCredentials ? " The credentials configured (\(variable: .apiKeys), login tokens) are not required in this mode: unset \(variable: .clientAuth) to require them." : "")"
+            )
         }
     }
 

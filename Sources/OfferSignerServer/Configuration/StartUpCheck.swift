@@ -1,7 +1,7 @@
 import Logging
 import OfferKeys
-import OfferStore
 import OfferSigning
+import OfferStore
 
 /// The start-up checks of ``buildApplication(configuration:logger:metricsRegistry:keysDirectoryPollInterval:)`` that
 /// need neither the store nor the network, for `offer-signer config check`: the App Store Server API clients
@@ -12,7 +12,11 @@ import OfferSigning
 /// - Throws: ``ConfigurationError`` with the message `serve` would stop with.
 public func checkStartUp(configuration: ServiceConfiguration) async throws(ConfigurationError) -> [String] {
     let quiet = Logger(label: "offer-signer", factory: { _ in SwiftLogNoOpLogHandler() })
-    _ = try makeAppStoreClients(configuration: configuration, verifiers: appStoreVerifiers(configuration: configuration, logger: quiet), logger: quiet)
+    _ = try makeAppStoreClients(
+        configuration: configuration,
+        verifiers: appStoreVerifiers(configuration: configuration, logger: quiet),
+        logger: quiet
+    )
     _ = try await ClientAuthenticator(configuration.clientAuth)
     // What serve checks before it listens, without opening anything: the store's URL, the key state file.
     if let databaseURL = configuration.databaseURL {
@@ -29,7 +33,8 @@ public func checkStartUp(configuration: ServiceConfiguration) async throws(Confi
     if configuration.keyRing.activeKeyIdentifier == nil, configuration.keyRing.entries.count > 1 {
         notes.append(
             "Several keys are loaded and \(variable: .activeKeyId) is not set: serve signs with the key an admin activated "
-                + "(saved in \(configuration.stateFilePath == nil ? "the store" : "\(variable: .stateFile)")), and refuses to start if none was.")
+                + "(saved in \(configuration.stateFilePath == nil ? "the store" : "\(variable: .stateFile)")), and refuses to start if none was."
+        )
     }
     return notes
 }

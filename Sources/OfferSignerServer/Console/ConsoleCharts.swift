@@ -20,10 +20,12 @@ enum ConsoleCharts {
         for (index, value) in values.enumerated() {
             let x = left + Double(index) * slot + slot * 0.1
             for (series, count, offset) in [("issued", value.issued, 0.0), ("redeemed", value.redeemed, barWidth)] {
-                marks.append("""
+                marks.append(
+                    """
                     <rect class="\(series)" x="\(format(x + offset))" y="\(format(y(count)))" width="\(format(barWidth))" height="\(format(top + plot - y(count)))" \
                     data-day="\(value.day)" data-series="\(series)" data-value="\(count)"><title>\(value.day): \(count) \(series)</title></rect>
-                    """)
+                    """
+                )
             }
             if index % max(1, values.count / 6) == 0 {
                 marks.append("<text x=\"\(format(x))\" y=\"\(format(height - 10))\">\(value.day.dropFirst(5))</text>")
@@ -33,12 +35,15 @@ enum ConsoleCharts {
             let day = String(change.at.formatted(.iso8601).prefix(10))
             guard let index = values.firstIndex(where: { $0.day == day }) else { continue }
             let x = left + Double(index) * slot + slot * 0.5
-            let what = change.action == "policy.apply" ? "policy applied: \(change.target.prefix(12))" : "\(change.action.dropFirst(4)) \(change.target)"
-            marks.append("""
+            let what =
+                change.action == "policy.apply" ? "policy applied: \(change.target.prefix(12))" : "\(change.action.dropFirst(4)) \(change.target)"
+            marks.append(
+                """
                 <g data-change="\(change.action)" data-day="\(day)"><title>\(ConsoleLayout.date(change.at)): \(what)</title>\
                 <line class="change" x1="\(format(x))" y1="\(format(top))" x2="\(format(x))" y2="\(format(top + plot))"/>\
                 <text class="change-label" x="\(format(x + 3))" y="\(format(top + 10))">\(change.action.hasPrefix("key.") ? "key" : "policy")</text></g>
-                """)
+                """
+            )
         }
         let axis: HTML = """
             <line class="axis" x1="\(format(left))" y1="\(format(top + plot))" x2="\(format(width))" y2="\(format(top + plot))"/>
@@ -55,7 +60,9 @@ enum ConsoleCharts {
     /// Each variant's rate with its interval as an error bar, on a 0–100 % axis.
     static func intervals(_ report: ExperimentReport) -> HTML {
         let variants = report.variants.filter { $0.rate != nil }
-        guard !variants.isEmpty else { return "<p class=\"muted\">The metric \(report.metric) is not a rate: its differences are in the comparisons.</p>" }
+        guard !variants.isEmpty else {
+            return "<p class=\"muted\">The metric \(report.metric) is not a rate: its differences are in the comparisons.</p>"
+        }
         let upper = min(1, max(0.05, (variants.compactMap { $0.rate?.upper }.max() ?? 1) * 1.1))
         let (width, rowHeight, left, right) = (720.0, 40.0, 190.0, 20.0)
         let height = rowHeight * Double(variants.count) + 26
@@ -64,15 +71,18 @@ enum ConsoleCharts {
         for (index, variant) in variants.enumerated() {
             guard let rate = variant.rate else { continue }
             let y = 14 + rowHeight * Double(index)
-            let title = "\(variant.name): \(ConsoleLayout.percent(rate.estimate)) (\(ConsoleLayout.percent(rate.lower)) to \(ConsoleLayout.percent(rate.upper)))"
-            marks.append("""
+            let title =
+                "\(variant.name): \(ConsoleLayout.percent(rate.estimate)) (\(ConsoleLayout.percent(rate.lower)) to \(ConsoleLayout.percent(rate.upper)))"
+            marks.append(
+                """
                 <text x="0" y="\(format(y + 4))">\(variant.name)\(variant.holdout ? " (holdout)" : "")</text>
                 <g data-variant="\(variant.name)" data-value="\(rate.estimate)" data-lower="\(rate.lower)" data-upper="\(rate.upper)"><title>\(title)</title>
                 <line class="interval" x1="\(format(x(rate.lower)))" y1="\(format(y))" x2="\(format(x(rate.upper)))" y2="\(format(y))"/>
                 <line class="interval" x1="\(format(x(rate.lower)))" y1="\(format(y - 6))" x2="\(format(x(rate.lower)))" y2="\(format(y + 6))"/>
                 <line class="interval" x1="\(format(x(rate.upper)))" y1="\(format(y - 6))" x2="\(format(x(rate.upper)))" y2="\(format(y + 6))"/>
                 <circle class="estimate" cx="\(format(x(rate.estimate)))" cy="\(format(y))" r="4"/></g>
-                """)
+                """
+            )
         }
         let axisY = height - 12
         return """

@@ -15,13 +15,16 @@ enum ConsoleLayout {
         let links: [HTML] = navigation.map { item in
             item.path == current ? "<a href=\"\(item.path)\" aria-current=\"page\">\(item.title)</a>" : "<a href=\"\(item.path)\">\(item.title)</a>"
         }
-        return frame(title, body: """
-            <header><nav>\(links)</nav>
-            <form class="signout" method="post" action="/console/logout">\(csrfField(session))<span>\(session.admin)</span> <button type="submit">Sign out</button></form></header>
-            <main><h1>\(title)</h1>
-            \(body)
-            </main>
-            """)
+        return frame(
+            title,
+            body: """
+                <header><nav>\(links)</nav>
+                <form class="signout" method="post" action="/console/logout">\(csrfField(session))<span>\(session.admin)</span> <button type="submit">Sign out</button></form></header>
+                <main><h1>\(title)</h1>
+                \(body)
+                </main>
+                """
+        )
     }
 
     /// The document around a page's content.
@@ -46,11 +49,14 @@ enum ConsoleLayout {
 
     /// An error, as a page of its own (the message is the API's, which never holds a secret).
     static func errorPage(_ error: APIError) -> HTML {
-        frame("Error", body: """
-            <main><h1>\(error.status.code) \(error.status.reasonPhrase)</h1>
-            <p class="error">\(error.message)</p>
-            <p><a href="/console">Back to the console</a></p></main>
-            """)
+        frame(
+            "Error",
+            body: """
+                <main><h1>\(error.status.code) \(error.status.reasonPhrase)</h1>
+                <p class="error">\(error.message)</p>
+                <p><a href="/console">Back to the console</a></p></main>
+                """
+        )
     }
 
     /// A table with a header row, in a box that scrolls sideways when the table is wider than the screen (its edges
@@ -62,7 +68,9 @@ enum ConsoleLayout {
 
     /// A table whose columns in `numeric` are numbers (right-aligned).
     static func table(_ headers: [String], _ rows: [[HTML]], numeric: Range<Int>) -> HTML {
-        let head: [HTML] = headers.enumerated().map { index, header in numeric.contains(index) ? "<th class=\"n\">\(header)</th>" : "<th>\(header)</th>" }
+        let head: [HTML] = headers.enumerated().map { index, header in
+            numeric.contains(index) ? "<th class=\"n\">\(header)</th>" : "<th>\(header)</th>"
+        }
         let body: [HTML] = rows.map { row in
             let cells: [HTML] = row.enumerated().map { index, cell in numeric.contains(index) ? "<td class=\"n\">\(cell)</td>" : "<td>\(cell)</td>" }
             return "<tr>\(cells)</tr>"
@@ -82,12 +90,13 @@ enum ConsoleLayout {
 
     /// ``channelName(_:)`` for a cell, with the request's kind when the raw name says more (`app · JWS`).
     static func channel(_ raw: String) -> HTML {
-        let kind: String? = switch raw {
-        case "legacy": "legacy signature"
-        case "jws": "JWS"
-        case "introductory": "introductory"
-        default: nil
-        }
+        let kind: String? =
+            switch raw {
+            case "legacy": "legacy signature"
+            case "jws": "JWS"
+            case "introductory": "introductory"
+            default: nil
+            }
         return kind.map { "\(channelName(raw)) <span class=\"muted\">· \($0)</span>" } ?? "\(channelName(raw))"
     }
 
@@ -110,7 +119,8 @@ enum ConsoleLayout {
     }
 
     /// The icon served at `/console/favicon.svg` (so that browsers do not ask the service for `/favicon.ico`).
-    static let icon = ##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#0a84ff"/><path d="M4 8.5l2.5 2.5L12 5" stroke="#fff" stroke-width="2" fill="none"/></svg>"##
+    static let icon =
+        ##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#0a84ff"/><path d="M4 8.5l2.5 2.5L12 5" stroke="#fff" stroke-width="2" fill="none"/></svg>"##
 
     /// The stylesheet served at `/console/style.css`: readable at a phone's width, no external resource.
     static let stylesheet = """

@@ -61,8 +61,15 @@ struct ConsoleSessionMiddleware: RouterMiddleware {
         if request.method == .post {
             let form = try await ConsoleForm.body(of: &request)  // collected: the route reads it again
             guard let presented = form[ConsoleSessions.csrfField], ConsoleSessions.constantTimeEqual(presented, session.csrfToken) else {
-                context.logger.warning("console form refused: no or wrong CSRF token", metadata: ["admin": "\(session.admin)", "route": "\(context.endpointPath ?? "-")"])
-                throw APIError(status: .forbidden, code: "csrf", message: "This form is stale or did not come from the console; open the page again and resubmit.")
+                context.logger.warning(
+                    "console form refused: no or wrong CSRF token",
+                    metadata: ["admin": "\(session.admin)", "route": "\(context.endpointPath ?? "-")"]
+                )
+                throw APIError(
+                    status: .forbidden,
+                    code: "csrf",
+                    message: "This form is stale or did not come from the console; open the page again and resubmit."
+                )
             }
         }
         var context = context

@@ -35,10 +35,12 @@ extension ConsolePages {
             } else {
                 let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
                 let links: [HTML] = keys.map { key in
-                    let href = "/console/customers?bundleId=\(key.bundleIdentifier.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")&customer=\(key.applicationUsername.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")"
+                    let href =
+                        "/console/customers?bundleId=\(key.bundleIdentifier.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")&customer=\(key.applicationUsername.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")"
                     return "<li><a href=\"\(href)\">\(key.bundleIdentifier) · \(key.applicationUsername)</a></li>"
                 }
-                let found: HTML = keys.isEmpty
+                let found: HTML =
+                    keys.isEmpty
                     ? "<p class=\"muted\">No customer is known with the original transaction \(originalTransactionId).</p>"
                     : "<p>Customers with the original transaction \(originalTransactionId):</p><ul>\(links)</ul>"
                 return ConsoleLayout.page("Customer", session: session, current: "/console/customers", body: "\(search)\(found)")
@@ -48,13 +50,20 @@ extension ConsolePages {
             return ConsoleLayout.page("Customer", session: session, current: "/console/customers", body: search)
         }
         guard let store = service.store else {
-            return ConsoleLayout.page("Customer", session: session, current: "/console/customers", body: "\(search)<p class=\"muted\">Customers need the customer store.</p>")
+            return ConsoleLayout.page(
+                "Customer",
+                session: session,
+                current: "/console/customers",
+                body: "\(search)<p class=\"muted\">Customers need the customer store.</p>"
+            )
         }
         // The admin API's own validation, messages and 404 unknown_app (GET /admin/customers/{bundleIdentifier}/{applicationUsername}).
         let key = try AdminCustomerRoutes.customerKey(bundleIdentifier: bundleIdentifier, applicationUsername: applicationUsername, service: service)
         let facts = try await storeCall { try await store.customerFacts(for: key) }
         let signatures = try await storeCall {
-            try await store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, limit: 100))
+            try await store.issuedSignatures(
+                matching: IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, limit: 100)
+            )
         }
         var body: HTML = search
         if let facts {
@@ -67,7 +76,10 @@ extension ConsolePages {
             }
             let flags = facts.flags.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
             let grants: [[HTML]] = facts.grants.map { grant in
-                ["\(grant.productIdentifier)", "\(grant.offerIdentifier)", "\(grant.grantedBy)", "\(ConsoleLayout.date(grant.expiresAt))", "\(grant.usedAt.map(ConsoleLayout.date) ?? "unused")"]
+                [
+                    "\(grant.productIdentifier)", "\(grant.offerIdentifier)", "\(grant.grantedBy)", "\(ConsoleLayout.date(grant.expiresAt))",
+                    "\(grant.usedAt.map(ConsoleLayout.date) ?? "unused")",
+                ]
             }
             body = """
                 \(body)
@@ -83,18 +95,24 @@ extension ConsolePages {
         let rows: [[HTML]] = signatures.map { signature in
             [
                 "\(ConsoleLayout.date(Date(timeIntervalSince1970: Double(signature.timestamp) / 1000)))", "\(signature.productIdentifier)",
-                "\(signature.offerIdentifier)", ConsoleLayout.channel(signature.channel), "<code>\(signature.keyIdentifier)</code>", "\(signature.format)",
+                "\(signature.offerIdentifier)", ConsoleLayout.channel(signature.channel), "<code>\(signature.keyIdentifier)</code>",
+                "\(signature.format)",
             ]
         }
         var originals = facts?.subscriptions.compactMap(\.originalTransactionId) ?? []
         if !originalTransactionId.isEmpty { originals.append(originalTransactionId) }
-        return ConsoleLayout.page("Customer", session: session, current: "/console/customers", body: """
-            \(body)
-            \(try await decisions(key, store: store))
-            \(try await outcomes(key, originalTransactionIds: originals, store: store))
-            <h2>Signatures issued (newest 100)</h2>
-            \(rows.isEmpty ? "<p class=\"muted\">None.</p>" : ConsoleLayout.table(["When", "Product", "Offer", "Channel", "Key", "Format"], rows))
-            """)
+        return ConsoleLayout.page(
+            "Customer",
+            session: session,
+            current: "/console/customers",
+            body: """
+                \(body)
+                \(try await decisions(key, store: store))
+                \(try await outcomes(key, originalTransactionIds: originals, store: store))
+                <h2>Signatures issued (newest 100)</h2>
+                \(rows.isEmpty ? "<p class=\"muted\">None.</p>" : ConsoleLayout.table(["When", "Product", "Offer", "Channel", "Key", "Format"], rows))
+                """
+        )
     }
 
     /// How far back the customer page reads the decision log (it has no index on the customer: the window bounds
@@ -116,12 +134,15 @@ extension ConsolePages {
             }
             let what = record.retentionEntry.map { retentionName($0, offerIdentifier: record.offerIdentifier) } ?? record.offerIdentifier
             return [
-                "\(ConsoleLayout.date(Date(timeIntervalSince1970: Double(record.decidedAt) / 1000)))", ConsoleLayout.channel(record.channel), "\(record.productIdentifier)",
+                "\(ConsoleLayout.date(Date(timeIntervalSince1970: Double(record.decidedAt) / 1000)))", ConsoleLayout.channel(record.channel),
+                "\(record.productIdentifier)",
                 "\(what.isEmpty ? "–" : what)", record.granted ? "<span class=\"ok\">granted</span>" : "<span class=\"bad\">refused</span>",
-                record.granted ? "<span class=\"muted\">–</span>" : "\(reasons)", "<code title=\"\(record.policyVersion)\">\(record.policyVersion.prefix(8))</code>",
+                record.granted ? "<span class=\"muted\">–</span>" : "\(reasons)",
+                "<code title=\"\(record.policyVersion)\">\(record.policyVersion.prefix(8))</code>",
             ]
         }
-        let table: HTML = rows.isEmpty
+        let table: HTML =
+            rows.isEmpty
             ? "<p class=\"muted\">No decision logged about this customer in the last \(Self.decisionWindowDays) days (decisions under a policy only; without \(ConfigurationVariable.logHashKey.environmentName), only this process's).</p>"
             : ConsoleLayout.table(["When", "Channel", "Product", "Offer or message", "Answer", "Reasons", "Policy"], rows)
         return "<h2 id=\"decisions\">Decisions, with their reasons (last \(Self.decisionWindowDays) days, newest 100)</h2>\(table)"
@@ -134,7 +155,9 @@ extension ConsolePages {
         let redemptions: [[HTML]] = outcomes.redemptions.map { history in
             let redemption = history.redemption
             let price = redemption.price.map { ConsoleLayout.money($0, redemption.currency ?? "") } ?? "–"
-            let attributed = history.signatureChannel.map { "\(ConsoleLayout.channelName($0)), signed \(date(history.signatureTimestamp))" } ?? "no signature of this service"
+            let attributed =
+                history.signatureChannel.map { "\(ConsoleLayout.channelName($0)), signed \(date(history.signatureTimestamp))" }
+                ?? "no signature of this service"
             return [
                 "\(date(redemption.purchaseDate))", "\(redemption.productIdentifier)", "\(redemption.offerIdentifier ?? "(introductory)")",
                 "\(Self.offerTypeName(redemption.offerType))", "\(price)", "\(attributed)", "\(date(history.renewedAt))",
@@ -143,7 +166,8 @@ extension ConsolePages {
         }
         let answers: [[HTML]] = outcomes.retentionAnswers.map { history in
             [
-                "\(date(history.answer.answeredAt))", "\(history.answer.productIdentifier)", "\(history.answer.offered ? "an offer" : "a message or another product")",
+                "\(date(history.answer.answeredAt))", "\(history.answer.productIdentifier)",
+                "\(history.answer.offered ? "an offer" : "a message or another product")",
                 history.savedAt == nil ? "<span class=\"muted\">not (yet)</span>" : "<span class=\"ok\">\(date(history.savedAt))</span>",
             ]
         }

@@ -16,7 +16,10 @@ extension ConsolePages {
         let ring = await keyManager?.keyRing ?? service.keys.current
         let options: [HTML] = ring.entries.map { "<option value=\"\($0.key.keyIdentifier)\">\($0.key.keyIdentifier)</option>" }
         let actions: [HTML] = Self.keyActions.map { "<option value=\"\($0)\">\($0)</option>" }
-        let form: HTML = keyManager == nil ? "<p class=\"muted\">Key changes are not available in this configuration.</p>" : """
+        let form: HTML =
+            keyManager == nil
+            ? "<p class=\"muted\">Key changes are not available in this configuration.</p>"
+            : """
             <form class="stack" method="post" action="/console/keys">\(ConsoleLayout.csrfField(session))
             <label for="keyIdentifier">Key</label><select id="keyIdentifier" name="keyIdentifier">\(options)</select>
             <label for="action">Change</label><select id="action" name="action">\(actions)</select>
@@ -32,25 +35,34 @@ extension ConsolePages {
                 let details = event.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
                 return ["\(ConsoleLayout.date(event.at))", "\(event.actor)", "\(event.action)", "\(event.target)", "\(details)"]
             }
-            audit = rows.isEmpty ? "<p class=\"muted\">No audit event yet.</p>" : ConsoleLayout.table(["When", "Admin", "Action", "Target", "Details"], rows)
+            audit =
+                rows.isEmpty
+                ? "<p class=\"muted\">No audit event yet.</p>" : ConsoleLayout.table(["When", "Admin", "Action", "Target", "Details"], rows)
         }
-        return ConsoleLayout.page("Keys", session: session, current: "/console/keys", body: """
-            \(message ?? .empty)
-            \(Self.keyTable(ring, counts: service.signatureCountsByKey))
-            <h2>Change a key</h2>
-            <p class="note">Activating makes a key the default signing key; retiring stops signing with it (its signatures still verify); revoking stops both. The change is saved, served at once, and audited under your name.</p>
-            \(form)
-            <h2>Audit (last 50 events)</h2>
-            \(audit)
-            """)
+        return ConsoleLayout.page(
+            "Keys",
+            session: session,
+            current: "/console/keys",
+            body: """
+                \(message ?? .empty)
+                \(Self.keyTable(ring, counts: service.signatureCountsByKey))
+                <h2>Change a key</h2>
+                <p class="note">Activating makes a key the default signing key; retiring stops signing with it (its signatures still verify); revoking stops both. The change is saved, served at once, and audited under your name.</p>
+                \(form)
+                <h2>Audit (last 50 events)</h2>
+                \(audit)
+                """
+        )
     }
 
     /// `POST /console/keys`: the same key operations as `POST /admin/keys/{keyIdentifier}/{action}`, audited under the
     /// admin's name; the confirmation must be the key identifier.
     func changeKey(_ form: ConsoleForm, session: ConsoleSession, logger: Logger) async throws -> Response {
-        guard let keyManager else { throw APIError(status: .notFound, code: "not_found", message: "Key changes are not available in this configuration.") }
+        guard let keyManager else {
+            throw APIError(status: .notFound, code: "not_found", message: "Key changes are not available in this configuration.")
+        }
         guard let keyIdentifier = form["keyIdentifier"], (1...64).contains(keyIdentifier.utf8.count),
-              let action = form["action"], Self.keyActions.contains(action)
+            let action = form["action"], Self.keyActions.contains(action)
         else {
             throw APIError.invalidRequest(field: "keyIdentifier", "Choose a key and a change (activate, retire or revoke).")
         }
@@ -74,7 +86,10 @@ extension ConsolePages {
             do {
                 try await store.appendAudit(AuditEvent(actor: admin, action: "key.\(action)", target: keyIdentifier, details: ["via": "console"]))
             } catch {
-                logger.warning("key state changed, but the audit event could not be written", metadata: ["admin": "\(admin)", "action": "\(action)", "keyIdentifier": "\(keyIdentifier)"])
+                logger.warning(
+                    "key state changed, but the audit event could not be written",
+                    metadata: ["admin": "\(admin)", "action": "\(action)", "keyIdentifier": "\(keyIdentifier)"]
+                )
             }
         }
         logger.notice("console: key \(action)", metadata: ["admin": "\(admin)", "keyIdentifier": "\(keyIdentifier)"])

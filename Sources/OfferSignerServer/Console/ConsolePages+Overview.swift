@@ -32,9 +32,18 @@ extension ConsolePages {
         let recent = RequestTally.summary(minutes: Self.recentMinutes, now: now)
         var warnings = configurationWarnings(ring: ring, reachable: reachable, activity: activity)
         if let rate = recent.serverErrorRate, rate >= 0.01, recent.serverErrors >= 3 {
-            warnings.append(Warning(level: .bad, name: "server-errors", text: "\(ConsoleLayout.percent(rate)) of the answers of the last \(recent.minutes) minutes were server errors (5xx): read the service's log (level error) and /readyz."))
+            warnings.append(
+                Warning(
+                    level: .bad,
+                    name: "server-errors",
+                    text:
+                        "\(ConsoleLayout.percent(rate)) of the answers of the last \(recent.minutes) minutes were server errors (5xx): read the service's log (level error) and /readyz."
+                )
+            )
         }
-        let store: HTML = service.store == nil ? "<b class=\"muted\">none configured</b>" : reachable ? "<b class=\"ok\">reachable</b>" : "<b class=\"bad\">unreachable</b>"
+        let store: HTML =
+            service.store == nil
+            ? "<b class=\"muted\">none configured</b>" : reachable ? "<b class=\"ok\">reachable</b>" : "<b class=\"bad\">unreachable</b>"
         let active: HTML = ring.activeKeyIdentifier.map { "<code>\($0)</code>" } ?? "<span class=\"bad\">none</span>"
         var body: HTML = """
             \(Self.warningList(warnings))
@@ -50,7 +59,12 @@ extension ConsolePages {
             \(Self.keyTable(ring, counts: service.signatureCountsByKey))
             """
         guard let customerStore = service.store else {
-            return ConsoleLayout.page("Overview", session: session, current: "/console", body: "\(body)<p class=\"note\">Outcomes need the customer store (\(ConfigurationVariable.databaseUrl.environmentName)).</p>")
+            return ConsoleLayout.page(
+                "Overview",
+                session: session,
+                current: "/console",
+                body: "\(body)<p class=\"note\">Outcomes need the customer store (\(ConfigurationVariable.databaseUrl.environmentName)).</p>"
+            )
         }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC") ?? .gmt
@@ -88,31 +102,82 @@ extension ConsolePages {
     func configurationWarnings(ring: KeyRing, reachable: Bool, activity: StoreActivity?) -> [Warning] {
         var warnings: [Warning] = []
         if adminTokens.admin(presenting: ServiceConfiguration.demoAdminToken) != nil {
-            warnings.append(Warning(level: .warn, name: "demo", text: "Demo mode: the public admin token \(ServiceConfiguration.demoAdminToken) signs anyone in, the data is made up and the key is thrown away at exit. Never expose this service; run `offer-signer serve` with your own \(ConfigurationVariable.adminTokens.environmentName) for real."))
+            warnings.append(
+                Warning(
+                    level: .warn,
+                    name: "demo",
+                    text:
+                        "Demo mode: the public admin token \(ServiceConfiguration.demoAdminToken) signs anyone in, the data is made up and the key is thrown away at exit. Never expose this service; run `offer-signer serve` with your own \(ConfigurationVariable.adminTokens.environmentName) for real."
+                )
+            )
         }
         if ring.activeKeyIdentifier == nil {
-            warnings.append(Warning(level: .bad, name: "no-active-key", text: "No key is active: every signing request fails. Activate one on the Keys page."))
+            warnings.append(
+                Warning(level: .bad, name: "no-active-key", text: "No key is active: every signing request fails. Activate one on the Keys page.")
+            )
         }
         guard service.store != nil else {
-            warnings.append(Warning(level: .bad, name: "no-store", text: "No customer store: App Store notifications are refused, redemptions are never counted, and rules that read history (caps, cool-downs, lapsed) cannot decide. Set \(ConfigurationVariable.databaseUrl.environmentName)."))
+            warnings.append(
+                Warning(
+                    level: .bad,
+                    name: "no-store",
+                    text:
+                        "No customer store: App Store notifications are refused, redemptions are never counted, and rules that read history (caps, cool-downs, lapsed) cannot decide. Set \(ConfigurationVariable.databaseUrl.environmentName)."
+                )
+            )
             return warnings
         }
         if !reachable {
-            warnings.append(Warning(level: .bad, name: "store-unreachable", text: "The customer store does not answer: signing under rules that read it, notifications and these pages fail (503). See docs/operations.md, “The store is unavailable”."))
+            warnings.append(
+                Warning(
+                    level: .bad,
+                    name: "store-unreachable",
+                    text:
+                        "The customer store does not answer: signing under rules that read it, notifications and these pages fail (503). See docs/operations.md, “The store is unavailable”."
+                )
+            )
         }
         if service.notifications == nil {
-            warnings.append(Warning(level: .bad, name: "notifications-refused", text: "App Store notifications are refused (503): no app can verify them. Redemptions, renewals and refunds can never be counted, and customers stay never_subscribed. Set \(ConfigurationVariable.appAppleId.environmentName) (the app's Apple ID, needed for Production) and restart, then point App Store Connect's App Store Server Notifications URL at /v1/notifications/appstore."))
+            warnings.append(
+                Warning(
+                    level: .bad,
+                    name: "notifications-refused",
+                    text:
+                        "App Store notifications are refused (503): no app can verify them. Redemptions, renewals and refunds can never be counted, and customers stay never_subscribed. Set \(ConfigurationVariable.appAppleId.environmentName) (the app's Apple ID, needed for Production) and restart, then point App Store Connect's App Store Server Notifications URL at /v1/notifications/appstore."
+                )
+            )
         } else {
             let missing = service.apps.values.filter { $0.appAppleId == nil }.map(\.bundleIdentifier).sorted()
             if !missing.isEmpty {
-                warnings.append(Warning(level: .warn, name: "no-app-apple-id", text: "Production notifications for \(missing.joined(separator: ", ")) will be refused: no appAppleId (\(ConfigurationVariable.appAppleId.environmentName), or appAppleId in the policy). Sandbox ones are accepted."))
+                warnings.append(
+                    Warning(
+                        level: .warn,
+                        name: "no-app-apple-id",
+                        text:
+                            "Production notifications for \(missing.joined(separator: ", ")) will be refused: no appAppleId (\(ConfigurationVariable.appAppleId.environmentName), or appAppleId in the policy). Sandbox ones are accepted."
+                    )
+                )
             }
             if reachable, activity?.lastNotification == nil {
-                warnings.append(Warning(level: .warn, name: "no-notification", text: "No App Store notification has arrived yet: until one does, no redemption is counted. Check the App Store Server Notifications URL (Version 2) in App Store Connect, or request a test notification."))
+                warnings.append(
+                    Warning(
+                        level: .warn,
+                        name: "no-notification",
+                        text:
+                            "No App Store notification has arrived yet: until one does, no redemption is counted. Check the App Store Server Notifications URL (Version 2) in App Store Connect, or request a test notification."
+                    )
+                )
             }
         }
         if service.policy == nil {
-            warnings.append(Warning(level: .warn, name: "no-policy", text: "No policy is in force: every well-formed request is signed, whoever asks. Set \(ConfigurationVariable.policy.environmentName) (see examples/policy.yaml)."))
+            warnings.append(
+                Warning(
+                    level: .warn,
+                    name: "no-policy",
+                    text:
+                        "No policy is in force: every well-formed request is signed, whoever asks. Set \(ConfigurationVariable.policy.environmentName) (see examples/policy.yaml)."
+                )
+            )
         }
         return warnings
     }
@@ -120,7 +185,8 @@ extension ConsolePages {
     /// The warnings as a list under a line that says whether anything needs attention.
     static func warningList(_ warnings: [Warning]) -> HTML {
         guard !warnings.isEmpty else {
-            return "<p class=\"status ok\" id=\"status\" data-warnings=\"0\">Nothing needs attention: the store answers, a key is active and notifications are accepted.</p>"
+            return
+                "<p class=\"status ok\" id=\"status\" data-warnings=\"0\">Nothing needs attention: the store answers, a key is active and notifications are accepted.</p>"
         }
         let worst: Warning.Level = warnings.contains { $0.level == .bad } ? .bad : .warn
         let items: [HTML] = warnings.map { "<li class=\"\($0.level.rawValue)\" data-warning=\"\($0.name)\">\($0.text)</li>" }
@@ -133,9 +199,10 @@ extension ConsolePages {
 
     /// The error rate and latency of the last minutes' answers (``RequestTally``).
     static func recentCards(_ recent: RequestTally.Summary) -> HTML {
-        let rate: HTML = recent.serverErrorRate.map { value in
-            "<b class=\"\(value >= 0.01 ? "bad" : "ok")\" data-metric=\"error-rate\">\(ConsoleLayout.percent(value))</b>"
-        } ?? "<b class=\"muted\" data-metric=\"error-rate\">–</b>"
+        let rate: HTML =
+            recent.serverErrorRate.map { value in
+                "<b class=\"\(value >= 0.01 ? "bad" : "ok")\" data-metric=\"error-rate\">\(ConsoleLayout.percent(value))</b>"
+            } ?? "<b class=\"muted\" data-metric=\"error-rate\">–</b>"
         func bound(_ milliseconds: Int?) -> String {
             guard let milliseconds else { return "–" }
             return milliseconds == Int.max ? "> \(RequestTally.bucketBounds.last ?? 0) ms" : "≤ \(milliseconds) ms"
@@ -150,7 +217,10 @@ extension ConsolePages {
     func decisionCounts(_ store: any OfferStore, range: ConsoleRange) async throws -> (granted: Int, refused: Int)? {
         guard let reporting = store as? any StoreActivityReporting else { return nil }
         return try await storeCall {
-            try await reporting.decisionCounts(since: Int64(range.from.timeIntervalSince1970 * 1000), until: Int64(range.to.timeIntervalSince1970 * 1000))
+            try await reporting.decisionCounts(
+                since: Int64(range.from.timeIntervalSince1970 * 1000),
+                until: Int64(range.to.timeIntervalSince1970 * 1000)
+            )
         }
     }
 
@@ -158,12 +228,14 @@ extension ConsolePages {
         guard let decisions else { return .empty }
         let total = decisions.granted + decisions.refused
         let rate = total > 0 ? ConsoleLayout.percent(Double(decisions.refused) / Double(total)) : "–"
-        return "<div class=\"card\"><span>Refusal rate</span><b data-metric=\"refusal-rate\">\(rate)</b><span>\(decisions.refused) of \(total) decisions under the policy</span></div>"
+        return
+            "<div class=\"card\"><span>Refusal rate</span><b data-metric=\"refusal-rate\">\(rate)</b><span>\(decisions.refused) of \(total) decisions under the policy</span></div>"
     }
 
     static func redemptionRateCard(_ totals: OutcomeTotals) -> HTML {
         let rate = totals.issued > 0 ? ConsoleLayout.percent(Double(totals.attributed) / Double(totals.issued)) : "–"
-        return "<div class=\"card\"><span>Redemption rate</span><b data-metric=\"redemption-rate\">\(rate)</b><span>redemptions attributed per signature issued</span></div>"
+        return
+            "<div class=\"card\"><span>Redemption rate</span><b data-metric=\"redemption-rate\">\(rate)</b><span>redemptions attributed per signature issued</span></div>"
     }
 
     /// The revenue of the range, one line per currency (never summed across currencies).

@@ -10,7 +10,8 @@ extension ConsolePages {
     /// `/console/policy`: the policy in force (version, when loaded, what it holds, its text) and the form that
     /// dry-runs a candidate against the decision log, as `POST /admin/policy/dry-run` does.
     func policy(_ session: ConsoleSession, candidate: String = "", days: Int = 30, result: HTML = .empty) -> HTML {
-        var inForce: HTML = "<p class=\"muted\">No policy is in force: every well-formed request is signed (\(ConfigurationVariable.policy.environmentName)).</p>"
+        var inForce: HTML =
+            "<p class=\"muted\">No policy is in force: every well-formed request is signed (\(ConfigurationVariable.policy.environmentName)).</p>"
         let current = service.policyHolder.current
         let inForceRevision = current.revision > 0 ? "the store, revision \(current.revision) (every replica)" : "the file (this process)"
         if let policy = current.policy {
@@ -18,24 +19,36 @@ extension ConsolePages {
             for app in policy.apps {
                 for product in app.products {
                     for offer in product.offers {
-                        rows.append(["\(app.bundleIdentifier)", "\(product.productIdentifier)", "offer <code>\(offer.offerIdentifier)</code>", "\(Self.ruleNames(offer.rule))"])
+                        rows.append([
+                            "\(app.bundleIdentifier)", "\(product.productIdentifier)", "offer <code>\(offer.offerIdentifier)</code>",
+                            "\(Self.ruleNames(offer.rule))",
+                        ])
                     }
                     if let introductory = product.introductoryOffer {
-                        rows.append(["\(app.bundleIdentifier)", "\(product.productIdentifier)", "introductory offer", "\(Self.ruleNames(introductory))"])
+                        rows.append([
+                            "\(app.bundleIdentifier)", "\(product.productIdentifier)", "introductory offer", "\(Self.ruleNames(introductory))",
+                        ])
                     }
                     for entry in product.retention {
-                        let answer: String = switch entry.answer {
-                        case .message: entry.isFallback ? "retention: fallback message" : "retention: message"
-                        case .alternateProduct(let productIdentifier): "retention: switch to \(productIdentifier)"
-                        case .promotionalOffer(let offerIdentifier, _): "retention: offer \(offerIdentifier)"
-                        }
-                        rows.append(["\(app.bundleIdentifier)", "\(product.productIdentifier)", "\(answer) <code>\(entry.messageIdentifier.prefix(8))…</code>" as HTML, "\(Self.ruleNames(entry.rule))"])
+                        let answer: String =
+                            switch entry.answer {
+                            case .message: entry.isFallback ? "retention: fallback message" : "retention: message"
+                            case .alternateProduct(let productIdentifier): "retention: switch to \(productIdentifier)"
+                            case .promotionalOffer(let offerIdentifier, _): "retention: offer \(offerIdentifier)"
+                            }
+                        rows.append([
+                            "\(app.bundleIdentifier)", "\(product.productIdentifier)",
+                            "\(answer) <code>\(entry.messageIdentifier.prefix(8))…</code>" as HTML, "\(Self.ruleNames(entry.rule))",
+                        ])
                     }
                 }
             }
             let experiments: [[HTML]] = policy.experiments.map { experiment in
                 let variants = experiment.variants.map { "\($0.name)\($0.isHoldout ? " (holdout)" : "") ×\($0.weight)" }.joined(separator: ", ")
-                return ["<a href=\"/console/experiments/\(experiment.identifier)\">\(experiment.identifier)</a>", "\(experiment.productIdentifier)", "\(experiment.channel.rawValue)", "\(experiment.metric.rawValue)", "\(variants)"]
+                return [
+                    "<a href=\"/console/experiments/\(experiment.identifier)\">\(experiment.identifier)</a>", "\(experiment.productIdentifier)",
+                    "\(experiment.channel.rawValue)", "\(experiment.metric.rawValue)", "\(variants)",
+                ]
             }
             inForce = """
                 <div class="cards"><div class="card"><span>Version (SHA-256 of the text)</span><b><code title="\(policy.version)">\(policy.version.prefix(12))</code></b></div>
@@ -47,12 +60,18 @@ extension ConsolePages {
                 <details><summary>The policy's text</summary><pre>\(policy.text)</pre></details>
                 """
         }
-        let start: HTML = current.policy == nil ? .empty : """
+        let start: HTML =
+            current.policy == nil
+            ? .empty
+            : """
             <p><a id="start-from-policy" href="\(ConsoleForm.policyPath)?start=in-force#candidate">Start from the policy in force</a> \
             (the candidate is its text, to change)</p>
             """
         let diff: HTML = current.policy.map { Self.candidateDiff(candidate, against: $0.text) } ?? .empty
-        let form: HTML = service.store == nil ? "<p class=\"muted\">A dry-run replays the decision log, which needs the customer store.</p>" : """
+        let form: HTML =
+            service.store == nil
+            ? "<p class=\"muted\">A dry-run replays the decision log, which needs the customer store.</p>"
+            : """
             \(start)
             <form class="stack wide" method="post" action="\(ConsoleForm.policyPath)" enctype="multipart/form-data">\(ConsoleLayout.csrfField(session))
             <label for="candidate">Candidate policy (YAML or JSON, as <code>offer-signer policy check</code> reads it): paste it…</label>
@@ -65,15 +84,20 @@ extension ConsolePages {
             <button type="submit" name="action" value="apply">Apply to every replica</button>
             </form>
             """
-        return ConsoleLayout.page("Policy", session: session, current: ConsoleForm.policyPath, body: """
-            <h2>In force</h2>
-            \(inForce)
-            <h2>Dry-run or apply a candidate</h2>
-            <p class="note">Dry-run replays the decisions logged in the window under the candidate and shows what would change, by offer, with examples (docs/policy.md, “Dry-run”); nothing is changed. Apply puts the candidate in force on every replica sharing the store (as <code>offer-signer policy apply</code> does). Both are audited under your name. The log keeps customers only as a keyed hash, so a candidate with customer lists cannot be replayed; an experiment can, when the candidate keeps it as in force (same id, variants and weights): each decision is replayed with the variant it was logged with.</p>
-            \(result)
-            \(diff)
-            \(form)
-            """)
+        return ConsoleLayout.page(
+            "Policy",
+            session: session,
+            current: ConsoleForm.policyPath,
+            body: """
+                <h2>In force</h2>
+                \(inForce)
+                <h2>Dry-run or apply a candidate</h2>
+                <p class="note">Dry-run replays the decisions logged in the window under the candidate and shows what would change, by offer, with examples (docs/policy.md, “Dry-run”); nothing is changed. Apply puts the candidate in force on every replica sharing the store (as <code>offer-signer policy apply</code> does). Both are audited under your name. The log keeps customers only as a keyed hash, so a candidate with customer lists cannot be replayed; an experiment can, when the candidate keeps it as in force (same id, variants and weights): each decision is replayed with the variant it was logged with.</p>
+                \(result)
+                \(diff)
+                \(form)
+                """
+        )
     }
 
     /// `POST /console/policy`: the dry-run of the candidate in the form, shown with the form; an invalid candidate
@@ -83,7 +107,9 @@ extension ConsolePages {
         let daysText = (form["days"] ?? "30").trimmingCharacters(in: .whitespaces)
         func page(_ message: String, status: HTTPResponse.Status) -> Response {
             let days = Int(daysText).map { min(max($0, 1), PolicyDryRun.maximumDays) } ?? 30
-            return policy(session, candidate: candidateText, days: days, result: "<p class=\"error\" role=\"alert\">\(message)</p>").response(status: status)
+            return policy(session, candidate: candidateText, days: days, result: "<p class=\"error\" role=\"alert\">\(message)</p>").response(
+                status: status
+            )
         }
         guard service.store != nil else { return page("A dry-run needs the customer store.", status: .serviceUnavailable) }
         guard daysText.count <= 5, let days = Int(daysText), (1...PolicyDryRun.maximumDays).contains(days) else {
@@ -101,7 +127,8 @@ extension ConsolePages {
         if form["action"] == "apply" {
             do {
                 let applied = try await AdminPolicyRoutes.apply(candidate, service: service, admin: session.admin, via: "console", logger: logger)
-                let note: HTML = "<p class=\"ok\" role=\"status\" id=\"policy-applied\">Applied: version <code>\(candidate.version.prefix(12))</code> is revision \(applied.revision) in the store; every replica runs it.</p>"
+                let note: HTML =
+                    "<p class=\"ok\" role=\"status\" id=\"policy-applied\">Applied: version <code>\(candidate.version.prefix(12))</code> is revision \(applied.revision) in the store; every replica runs it.</p>"
                 return policy(session, candidate: "", days: days, result: note).response()
             } catch let error as OfferServiceError {
                 let apiError = APIError(error)
@@ -129,11 +156,15 @@ extension ConsolePages {
         func answer(_ side: DryRunReport.Answer) -> HTML {
             let what = side.offerIdentifier.isEmpty ? "" : " \(side.offerIdentifier)"
             let reasons = side.reasons.isEmpty ? "" : " (\(side.reasons.joined(separator: ", ")))"
-            return side.granted ? "<span class=\"ok\">granted\(what)</span>" : "<span class=\"bad\">refused\(what)</span><span class=\"muted\">\(reasons)</span>"
+            return side.granted
+                ? "<span class=\"ok\">granted\(what)</span>" : "<span class=\"bad\">refused\(what)</span><span class=\"muted\">\(reasons)</span>"
         }
         let examples: [[HTML]] = report.examples.map { example in
-            ["\(ConsoleLayout.date(example.decidedAt))", "\(example.channel)", "<code>\(example.customerHash)</code>", "\(example.productIdentifier)",
-             "\(example.offerIdentifier.isEmpty ? "–" : example.offerIdentifier)", answer(example.before), answer(example.after)]
+            [
+                "\(ConsoleLayout.date(example.decidedAt))", "\(example.channel)", "<code>\(example.customerHash)</code>",
+                "\(example.productIdentifier)",
+                "\(example.offerIdentifier.isEmpty ? "–" : example.offerIdentifier)", answer(example.before), answer(example.after),
+            ]
         }
         return """
             <section id="dry-run-result" data-replayed="\(report.replayed)" data-granted-to-refused="\(report.grantedToRefused)" data-refused-to-granted="\(report.refusedToGranted)" data-changed-offer="\(report.changedOffer)">
@@ -162,8 +193,10 @@ extension ConsolePages {
     static func notReplayedNote(_ notReplayed: DryRunReport.NotReplayed) -> HTML {
         var parts: [String] = []
         if notReplayed.withoutExperimentVariant > 0 {
-            parts.append("\(notReplayed.withoutExperimentVariant) made while the candidate's experiment ran but logged without its variant "
-                + "(before the log kept variants, or under another experiment)")
+            parts.append(
+                "\(notReplayed.withoutExperimentVariant) made while the candidate's experiment ran but logged without its variant "
+                    + "(before the log kept variants, or under another experiment)"
+            )
         }
         if notReplayed.unreadable > 0 { parts.append("\(notReplayed.unreadable) whose facts could not be read back") }
         guard !parts.isEmpty else { return "" }
@@ -174,7 +207,8 @@ extension ConsolePages {
     /// candidate drops, `+` one it adds), with two lines around each change; nothing for an empty candidate.
     static func candidateDiff(_ candidate: String, against inForce: String) -> HTML {
         guard !candidate.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return .empty }
-        let old = lines(inForce), new = lines(candidate)
+        let old = lines(inForce)
+        let new = lines(candidate)
         guard old.count + new.count <= diffLineLimit else {
             return """
                 <p class="muted" id="candidate-diff">The candidate and the policy in force are too long to compare here \
@@ -182,7 +216,8 @@ extension ConsolePages {
                 """
         }
         let marked = lineDiff(from: old, to: new)
-        let added = marked.filter { $0.mark == "+" }.count, removed = marked.filter { $0.mark == "-" }.count
+        let added = marked.filter { $0.mark == "+" }.count
+        let removed = marked.filter { $0.mark == "-" }.count
         guard added + removed > 0 else {
             return """
                 <p class="muted" id="candidate-diff" data-added="0" data-removed="0">The candidate is the policy in force, line for line.</p>
@@ -212,7 +247,8 @@ extension ConsolePages {
 
     /// The lines of `new` and those `old` had that `new` drops, in order, each marked ` ` (in both), `-` or `+`.
     static func lineDiff(from old: [Substring], to new: [Substring]) -> [(mark: Character, text: Substring)] {
-        var removed: Set<Int> = [], inserted: Set<Int> = []
+        var removed: Set<Int> = []
+        var inserted: Set<Int> = []
         for change in new.difference(from: old) {
             switch change {
             case .remove(let offset, _, _): removed.insert(offset)

@@ -27,12 +27,16 @@ extension ConsolePages {
             }
             let catalogue = app.retentionCatalogue
             var rows: [[HTML]] = catalogue.messages.map { message in
-                ["message", "\(message.name)", "<code>\(message.identifier)</code>", "\(message.header)", state(message.identifier, "Production"),
-                 state(message.identifier, "Sandbox")]
+                [
+                    "message", "\(message.name)", "<code>\(message.identifier)</code>", "\(message.header)", state(message.identifier, "Production"),
+                    state(message.identifier, "Sandbox"),
+                ]
             }
             rows += catalogue.images.map { image in
-                ["image", "\(URL(fileURLWithPath: image.file).lastPathComponent)", "<code>\(image.identifier)</code>", "\(image.size)",
-                 state(image.identifier, "Production"), state(image.identifier, "Sandbox")]
+                [
+                    "image", "\(URL(fileURLWithPath: image.file).lastPathComponent)", "<code>\(image.identifier)</code>", "\(image.size)",
+                    state(image.identifier, "Production"), state(image.identifier, "Sandbox"),
+                ]
             }
             parts.append("<h2>\(app.bundleIdentifier)</h2>")
             parts.append(ConsoleLayout.table(["Kind", "Name", "Identifier", "Header / size", "Production", "Sandbox"], rows, numericFrom: 6))
@@ -41,7 +45,9 @@ extension ConsolePages {
             if let test = await RetentionMessagingSetup.lastPerformanceTest(app.bundleIdentifier, store: service.store) {
                 let lines: [HTML] = RetentionGoLive.summary(test.result).map { "<li>\($0)</li>" }
                 let verdict: HTML = test.live ? "<b class=\"ok\">live in Production</b>" : "<b class=\"bad\">not live</b>"
-                parts.append("<h3>Last performance test</h3><p>Ended \(ISO8601DateFormatter().string(from: test.endedAt)): \(verdict)</p><ul>\(lines)</ul>")
+                parts.append(
+                    "<h3>Last performance test</h3><p>Ended \(ISO8601DateFormatter().string(from: test.endedAt)): \(verdict)</p><ul>\(lines)</ul>"
+                )
             } else {
                 parts.append("<p class=\"muted\">No performance test recorded yet (offer-signer retention go-live).</p>")
             }

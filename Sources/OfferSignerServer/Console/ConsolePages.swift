@@ -22,13 +22,23 @@ struct ConsolePages {
     /// `page` is 1-based.
     func offers(_ session: ConsoleSession, range: ConsoleRange, page: Int = 1) async throws -> HTML {
         guard let store = service.store else {
-            return ConsoleLayout.page("Offers", session: session, current: "/console/offers", body: "<p class=\"note\">Outcomes need the customer store.</p>")
+            return ConsoleLayout.page(
+                "Offers",
+                session: session,
+                current: "/console/offers",
+                body: "<p class=\"note\">Outcomes need the customer store.</p>"
+            )
         }
         // Five independent reads at once: the page waits for the slowest, not the sum.
         async let totalsRead = service.outcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
         async let pageRead = service.outcomePage(
-            from: range.from, to: range.to, bundleIdentifier: nil, environment: nil,
-            limit: Self.offersPerPage, offset: (page - 1) * Self.offersPerPage)
+            from: range.from,
+            to: range.to,
+            bundleIdentifier: nil,
+            environment: nil,
+            limit: Self.offersPerPage,
+            offset: (page - 1) * Self.offersPerPage
+        )
         async let daysRead = service.dailyOutcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
         // The range's key and policy changes (the newest 500), read as such.
         async let eventsRead = storeCall {
@@ -39,7 +49,8 @@ struct ConsolePages {
         let rows: [[HTML]] = shown.offers.map { offer in
             let revenue = offer.revenue.map { ConsoleLayout.money($0.milliunits, $0.currency) }.joined(separator: ", ")
             return [
-                offer.offerIdentifier.isEmpty ? "<span class=\"muted\">(introductory)</span>" : "\(offer.offerIdentifier)", "\(offer.productIdentifier)",
+                offer.offerIdentifier.isEmpty ? "<span class=\"muted\">(introductory)</span>" : "\(offer.offerIdentifier)",
+                "\(offer.productIdentifier)",
                 "\(offer.issued)", "\(offer.redeemed)", "\(offer.refunded)", "\(revenue.isEmpty ? "–" : revenue)", "\(offer.renewedAfterOffer)",
                 "\(offer.attributed)", "\(offer.customers)", ConsoleLayout.channel(offer.channel), "\(offer.bundleIdentifier)",
             ]
@@ -53,24 +64,30 @@ struct ConsolePages {
             <div class="card"><span>Refunded</span><b data-metric="refunded">\(totals.refunded)</b></div>
             \(Self.revenueCard(totals.revenue))</div>
             """
-        let table: HTML = rows.isEmpty
+        let table: HTML =
+            rows.isEmpty
             ? (shown.rowCount == 0
                 ? "<p class=\"muted\">No offer was issued or redeemed in this range.</p>" : "<p class=\"muted\">No offer on this page.</p>")
             : ConsoleLayout.table(Self.offerColumns, rows, numeric: 2..<9)
-        return ConsoleLayout.page("Offers", session: session, current: "/console/offers", body: """
-            \(range.selector(path: "/console/offers"))
-            <p class="muted" id="range-title">\(range.title): \(ConsoleLayout.date(range.from)) to \(ConsoleLayout.date(range.to))</p>
-            \(funnel)
-            <h2>Issued and redeemed per day (UTC)</h2>
-            \(ConsoleCharts.dailyBars(days, changes: changes.map { (at: $0.at, action: $0.action, target: $0.target) }))
-            <h2>Per offer</h2>
-            \(Self.pageLinks(range: range, page: page, rowCount: shown.rowCount, shown: shown.offers.count))
-            \(table)
-            <p><a href="/console/offers.csv?\(range.query)" download id="export">Export the whole table as CSV</a> (every offer of the range)</p>
-            <p class="note" id="revenue-note">Revenue here is every redemption of the offer purchased in the range, whoever redeemed it. An \
-            experiment's page counts only its exposed customers' redemptions within its window after each exposure, so the \
-            two differ for the same offer (docs/experiments.md).</p>
-            """)
+        return ConsoleLayout.page(
+            "Offers",
+            session: session,
+            current: "/console/offers",
+            body: """
+                \(range.selector(path: "/console/offers"))
+                <p class="muted" id="range-title">\(range.title): \(ConsoleLayout.date(range.from)) to \(ConsoleLayout.date(range.to))</p>
+                \(funnel)
+                <h2>Issued and redeemed per day (UTC)</h2>
+                \(ConsoleCharts.dailyBars(days, changes: changes.map { (at: $0.at, action: $0.action, target: $0.target) }))
+                <h2>Per offer</h2>
+                \(Self.pageLinks(range: range, page: page, rowCount: shown.rowCount, shown: shown.offers.count))
+                \(table)
+                <p><a href="/console/offers.csv?\(range.query)" download id="export">Export the whole table as CSV</a> (every offer of the range)</p>
+                <p class="note" id="revenue-note">Revenue here is every redemption of the offer purchased in the range, whoever redeemed it. An \
+                experiment's page counts only its exposed customers' redemptions within its window after each exposure, so the \
+                two differ for the same offer (docs/experiments.md).</p>
+                """
+        )
     }
 
     /// Rows of the Offers table a page.
@@ -90,7 +107,8 @@ struct ConsolePages {
         guard rowCount > 0 else { return .empty }
         let pages = (rowCount + offersPerPage - 1) / offersPerPage
         let first = (page - 1) * offersPerPage
-        let what: HTML = shown == 0
+        let what: HTML =
+            shown == 0
             ? "Page \(page) is past the last page (\(pages)) of the \(rowCount) offers of the range"
             : "Offers \(first + 1)–\(first + shown) of \(rowCount), the most signatures first"
         var pieces: [HTML] = [what]
@@ -102,7 +120,9 @@ struct ConsolePages {
     }
 
     /// The Offers table's columns, the key ones first (a phone shows the first few without scrolling).
-    static let offerColumns = ["Offer", "Product", "Issued", "Redeemed", "Refunded", "Revenue", "Renewed", "Attributed", "Customers", "Channel", "App"]
+    static let offerColumns = [
+        "Offer", "Product", "Issued", "Redeemed", "Refunded", "Revenue", "Renewed", "Attributed", "Customers", "Channel", "App",
+    ]
 
     /// The audit actions the daily chart marks: key and policy changes.
     static let chartedActions: Set<String> = ["key.activate", "key.retire", "key.revoke", "policy.apply"]
@@ -111,15 +131,19 @@ struct ConsolePages {
     func offersCSV(range: ConsoleRange) async throws -> String {
         let report = try await service.outcomeReport(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
         let currencies = Self.revenueByCurrency(report.offers).map(\.currency)
-        var lines = [(["app", "product", "offer", "channel", "issued", "customers", "redeemed", "attributed", "renewed", "refunded"]
-            + currencies.map { "revenue_\($0)" }).map(Self.csvField).joined(separator: ",")]
+        var lines = [
+            (["app", "product", "offer", "channel", "issued", "customers", "redeemed", "attributed", "renewed", "refunded"]
+                + currencies.map { "revenue_\($0)" }).map(Self.csvField).joined(separator: ",")
+        ]
         for offer in report.offers {
             let revenue = currencies.map { currency in
                 offer.revenue.first { $0.currency == currency }.map { String(format: "%.3f", Double($0.milliunits) / 1000) } ?? ""
             }
-            lines.append(([offer.bundleIdentifier, offer.productIdentifier, offer.offerIdentifier, ConsoleLayout.channelName(offer.channel)]
-                + [offer.issued, offer.customers, offer.redeemed, offer.attributed, offer.renewedAfterOffer, offer.refunded].map(String.init)
-                + revenue).map(Self.csvField).joined(separator: ","))
+            lines.append(
+                ([offer.bundleIdentifier, offer.productIdentifier, offer.offerIdentifier, ConsoleLayout.channelName(offer.channel)]
+                    + [offer.issued, offer.customers, offer.redeemed, offer.attributed, offer.renewedAfterOffer, offer.refunded].map(String.init)
+                    + revenue).map(Self.csvField).joined(separator: ",")
+            )
         }
         return lines.joined(separator: "\r\n") + "\r\n"
     }
@@ -146,7 +170,8 @@ struct ConsolePages {
         let rows: [[HTML]] = ring.entries.map { entry in
             let state = ring.state(of: entry.key.keyIdentifier) ?? .retired
             return [
-                "<code>\(entry.key.keyIdentifier)</code>", "<span class=\"\(state == .active ? "ok" : state == .revoked ? "bad" : "muted")\">\(state.rawValue)</span>",
+                "<code>\(entry.key.keyIdentifier)</code>",
+                "<span class=\"\(state == .active ? "ok" : state == .revoked ? "bad" : "muted")\">\(state.rawValue)</span>",
                 "<code>\(entry.key.fingerprint.prefix(23))</code>", "\(entry.source)", "\(ConsoleLayout.date(entry.loadedAt))",
                 "\(counts[entry.key.keyIdentifier, default: 0])",
             ]

@@ -20,7 +20,8 @@ struct ConsoleRange: Sendable, Equatable {
 
     /// The range a query asks for; a value that is not one of the above is 400 saying what is.
     init(query: ConsoleForm, now: Date = Date()) throws(APIError) {
-        let fromText = query["from"] ?? "", toText = query["to"] ?? ""
+        let fromText = query["from"] ?? ""
+        let toText = query["to"] ?? ""
         guard !fromText.isEmpty || !toText.isEmpty else {
             let text = query["days"] ?? ""
             guard text.isEmpty || Self.presets.contains(Int(text) ?? 0) else {

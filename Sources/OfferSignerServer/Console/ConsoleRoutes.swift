@@ -22,7 +22,11 @@ struct ConsoleRoutes {
     func register(on router: Router<OfferSignerRequestContext>) {
         let console = router.group("/console").add(middleware: ConsoleHeadersMiddleware())
         console.get("/style.css") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/css; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: ConsoleLayout.stylesheet)))
+            Response(
+                status: .ok,
+                headers: [.contentType: "text/css; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: ConsoleLayout.stylesheet))
+            )
         }
         console.get("/favicon.svg") { _, _ in
             Response(status: .ok, headers: [.contentType: "image/svg+xml"], body: .init(byteBuffer: ByteBuffer(string: ConsoleLayout.icon)))
@@ -39,9 +43,12 @@ struct ConsoleRoutes {
         signedIn.post("/logout") { request, context in
             if let cookieValue = ConsoleSessions.cookieValue(in: request) { try await sessions.end(cookieValue) }
             context.logger.notice("console sign-out", metadata: ["admin": "\(context.adminName ?? "-")"])
-            return Response(status: .seeOther, headers: [
-                .location: "/console/login", .setCookie: ConsoleSessions.setCookie(nil, secure: ConsoleSessions.isSecure(request)),
-            ])
+            return Response(
+                status: .seeOther,
+                headers: [
+                    .location: "/console/login", .setCookie: ConsoleSessions.setCookie(nil, secure: ConsoleSessions.isSecure(request)),
+                ]
+            )
         }
         _ = RequestTally.startedAt  // the overview's uptime counts from here: the router's start
         let pages = ConsolePages(service: service, keyManager: keyManager, adminTokens: adminTokens)
@@ -58,9 +65,13 @@ struct ConsoleRoutes {
             let range = try ConsoleRange(query: try ConsoleForm(encoded: request.uri.query ?? ""))
             _ = try context.requireConsoleSession
             let name = "offers-\(ConsoleRange.day(range.from))-\(ConsoleRange.day(range.to)).csv"
-            return Response(status: .ok, headers: [
-                .contentType: "text/csv; charset=utf-8", .contentDisposition: "attachment; filename=\"\(name)\"",
-            ], body: .init(byteBuffer: ByteBuffer(string: try await pages.offersCSV(range: range))))
+            return Response(
+                status: .ok,
+                headers: [
+                    .contentType: "text/csv; charset=utf-8", .contentDisposition: "attachment; filename=\"\(name)\"",
+                ],
+                body: .init(byteBuffer: ByteBuffer(string: try await pages.offersCSV(range: range)))
+            )
         }
         signedIn.get("/experiments") { _, context in try await pages.experiments(try context.requireConsoleSession).response() }
         signedIn.get("/retention") { _, context in try await pages.retention(try context.requireConsoleSession).response() }
@@ -111,7 +122,8 @@ struct ConsoleRoutes {
         let token = (form["token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard !token.isEmpty, token.utf8.count <= 512, let admin = adminTokens.admin(presenting: token) else {
             try await throttle(client: client, context: context, failure: "console sign-in failed")
-            let message = adminTokens.isEmpty
+            let message =
+                adminTokens.isEmpty
                 ? "The console is disabled: no \(ConfigurationVariable.adminTokens.environmentName) are configured."
                 : "That is not an admin token."
             return Self.loginPage(message: message).response(status: .forbidden)
@@ -123,9 +135,12 @@ struct ConsoleRoutes {
         if let store = service.store {
             try? await store.appendAudit(AuditEvent(actor: admin, action: "console.signin", target: "console"))
         }
-        return Response(status: .seeOther, headers: [
-            .location: "/console", .setCookie: ConsoleSessions.setCookie(cookieValue, secure: ConsoleSessions.isSecure(request)),
-        ])
+        return Response(
+            status: .seeOther,
+            headers: [
+                .location: "/console", .setCookie: ConsoleSessions.setCookie(cookieValue, secure: ConsoleSessions.isSecure(request)),
+            ]
+        )
     }
 
     /// Counts a failed sign-in against the client's address (the admin API's limiter) and logs it; over the limit,
@@ -137,24 +152,29 @@ struct ConsoleRoutes {
         case .limited(let retryAfter):
             context.logger.warning("console sign-in throttled", metadata: ["client": "\(client)", "retryAfterSeconds": "\(retryAfter)"])
             throw APIError(
-                status: .tooManyRequests, code: "rate_limited",
+                status: .tooManyRequests,
+                code: "rate_limited",
                 message: "Too many failed admin authentications from this address; try again in \(retryAfter) seconds with a valid token.",
-                headers: [.retryAfter: "\(retryAfter)"])
+                headers: [.retryAfter: "\(retryAfter)"]
+            )
         }
     }
 
     /// The sign-in form.
     static func loginPage(message: String?) -> HTML {
         let notice: HTML = message.map { "<p class=\"error\" role=\"alert\">\($0)</p>" } ?? .empty
-        return ConsoleLayout.frame("Sign in", body: """
-            <main><h1>OfferSigner console</h1>
-            \(notice)
-            <form class="stack" method="post" action="/console/login">
-            <label for="token">Admin token (one of \(ConfigurationVariable.adminTokens.environmentName))</label>
-            <input id="token" name="token" type="password" autocomplete="current-password" required maxlength="512">
-            <button type="submit">Sign in</button>
-            </form>
-            <p class="note">The session lasts 8 hours; signing out ends it.</p></main>
-            """)
+        return ConsoleLayout.frame(
+            "Sign in",
+            body: """
+                <main><h1>OfferSigner console</h1>
+                \(notice)
+                <form class="stack" method="post" action="/console/login">
+                <label for="token">Admin token (one of \(ConfigurationVariable.adminTokens.environmentName))</label>
+                <input id="token" name="token" type="password" autocomplete="current-password" required maxlength="512">
+                <button type="submit">Sign in</button>
+                </form>
+                <p class="note">The session lasts 8 hours; signing out ends it.</p></main>
+                """
+        )
     }
 }

@@ -93,8 +93,8 @@ struct ConsoleForm: Sendable {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             func decode(_ part: Substring) throws(APIError) -> String {
                 guard part.utf8.count <= 3 * maximumValueLength,
-                      let value = part.replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
-                      value.utf8.count <= maximumValueLength
+                    let value = part.replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
+                    value.utf8.count <= maximumValueLength
                 else {
                     throw APIError(status: .badRequest, code: "invalid_request", message: "A form field is too long or not valid form encoding.")
                 }

@@ -114,7 +114,10 @@ enum MultipartFormData {
             var index = range.lowerBound
             var found: Int?
             while index + 3 < searchEnd {
-                if bytes[index] == cr, bytes[index + 1] == lf, bytes[index + 2] == cr, bytes[index + 3] == lf { found = index; break }
+                if bytes[index] == cr, bytes[index + 1] == lf, bytes[index + 2] == cr, bytes[index + 3] == lf {
+                    found = index
+                    break
+                }
                 index += 1
             }
             if let found {
@@ -239,7 +242,10 @@ struct BytePattern: Sendable {
         while index < buffer.count {
             let byte = buffer[index]
             if matched == 0 {
-                if byte != first { index += 1; continue }
+                if byte != first {
+                    index += 1
+                    continue
+                }
             } else {
                 while matched > 0, byte != bytes[matched] { matched = fallback[matched - 1] }
             }

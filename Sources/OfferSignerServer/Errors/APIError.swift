@@ -2,11 +2,11 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import OfferApplication
 import OfferEligibility
+import OfferErrors
 import OfferKeys
 import OfferSigning
-import OfferApplication
-import OfferErrors
 
 /// The one error shape of the HTTP API (docs/design.md §2):
 ///
@@ -29,7 +29,14 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     public var headers: HTTPFields
 
     /// Creates an error.
-    public init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil, reasons: [EligibilityReason]? = nil, headers: HTTPFields = [:]) {
+    public init(
+        status: HTTPResponse.Status,
+        code: String,
+        message: String,
+        field: String? = nil,
+        reasons: [EligibilityReason]? = nil,
+        headers: HTTPFields = [:]
+    ) {
         self.status = status
         self.code = code
         self.message = message
@@ -41,8 +48,11 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     /// 503 `store_unavailable`: the customer store or the issued-signature log cannot be used; nothing was
     /// signed, or the signature was not returned.
     public static let storeUnavailable = APIError(
-        status: .serviceUnavailable, code: "store_unavailable",
-        message: "The customer store is unavailable; no offer was signed. Try again shortly.", headers: [.retryAfter: "1"])
+        status: .serviceUnavailable,
+        code: "store_unavailable",
+        message: "The customer store is unavailable; no offer was signed. Try again shortly.",
+        headers: [.retryAfter: "1"]
+    )
 
     /// 400 `invalid_request` naming a field.
     public static func invalidRequest(field: String, _ message: String) -> APIError {
@@ -51,17 +61,24 @@ public struct APIError: Error, HTTPResponseError, Sendable {
 
     /// 400 `malformed_json`.
     public static let malformedJSON = APIError(
-        status: .badRequest, code: "malformed_json", message: "The request body is not valid JSON; send a JSON object with Content-Type: application/json.")
+        status: .badRequest,
+        code: "malformed_json",
+        message: "The request body is not valid JSON; send a JSON object with Content-Type: application/json."
+    )
 
     /// 400 `malformed_request`: the request's HTTP/1.1 framing is broken (a header line, Content-Length, a chunk size).
     public static let malformedRequest = APIError(
-        status: .badRequest, code: "malformed_request",
-        message: "The request is not well-formed HTTP: a bad Content-Length, chunk size or header line, for example; fix the client's framing.")
+        status: .badRequest,
+        code: "malformed_request",
+        message: "The request is not well-formed HTTP: a bad Content-Length, chunk size or header line, for example; fix the client's framing."
+    )
 
     /// 415 `unsupported_media_type`: the body is not declared as JSON.
     public static let unsupportedMediaType = APIError(
-        status: .unsupportedMediaType, code: "unsupported_media_type",
-        message: "Send the request body as JSON with the header Content-Type: application/json.")
+        status: .unsupportedMediaType,
+        code: "unsupported_media_type",
+        message: "Send the request body as JSON with the header Content-Type: application/json."
+    )
 
     /// 413 `payload_too_large`.
     public static func payloadTooLarge(limit: Int) -> APIError {
@@ -70,7 +87,10 @@ public struct APIError: Error, HTTPResponseError, Sendable {
 
     /// 500 `internal`: details are logged, never returned.
     public static let `internal` = APIError(
-        status: .internalServerError, code: "internal", message: "An internal error occurred; it has been logged. Try again, and report it if it persists.")
+        status: .internalServerError,
+        code: "internal",
+        message: "An internal error occurred; it has been logged. Try again, and report it if it persists."
+    )
 
     /// Maps an error of the signing core to its HTTP form.
     public init(_ error: OfferSigningError) {
@@ -188,7 +208,8 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     /// The error envelope, `{"error": {"code", "message", "field"?, "reasons"?}}`, as sent.
     var body: ByteBuffer {
         // Strings, an optional string and an array of string pairs: the encoder cannot fail on them.
-        (try? JSONEncoder.api.answer(ErrorEnvelope(error: .init(code: code, message: message, field: field, reasons: reasons)))) ?? ByteBuffer(string: "\n")
+        (try? JSONEncoder.api.answer(ErrorEnvelope(error: .init(code: code, message: message, field: field, reasons: reasons))))
+            ?? ByteBuffer(string: "\n")
     }
 }
 
@@ -236,7 +257,9 @@ struct APIResponseEncoder: ResponseEncoder {
     func encode(_ value: some Encodable, from request: Request, context: some RequestContext) throws -> Response {
         let body = try JSONEncoder.api.answer(value)
         return Response(
-            status: .ok, headers: [.contentType: "application/json; charset=utf-8", .contentLength: String(body.readableBytes)],
-            body: .init(byteBuffer: body))
+            status: .ok,
+            headers: [.contentType: "application/json; charset=utf-8", .contentLength: String(body.readableBytes)],
+            body: .init(byteBuffer: body)
+        )
     }
 }

@@ -3,9 +3,9 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOHTTP1
+import OfferApplication
 import OfferKeys
 import OfferSigning
-import OfferApplication
 
 /// Turns every error a route throws into the API's one error shape, so that no caller ever sees an empty
 /// 500 or a framework-specific body. Unknown errors are logged (type only, never request bodies or keys) and
@@ -22,9 +22,11 @@ struct ErrorMappingMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as HTTPError {
             if error.status == .notFound, let allowed = allowedMethods?.methods(for: request.uri.path), !allowed.isEmpty {
                 throw APIError(
-                    status: .methodNotAllowed, code: "method_not_allowed",
+                    status: .methodNotAllowed,
+                    code: "method_not_allowed",
                     message: "\(request.method.rawValue) is not accepted here; this endpoint accepts \(allowed.joined(separator: ", ")).",
-                    headers: [.allow: allowed.joined(separator: ", ")])
+                    headers: [.allow: allowed.joined(separator: ", ")]
+                )
             }
             throw APIError(httpError: error)
         } catch is HTTPParserError {

@@ -6,9 +6,9 @@ import Logging
 import Metrics
 import NIOCore
 import NIOHTTP1
+import OfferApplication
 import OfferSigning
 import Synchronization
-import OfferApplication
 
 /// `POST /v1/offers/sign` answered on the connection's event loop, without a task: the route's common case (a
 /// legacy signature for an API key or the open mode, no policy rule that reads the store, no signed transaction)
@@ -56,7 +56,9 @@ public struct EventLoopSigning: Sendable {
     func takes(_ head: HTTPRequestHead) -> Head? {
         guard head.method == .POST, head.uri == Self.path else { return nil }
         // One pass over the headers for the three the path reads (NIO's `headers[name]` made an array for each).
-        var contentType: String?, authorization: String?, requestID: String?
+        var contentType: String?
+        var authorization: String?
+        var requestID: String?
         for (name, value) in head.headers {
             if Self.isNamed(name, "content-type") {
                 guard contentType == nil else { return nil }
@@ -179,7 +181,13 @@ public struct EventLoopSigning: Sendable {
 
     /// A response's head, with the headers the router's responses carry, in their order and spelling (as
     /// Hummingbird's conversion from HTTP types writes them: HTTP/1.1, each field's name as given).
-    func response(status: HTTPResponse.Status, headers extra: HTTPFields = [:], body: ByteBuffer, requestID: String, keepAlive: Bool) -> HTTPResponseHead {
+    func response(
+        status: HTTPResponse.Status,
+        headers extra: HTTPFields = [:],
+        body: ByteBuffer,
+        requestID: String,
+        keepAlive: Bool
+    ) -> HTTPResponseHead {
         var headers = HTTPHeaders()
         headers.reserveCapacity(extra.count + 6)
         for field in extra { headers.add(name: field.name.rawName, value: field.value) }
@@ -189,6 +197,10 @@ public struct EventLoopSigning: Sendable {
         headers.add(name: HTTPField.Name.date.rawName, value: HTTPDate.now())
         if let serverName { headers.add(name: HTTPField.Name.server.rawName, value: serverName) }
         if !keepAlive { headers.add(name: HTTPField.Name.connection.rawName, value: "close") }
-        return HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status.code, reasonPhrase: status.reasonPhrase), headers: headers)
+        return HTTPResponseHead(
+            version: .http1_1,
+            status: HTTPResponseStatus(statusCode: status.code, reasonPhrase: status.reasonPhrase),
+            headers: headers
+        )
     }
 }

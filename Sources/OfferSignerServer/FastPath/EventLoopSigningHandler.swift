@@ -116,18 +116,22 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
             let eventLoop = context.eventLoop
             // A record that finds the log's writer idle starts it at the end of this tick, after the other requests
             // this loop read in it: they share one batch (one flush) instead of the first going alone.
-            signing.service.commit(signed.record, startWhenReady: { start in eventLoop.execute(start) }, completion: { result in
-                eventLoop.execute {
-                    let (handler, context) = loop.value
-                    Self.active.decrement()
-                    switch result {
-                    case .success:
-                        handler.answer(signed.output.apiJSON, answering, since: request.start, context: context)
-                    case .failure(let error):
-                        handler.answer(error: APIError(error), answering, since: request.start, context: context)
+            signing.service.commit(
+                signed.record,
+                startWhenReady: { start in eventLoop.execute(start) },
+                completion: { result in
+                    eventLoop.execute {
+                        let (handler, context) = loop.value
+                        Self.active.decrement()
+                        switch result {
+                        case .success:
+                            handler.answer(signed.output.apiJSON, answering, since: request.start, context: context)
+                        case .failure(let error):
+                            handler.answer(error: APIError(error), answering, since: request.start, context: context)
+                        }
                     }
                 }
-            })
+            )
         case .pipeline(let decided, let answering):
             machine.answering()
             Self.active.increment()
@@ -147,20 +151,52 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
         }
     }
 
-    private func answer(_ body: ByteBuffer, _ answering: EventLoopSigning.Answering, since start: ContinuousClock.Instant, context: ChannelHandlerContext) {
+    private func answer(
+        _ body: ByteBuffer,
+        _ answering: EventLoopSigning.Answering,
+        since start: ContinuousClock.Instant,
+        context: ChannelHandlerContext
+    ) {
         write(status: .ok, headers: [:], body: body, answering, context: context)
         RequestMetrics.answered(route: EventLoopSigning.path, method: "POST", status: 200, since: start)
-        RequestLoggingMiddleware.log(method: .post, route: EventLoopSigning.path, status: .ok, since: start, identity: answering.identity, requestID: answering.requestID, logger: answering.base)
+        RequestLoggingMiddleware.log(
+            method: .post,
+            route: EventLoopSigning.path,
+            status: .ok,
+            since: start,
+            identity: answering.identity,
+            requestID: answering.requestID,
+            logger: answering.base
+        )
     }
 
-    private func answer(error: APIError, _ answering: EventLoopSigning.Answering, since start: ContinuousClock.Instant, context: ChannelHandlerContext) {
+    private func answer(
+        error: APIError,
+        _ answering: EventLoopSigning.Answering,
+        since start: ContinuousClock.Instant,
+        context: ChannelHandlerContext
+    ) {
         write(status: error.status, headers: error.headers, body: error.body, answering, context: context)
         RequestMetrics.answered(route: EventLoopSigning.path, method: "POST", status: error.status.code, since: start)
-        RequestLoggingMiddleware.log(method: .post, route: EventLoopSigning.path, status: error.status, since: start, identity: answering.identity, requestID: answering.requestID, logger: answering.base)
+        RequestLoggingMiddleware.log(
+            method: .post,
+            route: EventLoopSigning.path,
+            status: error.status,
+            since: start,
+            identity: answering.identity,
+            requestID: answering.requestID,
+            logger: answering.base
+        )
     }
 
     /// Writes an answer as the machine says: and reads on (passing on what it held), or closes once it is written.
-    private func write(status: HTTPResponse.Status, headers: HTTPFields, body: ByteBuffer, _ answering: EventLoopSigning.Answering, context: ChannelHandlerContext) {
+    private func write(
+        status: HTTPResponse.Status,
+        headers: HTTPFields,
+        body: ByteBuffer,
+        _ answering: EventLoopSigning.Answering,
+        context: ChannelHandlerContext
+    ) {
         let action = machine.answerReady()
         let keepAlive: Bool
         switch action {

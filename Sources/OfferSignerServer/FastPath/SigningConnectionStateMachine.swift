@@ -65,7 +65,12 @@ struct SigningConnectionStateMachine {
     }
 
     /// A request head; `taken`: what ``EventLoopSigning/takes(_:)`` said of it (asked only when ``acceptsRequest``).
-    mutating func headReceived(_ head: HTTPRequestHead, taken: EventLoopSigning.Head?, now: ContinuousClock.Instant, allocator: ByteBufferAllocator) -> HeadAction {
+    mutating func headReceived(
+        _ head: HTTPRequestHead,
+        taken: EventLoopSigning.Head?,
+        now: ContinuousClock.Instant,
+        allocator: ByteBufferAllocator
+    ) -> HeadAction {
         switch state {
         case .idle:
             guard let taken else {

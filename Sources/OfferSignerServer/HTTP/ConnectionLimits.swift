@@ -25,7 +25,12 @@ public struct ConnectionLimits: Sendable, Hashable {
     public var partialBodyBudget: Int
 
     /// Creates limits.
-    public init(idleTimeout: Duration = .seconds(30), requestTimeout: Duration = .seconds(10), maximumConnections: Int = ConnectionLimits.defaultMaximumConnections, partialBodyBudget: Int = 32 << 20) {
+    public init(
+        idleTimeout: Duration = .seconds(30),
+        requestTimeout: Duration = .seconds(10),
+        maximumConnections: Int = ConnectionLimits.defaultMaximumConnections,
+        partialBodyBudget: Int = 32 << 20
+    ) {
         self.idleTimeout = idleTimeout
         self.requestTimeout = requestTimeout
         self.maximumConnections = maximumConnections
@@ -185,11 +190,11 @@ final class HTTP1IdleTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 }
 
-/// Hummingbird's HTTP/1 channel with the service's connection handling added: ``ChunkSizeGuard`` around the HTTP/1
-/// decoder (chunk sizes no Int64 holds), NIO's pipelining handler after the decoder, then what RFC 9110/9112 ask
-/// that NIO leaves to the server (``HTTP1ConformanceHandler``: `Connection` tokens, transfer codings, `CONNECT`, `Upgrade`, `100 Continue`, the budget of incomplete bodies),
-/// the idle timeout (``HTTP1IdleTimeoutHandler``, instead of Hummingbird's), on the public listener the event-loop
-/// signing path, and the request deadline (after the conversion to HTTP types).
+/// Hummingbird's HTTP/1 channel with the service's connection handling added: ``ChunkSizeGuard`` around the HTTP/1 decoder (chunk sizes no Int64
+/// holds), NIO's pipelining handler after the decoder, then what RFC 9110/9112 ask that NIO leaves to the server (``HTTP1ConformanceHandler``:
+/// `Connection` tokens, transfer codings, `CONNECT`, `Upgrade`, `100 Continue`, the budget of incomplete bodies), the idle timeout
+/// (``HTTP1IdleTimeoutHandler``, instead of Hummingbird's), on the public listener the event-loop signing path, and the request deadline (after the
+/// conversion to HTTP types).
 struct OfferSignerHTTP1Channel: HTTPChannelHandler {
     typealias Value = HTTP1Channel.Value
     let inner: HTTP1Channel
@@ -205,9 +210,18 @@ struct OfferSignerHTTP1Channel: HTTPChannelHandler {
         let budget = PartialBodyBudget(limit: limits.partialBodyBudget)
         return HTTPServerBuilder { responder in
             // No idle timeout of Hummingbird's: its handler would not see the event-loop path's requests.
-            OfferSignerHTTP1Channel(inner: HTTP1Channel(responder: responder, configuration: .init(
-                additionalChannelHandlers: [RequestDeadlineHandler(timeout: limits.requestTimeout)],
-                idleTimeout: nil)), limits: limits, signing: signing, budget: budget)
+            OfferSignerHTTP1Channel(
+                inner: HTTP1Channel(
+                    responder: responder,
+                    configuration: .init(
+                        additionalChannelHandlers: [RequestDeadlineHandler(timeout: limits.requestTimeout)],
+                        idleTimeout: nil
+                    )
+                ),
+                limits: limits,
+                signing: signing,
+                budget: budget
+            )
         }
     }
 
@@ -233,7 +247,9 @@ struct OfferSignerHTTP1Channel: HTTPChannelHandler {
             try operations.addHandler(idle, position: .after(conformance))
             if let signing {
                 try operations.addHandler(
-                    EventLoopSigningHandler(signing: signing, requestTimeout: limits.requestTimeout, logger: logger), position: .after(idle))
+                    EventLoopSigningHandler(signing: signing, requestTimeout: limits.requestTimeout, logger: logger),
+                    position: .after(idle)
+                )
             }
             return value
         }

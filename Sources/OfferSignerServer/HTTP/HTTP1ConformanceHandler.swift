@@ -48,10 +48,21 @@ final class HTTP1ConformanceHandler: ChannelDuplexHandler, RemovableChannelHandl
         switch unwrapInboundIn(data) {
         case .head(var head):
             if head.method == .CONNECT {
-                return refuse(.methodNotAllowed, code: "method_not_allowed", "CONNECT is not accepted: this service is not a proxy.", headers: [.allow: "GET, POST"], context: context)
+                return refuse(
+                    .methodNotAllowed,
+                    code: "method_not_allowed",
+                    "CONNECT is not accepted: this service is not a proxy.",
+                    headers: [.allow: "GET, POST"],
+                    context: context
+                )
             }
             if let coding = Self.unknownTransferCoding(head.headers) {
-                return refuse(.notImplemented, code: "unsupported_transfer_coding", "The transfer coding \(coding.prefix(32)) is not supported; send the body plain, with Content-Length or Transfer-Encoding: chunked only.", context: context)
+                return refuse(
+                    .notImplemented,
+                    code: "unsupported_transfer_coding",
+                    "The transfer coding \(coding.prefix(32)) is not supported; send the body plain, with Content-Length or Transfer-Encoding: chunked only.",
+                    context: context
+                )
             }
             // NIO's decoder takes any Content-Length up to 2^64 − 1 and waits for that many bytes; a length no Int64
             // holds is no body anyone sends: 400 at once, as for a length it cannot parse.
@@ -65,14 +76,21 @@ final class HTTP1ConformanceHandler: ChannelDuplexHandler, RemovableChannelHandl
                 head.headers.replaceOrAdd(name: "connection", value: "close")
             }
             if head.version == .http1_1, let expect = head.headers.first(name: "expect"),
-               expect.lowercased() == "100-continue" {
+                expect.lowercased() == "100-continue"
+            {
                 head.headers.remove(name: "expect")
                 context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
             }
             context.fireChannelRead(wrapInboundOut(.head(head)))
         case .body(let chunk):
             guard budget.reserve(chunk.readableBytes) else {
-                return refuse(.serviceUnavailable, code: "server_busy", "The server holds too many incomplete request bodies right now; try again in a moment.", headers: [.retryAfter: "1"], context: context)
+                return refuse(
+                    .serviceUnavailable,
+                    code: "server_busy",
+                    "The server holds too many incomplete request bodies right now; try again in a moment.",
+                    headers: [.retryAfter: "1"],
+                    context: context
+                )
             }
             held += chunk.readableBytes
             context.fireChannelRead(data)
@@ -135,7 +153,13 @@ final class HTTP1ConformanceHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     /// Answers with an API error and closes; what is left of the request is dropped.
-    private func refuse(_ status: HTTPResponse.Status, code: String, _ message: String, headers extra: HTTPFields = [:], context: ChannelHandlerContext) {
+    private func refuse(
+        _ status: HTTPResponse.Status,
+        code: String,
+        _ message: String,
+        headers extra: HTTPFields = [:],
+        context: ChannelHandlerContext
+    ) {
         refused = true
         release()
         let error = APIError(status: status, code: code, message: message, headers: extra)
@@ -145,7 +169,11 @@ final class HTTP1ConformanceHandler: ChannelDuplexHandler, RemovableChannelHandl
         headers.add(name: "content-type", value: "application/json; charset=utf-8")
         headers.add(name: "content-length", value: String(body.readableBytes))
         headers.add(name: "connection", value: "close")
-        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status.code, reasonPhrase: status.reasonPhrase), headers: headers)
+        let head = HTTPResponseHead(
+            version: .http1_1,
+            status: HTTPResponseStatus(statusCode: status.code, reasonPhrase: status.reasonPhrase),
+            headers: headers
+        )
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         let loop = NIOLoopBound(context, eventLoop: context.eventLoop)

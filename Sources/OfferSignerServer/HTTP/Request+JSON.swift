@@ -77,7 +77,8 @@ extension Request {
             let expected: StaticString = "application/json"
             guard end - start == expected.utf8CodeUnitCount else { return false }
             for offset in 0..<(end - start) {
-                let byte = bytes[start + offset], lower = expected.utf8Start[offset]
+                let byte = bytes[start + offset]
+                let lower = expected.utf8Start[offset]
                 guard byte == lower || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) && byte | 0x20 == lower else { return false }
             }
             return true

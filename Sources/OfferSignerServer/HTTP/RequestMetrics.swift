@@ -34,8 +34,12 @@ enum RequestMetrics {
                 counter: Counter(label: "hb.requests", dimensions: dimensions),
                 timer: Timer(label: "http.server.request.duration", dimensions: dimensions, preferredDisplayUnit: .seconds),
                 errors: status >= 400
-                    ? Counter(label: "hb.request.errors", dimensions: [("http.route", route), ("http.request.method", method), ("error.type", String(status))])
-                    : nil)
+                    ? Counter(
+                        label: "hb.request.errors",
+                        dimensions: [("http.route", route), ("http.request.method", method), ("error.type", String(status))]
+                    )
+                    : nil
+            )
             cache[key] = made
             return made
         }

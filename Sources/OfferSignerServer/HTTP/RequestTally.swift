@@ -65,7 +65,13 @@ enum RequestTally {
     static func summary(minutes: Int, now: Date = Date()) -> Summary {
         let current = minute(of: now)
         let span = min(max(minutes, 1), slotCount - 1)
-        var summary = Summary(minutes: span, answered: 0, serverErrors: 0, clientErrors: 0, buckets: Array(repeating: 0, count: bucketBounds.count + 1))
+        var summary = Summary(
+            minutes: span,
+            answered: 0,
+            serverErrors: 0,
+            clientErrors: 0,
+            buckets: Array(repeating: 0, count: bucketBounds.count + 1)
+        )
         for minute in (current - span + 1)...current {
             let slot = slots[minute % slotCount]
             guard slot.minute.load(ordering: .relaxed) == minute else { continue }

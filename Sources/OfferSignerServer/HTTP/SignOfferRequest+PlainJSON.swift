@@ -24,7 +24,8 @@ extension SignOfferRequest {
             values[field.rawValue] = value
         }
         guard let productIdentifier = values[Field.productIdentifier.rawValue],
-              let offerIdentifier = values[Field.offerIdentifier.rawValue] else { return nil }
+            let offerIdentifier = values[Field.offerIdentifier.rawValue]
+        else { return nil }
         var format: OfferSignatureFormat?
         if let text = values[Field.format.rawValue] {
             guard let known = OfferSignatureFormat(rawValue: text) else { return nil }
@@ -37,7 +38,8 @@ extension SignOfferRequest {
             applicationUsername: values[Field.applicationUsername.rawValue] ?? "",
             format: format,
             transactionId: values[Field.transactionId.rawValue],
-            signedTransaction: values[Field.signedTransaction.rawValue])
+            signedTransaction: values[Field.signedTransaction.rawValue]
+        )
     }
 
     /// The request's keys, as ``CodingKeys`` spells them.

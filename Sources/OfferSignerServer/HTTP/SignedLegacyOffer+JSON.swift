@@ -1,8 +1,8 @@
 import Foundation
 import Hummingbird
 import NIOCore
-import OfferSigning
 import OfferApplication
+import OfferSigning
 
 extension SignedLegacyOffer: ResponseGenerator {
     /// The answer of `POST /v1/offers/sign` (legacy), for both front ends: ``apiJSON`` with the router's JSON
@@ -11,15 +11,16 @@ extension SignedLegacyOffer: ResponseGenerator {
         Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: apiJSON))
     }
 
-    /// The bundle as `JSONEncoder.api` writes it, then a newline (as every answer ends) — keys sorted, slashes unescaped, the same escapes — written out
-    /// field by field: the encoder costs ~7 µs a signature (3 % of the server's CPU in a profile), this a few
-    /// hundred nanoseconds. `APIEncoderTests` compare the two on hostile strings.
+    /// The bundle as `JSONEncoder.api` writes it, then a newline (as every answer ends) — keys sorted, slashes unescaped, the same escapes — written
+    /// out field by field: the encoder costs ~7 µs a signature (3 % of the server's CPU in a profile), this a few hundred nanoseconds.
+    /// `APIEncoderTests` compare the two on hostile strings.
     var apiJSON: ByteBuffer {
         // Keys in sorted order, as `.sortedKeys` writes them. Measured first, then written in one pass into the
         // buffer's memory: each ByteBuffer write costs a few hundred instructions, twenty of them ~5,000 a request.
         let digits = String(timestamp)
         let strings = (applicationUsername, bundleIdentifier, format, keyIdentifier, nonce, offerIdentifier, productIdentifier, signature)
-        let length = Self.fixedLength + digits.utf8.count + Self.literalLength(strings.0) + Self.literalLength(strings.1)
+        let length =
+            Self.fixedLength + digits.utf8.count + Self.literalLength(strings.0) + Self.literalLength(strings.1)
             + Self.literalLength(strings.2) + Self.literalLength(strings.3) + Self.literalLength(strings.4)
             + Self.literalLength(strings.5) + Self.literalLength(strings.6) + Self.literalLength(strings.7)
         var buffer = ByteBufferAllocator().buffer(capacity: length)
@@ -50,7 +51,9 @@ extension SignedLegacyOffer: ResponseGenerator {
     }
 
     /// The bytes of the keys and punctuation ``apiJSON`` writes around its values.
-    private static let fixedLength = "{\"applicationUsername\":,\"bundleIdentifier\":,\"format\":,\"keyIdentifier\":,\"nonce\":,\"offerIdentifier\":,\"productIdentifier\":,\"signature\":,\"timestamp\":}\n".utf8.count
+    private static let fixedLength =
+        "{\"applicationUsername\":,\"bundleIdentifier\":,\"format\":,\"keyIdentifier\":,\"nonce\":,\"offerIdentifier\":,\"productIdentifier\":,\"signature\":,\"timestamp\":}\n"
+        .utf8.count
 
     /// The length of `string` as a JSON string literal (``RawWriter/literal(_:)``), quotes included.
     private static func literalLength(_ string: String) -> Int {
@@ -103,7 +106,9 @@ extension SignedLegacyOffer: ResponseGenerator {
                     copy(UnsafeBufferPointer(rebasing: bytes[start..<index]))
                     let byte = bytes[index]
                     switch byte {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"): put(UInt8(ascii: "\\")); put(byte)
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                        put(UInt8(ascii: "\\"))
+                        put(byte)
                     case 0x08: raw("\\b")
                     case 0x0C: raw("\\f")
                     case 0x0A: raw("\\n")

@@ -68,7 +68,12 @@ package enum StrictJSON {
         }
 
         func fail(_ message: String) -> Violation {
-            Violation(kind: .malformed, offset: index, message: "The request body is not valid JSON (RFC 8259): \(message) at byte \(index); send one JSON object with Content-Type: application/json.")
+            Violation(
+                kind: .malformed,
+                offset: index,
+                message:
+                    "The request body is not valid JSON (RFC 8259): \(message) at byte \(index); send one JSON object with Content-Type: application/json."
+            )
         }
 
         var atEnd: Bool { index >= bytes.count }
@@ -99,7 +104,9 @@ package enum StrictJSON {
                 var complete = true
                 switch byte {
                 case UInt8(ascii: "{"), UInt8(ascii: "["):
-                    guard stack.count < StrictJSON.maximumDepth else { throw fail("objects and arrays nested more than \(StrictJSON.maximumDepth) deep") }
+                    guard stack.count < StrictJSON.maximumDepth else {
+                        throw fail("objects and arrays nested more than \(StrictJSON.maximumDepth) deep")
+                    }
                     let isObject = byte == UInt8(ascii: "{")
                     index += 1
                     skipSpace()
@@ -127,7 +134,10 @@ package enum StrictJSON {
                 case UInt8(ascii: "]"), UInt8(ascii: "}"):
                     throw fail(stack.isEmpty ? "a closing bracket with nothing open" : "a trailing comma before the closing bracket")
                 default:
-                    throw fail(byte < 0x80 ? "an unexpected character \(Self.describe(byte)) where a value should be" : "a non-ASCII byte where a value should be")
+                    throw fail(
+                        byte < 0x80
+                            ? "an unexpected character \(Self.describe(byte)) where a value should be" : "a non-ASCII byte where a value should be"
+                    )
                 }
                 guard complete else { continue }
                 // After a value: close what ends here, or go on after a comma.
@@ -171,7 +181,11 @@ package enum StrictJSON {
             let key = try string(decoding: true) ?? ""
             if !keys.insert(key).inserted, duplicate == nil {
                 let shown = String(key.prefix(64))
-                duplicate = Violation(kind: .duplicateKey(shown), offset: start, message: "The key \(shown) appears twice in one JSON object; send each key once.")
+                duplicate = Violation(
+                    kind: .duplicateKey(shown),
+                    offset: start,
+                    message: "The key \(shown) appears twice in one JSON object; send each key once."
+                )
             }
             skipSpace()
             guard !atEnd, byte == UInt8(ascii: ":") else { throw fail("a missing colon after an object key") }

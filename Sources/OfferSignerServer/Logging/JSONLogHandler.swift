@@ -82,7 +82,8 @@ public struct JSONLogHandler: LogHandler {
     }
 
     /// One line of JSON (no newline) with metadata fields already sorted by key, each key once.
-    static func line(time: Date, level: Logger.Level, label: String, message: String, fields: [(key: String, value: Logger.Metadata.Value)]) -> String {
+    static func line(time: Date, level: Logger.Level, label: String, message: String, fields: [(key: String, value: Logger.Metadata.Value)]) -> String
+    {
         var line = LineWriter(time: time, level: level, label: label, message: message)
         for (key, value) in fields { line.field(key, value) }
         return line.finished()
@@ -130,8 +131,14 @@ public struct JSONLogHandler: LogHandler {
         guard (0...9999).contains(year) else {
             return String(
                 format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                year, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-                Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), milliseconds)
+                year,
+                Int(parts.tm_mon) + 1,
+                Int(parts.tm_mday),
+                Int(parts.tm_hour),
+                Int(parts.tm_min),
+                Int(parts.tm_sec),
+                milliseconds
+            )
         }
         // Written digit by digit: `String(format:)` costs microseconds on every log line.
         return String(unsafeUninitializedCapacity: 24) { buffer in
@@ -225,7 +232,10 @@ public enum LogFormat: String, Sendable, CaseIterable {
     /// The format `LOG_FORMAT` names; unset: `json` unless standard error is a terminal.
     /// - Parameter standardErrorIsTerminal: whether standard error is a terminal (`isatty(2)`).
     /// - Throws: ``ConfigurationError`` for a name that is not a format.
-    public static func configured(_ environment: [String: String], standardErrorIsTerminal: Bool = isatty(2) != 0) throws(ConfigurationError) -> LogFormat {
+    public static func configured(
+        _ environment: [String: String],
+        standardErrorIsTerminal: Bool = isatty(2) != 0
+    ) throws(ConfigurationError) -> LogFormat {
         guard let text = ConfigurationVariable.reader(environment).string(.logFormat) else {
             return standardErrorIsTerminal ? .text : .json
         }
@@ -236,7 +246,11 @@ public enum LogFormat: String, Sendable, CaseIterable {
     }
 
     /// A handler of this format writing to standard error.
-    public func standardErrorHandler(label: String, level: Logger.Level, metadataProvider: Logger.MetadataProvider? = RequestMetadata.provider) -> any LogHandler {
+    public func standardErrorHandler(
+        label: String,
+        level: Logger.Level,
+        metadataProvider: Logger.MetadataProvider? = RequestMetadata.provider
+    ) -> any LogHandler {
         switch self {
         case .json:
             var handler = JSONLogHandler.standardError(label: label, metadataProvider: metadataProvider)
@@ -256,7 +270,9 @@ public enum LogFormat: String, Sendable, CaseIterable {
 public func configuredLogHashKey(_ environment: [String: String]) throws(ConfigurationError) -> String? {
     guard let key = ConfigurationVariable.reader(environment).string(.logHashKey) else { return nil }
     guard key.count >= 16 else {
-        throw ConfigurationError("\(variable: .logHashKey) is shorter than 16 characters; use a long random value (for example `openssl rand -hex 32`), the same on every replica.")
+        throw ConfigurationError(
+            "\(variable: .logHashKey) is shorter than 16 characters; use a long random value (for example `openssl rand -hex 32`), the same on every replica."
+        )
     }
     return key
 }

@@ -57,11 +57,12 @@ struct RequestLoggingMiddleware: RouterMiddleware {
     /// The client's ID when it is well-formed, else a new one.
     static func requestID(from client: String?) -> String {
         if let client, (1...64).contains(client.utf8.count),
-           client.utf8.allSatisfy({ byte in
-               (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                   || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
-                   || byte == UInt8(ascii: "-")
-           }) {
+            client.utf8.allSatisfy({ byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
+                    || byte == UInt8(ascii: "-")
+            })
+        {
             return client
         }
         return RequestIDs.next()
@@ -94,12 +95,27 @@ struct RequestLoggingMiddleware: RouterMiddleware {
 
     private func log(_ request: Request, context: Context, status: HTTPResponse.Status, since start: ContinuousClock.Instant) {
         Self.log(
-            method: request.method, route: context.endpointPath, status: status, since: start,
-            identity: context.requestLog.identity, admin: context.requestLog.admin, logger: context.logger)
+            method: request.method,
+            route: context.endpointPath,
+            status: status,
+            since: start,
+            identity: context.requestLog.identity,
+            admin: context.requestLog.admin,
+            logger: context.logger
+        )
     }
 
     /// Writes one access-log line (this middleware's, and the event-loop signing path's).
-    static func log(method: HTTPRequest.Method, route: String?, status: HTTPResponse.Status, since start: ContinuousClock.Instant, identity: ClientIdentity?, admin: String? = nil, requestID: String? = nil, logger: Logger) {
+    static func log(
+        method: HTTPRequest.Method,
+        route: String?,
+        status: HTTPResponse.Status,
+        since start: ContinuousClock.Instant,
+        identity: ClientIdentity?,
+        admin: String? = nil,
+        requestID: String? = nil,
+        logger: Logger
+    ) {
         guard logger.logLevel <= .info else { return }
         var metadata: Logger.Metadata = [
             "method": .string(method.rawValue),

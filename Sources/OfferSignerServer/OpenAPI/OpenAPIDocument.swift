@@ -61,11 +61,12 @@ enum OpenAPIDocument {
             if let depth = droppingUnder, indentation > depth { continue }
             droppingUnder = nil
             if indentation == 0 { section = content }
-            let isDemoEntry = switch (section, indentation) {
-            case ("paths:", 2): content.hasPrefix("/demo/")
-            case ("components:", 4): content.hasPrefix("Demo")
-            default: false
-            }
+            let isDemoEntry =
+                switch (section, indentation) {
+                case ("paths:", 2): content.hasPrefix("/demo/")
+                case ("components:", 4): content.hasPrefix("Demo")
+                default: false
+                }
             if isDemoEntry {
                 droppingUnder = indentation
             } else {

@@ -60,7 +60,13 @@ public struct RateLimitConfiguration: Sendable, Hashable {
     /// `OFFER_SIGNER_RATE_LIMIT_APP_STORE`: per client address on the notification and retention endpoints.
     public var appStore: Rate?
 
-    public init(client: Rate? = Rate(count: 600, seconds: 60), customer: Rate? = Rate(count: 20, seconds: 60), clientExplicit: Bool = false, customerExplicit: Bool = false, appStore: Rate? = Rate(count: 100, seconds: 1)) {
+    public init(
+        client: Rate? = Rate(count: 600, seconds: 60),
+        customer: Rate? = Rate(count: 20, seconds: 60),
+        clientExplicit: Bool = false,
+        customerExplicit: Bool = false,
+        appStore: Rate? = Rate(count: 100, seconds: 1)
+    ) {
         self.client = client
         self.customer = customer
         self.clientExplicit = clientExplicit
@@ -135,8 +141,10 @@ public final class RateLimits: Sendable {
     private func refuse(_ decision: TokenBuckets.Decision?, what: String, rate: Rate?) throws(APIError) {
         guard let rate, case .limited(let seconds) = decision else { return }
         throw APIError(
-            status: .tooManyRequests, code: "rate_limited",
+            status: .tooManyRequests,
+            code: "rate_limited",
             message: "Too many requests for \(what) (limit \(rate)); nothing was signed. Try again in \(seconds) second\(seconds == 1 ? "" : "s").",
-            headers: [.retryAfter: "\(seconds)"])
+            headers: [.retryAfter: "\(seconds)"]
+        )
     }
 }

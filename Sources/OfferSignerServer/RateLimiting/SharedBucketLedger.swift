@@ -64,7 +64,7 @@ struct SharedBucketLedger: Sendable {
         defer { entries[key] = entry }
         if entry.tokens > 0 {
             entry.tokens -= 1
-            if entry.tokens * 2 < chunk { lease(key, &entry) }   // the next lease is out before these run out
+            if entry.tokens * 2 < chunk { lease(key, &entry) }  // the next lease is out before these run out
             return .allowed
         }
         if !entry.known, entry.debt < chunk {
@@ -96,7 +96,7 @@ struct SharedBucketLedger: Sendable {
         let granted = max(granted, 0)
         let paid = min(granted, entry.debt)
         entry.tokens += granted - paid
-        entry.debt = 0   // what was not paid was spent beyond the limit: the bound in the type's comment
+        entry.debt = 0  // what was not paid was spent beyond the limit: the bound in the type's comment
         entry.known = true
         entry.leasing = false
         if entry.tokens == 0 {

@@ -93,7 +93,7 @@ public final class SharedTokenBuckets: LimitBuckets {
             if let until = state.failingUntil, until > now { return (nil, .none) }
             state.failingUntil = nil
             let decision = state.ledger.take(name, now: now)
-            if decision == .ask, state.ledger.entries[name] == nil { return (nil, .none) }   // beyond the keys tracked
+            if decision == .ask, state.ledger.entries[name] == nil { return (nil, .none) }  // beyond the keys tracked
             let flush = !state.flushing && state.ledger.hasQueued
             let sweep = !state.sweeping
             if flush { state.flushing = true }

@@ -1,11 +1,11 @@
 import Foundation
 import Hummingbird
 import Logging
+import OfferApplication
 import OfferEligibility
 import OfferModel
 import OfferSigning
 import OfferStore
-import OfferApplication
 
 struct CustomerAnswer: ResponseEncodable {
     /// Whether the store has heard of the customer.
@@ -60,7 +60,10 @@ struct AdminCustomerRoutes {
                     try PayloadField.validate(name, named: "flags", maximumLength: 64)
                     if let value, !value.isEmpty { try PayloadField.validate(value, named: "flags", maximumLength: 255) }
                 } catch {
-                    throw APIError.invalidRequest(field: "flags", "Flag names are 1–64 printable characters and values at most 255 (\(error.message))")
+                    throw APIError.invalidRequest(
+                        field: "flags",
+                        "Flag names are 1–64 printable characters and values at most 255 (\(error.message))"
+                    )
                 }
             }
             let facts = try await storeCall {
@@ -69,11 +72,20 @@ struct AdminCustomerRoutes {
                     for (name, value) in body.flags { facts.flags[name] = value }
                     // Only a change that grows the flags past the bound is refused: removals always go through.
                     guard facts.flags.count <= Self.maximumFlags || facts.flags.count <= before else {
-                        throw OfferServiceError.invalidRequest(field: "flags", "A customer holds at most \(Self.maximumFlags) flags; remove some (a flag set to null is removed) before adding others.")
+                        throw OfferServiceError.invalidRequest(
+                            field: "flags",
+                            "A customer holds at most \(Self.maximumFlags) flags; remove some (a flag set to null is removed) before adding others."
+                        )
                     }
                 }
             }
-            try await audit(context, action: "customer.flags", target: "\(key)", logTarget: CustomerHash.of(key), details: body.flags.mapValues { $0 ?? "(removed)" })
+            try await audit(
+                context,
+                action: "customer.flags",
+                target: "\(key)",
+                logTarget: CustomerHash.of(key),
+                details: body.flags.mapValues { $0 ?? "(removed)" }
+            )
             return CustomerAnswer(known: true, facts: facts)
         }
         group.post("/customers/:bundleIdentifier/:applicationUsername/grants") { request, context -> CustomerAnswer in
@@ -89,25 +101,45 @@ struct AdminCustomerRoutes {
             }
             if let policy = service.policy {
                 guard policy.app(key.bundleIdentifier)?.product(body.productIdentifier)?.offer(body.offerIdentifier) != nil else {
-                    throw APIError(status: .notFound, code: "unknown_offer", message: "The policy lists no offer \(body.offerIdentifier) of \(body.productIdentifier) for \(key.bundleIdentifier).")
+                    throw APIError(
+                        status: .notFound,
+                        code: "unknown_offer",
+                        message: "The policy lists no offer \(body.offerIdentifier) of \(body.productIdentifier) for \(key.bundleIdentifier)."
+                    )
                 }
             }
             let admin = context.adminName ?? "unknown"
             let grant = CustomerServiceGrant(
-                productIdentifier: body.productIdentifier, offerIdentifier: body.offerIdentifier, grantedBy: admin,
-                expiresAt: Date().addingTimeInterval(TimeInterval(days) * 86_400))
+                productIdentifier: body.productIdentifier,
+                offerIdentifier: body.offerIdentifier,
+                grantedBy: admin,
+                expiresAt: Date().addingTimeInterval(TimeInterval(days) * 86_400)
+            )
             let facts = try await storeCall { try await store.updateCustomer(key) { $0.grants.append(grant) } }
-            try await audit(context, action: "customer.grant", target: "\(key)", logTarget: CustomerHash.of(key), details: [
-                "grant": grant.id, "productIdentifier": grant.productIdentifier, "offerIdentifier": grant.offerIdentifier, "expiresInDays": "\(days)",
-            ])
+            try await audit(
+                context,
+                action: "customer.grant",
+                target: "\(key)",
+                logTarget: CustomerHash.of(key),
+                details: [
+                    "grant": grant.id, "productIdentifier": grant.productIdentifier, "offerIdentifier": grant.offerIdentifier,
+                    "expiresInDays": "\(days)",
+                ]
+            )
             return CustomerAnswer(known: true, facts: facts)
         }
         group.post("/customers/:bundleIdentifier/:applicationUsername/refresh") { _, context -> CustomerAnswer in
             let key = try customerKey(context)
             let facts = try await service.refreshFromAppStore(key)
-            try await audit(context, action: "customer.refresh", target: "\(key)", logTarget: CustomerHash.of(key), details: [
-                "subscriptions": "\(facts.subscriptions.count)",
-            ])
+            try await audit(
+                context,
+                action: "customer.refresh",
+                target: "\(key)",
+                logTarget: CustomerHash.of(key),
+                details: [
+                    "subscriptions": "\(facts.subscriptions.count)"
+                ]
+            )
             return CustomerAnswer(known: true, facts: facts)
         }
         group.get("/signatures") { request, _ -> SignatureList in
@@ -115,15 +147,23 @@ struct AdminCustomerRoutes {
             func text(_ name: String) -> String? { parameters[name[...]].map(String.init) }
             func number(_ name: String) throws -> Int64? {
                 guard let value = text(name) else { return nil }
-                guard let number = Int64(value) else { throw APIError.invalidRequest(field: name, "\(name) must be an integer (Unix milliseconds, or a count for limit).") }
+                guard let number = Int64(value) else {
+                    throw APIError.invalidRequest(field: name, "\(name) must be an integer (Unix milliseconds, or a count for limit).")
+                }
                 return number
             }
             let limit = Int(try number("limit") ?? 100)
             guard (1...10_000).contains(limit) else { throw APIError.invalidRequest(field: "limit", "limit is 1 to 10000.") }
             let query = IssuedSignatureQuery(
-                bundleIdentifier: text("bundleIdentifier"), applicationUsername: text("applicationUsername"),
-                productIdentifier: text("productIdentifier"), offerIdentifier: text("offerIdentifier"),
-                keyIdentifier: text("keyIdentifier"), since: try number("since"), until: try number("until"), limit: limit)
+                bundleIdentifier: text("bundleIdentifier"),
+                applicationUsername: text("applicationUsername"),
+                productIdentifier: text("productIdentifier"),
+                offerIdentifier: text("offerIdentifier"),
+                keyIdentifier: text("keyIdentifier"),
+                since: try number("since"),
+                until: try number("until"),
+                limit: limit
+            )
             return SignatureList(signatures: try await storeCall { try await store.issuedSignatures(matching: query) })
         }
         group.get("/audit") { request, _ -> AuditList in
@@ -144,11 +184,18 @@ struct AdminCustomerRoutes {
         func decoded(_ name: String) throws -> String {
             let raw = try context.parameters.require(name)
             guard let value = raw.removingPercentEncoding else {
-                throw APIError.invalidRequest(field: name, "\(name) in the path is not valid percent-encoding; encode it as UTF-8 (for example %C3%84 for Ä).")
+                throw APIError.invalidRequest(
+                    field: name,
+                    "\(name) in the path is not valid percent-encoding; encode it as UTF-8 (for example %C3%84 for Ä)."
+                )
             }
             return value
         }
-        return try Self.customerKey(bundleIdentifier: try decoded("bundleIdentifier"), applicationUsername: try decoded("applicationUsername"), service: service)
+        return try Self.customerKey(
+            bundleIdentifier: try decoded("bundleIdentifier"),
+            applicationUsername: try decoded("applicationUsername"),
+            service: service
+        )
     }
 
     /// The customer of an app and an identifier, validated as every customer route (and the console's customer page)
@@ -167,7 +214,13 @@ struct AdminCustomerRoutes {
         return CustomerKey(bundleIdentifier: bundle, applicationUsername: username)
     }
 
-    private func audit(_ context: OfferSignerRequestContext, action: String, target: String, logTarget: String, details: [String: String]) async throws {
+    private func audit(
+        _ context: OfferSignerRequestContext,
+        action: String,
+        target: String,
+        logTarget: String,
+        details: [String: String]
+    ) async throws {
         let event = AuditEvent(actor: context.adminName ?? "unknown", action: action, target: target, details: details)
         try await storeCall { try await store.appendAudit(event) }
         // The audit row keeps the customer (admins query it); the log line has its hash (docs/observability.md).

@@ -1,10 +1,10 @@
 import Foundation
 import Hummingbird
 import Logging
+import OfferApplication
 import OfferKeys
 import OfferSigning
 import OfferStore
-import OfferApplication
 
 /// One key as `GET /admin/keys` lists it.
 struct AdminKeyDescription: Codable, Sendable {
@@ -59,7 +59,10 @@ struct AdminKeyRoutes {
                     do {
                         try await store.appendAudit(AuditEvent(actor: admin, action: "key.\(action)", target: keyIdentifier))
                     } catch {
-                        context.logger.warning("key state changed, but the audit event could not be written", metadata: ["admin": "\(admin)", "action": "\(action)", "keyIdentifier": "\(keyIdentifier)"])
+                        context.logger.warning(
+                            "key state changed, but the audit event could not be written",
+                            metadata: ["admin": "\(admin)", "action": "\(action)", "keyIdentifier": "\(keyIdentifier)"]
+                        )
                     }
                 }
                 return list(ring)
@@ -73,14 +76,24 @@ struct AdminKeyRoutes {
             activeKeyIdentifier: ring.activeKeyIdentifier,
             keys: ring.entries.map { entry in
                 AdminKeyDescription(
-                    keyIdentifier: entry.key.keyIdentifier, state: ring.state(of: entry.key.keyIdentifier) ?? .retired,
-                    fingerprint: entry.key.fingerprint, source: entry.source, loadedAt: entry.loadedAt,
-                    signaturesIssued: counts[entry.key.keyIdentifier, default: 0])
-            } + ring.revokedKeysNotLoaded.map { key in
-                AdminKeyDescription(
-                    keyIdentifier: key.keyIdentifier, state: .revoked, fingerprint: key.fingerprint,
-                    source: "not loaded (its file was removed; the key states remember it as revoked)", loadedAt: nil,
-                    signaturesIssued: counts[key.keyIdentifier, default: 0])
-            })
+                    keyIdentifier: entry.key.keyIdentifier,
+                    state: ring.state(of: entry.key.keyIdentifier) ?? .retired,
+                    fingerprint: entry.key.fingerprint,
+                    source: entry.source,
+                    loadedAt: entry.loadedAt,
+                    signaturesIssued: counts[entry.key.keyIdentifier, default: 0]
+                )
+            }
+                + ring.revokedKeysNotLoaded.map { key in
+                    AdminKeyDescription(
+                        keyIdentifier: key.keyIdentifier,
+                        state: .revoked,
+                        fingerprint: key.fingerprint,
+                        source: "not loaded (its file was removed; the key states remember it as revoked)",
+                        loadedAt: nil,
+                        signaturesIssued: counts[key.keyIdentifier, default: 0]
+                    )
+                }
+        )
     }
 }

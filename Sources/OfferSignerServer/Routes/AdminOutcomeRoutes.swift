@@ -29,13 +29,23 @@ struct AdminOutcomeRoutes {
     func register(on group: RouterGroup<OfferSignerRequestContext>) {
         group.get("/outcomes") { request, _ -> OutcomeAnswer in
             let window = try Self.window(request)
-            return OutcomeAnswer(report: try await service.outcomeReport(
-                from: window.from, to: window.to, bundleIdentifier: window.bundleIdentifier, environment: window.environment))
+            return OutcomeAnswer(
+                report: try await service.outcomeReport(
+                    from: window.from,
+                    to: window.to,
+                    bundleIdentifier: window.bundleIdentifier,
+                    environment: window.environment
+                )
+            )
         }
         group.get("/outcomes/daily") { request, _ -> DailyOutcomeAnswer in
             let window = try Self.window(request)
             let days = try await service.dailyOutcomeReports(
-                from: window.from, to: window.to, bundleIdentifier: window.bundleIdentifier, environment: window.environment)
+                from: window.from,
+                to: window.to,
+                bundleIdentifier: window.bundleIdentifier,
+                environment: window.environment
+            )
             return DailyOutcomeAnswer(from: window.from, to: window.to, days: days)
         }
     }
@@ -55,7 +65,10 @@ struct AdminOutcomeRoutes {
         func date(_ name: String) throws -> Date? {
             guard let value = try text(name) else { return nil }
             guard let date = parseDate(value) else {
-                throw APIError.invalidRequest(field: name, "\(name) is an ISO 8601 date that exists (2026-11-01, 2026-11-01T00:00:00Z) or Unix milliseconds (1793491200000).")
+                throw APIError.invalidRequest(
+                    field: name,
+                    "\(name) is an ISO 8601 date that exists (2026-11-01, 2026-11-01T00:00:00Z) or Unix milliseconds (1793491200000)."
+                )
             }
             return date
         }
@@ -63,7 +76,10 @@ struct AdminOutcomeRoutes {
         let from = try date("from") ?? to.addingTimeInterval(-30 * 86_400)
         let environment = try text("environment")
         if let environment, !knownEnvironments.contains(environment) {
-            throw APIError.invalidRequest(field: "environment", "environment is one of \(knownEnvironments.joined(separator: ", ")), as the App Store writes it.")
+            throw APIError.invalidRequest(
+                field: "environment",
+                "environment is one of \(knownEnvironments.joined(separator: ", ")), as the App Store writes it."
+            )
         }
         return Window(from: from, to: to, bundleIdentifier: try text("bundleId"), environment: environment)
     }

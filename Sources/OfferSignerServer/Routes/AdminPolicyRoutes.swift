@@ -54,7 +54,11 @@ struct AdminPolicyRoutes {
             }
             // Decoding would replace bytes that are not UTF-8 and dry-run another text than the one sent.
             guard let text = String(validating: body.readableBytesView, as: UTF8.self) else {
-                throw APIError(status: .badRequest, code: "invalid_policy", message: "The candidate policy is not UTF-8 text; send the policy file's YAML or JSON as UTF-8.")
+                throw APIError(
+                    status: .badRequest,
+                    code: "invalid_policy",
+                    message: "The candidate policy is not UTF-8 text; send the policy file's YAML or JSON as UTF-8."
+                )
             }
             let candidate: OfferPolicy
             do {
@@ -84,7 +88,11 @@ struct AdminPolicyRoutes {
             throw APIError.payloadTooLarge(limit: maximumPolicySize)
         }
         guard let text = String(validating: body.readableBytesView, as: UTF8.self) else {
-            throw APIError(status: .badRequest, code: "invalid_policy", message: "The policy is not UTF-8 text; send the policy file's YAML or JSON as UTF-8.")
+            throw APIError(
+                status: .badRequest,
+                code: "invalid_policy",
+                message: "The policy is not UTF-8 text; send the policy file's YAML or JSON as UTF-8."
+            )
         }
         do {
             return try OfferPolicy(text: text)
@@ -98,9 +106,20 @@ struct AdminPolicyRoutes {
     /// the version it replaced (`via` names a front end other than the admin API): the admin route's and the console's
     /// apply. The same policy applied again changes nothing and is not audited.
     /// - Throws: ``OfferServiceError`` `store_unavailable`, `policy_conflict`; 422 `policy_needs_store` without a store.
-    static func apply(_ policy: OfferPolicy, service: OfferService, admin: String, via: String? = nil, logger: Logger) async throws -> PolicyInForceResponse {
+    static func apply(
+        _ policy: OfferPolicy,
+        service: OfferService,
+        admin: String,
+        via: String? = nil,
+        logger: Logger
+    ) async throws -> PolicyInForceResponse {
         guard let store = service.store else {
-            throw APIError(status: .unprocessableContent, code: "policy_needs_store", message: "Applying a policy at run time needs the customer store (\(variable: .databaseUrl)), where every replica reads it; without one, change \(variable: .policy) and restart.")
+            throw APIError(
+                status: .unprocessableContent,
+                code: "policy_needs_store",
+                message:
+                    "Applying a policy at run time needs the customer store (\(variable: .databaseUrl)), where every replica reads it; without one, change \(variable: .policy) and restart."
+            )
         }
         let applied = try await StorePolicy(store: store).apply(policy)
         let inForce = PolicyInForce(policy: policy, revision: applied.revision)
@@ -123,7 +142,14 @@ struct AdminPolicyRoutes {
     /// a time) and audits it as `policy.dry-run` under `admin` (with the counts; `via` names a front end other than
     /// the admin API): the admin route's and the console's dry-run. An audit that cannot be written is logged, and
     /// the report still answered.
-    static func dryRun(_ candidate: OfferPolicy, days: Int, service: OfferService, admin: String, via: String? = nil, logger: Logger) async throws -> DryRunReport {
+    static func dryRun(
+        _ candidate: OfferPolicy,
+        days: Int,
+        service: OfferService,
+        admin: String,
+        via: String? = nil,
+        logger: Logger
+    ) async throws -> DryRunReport {
         guard let store = service.store else { throw OfferServiceError.storeUnavailable }
         let report = try await service.dryRun(candidate, days: days)
         var details = [

@@ -1,7 +1,6 @@
 import AppStoreNotifications
 import AppStoreServerAPI
 import Foundation
-import Synchronization
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -10,6 +9,7 @@ import OfferApplication
 import OfferEligibility
 import OfferErrors
 import OfferStore
+import Synchronization
 
 extension RetentionCatalogueSync.Report: ResponseEncodable {}
 
@@ -54,10 +54,15 @@ struct AdminRetentionRoutes {
             let (app, environment) = try target(request)
             let deleteDropped = request.uri.queryParameters["deleteDropped"].map { $0 == "true" } ?? false
             let report = try await setup.catalogue(app.bundleIdentifier, environment: environment).sync(app, deleteDropped: deleteDropped)
-            await audit(context, "retention.sync", target: app.bundleIdentifier, details: [
-                "environment": report.environment, "uploaded": "\(report.uploaded.count)", "deleted": "\(report.deleted.count)",
-                "defaultsSet": "\(report.defaultsSet.count)",
-            ])
+            await audit(
+                context,
+                "retention.sync",
+                target: app.bundleIdentifier,
+                details: [
+                    "environment": report.environment, "uploaded": "\(report.uploaded.count)", "deleted": "\(report.deleted.count)",
+                    "defaultsSet": "\(report.defaultsSet.count)",
+                ]
+            )
             return report
         }
         group.get("/retention/status") { request, _ -> RetentionCatalogueSync.Report in
@@ -69,12 +74,21 @@ struct AdminRetentionRoutes {
             let body = try await request.decode(as: RetentionGoLiveRequest.self, context: context)
             let poll = body.pollSeconds ?? 15
             let minutes = body.timeoutMinutes ?? 10
-            guard (1...600).contains(poll) else { throw APIError.invalidRequest(field: "pollSeconds", "pollSeconds is 1 to 600 (Sandbox allows a poll every 10 s).") }
+            guard (1...600).contains(poll) else {
+                throw APIError.invalidRequest(field: "pollSeconds", "pollSeconds is 1 to 600 (Sandbox allows a poll every 10 s).")
+            }
             guard (1...60).contains(minutes) else { throw APIError.invalidRequest(field: "timeoutMinutes", "timeoutMinutes is 1 to 60.") }
             let lines = Lines()
             let outcome = try await setup.goLive(
-                app.bundleIdentifier, productionURL: body.url, sandboxURL: body.sandboxUrl, originalTransactionId: body.originalTransactionId,
-                resumeRequestId: body.requestId, pollInterval: .seconds(poll), timeout: .seconds(minutes * 60), report: { lines.add($0) })
+                app.bundleIdentifier,
+                productionURL: body.url,
+                sandboxURL: body.sandboxUrl,
+                originalTransactionId: body.originalTransactionId,
+                resumeRequestId: body.requestId,
+                pollInterval: .seconds(poll),
+                timeout: .seconds(minutes * 60),
+                report: { lines.add($0) }
+            )
             let answer: RetentionGoLiveAnswer
             switch outcome {
             case .live(let result): answer = RetentionGoLiveAnswer(outcome: "live", result: result, lines: lines.all)

@@ -1,7 +1,7 @@
 import Hummingbird
+import OfferApplication
 import OfferKeys
 import OfferSigning
-import OfferApplication
 
 /// One key as `GET /v1/keys` publishes it: public material only.
 struct PublicKeyDescription: Codable, Sendable {
@@ -22,14 +22,24 @@ struct KeyRoutes<Context: RequestContext> {
     func register(on router: Router<Context>) {
         router.get("/v1/keys") { request, context -> Response in
             let ring = service.keys.current
-            let keys = ring.entries.map { entry in
-                PublicKeyDescription(
-                    keyIdentifier: entry.key.keyIdentifier, state: ring.state(of: entry.key.keyIdentifier) ?? .retired,
-                    fingerprint: entry.key.fingerprint, publicKeyPEM: entry.key.verificationKey.pemRepresentation)
-            } + ring.revokedKeysNotLoaded.map { key in
-                // Still published as revoked after its file is removed: a client holding its signatures learns why.
-                PublicKeyDescription(keyIdentifier: key.keyIdentifier, state: .revoked, fingerprint: key.fingerprint, publicKeyPEM: key.pemRepresentation)
-            }
+            let keys =
+                ring.entries.map { entry in
+                    PublicKeyDescription(
+                        keyIdentifier: entry.key.keyIdentifier,
+                        state: ring.state(of: entry.key.keyIdentifier) ?? .retired,
+                        fingerprint: entry.key.fingerprint,
+                        publicKeyPEM: entry.key.verificationKey.pemRepresentation
+                    )
+                }
+                + ring.revokedKeysNotLoaded.map { key in
+                    // Still published as revoked after its file is removed: a client holding its signatures learns why.
+                    PublicKeyDescription(
+                        keyIdentifier: key.keyIdentifier,
+                        state: .revoked,
+                        fingerprint: key.fingerprint,
+                        publicKeyPEM: key.pemRepresentation
+                    )
+                }
             return try context.responseEncoder.encode(keys, from: request, context: context)
         }
         router.get("/.well-known/jwks.json") { _, _ -> JSONWebKeySet in

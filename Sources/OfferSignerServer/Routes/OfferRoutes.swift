@@ -1,8 +1,8 @@
 import Foundation
 import Hummingbird
+import OfferApplication
 import OfferEligibility
 import OfferSigning
-import OfferApplication
 
 /// The body of `POST /v1/offers/verify`: a legacy bundle, `{"signature": <compact JWS>}`, or either answer of
 /// `POST /v1/offers/sign` exactly as it came (its `format` says which).
@@ -28,13 +28,17 @@ struct VerifyRequest: Decodable {
     /// The legacy bundle, or a 400 naming the first missing field.
     func legacyBundle(defaultBundleIdentifier: String?) throws(APIError) -> SignedLegacyOffer {
         if let format, format != "legacy" {
-            throw APIError.invalidRequest(field: "format", "format must be \"legacy\" or \"jws\" (what POST /v1/offers/sign answered), not \"\(format.prefix(20))\".")
+            throw APIError.invalidRequest(
+                field: "format",
+                "format must be \"legacy\" or \"jws\" (what POST /v1/offers/sign answered), not \"\(format.prefix(20))\"."
+            )
         }
         // A lone signature that is not a compact JWS: say what it is not, rather than which bundle field is missing.
         if let signature, keyIdentifier == nil, nonce == nil, timestamp == nil, productIdentifier == nil {
             throw APIError.invalidRequest(
                 field: "signature",
-                "signature \(signature.isEmpty ? "is empty" : "is not a compact JWS (three base64url parts separated by dots)"); to verify a legacy bundle, send all its fields: bundleIdentifier, productIdentifier, offerIdentifier, applicationUsername, keyIdentifier, nonce, timestamp and signature.")
+                "signature \(signature.isEmpty ? "is empty" : "is not a compact JWS (three base64url parts separated by dots)"); to verify a legacy bundle, send all its fields: bundleIdentifier, productIdentifier, offerIdentifier, applicationUsername, keyIdentifier, nonce, timestamp and signature."
+            )
         }
         func require<T>(_ value: T?, _ field: String) throws(APIError) -> T {
             guard let value else { throw APIError.invalidRequest(field: field, "\(field) is required to verify a legacy bundle.") }
@@ -52,7 +56,8 @@ struct VerifyRequest: Decodable {
             keyIdentifier: try require(keyIdentifier, "keyIdentifier"),
             nonce: try require(nonce, "nonce"),
             timestamp: timestamp,
-            signature: try require(signature, "signature"))
+            signature: try require(signature, "signature")
+        )
     }
 }
 
@@ -137,8 +142,17 @@ struct OfferRoutes {
         group.post("/eligibility") { request, context -> EligibilityResponse in
             var body = try await request.decodeJSON(as: EligibilityRequest.self, context: context)
             body.applicationUsername = try await customer(body.applicationUsername, context)
-            let offers = try await service.eligibility(bundleIdentifier: body.bundleIdentifier, applicationUsername: body.applicationUsername, productIdentifier: body.productIdentifier, transactionId: body.transactionId)
-            return EligibilityResponse(applicationUsername: body.applicationUsername.lowercased(), policyInForce: service.policy != nil, offers: offers)
+            let offers = try await service.eligibility(
+                bundleIdentifier: body.bundleIdentifier,
+                applicationUsername: body.applicationUsername,
+                productIdentifier: body.productIdentifier,
+                transactionId: body.transactionId
+            )
+            return EligibilityResponse(
+                applicationUsername: body.applicationUsername.lowercased(),
+                policyInForce: service.policy != nil,
+                offers: offers
+            )
         }
         group.post("/introductory-eligibility") { request, context -> IntroductoryEligibilityResponse in
             var body = try await request.decodeJSON(as: IntroductoryEligibilityRequest.self, context: context)
@@ -169,9 +183,12 @@ struct AppStoreRoutes {
             let body = try await request.decodeJSON(as: NotificationRequest.self, context: context)
             guard let notifications = service.notifications else {
                 throw APIError(
-                    status: .serviceUnavailable, code: "store_unavailable",
-                    message: "App Store notifications are not accepted: the service has no customer store or no app it can verify notifications for (appAppleId is needed for Production).",
-                    headers: [.retryAfter: "3600"])
+                    status: .serviceUnavailable,
+                    code: "store_unavailable",
+                    message:
+                        "App Store notifications are not accepted: the service has no customer store or no app it can verify notifications for (appAppleId is needed for Production).",
+                    headers: [.retryAfter: "3600"]
+                )
             }
             return NotificationResponse(outcome: try await notifications.ingest(signedPayload: body.signedPayload))
         }

@@ -1,10 +1,10 @@
 import Hummingbird
-import OfferKeys
 import NIOCore
+import OfferApplication
+import OfferKeys
 import OfferSigning
 import OfferStore
 import Prometheus
-import OfferApplication
 
 struct HealthResponse: ResponseEncodable {
     var status: String
@@ -43,15 +43,21 @@ struct OperationsRoutes<Context: RequestContext> {
                     throw APIError.storeUnavailable
                 }
             }
-            return HealthResponse(status: "ready", activeKeyIdentifier: key.keyIdentifier, policy: PolicyInForceResponse(service.policyHolder.current))
+            return HealthResponse(
+                status: "ready",
+                activeKeyIdentifier: key.keyIdentifier,
+                policy: PolicyInForceResponse(service.policyHolder.current)
+            )
         }
         if let metricsRegistry {
             router.get("/metrics") { _, _ -> Response in
                 var bytes: [UInt8] = []
                 metricsRegistry.emit(into: &bytes)
                 return Response(
-                    status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                    body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+                    status: .ok,
+                    headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: bytes))
+                )
             }
         }
     }

@@ -34,9 +34,14 @@ public enum RequestTracing {
     public static func start(environment: [String: String], logger: Logger) throws(ConfigurationError) -> (any Service)? {
         guard isConfigured(environment) else { return nil }
         // swift-otel stops the process on a gRPC protocol when built without its gRPC exporter: refused here instead.
-        let protocolVariable = environment["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] != nil ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL"
-        if let value = environment[protocolVariable], value.lowercased() == "grpc", (environment["OTEL_TRACES_EXPORTER"] ?? "otlp").lowercased() == "otlp" {
-            throw ConfigurationError("\(protocolVariable)=\(value): this build exports traces over OTLP/HTTP only; set http/protobuf (the default, port 4318) or http/json.")
+        let protocolVariable =
+            environment["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] != nil ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL"
+        if let value = environment[protocolVariable], value.lowercased() == "grpc",
+            (environment["OTEL_TRACES_EXPORTER"] ?? "otlp").lowercased() == "otlp"
+        {
+            throw ConfigurationError(
+                "\(protocolVariable)=\(value): this build exports traces over OTLP/HTTP only; set http/protobuf (the default, port 4318) or http/json."
+            )
         }
         var configuration = OTel.Configuration.default
         // Its own notes at warning and above (OTEL_LOG_LEVEL changes it): not a line per variable read at start-up.
@@ -56,13 +61,18 @@ public enum RequestTracing {
             InstrumentationSystem.bootstrap(backend.factory)
             service = backend.service
         } catch {
-            throw ConfigurationError("OpenTelemetry traces cannot start (\(error)); check the OTEL_* variables (docs/observability.md: OTLP/HTTP only).")
+            throw ConfigurationError(
+                "OpenTelemetry traces cannot start (\(error)); check the OTEL_* variables (docs/observability.md: OTLP/HTTP only)."
+            )
         }
         Traces.turnOn()
         let endpoint = environment["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] ?? environment["OTEL_EXPORTER_OTLP_ENDPOINT"] ?? "-"
-        logger.notice("OpenTelemetry traces on", metadata: [
-            "exporter": "\(environment["OTEL_TRACES_EXPORTER"] ?? "otlp")", "endpoint": "\(endpoint)",
-        ])
+        logger.notice(
+            "OpenTelemetry traces on",
+            metadata: [
+                "exporter": "\(environment["OTEL_TRACES_EXPORTER"] ?? "otlp")", "endpoint": "\(endpoint)",
+            ]
+        )
         return service
     }
 
@@ -81,7 +91,13 @@ struct RequestTracingMiddleware<Context: RequestContext>: RouterMiddleware {
         span.attributes["http.request.method"] = request.method.rawValue
         do {
             let response = try await InstrumentationContext.$current.withValue(span.context) { try await next(request, context) }
-            end(span, request: request, context: context, status: Int(response.status.code), requestID: response.headers[RequestLoggingMiddleware.header])
+            end(
+                span,
+                request: request,
+                context: context,
+                status: Int(response.status.code),
+                requestID: response.headers[RequestLoggingMiddleware.header]
+            )
             return response
         } catch {
             end(span, request: request, context: context, status: Int((error as? any HTTPResponseError)?.status.code ?? 500), requestID: nil)

@@ -1,5 +1,6 @@
 import Foundation
 import OfferErrors
+
 /// The one error type of the signing core.
 ///
 /// Modelled on swift-certificates' `CertificateError`: a struct with an extensible ``Code``, compared in
@@ -20,17 +21,14 @@ public struct OfferSigningError: CodedError, Hashable, Sendable, CustomStringCon
         self.message = message
     }
 
-
     /// The stable codes of this error type.
     public typealias Code = ErrorCode<OfferSigningError>
-
 
     /// Convenience for an invalid request field.
     public static func invalidField(_ field: String, _ message: String) -> OfferSigningError {
         OfferSigningError(code: .invalidField, field: field, message: message)
     }
 }
-
 
 extension ErrorCode where Domain == OfferSigningError {
     /// A request field is empty, too long, or contains a character that cannot be signed.

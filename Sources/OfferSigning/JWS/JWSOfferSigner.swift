@@ -32,8 +32,14 @@ public enum JWSOfferSigner {
     /// - Throws: ``OfferSigningError`` `invalidField` for a field that cannot be signed, `selfCheckFailed` when
     ///   the token does not verify with the key's public key.
     public static func signPromotionalOffer(
-        bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, transactionId: String?,
-        issuerIdentifier: String, key: SigningKey, nonce: UUID = .randomVersion4(), issuedAt: Date = Date()
+        bundleIdentifier: String,
+        productIdentifier: String,
+        offerIdentifier: String,
+        transactionId: String?,
+        issuerIdentifier: String,
+        key: SigningKey,
+        nonce: UUID = .randomVersion4(),
+        issuedAt: Date = Date()
     ) async throws(OfferSigningError) -> SignedJWS<PromotionalOfferV2Claims> {
         try PayloadField.validate(bundleIdentifier, named: "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
         try PayloadField.validate(productIdentifier, named: "productIdentifier")
@@ -41,26 +47,43 @@ public enum JWSOfferSigner {
         if let transactionId { try validateTransactionIdentifier(transactionId) }
         try PayloadField.validate(issuerIdentifier, named: "issuerIdentifier")
         let claims = PromotionalOfferV2Claims(
-            iss: issuerIdentifier, bid: bundleIdentifier, iat: Int64(issuedAt.timeIntervalSince1970.rounded(.down)),
-            nonce: nonce.uuidString.lowercased(), productIdentifier: productIdentifier, offerIdentifier: offerIdentifier,
-            transactionId: transactionId)
+            iss: issuerIdentifier,
+            bid: bundleIdentifier,
+            iat: Int64(issuedAt.timeIntervalSince1970.rounded(.down)),
+            nonce: nonce.uuidString.lowercased(),
+            productIdentifier: productIdentifier,
+            offerIdentifier: offerIdentifier,
+            transactionId: transactionId
+        )
         return try await sign(claims, with: key, selfCheckKey: key.publicKey)
     }
 
     /// Signs an introductory-offer eligibility JWS.
-    /// - Throws: ``OfferSigningError`` as ``signPromotionalOffer(bundleIdentifier:productIdentifier:offerIdentifier:transactionId:issuerIdentifier:key:nonce:issuedAt:)``.
+    /// - Throws: ``OfferSigningError`` as
+    ///   ``signPromotionalOffer(bundleIdentifier:productIdentifier:offerIdentifier:transactionId:issuerIdentifier:key:nonce:issuedAt:)``.
     public static func signIntroductoryOfferEligibility(
-        bundleIdentifier: String, productIdentifier: String, allowIntroductoryOffer: Bool, transactionId: String,
-        issuerIdentifier: String, key: SigningKey, nonce: UUID = .randomVersion4(), issuedAt: Date = Date()
+        bundleIdentifier: String,
+        productIdentifier: String,
+        allowIntroductoryOffer: Bool,
+        transactionId: String,
+        issuerIdentifier: String,
+        key: SigningKey,
+        nonce: UUID = .randomVersion4(),
+        issuedAt: Date = Date()
     ) async throws(OfferSigningError) -> SignedJWS<IntroductoryOfferEligibilityClaims> {
         try PayloadField.validate(bundleIdentifier, named: "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
         try PayloadField.validate(productIdentifier, named: "productIdentifier")
         try validateTransactionIdentifier(transactionId)
         try PayloadField.validate(issuerIdentifier, named: "issuerIdentifier")
         let claims = IntroductoryOfferEligibilityClaims(
-            iss: issuerIdentifier, bid: bundleIdentifier, iat: Int64(issuedAt.timeIntervalSince1970.rounded(.down)),
-            nonce: nonce.uuidString.lowercased(), productIdentifier: productIdentifier,
-            allowIntroductoryOffer: allowIntroductoryOffer, transactionId: transactionId)
+            iss: issuerIdentifier,
+            bid: bundleIdentifier,
+            iat: Int64(issuedAt.timeIntervalSince1970.rounded(.down)),
+            nonce: nonce.uuidString.lowercased(),
+            productIdentifier: productIdentifier,
+            allowIntroductoryOffer: allowIntroductoryOffer,
+            transactionId: transactionId
+        )
         return try await sign(claims, with: key, selfCheckKey: key.publicKey)
     }
 
@@ -73,13 +96,19 @@ public enum JWSOfferSigner {
     }
 
     static func sign<Claims: JWTPayload & Equatable>(
-        _ claims: Claims, with key: SigningKey, selfCheckKey: P256.Signing.PublicKey
+        _ claims: Claims,
+        with key: SigningKey,
+        selfCheckKey: P256.Signing.PublicKey
     ) async throws(OfferSigningError) -> SignedJWS<Claims> {
         let token: String
         do {
             let keys = JWTKeyCollection()
             await keys.add(ecdsa: try ES256PrivateKey(backing: key.privateKey), kid: JWKIdentifier(string: key.keyIdentifier))
-            token = try await keys.sign(claims, kid: JWKIdentifier(string: key.keyIdentifier), header: ["typ": "JWT", "kid": .string(key.keyIdentifier)])
+            token = try await keys.sign(
+                claims,
+                kid: JWKIdentifier(string: key.keyIdentifier),
+                header: ["typ": "JWT", "kid": .string(key.keyIdentifier)]
+            )
         } catch {
             throw OfferSigningError(code: .selfCheckFailed, message: "Signing a JWS with key \(key.keyIdentifier) failed.")
         }
@@ -92,7 +121,8 @@ public enum JWSOfferSigner {
         } catch {
             throw OfferSigningError(
                 code: .selfCheckFailed,
-                message: "The JWS made with key \(key.keyIdentifier) did not verify with its public key; it was not returned.")
+                message: "The JWS made with key \(key.keyIdentifier) did not verify with its public key; it was not returned."
+            )
         }
         return SignedJWS(token: token, keyIdentifier: key.keyIdentifier, claims: claims)
     }

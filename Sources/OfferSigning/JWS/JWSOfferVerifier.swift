@@ -78,7 +78,10 @@ public enum JWSOfferVerifier {
             return result
         }
         guard let contents = decode(token) else {
-            return fail("malformed_jws", "signature is not a compact JWS (three base64url parts: header, claims, signature, with JSON header and claims).")
+            return fail(
+                "malformed_jws",
+                "signature is not a compact JWS (three base64url parts: header, claims, signature, with JSON header and claims)."
+            )
         }
         result.header = contents.header
         result.claims = contents.claims
@@ -138,9 +141,9 @@ public enum JWSOfferVerifier {
     public static func decode(_ token: String) -> OfferJWSContents? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, !parts[2].isEmpty,
-              let headerData = Data(base64URLEncoded: parts[0]), let claimsData = Data(base64URLEncoded: parts[1]),
-              let header = try? JSONDecoder().decode(OfferJWSContents.Header.self, from: headerData),
-              let claims = try? JSONDecoder().decode(OfferJWSContents.Claims.self, from: claimsData)
+            let headerData = Data(base64URLEncoded: parts[0]), let claimsData = Data(base64URLEncoded: parts[1]),
+            let header = try? JSONDecoder().decode(OfferJWSContents.Header.self, from: headerData),
+            let claims = try? JSONDecoder().decode(OfferJWSContents.Claims.self, from: claimsData)
         else { return nil }
         return OfferJWSContents(header: header, claims: claims)
     }

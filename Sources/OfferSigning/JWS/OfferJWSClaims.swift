@@ -28,7 +28,9 @@ public struct PromotionalOfferV2Claims: JWTPayload, Equatable {
 
     /// The claims' names as Apple's libraries write them.
     enum CodingKeys: String, CodingKey {
-        case iss, bid, aud, iat, nonce, productIdentifier = "productId", offerIdentifier, transactionId
+        case iss, bid, aud, iat, nonce
+        case productIdentifier = "productId"
+        case offerIdentifier, transactionId
     }
 
     /// Creates the claims.
@@ -72,7 +74,9 @@ public struct IntroductoryOfferEligibilityClaims: JWTPayload, Equatable {
 
     /// The claims' names as Apple's libraries write them.
     enum CodingKeys: String, CodingKey {
-        case iss, bid, aud, iat, nonce, productIdentifier = "productId", allowIntroductoryOffer, transactionId
+        case iss, bid, aud, iat, nonce
+        case productIdentifier = "productId"
+        case allowIntroductoryOffer, transactionId
     }
 
     /// Creates the claims.

@@ -70,7 +70,8 @@ public struct KeyRing: Sendable {
                 guard existing.key.fingerprint == entry.key.fingerprint else {
                     throw OfferSigningError(
                         code: .conflictingKey,
-                        message: "Key \(entry.key.keyIdentifier) is defined twice with different keys (\(existing.source) and \(entry.source)); remove one."
+                        message:
+                            "Key \(entry.key.keyIdentifier) is defined twice with different keys (\(existing.source) and \(entry.source)); remove one."
                     )
                 }
                 continue
@@ -89,7 +90,8 @@ public struct KeyRing: Sendable {
             guard index[keyIdentifier] != nil else {
                 throw OfferSigningError(
                     code: .unknownKey,
-                    message: "The active key\(forApp), \(keyIdentifier), is not among the loaded keys (\(sorted.map(\.key.keyIdentifier).joined(separator: ", "))); add it or choose another."
+                    message:
+                        "The active key\(forApp), \(keyIdentifier), is not among the loaded keys (\(sorted.map(\.key.keyIdentifier).joined(separator: ", "))); add it or choose another."
                 )
             }
             guard !revokedKeyIdentifiers.contains(keyIdentifier) else {
@@ -104,7 +106,8 @@ public struct KeyRing: Sendable {
         self.activeKeyIdentifier = defaultActive
         self.activeKeyIdentifiersByApp = activeKeyIdentifiersByApp
         self.revokedKeyIdentifiers = revokedKeyIdentifiers
-        self.revokedKeysNotLoaded = revokedKeysNotLoaded
+        self.revokedKeysNotLoaded =
+            revokedKeysNotLoaded
             .filter { index[$0.keyIdentifier] == nil && revokedKeyIdentifiers.contains($0.keyIdentifier) }
             .sorted { $0.keyIdentifier < $1.keyIdentifier }
     }

@@ -34,7 +34,8 @@ public struct SigningKey: Sendable, CustomStringConvertible {
         guard KeyIdentifier.isValid(keyIdentifier) else {
             throw OfferSigningError(
                 code: .invalidKey,
-                message: "Key identifier '\(keyIdentifier.prefix(80))' is not valid: use 1 to \(KeyIdentifier.maximumLength) letters, digits or '_' (App Store Connect's are 10 characters, such as ABC123DEFG)."
+                message:
+                    "Key identifier '\(keyIdentifier.prefix(80))' is not valid: use 1 to \(KeyIdentifier.maximumLength) letters, digits or '_' (App Store Connect's are 10 characters, such as ABC123DEFG)."
             )
         }
         self.keyIdentifier = keyIdentifier
@@ -62,7 +63,9 @@ public struct SigningKey: Sendable, CustomStringConvertible {
             pem = pem.replacingOccurrences(of: "\\n", with: "\n")
         }
         guard let label = Self.pemLabel(of: pem) else {
-            throw refuse("is not a PEM document: expected the contents of the .p8 file App Store Connect gave you, whose first line reads BEGIN PRIVATE KEY.")
+            throw refuse(
+                "is not a PEM document: expected the contents of the .p8 file App Store Connect gave you, whose first line reads BEGIN PRIVATE KEY."
+            )
         }
         switch label {
         case "PRIVATE KEY", "EC PRIVATE KEY":
@@ -79,7 +82,9 @@ public struct SigningKey: Sendable, CustomStringConvertible {
                 if (try? P521.Signing.PrivateKey(pemRepresentation: pem)) != nil {
                     throw refuse("is on curve P-521; App Store subscription keys are EC P-256 (prime256v1).")
                 }
-                throw refuse("is not an EC P-256 private key (an RSA key, another algorithm or a damaged file?); App Store subscription keys are EC P-256.")
+                throw refuse(
+                    "is not an EC P-256 private key (an RSA key, another algorithm or a damaged file?); App Store subscription keys are EC P-256."
+                )
             }
             try self.init(keyIdentifier: keyIdentifier, privateKey: privateKey)
         case "ENCRYPTED PRIVATE KEY":

@@ -23,7 +23,10 @@ public struct VerificationKey: Sendable, Hashable {
         do {
             self.init(keyIdentifier: keyIdentifier, publicKey: try P256.Signing.PublicKey(pemRepresentation: publicKeyPEM))
         } catch {
-            throw OfferSigningError(code: .invalidKey, message: "Public key \(keyIdentifier) is not an EC P-256 public key in PEM (-----BEGIN PUBLIC KEY-----).")
+            throw OfferSigningError(
+                code: .invalidKey,
+                message: "Public key \(keyIdentifier) is not an EC P-256 public key in PEM (-----BEGIN PUBLIC KEY-----)."
+            )
         }
     }
 

@@ -49,8 +49,10 @@ public struct LegacyOfferPayload: Sendable, Hashable {
     public var bytes: [UInt8] {
         let timestamp = String(self.timestamp)
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(bundleIdentifier.utf8.count + keyIdentifier.utf8.count + productIdentifier.utf8.count
-            + offerIdentifier.utf8.count + applicationUsername.utf8.count + nonce.utf8.count + timestamp.utf8.count + 6 * 3)
+        bytes.reserveCapacity(
+            bundleIdentifier.utf8.count + keyIdentifier.utf8.count + productIdentifier.utf8.count
+                + offerIdentifier.utf8.count + applicationUsername.utf8.count + nonce.utf8.count + timestamp.utf8.count + 6 * 3
+        )
         func add(_ field: String) {
             var field = field
             field.withUTF8 { bytes.append(contentsOf: $0) }

@@ -1,4 +1,5 @@
 import Foundation
+
 /// What a customer asks to be signed: an offer of a subscription product of an app, for a customer.
 ///
 /// Field names are the App Store's own. ``validate()`` enforces the bounds below; every signing path calls
@@ -35,7 +36,13 @@ public struct PromotionalOffer: Sendable, Hashable, Codable {
         case bundleIdentifier, productIdentifier, offerIdentifier, applicationUsername
     }
 
-    public init(bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, applicationUsername: String, requiresApplicationUsername: Bool = true) {
+    public init(
+        bundleIdentifier: String,
+        productIdentifier: String,
+        offerIdentifier: String,
+        applicationUsername: String,
+        requiresApplicationUsername: Bool = true
+    ) {
         self.bundleIdentifier = bundleIdentifier
         self.productIdentifier = productIdentifier
         self.offerIdentifier = offerIdentifier
@@ -87,7 +94,10 @@ public enum PayloadField {
         }
         for scalar in value.unicodeScalars {
             if scalar == "\u{2063}" {
-                throw .invalidField(field, "\(field) contains U+2063 INVISIBLE SEPARATOR, which separates the fields of the signed payload; remove it.")
+                throw .invalidField(
+                    field,
+                    "\(field) contains U+2063 INVISIBLE SEPARATOR, which separates the fields of the signed payload; remove it."
+                )
             }
             if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
                 throw .invalidField(field, "\(field) contains a control character; remove it.")
@@ -95,7 +105,10 @@ public enum PayloadField {
             if scalar.isASCII { continue }  // no ASCII character is a format or separator character (the lookup is not free)
             switch scalar.properties.generalCategory {
             case .format, .lineSeparator, .paragraphSeparator:
-                throw .invalidField(field, "\(field) contains the invisible character U+\(String(scalar.value, radix: 16, uppercase: true)) (a format or separator character); remove it.")
+                throw .invalidField(
+                    field,
+                    "\(field) contains the invisible character U+\(String(scalar.value, radix: 16, uppercase: true)) (a format or separator character); remove it."
+                )
             default:
                 break
             }
@@ -114,11 +127,17 @@ public enum PayloadField {
         // as `value` did, and ASCII is in NFC; the checks below would find nothing (a signing request's common case).
         if value.utf8.allSatisfy({ $0 < 0x80 }) { return }
         for scalar in value.unicodeScalars where !scalar.isASCII && (scalar == "\u{03A3}" || String(scalar).lowercased().unicodeScalars.count != 1) {
-            throw .invalidField(field, "\(field) contains U+\(String(scalar.value, radix: 16, uppercase: true)), whose lower case is not one fixed character; use its lower-case form or an ASCII identifier such as the appAccountToken UUID.")
+            throw .invalidField(
+                field,
+                "\(field) contains U+\(String(scalar.value, radix: 16, uppercase: true)), whose lower case is not one fixed character; use its lower-case form or an ASCII identifier such as the appAccountToken UUID."
+            )
         }
         try validate(value.lowercased(), named: field)
         if !value.utf8.allSatisfy({ $0 < 0x80 }), !isNFC(value) || !isNFC(value.lowercased()) {
-            throw .invalidField(field, "\(field) is not in Unicode normalization form C (NFC): the same visible name can be spelled with other code points, and the signature covers the exact ones. Normalize it to NFC in the app and on the server before sending it.")
+            throw .invalidField(
+                field,
+                "\(field) is not in Unicode normalization form C (NFC): the same visible name can be spelled with other code points, and the signature covers the exact ones. Normalize it to NFC in the app and on the server before sending it."
+            )
         }
     }
 

@@ -28,8 +28,14 @@ public struct SignedLegacyOffer: Sendable, Hashable, Codable {
 
     /// Creates a bundle.
     public init(
-        bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, applicationUsername: String,
-        keyIdentifier: String, nonce: String, timestamp: Int64, signature: String
+        bundleIdentifier: String,
+        productIdentifier: String,
+        offerIdentifier: String,
+        applicationUsername: String,
+        keyIdentifier: String,
+        nonce: String,
+        timestamp: Int64,
+        signature: String
     ) {
         self.format = "legacy"
         self.bundleIdentifier = bundleIdentifier
@@ -45,8 +51,12 @@ public struct SignedLegacyOffer: Sendable, Hashable, Codable {
     /// The offer this bundle is for.
     public var offer: PromotionalOffer {
         PromotionalOffer(
-            bundleIdentifier: bundleIdentifier, productIdentifier: productIdentifier,
-            offerIdentifier: offerIdentifier, applicationUsername: applicationUsername, requiresApplicationUsername: false)
+            bundleIdentifier: bundleIdentifier,
+            productIdentifier: productIdentifier,
+            offerIdentifier: offerIdentifier,
+            applicationUsername: applicationUsername,
+            requiresApplicationUsername: false
+        )
     }
 
     /// The payload the signature covers.

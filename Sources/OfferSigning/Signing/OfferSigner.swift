@@ -54,7 +54,11 @@ public enum OfferSigner {
             throw .invalidField("timestamp", "timestamp must be a positive Unix time in milliseconds.")
         }
         let payload = LegacyOfferPayload(
-            offer: offer, keyIdentifier: key.keyIdentifier, nonce: nonce.lowercasedString, timestamp: timestamp)
+            offer: offer,
+            keyIdentifier: key.keyIdentifier,
+            nonce: nonce.lowercasedString,
+            timestamp: timestamp
+        )
         // Hashed once for both: signing and verifying `bytes` hash them with SHA-256 first.
         let digest = SHA256.hash(data: payload.bytes)
         let signature: P256.Signing.ECDSASignature

@@ -39,13 +39,27 @@ public enum LegacyOfferVerifier {
     }
 
     /// Verifies `bundle` with one public key (a support tool holding only `GET /v1/keys` output).
-    public static func verify(_ bundle: SignedLegacyOffer, key: VerificationKey?, keyState: KeyState? = nil, now: Date = Date()) -> LegacyOfferVerification {
+    public static func verify(
+        _ bundle: SignedLegacyOffer,
+        key: VerificationKey?,
+        keyState: KeyState? = nil,
+        now: Date = Date()
+    ) -> LegacyOfferVerification {
         let payload = bundle.payload
         var result = LegacyOfferVerification(
-            valid: false, reason: nil, message: nil, keyIdentifier: bundle.keyIdentifier, keyState: keyState,
-            payload: payload.displayString, validityWindow: window(of: bundle.timestamp, now: now), warnings: [])
+            valid: false,
+            reason: nil,
+            message: nil,
+            keyIdentifier: bundle.keyIdentifier,
+            keyState: keyState,
+            payload: payload.displayString,
+            validityWindow: window(of: bundle.timestamp, now: now),
+            warnings: []
+        )
         if bundle.applicationUsername != bundle.applicationUsername.lowercased() {
-            result.warnings.append("applicationUsername is not lower-case: the signature covers its lower-cased form, and StoreKit must be given that exact string.")
+            result.warnings.append(
+                "applicationUsername is not lower-case: the signature covers its lower-cased form, and StoreKit must be given that exact string."
+            )
         }
         if bundle.nonce != bundle.nonce.lowercased() {
             result.warnings.append("nonce is not lower-case: the signature covers its lower-cased form.")
@@ -70,12 +84,15 @@ public enum LegacyOfferVerifier {
             return fail("unknown_key", "No key \(bundle.keyIdentifier) is known to this service.")
         }
         guard let der = Data(base64Encoded: bundle.signature),
-              let signature = try? P256.Signing.ECDSASignature(derRepresentation: der)
+            let signature = try? P256.Signing.ECDSASignature(derRepresentation: der)
         else {
             return fail("malformed_signature", "signature is not a base64 DER ECDSA signature.")
         }
         guard key.publicKey.isValidSignature(signature, for: payload.bytes) else {
-            return fail("signature_mismatch", "The signature does not match this payload under key \(bundle.keyIdentifier); compare the payload field by field with what was signed.")
+            return fail(
+                "signature_mismatch",
+                "The signature does not match this payload under key \(bundle.keyIdentifier); compare the payload field by field with what was signed."
+            )
         }
         result.valid = true
         return result

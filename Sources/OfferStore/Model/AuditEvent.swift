@@ -16,7 +16,14 @@ public struct AuditEvent: Sendable, Hashable, Codable {
     public var details: [String: String]
 
     /// Creates an event.
-    public init(id: String = UUID().uuidString.lowercased(), at: Date = Date(), actor: String, action: String, target: String, details: [String: String] = [:]) {
+    public init(
+        id: String = UUID().uuidString.lowercased(),
+        at: Date = Date(),
+        actor: String,
+        action: String,
+        target: String,
+        details: [String: String] = [:]
+    ) {
         self.id = id
         self.at = at
         self.actor = actor

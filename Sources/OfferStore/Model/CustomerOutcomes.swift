@@ -20,7 +20,14 @@ public struct CustomerOutcomes: Sendable, Hashable {
         public var expiredAt: Int64?
 
         /// Creates a history.
-        public init(redemption: Redemption, signatureChannel: String? = nil, signatureTimestamp: Int64? = nil, renewedAt: Int64? = nil, refundedAt: Int64? = nil, expiredAt: Int64? = nil) {
+        public init(
+            redemption: Redemption,
+            signatureChannel: String? = nil,
+            signatureTimestamp: Int64? = nil,
+            renewedAt: Int64? = nil,
+            refundedAt: Int64? = nil,
+            expiredAt: Int64? = nil
+        ) {
             self.redemption = redemption
             self.signatureChannel = signatureChannel
             self.signatureTimestamp = signatureTimestamp

@@ -1,4 +1,5 @@
 import OfferModel
+
 /// What ``OfferStore/withCustomerTransaction(_:issuedSince:_:)`` shows its body: one customer, locked.
 public struct CustomerSnapshot: Sendable, Hashable {
     /// The customer's facts, or `nil` if the store has never heard of them.

@@ -72,7 +72,20 @@ public struct OfferOutcome: Sendable, Hashable, Codable {
     public var revenue: [Revenue]
 
     /// Creates a row.
-    public init(bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, offerType: Int32, channel: String, issued: Int = 0, customers: Int = 0, redeemed: Int = 0, attributed: Int = 0, renewedAfterOffer: Int = 0, refunded: Int = 0, revenue: [Revenue] = []) {
+    public init(
+        bundleIdentifier: String,
+        productIdentifier: String,
+        offerIdentifier: String,
+        offerType: Int32,
+        channel: String,
+        issued: Int = 0,
+        customers: Int = 0,
+        redeemed: Int = 0,
+        attributed: Int = 0,
+        renewedAfterOffer: Int = 0,
+        refunded: Int = 0,
+        revenue: [Revenue] = []
+    ) {
         self.bundleIdentifier = bundleIdentifier
         self.productIdentifier = productIdentifier
         self.offerIdentifier = offerIdentifier
@@ -88,7 +101,9 @@ public struct OfferOutcome: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case bundleIdentifier = "bundleId", productIdentifier = "productId", offerIdentifier, offerType, channel, issued, customers
+        case bundleIdentifier = "bundleId"
+        case productIdentifier = "productId"
+        case offerIdentifier, offerType, channel, issued, customers
         case redeemed, attributed, renewedAfterOffer, refunded, revenue
     }
 }

@@ -43,10 +43,22 @@ public struct PolicyDecisionRecord: Sendable, Hashable {
 
     /// Creates a record.
     public init(
-        identifier: Int64 = Int64.random(in: 1...Int64.max), decidedAt: Int64, channel: String, bundleIdentifier: String,
-        productIdentifier: String, offerIdentifier: String, retentionEntry: String? = nil, customerHash: String,
-        policyVersion: String, granted: Bool, reasons: String, lookbackSeconds: Int64, factsHash: String, factsSnapshot: String,
-        experimentIdentifier: String? = nil, experimentVariant: String? = nil
+        identifier: Int64 = Int64.random(in: 1...Int64.max),
+        decidedAt: Int64,
+        channel: String,
+        bundleIdentifier: String,
+        productIdentifier: String,
+        offerIdentifier: String,
+        retentionEntry: String? = nil,
+        customerHash: String,
+        policyVersion: String,
+        granted: Bool,
+        reasons: String,
+        lookbackSeconds: Int64,
+        factsHash: String,
+        factsSnapshot: String,
+        experimentIdentifier: String? = nil,
+        experimentVariant: String? = nil
     ) {
         self.identifier = identifier
         self.decidedAt = decidedAt

@@ -40,7 +40,21 @@ public struct Redemption: Sendable, Hashable {
     public static let priceRange: ClosedRange<Int64> = 0...1_000_000_000_000
 
     /// Creates a redemption.
-    public init(environment: String, transactionId: String, originalTransactionId: String, customer: CustomerKey, productIdentifier: String, offerType: Int32, offerIdentifier: String? = nil, offerDiscountType: String? = nil, offerPeriod: String? = nil, price: Int64? = nil, currency: String? = nil, storefront: String? = nil, purchaseDate: Int64) {
+    public init(
+        environment: String,
+        transactionId: String,
+        originalTransactionId: String,
+        customer: CustomerKey,
+        productIdentifier: String,
+        offerType: Int32,
+        offerIdentifier: String? = nil,
+        offerDiscountType: String? = nil,
+        offerPeriod: String? = nil,
+        price: Int64? = nil,
+        currency: String? = nil,
+        storefront: String? = nil,
+        purchaseDate: Int64
+    ) {
         self.environment = environment
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
@@ -129,7 +143,15 @@ public struct RetentionAnswerRecord: Sendable, Hashable {
     public var answeredAt: Int64
 
     /// Creates a record.
-    public init(bundleIdentifier: String, requestIdentifier: String, environment: String, originalTransactionId: String, productIdentifier: String, offered: Bool, answeredAt: Int64) {
+    public init(
+        bundleIdentifier: String,
+        requestIdentifier: String,
+        environment: String,
+        originalTransactionId: String,
+        productIdentifier: String,
+        offered: Bool,
+        answeredAt: Int64
+    ) {
         self.bundleIdentifier = bundleIdentifier
         self.requestIdentifier = requestIdentifier
         self.environment = environment

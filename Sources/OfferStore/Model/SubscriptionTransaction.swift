@@ -30,8 +30,19 @@ public struct SubscriptionTransaction: Sendable, Hashable {
     public var revocationDate: Int64?
 
     /// Creates a transaction.
-    public init(environment: String, transactionId: String, originalTransactionId: String, customer: CustomerKey, productIdentifier: String,
-                subscriptionGroupIdentifier: String, price: Int64?, currency: String?, purchaseDate: Int64, expiresDate: Int64?, revocationDate: Int64?) {
+    public init(
+        environment: String,
+        transactionId: String,
+        originalTransactionId: String,
+        customer: CustomerKey,
+        productIdentifier: String,
+        subscriptionGroupIdentifier: String,
+        price: Int64?,
+        currency: String?,
+        purchaseDate: Int64,
+        expiresDate: Int64?,
+        revocationDate: Int64?
+    ) {
         self.environment = environment
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
@@ -63,8 +74,15 @@ public struct ExperimentOutcomeQuery: Sendable, Hashable {
     public var exposedBefore: Int64?
 
     /// Creates a query.
-    public init(experimentIdentifier: String, bundleIdentifier: String, productIdentifier: String, offers: [String: [String]],
-                window: Int64, matureAt: Int64, exposedBefore: Int64?) {
+    public init(
+        experimentIdentifier: String,
+        bundleIdentifier: String,
+        productIdentifier: String,
+        offers: [String: [String]],
+        window: Int64,
+        matureAt: Int64,
+        exposedBefore: Int64?
+    ) {
         self.experimentIdentifier = experimentIdentifier
         self.bundleIdentifier = bundleIdentifier
         self.productIdentifier = productIdentifier

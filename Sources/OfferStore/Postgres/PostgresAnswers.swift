@@ -22,7 +22,8 @@ enum PostgresAnswers {
             factsAndAnswer: { key, answerKey in
                 try await client.execute(FactsAndAnswer(key: key, answerKey: answerKey)).first ?? (nil, nil)
             },
-            claim: { claims in try await claim(claims, client: client) })
+            claim: { claims in try await claim(claims, client: client) }
+        )
     }
 
     /// Runs each of the path's statements once on `connection`, with nothing to read or write (a key no customer
@@ -30,7 +31,10 @@ enum PostgresAnswers {
     /// definitions and compiled schema 12's function — before the first request needs them.
     static func prepare(on connection: PostgresConnection, logger: Logger) async throws {
         for try await _ in try await connection.execute(Customers(originalTransactionId: ""), logger: logger) {}
-        for try await _ in try await connection.execute(FactsAndAnswer(key: CustomerKey(bundleIdentifier: "", applicationUsername: ""), answerKey: ""), logger: logger) {}
+        for try await _ in try await connection.execute(
+            FactsAndAnswer(key: CustomerKey(bundleIdentifier: "", applicationUsername: ""), answerKey: ""),
+            logger: logger
+        ) {}
         for try await _ in try await connection.execute(ClaimBatch(claims: []), logger: logger) {}
         _ = try await connection.execute(RecordRetentionAnswers(answers: []), logger: logger)
     }
@@ -70,7 +74,11 @@ enum PostgresAnswers {
                 } catch {
                     guard index > 0 else { throw error }  // nothing written: the batch fails whole
                     // The claims before it are written, each in its own transaction; this one's outcome is unknown.
-                    let unknown = OfferStoreError(code: .unavailable, message: "PostgreSQL store: the connection failed while recording; the answer may have been stored, and a retry of the request returns it.")
+                    let unknown = OfferStoreError(
+                        code: .unavailable,
+                        message:
+                            "PostgreSQL store: the connection failed while recording; the answer may have been stored, and a retry of the request returns it."
+                    )
                     for rest in index..<claims.count { outcomes[rest] = unknown }
                     return outcomes
                 }

@@ -33,7 +33,8 @@ final class PostgresBackend: SQLStoreBackend {
     /// commit, which came before it. (A transaction that writes nothing commits without a flush, whatever
     /// `synchronous_commit` says.)
     let commitBeforeFlush: (begin: String, flush: String)? = (
-        "SET LOCAL synchronous_commit TO off", "SELECT pg_logical_emit_message(true, 'offer-signer-flush', '')")
+        "SET LOCAL synchronous_commit TO off", "SELECT pg_logical_emit_message(true, 'offer-signer-flush', '')"
+    )
     /// A batch is sixteen array parameters whatever its size (``PostgresIssuedBatch``); the bound keeps one
     /// statement's size, and what one failed statement fails, in check.
     let recordsPerBatch = 1000
@@ -45,7 +46,8 @@ final class PostgresBackend: SQLStoreBackend {
     /// minute, and ``warmUp()`` opens and prepares the pool's maximum of them (``connectionLimit`` unless the URL's
     /// `pool_max_conns` says otherwise).
     /// `waitLimit`: how long a statement waits for a connection before it fails `unavailable` (``PostgresConnections``).
-    init(configuration: PostgresClient.Configuration, logger: Logger, keepingConnectionsOpen: Bool = false, waitLimit: Duration = defaultStoreTimeout) {
+    init(configuration: PostgresClient.Configuration, logger: Logger, keepingConnectionsOpen: Bool = false, waitLimit: Duration = defaultStoreTimeout)
+    {
         var configuration = configuration
         // Not a minimum the pool must keep: should the server refuse some connections, a pool below its minimum
         // queues every lease until it has them all.
@@ -90,7 +92,10 @@ final class PostgresBackend: SQLStoreBackend {
                 try await group.waitForAll()
             }
         } catch {
-            logger.warning("the database connections could not be prepared ahead of the first requests; each prepares its statements at first use", metadata: ["reason": "\(describe(error))"])
+            logger.warning(
+                "the database connections could not be prepared ahead of the first requests; each prepares its statements at first use",
+                metadata: ["reason": "\(describe(error))"]
+            )
         }
     }
 
@@ -103,12 +108,18 @@ final class PostgresBackend: SQLStoreBackend {
     /// - Throws: ``OfferStoreError`` `invalidDatabaseURL`, never repeating the password.
     static func configuration(databaseURL: String) throws(OfferStoreError) -> PostgresClient.Configuration {
         guard let components = URLComponents(string: databaseURL), let host = components.host, !host.isEmpty,
-              let user = components.user, !user.isEmpty
+            let user = components.user, !user.isEmpty
         else {
-            throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL is not a PostgreSQL URL of the form postgres://USER:PASSWORD@HOST:5432/DATABASE.")
+            throw OfferStoreError(
+                code: .invalidDatabaseURL,
+                message: "OFFER_SIGNER_DATABASE_URL is not a PostgreSQL URL of the form postgres://USER:PASSWORD@HOST:5432/DATABASE."
+            )
         }
         if let port = components.port, !(1...65_535).contains(port) {
-            throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL: the port must be 1 to 65535 (PostgreSQL listens on 5432 unless told otherwise).")
+            throw OfferStoreError(
+                code: .invalidDatabaseURL,
+                message: "OFFER_SIGNER_DATABASE_URL: the port must be 1 to 65535 (PostgreSQL listens on 5432 unless told otherwise)."
+            )
         }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         let sslMode = components.queryItems?.first { $0.name == "sslmode" }?.value ?? "disable"
@@ -121,12 +132,21 @@ final class PostgresBackend: SQLStoreBackend {
             throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL: sslmode is disable, prefer or require.")
         }
         var configuration = PostgresClient.Configuration(
-            host: host, port: components.port ?? 5432, username: user, password: components.password,
-            database: database.isEmpty ? nil : database, tls: tls)
+            host: host,
+            port: components.port ?? 5432,
+            username: user,
+            password: components.password,
+            database: database.isEmpty ? nil : database,
+            tls: tls
+        )
         configuration.options.maximumConnections = connectionLimit
         if let text = components.queryItems?.first(where: { $0.name == "pool_max_conns" })?.value {
             guard let count = Int(text), (1...100).contains(count) else {
-                throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL: pool_max_conns is the number of connections the pool opens at most, 1 to 100 (\(connectionLimit) when not given).")
+                throw OfferStoreError(
+                    code: .invalidDatabaseURL,
+                    message:
+                        "OFFER_SIGNER_DATABASE_URL: pool_max_conns is the number of connections the pool opens at most, 1 to 100 (\(connectionLimit) when not given)."
+                )
             }
             configuration.options.maximumConnections = count
         }

@@ -114,21 +114,23 @@ final class PostgresConnections: Sendable {
             return try await withoutActuallyEscaping(body) { body in
                 try await withThrowingTaskGroup(of: LeaseStep<T>.self) { group in
                     group.addTask {
-                        .done(try await client.client.withConnection { connection in
-                            leased.set()
-                            client.hold()
-                            defer { client.release() }
-                            do {
-                                let value = try await body(connection)
-                                client.completed()
-                                return value
-                            } catch let error as PSQLError where Self.endsConnection(error) {
-                                // postgres-nio may hand the connection out again before it has seen it close (a
-                                // FATAL message is delivered before the socket's end): closed here, it is not.
-                                try? await connection.close()
-                                throw error
+                        .done(
+                            try await client.client.withConnection { connection in
+                                leased.set()
+                                client.hold()
+                                defer { client.release() }
+                                do {
+                                    let value = try await body(connection)
+                                    client.completed()
+                                    return value
+                                } catch let error as PSQLError where Self.endsConnection(error) {
+                                    // postgres-nio may hand the connection out again before it has seen it close (a
+                                    // FATAL message is delivered before the socket's end): closed here, it is not.
+                                    try? await connection.close()
+                                    throw error
+                                }
                             }
-                        })
+                        )
                     }
                     // The clock: a quarter of the limit without a connection, or half of it with one, sets off a
                     // check; the whole limit without a connection fails the lease.
@@ -165,8 +167,12 @@ final class PostgresConnections: Sendable {
             }
         } catch is LeaseTimedOut {
             if !patient { suspect(.noConnection, of: client) }
-            throw OfferStoreError(code: .unavailable, message: "PostgreSQL store: no connection to the database within \(Self.describe(limit)); check that it runs, that this host can reach it, and the host and port in the URL.")
-        } catch where !leased.isSet {
+            throw OfferStoreError(
+                code: .unavailable,
+                message:
+                    "PostgreSQL store: no connection to the database within \(Self.describe(limit)); check that it runs, that this host can reach it, and the host and port in the URL."
+            )
+        } catch  where !leased.isSet {
             // The lease failed: the pool was closed as the database was found down (or the store closed).
             throw state.withLock { state in
                 state.down.map { Self.downError($0, probeInterval: probeInterval) }
@@ -279,9 +285,12 @@ final class PostgresConnections: Sendable {
             return dropped
         }
         guard !dropped.isEmpty else { return }
-        logger.error("the database does not answer; requests that need the store are answered 503 store_unavailable until it does", metadata: [
-            "reason": "\(reason)", "retryEvery": "\(Self.describe(probeInterval))",
-        ])
+        logger.error(
+            "the database does not answer; requests that need the store are answered 503 store_unavailable until it does",
+            metadata: [
+                "reason": "\(reason)", "retryEvery": "\(Self.describe(probeInterval))",
+            ]
+        )
         for client in dropped { client.stop() }
         while !Task.isCancelled {
             if await portRefusal() != nil {
@@ -342,7 +351,9 @@ final class PostgresConnections: Sendable {
         let seconds = (ContinuousClock.now - down.since).components.seconds
         return OfferStoreError(
             code: .unavailable,
-            message: "PostgreSQL store: the database has not answered for \(seconds) s (\(down.reason)), tried again every \(describe(probeInterval)); check that it runs, that this host can reach it, and the host and port in the URL.")
+            message:
+                "PostgreSQL store: the database has not answered for \(seconds) s (\(down.reason)), tried again every \(describe(probeInterval)); check that it runs, that this host can reach it, and the host and port in the URL."
+        )
     }
 
     /// An error of the connection rather than of the statement (the server went away, or could not be reached).
@@ -437,7 +448,9 @@ private final class Client: Sendable {
         do {
             let answered = try await withThrowingTaskGroup(of: Bool.self) { group in
                 group.addTask { [client] in
-                    try await client.withConnection { connection in _ = try await connection.query("SELECT 1", logger: PostgresConnections.quiet).get() }
+                    try await client.withConnection { connection in
+                        _ = try await connection.query("SELECT 1", logger: PostgresConnections.quiet).get()
+                    }
                     return true
                 }
                 group.addTask {

@@ -52,7 +52,9 @@ final class PostgresDocumentFeed: Sendable {
         }
         if closed { continuation.finish() }
         if start {
-            let task = Task { [configuration, logger] in await Self.listen(configuration: configuration, logger: logger, deliver: { [weak self] in self?.deliver($0) }) }
+            let task = Task { [configuration, logger] in
+                await Self.listen(configuration: configuration, logger: logger, deliver: { [weak self] in self?.deliver($0) })
+            }
             let cancel = state.withLock { state -> Bool in
                 state.listening = task
                 return state.closed
@@ -70,7 +72,10 @@ final class PostgresDocumentFeed: Sendable {
     func close() {
         let (task, streams) = state.withLock { state in
             state.closed = true
-            defer { state.streams = [:]; state.listening = nil }
+            defer {
+                state.streams = [:]
+                state.listening = nil
+            }
             return (state.listening, Array(state.streams.values))
         }
         task?.cancel()
@@ -97,7 +102,9 @@ final class PostgresDocumentFeed: Sendable {
                     failures += 1
                     // Once per outage, not once a second.
                     if failures == 1 {
-                        logger.warning("cannot listen for other replicas' changes to key states (the database did not answer); retrying every second, and the 5-second poll goes on")
+                        logger.warning(
+                            "cannot listen for other replicas' changes to key states (the database did not answer); retrying every second, and the 5-second poll goes on"
+                        )
                     }
                 }
                 try? await Task.sleep(for: .seconds(1))

@@ -20,7 +20,10 @@ enum PostgresIssuedBatch {
             return Set(records.map(SQLOfferStore.RecordIdentity.init))
         } catch let error as PSQLError where error.isUniqueViolation {
             var inserted = Set<SQLOfferStore.RecordIdentity>()
-            for try await (timestamp, nonce) in try await connection.execute(InsertSkippingDuplicates(bindings: bindings(records, countingDaily: false)), logger: statementLogger) {
+            for try await (timestamp, nonce) in try await connection.execute(
+                InsertSkippingDuplicates(bindings: bindings(records, countingDaily: false)),
+                logger: statementLogger
+            ) {
                 inserted.insert(SQLOfferStore.RecordIdentity(timestamp: timestamp, nonce: nonce))
             }
             return inserted

@@ -52,7 +52,8 @@ struct PostgresSharedLimits: SharedLimitStore {
         let answers = try await connections.withConnection { connection in
             var answers: [String: SharedLimitGrant] = [:]
             for try await (bucket, granted, tokens, rate) in try await connection.query(query, logger: Self.logger)
-                .decode((String, Int64, Double, Double).self) {
+                .decode((String, Int64, Double, Double).self)
+            {
                 answers[bucket] = SharedLimitGrant(granted: Int(granted), secondsToNextToken: tokens >= 1 ? 0 : (1 - tokens) / rate)
             }
             return answers
@@ -88,7 +89,9 @@ struct PostgresSharedLimits: SharedLimitStore {
     func purgeFullBuckets() async throws {
         try await connections.withConnection { connection in
             _ = try await connection.query(
-                "DELETE FROM shared_limits WHERE full_at < extract(epoch FROM clock_timestamp()) - 60", logger: Self.logger)
+                "DELETE FROM shared_limits WHERE full_at < extract(epoch FROM clock_timestamp()) - 60",
+                logger: Self.logger
+            )
         }
     }
 }

@@ -5,17 +5,18 @@ import SQLKit
 /// range's refusal rate (the console's overview and Offers page) reads a row per day instead of every decision —
 /// 333,000 index entries for 30 days of a million decisions.
 ///
-/// Kept by every batch the decision log writes, in the batch's transaction, from the rows the batch actually
-/// inserted (`RETURNING`; on a SQLite file the log writer's prepared statements, by the rows each INSERT changed): a batch written again after a failure whose outcome was unknown inserts nothing twice,
-/// so it counts nothing twice. The counts outlive the log's purge (a day's row stays when its decisions are
-/// deleted); ``SQLOfferStore/decisionCounts(since:until:)`` reads whole days here and the part of a day cut by the
-/// range from the log's `(decided_at, granted)` index.
+/// Kept by every batch the decision log writes, in the batch's transaction, from the rows the batch actually inserted (`RETURNING`; on a SQLite file
+/// the log writer's prepared statements, by the rows each INSERT changed): a batch written again after a failure whose outcome was unknown inserts
+/// nothing twice, so it counts nothing twice. The counts outlive the log's purge (a day's row stays when its decisions are deleted);
+/// ``SQLOfferStore/decisionCounts(since:until:)`` reads whole days here and the part of a day cut by the range from the log's `(decided_at, granted)`
+/// index.
 enum DecisionRollup {
     /// A decision as the batch's `INSERT … RETURNING` gives it back.
     struct Inserted: Decodable, Sendable {
         var decidedAt: Int64, granted: Int64
         private enum CodingKeys: String, CodingKey {
-            case decidedAt = "decided_at", granted
+            case decidedAt = "decided_at"
+            case granted
         }
     }
 

@@ -30,8 +30,13 @@ enum IssuedRollup {
     static func dailyCounts<S: Sequence>(of records: S) -> [DailyCount: Int64] where S.Element == IssuedSignature {
         var counts: [DailyCount: Int64] = [:]
         for record in records where record.format != eligibilityFormat {
-            let key = DailyCount(day: dayOf(record.timestamp), bundleIdentifier: record.bundleIdentifier, productIdentifier: record.productIdentifier,
-                                 offerIdentifier: record.offerIdentifier, channel: record.channel)
+            let key = DailyCount(
+                day: dayOf(record.timestamp),
+                bundleIdentifier: record.bundleIdentifier,
+                productIdentifier: record.productIdentifier,
+                offerIdentifier: record.offerIdentifier,
+                channel: record.channel
+            )
             counts[key, default: 0] += 1
         }
         return counts
@@ -61,7 +66,8 @@ enum IssuedRollup {
         for (index, entry) in counts.enumerated() {
             let key = entry.key
             statement += index == 0 ? "(" : ", ("
-            statement += "\(bind: key.day), \(bind: key.bundleIdentifier), \(bind: key.productIdentifier), \(bind: key.offerIdentifier), \(bind: key.channel), \(bind: entry.value))"
+            statement +=
+                "\(bind: key.day), \(bind: key.bundleIdentifier), \(bind: key.productIdentifier), \(bind: key.offerIdentifier), \(bind: key.channel), \(bind: entry.value))"
         }
         statement += " \(unsafeRaw: addOnConflict)"
         try await database.run(statement)

@@ -10,7 +10,10 @@ extension SQLOfferStore: StoreActivityReporting {
                 .from("issued_signatures").first(decoding: Latest.self)?.latest
             let notification = try await database.select().column(SQLFunction("MAX", args: SQLIdentifier("processed_at")), as: "latest")
                 .from("processed_notifications").first(decoding: Latest.self)?.latest
-            return StoreActivity(lastSignature: signature.map(Date.init(unixMilliseconds:)), lastNotification: notification.map(Date.init(unixMilliseconds:)))
+            return StoreActivity(
+                lastSignature: signature.map(Date.init(unixMilliseconds:)),
+                lastNotification: notification.map(Date.init(unixMilliseconds:))
+            )
         }
     }
 
@@ -25,7 +28,8 @@ extension SQLOfferStore: StoreActivityReporting {
         let since = max(since, 0)
         guard since < until else { return (0, 0) }
         return try await backend.reading { database in
-            var first = since / day, last = (until - 1) / day
+            var first = since / day
+            var last = (until - 1) / day
             var counts = (granted: 0, refused: 0)
             func add(_ rows: [Counted]) {
                 for row in rows {
@@ -41,19 +45,25 @@ extension SQLOfferStore: StoreActivityReporting {
                 last -= 1
             }
             guard first <= last else { return counts }
-            add(try await database.raw("""
-                SELECT granted, CAST(SUM(decisions) AS BIGINT) AS decisions FROM decision_daily
-                WHERE day >= \(bind: first) AND day <= \(bind: last) GROUP BY granted
-                """).all(decoding: Counted.self))
+            add(
+                try await database.raw(
+                    """
+                    SELECT granted, CAST(SUM(decisions) AS BIGINT) AS decisions FROM decision_daily
+                    WHERE day >= \(bind: first) AND day <= \(bind: last) GROUP BY granted
+                    """
+                ).all(decoding: Counted.self)
+            )
             return counts
         }
     }
 
     /// Whether the log holds a decision in the range (its time index, one entry read).
     private static func anyDecision(_ range: Range<Int64>, on database: any SQLDatabase) async throws -> Bool {
-        try await database.raw("""
+        try await database.raw(
+            """
             SELECT decided_at FROM policy_decisions WHERE decided_at >= \(bind: range.lowerBound) AND decided_at < \(bind: range.upperBound) LIMIT 1
-            """).first() != nil
+            """
+        ).first() != nil
     }
 
     /// The log's decisions of part of a day, by answer, from its `(decided_at, granted)` index.

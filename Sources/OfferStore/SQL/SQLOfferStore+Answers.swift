@@ -12,7 +12,9 @@ extension SQLOfferStore {
     /// written and the body is shown that answer instead, whose value is returned. Facts the body returns (a grant
     /// spent) are written under the customer's lock in that transaction.
     func answerOnce<T: Sendable>(
-        _ key: CustomerKey, answerKey: String, _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>
+        _ key: CustomerKey,
+        answerKey: String,
+        _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>
     ) async throws -> T {
         // The facts and the stored answer in one statement (one round trip).
         let (factsText, storedText): (String?, String?)
@@ -34,7 +36,8 @@ extension SQLOfferStore {
         if let stored { return try await answered(stored) }
         let commit = try await body(CustomerSnapshot(facts: facts, issuedSignatures: []))
         if commit.facts == nil, let answer = commit.answer, let record = commit.record,
-           let claimed = try await claimAlone(AnswerClaim(answerKey: answerKey, answer: answer, createdAt: Date().unixMilliseconds, record: record)) {
+            let claimed = try await claimAlone(AnswerClaim(answerKey: answerKey, answer: answer, createdAt: Date().unixMilliseconds, record: record))
+        {
             if claimed { return commit.value }
             let stored = try await backend.reading { database in try await Self.storedAnswer(answerKey, on: database) }
             return try await answered(stored ?? "")
@@ -43,7 +46,8 @@ extension SQLOfferStore {
             if let answer = commit.answer {
                 // The claim and the answer in one row: a concurrent first use of the key waits here for this
                 // transaction (PostgreSQL) or runs after it (SQLite's one writer), then reads this answer.
-                let claimed = try await database.insert(into: "stored_answers").columns("answer_key", "answer", "created_at")
+                let claimed =
+                    try await database.insert(into: "stored_answers").columns("answer_key", "answer", "created_at")
                     .values(SQLBind(answerKey), SQLBind(answer), SQLBind(Date().unixMilliseconds))
                     .ignoringConflicts(with: "answer_key").returning("answer_key").first() != nil
                 if !claimed { return try await Self.storedAnswer(answerKey, on: database) ?? "" }

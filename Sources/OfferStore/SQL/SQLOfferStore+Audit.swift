@@ -10,8 +10,14 @@ extension SQLOfferStore {
         let details = try StoreCoding.encode(event.details)
         try await backend.transaction { database in
             try await database.insert(into: "audit_events").columns("id", "at", "actor", "action", "target", "details")
-                .values(SQLBind(event.id), SQLBind(event.at.unixMilliseconds), SQLBind(event.actor), SQLBind(event.action),
-                        SQLBind(event.target), SQLBind(details))
+                .values(
+                    SQLBind(event.id),
+                    SQLBind(event.at.unixMilliseconds),
+                    SQLBind(event.actor),
+                    SQLBind(event.action),
+                    SQLBind(event.target),
+                    SQLBind(details)
+                )
                 .run()
         }
     }
@@ -30,8 +36,14 @@ extension SQLOfferStore {
             return try await select.orderBy("at", .descending).orderBy("id").limit(limit).all(decoding: AuditRow.self)
         }
         return try rows.map { row in
-            AuditEvent(id: row.id, at: Date(unixMilliseconds: row.at), actor: row.actor, action: row.action, target: row.target,
-                       details: try StoreCoding.decode([String: String].self, from: row.details))
+            AuditEvent(
+                id: row.id,
+                at: Date(unixMilliseconds: row.at),
+                actor: row.actor,
+                action: row.action,
+                target: row.target,
+                details: try StoreCoding.decode([String: String].self, from: row.details)
+            )
         }
     }
 
@@ -62,7 +74,8 @@ extension SQLOfferStore {
                 .returning("name").first()
             var changed = updated != nil
             if !changed, version == 1 {
-                changed = try await database.insert(into: "documents").columns("name", "body", "version", "updated_at")
+                changed =
+                    try await database.insert(into: "documents").columns("name", "body", "version", "updated_at")
                     .values(SQLBind(name), SQLBind(text), SQLBind(version), SQLBind(now))
                     .ignoringConflicts(with: "name")
                     .returning("name").first() != nil

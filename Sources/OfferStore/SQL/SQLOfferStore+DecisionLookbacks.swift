@@ -5,17 +5,24 @@ extension SQLOfferStore: DecisionLookbackSummary {
     func decisionLookbacks(bundleIdentifiers: [String], since: Int64, until: Int64, below: Int64) async throws -> [DecisionLookback] {
         guard !bundleIdentifiers.isEmpty, since < until else { return [] }
         let rows = try await backend.reading { database in
-            try await database.raw("""
+            try await database.raw(
+                """
                 SELECT channel, bundle_identifier, product_identifier, offer_identifier, MIN(lookback_seconds) AS least
                 FROM policy_decisions
                 WHERE decided_at >= \(bind: since) AND decided_at < \(bind: until) AND lookback_seconds < \(bind: below)
                     AND bundle_identifier IN (\(binds: bundleIdentifiers))
                 GROUP BY channel, bundle_identifier, product_identifier, offer_identifier
-                """).all(decoding: LookbackRow.self)
+                """
+            ).all(decoding: LookbackRow.self)
         }
         return rows.map {
-            DecisionLookback(channel: $0.channel, bundleIdentifier: $0.bundleIdentifier, productIdentifier: $0.productIdentifier,
-                             offerIdentifier: $0.offerIdentifier, leastLookbackSeconds: $0.least)
+            DecisionLookback(
+                channel: $0.channel,
+                bundleIdentifier: $0.bundleIdentifier,
+                productIdentifier: $0.productIdentifier,
+                offerIdentifier: $0.offerIdentifier,
+                leastLookbackSeconds: $0.least
+            )
         }
     }
 
@@ -23,8 +30,11 @@ extension SQLOfferStore: DecisionLookbackSummary {
         var channel: String, bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, least: Int64
 
         private enum CodingKeys: String, CodingKey {
-            case channel, bundleIdentifier = "bundle_identifier", productIdentifier = "product_identifier"
-            case offerIdentifier = "offer_identifier", least
+            case channel
+            case bundleIdentifier = "bundle_identifier"
+            case productIdentifier = "product_identifier"
+            case offerIdentifier = "offer_identifier"
+            case least
         }
     }
 }

@@ -11,8 +11,10 @@ extension SQLOfferStore {
         decisionRecorder.submit(decision) { result in
             // Logged by the writer (a batch given up) or the queue (full); counted here, one a decision.
             guard case .failure(let error) = result else { return }
-            Counter(label: "offer_signer_decision_log_dropped_total",
-                    dimensions: [("reason", error is GroupCommitQueueFull ? "queue_full" : "not_written")]).increment()
+            Counter(
+                label: "offer_signer_decision_log_dropped_total",
+                dimensions: [("reason", error is GroupCommitQueueFull ? "queue_full" : "not_written")]
+            ).increment()
         }
     }
 
@@ -20,20 +22,32 @@ extension SQLOfferStore {
     /// failed batch is written again after 0.1, 0.5 and 2 s (four attempts, idempotent: the decisions are keyed,
     /// the snapshots upserted), and at most 10,000 decisions (about 10 MB) wait meanwhile. A batch given up, or a
     /// decision refused by a full queue, is logged and counted (`offer_signer_decision_log_dropped_total`).
-    static func decisionLogRetry(logger: Logger, delays: [Duration] = [.milliseconds(100), .milliseconds(500), .seconds(2)], maximumQueued: Int = 10_000) -> BatchRetry {
+    static func decisionLogRetry(
+        logger: Logger,
+        delays: [Duration] = [.milliseconds(100), .milliseconds(500), .seconds(2)],
+        maximumQueued: Int = 10_000
+    ) -> BatchRetry {
         BatchRetry(
-            delays: delays, maximumQueued: maximumQueued,
+            delays: delays,
+            maximumQueued: maximumQueued,
             failed: { error, count, attempt, retryAfter in
                 let metadata: Logger.Metadata = ["count": "\(count)", "attempt": "\(attempt)", "error": "\(error)"]
                 if let retryAfter {
-                    logger.warning("policy decision batch not written yet; retrying", metadata: metadata.merging(["retry_in": "\(retryAfter)"]) { $1 })
+                    logger.warning(
+                        "policy decision batch not written yet; retrying",
+                        metadata: metadata.merging(["retry_in": "\(retryAfter)"]) { $1 }
+                    )
                 } else {
                     logger.error("policy decision batch not logged", metadata: metadata)
                 }
             },
             full: { queued in
-                logger.error("policy decisions not logged: the decision log's queue is full while the store fails or falls behind; each is counted in offer_signer_decision_log_dropped_total", metadata: ["queued": "\(queued)"])
-            })
+                logger.error(
+                    "policy decisions not logged: the decision log's queue is full while the store fails or falls behind; each is counted in offer_signer_decision_log_dropped_total",
+                    metadata: ["queued": "\(queued)"]
+                )
+            }
+        )
     }
 
     func flushDecisionLog() async {
@@ -53,29 +67,55 @@ extension SQLOfferStore {
             snapshots[record.factsHash] = (record.factsSnapshot, newest)
         }
         let facts = snapshots.sorted { $0.key < $1.key }
-        if let sqlite = backend as? SQLiteBackend, try await sqlite.writeDecisions(
-            records, snapshots: facts.map { DecisionSnapshotRow(hash: $0.key, facts: $0.value.facts, lastUsedAt: $0.value.lastUsedAt) }) {
+        if let sqlite = backend as? SQLiteBackend,
+            try await sqlite.writeDecisions(
+                records,
+                snapshots: facts.map { DecisionSnapshotRow(hash: $0.key, facts: $0.value.facts, lastUsedAt: $0.value.lastUsedAt) }
+            )
+        {
             return Array(repeating: nil, count: records.count)
         }
         try await backend.transaction { database in
             try await database.insert(into: "decision_facts").columns("hash", "facts", "last_used_at")
                 .rows(facts.map { [SQLBind($0.key), SQLBind($0.value.facts), SQLBind($0.value.lastUsedAt)] as [any SQLExpression] })
                 .onConflict(with: ["hash"]) { update in
-                    update.set("last_used_at", to: SQLRaw(
-                        "CASE WHEN excluded.last_used_at > decision_facts.last_used_at THEN excluded.last_used_at ELSE decision_facts.last_used_at END"))
+                    update.set(
+                        "last_used_at",
+                        to: SQLRaw(
+                            "CASE WHEN excluded.last_used_at > decision_facts.last_used_at THEN excluded.last_used_at ELSE decision_facts.last_used_at END"
+                        )
+                    )
                 }
                 .run()
             let inserted = try await database.insert(into: "policy_decisions")
-                .columns("decided_at", "id", "channel", "bundle_identifier", "product_identifier", "offer_identifier",
-                         "retention_entry", "customer_hash", "policy_version", "granted", "reasons", "lookback_seconds", "facts_hash",
-                         "experiment_identifier", "experiment_variant")
-                .rows(records.map { record -> [any SQLExpression] in
-                    [SQLBind(record.decidedAt), SQLBind(record.identifier), SQLBind(record.channel),
-                     SQLBind(record.bundleIdentifier), SQLBind(record.productIdentifier), SQLBind(record.offerIdentifier),
-                     SQLBind(record.retentionEntry), SQLBind(record.customerHash), SQLBind(record.policyVersion),
-                     SQLBind(Int64(record.granted ? 1 : 0)), SQLBind(record.reasons), SQLBind(record.lookbackSeconds),
-                     SQLBind(record.factsHash), SQLBind(record.experimentIdentifier), SQLBind(record.experimentVariant)]
-                })
+                .columns(
+                    "decided_at",
+                    "id",
+                    "channel",
+                    "bundle_identifier",
+                    "product_identifier",
+                    "offer_identifier",
+                    "retention_entry",
+                    "customer_hash",
+                    "policy_version",
+                    "granted",
+                    "reasons",
+                    "lookback_seconds",
+                    "facts_hash",
+                    "experiment_identifier",
+                    "experiment_variant"
+                )
+                .rows(
+                    records.map { record -> [any SQLExpression] in
+                        [
+                            SQLBind(record.decidedAt), SQLBind(record.identifier), SQLBind(record.channel),
+                            SQLBind(record.bundleIdentifier), SQLBind(record.productIdentifier), SQLBind(record.offerIdentifier),
+                            SQLBind(record.retentionEntry), SQLBind(record.customerHash), SQLBind(record.policyVersion),
+                            SQLBind(Int64(record.granted ? 1 : 0)), SQLBind(record.reasons), SQLBind(record.lookbackSeconds),
+                            SQLBind(record.factsHash), SQLBind(record.experimentIdentifier), SQLBind(record.experimentVariant),
+                        ]
+                    }
+                )
                 .ignoringConflicts(with: ["decided_at", "id"])
                 .returning("decided_at", "granted")
                 .all(decoding: DecisionRollup.Inserted.self)
@@ -85,19 +125,27 @@ extension SQLOfferStore {
         return Array(repeating: nil, count: records.count)
     }
 
-    func policyDecisions(bundleIdentifiers: [String], since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord] {
+    func policyDecisions(
+        bundleIdentifiers: [String],
+        since: Int64,
+        until: Int64,
+        after cursor: PolicyDecisionCursor?,
+        limit: Int
+    ) async throws -> [PolicyDecisionRecord] {
         guard !bundleIdentifiers.isEmpty else { return [] }
         // Where the page starts: the cursor (or the window's start); the first condition on the primary key's
         // leading column lets both databases range-scan from there instead of from the window's start each page.
         let start = cursor ?? PolicyDecisionCursor(decidedAt: since, identifier: .min)
         let rows = try await backend.reading { database in
-            try await database.raw("""
+            try await database.raw(
+                """
                 SELECT \(unsafeRaw: DecisionRow.columns) FROM policy_decisions
                 WHERE decided_at >= \(bind: max(since, start.decidedAt)) AND decided_at < \(bind: until)
                     AND (decided_at, id) > (\(bind: start.decidedAt), \(bind: start.identifier))
                     AND bundle_identifier IN (\(binds: bundleIdentifiers))
                 ORDER BY decided_at, id LIMIT \(bind: max(1, min(limit, 10_000)))
-                """).all(decoding: DecisionRow.self)
+                """
+            ).all(decoding: DecisionRow.self)
         }
         return rows.map(\.record)
     }
@@ -140,21 +188,42 @@ extension SQLOfferStore {
         var experimentIdentifier: String?, experimentVariant: String?
 
         private enum CodingKeys: String, CodingKey {
-            case decidedAt = "decided_at", identifier = "id", channel, bundleIdentifier = "bundle_identifier"
-            case productIdentifier = "product_identifier", offerIdentifier = "offer_identifier", retentionEntry = "retention_entry"
-            case customerHash = "customer_hash", policyVersion = "policy_version", granted, reasons
-            case lookbackSeconds = "lookback_seconds", factsHash = "facts_hash"
-            case experimentIdentifier = "experiment_identifier", experimentVariant = "experiment_variant"
+            case decidedAt = "decided_at"
+            case identifier = "id"
+            case channel
+            case bundleIdentifier = "bundle_identifier"
+            case productIdentifier = "product_identifier"
+            case offerIdentifier = "offer_identifier"
+            case retentionEntry = "retention_entry"
+            case customerHash = "customer_hash"
+            case policyVersion = "policy_version"
+            case granted, reasons
+            case lookbackSeconds = "lookback_seconds"
+            case factsHash = "facts_hash"
+            case experimentIdentifier = "experiment_identifier"
+            case experimentVariant = "experiment_variant"
         }
 
         /// The decision, its facts snapshot left empty (read on its own, ``decisionSnapshots(hashes:)``).
         var record: PolicyDecisionRecord {
             PolicyDecisionRecord(
-                identifier: identifier, decidedAt: decidedAt, channel: channel, bundleIdentifier: bundleIdentifier,
-                productIdentifier: productIdentifier, offerIdentifier: offerIdentifier, retentionEntry: retentionEntry,
-                customerHash: customerHash, policyVersion: policyVersion, granted: granted != 0, reasons: reasons,
-                lookbackSeconds: lookbackSeconds, factsHash: factsHash, factsSnapshot: "",
-                experimentIdentifier: experimentIdentifier, experimentVariant: experimentVariant)
+                identifier: identifier,
+                decidedAt: decidedAt,
+                channel: channel,
+                bundleIdentifier: bundleIdentifier,
+                productIdentifier: productIdentifier,
+                offerIdentifier: offerIdentifier,
+                retentionEntry: retentionEntry,
+                customerHash: customerHash,
+                policyVersion: policyVersion,
+                granted: granted != 0,
+                reasons: reasons,
+                lookbackSeconds: lookbackSeconds,
+                factsHash: factsHash,
+                factsSnapshot: "",
+                experimentIdentifier: experimentIdentifier,
+                experimentVariant: experimentVariant
+            )
         }
     }
 }

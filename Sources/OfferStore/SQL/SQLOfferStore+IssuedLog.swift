@@ -16,7 +16,12 @@ extension SQLOfferStore {
 
     /// Writes one group-commit batch in one transaction, with `batchInsert` when the backend has its own; each
     /// record's outcome (`nil`: written).
-    static func recordBatch(_ records: [IssuedSignature], batchInsert: BatchInsert? = nil, backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
+    static func recordBatch(
+        _ records: [IssuedSignature],
+        batchInsert: BatchInsert? = nil,
+        backend: any SQLStoreBackend,
+        logger: Logger
+    ) async throws -> [(any Error)?] {
         try await loggingFailure(ofBatchOf: records.count, logger: logger) {
             var inserted: Set<RecordIdentity>
             if let batchInsert {
@@ -28,15 +33,17 @@ extension SQLOfferStore {
                 let insert: @Sendable (any SQLDatabase) async throws -> Set<RecordIdentity> = { database in
                     let inserted: Set<RecordIdentity>
                     do {
-                        try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: false, countingDaily: countingDaily))").run()
+                        try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: false, countingDaily: countingDaily))")
+                            .run()
                         inserted = Set(records.map(RecordIdentity.init))
-                    } catch where backend.isUniqueViolation(error) {
+                    } catch  where backend.isUniqueViolation(error) {
                         inserted = try await Self.insert(records, countingDaily: countingDaily, on: database)
                     }
                     if !countingDaily { try await IssuedRollup.add(records.filter { inserted.contains(RecordIdentity($0)) }, on: database) }
                     return inserted
                 }
-                inserted = backend.batchInTransaction
+                inserted =
+                    backend.batchInTransaction
                     ? try await backend.transaction(insert)
                     : try await backend.mappingErrors { try await backend.write(insert) }
             }
@@ -79,7 +86,11 @@ extension SQLOfferStore {
     /// Inserts records with one multi-row statement; returns the records inserted (any other was recorded before),
     /// each once.
     static func insert(_ records: [IssuedSignature], countingDaily: Bool = false, on database: any SQLDatabase) async throws -> Set<RecordIdentity> {
-        Set(try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: true, countingDaily: countingDaily))").all(decoding: RecordIdentity.self))
+        Set(
+            try await database.raw("\(IssuedSignatureInsert(records: records, ignoringDuplicates: true, countingDaily: countingDaily))").all(
+                decoding: RecordIdentity.self
+            )
+        )
     }
 
     /// What identifies a record in the log: its timestamp and nonce (the unique index of schema version 6).

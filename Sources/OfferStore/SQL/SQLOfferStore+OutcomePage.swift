@@ -21,9 +21,13 @@ extension SQLOfferStore {
             rowCount = first.rowCount
         } else {
             // A page past the end: the number of rows from the ranking alone (its first row), no report.
-            rowCount = offset == 0 ? 0 : try await backend.reading { database in
-                try await database.raw(Self.rankingStatement(query, plan: plan, limit: 1, offset: 0)).first(decoding: RankedRow.self)?.rowCount ?? 0
-            }
+            rowCount =
+                offset == 0
+                ? 0
+                : try await backend.reading { database in
+                    try await database.raw(Self.rankingStatement(query, plan: plan, limit: 1, offset: 0)).first(decoding: RankedRow.self)?.rowCount
+                        ?? 0
+                }
         }
         guard !ranked.isEmpty else { return OutcomePage(offers: [], rowCount: rowCount) }
         var narrowed = query
@@ -31,12 +35,26 @@ extension SQLOfferStore {
         let report = try await report(narrowed, plan: plan)
         var rows: [RowKey: OfferOutcome] = [:]
         for offer in report.offers {
-            rows[RowKey(bundle: offer.bundleIdentifier, product: offer.productIdentifier, offer: offer.offerIdentifier,
-                        offerType: offer.offerType, channel: offer.channel)] = offer
+            rows[
+                RowKey(
+                    bundle: offer.bundleIdentifier,
+                    product: offer.productIdentifier,
+                    offer: offer.offerIdentifier,
+                    offerType: offer.offerType,
+                    channel: offer.channel
+                )
+            ] = offer
         }
         let offers = ranked.compactMap { row in
-            rows[RowKey(bundle: row.bundleIdentifier, product: row.productIdentifier, offer: row.offerIdentifier,
-                        offerType: Int32(clamping: row.offerType), channel: row.channel)]
+            rows[
+                RowKey(
+                    bundle: row.bundleIdentifier,
+                    product: row.productIdentifier,
+                    offer: row.offerIdentifier,
+                    offerType: Int32(clamping: row.offerType),
+                    channel: row.channel
+                )
+            ]
         }
         return OutcomePage(offers: offers, rowCount: rowCount)
     }
@@ -47,17 +65,19 @@ extension SQLOfferStore {
         let columns: SQLQueryString = "bundle_identifier, product_identifier, offer_identifier, 2 AS offer_type, "
         var parts: [SQLQueryString] = []
         func logged(_ range: Range<Int64>) -> SQLQueryString {
-            var part: SQLQueryString = "SELECT " + columns + channel + """
-                 AS channel, CAST(1 AS BIGINT) AS issued FROM issued_signatures
-                WHERE timestamp >= \(bind: range.lowerBound) AND timestamp < \(bind: range.upperBound) AND format <> 'introductory-eligibility'
-                """
+            var part: SQLQueryString =
+                "SELECT " + columns + channel + """
+                     AS channel, CAST(1 AS BIGINT) AS issued FROM issued_signatures
+                    WHERE timestamp >= \(bind: range.lowerBound) AND timestamp < \(bind: range.upperBound) AND format <> 'introductory-eligibility'
+                    """
             if let bundle = query.bundleIdentifier { part += " AND bundle_identifier || '' = \(bind: bundle)" }
             return part
         }
         if let plan {
-            var daily: SQLQueryString = "SELECT " + columns + channel + """
-                 AS channel, issued FROM issued_daily WHERE day >= \(bind: plan.days.lowerBound) AND day <= \(bind: plan.days.upperBound)
-                """
+            var daily: SQLQueryString =
+                "SELECT " + columns + channel + """
+                     AS channel, issued FROM issued_daily WHERE day >= \(bind: plan.days.lowerBound) AND day <= \(bind: plan.days.upperBound)
+                    """
             if let bundle = query.bundleIdentifier { daily += " AND bundle_identifier = \(bind: bundle)" }
             parts.append(daily)
             if let front = plan.front { parts.append(logged(front)) }
@@ -87,7 +107,8 @@ extension SQLOfferStore {
     func dailyOutcomeTotals(_ query: OutcomeQuery) async throws -> [DailyOutcomeTotals] {
         let day = IssuedRollup.day
         guard query.from >= 0, query.from < query.to else { return [] }
-        let first = query.from / day, last = (query.to - 1) / day
+        let first = query.from / day
+        let last = (query.to - 1) / day
         return try await backend.reading { database in
             var issuedStatement: SQLQueryString = """
                 SELECT day, CAST(SUM(issued) AS BIGINT) AS count FROM issued_daily WHERE day >= \(bind: first) AND day <= \(bind: last)
@@ -109,7 +130,10 @@ extension SQLOfferStore {
             for row in try await database.raw(redeemedStatement).all(decoding: DayCount.self) { redeemed[row.day] = row.count }
             return (first...last).map { index in
                 DailyOutcomeTotals(
-                    from: Date(unixMilliseconds: max(query.from, index * day)), issued: issued[index] ?? 0, redeemed: redeemed[index] ?? 0)
+                    from: Date(unixMilliseconds: max(query.from, index * day)),
+                    issued: issued[index] ?? 0,
+                    redeemed: redeemed[index] ?? 0
+                )
             }
         }
     }
@@ -118,8 +142,12 @@ extension SQLOfferStore {
         var bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, offerType: Int64, channel: String
         var issued: Int, rowCount: Int
         enum CodingKeys: String, CodingKey {
-            case bundleIdentifier = "bundle_identifier", productIdentifier = "product_identifier", offerIdentifier = "offer_identifier"
-            case offerType = "offer_type", channel, issued, rowCount = "row_count"
+            case bundleIdentifier = "bundle_identifier"
+            case productIdentifier = "product_identifier"
+            case offerIdentifier = "offer_identifier"
+            case offerType = "offer_type"
+            case channel, issued
+            case rowCount = "row_count"
         }
     }
 

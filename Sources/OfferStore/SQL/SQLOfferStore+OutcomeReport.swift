@@ -20,16 +20,29 @@ extension SQLOfferStore {
         try await backend.reading { database in
             var rows: [RowKey: OfferOutcome] = [:]
             func row(_ key: RowKey) -> OfferOutcome {
-                rows[key] ?? OfferOutcome(bundleIdentifier: key.bundle, productIdentifier: key.product, offerIdentifier: key.offer, offerType: key.offerType, channel: key.channel)
+                rows[key]
+                    ?? OfferOutcome(
+                        bundleIdentifier: key.bundle,
+                        productIdentifier: key.product,
+                        offerIdentifier: key.offer,
+                        offerType: key.offerType,
+                        channel: key.channel
+                    )
             }
-            let issuedRows = if let plan {
-                try await Self.issuedFromRollups(plan, query, on: database)
-            } else {
-                try await database.raw(Self.issuedStatement(query)).all(decoding: IssuedRow.self)
-            }
+            let issuedRows =
+                if let plan {
+                    try await Self.issuedFromRollups(plan, query, on: database)
+                } else {
+                    try await database.raw(Self.issuedStatement(query)).all(decoding: IssuedRow.self)
+                }
             for issued in issuedRows {
-                let key = RowKey(bundle: issued.bundleIdentifier, product: issued.productIdentifier, offer: issued.offerIdentifier,
-                                 offerType: 2, channel: issued.channel == "retention" ? "retention" : "app")
+                let key = RowKey(
+                    bundle: issued.bundleIdentifier,
+                    product: issued.productIdentifier,
+                    offer: issued.offerIdentifier,
+                    offerType: 2,
+                    channel: issued.channel == "retention" ? "retention" : "app"
+                )
                 var outcome = row(key)
                 outcome.issued += issued.issued
                 outcome.customers += issued.customers
@@ -37,8 +50,13 @@ extension SQLOfferStore {
             }
             // Counts and revenue in one pass over the window's redemptions: a row per offer and currency.
             for redeemed in try await database.raw(Self.redemptionStatement(query)).all(decoding: RedeemedRow.self) {
-                let key = RowKey(bundle: redeemed.bundleIdentifier, product: redeemed.productIdentifier, offer: redeemed.offerIdentifier,
-                                 offerType: Int32(clamping: redeemed.offerType), channel: redeemed.channel)
+                let key = RowKey(
+                    bundle: redeemed.bundleIdentifier,
+                    product: redeemed.productIdentifier,
+                    offer: redeemed.offerIdentifier,
+                    offerType: Int32(clamping: redeemed.offerType),
+                    channel: redeemed.channel
+                )
                 var outcome = row(key)
                 outcome.redeemed += redeemed.redeemed
                 outcome.attributed += redeemed.attributed
@@ -50,7 +68,9 @@ extension SQLOfferStore {
                 rows[key] = outcome
             }
             // A page's rows (`pageBundles`) need no retention figures.
-            let retention = query.pageBundles != nil ? nil
+            let retention =
+                query.pageBundles != nil
+                ? nil
                 : try await database.raw(Self.retentionStatement(query)).first(decoding: RetentionTotalsRow.self)
             let offers = rows.sorted { $0.key < $1.key }.map { entry in
                 var outcome = entry.value
@@ -58,8 +78,11 @@ extension SQLOfferStore {
                 return outcome
             }
             return OutcomeReport(
-                from: Date(unixMilliseconds: query.from), to: Date(unixMilliseconds: query.to), offers: offers,
-                retention: RetentionOutcome(answered: retention?.answered ?? 0, offers: retention?.offers ?? 0, saved: retention?.saved ?? 0))
+                from: Date(unixMilliseconds: query.from),
+                to: Date(unixMilliseconds: query.to),
+                offers: offers,
+                retention: RetentionOutcome(answered: retention?.answered ?? 0, offers: retention?.offers ?? 0, saved: retention?.saved ?? 0)
+            )
         }
     }
 
@@ -97,13 +120,16 @@ extension SQLOfferStore {
     func rollupPlan(_ query: OutcomeQuery) async throws -> RollupPlan? {
         let day = IssuedRollup.day
         guard query.from >= 0 else { return nil }
-        var first = (query.from + day - 1) / day, last = query.to / day - 1
+        var first = (query.from + day - 1) / day
+        var last = query.to / day - 1
         guard first <= last else { return nil }
         var front = query.from < first * day ? query.from..<(first * day) : nil
         var back = (last + 1) * day < query.to ? ((last + 1) * day)..<query.to : nil
         let outside = try await backend.reading { [front, back, first, last] database in
-            (front: front == nil ? true : try await Self.anySignature((first - 1) * day..<query.from, on: database),
-             back: back == nil ? true : try await Self.anySignature(query.to..<((last + 2) * day), on: database))
+            (
+                front: front == nil ? true : try await Self.anySignature((first - 1) * day..<query.from, on: database),
+                back: back == nil ? true : try await Self.anySignature(query.to..<((last + 2) * day), on: database)
+            )
         }
         if !outside.front { (first, front) = (first - 1, nil) }
         if !outside.back { (last, back) = (last + 1, nil) }
@@ -126,18 +152,22 @@ extension SQLOfferStore {
         let (first, last) = (plan.days.lowerBound, plan.days.upperBound)
         var bundle: SQLQueryString = query.bundleIdentifier.map { " AND bundle_identifier = \(bind: $0)" } ?? ""
         bundle += pageClause(query)
-        var rows = try await database.raw("""
+        var rows = try await database.raw(
+            """
             SELECT bundle_identifier, product_identifier, offer_identifier, channel, CAST(SUM(issued) AS BIGINT) AS issued,
                 CAST(0 AS BIGINT) AS customers
             FROM issued_daily WHERE day >= \(bind: first) AND day <= \(bind: last)\(bundle)
             GROUP BY bundle_identifier, product_identifier, offer_identifier, channel
-            """).all(decoding: IssuedRow.self)
-        rows += try await database.raw("""
+            """
+        ).all(decoding: IssuedRow.self)
+        rows += try await database.raw(
+            """
             SELECT bundle_identifier, product_identifier, offer_identifier, channel, CAST(0 AS BIGINT) AS issued,
                 CAST(SUM(customers) AS BIGINT) AS customers
             FROM issued_customer_days WHERE day >= \(bind: first) AND day <= \(bind: last) AND previous_day < \(bind: first)\(bundle)
             GROUP BY bundle_identifier, product_identifier, offer_identifier, channel
-            """).all(decoding: IssuedRow.self)
+            """
+        ).all(decoding: IssuedRow.self)
         let wholeDays = (first * IssuedRollup.day)..<((last + 1) * IssuedRollup.day)
         for (part, before) in [(plan.front, wholeDays), (plan.back, query.from..<wholeDays.upperBound)] {
             guard let part else { continue }
@@ -205,7 +235,9 @@ extension SQLOfferStore {
     private struct IssuedRow: Decodable {
         var bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, channel: String, issued: Int, customers: Int
         enum CodingKeys: String, CodingKey {
-            case bundleIdentifier = "bundle_identifier", productIdentifier = "product_identifier", offerIdentifier = "offer_identifier"
+            case bundleIdentifier = "bundle_identifier"
+            case productIdentifier = "product_identifier"
+            case offerIdentifier = "offer_identifier"
             case channel, issued, customers
         }
     }
@@ -215,8 +247,11 @@ extension SQLOfferStore {
         var redeemed: Int, attributed: Int, renewed: Int, refunded: Int
         var currency: String?, milliunits: Int64?
         enum CodingKeys: String, CodingKey {
-            case bundleIdentifier = "bundle_identifier", productIdentifier = "product_identifier", offerIdentifier = "offer_identifier"
-            case offerType = "offer_type", channel, redeemed, attributed, renewed, refunded, currency, milliunits
+            case bundleIdentifier = "bundle_identifier"
+            case productIdentifier = "product_identifier"
+            case offerIdentifier = "offer_identifier"
+            case offerType = "offer_type"
+            case channel, redeemed, attributed, renewed, refunded, currency, milliunits
         }
     }
 

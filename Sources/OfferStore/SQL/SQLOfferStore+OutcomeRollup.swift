@@ -60,7 +60,10 @@ extension SQLOfferStore {
         let statement: SQLQueryString = """
             SELECT day, cumulative AS issued FROM issued_rollup_days WHERE day >= \(bind: days.lowerBound) AND day <= \(bind: days.upperBound)
             """
-        return Dictionary(try await database.raw(statement).all(decoding: DayCount.self).map { ($0.day, $0.issued) }, uniquingKeysWith: { first, _ in first })
+        return Dictionary(
+            try await database.raw(statement).all(decoding: DayCount.self).map { ($0.day, $0.issued) },
+            uniquingKeysWith: { first, _ in first }
+        )
     }
 
     /// The contiguous runs of sorted days.
@@ -80,7 +83,8 @@ extension SQLOfferStore {
     /// the first of each day kept with the day of the one before it (`LAG`), or for their first in the run the day
     /// of their latest signature before it (the customer index, newest first).
     private static func customerDays(_ days: ClosedRange<Int64>, on database: any SQLDatabase) async throws -> [CustomerDayRow] {
-        let start = days.lowerBound * IssuedRollup.day, end = (days.upperBound + 1) * IssuedRollup.day
+        let start = days.lowerBound * IssuedRollup.day
+        let end = (days.upperBound + 1) * IssuedRollup.day
         let statement: SQLQueryString = """
             SELECT bundle_identifier, product_identifier, offer_identifier, channel, day, previous_day, COUNT(*) AS customers FROM (
               SELECT bundle_identifier, product_identifier, offer_identifier, channel, day, COALESCE(previous_in_run, (
@@ -104,7 +108,12 @@ extension SQLOfferStore {
     }
 
     /// Replaces the customer rows and the marks of `days`.
-    private static func store(_ rows: [CustomerDayRow], cumulative: [Int64: Int64], days: ClosedRange<Int64>, on database: any SQLDatabase) async throws {
+    private static func store(
+        _ rows: [CustomerDayRow],
+        cumulative: [Int64: Int64],
+        days: ClosedRange<Int64>,
+        on database: any SQLDatabase
+    ) async throws {
         try await database.run("DELETE FROM issued_customer_days WHERE day >= \(bind: days.lowerBound) AND day <= \(bind: days.upperBound)")
         try await database.run("DELETE FROM issued_rollup_days WHERE day >= \(bind: days.lowerBound) AND day <= \(bind: days.upperBound)")
         for chunk in stride(from: 0, to: rows.count, by: 1000).map({ rows[$0..<min($0 + 1000, rows.count)] }) {
@@ -113,7 +122,8 @@ extension SQLOfferStore {
                 """
             for (index, row) in chunk.enumerated() {
                 statement += index == 0 ? " (" : ", ("
-                statement += "\(bind: row.day), \(bind: row.bundleIdentifier), \(bind: row.productIdentifier), \(bind: row.offerIdentifier), \(bind: row.channel), \(bind: row.previousDay), \(bind: row.customers))"
+                statement +=
+                    "\(bind: row.day), \(bind: row.bundleIdentifier), \(bind: row.productIdentifier), \(bind: row.offerIdentifier), \(bind: row.channel), \(bind: row.previousDay), \(bind: row.customers))"
             }
             try await database.run(statement)
         }
@@ -141,8 +151,12 @@ extension SQLOfferStore {
         var bundleIdentifier: String, productIdentifier: String, offerIdentifier: String, channel: String
         var day: Int64, previousDay: Int64, customers: Int64
         enum CodingKeys: String, CodingKey {
-            case bundleIdentifier = "bundle_identifier", productIdentifier = "product_identifier", offerIdentifier = "offer_identifier"
-            case channel, day, previousDay = "previous_day", customers
+            case bundleIdentifier = "bundle_identifier"
+            case productIdentifier = "product_identifier"
+            case offerIdentifier = "offer_identifier"
+            case channel, day
+            case previousDay = "previous_day"
+            case customers
         }
     }
 }

@@ -23,10 +23,14 @@ extension SQLOfferStore {
             let amounts = try await database.raw(revenue).all(decoding: CurrencyAmount.self)
             let retention = try await database.raw(Self.retentionStatement(query)).first(decoding: RetentionTotalsRow.self)
             return OutcomeTotals(
-                issued: issued, redeemed: redemptions?.redeemed ?? 0, attributed: redemptions?.attributed ?? 0,
-                renewedAfterOffer: redemptions?.renewed ?? 0, refunded: redemptions?.refunded ?? 0,
+                issued: issued,
+                redeemed: redemptions?.redeemed ?? 0,
+                attributed: redemptions?.attributed ?? 0,
+                renewedAfterOffer: redemptions?.renewed ?? 0,
+                refunded: redemptions?.refunded ?? 0,
                 revenue: amounts.map { Revenue(currency: $0.currency, milliunits: $0.milliunits) },
-                retention: RetentionOutcome(answered: retention?.answered ?? 0, offers: retention?.offers ?? 0, saved: retention?.saved ?? 0))
+                retention: RetentionOutcome(answered: retention?.answered ?? 0, offers: retention?.offers ?? 0, saved: retention?.saved ?? 0)
+            )
         }
     }
 
@@ -35,7 +39,8 @@ extension SQLOfferStore {
     static func issuedTotal(_ query: OutcomeQuery, on database: any SQLDatabase) async throws -> Int {
         let day = IssuedRollup.day
         guard query.from >= 0, query.from < query.to else { return 0 }
-        var first = query.from / day, last = (query.to - 1) / day
+        var first = query.from / day
+        var last = (query.to - 1) / day
         var total = 0
         if query.from > first * day, try await anySignature(first * day..<query.from, on: database) {
             total += try await loggedCount(query.from..<min(query.to, (first + 1) * day), query, on: database)

@@ -16,8 +16,12 @@ extension SQLOfferStore {
             let signature = redemption.attributable ? try await Self.attribution(of: redemption, on: database) : nil
             let events = try await Self.events(of: redemption.originalTransactionId, environment: redemption.environment, on: database)
             let after = events.filter { $0.at > redemption.purchaseDate }
-            let renewed = after.filter { $0.kind == SubscriptionEvent.Kind.renewed.rawValue && $0.transactionId != redemption.transactionId }.map(\.at).min()
-            let refunded = events.filter { $0.kind == SubscriptionEvent.Kind.refunded.rawValue && $0.transactionId == redemption.transactionId }.map(\.at).min()
+            let renewed = after.filter { $0.kind == SubscriptionEvent.Kind.renewed.rawValue && $0.transactionId != redemption.transactionId }.map(
+                \.at
+            ).min()
+            let refunded = events.filter { $0.kind == SubscriptionEvent.Kind.refunded.rawValue && $0.transactionId == redemption.transactionId }.map(
+                \.at
+            ).min()
             let expired = after.filter { $0.kind == SubscriptionEvent.Kind.expired.rawValue }.map(\.at).min()
             let channel = signature.map { $0.channel == "retention" ? "retention" : "app" }
             let values: [any SQLExpression] = [
@@ -30,15 +34,38 @@ extension SQLOfferStore {
                 SQLBind(renewed), SQLBind(refunded), SQLBind(expired),
             ]
             let inserted = try await database.insert(into: "redemptions")
-                .columns("environment", "transaction_id", "original_transaction_id", "bundle_identifier", "application_username",
-                         "product_identifier", "offer_type", "offer_identifier", "offer_discount_type", "offer_period", "price",
-                         "currency", "storefront", "purchase_date", "recorded_at", "signature_nonce", "signature_timestamp",
-                         "signature_channel", "renewed_at", "refunded_at", "expired_at")
+                .columns(
+                    "environment",
+                    "transaction_id",
+                    "original_transaction_id",
+                    "bundle_identifier",
+                    "application_username",
+                    "product_identifier",
+                    "offer_type",
+                    "offer_identifier",
+                    "offer_discount_type",
+                    "offer_period",
+                    "price",
+                    "currency",
+                    "storefront",
+                    "purchase_date",
+                    "recorded_at",
+                    "signature_nonce",
+                    "signature_timestamp",
+                    "signature_channel",
+                    "renewed_at",
+                    "refunded_at",
+                    "expired_at"
+                )
                 .values(values)
                 .ignoringConflicts(with: ["environment", "transaction_id"]).returning("transaction_id").first()
             guard inserted != nil else { return .duplicate }
-            let (continuing, absorbed) = try await Self.relink(redemption.originalTransactionId, environment: redemption.environment,
-                                                               inserted: redemption.transactionId, on: database)
+            let (continuing, absorbed) = try await Self.relink(
+                redemption.originalTransactionId,
+                environment: redemption.environment,
+                inserted: redemption.transactionId,
+                on: database
+            )
             if continuing.contains(redemption.transactionId) { return .continuation }
             return absorbed ? .firstPeriod(channel: channel) : .recorded(channel: channel)
         }
@@ -49,8 +76,14 @@ extension SQLOfferStore {
             try await backend.lockSubscriptionOutcomes(event.originalTransactionId, environment: event.environment, on: database)
             try await database.insert(into: "subscription_events")
                 .columns("environment", "original_transaction_id", "kind", "at", "transaction_id", "recorded_at")
-                .values(SQLBind(event.environment), SQLBind(event.originalTransactionId), SQLBind(event.kind.rawValue),
-                        SQLBind(event.at), SQLBind(event.transactionId), SQLBind(Date().unixMilliseconds))
+                .values(
+                    SQLBind(event.environment),
+                    SQLBind(event.originalTransactionId),
+                    SQLBind(event.kind.rawValue),
+                    SQLBind(event.at),
+                    SQLBind(event.transactionId),
+                    SQLBind(Date().unixMilliseconds)
+                )
                 .ignoringConflicts(with: ["original_transaction_id", "environment", "kind", "transaction_id", "at"]).run()
             var changed = 0
             switch event.kind {
@@ -92,11 +125,24 @@ extension SQLOfferStore {
     /// first period in `period_of`; the others are redemptions (`NULL`). Returns the transactions that are later
     /// periods, and whether a transaction counted as a redemption before (other than `inserted`, just written) is
     /// one no longer.
-    private static func relink(_ originalTransactionId: String, environment: String, inserted: String? = nil, on database: any SQLDatabase) async throws -> (continuing: Set<String>, absorbed: Bool) {
-        let rows = try await database.select().columns("transaction_id", "offer_type", "offer_identifier", "purchase_date", "renewed_at", "expired_at", "period_of")
-            .from("redemptions").where("original_transaction_id", .equal, originalTransactionId).where("environment", .equal, environment)
-            .orderBy("purchase_date").orderBy("transaction_id")
-            .all(decoding: PeriodRow.self, keyDecodingStrategy: .convertFromSnakeCase)
+    private static func relink(
+        _ originalTransactionId: String,
+        environment: String,
+        inserted: String? = nil,
+        on database: any SQLDatabase
+    ) async throws -> (continuing: Set<String>, absorbed: Bool) {
+        let rows = try await database.select().columns(
+            "transaction_id",
+            "offer_type",
+            "offer_identifier",
+            "purchase_date",
+            "renewed_at",
+            "expired_at",
+            "period_of"
+        )
+        .from("redemptions").where("original_transaction_id", .equal, originalTransactionId).where("environment", .equal, environment)
+        .orderBy("purchase_date").orderBy("transaction_id")
+        .all(decoding: PeriodRow.self, keyDecodingStrategy: .convertFromSnakeCase)
         var continuing: Set<String> = []
         var absorbed = false
         var last: [String: (row: PeriodRow, first: String)] = [:]
@@ -104,7 +150,8 @@ extension SQLOfferStore {
             let offer = "\(row.offerType)|\(row.offerIdentifier)"
             var first: String?
             if let previous = last[offer], previous.row.renewedAt.map({ $0 > row.purchaseDate }) ?? true,
-               previous.row.expiredAt.map({ $0 > row.purchaseDate }) ?? true, previous.row.purchaseDate < row.purchaseDate {
+                previous.row.expiredAt.map({ $0 > row.purchaseDate }) ?? true, previous.row.purchaseDate < row.purchaseDate
+            {
                 first = previous.first
             }
             last[offer] = (row, first ?? row.transactionId)
@@ -148,8 +195,13 @@ extension SQLOfferStore {
 
     /// Sets a time column to `at` on the rows `narrow` selects where it is unset or later; returns how many changed
     /// (of redemptions, those that are not a later period of another).
-    private static func setEarliest(_ column: String, to at: Int64, in table: String, on database: any SQLDatabase,
-                                    _ narrow: (SQLUpdateBuilder) -> SQLUpdateBuilder) async throws -> Int {
+    private static func setEarliest(
+        _ column: String,
+        to at: Int64,
+        in table: String,
+        on database: any SQLDatabase,
+        _ narrow: (SQLUpdateBuilder) -> SQLUpdateBuilder
+    ) async throws -> Int {
         let update = narrow(database.update(table).set(SQLIdentifier(column), to: SQLBind(at)))
             .where(group: { $0.where(SQLIdentifier(column), .is, SQLLiteral.null).orWhere(SQLIdentifier(column), .greaterThan, SQLBind(at)) })
         guard table == "redemptions" else { return try await update.returning(SQLIdentifier(column)).all().count }

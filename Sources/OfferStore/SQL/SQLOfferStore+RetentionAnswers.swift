@@ -21,7 +21,8 @@ extension SQLOfferStore {
     /// app's `requestIdentifier` recorded before is skipped), each saved at once by the earliest renewal or
     /// auto-renew turned back on recorded at or after it (``RetentionAnswerInsert``). The INSERT runs after the locks
     /// are held, so it sees every event whose transaction held them before.
-    static func writeRetentionAnswers(_ answers: [RetentionAnswerRecord], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?] {
+    static func writeRetentionAnswers(_ answers: [RetentionAnswerRecord], backend: any SQLStoreBackend, logger: Logger) async throws -> [(any Error)?]
+    {
         do {
             if let writer = backend.retentionAnswersWriter {
                 try await backend.mappingErrors { try await writer(answers) }
@@ -31,7 +32,11 @@ extension SQLOfferStore {
                 let subscriptions = Set(answers.map { Subscription(originalTransactionId: $0.originalTransactionId, environment: $0.environment) })
                     .sorted { ($0.environment, $0.originalTransactionId) < ($1.environment, $1.originalTransactionId) }
                 for subscription in subscriptions {
-                    try await backend.lockSubscriptionOutcomes(subscription.originalTransactionId, environment: subscription.environment, on: database)
+                    try await backend.lockSubscriptionOutcomes(
+                        subscription.originalTransactionId,
+                        environment: subscription.environment,
+                        on: database
+                    )
                 }
                 try await database.raw("\(RetentionAnswerInsert(answers: answers))").run()
             }
@@ -59,15 +64,22 @@ struct RetentionAnswerInsert: SQLExpression {
     /// subscription at or after it (values: its original transaction, environment and time); PostgreSQL's function
     /// (``PostgresAnswers/recordRetentionAnswersFunction``) fills it with its columns.
     static let savedAt = StatementText(
-        "(SELECT MIN(at) FROM subscription_events WHERE original_transaction_id = ", " AND environment = ",
-        " AND kind IN ('\(SubscriptionEvent.Kind.renewed.rawValue)', '\(SubscriptionEvent.Kind.autoRenewEnabled.rawValue)') AND at >= ", ")")
+        "(SELECT MIN(at) FROM subscription_events WHERE original_transaction_id = ",
+        " AND environment = ",
+        " AND kind IN ('\(SubscriptionEvent.Kind.renewed.rawValue)', '\(SubscriptionEvent.Kind.autoRenewEnabled.rawValue)') AND at >= ",
+        ")"
+    )
 
     func serialize(to serializer: inout SQLSerializer) {
-        serializer.write("INSERT INTO retention_answers (bundle_identifier, request_identifier, environment, original_transaction_id, "
-            + "product_identifier, offered, answered_at, saved_at) VALUES ")
+        serializer.write(
+            "INSERT INTO retention_answers (bundle_identifier, request_identifier, environment, original_transaction_id, "
+                + "product_identifier, offered, answered_at, saved_at) VALUES "
+        )
         for (index, answer) in answers.enumerated() {
             serializer.write(index == 0 ? "(" : ", (")
-            for value in [answer.bundleIdentifier, answer.requestIdentifier, answer.environment, answer.originalTransactionId, answer.productIdentifier] {
+            for value in [
+                answer.bundleIdentifier, answer.requestIdentifier, answer.environment, answer.originalTransactionId, answer.productIdentifier,
+            ] {
                 serializer.write(bind: value)
                 serializer.write(", ")
             }

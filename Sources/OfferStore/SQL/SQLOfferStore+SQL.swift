@@ -25,11 +25,10 @@ extension SQLPredicateBuilder {
     }
 }
 
-/// The group commit's statement, `INSERT INTO issued_signatures (…) VALUES (…), (…)` — with `ignoringDuplicates`,
-/// followed by `ON CONFLICT (timestamp, nonce) DO NOTHING RETURNING timestamp, nonce` — as the query builder
-/// renders it for both dialects (`.ignoringConflicts(with:)`, `.returning(_:)`), written out: the builder's generic rows (an expression per value, each identifier escaped
-/// again for every statement) cost several microseconds per record on the hot path. The values are still bound
-/// with the dialect's placeholders.
+/// The group commit's statement, `INSERT INTO issued_signatures (…) VALUES (…), (…)` — with `ignoringDuplicates`, followed by `ON CONFLICT
+/// (timestamp, nonce) DO NOTHING RETURNING timestamp, nonce` — as the query builder renders it for both dialects (`.ignoringConflicts(with:)`,
+/// `.returning(_:)`), written out: the builder's generic rows (an expression per value, each identifier escaped again for every statement) cost
+/// several microseconds per record on the hot path. The values are still bound with the dialect's placeholders.
 struct IssuedSignatureInsert: SQLExpression {
     var records: [IssuedSignature]
     /// Skip the records written before and return those inserted, instead of failing the statement on the first.
@@ -41,7 +40,8 @@ struct IssuedSignatureInsert: SQLExpression {
     var preceding: SQLQueryString? = nil
 
     /// The columns a record fills, in the order its values are bound (also ``SQLiteLogWriter``'s INSERT).
-    static let columns = "nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format, channel, request_identifier"
+    static let columns =
+        "nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format, channel, request_identifier"
 
     func serialize(to serializer: inout SQLSerializer) {
         if let preceding {
@@ -55,7 +55,9 @@ struct IssuedSignatureInsert: SQLExpression {
         for (index, record) in records.enumerated() {
             serializer.write(index == 0 ? "(" : ", (")
             serializer.write(bind: record.nonce)
-            for value in [record.keyIdentifier, record.bundleIdentifier, record.productIdentifier, record.offerIdentifier, record.applicationUsername] {
+            for value in [
+                record.keyIdentifier, record.bundleIdentifier, record.productIdentifier, record.offerIdentifier, record.applicationUsername,
+            ] {
                 serializer.write(", ")
                 serializer.write(bind: value)
             }

@@ -111,13 +111,22 @@ final class SQLOfferStore: OfferStore {
     }
 
     @discardableResult
-    func updateCustomer(_ key: CustomerKey, claiming claims: [TransactionClaim], _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts {
+    func updateCustomer(
+        _ key: CustomerKey,
+        claiming claims: [TransactionClaim],
+        _ body: @Sendable (inout CustomerFacts) throws -> Void
+    ) async throws -> CustomerFacts {
         try await inCustomerTransaction { database in
             try await Self.update(key, claiming: claims, on: database, body)
         }
     }
 
-    func applyNotification(notificationUUID: String, to key: CustomerKey, claiming claims: [TransactionClaim], _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool {
+    func applyNotification(
+        notificationUUID: String,
+        to key: CustomerKey,
+        claiming claims: [TransactionClaim],
+        _ body: @Sendable (inout CustomerFacts) throws -> Void
+    ) async throws -> Bool {
         try await inCustomerTransaction { database in
             let first = try await database.insert(into: "processed_notifications").columns("notification_uuid", "processed_at")
                 .values(SQLBind(notificationUUID), SQLBind(Date().unixMilliseconds))
@@ -130,11 +139,21 @@ final class SQLOfferStore: OfferStore {
 
     func transactionOwner(bundleIdentifier: String, environment: String, originalTransactionId: String) async throws -> CustomerKey? {
         try await backend.reading { database in
-            try await Self.owner(bundleIdentifier: bundleIdentifier, environment: environment, originalTransactionId: originalTransactionId, on: database)
+            try await Self.owner(
+                bundleIdentifier: bundleIdentifier,
+                environment: environment,
+                originalTransactionId: originalTransactionId,
+                on: database
+            )
         }
     }
 
-    private static func owner(bundleIdentifier: String, environment: String, originalTransactionId: String, on database: any SQLDatabase) async throws -> CustomerKey? {
+    private static func owner(
+        bundleIdentifier: String,
+        environment: String,
+        originalTransactionId: String,
+        on database: any SQLDatabase
+    ) async throws -> CustomerKey? {
         try await database.select().column("application_username").from("transaction_owners")
             .where("bundle_identifier", .equal, bundleIdentifier).where("environment", .equal, environment)
             .where("original_transaction_id", .equal, originalTransactionId)
@@ -148,17 +167,29 @@ final class SQLOfferStore: OfferStore {
     /// back, so the read after it sees the winner. SQLite's writes are serialized by its one writer.
     static func claim(_ claims: [TransactionClaim], for key: CustomerKey, on database: any SQLDatabase) async throws {
         for claim in Set(claims).sorted(by: { ($0.environment, $0.originalTransactionId) < ($1.environment, $1.originalTransactionId) }) {
-            let claimed = try await database.insert(into: "transaction_owners")
+            let claimed =
+                try await database.insert(into: "transaction_owners")
                 .columns("bundle_identifier", "environment", "original_transaction_id", "application_username", "claimed_at")
-                .values(SQLBind(key.bundleIdentifier), SQLBind(claim.environment), SQLBind(claim.originalTransactionId),
-                        SQLBind(key.applicationUsername), SQLBind(Date().unixMilliseconds))
+                .values(
+                    SQLBind(key.bundleIdentifier),
+                    SQLBind(claim.environment),
+                    SQLBind(claim.originalTransactionId),
+                    SQLBind(key.applicationUsername),
+                    SQLBind(Date().unixMilliseconds)
+                )
                 .ignoringConflicts(with: ["bundle_identifier", "environment", "original_transaction_id"])
                 .returning("application_username").first() != nil
             if claimed { continue }
-            let owner = try await owner(bundleIdentifier: key.bundleIdentifier, environment: claim.environment, originalTransactionId: claim.originalTransactionId, on: database)
+            let owner = try await owner(
+                bundleIdentifier: key.bundleIdentifier,
+                environment: claim.environment,
+                originalTransactionId: claim.originalTransactionId,
+                on: database
+            )
             if owner == key { continue }
             if let replacing = claim.replacing, owner?.applicationUsername == replacing {
-                let moved = try await database.update("transaction_owners")
+                let moved =
+                    try await database.update("transaction_owners")
                     .set("application_username", to: key.applicationUsername).set("claimed_at", to: Date().unixMilliseconds)
                     .where("bundle_identifier", .equal, key.bundleIdentifier).where("environment", .equal, claim.environment)
                     .where("original_transaction_id", .equal, claim.originalTransactionId)
@@ -166,9 +197,12 @@ final class SQLOfferStore: OfferStore {
                     .returning("application_username").first() != nil
                 if moved { continue }
             }
-            throw CallerError(error: OfferStoreError(
-                code: .transactionClaimed,
-                message: "This subscription's original transaction is already claimed by another customer of this app; nothing was written."))
+            throw CallerError(
+                error: OfferStoreError(
+                    code: .transactionClaimed,
+                    message: "This subscription's original transaction is already claimed by another customer of this app; nothing was written."
+                )
+            )
         }
     }
 
@@ -180,7 +214,8 @@ final class SQLOfferStore: OfferStore {
         }
     }
 
-    func purgeExpired(storedAnswersBefore: Date, processedNotificationsBefore: Date) async throws -> (storedAnswers: Int, processedNotifications: Int) {
+    func purgeExpired(storedAnswersBefore: Date, processedNotificationsBefore: Date) async throws -> (storedAnswers: Int, processedNotifications: Int)
+    {
         try await inCustomerTransaction { database in
             let answers = try await database.delete(from: "stored_answers")
                 .where("created_at", .lessThan, SQLBind(storedAnswersBefore.unixMilliseconds)).returning("answer_key").all().count
@@ -191,7 +226,9 @@ final class SQLOfferStore: OfferStore {
     }
 
     func withCustomerTransaction<T: Sendable>(
-        _ key: CustomerKey, issuedSince since: Int64?, answerKey: String?,
+        _ key: CustomerKey,
+        issuedSince since: Int64?,
+        answerKey: String?,
         _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>
     ) async throws -> T {
         // Here for its answer key alone (`Int64.max` with a key: the body reads no signatures): no customer lock.
@@ -204,7 +241,8 @@ final class SQLOfferStore: OfferStore {
                 // Claim the key (an empty answer) before deciding: a concurrent first use of the same key under
                 // another customer's lock, or on another replica, waits here until this transaction ends, then
                 // reads its answer. Always after the customer's lock, so locks are taken in one order.
-                claimed = try await database.insert(into: "stored_answers").columns("answer_key", "answer", "created_at")
+                claimed =
+                    try await database.insert(into: "stored_answers").columns("answer_key", "answer", "created_at")
                     .values(SQLBind(answerKey), SQLBind(""), SQLBind(Date().unixMilliseconds))
                     .ignoringConflicts(with: "answer_key").returning("answer_key").first() != nil
                 if !claimed {
@@ -214,9 +252,14 @@ final class SQLOfferStore: OfferStore {
                 }
             }
             // A stored answer is returned as it is: nothing the body decides is written.
-            let issued = storedAnswer != nil || since == Int64.max ? [] : try await Self.selectSignatures(
-                IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, since: since),
-                limit: nil, on: database)
+            let issued =
+                storedAnswer != nil || since == Int64.max
+                ? []
+                : try await Self.selectSignatures(
+                    IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, since: since),
+                    limit: nil,
+                    on: database
+                )
             let commit: CustomerCommit<T>
             do {
                 commit = try await body(CustomerSnapshot(facts: locked.facts, issuedSignatures: issued, storedAnswer: storedAnswer))
@@ -236,7 +279,9 @@ final class SQLOfferStore: OfferStore {
                     answered AS (UPDATE stored_answers SET answer = \(bind: answer), created_at = \(bind: Date().unixMilliseconds) \
                     WHERE answer_key = \(bind: answerKey))
                     """
-                let inserted = try await database.raw("\(IssuedSignatureInsert(records: [record], ignoringDuplicates: true, countingDaily: true, preceding: answered))").all()
+                let inserted = try await database.raw(
+                    "\(IssuedSignatureInsert(records: [record], ignoringDuplicates: true, countingDaily: true, preceding: answered))"
+                ).all()
                 if inserted.isEmpty { throw OfferStoreError.duplicateNonce(record.nonce) }
                 return commit.value
             }
@@ -266,10 +311,15 @@ final class SQLOfferStore: OfferStore {
     /// of them). Such a customer gets a placeholder row with empty facts, the row that is locked; it is overwritten
     /// by the facts written, or deleted again.
     static func lockCustomer(_ key: CustomerKey, on database: any SQLDatabase) async throws -> (facts: CustomerFacts?, placeholder: Bool) {
-        let placeholder = try await database.insert(into: "customers")
+        let placeholder =
+            try await database.insert(into: "customers")
             .columns("bundle_identifier", "application_username", "facts", "updated_at")
-            .values(SQLBind(key.bundleIdentifier), SQLBind(key.applicationUsername),
-                    SQLBind(try StoreCoding.encode(CustomerFacts(key: key))), SQLBind(Date().unixMilliseconds))
+            .values(
+                SQLBind(key.bundleIdentifier),
+                SQLBind(key.applicationUsername),
+                SQLBind(try StoreCoding.encode(CustomerFacts(key: key))),
+                SQLBind(Date().unixMilliseconds)
+            )
             .ignoringConflicts(with: ["bundle_identifier", "application_username"])
             .returning("bundle_identifier").first() != nil
         let text = try await database.select().column("facts").from("customers").where(customer: key).for(.update)
@@ -279,7 +329,12 @@ final class SQLOfferStore: OfferStore {
     }
 
     /// Read-modify-write of a customer's facts inside a transaction; a customer not heard of starts empty.
-    private static func update(_ key: CustomerKey, claiming claims: [TransactionClaim] = [], on database: any SQLDatabase, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts {
+    private static func update(
+        _ key: CustomerKey,
+        claiming claims: [TransactionClaim] = [],
+        on database: any SQLDatabase,
+        _ body: @Sendable (inout CustomerFacts) throws -> Void
+    ) async throws -> CustomerFacts {
         var facts = try await lockCustomer(key, on: database).facts ?? CustomerFacts(key: key)
         do {
             try body(&facts)
@@ -304,9 +359,11 @@ final class SQLOfferStore: OfferStore {
         guard !originals.isEmpty else { return }
         try await database.insert(into: "customer_transactions")
             .columns("original_transaction_id", "bundle_identifier", "application_username")
-            .rows(originals.map { original -> [any SQLExpression] in
-                [SQLBind(original), SQLBind(key.bundleIdentifier), SQLBind(key.applicationUsername)]
-            })
+            .rows(
+                originals.map { original -> [any SQLExpression] in
+                    [SQLBind(original), SQLBind(key.bundleIdentifier), SQLBind(key.applicationUsername)]
+                }
+            )
             .ignoringConflicts().run()
     }
 }

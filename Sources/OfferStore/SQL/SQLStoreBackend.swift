@@ -71,7 +71,9 @@ protocol SQLStoreBackend: Sendable {
     /// (PostgreSQL: one prepared statement, its own transaction, durable when it returns, counting into
     /// `issued_daily`, on one connection leased for the whole run), which returns the records inserted, each once
     /// — any other was recorded before. `nil` (the default): the store's ``IssuedSignatureInsert``.
-    var issuedSignatureBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.BatchInsert) async -> Void) async -> Void)? { get }
+    var issuedSignatureBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.BatchInsert) async -> Void) async -> Void)? {
+        get
+    }
 
     /// Where the task that writes the group-commit batches runs (PostgreSQL: the event loop of its connections);
     /// `nil` (the default): the shared cooperative pool.
@@ -103,7 +105,9 @@ struct CallerError: Error {
 }
 
 extension SQLStoreBackend {
-    var issuedSignatureBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.BatchInsert) async -> Void) async -> Void)? { nil }
+    var issuedSignatureBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.BatchInsert) async -> Void) async -> Void)? {
+        nil
+    }
     var preparedAnswerStatements: PreparedAnswerStatements? { nil }
     var sharedLimits: (any SharedLimitStore)? { nil }
     var batchExecutor: (any TaskExecutor)? { nil }
@@ -123,7 +127,9 @@ extension SQLStoreBackend {
     ///
     /// `patient`: the transaction may wait long on purpose (``patiently(_:)``: a migration).
     func transaction<T: Sendable>(
-        flushAfterCommit: Bool = false, patient: Bool = false, _ body: @Sendable (any SQLDatabase) async throws -> T
+        flushAfterCommit: Bool = false,
+        patient: Bool = false,
+        _ body: @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
         try await BackgroundLane.leaving { () async throws -> T in
             try await transactionHere(flushAfterCommit: flushAfterCommit, patient: patient, body)
@@ -131,7 +137,9 @@ extension SQLStoreBackend {
     }
 
     private func transactionHere<T: Sendable>(
-        flushAfterCommit: Bool, patient: Bool, _ body: @Sendable (any SQLDatabase) async throws -> T
+        flushAfterCommit: Bool,
+        patient: Bool,
+        _ body: @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
         let early = flushAfterCommit ? commitBeforeFlush : nil
         @Sendable func run(_ database: any SQLDatabase) async throws -> T {

@@ -44,11 +44,15 @@ extension SQLOfferStore {
     /// The customers holding an original transaction (bound: the original transaction), in the order of their keys.
     static let customersOfTransaction = StatementText(
         "SELECT bundle_identifier, application_username FROM customer_transactions WHERE original_transaction_id = ",
-        " ORDER BY bundle_identifier, application_username")
+        " ORDER BY bundle_identifier, application_username"
+    )
 
     /// A customer's facts and the answer stored under a key, in one row, each `NULL` when there is none (bound: the
     /// customer's app and name, the key).
     static let factsAndAnswer = StatementText(
-        "SELECT (SELECT facts FROM customers WHERE bundle_identifier = ", " AND application_username = ",
-        ") AS facts, (SELECT answer FROM stored_answers WHERE answer_key = ", ") AS answer")
+        "SELECT (SELECT facts FROM customers WHERE bundle_identifier = ",
+        " AND application_username = ",
+        ") AS facts, (SELECT answer FROM stored_answers WHERE answer_key = ",
+        ") AS answer"
+    )
 }

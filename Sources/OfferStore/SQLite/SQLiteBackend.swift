@@ -92,8 +92,11 @@ final class SQLiteBackend: SQLStoreBackend {
                 }
                 readers = SQLiteReaders(connections)
                 let background = try await SQLiteConnection.open(
-                    storage: .file(path: path), threadPool: BackgroundLane.shared.threadPool, logger: logger,
-                    on: MultiThreadedEventLoopGroup.singleton.any())
+                    storage: .file(path: path),
+                    threadPool: BackgroundLane.shared.threadPool,
+                    logger: logger,
+                    on: MultiThreadedEventLoopGroup.singleton.any()
+                )
                 opened.append(background)
                 _ = try await background.query(busy)
                 backgroundReader = background
@@ -110,7 +113,10 @@ final class SQLiteBackend: SQLStoreBackend {
             }
         } catch {
             for connection in opened { try? await connection.close() }
-            throw OfferStoreError(code: .unavailable, message: "Cannot open the SQLite store\(path.map { " at \($0)" } ?? ""): \(Self.describe(error)).")
+            throw OfferStoreError(
+                code: .unavailable,
+                message: "Cannot open the SQLite store\(path.map { " at \($0)" } ?? ""): \(Self.describe(error))."
+            )
         }
     }
 
@@ -158,7 +164,11 @@ final class SQLiteBackend: SQLStoreBackend {
                 // behind a write blocked on a locked file, a queue of writes fails in turn instead of growing.
                 value = try await writeGate.withGate(within: walFlush == nil ? nil : busyTimeout) { try await body(writer.sql(queryLogLevel: nil)) }
             } catch is AsyncGateTimedOut {
-                throw OfferStoreError(code: .unavailable, message: "SQLite store: the file's writes did not get their turn within \(SQLiteLogWriter.milliseconds(busyTimeout)) ms (is another process holding it locked?).")
+                throw OfferStoreError(
+                    code: .unavailable,
+                    message:
+                        "SQLite store: the file's writes did not get their turn within \(SQLiteLogWriter.milliseconds(busyTimeout)) ms (is another process holding it locked?)."
+                )
             }
             try await walFlush?.flush()
             return value

@@ -112,11 +112,20 @@ final class SQLiteCustomerReader: @unchecked Sendable {
             if result == SQLITE_DONE { break }
             guard result == SQLITE_ROW else { throw failure(result) }
             let statement = selectIssued
-            issued.append(IssuedSignature(
-                nonce: text(statement, 0) ?? "", keyIdentifier: text(statement, 1) ?? "", bundleIdentifier: text(statement, 2) ?? "",
-                productIdentifier: text(statement, 3) ?? "", offerIdentifier: text(statement, 4) ?? "",
-                applicationUsername: text(statement, 5) ?? "", timestamp: sqlite_nio_sqlite3_column_int64(statement, 6),
-                format: text(statement, 7) ?? "", channel: text(statement, 8) ?? "api", requestIdentifier: text(statement, 9)))
+            issued.append(
+                IssuedSignature(
+                    nonce: text(statement, 0) ?? "",
+                    keyIdentifier: text(statement, 1) ?? "",
+                    bundleIdentifier: text(statement, 2) ?? "",
+                    productIdentifier: text(statement, 3) ?? "",
+                    offerIdentifier: text(statement, 4) ?? "",
+                    applicationUsername: text(statement, 5) ?? "",
+                    timestamp: sqlite_nio_sqlite3_column_int64(statement, 6),
+                    format: text(statement, 7) ?? "",
+                    channel: text(statement, 8) ?? "api",
+                    requestIdentifier: text(statement, 9)
+                )
+            )
         }
         return (facts, issued)
     }
@@ -134,8 +143,14 @@ final class SQLiteCustomerReader: @unchecked Sendable {
             bytes.withMemoryRebound(to: CChar.self) { characters in
                 // A nil pointer would bind NULL: an empty string binds as "" (SQLite reads none of it).
                 withUnsafePointer(to: CChar(0)) { empty in
-                    sqlite_nio_sqlite3_bind_text64(statement, index, characters.baseAddress ?? empty, UInt64(characters.count),
-                                                   SQLITE_TRANSIENT, UInt8(SQLITE_UTF8))
+                    sqlite_nio_sqlite3_bind_text64(
+                        statement,
+                        index,
+                        characters.baseAddress ?? empty,
+                        UInt64(characters.count),
+                        SQLITE_TRANSIENT,
+                        UInt8(SQLITE_UTF8)
+                    )
                 }
             }
         }
@@ -147,7 +162,8 @@ final class SQLiteCustomerReader: @unchecked Sendable {
     }
 
     private func failure(_ result: Int32) -> OfferStoreError {
-        let message = connection.flatMap { sqlite_nio_sqlite3_errmsg($0) }.map { String(cString: $0) }
+        let message =
+            connection.flatMap { sqlite_nio_sqlite3_errmsg($0) }.map { String(cString: $0) }
             ?? String(cString: sqlite_nio_sqlite3_errstr(result))
         return OfferStoreError(code: .unavailable, message: "SQLite store: \(message).")
     }
@@ -156,7 +172,11 @@ final class SQLiteCustomerReader: @unchecked Sendable {
         var handle: OpaquePointer?
         // As sqlite-nio opens its connections (URI paths, extended result codes), without CREATE: the file exists.
         let opened = sqlite_nio_sqlite3_open_v2(
-            path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI | SQLITE_OPEN_EXRESCODE, nil)
+            path,
+            &handle,
+            SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI | SQLITE_OPEN_EXRESCODE,
+            nil
+        )
         connection = handle
         guard opened == SQLITE_OK else {
             let error = failure(opened)
@@ -167,10 +187,12 @@ final class SQLiteCustomerReader: @unchecked Sendable {
         do {
             try check(sqlite_nio_sqlite3_exec(connection, "PRAGMA busy_timeout=\(SQLiteLogWriter.milliseconds(busyTimeout))", nil, nil, nil))
             selectFacts = try prepare("SELECT facts FROM customers WHERE bundle_identifier = ? AND application_username = ?")
-            selectIssued = try prepare("""
+            selectIssued = try prepare(
+                """
                 SELECT \(Self.issuedColumns) FROM issued_signatures
                 WHERE bundle_identifier = ? AND application_username = ? AND timestamp >= ? ORDER BY timestamp DESC, nonce
-                """)
+                """
+            )
         } catch {
             closeOnQueue()
             closed = false

@@ -1,3 +1,7 @@
+import Foundation
+import OfferErrors
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,9 +9,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-import OfferErrors
-import Synchronization
 
 /// A server's hold on its SQLite file: an exclusive advisory lock (`flock`) on `<file>.lock` beside it, held until
 /// ``release()`` (or the process ends), with the holder's process ID written in the lock file.
@@ -48,11 +49,16 @@ public final class SQLiteFileLock: Sendable {
             let holder = Self.holder(of: descriptor)
             close(descriptor)
             guard reason == EWOULDBLOCK else {
-                throw OfferStoreError(code: .unavailable, message: "Cannot lock the SQLite store's lock file \(path): \(String(cString: strerror(reason))).")
+                throw OfferStoreError(
+                    code: .unavailable,
+                    message: "Cannot lock the SQLite store's lock file \(path): \(String(cString: strerror(reason)))."
+                )
             }
             throw OfferStoreError(
                 code: .storeInUse,
-                message: "the SQLite file \(databasePath) is in use by another offer-signer serve\(holder.map { " (PID \($0))" } ?? "") (it holds \(path)); stop it first, or give this one a file of its own. Only one server may use a SQLite file; several replicas share PostgreSQL.")
+                message:
+                    "the SQLite file \(databasePath) is in use by another offer-signer serve\(holder.map { " (PID \($0))" } ?? "") (it holds \(path)); stop it first, or give this one a file of its own. Only one server may use a SQLite file; several replicas share PostgreSQL."
+            )
         }
         // The holder's PID, for the message a second server gives.
         let text = "\(getpid())\n"

@@ -100,7 +100,9 @@ final class SQLiteLogWriter: @unchecked Sendable {
     func claimOnQueue(_ claims: [AnswerClaim]) throws -> [(any Error)?] {
         try inTransaction {
             if claimAnswer == nil {  // at the first claim: a log writer may serve a file without answers (tests)
-                claimAnswer = try prepare("INSERT INTO stored_answers (answer_key, answer, created_at) VALUES (?, ?, ?) ON CONFLICT (answer_key) DO NOTHING")
+                claimAnswer = try prepare(
+                    "INSERT INTO stored_answers (answer_key, answer, created_at) VALUES (?, ?, ?) ON CONFLICT (answer_key) DO NOTHING"
+                )
                 unclaimAnswer = try prepare("DELETE FROM stored_answers WHERE answer_key = ?")
             }
             var outcomes: [(any Error)?] = []
@@ -138,22 +140,28 @@ final class SQLiteLogWriter: @unchecked Sendable {
             // At the first batch (a log writer may serve a file without the decision log: tests); each statement
             // again until it is prepared.
             if upsertSnapshot == nil {
-                upsertSnapshot = try prepare("""
+                upsertSnapshot = try prepare(
+                    """
                     INSERT INTO decision_facts (hash, facts, last_used_at) VALUES (?, ?, ?) ON CONFLICT (hash) DO UPDATE SET last_used_at = \
                     CASE WHEN excluded.last_used_at > decision_facts.last_used_at THEN excluded.last_used_at ELSE decision_facts.last_used_at END
-                    """)
+                    """
+                )
             }
             if insertDecision == nil {
-                insertDecision = try prepare("""
+                insertDecision = try prepare(
+                    """
                     INSERT INTO policy_decisions (\(Self.decisionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
                     ON CONFLICT (decided_at, id) DO NOTHING
-                    """)
+                    """
+                )
             }
             if addToDecisionDaily == nil {
-                addToDecisionDaily = try prepare("""
+                addToDecisionDaily = try prepare(
+                    """
                     INSERT INTO decision_daily (day, granted, decisions) VALUES (?, ?, ?) \
                     ON CONFLICT (day, granted) DO UPDATE SET decisions = decision_daily.decisions + excluded.decisions
-                    """)
+                    """
+                )
             }
             for snapshot in snapshots {
                 try bind(snapshot.hash, at: 1, in: upsertSnapshot)
@@ -278,8 +286,14 @@ final class SQLiteLogWriter: @unchecked Sendable {
             bytes.withMemoryRebound(to: CChar.self) { characters in
                 // A nil pointer would bind NULL: an empty string binds as "" (SQLite reads none of it).
                 withUnsafePointer(to: CChar(0)) { empty in
-                    sqlite_nio_sqlite3_bind_text64(statement, index, characters.baseAddress ?? empty, UInt64(characters.count),
-                                                   SQLITE_TRANSIENT, UInt8(SQLITE_UTF8))
+                    sqlite_nio_sqlite3_bind_text64(
+                        statement,
+                        index,
+                        characters.baseAddress ?? empty,
+                        UInt64(characters.count),
+                        SQLITE_TRANSIENT,
+                        UInt8(SQLITE_UTF8)
+                    )
                 }
             }
         }
@@ -306,7 +320,8 @@ final class SQLiteLogWriter: @unchecked Sendable {
     }
 
     private func failure(_ result: Int32) -> OfferStoreError {
-        let message = connection.flatMap { sqlite_nio_sqlite3_errmsg($0) }.map { String(cString: $0) }
+        let message =
+            connection.flatMap { sqlite_nio_sqlite3_errmsg($0) }.map { String(cString: $0) }
             ?? String(cString: sqlite_nio_sqlite3_errstr(result))
         return OfferStoreError(code: .unavailable, message: "SQLite store: \(message).")
     }
@@ -315,7 +330,11 @@ final class SQLiteLogWriter: @unchecked Sendable {
         var handle: OpaquePointer?
         // As sqlite-nio opens its connections (URI paths, extended result codes), without CREATE: the file exists.
         let opened = sqlite_nio_sqlite3_open_v2(
-            path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI | SQLITE_OPEN_EXRESCODE, nil)
+            path,
+            &handle,
+            SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI | SQLITE_OPEN_EXRESCODE,
+            nil
+        )
         connection = handle
         guard opened == SQLITE_OK else {
             let error = failure(opened)
@@ -348,7 +367,9 @@ final class SQLiteLogWriter: @unchecked Sendable {
     }
 
     private func closeOnQueue() {
-        for statement in [begin, insert, addToDaily, claimAnswer, unclaimAnswer, upsertSnapshot, insertDecision, addToDecisionDaily, commit, rollback]
+        for statement in [
+            begin, insert, addToDaily, claimAnswer, unclaimAnswer, upsertSnapshot, insertDecision, addToDecisionDaily, commit, rollback,
+        ]
         where statement != nil {
             sqlite_nio_sqlite3_finalize(statement)
         }

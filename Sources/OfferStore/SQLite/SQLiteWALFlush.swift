@@ -68,7 +68,11 @@ final class SQLiteWALFlush: @unchecked Sendable {
     private func open() throws {
         var handle: OpaquePointer?
         let opened = sqlite_nio_sqlite3_open_v2(
-            path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI | SQLITE_OPEN_EXRESCODE, nil)
+            path,
+            &handle,
+            SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI | SQLITE_OPEN_EXRESCODE,
+            nil
+        )
         connection = handle
         do {
             try check(opened)
@@ -83,7 +87,8 @@ final class SQLiteWALFlush: @unchecked Sendable {
 
     private func check(_ result: Int32) throws {
         guard result == SQLITE_OK else {
-            let message = connection.flatMap { sqlite_nio_sqlite3_errmsg($0) }.map { String(cString: $0) }
+            let message =
+                connection.flatMap { sqlite_nio_sqlite3_errmsg($0) }.map { String(cString: $0) }
                 ?? String(cString: sqlite_nio_sqlite3_errstr(result))
             throw OfferStoreError(code: .unavailable, message: "SQLite store: \(message).")
         }

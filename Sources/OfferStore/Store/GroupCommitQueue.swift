@@ -51,7 +51,11 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
         var underLoad: Bool { recentBatches.0 > 1 || recentBatches.1 > 1 }
     }
 
-    private enum SubmitOutcome { case refuse, refuseFull(queued: Int, first: Bool), wait, startWriter, startWriterWhenReady }
+    private enum SubmitOutcome {
+        case refuse
+        case refuseFull(queued: Int, first: Bool)
+        case wait, startWriter, startWriterWhenReady
+    }
 
     private let state = Mutex(State())
     private let maximumBatch: Int
@@ -135,7 +139,8 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
     private func startWriter() {
         switch writer {
         case .task(let run, let executor):
-            Task.detached(executorPreference: executor) { await run { write in await self.writeUntilEmpty(write) } }  // serves every caller: no task-locals of the first
+            // serves every caller: no task-locals of the first
+            Task.detached(executorPreference: executor) { await run { write in await self.writeUntilEmpty(write) } }
         case .queue(let queue, let write):
             queue.async { self.writeUntilEmpty(write) }
         }
@@ -206,7 +211,8 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
     /// The next batch to write; `nil` when nothing is queued, and the writer is then done (the closers resumed).
     private func nextBatch() -> ([Item], [Completion])? {
         let (items, completions, closers) = state.withLock { state in
-            let items: [Item], completions: [Completion]
+            let items: [Item]
+            let completions: [Completion]
             if state.waiting.isEmpty {
                 (items, completions) = ([], [])
             } else if state.waiting.count <= maximumBatch {

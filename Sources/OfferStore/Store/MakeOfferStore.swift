@@ -24,17 +24,31 @@ import PostgresNIO
 /// - Throws: ``OfferStoreError`` `invalidDatabaseURL` (the message never repeats a password), `unavailable`,
 ///   `migrationFailed`, `storeInUse`.
 public func makeOfferStore(
-    databaseURL: String, logger: Logger, migrating: Bool = true, keepingConnectionsOpen: Bool = false,
-    timeout: Duration = defaultStoreTimeout, exclusive: Bool = false
+    databaseURL: String,
+    logger: Logger,
+    migrating: Bool = true,
+    keepingConnectionsOpen: Bool = false,
+    timeout: Duration = defaultStoreTimeout,
+    exclusive: Bool = false
 ) async throws -> any OfferStore {
     let store: SQLOfferStore
     switch try StoreLocation(databaseURL) {
     case .sqlite(let path):
-        store = SQLOfferStore(backend: try await SQLiteBackend(path: path, logger: logger, busyTimeout: timeout, exclusive: exclusive), logger: logger)
+        store = SQLOfferStore(
+            backend: try await SQLiteBackend(path: path, logger: logger, busyTimeout: timeout, exclusive: exclusive),
+            logger: logger
+        )
     case .postgres(let configuration):
         store = SQLOfferStore(
-            backend: PostgresBackend(configuration: configuration, logger: logger, keepingConnectionsOpen: keepingConnectionsOpen, waitLimit: timeout),
-            logger: logger, documentFeed: PostgresDocumentFeed(configuration: configuration, logger: logger))
+            backend: PostgresBackend(
+                configuration: configuration,
+                logger: logger,
+                keepingConnectionsOpen: keepingConnectionsOpen,
+                waitLimit: timeout
+            ),
+            logger: logger,
+            documentFeed: PostgresDocumentFeed(configuration: configuration, logger: logger)
+        )
     }
     return migrating ? try await migrated(store) : store
 }
@@ -60,14 +74,20 @@ private enum StoreLocation {
         if databaseURL.hasPrefix("sqlite:") {
             let path = String(databaseURL.dropFirst("sqlite:".count))
             guard !path.isEmpty else {
-                throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL=sqlite: needs a path, as in sqlite:/var/lib/offer-signer/store.sqlite (or sqlite::memory:).")
+                throw OfferStoreError(
+                    code: .invalidDatabaseURL,
+                    message: "OFFER_SIGNER_DATABASE_URL=sqlite: needs a path, as in sqlite:/var/lib/offer-signer/store.sqlite (or sqlite::memory:)."
+                )
             }
             self = .sqlite(path: path == ":memory:" ? nil : path)
         } else if databaseURL.hasPrefix("postgres://") || databaseURL.hasPrefix("postgresql://") {
             self = .postgres(try PostgresBackend.configuration(databaseURL: databaseURL))
         } else {
             let scheme = databaseURL.split(separator: ":").first.map(String.init) ?? ""
-            throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL must start with sqlite: or postgres:// (got a '\(scheme.prefix(20))' URL).")
+            throw OfferStoreError(
+                code: .invalidDatabaseURL,
+                message: "OFFER_SIGNER_DATABASE_URL must start with sqlite: or postgres:// (got a '\(scheme.prefix(20))' URL)."
+            )
         }
     }
 }

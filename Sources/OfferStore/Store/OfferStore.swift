@@ -1,6 +1,6 @@
 import Foundation
-import OfferModel
 import OfferErrors
+import OfferModel
 
 /// Which issued signatures to return; every field narrows, `nil` means any.
 public struct IssuedSignatureQuery: Sendable, Hashable {
@@ -16,7 +16,16 @@ public struct IssuedSignatureQuery: Sendable, Hashable {
     /// At most this many, newest first.
     public var limit: Int
 
-    public init(bundleIdentifier: String? = nil, applicationUsername: String? = nil, productIdentifier: String? = nil, offerIdentifier: String? = nil, keyIdentifier: String? = nil, since: Int64? = nil, until: Int64? = nil, limit: Int = 100) {
+    public init(
+        bundleIdentifier: String? = nil,
+        applicationUsername: String? = nil,
+        productIdentifier: String? = nil,
+        offerIdentifier: String? = nil,
+        keyIdentifier: String? = nil,
+        since: Int64? = nil,
+        until: Int64? = nil,
+        limit: Int = 100
+    ) {
         self.bundleIdentifier = bundleIdentifier
         self.applicationUsername = applicationUsername.map { $0.lowercased() }
         self.productIdentifier = productIdentifier
@@ -56,11 +65,20 @@ public protocol OfferStore: Sendable {
     /// - Throws: ``OfferStoreError`` `transactionClaimed` (nothing written), `unavailable`; an error `body` throws,
     ///   unchanged.
     @discardableResult
-    func updateCustomer(_ key: CustomerKey, claiming claims: [TransactionClaim], _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts
+    func updateCustomer(
+        _ key: CustomerKey,
+        claiming claims: [TransactionClaim],
+        _ body: @Sendable (inout CustomerFacts) throws -> Void
+    ) async throws -> CustomerFacts
 
     /// Like ``updateCustomer(_:claiming:_:)``, once per App Store `notificationUUID`: in the same transaction it
     /// records the UUID, and when the UUID was seen before it changes nothing and returns `false`.
-    func applyNotification(notificationUUID: String, to key: CustomerKey, claiming claims: [TransactionClaim], _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool
+    func applyNotification(
+        notificationUUID: String,
+        to key: CustomerKey,
+        claiming claims: [TransactionClaim],
+        _ body: @Sendable (inout CustomerFacts) throws -> Void
+    ) async throws -> Bool
 
     /// The names of documents (``document(named:)``) changed by any process sharing the store, as each change
     /// commits — PostgreSQL's LISTEN/NOTIFY; `"*"` when anything may have changed unheard (the listener
@@ -119,8 +137,11 @@ public protocol OfferStore: Sendable {
     /// returned. One customer's requests under different keys so do not wait for each other; facts the body returns
     /// are written under the customer's lock.
     func withCustomerTransaction<T: Sendable>(
-        _ key: CustomerKey, issuedSince since: Int64?, answerKey: String?,
-        _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>) async throws -> T
+        _ key: CustomerKey,
+        issuedSince since: Int64?,
+        answerKey: String?,
+        _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>
+    ) async throws -> T
 
     /// Records an issued signature; `completion` is called once the record is durable (or has failed), on a thread
     /// of the store's — the one way to record (``record(_:)`` awaits it). Concurrent records share one transaction
@@ -218,7 +239,13 @@ public protocol OfferStore: Sendable {
     /// The logged decisions about the apps `bundleIdentifiers` with `since <= decidedAt < until` (Unix ms), oldest
     /// first, after `cursor`, at most `limit` (1 to 10,000) — without their snapshots (``PolicyDecisionRecord/factsSnapshot``
     /// is empty): a replay reads each distinct snapshot once (``decisionSnapshots(hashes:)``).
-    func policyDecisions(bundleIdentifiers: [String], since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord]
+    func policyDecisions(
+        bundleIdentifiers: [String],
+        since: Int64,
+        until: Int64,
+        after cursor: PolicyDecisionCursor?,
+        limit: Int
+    ) async throws -> [PolicyDecisionRecord]
 
     /// The facts snapshots with these hashes (at most 10,000), by hash.
     func decisionSnapshots(hashes: [String]) async throws -> [String: String]
@@ -253,16 +280,26 @@ extension OfferStore {
     /// A store without a decision log keeps nothing.
     public func logDecision(_ decision: PolicyDecisionRecord) {}
     public func flushDecisionLog() async {}
-    public func policyDecisions(bundleIdentifiers: [String], since: Int64, until: Int64, after cursor: PolicyDecisionCursor?, limit: Int) async throws -> [PolicyDecisionRecord] { [] }
+    public func policyDecisions(
+        bundleIdentifiers: [String],
+        since: Int64,
+        until: Int64,
+        after cursor: PolicyDecisionCursor?,
+        limit: Int
+    ) async throws -> [PolicyDecisionRecord] { [] }
     public func purgeDecisionLog(before: Date) async throws -> Int { 0 }
     public func decisionSnapshots(hashes: [String]) async throws -> [String: String] { [:] }
-    public func customerDecisions(bundleIdentifier: String, customerHash: String, since: Int64, limit: Int) async throws -> [PolicyDecisionRecord] { [] }
+    public func customerDecisions(bundleIdentifier: String, customerHash: String, since: Int64, limit: Int) async throws -> [PolicyDecisionRecord] {
+        []
+    }
     /// A store no other process shares shares no limits.
     public var sharedLimits: (any SharedLimitStore)? { nil }
     /// A store no other process shares has no one else's changes to tell.
     public func documentChanges() -> AsyncStream<String> { AsyncStream { $0.finish() } }
     /// A store without outcomes knows none.
-    public func customerOutcomes(_ key: CustomerKey, originalTransactionIds: [String], limit: Int) async throws -> CustomerOutcomes { CustomerOutcomes() }
+    public func customerOutcomes(_ key: CustomerKey, originalTransactionIds: [String], limit: Int) async throws -> CustomerOutcomes {
+        CustomerOutcomes()
+    }
 }
 
 extension OfferStore {
@@ -273,14 +310,20 @@ extension OfferStore {
     }
 
     /// ``applyNotification(notificationUUID:to:claiming:_:)`` claiming no transaction.
-    public func applyNotification(notificationUUID: String, to key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> Bool {
+    public func applyNotification(
+        notificationUUID: String,
+        to key: CustomerKey,
+        _ body: @Sendable (inout CustomerFacts) throws -> Void
+    ) async throws -> Bool {
         try await applyNotification(notificationUUID: notificationUUID, to: key, claiming: [], body)
     }
 
     /// ``withCustomerTransaction(_:issuedSince:answerKey:_:)`` without an idempotency key.
     public func withCustomerTransaction<T: Sendable>(
-        _ key: CustomerKey, issuedSince since: Int64?,
-        _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>) async throws -> T {
+        _ key: CustomerKey,
+        issuedSince since: Int64?,
+        _ body: @Sendable (CustomerSnapshot) async throws -> CustomerCommit<T>
+    ) async throws -> T {
         try await withCustomerTransaction(key, issuedSince: since, answerKey: nil, body)
     }
 }
@@ -326,7 +369,6 @@ public struct StoredDocument: Sendable, Hashable {
 public struct OfferStoreError: CodedError, Hashable, Sendable, CustomStringConvertible {
     /// The stable codes of this error type.
     public typealias Code = ErrorCode<OfferStoreError>
-
 
     public var code: Code
     public var message: String
