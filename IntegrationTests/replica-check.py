@@ -14,11 +14,12 @@ caps, grants and key states must hold across them.
   throughout.
 - (e) a console session signed in through A works on B, and a sign-out through B ends it on A (sessions are kept
   in the store: no session affinity).
-- (d) the revocation window, WINDOW_TRIALS times: A activates the next key and at once revokes the one before
-  it, while B's signers run without pause. Key states reach B by PostgreSQL's NOTIFY (the 5 s poll is the
-  backstop): for each trial, how long after A's revoke returned B still answered a signature made with the
-  revoked key (0 when it never did), and how long until B's verify called a bundle signed with it `key_revoked`.
-  The worst trial of each must be within 100 ms (docs/deployment.md).
+- (d) the revocation window, WINDOW_TRIALS times, with a third process C: A activates the next key and at once
+  revokes the one before it, while B's and C's signers run without pause. Key states reach them by PostgreSQL's
+  NOTIFY (the 5 s poll is the backstop): for each trial and follower, how long after A's revoke returned it still
+  answered a signature made with the revoked key (0 when it never did), and how long until its verify called a
+  bundle signed with it `key_revoked`. Each must be pushed (within 1 s); the p99 is reported against the 100 ms
+  target, and asserted with OFFER_SIGNER_REPLICA_STRICT=1 (docs/deployment.md).
 
 - (f) one policy for the fleet, on three replicas (F1, F2, F3) of a database of the case's own (a policy applied to
   the store is in force for every server on that database; created with the test URL's role, else as the local
@@ -239,8 +240,10 @@ def one_signature(what, offer, customer):
 
 procs = [Process("A"), Process("B")]
 A, B = procs
+# A third replica for the revocation window (d): the change must reach every other replica, not one.
+C = Process("C")
 try:
-    for p in procs:
+    for p in procs + [C]:
         if not check(p.wait_ready(), f"process {p.name} ready on port {p.port} (PostgreSQL, bundle {BUNDLE}, keys {KEYS[0]}…{KEYS[-1]})"):
             p.log.flush()
             print(open(os.path.join(work, f"{p.name}.log")).read()[-3000:])
@@ -328,37 +331,44 @@ try:
     bad = [(name, key) for name, sent, key in signed if key in revoked_since and sent >= revoked_since[key][name]]
     check(not bad, f"no signature requested after its key's revoke (A) or successor's activation (B) used that key ({len(bad)} did: {bad[:3]})")
 
-    # (d) the revocation window: A activates the next key and at once revokes the previous one; B signs throughout.
+    # (d) the revocation window: A activates the next key and at once revokes the previous one; B and C sign
+    # throughout. Each trial gives a window and a verify lag per follower.
+    followers = [B, C]
     windows, answered_windows, verify_lags = [], [], []
     previous = KEYS[-1]
     for trial, new in enumerate(WINDOW_KEYS):
-        status, bundle = B.sign("open_offer", f"window-bundle-{trial}")
-        check(status == 200 and bundle.get("keyIdentifier") == previous, f"window {trial}: B signs with {previous} before the change ({status})")
-        b_signed = []  # (sent, received, keyIdentifier)
+        bundles = {}
+        for f in followers:
+            status, bundles[f.name] = f.sign("open_offer", f"window-bundle-{trial}-{f.name}")
+            check(status == 200 and bundles[f.name].get("keyIdentifier") == previous,
+                  f"window {trial}: {f.name} signs with {previous} before the change ({status})")
+        signed_by = {f.name: [] for f in followers}  # (sent, received, keyIdentifier)
         stop = threading.Event()
 
-        def hammer(index, stop=stop, b_signed=b_signed, trial=trial):
+        def hammer(f, index, stop=stop, signed_by=signed_by, trial=trial):
             n = 0
             while not stop.is_set():
                 sent = time.monotonic()
-                status, body = B.sign("open_offer", f"window-{trial}-{index}-{n}")
-                b_signed.append((sent, time.monotonic(), body["keyIdentifier"] if status == 200 else f"status {status}"))
+                status, body = f.sign("open_offer", f"window-{trial}-{f.name}-{index}-{n}")
+                signed_by[f.name].append((sent, time.monotonic(), body["keyIdentifier"] if status == 200 else f"status {status}"))
                 n += 1
 
-        threads = [threading.Thread(target=hammer, args=(i,), daemon=True) for i in range(2)]
+        threads = [threading.Thread(target=hammer, args=(f, i), daemon=True) for f in followers for i in range(2)]
         for t in threads:
             t.start()
         time.sleep(0.05)
         status_activate, _ = A.call("POST", f"/admin/keys/{new}/activate", admin=True)
         status_revoke, body_revoke = A.call("POST", f"/admin/keys/{previous}/revoke", admin=True)
         revoked = time.monotonic()
-        # B's verify of the bundle signed before: polled until it says key_revoked.
-        verify_lag = None
-        while time.monotonic() - revoked < 10:
-            status, answer = B.call("POST", "/v1/offers/verify", bundle)
-            if status == 200 and answer.get("reason") == "key_revoked":
-                verify_lag = time.monotonic() - revoked
-                break
+        # Each follower's verify of the bundle it signed before: polled until it says key_revoked.
+        lags = {}
+        while time.monotonic() - revoked < 10 and len(lags) < len(followers):
+            for f in followers:
+                if f.name in lags:
+                    continue
+                status, answer = f.call("POST", "/v1/offers/verify", bundles[f.name])
+                if status == 200 and answer.get("reason") == "key_revoked":
+                    lags[f.name] = time.monotonic() - revoked
             time.sleep(0.002)
         time.sleep(0.2)
         stop.set()
@@ -366,25 +376,29 @@ try:
             t.join(timeout=30)
         check(status_activate == 200 and status_revoke == 200, f"window {trial}: A activated {new} ({status_activate}) and revoked {previous} ({status_revoke})"
               + ("" if status_revoke == 200 else f": {body_revoke}"))
-        # A request sent after A's revoke returned was signed after it: the latest such request B still signed with the
-        # revoked key, as time since the revoke (0 when none was) — a lower bound of the window, since B signed it
-        # between its sending and its answer. One sent before and answered after may have been signed before.
-        late = [sent - revoked for sent, _, key in b_signed if key == previous and sent > revoked]
-        windows.append(max(late, default=0.0))
-        answered_late = [received - revoked for _, received, key in b_signed if key == previous and received > revoked]
-        answered_windows.append(max(answered_late, default=0.0))
-        verify_lags.append(verify_lag if verify_lag is not None else float("inf"))
-        failed = [key for _, _, key in b_signed if key not in (previous, new)]
-        check(not failed, f"window {trial}: B answered {len(b_signed)} signatures during the change, {len(failed)} not signed" + (f": {failed[:2]}" if failed else ""))
+        for f in followers:
+            f_signed = signed_by[f.name]
+            # A request sent after A's revoke returned was signed after it: the latest such request the follower still
+            # signed with the revoked key, as time since the revoke (0 when none was) — a lower bound of the window,
+            # since it was signed between its sending and its answer. One sent before and answered after may have
+            # been signed before.
+            late = [sent - revoked for sent, _, key in f_signed if key == previous and sent > revoked]
+            windows.append(max(late, default=0.0))
+            answered_late = [received - revoked for _, received, key in f_signed if key == previous and received > revoked]
+            answered_windows.append(max(answered_late, default=0.0))
+            verify_lags.append(lags.get(f.name, float("inf")))
+            failed = [key for _, _, key in f_signed if key not in (previous, new)]
+            check(not failed, f"window {trial}: {f.name} answered {len(f_signed)} signatures during the change, {len(failed)} not signed"
+                  + (f": {failed[:2]}" if failed else ""))
         previous = new
 
-    target(windows, f"revocation window over {WINDOW_TRIALS} trials: how long after A's revoke returned B still signed a "
-           "request sent after it with the revoked key")
+    target(windows, f"revocation window over {WINDOW_TRIALS} trials on two followers (B, C): how long after A's revoke returned "
+           "a follower still signed a request sent after it with the revoked key")
     ordered = sorted(answered_windows)
     if ordered:
-        print(f"info the last answer with the revoked key B gave after A's revoke returned (requests sent before it included): "
-              f"median {ordered[len(ordered) // 2] * 1000:.1f} ms, worst {ordered[-1] * 1000:.1f} ms", flush=True)
-    target(verify_lags, "B's verify says key_revoked after A's revoke returned")
+        print(f"info the last answer with the revoked key a follower gave after A's revoke returned (requests sent before it "
+              f"included): median {ordered[len(ordered) // 2] * 1000:.1f} ms, worst {ordered[-1] * 1000:.1f} ms", flush=True)
+    target(verify_lags, "B's and C's verify say key_revoked after A's revoke returned")
 
     # (e) a console session moves between the replicas.
     def console(process, method, path, form=None, cookie=None):
@@ -414,10 +428,10 @@ try:
     status, location, _, _ = console(A, "GET", "/console/keys", cookie=cookie)
     check(status == 303 and location == "/console/login", f"console: the session is gone on A too ({status} to {location})")
 
-    for p in procs:
+    for p in procs + [C]:
         check(p.process.poll() is None, f"process {p.name} still running")
 finally:
-    stop_processes(procs)
+    stop_processes(procs + [C])
 
 
 
