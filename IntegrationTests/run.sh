@@ -48,6 +48,11 @@ report() {
     if declare -F explain_failure >/dev/null && explain_failure "$name" "$log" >&2; then
       continue
     fi
+    # The checks print each failed assertion as a line starting FAIL: those first, wherever they are in the output.
+    if grep -q '^FAIL' "$log"; then
+      echo "=== $name's failed checks:" >&2
+      grep '^FAIL' "$log" | head -n 20 | cut -c1-400 >&2
+    fi
     echo "=== the end of $name's output ($log):" >&2
     # Without the terminal's colours (Swift Testing writes them when TERM says it may).
     sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -v '^$' | tail -n 12 | cut -c1-400 >&2
