@@ -280,24 +280,7 @@ final class SQLiteLogWriter: @unchecked Sendable {
     }
 
     private func bind(_ text: String, at index: Int32, in statement: OpaquePointer? = nil) throws {
-        let statement = statement ?? insert
-        var text = text
-        let result = text.withUTF8 { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { characters in
-                // A nil pointer would bind NULL: an empty string binds as "" (SQLite reads none of it).
-                withUnsafePointer(to: CChar(0)) { empty in
-                    sqlite_nio_sqlite3_bind_text64(
-                        statement,
-                        index,
-                        characters.baseAddress ?? empty,
-                        UInt64(characters.count),
-                        SQLITE_TRANSIENT,
-                        UInt8(SQLITE_UTF8)
-                    )
-                }
-            }
-        }
-        try check(result)
+        try check(SQLiteStatements.bind(text, at: index, in: statement ?? insert))
     }
 
     /// Binds `text`, or NULL.
@@ -316,25 +299,15 @@ final class SQLiteLogWriter: @unchecked Sendable {
     }
 
     private func check(_ result: Int32) throws {
-        guard result == SQLITE_OK else { throw failure(result) }
+        try SQLiteStatements.check(result, on: connection)
     }
 
     private func failure(_ result: Int32) -> OfferStoreError {
-        let message =
-            connection.flatMap { sqlite_nio_sqlite3_errmsg($0) }.map { String(cString: $0) }
-            ?? String(cString: sqlite_nio_sqlite3_errstr(result))
-        return OfferStoreError(code: .unavailable, message: "SQLite store: \(message).")
+        SQLiteStatements.failure(result, on: connection)
     }
 
     private func open() throws {
-        var handle: OpaquePointer?
-        // As sqlite-nio opens its connections (URI paths, extended result codes), without CREATE: the file exists.
-        let opened = sqlite_nio_sqlite3_open_v2(
-            path,
-            &handle,
-            SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI | SQLITE_OPEN_EXRESCODE,
-            nil
-        )
+        let (handle, opened) = SQLiteStatements.open(path)
         connection = handle
         guard opened == SQLITE_OK else {
             let error = failure(opened)
@@ -361,9 +334,7 @@ final class SQLiteLogWriter: @unchecked Sendable {
     }
 
     private func prepare(_ sql: String) throws -> OpaquePointer? {
-        var statement: OpaquePointer?
-        try check(sqlite_nio_sqlite3_prepare_v3(connection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil))
-        return statement
+        try SQLiteStatements.prepare(sql, on: connection)
     }
 
     private func closeOnQueue() {
@@ -382,8 +353,6 @@ final class SQLiteLogWriter: @unchecked Sendable {
 }
 
 // Macros of sqlite3.h that Swift does not import.
-/// The "copy the value now" destructor.
-private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 /// `SQLITE_CONSTRAINT | (8 << 8)`: a UNIQUE index refused the row.
 private let SQLITE_CONSTRAINT_UNIQUE = SQLITE_CONSTRAINT | (8 << 8)
 /// `SQLITE_CONSTRAINT | (6 << 8)`: a PRIMARY KEY refused the row.

@@ -66,13 +66,7 @@ final class SQLiteWALFlush: @unchecked Sendable {
     }
 
     private func open() throws {
-        var handle: OpaquePointer?
-        let opened = sqlite_nio_sqlite3_open_v2(
-            path,
-            &handle,
-            SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI | SQLITE_OPEN_EXRESCODE,
-            nil
-        )
+        let (handle, opened) = SQLiteStatements.open(path)
         connection = handle
         do {
             try check(opened)
@@ -86,11 +80,6 @@ final class SQLiteWALFlush: @unchecked Sendable {
     }
 
     private func check(_ result: Int32) throws {
-        guard result == SQLITE_OK else {
-            let message =
-                connection.flatMap { sqlite_nio_sqlite3_errmsg($0) }.map { String(cString: $0) }
-                ?? String(cString: sqlite_nio_sqlite3_errstr(result))
-            throw OfferStoreError(code: .unavailable, message: "SQLite store: \(message).")
-        }
+        try SQLiteStatements.check(result, on: connection)
     }
 }
