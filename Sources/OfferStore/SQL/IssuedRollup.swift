@@ -42,6 +42,29 @@ enum IssuedRollup {
         return counts
     }
 
+    /// How a window `[from, to)` (Unix ms, `0 <= from < to`) is counted from daily rows: the whole UTC days `days`
+    /// from the rollup, and the parts of a first or last day the window cuts from the log — only when that day has
+    /// rows outside the window (`anyOutside`, a time-index probe of the log); a cut day with none counts whole.
+    /// `days` is `nil` when no day is left whole.
+    static func split(
+        from: Int64,
+        to: Int64,
+        anyOutside: (Range<Int64>) async throws -> Bool
+    ) async rethrows -> (days: ClosedRange<Int64>?, parts: [Range<Int64>]) {
+        var first = from / day
+        var last = (to - 1) / day
+        var parts: [Range<Int64>] = []
+        if from > first * day, try await anyOutside(first * day..<from) {
+            parts.append(from..<min(to, (first + 1) * day))
+            first += 1
+        }
+        if first <= last, to < (last + 1) * day, try await anyOutside(to..<((last + 1) * day)) {
+            parts.append(max(from, last * day)..<to)
+            last -= 1
+        }
+        return (first <= last ? first...last : nil, parts)
+    }
+
     /// The UTC day of Unix milliseconds, as the statements compute it (`timestamp / 86400000`, truncated).
     static func dayOf(_ milliseconds: Int64) -> Int64 {
         milliseconds / day

@@ -24,36 +24,23 @@ extension SQLOfferStore: StoreActivityReporting {
     func decisionCounts(since: Int64, until: Int64) async throws -> (granted: Int, refused: Int) {
         // What the log has written: no wait for the batch in flight (a page must not wait on the decision log's
         // queue, which under load or an outage can hold it for tens of seconds — 35 s seen on a loaded replica).
-        let day = IssuedRollup.day
         let since = max(since, 0)
         guard since < until else { return (0, 0) }
         return try await backend.reading { database in
-            var first = since / day
-            var last = (until - 1) / day
-            var counts = (granted: 0, refused: 0)
-            func add(_ rows: [Counted]) {
-                for row in rows {
-                    if row.granted != 0 { counts.granted += row.decisions } else { counts.refused += row.decisions }
-                }
-            }
-            if since > first * day, try await Self.anyDecision(first * day..<since, on: database) {
-                add(try await Self.loggedDecisions(since..<min(until, (first + 1) * day), on: database))
-                first += 1
-            }
-            if first <= last, until < (last + 1) * day, try await Self.anyDecision(until..<((last + 1) * day), on: database) {
-                add(try await Self.loggedDecisions(max(since, last * day)..<until, on: database))
-                last -= 1
-            }
-            guard first <= last else { return counts }
-            add(
-                try await database.raw(
+            let (days, parts) = try await IssuedRollup.split(from: since, to: until) { try await Self.anyDecision($0, on: database) }
+            var rows: [Counted] = []
+            for part in parts { rows += try await Self.loggedDecisions(part, on: database) }
+            if let days {
+                rows += try await database.raw(
                     """
                     SELECT granted, CAST(SUM(decisions) AS BIGINT) AS decisions FROM decision_daily
-                    WHERE day >= \(bind: first) AND day <= \(bind: last) GROUP BY granted
+                    WHERE day >= \(bind: days.lowerBound) AND day <= \(bind: days.upperBound) GROUP BY granted
                     """
                 ).all(decoding: Counted.self)
-            )
-            return counts
+            }
+            return rows.reduce(into: (granted: 0, refused: 0)) { counts, row in
+                if row.granted != 0 { counts.granted += row.decisions } else { counts.refused += row.decisions }
+            }
         }
     }
 

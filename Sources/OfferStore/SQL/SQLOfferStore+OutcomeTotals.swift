@@ -37,22 +37,14 @@ extension SQLOfferStore {
     /// The signatures issued in the window: whole days (and a cut day with nothing outside the window, such as today
     /// so far) from `issued_daily`, a cut day with signatures outside the window from the log.
     static func issuedTotal(_ query: OutcomeQuery, on database: any SQLDatabase) async throws -> Int {
-        let day = IssuedRollup.day
         guard query.from >= 0, query.from < query.to else { return 0 }
-        var first = query.from / day
-        var last = (query.to - 1) / day
+        let (days, parts) = try await IssuedRollup.split(from: query.from, to: query.to) { try await anySignature($0, on: database) }
         var total = 0
-        if query.from > first * day, try await anySignature(first * day..<query.from, on: database) {
-            total += try await loggedCount(query.from..<min(query.to, (first + 1) * day), query, on: database)
-            first += 1
-        }
-        if first <= last, query.to < (last + 1) * day, try await anySignature(query.to..<((last + 1) * day), on: database) {
-            total += try await loggedCount(max(query.from, last * day)..<query.to, query, on: database)
-            last -= 1
-        }
-        guard first <= last else { return total }
+        for part in parts { total += try await loggedCount(part, query, on: database) }
+        guard let days else { return total }
         var statement: SQLQueryString = """
-            SELECT CAST(COALESCE(SUM(issued), 0) AS BIGINT) AS issued FROM issued_daily WHERE day >= \(bind: first) AND day <= \(bind: last)
+            SELECT CAST(COALESCE(SUM(issued), 0) AS BIGINT) AS issued FROM issued_daily
+            WHERE day >= \(bind: days.lowerBound) AND day <= \(bind: days.upperBound)
             """
         if let bundle = query.bundleIdentifier { statement += " AND bundle_identifier = \(bind: bundle)" }
         return total + (try await database.raw(statement).first(decoding: Issued.self)?.issued ?? 0)
