@@ -3,7 +3,8 @@
 #
 #   eval "$(scripts/start-postgres.sh)"      # sets OFFER_SIGNER_TEST_DATABASE_URL
 #
-# Installs Debian's postgresql package if no server is installed. Data lives in $PGDATA_DIR
+# Installs Debian's postgresql package if no server is installed. OFFER_SIGNER_FRESH_DATABASE=1 starts the
+# tests' database empty. Data lives in $PGDATA_DIR
 # (default /tmp/offer-signer-pg); the server listens on 127.0.0.1:$PGPORT (default 54329). Logs go to stderr.
 #
 # max_connections is $PG_MAX_CONNECTIONS (default 500), not PostgreSQL's 100, which the suite exhausted
@@ -50,5 +51,12 @@ else
   fi
 fi
 [ "$(psql -c "SELECT 1 FROM pg_roles WHERE rolname='offersigner'")" = 1 ] || psql -c "CREATE ROLE offersigner LOGIN PASSWORD 'offersigner'" >&2
+# OFFER_SIGNER_FRESH_DATABASE=1 (CI sets it): the tests' database is dropped and made again, so that a run never
+# meets the tables of an earlier checkout's migrations (a server left in /tmp from another branch, where a version
+# number named another table, fails the suite with "relation ... does not exist").
+if [ "${OFFER_SIGNER_FRESH_DATABASE:-0}" = 1 ]; then
+  echo "dropping and creating the database offersigner (OFFER_SIGNER_FRESH_DATABASE=1)" >&2
+  psql -c "DROP DATABASE IF EXISTS offersigner WITH (FORCE)" >&2
+fi
 [ "$(psql -c "SELECT 1 FROM pg_database WHERE datname='offersigner'")" = 1 ] || psql -c "CREATE DATABASE offersigner OWNER offersigner" >&2
 echo "export OFFER_SIGNER_TEST_DATABASE_URL=$url"
