@@ -275,6 +275,7 @@ public actor KeyManager {
             try mutate(&next, current)
             next.version = base.version + 1
             next.history.append(.init(at: Date(), admin: admin, action: action, keyIdentifier: keyIdentifier))
+            next.history.removeFirst(max(0, next.history.count - KeyStates.historyLimit))
             let ring = try Self.ringOrConflict(
                 entries,
                 states: next,
@@ -346,7 +347,11 @@ public actor KeyManager {
                 logger.warning("the key an admin activated is not loaded; using the configured active key", metadata: ["keyIdentifier": "\(chosen)"])
             }
         }
-        let remembered = states.revokedPublicKeys.compactMap { try? VerificationKey(keyIdentifier: $0.key, publicKeyPEM: $0.value) }
+        // Only the revoked keys whose files are gone are parsed (the ring leaves out the others): every replica builds
+        // a ring at each change another one makes, and parsing each remembered PEM every time made that the slowest step
+        // of a revocation reaching the fleet (docs/deployment.md).
+        let remembered = states.revokedPublicKeys.filter { !loaded.contains($0.key) }
+            .compactMap { try? VerificationKey(keyIdentifier: $0.key, publicKeyPEM: $0.value) }
         let ring = try KeyRing(
             keys: entries,
             activeKeyIdentifier: active,

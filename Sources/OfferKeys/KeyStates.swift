@@ -33,8 +33,11 @@ public struct KeyStates: Sendable, Codable, Equatable {
     public var activeKeyIdentifier: String?
     /// Keys an admin revoked. Revocation is final.
     public var revokedKeyIdentifiers: Set<String>
-    /// Every change, oldest first.
+    /// The latest changes (at most ``historyLimit``), oldest first. Every change is also in the store's audit.
     public var history: [Change]
+    /// How many changes ``history`` keeps: every replica reads and decodes the whole document at each change
+    /// another one makes, so it must not grow with every reload and rotation of the service's life.
+    public static let historyLimit = 100
     /// The public key (PEM) of each key revoked, kept with the revocation: a revoked key stays listed, and its
     /// signatures are reported `key_revoked`, after its file is removed.
     public var revokedPublicKeys: [String: String]

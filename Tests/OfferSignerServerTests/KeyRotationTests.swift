@@ -261,6 +261,17 @@ extension TestClientProtocol {
         #expect(await fixture.manager.keyStates.history.last?.action == "reload")
     }
 
+    @Test("the key states keep their latest 100 changes: the document every replica reads at each change stays small")
+    func historyIsBounded() async throws {
+        let fixture = try await RotationFixture()
+        defer { fixture.cleanUp() }
+        for index in 0..<(KeyStates.historyLimit + 5) { try await fixture.manager.recordReload(by: "admin-\(index)") }
+        let states = await fixture.manager.keyStates
+        #expect(states.history.count == KeyStates.historyLimit)
+        #expect(states.history.first?.admin == "admin-5")
+        #expect(states.history.last?.admin == "admin-\(KeyStates.historyLimit + 4)")
+    }
+
     struct BadChange: Sendable, CustomTestStringConvertible {
         let name: String
         let change: @Sendable (URL) throws -> Void

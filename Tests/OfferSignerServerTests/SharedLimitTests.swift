@@ -89,7 +89,8 @@ struct SharedLimitTests {
                 if await failures[attempt % 3].take(address) == .allowed { allowed += 1 }
             }
             let refilled = Int((ContinuousClock.now - start) / .seconds(AdminAuthenticationMiddleware.secondsPerFailure))
-            #expect((10...(11 + refilled)).contains(allowed), "allowed \(allowed) of 60 failures, limit 10 and one per 6 s")
+            // Takes that can wait never owe: never more than the fleet's 10 and what refilled meanwhile.
+            #expect((10...(10 + refilled)).contains(allowed), "allowed \(allowed) of 60 failures, limit 10 and one per 6 s")
         }
     }
 
@@ -142,6 +143,21 @@ struct SharedLimitTests {
         #expect(ledger.leases().map(\.wanted) == [7])  // the chunk and the two owed
         ledger.granted("a", 7, secondsToNextToken: 0, now: now)
         #expect(ledger.entries["a"]?.tokens == 5)
+    }
+
+    @Test("a take that can wait owes nothing: it asks, and the lease's answer decides it")
+    func aWaitingTakeNeverOwes() {
+        var ledger = SharedBucketLedger(rate: 0.1, burst: 10)  // chunk 2
+        let now = ContinuousClock.now
+        #expect(ledger.take("a", now: now, waiting: true) == .ask)
+        #expect(ledger.take("a", now: now, waiting: true) == .ask, "no credit while the lease is out")
+        #expect(ledger.leases().map(\.wanted) == [2])
+        ledger.granted("a", 1, secondsToNextToken: 10, now: now)
+        #expect(ledger.take("a", now: now, waiting: true) == .allowed)
+        #expect(ledger.take("a", now: now, waiting: true) == .ask, "the next lease went out as the last token was spent")
+        #expect(ledger.leases().map(\.wanted) == [2])
+        ledger.granted("a", 0, secondsToNextToken: 9.5, now: now)
+        #expect(ledger.take("a", now: now, waiting: true) == .limited(retryAfterSeconds: 10))
     }
 
     @Test func aBucketFoundEmptyIsRememberedAndOwesNothing() {

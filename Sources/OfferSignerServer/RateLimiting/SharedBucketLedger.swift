@@ -2,11 +2,14 @@
 /// out, the clock given. No I/O: the executor sends what ``leases()`` and ``sweep(now:)`` return to the store and
 /// hands the answers to ``granted(_:_:secondsToNextToken:now:)`` or ``failed(_:)``.
 ///
-/// A bucket's first take on this replica is allowed before the store has answered (the replica owes it, and up to
-/// ``chunk`` more while that first lease is out), then the lease pays the debt first; so a request never waits
-/// for the store on a bucket it has not used lately, and the fleet can get at most ``chunk`` more than its limit
-/// per replica, only where a bucket is empty at that first take. A bucket found empty is remembered until it
-/// would be full again (no debt meanwhile); every later take spends leased tokens, or asks (``Decision/ask``).
+/// A take that can wait for the store (`waiting`: admin authentications, console sign-ins, the async paths) never
+/// owes: a bucket's first take on this replica asks (``Decision/ask``) and is decided by the lease's answer, so the
+/// fleet never gets more than the limit. On the event-loop path, which cannot wait, a bucket's first take is allowed
+/// before the store has answered (the replica owes it, and up to ``chunk`` more while that first lease is out), then
+/// the lease pays the debt first; so such a request never waits for the store on a bucket it has not used lately,
+/// and the fleet can get at most ``chunk`` more than its limit per replica, only where a bucket is empty at that
+/// first take. A bucket found empty is remembered until it would be full again (no debt meanwhile); every later take
+/// spends leased tokens, or asks.
 struct SharedBucketLedger: Sendable {
     enum Decision: Sendable, Hashable {
         case allowed
@@ -52,13 +55,13 @@ struct SharedBucketLedger: Sendable {
         self.maximumKeys = maximumKeys
     }
 
-    /// Takes one token of `key`'s bucket.
-    mutating func take(_ key: String, now: ContinuousClock.Instant) -> Decision {
+    /// Takes one token of `key`'s bucket; `waiting`: the caller can wait for a lease, so nothing is owed.
+    mutating func take(_ key: String, now: ContinuousClock.Instant, waiting: Bool = false) -> Decision {
         guard var entry = entries[key] else {
             guard entries.count < maximumKeys else { return .ask }
-            entries[key] = Entry(debt: 1, leasing: true, lastUsed: now)
+            entries[key] = Entry(debt: waiting ? 0 : 1, leasing: true, lastUsed: now)
             queued.append(key)
-            return .allowed
+            return waiting ? .ask : .allowed
         }
         entry.lastUsed = now
         defer { entries[key] = entry }
@@ -67,7 +70,7 @@ struct SharedBucketLedger: Sendable {
             if entry.tokens * 2 < chunk { lease(key, &entry) }  // the next lease is out before these run out
             return .allowed
         }
-        if !entry.known, entry.debt < chunk {
+        if !entry.known, !waiting, entry.debt < chunk {
             entry.debt += 1
             return .allowed
         }

@@ -18,8 +18,8 @@ extension TokenBuckets: LimitBuckets {
 /// Token buckets every replica on a PostgreSQL store shares (docs/operations.md "Rate limits"): each replica
 /// leases a few tokens of a bucket at a time (``SharedBucketLedger``), spends them locally and gives back what it
 /// has not spent after a second unused; leases asked for together go in one statement. A request costs no round
-/// trip unless its replica has no token of the bucket left and owes none: then it waits for one lease (or, on the
-/// event-loop path, which cannot wait, is refused for a second).
+/// trip unless its replica has no token of the bucket left: then it waits for one lease (or, on the event-loop
+/// path, which cannot wait, is allowed on credit for a bucket's first takes, else refused for a second).
 ///
 /// Buckets are named by the SHA-256 of their kind and key (never a customer identifier or a credential). When the
 /// store does not answer, each replica decides alone for ``outageSeconds`` with buckets of the full limit (today's
@@ -60,7 +60,7 @@ public final class SharedTokenBuckets: LimitBuckets {
 
     public func take(_ key: String, now: ContinuousClock.Instant) -> TokenBuckets.Decision {
         if Self.unknownAddresses.contains(key) { return fallback.take(key, now: now) }
-        switch decide(bucket(key), now: now) {
+        switch decide(bucket(key), now: now, waiting: false) {
         case .allowed: return .allowed
         case .limited(let seconds): return .limited(retryAfterSeconds: seconds)
         case .ask: return .limited(retryAfterSeconds: 1)
@@ -71,7 +71,7 @@ public final class SharedTokenBuckets: LimitBuckets {
         if Self.unknownAddresses.contains(key) { return fallback.take(key, now: .now) }
         let name = bucket(key)
         for _ in 0..<2 {
-            switch decide(name, now: .now) {
+            switch decide(name, now: .now, waiting: true) {
             case .allowed: return .allowed
             case .limited(let seconds): return .limited(retryAfterSeconds: seconds)
             case .ask: await leaseAnswered(name)
@@ -88,11 +88,11 @@ public final class SharedTokenBuckets: LimitBuckets {
 
     private enum Start { case none, flush, sweep, both }
 
-    private func decide(_ name: String, now: ContinuousClock.Instant) -> SharedBucketLedger.Decision {
+    private func decide(_ name: String, now: ContinuousClock.Instant, waiting: Bool) -> SharedBucketLedger.Decision {
         let (decision, start) = state.withLock { state -> (SharedBucketLedger.Decision?, Start) in
             if let until = state.failingUntil, until > now { return (nil, .none) }
             state.failingUntil = nil
-            let decision = state.ledger.take(name, now: now)
+            let decision = state.ledger.take(name, now: now, waiting: waiting)
             if decision == .ask, state.ledger.entries[name] == nil { return (nil, .none) }  // beyond the keys tracked
             let flush = !state.flushing && state.ledger.hasQueued
             let sweep = !state.sweeping
