@@ -59,6 +59,14 @@ SELECT 'Production', '' || (3000000000000000 + n), '' || (2000000000000000 + n),
   CASE WHEN n % 5 = 0 THEN NULL WHEN n % 10 = 3 THEN 'retention' ELSE 'app' END,
   CASE WHEN n % 3 = 0 THEN $now_ms END, CASE WHEN n % 50 = 0 THEN $now_ms END, NULL
 FROM $(numbers $redemptions);
+INSERT INTO redemption_daily (day, environment, bundle_identifier, product_identifier, offer_identifier, offer_type, channel, currency,
+  redeemed, attributed, renewed, refunded, priced, milliunits)
+SELECT purchase_date / $day_ms, environment, bundle_identifier, product_identifier, offer_identifier, offer_type,
+  COALESCE(signature_channel, 'app'), COALESCE(currency, ''), COUNT(*), COUNT(signature_nonce), COUNT(renewed_at), COUNT(refunded_at),
+  COUNT(price), CAST(COALESCE(SUM(price), 0) AS BIGINT)
+FROM redemptions WHERE period_of IS NULL AND purchase_date >= 0
+GROUP BY purchase_date / $day_ms, environment, bundle_identifier, product_identifier, offer_identifier, offer_type,
+  COALESCE(signature_channel, 'app'), COALESCE(currency, '');
 SQL
 }
 

@@ -53,9 +53,10 @@ SQL
 }
 signature_columns="nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format, channel, request_identifier"
 redemption_columns="environment, transaction_id, original_transaction_id, bundle_identifier, application_username, product_identifier, offer_type, offer_identifier, offer_discount_type, offer_period, price, currency, storefront, purchase_date, recorded_at, signature_nonce, signature_timestamp, signature_channel, renewed_at, refunded_at, expired_at"
-# As schema version 10 left a database: no rollups, no period_of.
-downgrade_sql="DROP TABLE issued_daily; DROP TABLE issued_customer_days; DROP TABLE issued_rollup_days;
-  ALTER TABLE redemptions DROP COLUMN period_of; DELETE FROM schema_migrations WHERE version = 11;"
+# As schema version 10 left a database: no rollups, no period_of (and no redemption_daily, which version 21 fills
+# from the redemptions loaded here).
+downgrade_sql="DROP TABLE issued_daily; DROP TABLE issued_customer_days; DROP TABLE issued_rollup_days; DROP TABLE redemption_daily;
+  ALTER TABLE redemptions DROP COLUMN period_of; DELETE FROM schema_migrations WHERE version IN (11, 21);"
 
 # The log's secondary indexes are made after the rows (as the migrations define them): faster than keeping them.
 drop_indexes_sql="DROP INDEX issued_by_customer; DROP INDEX issued_by_key;"

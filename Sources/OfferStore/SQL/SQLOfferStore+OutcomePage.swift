@@ -12,7 +12,8 @@ extension SQLOfferStore {
         let plan = try await rollupPlan(query)
         // The ranking and the customer days' roll check at once: the report below needs the days rolled anyway.
         async let ranking = backend.reading { database in
-            try await database.raw(Self.rankingStatement(query, plan: plan, limit: limit, offset: offset)).all(decoding: RankedRow.self)
+            try await database.raw(try await Self.rankingStatement(query, plan: plan, limit: limit, offset: offset, on: database))
+                .all(decoding: RankedRow.self)
         }
         if let plan { try await rollUpCustomerDays(plan.days) }
         let ranked = try await ranking
@@ -25,7 +26,8 @@ extension SQLOfferStore {
                 offset == 0
                 ? 0
                 : try await backend.reading { database in
-                    try await database.raw(Self.rankingStatement(query, plan: plan, limit: 1, offset: 0)).first(decoding: RankedRow.self)?.rowCount
+                    try await database.raw(try await Self.rankingStatement(query, plan: plan, limit: 1, offset: 0, on: database))
+                        .first(decoding: RankedRow.self)?.rowCount
                         ?? 0
                 }
         }
@@ -60,7 +62,13 @@ extension SQLOfferStore {
     }
 
     /// The report's keys with their signatures issued, most first, `limit` from `offset`, each with the number of keys.
-    private static func rankingStatement(_ query: OutcomeQuery, plan: RollupPlan?, limit: Int, offset: Int) -> SQLQueryString {
+    private static func rankingStatement(
+        _ query: OutcomeQuery,
+        plan: RollupPlan?,
+        limit: Int,
+        offset: Int,
+        on database: any SQLDatabase
+    ) async throws -> SQLQueryString {
         let channel: SQLQueryString = "CASE WHEN channel = 'retention' THEN 'retention' ELSE 'app' END"
         let columns: SQLQueryString = "bundle_identifier, product_identifier, offer_identifier, 2 AS offer_type, "
         var parts: [SQLQueryString] = []
@@ -85,11 +93,9 @@ extension SQLOfferStore {
         } else {
             parts.append(logged(query.from..<query.to))
         }
-        var redeemed: SQLQueryString = """
-            SELECT bundle_identifier, product_identifier, offer_identifier, offer_type, COALESCE(signature_channel, 'app') AS channel,
-                CAST(0 AS BIGINT) AS issued FROM redemptions
-            """
-        redeemed += window(query)
+        var redeemed: SQLQueryString =
+            "SELECT bundle_identifier, product_identifier, offer_identifier, offer_type, channel, CAST(0 AS BIGINT) AS issued FROM "
+        redeemed += try await redemptionSource(query, on: database)
         parts.append(redeemed)
         var statement: SQLQueryString = """
             SELECT bundle_identifier, product_identifier, offer_identifier, offer_type, channel, CAST(SUM(issued) AS BIGINT) AS issued,
@@ -123,9 +129,9 @@ extension SQLOfferStore {
                 (part.from, part.to) = (max(query.from, cut * day), min(query.to, (cut + 1) * day))
                 issued[cut] = try await Self.loggedCount(part.from..<part.to, part, on: database)
             }
-            var redeemedStatement: SQLQueryString = "SELECT purchase_date / \(unsafeRaw: String(day)) AS day, COUNT(*) AS count FROM redemptions"
-            redeemedStatement += Self.window(query)
-            redeemedStatement += " GROUP BY purchase_date / \(unsafeRaw: String(day))"
+            var redeemedStatement: SQLQueryString = "SELECT day, CAST(SUM(redeemed) AS BIGINT) AS count FROM "
+            redeemedStatement += try await Self.redemptionSource(query, on: database)
+            redeemedStatement += " GROUP BY day"
             var redeemed: [Int64: Int] = [:]
             for row in try await database.raw(redeemedStatement).all(decoding: DayCount.self) { redeemed[row.day] = row.count }
             return (first...last).map { index in

@@ -3,7 +3,7 @@ import OfferModel
 import SQLKit
 
 /// The outcome report: aggregate statements over one window — signatures issued and their distinct customers,
-/// redemptions purchased and their revenue (`redemptions_by_time`), retention answers given
+/// redemptions purchased and their revenue (``redemptionSource(_:on:)``), retention answers given
 /// (`retention_answers_by_time`) — merged into one row per app, product, offer, offer type and channel.
 ///
 /// Signatures are counted from the rollups (``IssuedRollup``) for the whole UTC days of the window, and from the
@@ -49,7 +49,7 @@ extension SQLOfferStore {
                 rows[key] = outcome
             }
             // Counts and revenue in one pass over the window's redemptions: a row per offer and currency.
-            for redeemed in try await database.raw(Self.redemptionStatement(query)).all(decoding: RedeemedRow.self) {
+            for redeemed in try await database.raw(Self.redemptionStatement(query, on: database)).all(decoding: RedeemedRow.self) {
                 let key = RowKey(
                     bundle: redeemed.bundleIdentifier,
                     product: redeemed.productIdentifier,
@@ -192,25 +192,19 @@ extension SQLOfferStore {
     }
 
     /// Redemptions purchased in the window, with the channel of the signature they are attributed to (`app` when none),
-    /// per currency: the counts (added up across currencies) and the revenue (`NULL` for a currency without prices).
-    private static func redemptionStatement(_ query: OutcomeQuery) -> SQLQueryString {
+    /// per currency: the counts (added up across currencies) and the revenue (`NULL` for a currency without prices),
+    /// from the daily rollup and the cut days (``redemptionSource(_:on:)``).
+    private static func redemptionStatement(_ query: OutcomeQuery, on database: any SQLDatabase) async throws -> SQLQueryString {
         var statement: SQLQueryString = """
-            SELECT bundle_identifier, product_identifier, offer_identifier, offer_type, COALESCE(signature_channel, 'app') AS channel,
-                COUNT(*) AS redeemed, COUNT(signature_nonce) AS attributed, COUNT(renewed_at) AS renewed, COUNT(refunded_at) AS refunded,
-                currency, CAST(SUM(price) AS BIGINT) AS milliunits
-            FROM redemptions
+            SELECT bundle_identifier, product_identifier, offer_identifier, offer_type, channel,
+                CAST(SUM(redeemed) AS BIGINT) AS redeemed, CAST(SUM(attributed) AS BIGINT) AS attributed,
+                CAST(SUM(renewed) AS BIGINT) AS renewed, CAST(SUM(refunded) AS BIGINT) AS refunded,
+                NULLIF(currency, '') AS currency, CASE WHEN SUM(priced) > 0 THEN CAST(SUM(milliunits) AS BIGINT) END AS milliunits
+            FROM
             """
-        statement += window(query)
-        statement += " GROUP BY bundle_identifier, product_identifier, offer_identifier, offer_type, COALESCE(signature_channel, 'app'), currency"
+        statement += " " + (try await redemptionSource(query, on: database))
+        statement += " GROUP BY bundle_identifier, product_identifier, offer_identifier, offer_type, channel, currency"
         return statement
-    }
-
-    static func window(_ query: OutcomeQuery) -> SQLQueryString {
-        var clause: SQLQueryString = " WHERE purchase_date >= \(bind: query.from) AND purchase_date < \(bind: query.to) AND period_of IS NULL"
-        if let bundle = query.bundleIdentifier { clause += " AND bundle_identifier = \(bind: bundle)" }
-        if let environment = query.environment { clause += " AND environment = \(bind: environment)" }
-        clause += pageClause(query)
-        return clause
     }
 
     static func retentionStatement(_ query: OutcomeQuery) -> SQLQueryString {

@@ -5,21 +5,23 @@ import SQLKit
 /// The outcome totals (the console's overview): the report's figures added up in the database, a handful of rows
 /// whatever the number of apps and offers. Signatures come from `issued_daily` for every UTC day the window
 /// touches, except a first or last day cut by the window that has signatures outside it: that part is counted from
-/// the log (the time index), so the log is read for at most two part days. Redemptions and retention answers are
-/// counted through their time indexes, as the report does.
+/// the log (the time index), so the log is read for at most two part days. Redemptions are counted as the report
+/// counts them (``redemptionSource(_:on:)``), retention answers through their time index.
 extension SQLOfferStore {
     func outcomeTotals(_ query: OutcomeQuery) async throws -> OutcomeTotals {
         try await backend.reading { database in
             let issued = try await Self.issuedTotal(query, on: database)
-            var redeemed: SQLQueryString = """
-                SELECT COUNT(*) AS redeemed, COUNT(signature_nonce) AS attributed, COUNT(renewed_at) AS renewed, COUNT(refunded_at) AS refunded
-                FROM redemptions
+            let source = try await Self.redemptionSource(query, on: database)
+            let redeemed: SQLQueryString = """
+                SELECT CAST(COALESCE(SUM(redeemed), 0) AS BIGINT) AS redeemed, CAST(COALESCE(SUM(attributed), 0) AS BIGINT) AS attributed,
+                    CAST(COALESCE(SUM(renewed), 0) AS BIGINT) AS renewed, CAST(COALESCE(SUM(refunded), 0) AS BIGINT) AS refunded
+                FROM \(source)
                 """
-            redeemed += Self.window(query)
             let redemptions = try await database.raw(redeemed).first(decoding: RedeemedTotals.self)
-            var revenue: SQLQueryString = "SELECT currency, CAST(SUM(price) AS BIGINT) AS milliunits FROM redemptions"
-            revenue += Self.window(query)
-            revenue += " AND price IS NOT NULL AND currency IS NOT NULL GROUP BY currency ORDER BY currency"
+            let revenue: SQLQueryString = """
+                SELECT currency, CAST(SUM(milliunits) AS BIGINT) AS milliunits FROM \(source)
+                WHERE currency <> '' GROUP BY currency HAVING SUM(priced) > 0 ORDER BY currency
+                """
             let amounts = try await database.raw(revenue).all(decoding: CurrencyAmount.self)
             let retention = try await database.raw(Self.retentionStatement(query)).first(decoding: RetentionTotalsRow.self)
             return OutcomeTotals(

@@ -4,7 +4,8 @@ import SQLKit
 
 /// Offer outcomes (docs/outcomes.md): redemptions recorded once per (environment, transaction) and attributed to the
 /// latest signature issued before the purchase; subscription events and retention answers, each applied to the
-/// other whichever arrives first, so deliveries in any order, and twice, give the same figures.
+/// other whichever arrives first, so deliveries in any order, and twice, give the same figures. Each write keeps
+/// `redemption_daily` (``RedemptionRollup``) in step, in its transaction.
 extension SQLOfferStore {
     func recordRedemption(_ redemption: Redemption) async throws -> RedemptionRecording {
         try await backend.transaction { database in
@@ -13,6 +14,11 @@ extension SQLOfferStore {
                 .where("environment", .equal, redemption.environment).where("transaction_id", .equal, redemption.transactionId)
                 .first()
             guard seen == nil else { return .duplicate }
+            let rolledBefore = try await RedemptionRollup.contribution(
+                of: redemption.originalTransactionId,
+                environment: redemption.environment,
+                on: database
+            )
             let signature = redemption.attributable ? try await Self.attribution(of: redemption, on: database) : nil
             let events = try await Self.events(of: redemption.originalTransactionId, environment: redemption.environment, on: database)
             let after = events.filter { $0.at > redemption.purchaseDate }
@@ -66,6 +72,12 @@ extension SQLOfferStore {
                 inserted: redemption.transactionId,
                 on: database
             )
+            let rolledAfter = try await RedemptionRollup.contribution(
+                of: redemption.originalTransactionId,
+                environment: redemption.environment,
+                on: database
+            )
+            try await RedemptionRollup.apply(before: rolledBefore, after: rolledAfter, on: database)
             if continuing.contains(redemption.transactionId) { return .continuation }
             return absorbed ? .firstPeriod(channel: channel) : .recorded(channel: channel)
         }
@@ -74,6 +86,7 @@ extension SQLOfferStore {
     func recordSubscriptionEvent(_ event: SubscriptionEvent) async throws -> Int {
         try await backend.transaction { database in
             try await backend.lockSubscriptionOutcomes(event.originalTransactionId, environment: event.environment, on: database)
+            let rolledBefore = try await RedemptionRollup.contribution(of: event.originalTransactionId, environment: event.environment, on: database)
             try await database.insert(into: "subscription_events")
                 .columns("environment", "original_transaction_id", "kind", "at", "transaction_id", "recorded_at")
                 .values(
@@ -108,6 +121,8 @@ extension SQLOfferStore {
             if event.kind == .renewed || event.kind == .expired {
                 _ = try await Self.relink(event.originalTransactionId, environment: event.environment, on: database)
             }
+            let rolledAfter = try await RedemptionRollup.contribution(of: event.originalTransactionId, environment: event.environment, on: database)
+            try await RedemptionRollup.apply(before: rolledBefore, after: rolledAfter, on: database)
             return changed
         }
     }

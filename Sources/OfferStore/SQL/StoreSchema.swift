@@ -271,6 +271,9 @@ enum StoreSchema {
         // Rate limits the replicas share (issue 41, ``SharedLimitStore``): PostgreSQL's own statements
         // (``SQLStoreBackend/migrationStatements(version:)``); a SQLite file serves one process and keeps its limits there.
         (20, []),
+        // The redemptions the outcome report counts, per UTC day and offer (issue 45, ``RedemptionRollup``): the
+        // console's Offers page reads a row per day and offer instead of every redemption of its range.
+        (21, RedemptionRollup.migration(bigint: bigint)),
     ]
 
     /// The versions `schema_migrations` lists, read without the migration lock; throws where the table is missing.
