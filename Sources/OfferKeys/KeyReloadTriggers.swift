@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 /// Reloads the keys on SIGHUP (`kill -HUP <pid>`, `systemctl reload offer-signer`).
@@ -111,7 +112,18 @@ public func followDocument(
     await withDiscardingTaskGroup { group in
         if let changes {
             group.addTask {
-                for await name in changes() where name == documentName || name == "*" { await refresh() }
+                // A change's read starts as its notification arrives, not after the read of the one before (an
+                // activation and the revoke that follows it): `refresh` applies only a version newer than the one
+                // served, so reads that overlap never step back.
+                let schedule = Mutex(RefreshSchedule())
+                await withDiscardingTaskGroup { refreshes in
+                    for await name in changes() where name == documentName || name == "*" {
+                        guard schedule.withLock({ $0.notified() }) else { continue }
+                        refreshes.addTask {
+                            repeat { await refresh() } while schedule.withLock { $0.finished() }
+                        }
+                    }
+                }
             }
         }
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
@@ -120,5 +132,40 @@ public func followDocument(
             await refresh()
         }
         group.cancelAll()
+    }
+}
+
+/// When a followed document is read again: at once for each notification, up to ``maximumRunning`` reads at a
+/// time; a notification that finds that many running makes the next one to finish read once more (it starts after
+/// the notification, so it sees the change). Events in, decisions out; ``followDocument(named:changes:every:refresh:)``
+/// executes them.
+struct RefreshSchedule: Sendable {
+    /// Reads at a time.
+    let maximumRunning: Int
+    private(set) var running = 0
+    private var again = false
+
+    init(maximumRunning: Int = 2) {
+        self.maximumRunning = max(maximumRunning, 1)
+    }
+
+    /// A notification arrived: whether to start a read now.
+    mutating func notified() -> Bool {
+        guard running < maximumRunning else {
+            again = true
+            return false
+        }
+        running += 1
+        return true
+    }
+
+    /// A read ended: whether it must read once more (a notification arrived while the maximum ran).
+    mutating func finished() -> Bool {
+        if again {
+            again = false
+            return true
+        }
+        running -= 1
+        return false
     }
 }
