@@ -236,6 +236,78 @@ import Testing
     }
 
     @Test(
+        "a burst of 200 notifications at once (40 delivered twice, 20 refunds among them): every one counted once",
+        arguments: StoreBackend.available
+    )
+    func burstOfNotificationsIsCountedExactly(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        let start = Date()
+        let purchase = start + 1
+        let customers = (0..<140).map { n in (token: "burst-\(n)", original: Self.otid()) }
+        var deliveries: [(body: String, purchase: Bool)] = []
+        for customer in customers {
+            let bought = transaction(
+                fixture,
+                token: customer.token,
+                original: customer.original,
+                offer: "everyone",
+                type: .promotionalOffer,
+                purchase: purchase
+            )
+            deliveries.append((try await notification(fixture, .subscribed, .resubscribe, bought), true))
+        }
+        // 40 delivered twice (the same notificationUUID), 20 refunded in the same burst: in either order.
+        deliveries += deliveries.prefix(40)
+        for customer in customers.suffix(20) {
+            var refunded = transaction(
+                fixture,
+                token: customer.token,
+                original: customer.original,
+                offer: "everyone",
+                type: .promotionalOffer,
+                purchase: purchase
+            )
+            refunded.revocationDate = (purchase + 7_200).appStoreMilliseconds
+            refunded.revocationReason = RevocationReason(rawValue: 0)
+            deliveries.append((try await notification(fixture, .refund, nil, refunded), false))
+        }
+        #expect(deliveries.count == 200)
+        let burst = deliveries.shuffled()
+        try await fixture.application.test(.router) { client in
+            let outcomes = try await withThrowingTaskGroup(of: (String, Bool).self) { group in
+                for delivery in burst {
+                    group.addTask {
+                        let response = try await client.post("/v1/notifications/appstore", json: delivery.body)
+                        #expect(response.status == .ok, "\(response.text)")
+                        struct Answer: Decodable { var outcome: String }
+                        return (try response.decode(Answer.self).outcome, delivery.purchase)
+                    }
+                }
+                var outcomes: [String: Int] = [:]
+                for try await (outcome, purchase) in group where purchase { outcomes[outcome, default: 0] += 1 }
+                return outcomes
+            }
+            // Of each pair delivered together exactly one is filed, the other is a duplicate (a purchase filed after
+            // its own refund is stale: the facts already hold what it says).
+            #expect(outcomes["duplicate"] == 40)
+            #expect(outcomes["processed", default: 0] + outcomes["stale", default: 0] == 140)
+            #expect(outcomes.values.reduce(0, +) == 180)
+        }
+        let report = try await fixture.service.outcomeReport(
+            from: start - 60,
+            to: start + 86_400,
+            bundleIdentifier: fixture.bundle,
+            environment: "Sandbox"
+        )
+        #expect(report.offers.map { "\($0.offerIdentifier) \($0.redeemed) \($0.refunded)" } == ["everyone 140 20"])
+        for customer in customers {
+            let facts = try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: customer.token))
+            #expect(facts?.subscriptions.map(\.originalTransactionId) == [customer.original])
+        }
+        try await fixture.store.close()
+    }
+
+    @Test(
         "retention answers: one customer redeems and turns auto-renew back on, one leaves; a retried request counts once",
         arguments: StoreBackend.available
     )

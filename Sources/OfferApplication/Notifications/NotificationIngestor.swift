@@ -108,7 +108,7 @@ public struct NotificationIngestor: Sendable {
         do {
             let environment = decoded.notification.data?.environment?.rawValue
             var attempt = 0
-            var filed: (binding: CustomerBinding, applied: Bool, changed: Bool)?
+            var filed: (binding: CustomerBinding, filed: NotificationFiled, redemption: Redemption?, changed: Bool)?
             while filed == nil {
                 attempt += 1
                 guard
@@ -125,14 +125,25 @@ public struct NotificationIngestor: Sendable {
                 }
                 let changed = Changed()
                 let claims = CustomerBinding.claims([transaction], for: binding.key, environment: environment, tokens: tokenRule)
+                // The facts and the outcomes in one write, shared with the notifications arriving beside it (one
+                // commit a batch); a redemption is recorded also for a duplicate (idempotent).
+                let records = outcomes.records(of: decoded, customer: binding.key)
+                let filing = NotificationFiling(
+                    notificationUUID: uuid,
+                    customer: binding.key,
+                    claims: claims,
+                    transaction: records.transaction,
+                    redemption: records.redemption,
+                    event: records.event
+                ) { facts in
+                    if SubscriptionFolding.fold(decoded, into: &facts) { changed.set() }
+                }
                 do {
-                    let applied = try await Traces.span("notification.apply", ["app_store.notification_type": .string(type.rawValue)]) {
-                        try await store.applyNotification(notificationUUID: uuid, to: binding.key, claiming: claims) { facts in
-                            if SubscriptionFolding.fold(decoded, into: &facts) { changed.set() }
-                        }
+                    let result = try await Traces.span("notification.apply", ["app_store.notification_type": .string(type.rawValue)]) {
+                        try await store.fileNotification(filing)
                     }
                     try await binding.report(source: "notification", store: store, logger: logger)
-                    filed = (binding, applied, changed.value)
+                    filed = (binding, result, records.redemption, changed.value)
                 } catch let error as OfferStoreError where error.code == .transactionClaimed && attempt < 3 {
                     // Another customer claimed the subscription between the resolution and the write: resolve again,
                     // now that its owner is stored, and file the notification under that owner.
@@ -143,9 +154,10 @@ public struct NotificationIngestor: Sendable {
                 throw OfferStoreError(code: .transactionClaimed, message: "The subscription's owner kept changing while the notification was filed.")
             }
             let binding = filed.binding
-            outcome = !filed.applied ? .duplicate : filed.changed ? .processed : .stale
-            // Also for a duplicate: recording is idempotent, and a delivery the store failed on halfway is retried.
-            try await outcomes.record(decoded, customer: binding.key)
+            outcome = !filed.filed.applied ? .duplicate : filed.changed ? .processed : .stale
+            if let recording = filed.filed.redemption, let redemption = filed.redemption {
+                outcomes.counted(recording, of: redemption, source: "notification")
+            }
             logger.info(
                 "App Store notification",
                 metadata: [

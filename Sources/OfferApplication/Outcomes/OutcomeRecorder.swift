@@ -24,14 +24,17 @@ package struct OutcomeRecorder: Sendable {
         self.now = now
     }
 
-    /// Records a verified notification's transaction (if it carried an offer) and the event it is.
-    /// - Throws: the store's error (the notification is answered 503, and the App Store retries).
-    func record(_ decoded: DecodedNotification, customer: CustomerKey) async throws {
-        guard let transaction = decoded.transaction else { return }
-        try await record(transaction: transaction, customer: customer, source: "notification")
-        if let event = Self.event(of: decoded, now: now()) {
-            try await store.recordSubscriptionEvent(event)
-        }
+    /// What a verified notification records of outcomes, filed with it (``NotificationFiling``): its subscription
+    /// transaction, the redemption of the offer it carried (one refused is logged and left out), the event it is.
+    func records(of decoded: DecodedNotification, customer: CustomerKey)
+        -> (transaction: SubscriptionTransaction?, redemption: Redemption?, event: SubscriptionEvent?)
+    {
+        guard let transaction = decoded.transaction else { return (nil, nil, nil) }
+        return (
+            SubscriptionTransaction.of(transaction, customer: customer, now: now()),
+            redemption(of: transaction, customer: customer, source: "notification"),
+            Self.event(of: decoded, now: now())
+        )
     }
 
     /// Records transactions that arrived without a notification (a signed transaction an app sent, the App Store
@@ -79,10 +82,15 @@ package struct OutcomeRecorder: Sendable {
         if let subscription = SubscriptionTransaction.of(transaction, customer: customer, now: now()) {
             try await store.recordTransaction(subscription)
         }
-        let redemption: Redemption
+        guard let redemption = redemption(of: transaction, customer: customer, source: source) else { return }
+        counted(try await store.recordRedemption(redemption), of: redemption, source: source)
+    }
+
+    /// The redemption a transaction carries, if any; one that is not what Apple sends is logged and left out.
+    private func redemption(of transaction: JWSTransactionDecodedPayload, customer: CustomerKey, source: String) -> Redemption? {
         switch Redemption.of(transaction, customer: customer, now: now()) {
         case .none:
-            return
+            return nil
         case .refused(let reason):
             logger.warning(
                 "a transaction that carried an offer was not recorded",
@@ -90,19 +98,23 @@ package struct OutcomeRecorder: Sendable {
                     "reason": "\(reason)", "source": "\(source)", "customer": "\(CustomerHash.of(customer))",
                 ]
             )
-            return
-        case .redemption(let value):
-            redemption = value
+            return nil
+        case .redemption(let redemption):
+            if transaction.price != nil, redemption.price == nil {
+                logger.warning("a redemption's price is outside 0 to 10^12 milliunits; recorded without a price", metadata: ["source": "\(source)"])
+            }
+            return redemption
         }
-        if transaction.price != nil, redemption.price == nil {
-            logger.warning("a redemption's price is outside 0 to 10^12 milliunits; recorded without a price", metadata: ["source": "\(source)"])
-        }
-        guard case .recorded(let channel) = try await store.recordRedemption(redemption) else { return }
+    }
+
+    /// Counts and logs a redemption the store recorded as new (``count(offerType:attributed:)``).
+    func counted(_ recording: RedemptionRecording, of redemption: Redemption, source: String) {
+        guard case .recorded(let channel) = recording else { return }
         Self.count(offerType: redemption.offerType, attributed: channel != nil)
         logger.info(
             "offer redeemed",
             metadata: [
-                "customer": "\(CustomerHash.of(customer))", "productIdentifier": "\(redemption.productIdentifier)",
+                "customer": "\(CustomerHash.of(redemption.customer))", "productIdentifier": "\(redemption.productIdentifier)",
                 "offerType": "\(redemption.offerType)", "attributed": "\(channel ?? "no")", "source": "\(source)",
             ]
         )

@@ -106,6 +106,7 @@ extension SQLOfferStore {
         await recorder.close()
         await decisionRecorder.close()
         await retentionAnswerRecorder.close()
+        await notificationRecorder.close()
         try await backend.close()
     }
 }

@@ -115,28 +115,31 @@ extension SQLOfferStore {
     }
 
     func recordTransaction(_ transaction: SubscriptionTransaction) async throws {
+        try await backend.transaction { database in try await Self.record(transaction, on: database) }
+    }
+
+    /// ``recordTransaction(_:)`` inside the caller's transaction.
+    static func record(_ transaction: SubscriptionTransaction, on database: any SQLDatabase) async throws {
         // A transaction delivered again (a refund's notification carries it with its revocation date) keeps what
         // was known and adds what is new.
         let now = Date().unixMilliseconds
-        try await backend.transaction { database in
-            try await database.raw(
-                """
-                INSERT INTO subscription_transactions (environment, transaction_id, original_transaction_id, bundle_identifier,
-                  application_username, product_identifier, subscription_group_identifier, price, currency, purchase_date,
-                  expires_date, revocation_date, recorded_at)
-                VALUES (\(bind: transaction.environment), \(bind: transaction.transactionId), \(bind: transaction.originalTransactionId),
-                  \(bind: transaction.customer.bundleIdentifier), \(bind: transaction.customer.applicationUsername),
-                  \(bind: transaction.productIdentifier), \(bind: transaction.subscriptionGroupIdentifier), \(bind: transaction.price),
-                  \(bind: transaction.currency), \(bind: transaction.purchaseDate), \(bind: transaction.expiresDate),
-                  \(bind: transaction.revocationDate), \(bind: now))
-                ON CONFLICT (environment, transaction_id) DO UPDATE SET
-                  revocation_date = COALESCE(subscription_transactions.revocation_date, excluded.revocation_date),
-                  expires_date = COALESCE(excluded.expires_date, subscription_transactions.expires_date),
-                  price = COALESCE(subscription_transactions.price, excluded.price),
-                  currency = COALESCE(subscription_transactions.currency, excluded.currency)
-                """
-            ).run()
-        }
+        try await database.raw(
+            """
+            INSERT INTO subscription_transactions (environment, transaction_id, original_transaction_id, bundle_identifier,
+              application_username, product_identifier, subscription_group_identifier, price, currency, purchase_date,
+              expires_date, revocation_date, recorded_at)
+            VALUES (\(bind: transaction.environment), \(bind: transaction.transactionId), \(bind: transaction.originalTransactionId),
+              \(bind: transaction.customer.bundleIdentifier), \(bind: transaction.customer.applicationUsername),
+              \(bind: transaction.productIdentifier), \(bind: transaction.subscriptionGroupIdentifier), \(bind: transaction.price),
+              \(bind: transaction.currency), \(bind: transaction.purchaseDate), \(bind: transaction.expiresDate),
+              \(bind: transaction.revocationDate), \(bind: now))
+            ON CONFLICT (environment, transaction_id) DO UPDATE SET
+              revocation_date = COALESCE(subscription_transactions.revocation_date, excluded.revocation_date),
+              expires_date = COALESCE(excluded.expires_date, subscription_transactions.expires_date),
+              price = COALESCE(subscription_transactions.price, excluded.price),
+              currency = COALESCE(subscription_transactions.currency, excluded.currency)
+            """
+        ).run()
     }
 
     func purgeSubscriptionTransactions(purchasedBefore: Date) async throws -> Int {

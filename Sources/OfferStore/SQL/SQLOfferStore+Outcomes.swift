@@ -8,123 +8,129 @@ import SQLKit
 /// `redemption_daily` (``RedemptionRollup``) in step, in its transaction.
 extension SQLOfferStore {
     func recordRedemption(_ redemption: Redemption) async throws -> RedemptionRecording {
-        try await backend.transaction { database in
-            try await backend.lockSubscriptionOutcomes(redemption.originalTransactionId, environment: redemption.environment, on: database)
-            let seen = try await database.select().column("transaction_id").from("redemptions")
-                .where("environment", .equal, redemption.environment).where("transaction_id", .equal, redemption.transactionId)
-                .first()
-            guard seen == nil else { return .duplicate }
-            let rolledBefore = try await RedemptionRollup.contribution(
-                of: redemption.originalTransactionId,
-                environment: redemption.environment,
-                on: database
+        try await backend.transaction { [backend] database in try await Self.record(redemption, backend: backend, on: database) }
+    }
+
+    /// ``recordRedemption(_:)`` inside the caller's transaction.
+    static func record(_ redemption: Redemption, backend: any SQLStoreBackend, on database: any SQLDatabase) async throws -> RedemptionRecording {
+        try await backend.lockSubscriptionOutcomes(redemption.originalTransactionId, environment: redemption.environment, on: database)
+        let seen = try await database.select().column("transaction_id").from("redemptions")
+            .where("environment", .equal, redemption.environment).where("transaction_id", .equal, redemption.transactionId)
+            .first()
+        guard seen == nil else { return .duplicate }
+        let rolledBefore = try await RedemptionRollup.contribution(
+            of: redemption.originalTransactionId,
+            environment: redemption.environment,
+            on: database
+        )
+        let signature = redemption.attributable ? try await Self.attribution(of: redemption, on: database) : nil
+        let events = try await Self.events(of: redemption.originalTransactionId, environment: redemption.environment, on: database)
+        let after = events.filter { $0.at > redemption.purchaseDate }
+        let renewed = after.filter { $0.kind == SubscriptionEvent.Kind.renewed.rawValue && $0.transactionId != redemption.transactionId }.map(
+            \.at
+        ).min()
+        let refunded = events.filter { $0.kind == SubscriptionEvent.Kind.refunded.rawValue && $0.transactionId == redemption.transactionId }.map(
+            \.at
+        ).min()
+        let expired = after.filter { $0.kind == SubscriptionEvent.Kind.expired.rawValue }.map(\.at).min()
+        let channel = signature.map { $0.channel == "retention" ? "retention" : "app" }
+        let values: [any SQLExpression] = [
+            SQLBind(redemption.environment), SQLBind(redemption.transactionId), SQLBind(redemption.originalTransactionId),
+            SQLBind(redemption.customer.bundleIdentifier), SQLBind(redemption.customer.applicationUsername),
+            SQLBind(redemption.productIdentifier), SQLBind(Int64(redemption.offerType)), SQLBind(redemption.offerIdentifier ?? ""),
+            SQLBind(redemption.offerDiscountType), SQLBind(redemption.offerPeriod), SQLBind(redemption.price),
+            SQLBind(redemption.currency), SQLBind(redemption.storefront), SQLBind(redemption.purchaseDate),
+            SQLBind(Date().unixMilliseconds), SQLBind(signature?.nonce), SQLBind(signature?.timestamp), SQLBind(channel),
+            SQLBind(renewed), SQLBind(refunded), SQLBind(expired),
+        ]
+        let inserted = try await database.insert(into: "redemptions")
+            .columns(
+                "environment",
+                "transaction_id",
+                "original_transaction_id",
+                "bundle_identifier",
+                "application_username",
+                "product_identifier",
+                "offer_type",
+                "offer_identifier",
+                "offer_discount_type",
+                "offer_period",
+                "price",
+                "currency",
+                "storefront",
+                "purchase_date",
+                "recorded_at",
+                "signature_nonce",
+                "signature_timestamp",
+                "signature_channel",
+                "renewed_at",
+                "refunded_at",
+                "expired_at"
             )
-            let signature = redemption.attributable ? try await Self.attribution(of: redemption, on: database) : nil
-            let events = try await Self.events(of: redemption.originalTransactionId, environment: redemption.environment, on: database)
-            let after = events.filter { $0.at > redemption.purchaseDate }
-            let renewed = after.filter { $0.kind == SubscriptionEvent.Kind.renewed.rawValue && $0.transactionId != redemption.transactionId }.map(
-                \.at
-            ).min()
-            let refunded = events.filter { $0.kind == SubscriptionEvent.Kind.refunded.rawValue && $0.transactionId == redemption.transactionId }.map(
-                \.at
-            ).min()
-            let expired = after.filter { $0.kind == SubscriptionEvent.Kind.expired.rawValue }.map(\.at).min()
-            let channel = signature.map { $0.channel == "retention" ? "retention" : "app" }
-            let values: [any SQLExpression] = [
-                SQLBind(redemption.environment), SQLBind(redemption.transactionId), SQLBind(redemption.originalTransactionId),
-                SQLBind(redemption.customer.bundleIdentifier), SQLBind(redemption.customer.applicationUsername),
-                SQLBind(redemption.productIdentifier), SQLBind(Int64(redemption.offerType)), SQLBind(redemption.offerIdentifier ?? ""),
-                SQLBind(redemption.offerDiscountType), SQLBind(redemption.offerPeriod), SQLBind(redemption.price),
-                SQLBind(redemption.currency), SQLBind(redemption.storefront), SQLBind(redemption.purchaseDate),
-                SQLBind(Date().unixMilliseconds), SQLBind(signature?.nonce), SQLBind(signature?.timestamp), SQLBind(channel),
-                SQLBind(renewed), SQLBind(refunded), SQLBind(expired),
-            ]
-            let inserted = try await database.insert(into: "redemptions")
-                .columns(
-                    "environment",
-                    "transaction_id",
-                    "original_transaction_id",
-                    "bundle_identifier",
-                    "application_username",
-                    "product_identifier",
-                    "offer_type",
-                    "offer_identifier",
-                    "offer_discount_type",
-                    "offer_period",
-                    "price",
-                    "currency",
-                    "storefront",
-                    "purchase_date",
-                    "recorded_at",
-                    "signature_nonce",
-                    "signature_timestamp",
-                    "signature_channel",
-                    "renewed_at",
-                    "refunded_at",
-                    "expired_at"
-                )
-                .values(values)
-                .ignoringConflicts(with: ["environment", "transaction_id"]).returning("transaction_id").first()
-            guard inserted != nil else { return .duplicate }
-            let (continuing, absorbed) = try await Self.relink(
-                redemption.originalTransactionId,
-                environment: redemption.environment,
-                inserted: redemption.transactionId,
-                on: database
-            )
-            let rolledAfter = try await RedemptionRollup.contribution(
-                of: redemption.originalTransactionId,
-                environment: redemption.environment,
-                on: database
-            )
-            try await RedemptionRollup.apply(before: rolledBefore, after: rolledAfter, on: database)
-            if continuing.contains(redemption.transactionId) { return .continuation }
-            return absorbed ? .firstPeriod(channel: channel) : .recorded(channel: channel)
-        }
+            .values(values)
+            .ignoringConflicts(with: ["environment", "transaction_id"]).returning("transaction_id").first()
+        guard inserted != nil else { return .duplicate }
+        let (continuing, absorbed) = try await Self.relink(
+            redemption.originalTransactionId,
+            environment: redemption.environment,
+            inserted: redemption.transactionId,
+            on: database
+        )
+        let rolledAfter = try await RedemptionRollup.contribution(
+            of: redemption.originalTransactionId,
+            environment: redemption.environment,
+            on: database
+        )
+        try await RedemptionRollup.apply(before: rolledBefore, after: rolledAfter, on: database)
+        if continuing.contains(redemption.transactionId) { return .continuation }
+        return absorbed ? .firstPeriod(channel: channel) : .recorded(channel: channel)
     }
 
     func recordSubscriptionEvent(_ event: SubscriptionEvent) async throws -> Int {
-        try await backend.transaction { database in
-            try await backend.lockSubscriptionOutcomes(event.originalTransactionId, environment: event.environment, on: database)
-            let rolledBefore = try await RedemptionRollup.contribution(of: event.originalTransactionId, environment: event.environment, on: database)
-            try await database.insert(into: "subscription_events")
-                .columns("environment", "original_transaction_id", "kind", "at", "transaction_id", "recorded_at")
-                .values(
-                    SQLBind(event.environment),
-                    SQLBind(event.originalTransactionId),
-                    SQLBind(event.kind.rawValue),
-                    SQLBind(event.at),
-                    SQLBind(event.transactionId),
-                    SQLBind(Date().unixMilliseconds)
-                )
-                .ignoringConflicts(with: ["original_transaction_id", "environment", "kind", "transaction_id", "at"]).run()
-            var changed = 0
-            switch event.kind {
-            case .renewed:
-                changed += try await Self.setEarliest("renewed_at", to: event.at, in: "redemptions", on: database) { update in
-                    update.where("original_transaction_id", .equal, event.originalTransactionId).where("environment", .equal, event.environment)
-                        .where("purchase_date", .lessThan, event.at).where("transaction_id", .notEqual, event.transactionId)
-                }
-                changed += try await Self.markSaved(event, on: database)
-            case .autoRenewEnabled:
-                changed += try await Self.markSaved(event, on: database)
-            case .refunded:
-                changed += try await Self.setEarliest("refunded_at", to: event.at, in: "redemptions", on: database) { update in
-                    update.where("environment", .equal, event.environment).where("transaction_id", .equal, event.transactionId)
-                }
-            case .expired:
-                changed += try await Self.setEarliest("expired_at", to: event.at, in: "redemptions", on: database) { update in
-                    update.where("original_transaction_id", .equal, event.originalTransactionId).where("environment", .equal, event.environment)
-                        .where("purchase_date", .lessThan, event.at)
-                }
+        try await backend.transaction { [backend] database in try await Self.record(event, backend: backend, on: database) }
+    }
+
+    /// ``recordSubscriptionEvent(_:)`` inside the caller's transaction.
+    static func record(_ event: SubscriptionEvent, backend: any SQLStoreBackend, on database: any SQLDatabase) async throws -> Int {
+        try await backend.lockSubscriptionOutcomes(event.originalTransactionId, environment: event.environment, on: database)
+        let rolledBefore = try await RedemptionRollup.contribution(of: event.originalTransactionId, environment: event.environment, on: database)
+        try await database.insert(into: "subscription_events")
+            .columns("environment", "original_transaction_id", "kind", "at", "transaction_id", "recorded_at")
+            .values(
+                SQLBind(event.environment),
+                SQLBind(event.originalTransactionId),
+                SQLBind(event.kind.rawValue),
+                SQLBind(event.at),
+                SQLBind(event.transactionId),
+                SQLBind(Date().unixMilliseconds)
+            )
+            .ignoringConflicts(with: ["original_transaction_id", "environment", "kind", "transaction_id", "at"]).run()
+        var changed = 0
+        switch event.kind {
+        case .renewed:
+            changed += try await Self.setEarliest("renewed_at", to: event.at, in: "redemptions", on: database) { update in
+                update.where("original_transaction_id", .equal, event.originalTransactionId).where("environment", .equal, event.environment)
+                    .where("purchase_date", .lessThan, event.at).where("transaction_id", .notEqual, event.transactionId)
             }
-            if event.kind == .renewed || event.kind == .expired {
-                _ = try await Self.relink(event.originalTransactionId, environment: event.environment, on: database)
+            changed += try await Self.markSaved(event, on: database)
+        case .autoRenewEnabled:
+            changed += try await Self.markSaved(event, on: database)
+        case .refunded:
+            changed += try await Self.setEarliest("refunded_at", to: event.at, in: "redemptions", on: database) { update in
+                update.where("environment", .equal, event.environment).where("transaction_id", .equal, event.transactionId)
             }
-            let rolledAfter = try await RedemptionRollup.contribution(of: event.originalTransactionId, environment: event.environment, on: database)
-            try await RedemptionRollup.apply(before: rolledBefore, after: rolledAfter, on: database)
-            return changed
+        case .expired:
+            changed += try await Self.setEarliest("expired_at", to: event.at, in: "redemptions", on: database) { update in
+                update.where("original_transaction_id", .equal, event.originalTransactionId).where("environment", .equal, event.environment)
+                    .where("purchase_date", .lessThan, event.at)
+            }
         }
+        if event.kind == .renewed || event.kind == .expired {
+            _ = try await Self.relink(event.originalTransactionId, environment: event.environment, on: database)
+        }
+        let rolledAfter = try await RedemptionRollup.contribution(of: event.originalTransactionId, environment: event.environment, on: database)
+        try await RedemptionRollup.apply(before: rolledBefore, after: rolledAfter, on: database)
+        return changed
     }
 
     func purgeSubscriptionEvents(recordedBefore: Date) async throws -> Int {

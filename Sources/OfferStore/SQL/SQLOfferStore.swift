@@ -41,6 +41,8 @@ final class SQLOfferStore: OfferStore {
     let claimRecorder: GroupCommitQueue<AnswerClaim>?
     /// The retention answers' batched writer (``recordRetentionAnswer(_:)``): its callers wait for their batch.
     let retentionAnswerRecorder: GroupCommitQueue<RetentionAnswerRecord>
+    /// App Store notifications' batched writer (``fileNotification(_:)``): its callers wait for their batch's commit.
+    let notificationRecorder: GroupCommitQueue<PendingFiling>
     /// PostgreSQL's LISTEN/NOTIFY of document changes (``documentChanges()``); `nil` on a SQLite file, which one
     /// process serves.
     let documentFeed: PostgresDocumentFeed?
@@ -56,6 +58,9 @@ final class SQLOfferStore: OfferStore {
         }
         retentionAnswerRecorder = GroupCommitQueue(maximumBatch: 500) { answers in
             try await Self.writeRetentionAnswers(answers, backend: backend, logger: logger)
+        }
+        notificationRecorder = GroupCommitQueue(maximumBatch: Self.notificationsPerBatch) { batch in
+            try await Self.fileNotifications(batch, backend: backend)
         }
         if let writer = backend.issuedSignatureWriter {
             claimRecorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch, queue: writer.queue) { claims in
@@ -128,10 +133,7 @@ final class SQLOfferStore: OfferStore {
         _ body: @Sendable (inout CustomerFacts) throws -> Void
     ) async throws -> Bool {
         try await inCustomerTransaction { database in
-            let first = try await database.insert(into: "processed_notifications").columns("notification_uuid", "processed_at")
-                .values(SQLBind(notificationUUID), SQLBind(Date().unixMilliseconds))
-                .ignoringConflicts(with: "notification_uuid").returning("notification_uuid").first()
-            guard first != nil else { return false }
+            guard try await Self.markProcessed(notificationUUID, on: database) else { return false }
             _ = try await Self.update(key, claiming: claims, on: database, body)
             return true
         }
@@ -207,11 +209,7 @@ final class SQLOfferStore: OfferStore {
     }
 
     func markNotificationProcessed(notificationUUID: String) async throws -> Bool {
-        try await inCustomerTransaction { database in
-            try await database.insert(into: "processed_notifications").columns("notification_uuid", "processed_at")
-                .values(SQLBind(notificationUUID), SQLBind(Date().unixMilliseconds))
-                .ignoringConflicts(with: "notification_uuid").returning("notification_uuid").first() != nil
-        }
+        try await inCustomerTransaction { database in try await Self.markProcessed(notificationUUID, on: database) }
     }
 
     func purgeExpired(storedAnswersBefore: Date, processedNotificationsBefore: Date) async throws -> (storedAnswers: Int, processedNotifications: Int)
@@ -329,7 +327,7 @@ final class SQLOfferStore: OfferStore {
     }
 
     /// Read-modify-write of a customer's facts inside a transaction; a customer not heard of starts empty.
-    private static func update(
+    static func update(
         _ key: CustomerKey,
         claiming claims: [TransactionClaim] = [],
         on database: any SQLDatabase,

@@ -80,6 +80,13 @@ public protocol OfferStore: Sendable {
         _ body: @Sendable (inout CustomerFacts) throws -> Void
     ) async throws -> Bool
 
+    /// Files one App Store notification (``NotificationFiling``): its UUID, the customer's facts and its outcomes in
+    /// one transaction, durable when this returns. Notifications filed at once share a transaction (a group commit,
+    /// one flush a batch), each rolled back alone when it fails.
+    /// - Throws: ``OfferStoreError`` `transactionClaimed` (nothing of this notification written), `unavailable`; an
+    ///   error the fold throws, unchanged.
+    func fileNotification(_ filing: NotificationFiling) async throws -> NotificationFiled
+
     /// The names of documents (``document(named:)``) changed by any process sharing the store, as each change
     /// commits — PostgreSQL's LISTEN/NOTIFY; `"*"` when anything may have changed unheard (the listener
     /// reconnected). A store one process serves (a SQLite file) ends the stream at once: its process made every
@@ -307,6 +314,21 @@ extension OfferStore {
     @discardableResult
     public func updateCustomer(_ key: CustomerKey, _ body: @Sendable (inout CustomerFacts) throws -> Void) async throws -> CustomerFacts {
         try await updateCustomer(key, claiming: [], body)
+    }
+
+    /// ``fileNotification(_:)`` as its writes one after another, each in a transaction of its own.
+    public func fileNotification(_ filing: NotificationFiling) async throws -> NotificationFiled {
+        let applied = try await applyNotification(
+            notificationUUID: filing.notificationUUID,
+            to: filing.customer,
+            claiming: filing.claims,
+            filing.fold
+        )
+        if let transaction = filing.transaction { try await recordTransaction(transaction) }
+        var redemption: RedemptionRecording?
+        if let recorded = filing.redemption { redemption = try await recordRedemption(recorded) }
+        if let event = filing.event { try await recordSubscriptionEvent(event) }
+        return NotificationFiled(applied: applied, redemption: redemption)
     }
 
     /// ``applyNotification(notificationUUID:to:claiming:_:)`` claiming no transaction.
