@@ -78,6 +78,7 @@ try:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     cpu_before = cpu_seconds()
+    client_before = sum(os.times()[:2])
     started = time.time()
     threads = [threading.Thread(target=sender) for _ in range(concurrency)]
     for thread in threads:
@@ -86,10 +87,11 @@ try:
         thread.join()
     seconds = time.time() - started
     cpu = cpu_seconds() - cpu_before
+    client = sum(os.times()[:2]) - client_before
     load = open("/proc/loadavg").read().split()[0]
     print(f"ingested {count:,} notifications in {seconds:.1f} s: {count / seconds:,.0f} redemptions/s with {concurrency} connections "
           f"(load {load}); statuses {statuses}; server CPU {cpu / count * 1e6:,.0f} µs a notification "
-          f"(the database server's, on PostgreSQL, not included)", flush=True)
+          f"(the database server's, on PostgreSQL, not included); this client's CPU {client / count * 1e6:,.0f} µs a notification", flush=True)
 
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     connection.request("GET", f"/admin/outcomes?from={now - 86_400_000}&to={now + 86_400_000}&environment=Sandbox",

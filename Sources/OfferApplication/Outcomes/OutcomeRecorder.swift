@@ -26,7 +26,10 @@ package struct OutcomeRecorder: Sendable {
 
     /// What a verified notification records of outcomes, filed with it (``NotificationFiling``): its subscription
     /// transaction, the redemption of the offer it carried (one refused is logged and left out), the event it is.
-    func records(of decoded: DecodedNotification, customer: CustomerKey)
+    func records(
+        of decoded: DecodedNotification,
+        customer: CustomerKey
+    )
         -> (transaction: SubscriptionTransaction?, redemption: Redemption?, event: SubscriptionEvent?)
     {
         guard let transaction = decoded.transaction else { return (nil, nil, nil) }

@@ -52,7 +52,11 @@ extension SQLOfferStore {
     }
 
     /// One notification's writes, in the order the separate calls make them.
-    private static func file(_ filing: NotificationFiling, backend: any SQLStoreBackend, on database: any SQLDatabase) async throws
+    private static func file(
+        _ filing: NotificationFiling,
+        backend: any SQLStoreBackend,
+        on database: any SQLDatabase
+    ) async throws
         -> NotificationFiled
     {
         let applied = try await markProcessed(filing.notificationUUID, on: database)
