@@ -115,12 +115,12 @@ public func followDocument(
                 // A change's read starts as its notification arrives, not after the read of the one before (an
                 // activation and the revoke that follows it): `refresh` applies only a version newer than the one
                 // served, so reads that overlap never step back.
-                let schedule = Mutex(RefreshSchedule())
+                let schedule = RefreshSchedule.Shared()
                 await withDiscardingTaskGroup { refreshes in
                     for await name in changes() where name == documentName || name == "*" {
-                        guard schedule.withLock({ $0.notified() }) else { continue }
+                        guard schedule.state.withLock({ $0.notified() }) else { continue }
                         refreshes.addTask {
-                            repeat { await refresh() } while schedule.withLock { $0.finished() }
+                            repeat { await refresh() } while schedule.state.withLock { $0.finished() }
                         }
                     }
                 }
@@ -147,6 +147,11 @@ struct RefreshSchedule: Sendable {
 
     init(maximumRunning: Int = 2) {
         self.maximumRunning = max(maximumRunning, 1)
+    }
+
+    /// A schedule the notification loop and its reads share.
+    final class Shared: Sendable {
+        let state = Mutex(RefreshSchedule())
     }
 
     /// A notification arrived: whether to start a read now.

@@ -10,15 +10,15 @@ import Testing
     @Test("two reads at a time; a notification beyond them makes the next one to finish read once more")
     func schedule() {
         var schedule = RefreshSchedule(maximumRunning: 2)
-        #expect(schedule.notified())
-        #expect(schedule.notified())
-        #expect(!schedule.notified())
-        #expect(!schedule.notified(), "two notifications meanwhile: one more read covers both")
-        #expect(schedule.finished(), "read once more")
-        #expect(!schedule.finished())
-        #expect(!schedule.finished())
+        // Four notifications: two reads start, the other two make one of them read once more.
+        let started = (0..<4).map { _ in schedule.notified() }
+        #expect(started == [true, true, false, false])
+        // The first to finish reads again; then both end.
+        let again = (0..<3).map { _ in schedule.finished() }
+        #expect(again == [true, false, false])
         #expect(schedule.running == 0)
-        #expect(schedule.notified())
+        let next = schedule.notified()
+        #expect(next, "nothing running: the next notification reads at once")
     }
 
     @Test("a second notification is read while the first one's read is still out")
@@ -49,7 +49,8 @@ import Testing
         follower.cancel()  // (the hourly poll's sleep ends with it, and reads once more)
         continuation.finish()
         await follower.value
-        #expect(overlapped.withLock { $0 })
+        let didOverlap = overlapped.withLock { $0 }
+        #expect(didOverlap)
         #expect(reads == 2)
     }
 }
