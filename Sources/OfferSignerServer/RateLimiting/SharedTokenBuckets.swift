@@ -40,6 +40,8 @@ public final class SharedTokenBuckets: LimitBuckets {
     public let burst: Double
     /// How long a replica decides alone after the store failed to answer a lease.
     public static let outageSeconds = 5.0
+    /// How many leases a caller that can wait waits for at most before it is refused for a second.
+    static let waitingAttempts = 16
     private let store: any SharedLimitStore
     private let fallback: TokenBuckets
     private let state: Mutex<State>
@@ -70,7 +72,9 @@ public final class SharedTokenBuckets: LimitBuckets {
     public func take(_ key: String) async -> TokenBuckets.Decision {
         if Self.unknownAddresses.contains(key) { return fallback.take(key, now: .now) }
         let name = bucket(key)
-        for _ in 0..<2 {
+        // Each lease answered either brings tokens or finds the bucket empty (then `limited`): a caller asks again
+        // while its replica's share runs out under others waiting with it, at most ``waitingAttempts`` times.
+        for _ in 0..<Self.waitingAttempts {
             switch decide(name, now: .now, waiting: true) {
             case .allowed: return .allowed
             case .limited(let seconds): return .limited(retryAfterSeconds: seconds)
