@@ -24,7 +24,7 @@ import Testing
     }
 
     @Test(
-        "only a store this process alone writes has customer locks: a server's SQLite file and one in memory; not a file the tools opened, nor PostgreSQL"
+        "customer locks: a server's SQLite file, one in memory and PostgreSQL (whose batches check each record) have them; a file the tools opened not"
     )
     func whoHasThem() async throws {
         let file = ScratchFolder.sqliteFile("offer-store-locks")
@@ -43,7 +43,7 @@ import Testing
         try await memory.close()
         if Backend.postgresURL != nil {
             let (postgres, _) = try await Backend.postgres.open()
-            #expect((postgres as? any CustomerLockingStore)?.customerLocks == nil)
+            #expect((postgres as? any CustomerLockingStore)?.customerLocks != nil)
             try await postgres.close()
         }
     }
@@ -81,12 +81,17 @@ import Testing
     }
 
     @Test(
-        "the snapshot reads a customer's facts, their text and their signatures since a time, newest first: in memory and on a file",
-        arguments: [false, true]
+        "the snapshot reads a customer's facts, their text and their signatures since a time, newest first: in memory, on a file, on PostgreSQL",
+        arguments: ["memory", "file"] + (Backend.postgresURL == nil ? [] : ["postgres"])
     )
-    func snapshot(onFile: Bool) async throws {
-        let url = onFile ? "sqlite:\(ScratchFolder.sqliteFile("offer-store-locks"))" : "sqlite::memory:"
-        let opened = try await makeOfferStore(databaseURL: url, logger: Logger(label: "test"), exclusive: onFile)
+    func snapshot(on place: String) async throws {
+        let opened: any OfferStore
+        switch place {
+        case "postgres": opened = try await Backend.postgres.open().0
+        case "file": opened = try await makeOfferStore(databaseURL: "sqlite:\(ScratchFolder.sqliteFile("offer-store-locks"))", logger: Logger(label: "test"), exclusive: true)
+        default: opened = try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test"))
+        }
+        let onFile = place == "file"
         let store = try #require(opened as? any CustomerLockingStore)
         let key = CustomerKey(bundleIdentifier: app, applicationUsername: "known")
         let unknown = try await store.customerSnapshot(key, issuedSince: 0)
@@ -110,5 +115,75 @@ import Testing
         if onFile {  // a closed store's readers refuse
             await #expect(throws: OfferStoreError.self) { try await store.customerSnapshot(key, issuedSince: 0) }
         }
+    }
+
+    /// Two stores on one PostgreSQL database, as two replicas.
+    private func replicas() async throws -> (any CustomerLockingStore, any CustomerLockingStore) {
+        let first = try #require(try await Backend.postgres.open().0 as? any CustomerLockingStore)
+        let second = try #require(try await Backend.postgres.open().0 as? any CustomerLockingStore)
+        return (first, second)
+    }
+
+    @Test(
+        "PostgreSQL: a record decided over a read that another replica's signature made stale is refused and not written; one over a fresh read is not",
+        .enabled(if: Backend.postgresURL != nil)
+    )
+    func staleDecisionIsRefused() async throws {
+        let (first, second) = try await replicas()
+        let key = CustomerKey(bundleIdentifier: app, applicationUsername: "stale")
+        // Both replicas read no signature for the customer; the second records first.
+        let readByFirst = try await first.customerSnapshot(key, issuedSince: 0)
+        let readBySecond = try await second.customerSnapshot(key, issuedSince: 0)
+        #expect(readByFirst.issued.isEmpty && readBySecond.issued.isEmpty)
+        let theirs = signature(key)
+        #expect(try await second.record(theirs, decidedOver: IssuedRead(customer: key, since: 0, count: readBySecond.issued.count)))
+        let stale = signature(key)
+        #expect(try await first.record(stale, decidedOver: IssuedRead(customer: key, since: 0, count: readByFirst.issued.count)) == false)
+        let query = IssuedSignatureQuery(bundleIdentifier: app, applicationUsername: key.applicationUsername)
+        #expect(try await first.issuedSignatures(matching: query).map(\.nonce) == [theirs.nonce])
+        // Decided again over a fresh read, it is written; so is one whose read began after the other's signature.
+        let fresh = try await first.customerSnapshot(key, issuedSince: 0)
+        #expect(fresh.issued == [theirs])
+        #expect(try await first.record(signature(key), decidedOver: IssuedRead(customer: key, since: 0, count: fresh.issued.count)))
+        var later = signature(key)
+        later.timestamp = theirs.timestamp + 60_000
+        #expect(try await second.record(later, decidedOver: IssuedRead(customer: key, since: later.timestamp, count: 0)))
+        #expect(try await first.countIssuedSignatures(matching: query) == 3)
+        try await first.close()
+        try await second.close()
+    }
+
+    @Test(
+        "PostgreSQL: two replicas deciding 64 requests for a cap of 1 under their own locks record exactly one signature, twenty times over",
+        .enabled(if: Backend.postgresURL != nil)
+    )
+    func capHoldsAcrossReplicas() async throws {
+        let (first, second) = try await replicas()
+        let stores = [first, second]
+        for round in 0..<20 {
+            let key = CustomerKey(bundleIdentifier: app, applicationUsername: "racer-\(round)")
+            let signed = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<64 {
+                    let store = stores[index % 2]
+                    let locks = try #require(store.customerLocks)
+                    group.addTask {
+                        try await locks.withLock(key) {
+                            // Decided again while the record is refused: another replica recorded one meanwhile.
+                            while true {
+                                let issued = try await store.customerSnapshot(key, issuedSince: 0).issued
+                                try await Task.sleep(for: .milliseconds(1))
+                                guard issued.isEmpty else { return false }
+                                if try await store.record(signature(key), decidedOver: IssuedRead(customer: key, since: 0, count: 0)) { return true }
+                            }
+                        }
+                    }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(signed == 1, "round \(round)")
+        }
+        #expect(try await first.countIssuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: app)) == 20)
+        try await first.close()
+        try await second.close()
     }
 }

@@ -5,17 +5,19 @@ import OfferStore
 import Synchronization
 
 extension OfferService {
-    /// The pipeline for a rule that reads issued offers (caps, cool-downs, grants) where the store says this
-    /// process alone decides for its customers (``CustomerLockingStore/customerLocks``: a SQLite file a server
-    /// holds, a store in memory): the customer's in-process lock instead of a write transaction per decision.
-    /// Under the lock: the facts and signatures read together, decide, sign (self-verified), and the record made
-    /// durable through the group commit — shared with every other customer's records — before the lock passes on,
-    /// so the next decision for the customer reads it. A decision that spends a customer-service grant records its
-    /// signature and the spent grant in one transaction (both durable, or neither). The decision is logged once
-    /// the lock is released.
+    /// The pipeline for a rule that reads issued offers (caps, cool-downs, grants) where the store serializes one
+    /// customer's decisions without a write transaction per decision (``CustomerLockingStore/customerLocks``: a
+    /// SQLite file a server holds, a store in memory, PostgreSQL): the customer's in-process lock. Under the lock:
+    /// the facts and signatures read together, decide, sign (self-verified), and the record made durable through
+    /// the group commit — shared with every other customer's records — before the lock passes on, so the next
+    /// decision for the customer reads it. On PostgreSQL the batch checks that no replica recorded a signature for
+    /// the customer since the read; a record refused so is not written, its signature never shown, and the
+    /// decision is made again over a fresh read (at most ``decisionAttempts`` times). A decision that spends a
+    /// customer-service grant records its signature and the spent grant in one customer transaction, which checks
+    /// the same. The decision that stands is logged once the lock is released.
     ///
     /// `nil`: the flow is not one for this path (no such rule, an idempotency key, a deadline) or the store has no
-    /// such lock (PostgreSQL shared by replicas): ``run(_:now:)`` goes on with ``OfferStore/withCustomerTransaction(_:issuedSince:answerKey:_:)``.
+    /// such lock (a file the tools opened): ``run(_:now:)`` goes on with ``OfferStore/withCustomerTransaction(_:issuedSince:answerKey:_:)``.
     func runUnderCustomerLock<Output: Sendable>(_ flow: SigningFlow<Output>, since: Int64?, now: Date) async throws -> Output? {
         guard flow.rule?.dependsOnIssuedOffers == true, flow.idempotency == nil, flow.deadline == nil,
             let store = store as? any CustomerLockingStore, let locks = store.customerLocks
@@ -23,43 +25,61 @@ extension OfferService {
         // The decision, its context and the stored facts' text it was read from (the log's snapshot is made of it).
         let made = Mutex<(EligibilityDecision, EligibilityContext, String?)?>(nil)
         defer { if let (decision, context, text) = made.withLock({ $0 }) { logDecision(flow, decision, context, storedFacts: text) } }
+        // A rule that reads issued offers without a lookback reads all of the customer's, as in a transaction.
+        let since = since ?? .min
         let signed: SignedOutput<Output> = try await Traces.span("offer.customer_lock") {
             try await locks.withLock(flow.customer) {
-                // A rule that reads issued offers without a lookback reads all of the customer's, as in a transaction.
-                let snapshot = try await Traces.span("offer.facts_read") {
-                    try await storeCall { try await store.customerSnapshot(flow.customer, issuedSince: since ?? .min) }
-                }
-                let facts = snapshot.facts ?? CustomerFacts(key: flow.customer)
-                let (decision, context) = try tracedDecide(flow, facts: facts, issued: snapshot.issued, now: now) { decision, context in
-                    made.withLock { $0 = (decision, context, snapshot.storedFacts) }
-                }
-                let signed = try await tracedSign(flow, decision, context)
-                if let grant = decision.grant {
-                    try await spend(grant, recording: signed.record, for: flow.customer, now: now, in: store)
-                } else if let record = signed.record {
-                    try await storeCall {
-                        try await PipelineMetrics.time(PipelineMetrics.groupCommitWrite) {
-                            try await Traces.span("offer.signature_log.batch_wait") { try await store.record(record) }
-                        }
+                for _ in 0..<Self.decisionAttempts {
+                    let snapshot = try await Traces.span("offer.facts_read") {
+                        try await storeCall { try await store.customerSnapshot(flow.customer, issuedSince: since) }
                     }
+                    let read = IssuedRead(customer: flow.customer, since: since, count: snapshot.issued.count)
+                    let facts = snapshot.facts ?? CustomerFacts(key: flow.customer)
+                    let (decision, context) = try tracedDecide(flow, facts: facts, issued: snapshot.issued, now: now) { decision, context in
+                        made.withLock { $0 = (decision, context, snapshot.storedFacts) }
+                    }
+                    let signed = try await tracedSign(flow, decision, context)
+                    let recorded: Bool
+                    if let grant = decision.grant {
+                        recorded = try await spend(grant, recording: signed.record, for: flow.customer, decidedOver: read, now: now, in: store)
+                    } else if let record = signed.record {
+                        recorded = try await storeCall {
+                            try await PipelineMetrics.time(PipelineMetrics.groupCommitWrite) {
+                                try await Traces.span("offer.signature_log.batch_wait") { try await store.record(record, decidedOver: read) }
+                            }
+                        }
+                    } else {
+                        recorded = true
+                    }
+                    if recorded { return signed }
                 }
-                return signed
+                throw OfferServiceError(
+                    .storeUnavailable,
+                    "Other servers kept recording offers for this customer while this one decided; try again in a moment."
+                )
             }
         }
         if let record = signed.record { countIssued(record) }
         return signed.output
     }
 
-    /// Marks the grant used and records its signature, in one transaction.
+    /// How many times a decision under a customer's lock is made before the request is refused, when each one's
+    /// record is refused because another replica recorded a signature for the customer meanwhile.
+    static let decisionAttempts = 8
+
+    /// Marks the grant used and records its signature, in one transaction; `false` (nothing written): the customer's
+    /// signatures since the decision's read changed meanwhile (another replica recorded one).
     private func spend(
         _ grant: String,
         recording record: IssuedSignature?,
         for customer: CustomerKey,
+        decidedOver read: IssuedRead,
         now: Date,
         in store: any OfferStore
-    ) async throws(OfferServiceError) {
+    ) async throws(OfferServiceError) -> Bool {
         try await storeCall {
-            try await store.withCustomerTransaction(customer, issuedSince: Int64.max) { snapshot in
+            try await store.withCustomerTransaction(customer, issuedSince: read.since) { snapshot in
+                guard snapshot.issuedSignatures.count == read.count else { return CustomerCommit(value: false) }
                 // Under the customer's lock no decision of this process spent it meanwhile; an admin may have.
                 guard var facts = snapshot.facts, let index = facts.grants.firstIndex(where: { $0.id == grant && $0.usedAt == nil }) else {
                     throw OfferServiceError(
@@ -75,7 +95,7 @@ extension OfferService {
                     )
                 }
                 facts.grants[index].usedAt = now
-                return CustomerCommit(value: (), facts: facts, record: record)
+                return CustomerCommit(value: true, facts: facts, record: record)
             }
         }
     }

@@ -82,6 +82,7 @@ final class PostgresBackend: SQLStoreBackend {
                         try await connections.withConnection { connection in
                             try await PostgresAnswers.prepare(on: connection, logger: logger)
                             try await PostgresIssuedBatch.prepare(on: connection, logger: logger)
+                            try await PostgresCustomerDecisions.prepare(on: connection, logger: logger)
                             leased.count.withLock { $0 += 1 }
                             while leased.count.withLock({ $0 }) < count, ContinuousClock.now < deadline {
                                 try await Task.sleep(for: .milliseconds(1))
@@ -195,28 +196,48 @@ final class PostgresBackend: SQLStoreBackend {
     /// one connection leased for the run (a lease and release per batch would also start and cancel the pool's
     /// idle and keep-alive timers, tasks on the shared pool, each time).
     var issuedSignatureBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.BatchInsert) async -> Void) async -> Void)? {
-        { [connections] batches in
-            do {
-                try await connections.withConnection { connection in
-                    await batches { records in
-                        // A connection that closed during the run (the server ended it): this batch and the rest
-                        // of the run lease one each, as a run would. One a batch found ended is closed at once, so
-                        // that the pool does not lend it to the next run before it has seen it close.
-                        guard connection.isClosed else {
-                            do {
-                                return try await PostgresIssuedBatch.insert(records, connection: connection)
-                            } catch let error as PSQLError where PostgresConnections.endsConnection(error) {
-                                try? await connection.close()
-                                throw error
-                            }
+        { [connections] batches in await Self.batchRun(connections, insert: PostgresIssuedBatch.insert, batches) }
+    }
+
+    var checkedBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.CheckedBatchInsert) async -> Void) async -> Void)? {
+        { [connections] batches in await Self.batchRun(connections, insert: PostgresCustomerDecisions.insert, batches) }
+    }
+
+    var customerSnapshotRead: (@Sendable (_ key: CustomerKey, _ since: Int64) async throws -> (facts: String?, issued: [IssuedSignature]))? {
+        { [connections] key, since in try await PostgresCustomerDecisions.snapshot(key, since: since, client: connections) }
+    }
+
+    func lockIssued(_ key: CustomerKey, on database: any SQLDatabase) async throws {
+        try await database.raw(PostgresCustomerDecisions.lockStatement(for: key)).run()
+    }
+
+    /// One run of a group-commit writer: every batch of the run inserted with `insert` on one connection leased for
+    /// the run.
+    private static func batchRun<Item: Sendable>(
+        _ connections: PostgresConnections,
+        insert: @escaping @Sendable ([Item], PostgresConnection) async throws -> Set<SQLOfferStore.RecordIdentity>,
+        _ batches: @Sendable (_ insert: @escaping @Sendable ([Item]) async throws -> Set<SQLOfferStore.RecordIdentity>) async -> Void
+    ) async {
+        do {
+            try await connections.withConnection { connection in
+                await batches { records in
+                    // A connection that closed during the run (the server ended it): this batch and the rest
+                    // of the run lease one each, as a run would. One a batch found ended is closed at once, so
+                    // that the pool does not lend it to the next run before it has seen it close.
+                    guard connection.isClosed else {
+                        do {
+                            return try await insert(records, connection)
+                        } catch let error as PSQLError where PostgresConnections.endsConnection(error) {
+                            try? await connection.close()
+                            throw error
                         }
-                        return try await connections.withConnection { try await PostgresIssuedBatch.insert(records, connection: $0) }
                     }
+                    return try await connections.withConnection { try await insert(records, $0) }
                 }
-            } catch {
-                // No connection could be leased (nothing ran): the run's batches fail with why.
-                await batches { _ in throw error }
             }
+        } catch {
+            // No connection could be leased (nothing ran): the run's batches fail with why.
+            await batches { _ in throw error }
         }
     }
 

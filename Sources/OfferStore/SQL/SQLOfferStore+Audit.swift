@@ -104,6 +104,7 @@ extension SQLOfferStore {
         documentFeed?.close()
         await claimRecorder?.close()
         await recorder.close()
+        await checkedRecorder?.close()
         await decisionRecorder.close()
         await retentionAnswerRecorder.close()
         await notificationRecorder.close()

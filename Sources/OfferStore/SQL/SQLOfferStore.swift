@@ -32,6 +32,9 @@ import SQLKit
 final class SQLOfferStore: OfferStore {
     let backend: any SQLStoreBackend
     let recorder: GroupCommitQueue<IssuedSignature>
+    /// The group commit of decided records checked against what their decision read (``record(_:decidedOver:)``),
+    /// where replicas decide for the same customers (PostgreSQL); `nil` where this process decides alone.
+    let checkedRecorder: GroupCommitQueue<CheckedRecord>?
     /// The decision log's batched writer (``logDecision(_:)``): off the answer's path, one transaction a batch, a
     /// failed batch retried and what waits bounded (``decisionLogRetry(logger:delays:maximumQueued:)``).
     let decisionRecorder: GroupCommitQueue<PolicyDecisionRecord>
@@ -61,6 +64,13 @@ final class SQLOfferStore: OfferStore {
         }
         notificationRecorder = GroupCommitQueue(maximumBatch: Self.notificationsPerBatch) { batch in
             try await Self.fileNotifications(batch, backend: backend)
+        }
+        checkedRecorder = backend.checkedBatchRun.map { batchRun in
+            GroupCommitQueue(maximumBatch: backend.recordsPerBatch, executor: backend.batchExecutor) { batches in
+                await batchRun { insert in
+                    await batches { checked in try await Self.recordCheckedBatch(checked, insert: insert, backend: backend, logger: logger) }
+                }
+            }
         }
         if let writer = backend.issuedSignatureWriter {
             claimRecorder = GroupCommitQueue(maximumBatch: backend.recordsPerBatch, queue: writer.queue) { claims in
@@ -233,6 +243,8 @@ final class SQLOfferStore: OfferStore {
         if since == Int64.max, let answerKey { return try await answerOnce(key, answerKey: answerKey, body) }
         return try await inCustomerTransaction { database in
             let locked = try await Self.lockCustomer(key, on: database)
+            // Checked batches of other replicas record this customer's signatures under this lock, not the row's.
+            try await backend.lockIssued(key, on: database)
             var storedAnswer: String?
             var claimed = false
             if let answerKey {

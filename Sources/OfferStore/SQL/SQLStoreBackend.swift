@@ -75,6 +75,24 @@ protocol SQLStoreBackend: Sendable {
         get
     }
 
+    /// The backend's insert of group-commit batches of decided records (``CheckedRecord``), each checked against
+    /// what its decision read, for one run of the writer, as ``issuedSignatureBatchRun``'s: returns the records
+    /// inserted; one not returned was refused by its check (PostgreSQL: ``PostgresCustomerDecisions``). `nil` (the
+    /// default): the store's customers are decided for by this process alone, and no record needs a check.
+    var checkedBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.CheckedBatchInsert) async -> Void) async -> Void)? {
+        get
+    }
+
+    /// A customer's facts and their issued signatures since a time (newest first), in one prepared statement
+    /// (PostgreSQL); `nil` (the default): ``SQLOfferStore/customerSnapshot(_:issuedSince:)``'s own reads.
+    var customerSnapshotRead: (@Sendable (_ key: CustomerKey, _ since: Int64) async throws -> (facts: String?, issued: [IssuedSignature]))? {
+        get
+    }
+
+    /// Takes, until the transaction ends, the lock on a customer's issued signatures that ``checkedBatchRun``'s
+    /// batches take (PostgreSQL: an advisory lock); a no-op where one process decides for the store.
+    func lockIssued(_ key: CustomerKey, on database: any SQLDatabase) async throws
+
     /// Where the task that writes the group-commit batches runs (PostgreSQL: the event loop of its connections);
     /// `nil` (the default): the shared cooperative pool.
     var batchExecutor: (any TaskExecutor)? { get }
@@ -108,6 +126,13 @@ extension SQLStoreBackend {
     var issuedSignatureBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.BatchInsert) async -> Void) async -> Void)? {
         nil
     }
+    var checkedBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.CheckedBatchInsert) async -> Void) async -> Void)? {
+        nil
+    }
+    var customerSnapshotRead: (@Sendable (_ key: CustomerKey, _ since: Int64) async throws -> (facts: String?, issued: [IssuedSignature]))? {
+        nil
+    }
+    func lockIssued(_ key: CustomerKey, on database: any SQLDatabase) async throws {}
     var preparedAnswerStatements: PreparedAnswerStatements? { nil }
     var sharedLimits: (any SharedLimitStore)? { nil }
     var batchExecutor: (any TaskExecutor)? { nil }

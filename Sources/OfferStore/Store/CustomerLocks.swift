@@ -58,13 +58,16 @@ public final class CustomerLocks: Sendable {
     }
 }
 
-/// A store that can serialize one customer's decisions without a write transaction per decision: where this
-/// process is the only one deciding for its customers (a SQLite file a server holds: ``SQLiteFileLock``; a store
-/// in memory), ``customerLocks`` is its in-process lock, under which a decision reads the customer
+/// A store that can serialize one customer's decisions without a write transaction per decision. ``customerLocks``
+/// is this process's lock per customer, under which a decision reads the customer
 /// (``customerSnapshot(_:issuedSince:)``) and its signature goes through the group commit
-/// (``OfferStore/record(_:startWhenReady:completion:)``). `nil`: other processes may decide for the same
-/// customers (PostgreSQL shared by replicas, a file the tools opened), and a decision that reads issued signatures
-/// runs in ``OfferStore/withCustomerTransaction(_:issuedSince:answerKey:_:)``.
+/// (``record(_:decidedOver:)``). Where this process is the only one deciding for its customers (a SQLite file a
+/// server holds: ``SQLiteFileLock``; a store in memory), the lock is the whole serialization point. On PostgreSQL,
+/// shared by replicas, the batch that records the signature checks, in its own transaction and under a lock per
+/// customer that every replica takes, that no signature of the customer was committed since the decision's read;
+/// a record whose check fails is not written, and the decision is made again. `nil`: other processes may decide
+/// for the same customers without such a check (a file the tools opened), and a decision that reads issued
+/// signatures runs in ``OfferStore/withCustomerTransaction(_:issuedSince:answerKey:_:)``.
 public protocol CustomerLockingStore: OfferStore {
     /// The in-process lock per customer, when it is enough; `nil` otherwise.
     var customerLocks: CustomerLocks? { get }
@@ -72,6 +75,28 @@ public protocol CustomerLockingStore: OfferStore {
     /// The customer's facts (`nil`: never heard of), the JSON text they were decoded from (`nil` where the store
     /// keeps none), and their issued signatures since `since` (Unix ms), newest first, read together.
     func customerSnapshot(_ key: CustomerKey, issuedSince since: Int64) async throws -> CustomerLockSnapshot
+
+    /// Records `record` through the group commit, durably, unless the customer's signatures since `read.since` are
+    /// no longer the `read.count` the decision read (another replica recorded one meanwhile): then nothing is
+    /// written and this returns `false` — the signature must never be shown, and the decision is made again.
+    /// Where this process alone decides, the customer's lock makes the check needless: always `true` once durable.
+    func record(_ record: IssuedSignature, decidedOver read: IssuedRead) async throws -> Bool
+}
+
+/// What a decision read of a customer's issued signatures: how many since a time (``CustomerLockSnapshot/issued``).
+public struct IssuedRead: Sendable, Hashable {
+    /// The customer.
+    public var customer: CustomerKey
+    /// The time the read began at (Unix ms).
+    public var since: Int64
+    /// How many signatures since `since` it found.
+    public var count: Int
+
+    public init(customer: CustomerKey, since: Int64, count: Int) {
+        self.customer = customer
+        self.since = since
+        self.count = count
+    }
 }
 
 /// What a decision under a customer's lock reads (``CustomerLockingStore/customerSnapshot(_:issuedSince:)``).

@@ -1,0 +1,159 @@
+import Logging
+import OfferModel
+import PostgresNIO
+import SQLKit
+
+/// How replicas sharing PostgreSQL decide for one customer without a write transaction per decision: each replica
+/// decides one at a time per customer under its in-process lock (``CustomerLocks``), reading the customer's facts
+/// and signatures in one prepared statement (``Snapshot``); the record then goes through a group-commit batch whose
+/// own transaction takes an advisory lock per customer of the batch (sorted, so two batches never wait for each
+/// other crosswise; the same lock a customer transaction takes, ``lockStatement(for:)``) and inserts only the
+/// records whose customer still has the number of signatures since the decision's read that it read (``Insert``):
+/// a signature committed since by any replica refuses the record, which is then not written.
+///
+/// The lock is taken by a statement before the one that checks: under READ COMMITTED a statement sees what was
+/// committed before it began, so the check sees every batch that held the lock before this one.
+enum PostgresCustomerDecisions {
+    /// The first key of the two-key advisory lock on a customer's issued signatures (the second: `hashtext` of the
+    /// customer); other advisory locks of the store use other first keys.
+    static let lockNamespace = 72_453_653
+
+    /// The statement that takes `key`'s lock in a customer transaction (``SQLStoreBackend/lockIssued(_:on:)``).
+    static func lockStatement(for key: CustomerKey) -> SQLQueryString {
+        "SELECT pg_advisory_xact_lock(\(unsafeRaw: String(lockNamespace)), hashtext(\(bind: key.bundleIdentifier) || chr(31) || \(bind: key.applicationUsername)))"
+    }
+
+    /// Inserts the batch's records whose check passes, in one transaction on `connection` (durable at its COMMIT);
+    /// returns those inserted (any other was refused by its check, or its nonce was recorded before).
+    static func insert(_ checked: [CheckedRecord], connection: PostgresConnection) async throws -> Set<SQLOfferStore.RecordIdentity> {
+        try await connection.query("BEGIN", logger: statementLogger)
+        do {
+            for try await _ in try await connection.execute(LockCustomers(checked: checked), logger: statementLogger) {}
+            var inserted = Set<SQLOfferStore.RecordIdentity>()
+            for try await (timestamp, nonce) in try await connection.execute(Insert(checked: checked), logger: statementLogger) {
+                inserted.insert(SQLOfferStore.RecordIdentity(timestamp: timestamp, nonce: nonce))
+            }
+            try await connection.query("COMMIT", logger: statementLogger)
+            return inserted
+        } catch {
+            _ = try? await connection.query("ROLLBACK", logger: statementLogger)
+            throw error
+        }
+    }
+
+    /// A customer's facts and signatures since a time, newest first, in one statement on a connection of its own.
+    static func snapshot(_ key: CustomerKey, since: Int64, client: PostgresConnections) async throws -> (facts: String?, issued: [IssuedSignature]) {
+        var facts: String?
+        var issued: [IssuedSignature] = []
+        for row in try await client.execute(Snapshot(key: key, since: since)) {
+            if let text = row.facts { facts = text } else if let record = row.record { issued.append(record) }
+        }
+        // Newest first, as every read of the log (the rows of a UNION come in no promised order).
+        issued.sort { ($0.timestamp, $1.nonce) > ($1.timestamp, $0.nonce) }
+        return (facts, issued)
+    }
+
+    /// Runs the statements with nothing to lock, read or write on `connection`, so that it has them prepared.
+    static func prepare(on connection: PostgresConnection, logger: Logger) async throws {
+        for try await _ in try await connection.execute(LockCustomers(checked: []), logger: logger) {}
+        for try await _ in try await connection.execute(Insert(checked: []), logger: logger) {}
+        for try await _ in try await connection.execute(Snapshot(key: CustomerKey(bundleIdentifier: "", applicationUsername: ""), since: 0), logger: logger) {}
+    }
+
+    private static let statementLogger = Logger(label: "offer-signer.postgres.batch", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// Takes the advisory lock of each customer of the batch, in the order of the locks' keys.
+    struct LockCustomers: PostgresPreparedStatement {
+        static let name = "offer_signer_lock_customers"
+        static let sql = """
+            SELECT pg_advisory_xact_lock(\(lockNamespace), s.h) FROM (SELECT DISTINCT hashtext(c.b || chr(31) || c.u) AS h \
+            FROM unnest($1::text[], $2::text[]) AS c(b, u) ORDER BY h) AS s
+            """
+        static var bindingDataTypes: [PostgresDataType] { [.textArray, .textArray] }
+        var checked: [CheckedRecord]
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(checked.map(\.read.customer.bundleIdentifier))
+            bindings.append(checked.map(\.read.customer.applicationUsername))
+            return bindings
+        }
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+
+    /// The batch's records whose customer has, since the read's time, as many signatures as the read found; counted
+    /// into `issued_daily`; the (timestamp, nonce) of each record inserted.
+    struct Insert: PostgresPreparedStatement {
+        static let name = "offer_signer_issued_checked_batch"
+        static let sql = """
+            WITH inserted AS (INSERT INTO issued_signatures (\(IssuedSignatureInsert.columns)) \
+            SELECT r.a1, r.a2, r.a3, r.a4, r.a5, r.a6, r.a7, r.a8, r.a9, r.a10 \
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int8[], $8::text[], \
+            $9::text[], $10::text[], $11::int8[], $12::int8[]) AS r(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, since, read) \
+            WHERE (SELECT count(*) FROM issued_signatures s WHERE s.bundle_identifier = r.a3 \
+            AND s.application_username = r.a6 AND s.timestamp >= r.since) = r.read \
+            ON CONFLICT (timestamp, nonce) DO NOTHING
+            """ + IssuedSignatureInsert.countingDailyTail
+        static var bindingDataTypes: [PostgresDataType] { PostgresIssuedBatch.types + [.int8Array, .int8Array] }
+        var checked: [CheckedRecord]
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 12)
+            PostgresIssuedBatch.appendColumns(of: checked.map(\.record), to: &bindings)
+            bindings.append(checked.map(\.read.since))
+            bindings.append(checked.map { Int64($0.read.count) })
+            return bindings
+        }
+        func decodeRow(_ row: PostgresRow) throws -> (Int64, String) { try row.decode((Int64, String).self) }
+    }
+
+    /// The customer's facts (one row, the other columns `NULL`) and their signatures since a time (one row each,
+    /// `facts` `NULL`).
+    struct Snapshot: PostgresPreparedStatement {
+        static let name = "offer_signer_customer_snapshot"
+        static let sql = """
+            SELECT facts, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::int8, NULL::text, NULL::text, \
+            false FROM customers WHERE bundle_identifier = $1 AND application_username = $2 \
+            UNION ALL SELECT NULL::text, nonce, key_identifier, product_identifier, offer_identifier, format, timestamp, \
+            channel, request_identifier, true FROM issued_signatures \
+            WHERE bundle_identifier = $1 AND application_username = $2 AND timestamp >= $3
+            """
+        static var bindingDataTypes: [PostgresDataType] { [.text, .text, .int8] }
+        var key: CustomerKey
+        var since: Int64
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 3)
+            bindings.append(key.bundleIdentifier)
+            bindings.append(key.applicationUsername)
+            bindings.append(since)
+            return bindings
+        }
+        func decodeRow(_ row: PostgresRow) throws -> SnapshotRow {
+            let (facts, nonce, keyIdentifier, product, offer, format, timestamp, channel, requestIdentifier, isRecord) = try row.decode(
+                (String?, String?, String?, String?, String?, String?, Int64?, String?, String?, Bool).self
+            )
+            guard isRecord, let nonce, let keyIdentifier, let product, let offer, let format, let timestamp, let channel else {
+                return SnapshotRow(facts: facts, record: nil)
+            }
+            return SnapshotRow(
+                facts: nil,
+                record: IssuedSignature(
+                    nonce: nonce,
+                    keyIdentifier: keyIdentifier,
+                    bundleIdentifier: key.bundleIdentifier,
+                    productIdentifier: product,
+                    offerIdentifier: offer,
+                    applicationUsername: key.applicationUsername,
+                    timestamp: timestamp,
+                    format: format,
+                    channel: channel,
+                    requestIdentifier: requestIdentifier
+                )
+            )
+        }
+    }
+
+    /// A row of ``Snapshot``: the facts, or one signature.
+    struct SnapshotRow: Sendable {
+        var facts: String?
+        var record: IssuedSignature?
+    }
+}
