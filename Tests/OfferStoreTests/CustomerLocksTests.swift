@@ -24,7 +24,7 @@ import Testing
     }
 
     @Test(
-        "customer locks: a server's SQLite file, one in memory and PostgreSQL (whose batches check each record) have them; a file the tools opened not"
+        "customer locks: a server's SQLite file, one in memory, PostgreSQL (whose batches check each record); not a file the tools opened"
     )
     func whoHasThem() async throws {
         let file = ScratchFolder.sqliteFile("offer-store-locks")
@@ -88,7 +88,12 @@ import Testing
         let opened: any OfferStore
         switch place {
         case "postgres": opened = try await Backend.postgres.open().0
-        case "file": opened = try await makeOfferStore(databaseURL: "sqlite:\(ScratchFolder.sqliteFile("offer-store-locks"))", logger: Logger(label: "test"), exclusive: true)
+        case "file":
+            opened = try await makeOfferStore(
+                databaseURL: "sqlite:\(ScratchFolder.sqliteFile("offer-store-locks"))",
+                logger: Logger(label: "test"),
+                exclusive: true
+            )
         default: opened = try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test"))
         }
         let onFile = place == "file"
@@ -125,7 +130,7 @@ import Testing
     }
 
     @Test(
-        "PostgreSQL: a record decided over a read that another replica's signature made stale is refused and not written; one over a fresh read is not",
+        "PostgreSQL: a record decided over a read another replica's signature made stale is refused, not written; one over a fresh read is",
         .enabled(if: Backend.postgresURL != nil)
     )
     func staleDecisionIsRefused() async throws {

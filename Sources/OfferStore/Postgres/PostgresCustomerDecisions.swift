@@ -20,7 +20,10 @@ enum PostgresCustomerDecisions {
 
     /// The statement that takes `key`'s lock in a customer transaction (``SQLStoreBackend/lockIssued(_:on:)``).
     static func lockStatement(for key: CustomerKey) -> SQLQueryString {
-        "SELECT pg_advisory_xact_lock(\(unsafeRaw: String(lockNamespace)), hashtext(\(bind: key.bundleIdentifier) || chr(31) || \(bind: key.applicationUsername)))"
+        """
+        SELECT pg_advisory_xact_lock(\(unsafeRaw: String(lockNamespace)), \
+        hashtext(\(bind: key.bundleIdentifier) || chr(31) || \(bind: key.applicationUsername)))
+        """
     }
 
     /// Inserts the batch's records whose check passes, in one transaction on `connection` (durable at its COMMIT);
@@ -57,7 +60,10 @@ enum PostgresCustomerDecisions {
     static func prepare(on connection: PostgresConnection, logger: Logger) async throws {
         for try await _ in try await connection.execute(LockCustomers(checked: []), logger: logger) {}
         for try await _ in try await connection.execute(Insert(checked: []), logger: logger) {}
-        for try await _ in try await connection.execute(Snapshot(key: CustomerKey(bundleIdentifier: "", applicationUsername: ""), since: 0), logger: logger) {}
+        for try await _ in try await connection.execute(
+            Snapshot(key: CustomerKey(bundleIdentifier: "", applicationUsername: ""), since: 0),
+            logger: logger
+        ) {}
     }
 
     private static let statementLogger = Logger(label: "offer-signer.postgres.batch", factory: { _ in SwiftLogNoOpLogHandler() })
