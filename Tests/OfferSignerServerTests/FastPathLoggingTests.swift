@@ -3,6 +3,7 @@ import AppStoreTestSupport
 import Foundation
 import HTTPTypes
 import Logging
+import NIOPosix
 import OfferKeys
 import OfferSigning
 import OfferStore
@@ -37,8 +38,12 @@ import Testing
             signedTransaction: "eyJhbGciOiJFUzI1NiJ9.e30.a/b"
         )
         let answering = EventLoopSigning.Answering(requestID: "fast-path-request-1", base: Logger(label: "connection"), identity: .open)
+        guard case .pipeline(let prepared) = try service.prepareSigning(request) else {
+            Issue.record("a request with a signed transaction was not prepared for the pipeline")
+            return
+        }
         let result = await withCheckedContinuation { continuation in
-            signing.answer(request, answering) { continuation.resume(returning: $0) }
+            signing.answer(prepared, answering, on: MultiThreadedEventLoopGroup.singleton.next()) { continuation.resume(returning: $0) }
         }
         guard case .failure(let error) = result else {
             Issue.record("a bogus signed transaction was accepted")

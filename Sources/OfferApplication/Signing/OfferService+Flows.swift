@@ -44,18 +44,61 @@ extension OfferService {
     ///   ``OfferSigningError`` for invalid fields, no signing key or a failed self-check (counted in
     ///   `offer_signer_signature_self_check_failures_total`).
     public func signLegacy(_ request: SignOfferRequest) async throws -> SignedLegacyOffer {
-        let (app, offer) = try legacyOffer(request)
-        let presented = try await ingestSignedTransaction(request, app: app)
-        return try await run(legacyFlow(offer, app: app, transactionId: request.transactionId ?? presented))
+        try await signLegacy(prepareLegacy(request))
     }
 
-    /// ``signLegacy(_:)`` as a step that does not suspend, for a request that needs nothing to wait for (no
-    /// `signedTransaction`, a flow ``immediateRun(_:now:)`` takes); `nil` otherwise. Throws what ``signLegacy(_:)``
-    /// throws before it signs (unknown app, product or offer; invalid fields) without any effect.
-    package func immediateLegacySigning(_ request: SignOfferRequest) throws -> (() throws -> SignedOutput<SignedLegacyOffer>)? {
+    /// `POST /v1/offers/sign`'s one step that does not suspend, for the router and the event-loop path alike: a
+    /// legacy request that needs nothing to wait for (no `signedTransaction`, a flow ``immediateRun(_:now:)``
+    /// takes) is signed at once (``SigningStep/signed(_:)``, its record still to commit); any other is validated,
+    /// its app, offer and rule resolved, and handed on as a ``PreparedSigning`` that ``sign(_:)`` runs without
+    /// checking anything again. Throws what signing throws before it signs (unknown app, product or offer;
+    /// invalid fields) without any effect.
+    package func prepareSigning(_ request: SignOfferRequest) throws -> SigningStep {
+        let prepared = try prepareForPipeline(request)
+        if let flow = prepared.legacy?.flow, let signing = try immediateRun(flow) { return .signed(signing) }
+        return .pipeline(prepared)
+    }
+
+    /// ``prepareSigning(_:)`` for a caller that runs every request through the pipeline (the router: its pipeline
+    /// takes a flow's immediate steps itself, or its traced ones when spans are on).
+    package func prepareForPipeline(_ request: SignOfferRequest) throws -> PreparedSigning {
+        switch request.format ?? .legacy {
+        case .jws: PreparedSigning(request: request, legacy: nil)
+        case .legacy: PreparedSigning(request: request, legacy: try prepareLegacy(request))
+        }
+    }
+
+    /// Runs a request ``prepareSigning(_:)`` handed on: the pipeline that waits (stored facts, the App Store, a
+    /// signed transaction, a JWS).
+    package func sign(_ prepared: PreparedSigning) async throws -> SignAnswer {
+        guard let legacy = prepared.legacy else { return .jws(try await signJWS(prepared.request)) }
+        return .legacy(try await signLegacy(legacy))
+    }
+
+    /// A legacy request validated: its app and offer, and its flow unless a signed transaction must be recorded
+    /// first (the flow's App Store lookup may then be the transaction's).
+    func prepareLegacy(_ request: SignOfferRequest) throws -> PreparedSigning.Legacy {
         let (app, offer) = try legacyOffer(request)
-        guard request.signedTransaction == nil else { return nil }
-        return try immediateRun(legacyFlow(offer, app: app, transactionId: request.transactionId))
+        let flow = request.signedTransaction == nil ? try legacyFlow(offer, app: app, transactionId: request.transactionId) : nil
+        return PreparedSigning.Legacy(
+            app: app,
+            offer: offer,
+            transactionId: request.transactionId,
+            signedTransaction: request.signedTransaction,
+            flow: flow
+        )
+    }
+
+    /// Signs a validated legacy request through the pipeline.
+    func signLegacy(_ legacy: PreparedSigning.Legacy) async throws -> SignedLegacyOffer {
+        if let flow = legacy.flow { return try await run(flow) }
+        let presented = try await ingestSignedTransaction(
+            legacy.signedTransaction,
+            app: legacy.app,
+            applicationUsername: legacy.offer.applicationUsername
+        )?
+        .originalTransactionId
+        return try await run(legacyFlow(legacy.offer, app: legacy.app, transactionId: legacy.transactionId ?? presented))
     }
 
     /// The app a legacy request names, and the offer it asks for, validated.
@@ -332,4 +375,38 @@ extension OfferService {
         )
         return try await run(flow)
     }
+}
+
+/// What ``OfferService/prepareSigning(_:)`` makes of a `POST /v1/offers/sign` request.
+package enum SigningStep {
+    /// Signed without suspending: the answer and its record, which the caller commits
+    /// (``OfferService/commit(_:startWhenReady:completion:)``) before answering.
+    case signed(() throws -> SignedOutput<SignedLegacyOffer>)
+    /// Validated, for the pipeline that waits (``OfferService/sign(_:)``).
+    case pipeline(PreparedSigning)
+}
+
+/// A `POST /v1/offers/sign` request validated once (``OfferService/prepareSigning(_:)``), for
+/// ``OfferService/sign(_:)``.
+package struct PreparedSigning: Sendable {
+    /// A legacy request's app and offer, validated, and its flow (the offer's rule resolved) unless a signed
+    /// transaction is to be recorded first.
+    struct Legacy: Sendable {
+        var app: AppConfiguration
+        var offer: PromotionalOffer
+        var transactionId: String?
+        var signedTransaction: String?
+        var flow: SigningFlow<SignedLegacyOffer>?
+    }
+
+    /// The request as the route admitted it.
+    var request: SignOfferRequest
+    /// `nil`: a JWS, which ``OfferService/signJWS(_:)`` validates as it signs.
+    var legacy: Legacy?
+}
+
+/// The answer of `POST /v1/offers/sign`, in the format asked for.
+package enum SignAnswer: Sendable {
+    case legacy(SignedLegacyOffer)
+    case jws(SignedJWSOfferResponse)
 }

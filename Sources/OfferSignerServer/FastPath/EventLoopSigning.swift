@@ -19,8 +19,8 @@ import Synchronization
 ///
 /// Every step is the router's own: ``ClientAuthenticator/immediateIdentity(authorization:)``,
 /// ``Request/decodeJSON(as:from:)`` (after ``SignOfferRequest/init(plainJSON:)``, which reads the common shape
-/// the same way or declines), ``RateLimits``, ``OfferService/immediateLegacySigning(_:)`` (the pipeline's
-/// ``OfferService/immediateRun(_:now:)``), ``OfferService/commit(_:completion:)``, the error mapping
+/// the same way or declines), the route's composition (``SignRoute``: the customer, their limit, the
+/// application's ``OfferService/prepareSigning(_:)``), ``OfferService/commit(_:completion:)``, the error mapping
 /// (``APIError/init(pipeline:logger:)``), the access log, the request ID and the metrics labels. What this adds is
 /// only the transport.
 public struct EventLoopSigning: Sendable {
@@ -100,9 +100,10 @@ public struct EventLoopSigning: Sendable {
         case refused(APIError, Answering)
         /// Signed: the answer, once its record is committed.
         case signed(SignedOutput<SignedLegacyOffer>, Answering)
-        /// Authenticated, decoded and admitted here, answered by the pipeline that waits (stored facts, the App
-        /// Store, a signed transaction, a JWS): ``answer(_:)`` runs it, nothing is checked twice.
-        case pipeline(SignOfferRequest, Answering)
+        /// Authenticated, decoded, admitted and validated here (its app, offer and rule resolved), answered by the
+        /// pipeline that waits (stored facts, the App Store, a signed transaction, a JWS): ``answer(_:_:on:completion:)``
+        /// runs it, nothing is checked twice.
+        case pipeline(PreparedSigning, Answering)
     }
 
     /// The request's ID, logger and credential, for its answer and access-log line.
@@ -138,17 +139,11 @@ public struct EventLoopSigning: Sendable {
             if authenticator != nil {
                 try limits.admit(credential: identity.rateLimitCredential(remoteAddress: remoteAddress), identity: identity)
             }
-            var request = try SignOfferRequest(plainJSON: body) ?? Request.decodeJSON(as: SignOfferRequest.self, from: body)
-            if let named = try identity.customer(naming: request.applicationUsername) {
-                try limits.admit(customer: named.lowercased(), identity: identity)
-                request.applicationUsername = named
-            } else {
-                request.applicationUsername = ""
+            let request = try SignOfferRequest(plainJSON: body) ?? Request.decodeJSON(as: SignOfferRequest.self, from: body)
+            switch try SignRoute.prepare(request, identity: identity, limits: limits, service: service) {
+            case .signed(let signing): return .signed(try signing(), answering)
+            case .pipeline(let prepared): return .pipeline(prepared, answering)
             }
-            guard request.format ?? .legacy == .legacy, let signing = try service.immediateLegacySigning(request) else {
-                return .pipeline(request, answering)
-            }
-            return .signed(try signing(), answering)
         } catch {
             return .refused(APIError(pipeline: error, logger: answering.logger), answering)
         }
@@ -158,24 +153,24 @@ public struct EventLoopSigning: Sendable {
     /// the answer's body (what the route answers, encoded as the route's responses are) or its mapped error. Lines
     /// logged meanwhile by other loggers (the notification ingestor's, the store's) carry the request's ID, as on
     /// the router (``RequestMetadata``).
-    func answer(_ request: SignOfferRequest, _ answering: Answering, completion: @escaping @Sendable (Result<ByteBuffer, APIError>) -> Void) {
-        Task {
+    ///
+    /// The task runs on `eventLoop` (the connection's), resuming there after each wait for the store: the request's
+    /// work stays on the loop's thread, as the path's immediate signing does, instead of crossing to the shared pool
+    /// and back at every step.
+    func answer(
+        _ prepared: PreparedSigning,
+        _ answering: Answering,
+        on eventLoop: any EventLoop,
+        completion: @escaping @Sendable (Result<ByteBuffer, APIError>) -> Void
+    ) {
+        Task(executorPreference: EventLoopTaskExecutor(eventLoop)) {
             await RequestMetadata.$requestID.withValue(answering.requestID) {
                 do {
-                    completion(.success(try await answer(request)))
+                    completion(.success(try await service.sign(prepared).apiJSON))
                 } catch {
                     completion(.failure(APIError(pipeline: error, logger: answering.logger)))
                 }
             }
-        }
-    }
-
-    private func answer(_ request: SignOfferRequest) async throws -> ByteBuffer {
-        switch request.format ?? .legacy {
-        case .legacy:
-            return try await service.signLegacy(request).apiJSON
-        case .jws:
-            return try JSONEncoder.api.answer(try await service.signJWS(request))
         }
     }
 
@@ -202,5 +197,19 @@ public struct EventLoopSigning: Sendable {
             status: HTTPResponseStatus(statusCode: status.code, reasonPhrase: status.reasonPhrase),
             headers: headers
         )
+    }
+}
+
+/// A task executor that runs its jobs on one event loop (``EventLoopSigning/answer(_:_:on:completion:)``).
+final class EventLoopTaskExecutor: TaskExecutor {
+    let eventLoop: any EventLoop
+
+    init(_ eventLoop: any EventLoop) {
+        self.eventLoop = eventLoop
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

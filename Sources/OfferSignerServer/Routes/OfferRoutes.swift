@@ -130,14 +130,9 @@ struct OfferRoutes {
 
     func register(on group: RouterGroup<OfferSignerRequestContext>) {
         group.post("/sign") { request, context -> Response in
-            var body = try await request.decodeJSON(as: SignOfferRequest.self, context: context)
-            body.applicationUsername = try await customer(body.applicationUsername, context)
-            switch body.format ?? .legacy {
-            case .legacy:
-                return try await service.signLegacy(body).response(from: request, context: context)
-            case .jws:
-                return try await service.signJWS(body).response(from: request, context: context)
-            }
+            let body = try await request.decodeJSON(as: SignOfferRequest.self, context: context)
+            let prepared = try await SignRoute.prepare(body, identity: context.identity ?? .open, limits: limits, service: service)
+            return try await service.sign(prepared).response(from: request, context: context)
         }
         group.post("/eligibility") { request, context -> EligibilityResponse in
             var body = try await request.decodeJSON(as: EligibilityRequest.self, context: context)
