@@ -3,7 +3,6 @@ import AppStoreTestSupport
 import Foundation
 import HTTPTypes
 import Logging
-import NIOPosix
 import OfferKeys
 import OfferSigning
 import OfferStore
@@ -43,7 +42,7 @@ import Testing
             return
         }
         let result = await withCheckedContinuation { continuation in
-            signing.answer(prepared, answering, on: MultiThreadedEventLoopGroup.singleton.next()) { continuation.resume(returning: $0) }
+            signing.answer(prepared, answering) { continuation.resume(returning: $0) }
         }
         guard case .failure(let error) = result else {
             Issue.record("a bogus signed transaction was accepted")

@@ -101,7 +101,7 @@ public struct EventLoopSigning: Sendable {
         /// Signed: the answer, once its record is committed.
         case signed(SignedOutput<SignedLegacyOffer>, Answering)
         /// Authenticated, decoded, admitted and validated here (its app, offer and rule resolved), answered by the
-        /// pipeline that waits (stored facts, the App Store, a signed transaction, a JWS): ``answer(_:_:on:completion:)``
+        /// pipeline that waits (stored facts, the App Store, a signed transaction, a JWS): ``answer(_:_:completion:)``
         /// runs it, nothing is checked twice.
         case pipeline(PreparedSigning, Answering)
     }
@@ -153,17 +153,8 @@ public struct EventLoopSigning: Sendable {
     /// the answer's body (what the route answers, encoded as the route's responses are) or its mapped error. Lines
     /// logged meanwhile by other loggers (the notification ingestor's, the store's) carry the request's ID, as on
     /// the router (``RequestMetadata``).
-    ///
-    /// The task runs on `eventLoop` (the connection's), resuming there after each wait for the store: the request's
-    /// work stays on the loop's thread, as the path's immediate signing does, instead of crossing to the shared pool
-    /// and back at every step.
-    func answer(
-        _ prepared: PreparedSigning,
-        _ answering: Answering,
-        on eventLoop: any EventLoop,
-        completion: @escaping @Sendable (Result<ByteBuffer, APIError>) -> Void
-    ) {
-        Task(executorPreference: EventLoopTaskExecutor(eventLoop)) {
+    func answer(_ prepared: PreparedSigning, _ answering: Answering, completion: @escaping @Sendable (Result<ByteBuffer, APIError>) -> Void) {
+        Task {
             await RequestMetadata.$requestID.withValue(answering.requestID) {
                 do {
                     completion(.success(try await service.sign(prepared).apiJSON))
@@ -197,19 +188,5 @@ public struct EventLoopSigning: Sendable {
             status: HTTPResponseStatus(statusCode: status.code, reasonPhrase: status.reasonPhrase),
             headers: headers
         )
-    }
-}
-
-/// A task executor that runs its jobs on one event loop (``EventLoopSigning/answer(_:_:on:completion:)``).
-final class EventLoopTaskExecutor: TaskExecutor {
-    let eventLoop: any EventLoop
-
-    init(_ eventLoop: any EventLoop) {
-        self.eventLoop = eventLoop
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

@@ -138,7 +138,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
             let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let eventLoop = context.eventLoop
             let start = request.start
-            signing.answer(decided, answering, on: eventLoop) { result in
+            signing.answer(decided, answering) { result in
                 eventLoop.execute {
                     let (handler, context) = loop.value
                     Self.active.decrement()
