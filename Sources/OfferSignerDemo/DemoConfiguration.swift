@@ -31,12 +31,12 @@ extension ServiceConfiguration {
                 activeKeyIdentifier: "DEMOKEY001"
             )
         } catch {
-            throw ConfigurationError(error.message)
+            throw ConfigurationError(.invalidConfiguration, error.message)
         }
         do {
             policy = try OfferPolicy(text: Demo.policyText)
         } catch {
-            throw ConfigurationError("the demo policy: \(error.message)")
+            throw ConfigurationError(.invalidConfiguration, "the demo policy: \(error.message)")
         }
         var configuration = ServiceConfiguration(
             host: host,
@@ -113,7 +113,7 @@ extension DemoAppStore {
             let signer = TestJWSSigner(chain: try TestCertificateChain(options))
             return DemoAppStore(root: signer.chain.root) { payload in try await signer.sign(payload) }
         } catch {
-            throw ConfigurationError("the demo could not make its certificate chain: \(error)")
+            throw ConfigurationError(.invalidConfiguration, "the demo could not make its certificate chain: \(error)")
         }
     }
 }

@@ -192,7 +192,7 @@ public func makeAppStoreClients(
                 logger: logger
             )
         } catch {
-            throw ConfigurationError("\(variable: .appStoreApiKeyId) / \(variable: .appStoreApiKeyFile): \(error.message).")
+            throw ConfigurationError(.invalidConfiguration, "\(variable: .appStoreApiKeyId) / \(variable: .appStoreApiKeyFile): \(error.message).")
         }
         logger.info(
             "App Store Server API asked for customers the store does not know",
@@ -273,7 +273,7 @@ public func buildApplication(
             }
         } catch {
             try? await store.close()
-            throw ConfigurationError(error.message)
+            throw ConfigurationError(.invalidConfiguration, error.message)
         }
     }
     let service = OfferService(
@@ -304,7 +304,7 @@ public func buildApplication(
         )
     } catch {
         try? await store?.close()  // an open store must be closed before it is dropped
-        throw ConfigurationError(KeyManager.describe(error))
+        throw ConfigurationError(.invalidConfiguration, KeyManager.describe(error))
     }
     // The keys as they serve: after the states admins saved (activations, retirements, revocations) are applied.
     let states = await manager.keyStates
@@ -329,7 +329,9 @@ public func buildApplication(
     do {
         // The add-on's work before the service answers (the demo seeds its history through the service).
         if let addOn = configuration.addOn, notifications != nil {
-            do { try await addOn.prepare(service) } catch { throw ConfigurationError("\(addOn.name) could not prepare: \(error)") }
+            do { try await addOn.prepare(service) } catch {
+                throw ConfigurationError(.invalidConfiguration, "\(addOn.name) could not prepare: \(error)")
+            }
         }
         authenticator = try await ClientAuthenticator(configuration.clientAuth)
     } catch {

@@ -53,6 +53,7 @@ public func openStore(
             )
         else {
             throw DependencyUnavailableError(
+                .dependencyUnavailable,
                 "\(variable: .databaseUrl): the database did not answer within \(storeStartupTimeout.components.seconds) seconds; check that it runs, that this host can reach it, and the host and port in the URL."
             )
         }
@@ -71,9 +72,9 @@ public func openStore(
         store = opened
     } catch let error as OfferStoreError {
         if error.code == .unavailable {
-            throw DependencyUnavailableError("\(variable: .databaseUrl): \(error.message)")
+            throw DependencyUnavailableError(.dependencyUnavailable, "\(variable: .databaseUrl): \(error.message)")
         }
-        throw ConfigurationError("\(variable: .databaseUrl): \(error.message)")
+        throw ConfigurationError(.invalidConfiguration, "\(variable: .databaseUrl): \(error.message)")
     }
     logger.info("customer store open", metadata: ["backend": "\(url.hasPrefix("sqlite:") ? "sqlite" : "postgres")"])
     let verifiers = appStoreVerifiers(configuration: configuration, logger: logger)

@@ -213,7 +213,7 @@ import Testing
             _ = try await AdminPolicyRoutes.apply(try Self.policy(bundle, cap: 2), service: service, admin: "carol", logger: Logger(label: "test"))
             Issue.record("applying without a store should be refused")
         } catch let error as APIError {
-            #expect(error.status == .unprocessableContent && error.code == "policy_needs_store")
+            #expect(error.status == .unprocessableContent && error.code.rawValue == "policy_needs_store")
             #expect(error.message.contains("OFFER_SIGNER_POLICY"))
         }
         #expect(service.policyHolder.current.revision == 0)

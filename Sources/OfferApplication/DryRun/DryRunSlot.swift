@@ -47,8 +47,3 @@ extension OfferService {
         }
     }
 }
-
-extension ErrorCode where Domain == OfferServiceError {
-    /// Another policy dry-run is replaying on this replica (one at a time): try again later.
-    public static var dryRunRunning: Self { Self("dry_run_running") }
-}

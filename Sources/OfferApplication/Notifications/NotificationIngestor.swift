@@ -151,7 +151,7 @@ public struct NotificationIngestor: Sendable {
                 }
             }
             guard let filed else {
-                throw OfferStoreError(code: .transactionClaimed, message: "The subscription's owner kept changing while the notification was filed.")
+                throw OfferStoreError(.transactionClaimed, "The subscription's owner kept changing while the notification was filed.")
             }
             let binding = filed.binding
             outcome = !filed.filed.applied ? .duplicate : filed.changed ? .processed : .stale
@@ -255,7 +255,7 @@ public struct NotificationIngestor: Sendable {
                 if let original, let group, !facts.subscriptions.contains(where: { $0.originalTransactionId == original }),
                     let held = facts.subscription(inGroup: group)?.originalTransactionId, held != original
                 {
-                    throw OfferStoreError(code: .transactionClaimed, message: "This customer already holds another subscription of this group.")
+                    throw OfferStoreError(.transactionClaimed, "This customer already holds another subscription of this group.")
                 }
                 SubscriptionFolding.fold(transaction: transaction, into: &facts)
             }

@@ -82,13 +82,6 @@ public struct StorePolicy: Sendable {
     }
 }
 
-extension ErrorCode where Domain == OfferServiceError {
-    /// The policy in the store, or one applied, does not read as a policy.
-    public static var invalidPolicy: Self { Self("invalid_policy") }
-    /// Policies applied at the same time kept winning the revision this one wanted.
-    public static var policyConflict: Self { Self("policy_conflict") }
-}
-
 /// Puts the policy applied to the store in force on this replica: at once when the store pushes the change
 /// (PostgreSQL's LISTEN/NOTIFY: `changes`), and every `interval` in any case (the backstop, should a notification be
 /// lost while the listener reconnects). A stored policy that does not read is logged and the one in force kept.

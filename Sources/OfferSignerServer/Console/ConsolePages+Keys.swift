@@ -59,7 +59,7 @@ extension ConsolePages {
     /// admin's name; the confirmation must be the key identifier.
     func changeKey(_ form: ConsoleForm, session: ConsoleSession, logger: Logger) async throws -> Response {
         guard let keyManager else {
-            throw APIError(status: .notFound, code: "not_found", message: "Key changes are not available in this configuration.")
+            throw APIError(.notFound, "Key changes are not available in this configuration.")
         }
         guard let keyIdentifier = form["keyIdentifier"], (1...64).contains(keyIdentifier.utf8.count),
             let action = form["action"], Self.keyActions.contains(action)

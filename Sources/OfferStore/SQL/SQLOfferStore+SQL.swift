@@ -95,7 +95,7 @@ struct IssuedSignatureInsert: SQLExpression {
 extension OfferStoreError {
     /// A signature with this nonce was recorded before.
     static func duplicateNonce(_ nonce: String) -> OfferStoreError {
-        OfferStoreError(code: .duplicateNonce, message: "A signature with nonce \(nonce) was recorded before.")
+        OfferStoreError(.duplicateNonce, "A signature with nonce \(nonce) was recorded before.")
     }
 }
 

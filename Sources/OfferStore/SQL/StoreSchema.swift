@@ -311,7 +311,7 @@ enum StoreSchema {
             }
         } catch {
             let detail = (error as? OfferStoreError)?.message ?? backend.describe(error)
-            throw OfferStoreError(code: .migrationFailed, message: "\(backend.name) migration failed: \(detail)")
+            throw OfferStoreError(.migrationFailed, "\(backend.name) migration failed: \(detail)")
         }
     }
 }
