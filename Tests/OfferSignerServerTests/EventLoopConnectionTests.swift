@@ -238,7 +238,7 @@ import Testing
         let signing = EventLoopSigning(service: test.service, authenticator: nil, limits: RateLimits(.none), serverName: nil)
         try channel.pipeline.syncOperations.addHandler(HTTPServerPipelineHandler())
         try channel.pipeline.syncOperations.addHandler(
-            EventLoopSigningHandler(signing: signing, requestTimeout: requestTimeout, logger: Logger(label: "test"))
+            EventLoopSigningHandler(signing: signing, requestTimeout: requestTimeout, eventLoop: channel.eventLoop, logger: Logger(label: "test"))
         )
         try channel.pipeline.syncOperations.addHandler(events)
         try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()

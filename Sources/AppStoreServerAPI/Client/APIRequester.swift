@@ -296,7 +296,7 @@ struct APIRequester: Sendable {
         let logger = self.logger
         let limit = configuration.maximumResponseBytes
         do {
-            return try await withDeadline(deadline) { () async throws -> Result<ByteBuffer, Failure> in
+            let result = try await withDeadline(remaining) { () async throws -> Result<ByteBuffer, Failure> in
                 let response = try await httpClient.execute(
                     request,
                     deadline: .now() + .nanoseconds(remaining.nanoseconds),
@@ -312,8 +312,7 @@ struct APIRequester: Sendable {
                 let retryAfter = response.headers.first(name: "Retry-After")
                 return .failure(.status(status, errorCode: errorCode, retryAfter: retryAfter))
             }
-        } catch is DeadlineExceeded {
-            return .failure(.timedOut)
+            return result ?? .failure(.timedOut)
         } catch is NIOTooManyBytesError {
             return .failure(.tooLarge)
         } catch {

@@ -180,7 +180,7 @@ struct MessagingRequester: Sendable {
         let started = ContinuousClock.now
         let result: Result<ByteBuffer, APIRequester.Failure>
         do {
-            result = try await withDeadline(deadline) { () async throws -> Result<ByteBuffer, APIRequester.Failure> in
+            let answer = try await withDeadline(remaining) { () async throws -> Result<ByteBuffer, APIRequester.Failure> in
                 let response = try await httpClient.execute(prepared, deadline: .now() + .nanoseconds(remaining.nanoseconds), logger: logger)
                 let status = Int(response.status.code)
                 if (200..<300).contains(status) {
@@ -190,8 +190,7 @@ struct MessagingRequester: Sendable {
                 let errorCode = body.flatMap { try? JSONDecoder().decode(ErrorPayload.self, from: Data($0.readableBytesView)) }?.errorCode
                 return .failure(.status(status, errorCode: errorCode, retryAfter: response.headers.first(name: "Retry-After")))
             }
-        } catch is DeadlineExceeded {
-            result = .failure(.timedOut)
+            result = answer ?? .failure(.timedOut)
         } catch is NIOTooManyBytesError {
             result = .failure(.tooLarge)
         } catch {
