@@ -47,7 +47,10 @@ extension ServiceConfiguration {
             databaseURL: "sqlite::memory:",
             isDemo: true,
             warnings: [
-                "DEMO MODE: signing with a throw-away key generated at start-up, for a made-up issuer; App Store data is trusted only from the demo's own certificate chain. The App Store will refuse these signatures. Do not use in production."
+                """
+                DEMO MODE: signing with a throw-away key generated at start-up, for a made-up issuer; App Store data is trusted only from the \
+                demo's own certificate chain. The App Store will refuse these signatures. Do not use in production.
+                """
             ],
             adminTokens: adminTokens,
             policy: policy

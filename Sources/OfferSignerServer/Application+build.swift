@@ -263,7 +263,10 @@ public func buildApplication(
             if let stored = try await StorePolicy(store: store).load() {
                 if let file = configuration.policy, file.version != stored.policy?.version {
                     logger.warning(
-                        "the policy file differs from the policy applied to the store; the store's is in force on every replica (apply the file with `offer-signer policy apply` to change it)",
+                        """
+                        the policy file differs from the policy applied to the store; the store's is in force on every replica (apply the file \
+                        with `offer-signer policy apply` to change it)
+                        """,
                         metadata: [
                             "fileVersion": "\(file.version)", "storeVersion": "\(stored.policy?.version ?? "none")", "revision": "\(stored.revision)",
                         ]
@@ -396,7 +399,10 @@ public func buildApplication(
     }
     if OpenAPIDocument.yaml.isEmpty {
         logger.warning(
-            "GET /openapi.yaml answers 404: the folder \(OpenAPIDocument.resourceFolder) is not beside the binary; copy it from the build with the binary (scripts/install.sh does)"
+            """
+            GET /openapi.yaml answers 404: the folder \(OpenAPIDocument.resourceFolder) is not beside the binary; copy it from the build with \
+            the binary (scripts/install.sh does)
+            """
         )
     }
     return makeApplication(

@@ -54,7 +54,10 @@ public func openStore(
         else {
             throw DependencyUnavailableError(
                 .dependencyUnavailable,
-                "\(variable: .databaseUrl): the database did not answer within \(storeStartupTimeout.components.seconds) seconds; check that it runs, that this host can reach it, and the host and port in the URL."
+                """
+                \(variable: .databaseUrl): the database did not answer within \(storeStartupTimeout.components.seconds) seconds; check that it \
+                runs, that this host can reach it, and the host and port in the URL.
+                """
             )
         }
         // The migrations are not under the deadline: the first start after an upgrade may have a large log to roll

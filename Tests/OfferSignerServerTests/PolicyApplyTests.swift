@@ -153,7 +153,10 @@ import Testing
         let keyRing = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")])
         let service = OfferService(apps: [], keyRing: keyRing, policy: first, store: store)
         let invalid =
-            "apps:\n  - bundleIdentifier: \(bundle)\n    products: [{ productIdentifier: p, offers: [{ offerIdentifier: o, rules: [{ cap: { count: 0, days: 30 } }] }] }]\n"
+            """
+            apps:\n  - bundleIdentifier: \(bundle)\n    products: [{ productIdentifier: p, offers: [{ offerIdentifier: o, rules: [{ cap: { \
+            count: 0, days: 30 } }] }] }]\n
+            """
         let expected: String
         do {
             _ = try OfferPolicy(text: invalid)

@@ -24,7 +24,10 @@ import Testing
     }
 
     @Test(
-        "only a store this process alone writes has customer locks: a server's SQLite file and one in memory; not a file the tools opened, nor PostgreSQL"
+        """
+        only a store this process alone writes has customer locks: a server's SQLite file and one in memory; not a file the tools opened, nor \
+        PostgreSQL
+        """
     )
     func whoHasThem() async throws {
         let file = ScratchFolder.sqliteFile("offer-store-locks")

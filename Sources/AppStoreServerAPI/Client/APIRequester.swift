@@ -116,7 +116,10 @@ struct APIRequester: Sendable {
                         logger.error("the App Store refused the authentication token (check the key ID, issuer ID, bundle ID and key)")
                         throw AppStoreServerAPIError(
                             .unauthorized,
-                            "the App Store refused this server's authentication token: check the In-App Purchase key, its key ID, the issuer ID and the bundle ID"
+                            """
+                            the App Store refused this server's authentication token: check the In-App Purchase key, its key ID, the issuer ID \
+                            and the bundle ID
+                            """
                         )
                     case 400:
                         if errorCode == AppleErrorCode.invalidTransactionId {

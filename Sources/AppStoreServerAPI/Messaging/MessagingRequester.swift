@@ -90,7 +90,10 @@ struct MessagingRequester: Sendable {
                         logger.error("the App Store refused the authentication token (check the key ID, issuer ID, bundle ID and key)")
                         throw RetentionMessagingError(
                             .unauthorized,
-                            "the App Store refused this server's authentication token: check the In-App Purchase key, its key ID, the issuer ID and the bundle ID"
+                            """
+                            the App Store refused this server's authentication token: check the In-App Purchase key, its key ID, the issuer ID \
+                            and the bundle ID
+                            """
                         )
                     case 429:
                         let delay = RetryTiming.retryAfter(retryAfter) ?? RetryTiming.backoff(retry: attempt, policy: retry)
@@ -110,7 +113,10 @@ struct MessagingRequester: Sendable {
                         guard idempotent else {
                             throw RetentionMessagingError(
                                 .appStoreUnavailable,
-                                "the App Store answered HTTP \(status); the upload was not repeated (it may have been stored): list the catalogue to see",
+                                """
+                                the App Store answered HTTP \(status); the upload was not repeated (it may have been stored): list the \
+                                catalogue to see
+                                """,
                                 appleErrorCode: errorCode
                             )
                         }

@@ -214,7 +214,10 @@ extension RetentionMessagingError {
         case .altTextTooLong?: message = "Apple says an alternative text is too long"
         case .invalidPerformanceTestRequest?:
             message =
-                "Apple refused the performance test: give the original transaction identifier of an active auto-renewable subscription bought in Sandbox"
+                """
+                Apple refused the performance test: give the original transaction identifier of an active auto-renewable subscription bought in \
+                Sandbox
+                """
         case .performanceTestInProgress?: message = "a performance test is already running: poll its result, or wait for it to end"
         case .invalidRealtimeURL?: message = "Apple refused the real-time URL: it must start with https:// and be at most 256 characters"
         case .invalidImageSize?: message = "Apple says an image of the message is of the wrong size class"

@@ -21,7 +21,10 @@ final class DryRunSlot: Sendable {
         guard running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
             throw OfferServiceError(
                 .dryRunRunning,
-                "A policy dry-run is already running on this replica; only one runs at a time. Try again in \(OfferService.dryRunRetryAfterSeconds) seconds, when it has finished."
+                """
+                A policy dry-run is already running on this replica; only one runs at a time. Try again in \
+                \(OfferService.dryRunRetryAfterSeconds) seconds, when it has finished.
+                """
             )
         }
         defer { running.store(false, ordering: .releasing) }

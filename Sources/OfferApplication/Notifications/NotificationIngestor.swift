@@ -222,7 +222,10 @@ public struct NotificationIngestor: Sendable {
         if let token = CustomerBinding.token(of: transaction, rule: tokenRule), token != key.applicationUsername {
             throw OfferServiceError(
                 .customerMismatch,
-                "signedTransaction belongs to another customer (its appAccountToken is not this applicationUsername); send the signed-in customer's own transaction, or none.",
+                """
+                signedTransaction belongs to another customer (its appAccountToken is not this applicationUsername); send the signed-in \
+                customer's own transaction, or none.
+                """,
                 field: "signedTransaction"
             )
         }
@@ -290,7 +293,10 @@ public struct NotificationIngestor: Sendable {
     private static var claimedError: OfferServiceError {
         OfferServiceError(
             .transactionClaimed,
-            "This subscription's original transaction is already claimed by another customer of this app, or this customer already holds another subscription of its group; a signed transaction cannot move it. Set appAccountToken on purchases to tie them to your accounts.",
+            """
+            This subscription's original transaction is already claimed by another customer of this app, or this customer already holds another \
+            subscription of its group; a signed transaction cannot move it. Set appAccountToken on purchases to tie them to your accounts.
+            """,
             field: "signedTransaction"
         )
     }

@@ -38,7 +38,10 @@ public struct StorePolicy: Sendable {
         } catch {
             throw OfferServiceError(
                 .invalidPolicy,
-                "The policy in the store (revision \(document.version)) cannot be read: \(error.message) Apply a valid one (offer-signer policy apply FILE)."
+                """
+                The policy in the store (revision \(document.version)) cannot be read: \(error.message) Apply a valid one (offer-signer policy \
+                apply FILE).
+                """
             )
         }
     }

@@ -27,7 +27,10 @@ extension OfferPolicy {
             ) {
                 throw PolicyError(
                     .invalidPolicy,
-                    "\(item.location): \(experiment.productIdentifier)'s \(experiment.channel.rawValue) offers already have experiment \(other.identifier): one experiment per slot"
+                    """
+                    \(item.location): \(experiment.productIdentifier)'s \(experiment.channel.rawValue) offers already have experiment \
+                    \(other.identifier): one experiment per slot
+                    """
                 )
             }
             experiment.location = item.location
@@ -42,7 +45,10 @@ extension OfferPolicy {
         guard identifier.utf8.allSatisfy(allowed.contains) else {
             throw PolicyError(
                 .invalidPolicy,
-                "\(item.location): an experiment's id is letters, digits, '.', '_' and '-' only (it is hashed with each customer: keep it for the experiment's life)"
+                """
+                \(item.location): an experiment's id is letters, digits, '.', '_' and '-' only (it is hashed with each customer: keep it for \
+                the experiment's life)
+                """
             )
         }
         let bundleIdentifier: String
@@ -70,7 +76,10 @@ extension OfferPolicy {
         guard let channel = Experiment.Channel(rawValue: channelText) else {
             throw PolicyError(
                 .invalidPolicy,
-                "\(item.location): channel must be app (the product's promotional offers) or retention (its retention answer), not '\(channelText.prefix(40))'"
+                """
+                \(item.location): channel must be app (the product's promotional offers) or retention (its retention answer), not \
+                '\(channelText.prefix(40))'
+                """
             )
         }
         let metricText = try item["metric"]?.string() ?? Experiment.Metric.redeemed.rawValue
@@ -95,7 +104,10 @@ extension OfferPolicy {
         guard let comparisons = Experiment.Comparisons(rawValue: comparisonsText) else {
             throw PolicyError(
                 .invalidPolicy,
-                "\(item.location): comparisons must be reference (each variant against the holdout, else the first) or pairs (and every pair), not '\(comparisonsText.prefix(40))'"
+                """
+                \(item.location): comparisons must be reference (each variant against the holdout, else the first) or pairs (and every pair), \
+                not '\(comparisonsText.prefix(40))'
+                """
             )
         }
         if let start, let end, start >= end {
@@ -198,7 +210,10 @@ extension OfferPolicy {
             guard let message, offer == nil else {
                 throw PolicyError(
                     .invalidPolicy,
-                    "\(node.location): a variant of a retention experiment names one messageIdentifier of \(product.productIdentifier)'s retention entries (or is holdout: true)"
+                    """
+                    \(node.location): a variant of a retention experiment names one messageIdentifier of \(product.productIdentifier)'s \
+                    retention entries (or is holdout: true)
+                    """
                 )
             }
             guard let entry = product.retention.first(where: { $0.messageIdentifier == message }) else {
@@ -210,7 +225,10 @@ extension OfferPolicy {
             guard !entry.isFallback else {
                 throw PolicyError(
                     .invalidPolicy,
-                    "\(node.location): variant \(name) names the fallback message, which every customer gets when no other entry holds: name an entry with an offer or rules"
+                    """
+                    \(node.location): variant \(name) names the fallback message, which every customer gets when no other entry holds: name an \
+                    entry with an offer or rules
+                    """
                 )
             }
             answer = message

@@ -74,7 +74,10 @@ public struct PolicyNode: Sendable {
         guard budget.values >= 0 else {
             throw PolicyError(
                 .invalidPolicy,
-                "the policy holds more than \(maximumValues) values, counting each use of a YAML alias; a policy is far smaller — write repeated parts out, or alias smaller ones"
+                """
+                the policy holds more than \(maximumValues) values, counting each use of a YAML alias; a policy is far smaller — write repeated \
+                parts out, or alias smaller ones
+                """
             )
         }
         let position = node.mark.map { "line \($0.line), column \($0.column)" }

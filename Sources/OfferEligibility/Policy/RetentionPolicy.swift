@@ -124,7 +124,10 @@ extension OfferPolicy {
             if let fallback = entries.last, fallback.isFallback {  // only ever the last: nothing may follow it
                 throw PolicyError(
                     .invalidPolicy,
-                    "\(entryNode.location): this entry comes after the fallback (\(fallback.location)), an entry without rules that always answers, so it would never be chosen; move it up or give the fallback rules"
+                    """
+                    \(entryNode.location): this entry comes after the fallback (\(fallback.location)), an entry without rules that always \
+                    answers, so it would never be chosen; move it up or give the fallback rules
+                    """
                 )
             }
             let messageName = try optional(entryNode, "message", maximumLength: 64)
@@ -146,7 +149,10 @@ extension OfferPolicy {
             guard UUID(uuidString: messageIdentifier) != nil else {
                 throw PolicyError(
                     .invalidPolicy,
-                    "\(entryNode.location): messageIdentifier must be the UUID of a message uploaded with the Retention Messaging API (for example 9f2b8d1e-3c4a-4b5d-8e6f-7a8b9c0d1e2f), not '\(messageIdentifier.prefix(64))'"
+                    """
+                    \(entryNode.location): messageIdentifier must be the UUID of a message uploaded with the Retention Messaging API (for \
+                    example 9f2b8d1e-3c4a-4b5d-8e6f-7a8b9c0d1e2f), not '\(messageIdentifier.prefix(64))'
+                    """
                 )
             }
             let offer = try optional(entryNode, "promotionalOffer")
@@ -184,7 +190,10 @@ extension OfferPolicy {
                 if let group = product.subscriptionGroupIdentifier, let other = target.subscriptionGroupIdentifier, group != other {
                     throw PolicyError(
                         .invalidPolicy,
-                        "\(entryNode.location): alternateProduct '\(alternateIdentifier)' is in subscription group \(other), not \(group); the App Store only suggests a product of the same group"
+                        """
+                        \(entryNode.location): alternateProduct '\(alternateIdentifier)' is in subscription group \(other), not \(group); the \
+                        App Store only suggests a product of the same group
+                        """
                     )
                 }
                 answer = .alternateProduct(productIdentifier: alternateIdentifier)

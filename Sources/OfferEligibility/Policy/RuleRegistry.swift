@@ -65,7 +65,10 @@ public struct RuleRegistry: Sendable {
             if let maximum, maximum < minimum {
                 throw PolicyError(
                     .invalidPolicy,
-                    "\(parameters.node.location): lapsed's window is empty: minDays (\(minimum)) is after maxDays (\(maximum)), so no customer could ever satisfy it; swap them"
+                    """
+                    \(parameters.node.location): lapsed's window is empty: minDays (\(minimum)) is after maxDays (\(maximum)), so no customer \
+                    could ever satisfy it; swap them
+                    """
                 )
             }
             return LapsedRule(minimumDays: minimum, maximumDays: maximum)
@@ -143,7 +146,10 @@ public struct RuleRegistry: Sendable {
                 guard code.utf8.count == 3, code.utf8.allSatisfy({ (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) else {
                     throw PolicyError(
                         .invalidPolicy,
-                        "\(parameters.node.location): storefront codes are the App Store's upper-case ISO 3166-1 alpha-3 codes such as USA or GBR, not '\(code.prefix(20))'"
+                        """
+                        \(parameters.node.location): storefront codes are the App Store's upper-case ISO 3166-1 alpha-3 codes such as USA or \
+                        GBR, not '\(code.prefix(20))'
+                        """
                     )
                 }
             }

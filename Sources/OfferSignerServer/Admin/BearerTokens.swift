@@ -43,7 +43,10 @@ public struct BearerTokens: Sendable {
                 guard !requireNames else {
                     throw ConfigurationError(
                         .invalidConfiguration,
-                        "\(variable) entry \(position + 1) has no name; write name:token (the name appears in logs and metrics, the token never does)."
+                        """
+                        \(variable) entry \(position + 1) has no name; write name:token (the name appears in logs and metrics, the token never \
+                        does).
+                        """
                     )
                 }
                 name = "admin\(position + 1)"
@@ -58,7 +61,10 @@ public struct BearerTokens: Sendable {
             guard token.count >= Self.minimumLength else {
                 throw ConfigurationError(
                     .invalidConfiguration,
-                    "\(variable) entry \(position + 1) (\(name)) is shorter than \(Self.minimumLength) characters; use a long random token (openssl rand -hex 32)."
+                    """
+                    \(variable) entry \(position + 1) (\(name)) is shorter than \(Self.minimumLength) characters; use a long random token \
+                    (openssl rand -hex 32).
+                    """
                 )
             }
             guard !parsed.contains(where: { $0.0 == name }) else {

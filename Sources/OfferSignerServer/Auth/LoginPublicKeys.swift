@@ -75,7 +75,10 @@ struct LoginPublicKeys: Sendable {
             guard let kid = key["kid"] as? String, !kid.isEmpty else {
                 throw ConfigurationError(
                     .invalidConfiguration,
-                    "\(variable: .clientJwtKeys)=\(path): key \(index + 1) of the JWK Set has no kid; give each key one (a PEM file holds a single key without)."
+                    """
+                    \(variable: .clientJwtKeys)=\(path): key \(index + 1) of the JWK Set has no kid; give each key one (a PEM file holds a \
+                    single key without).
+                    """
                 )
             }
             guard algorithms[kid] == nil else {

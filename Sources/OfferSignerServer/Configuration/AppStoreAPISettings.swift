@@ -50,7 +50,10 @@ public struct AppStoreAPISettings: Sendable {
             if config.string(.appStoreApiKeyFile) != nil {
                 throw ConfigurationError(
                     .invalidConfiguration,
-                    "\(variable: .appStoreApiKeyFile) is set without \(variable: .appStoreApiKeyId); set the key's ID too (shown beside the key in App Store Connect)."
+                    """
+                    \(variable: .appStoreApiKeyFile) is set without \(variable: .appStoreApiKeyId); set the key's ID too (shown beside the key \
+                    in App Store Connect).
+                    """
                 )
             }
             return nil
@@ -58,7 +61,10 @@ public struct AppStoreAPISettings: Sendable {
         guard KeyIdentifier.isValid(keyIdentifier) else {
             throw ConfigurationError(
                 .invalidConfiguration,
-                "\(variable: .appStoreApiKeyId)=\(keyIdentifier.prefix(20)) is not a key ID: use the 10 letters and digits App Store Connect shows beside the In-App Purchase key."
+                """
+                \(variable: .appStoreApiKeyId)=\(keyIdentifier.prefix(20)) is not a key ID: use the 10 letters and digits App Store Connect \
+                shows beside the In-App Purchase key.
+                """
             )
         }
         let pem: String
@@ -67,7 +73,10 @@ public struct AppStoreAPISettings: Sendable {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ConfigurationError(
                     .invalidConfiguration,
-                    "\(variable: .appStoreApiKeyFile): cannot read \(path); point it at the SubscriptionKey_\(keyIdentifier).p8 file App Store Connect gave you."
+                    """
+                    \(variable: .appStoreApiKeyFile): cannot read \(path); point it at the SubscriptionKey_\(keyIdentifier).p8 file App Store \
+                    Connect gave you.
+                    """
                 )
             }
             pem = String(decoding: data, as: UTF8.self)
@@ -86,7 +95,11 @@ public struct AppStoreAPISettings: Sendable {
             guard let entry = try KeyLoader.load(environment: environment).first(where: { $0.key.keyIdentifier == keyIdentifier }) else {
                 throw ConfigurationError(
                     .invalidConfiguration,
-                    "\(variable: .appStoreApiKeyId)=\(keyIdentifier) names no signing key and \(variable: .appStoreApiKeyFile) is not set: set the file (SubscriptionKey_\(keyIdentifier).p8), or load that key as a signing key (\(ConfigurationVariable.keyFileVariable(keyIdentifier)) or \(variable: .keysDir))."
+                    """
+                    \(variable: .appStoreApiKeyId)=\(keyIdentifier) names no signing key and \(variable: .appStoreApiKeyFile) is not set: set \
+                    the file (SubscriptionKey_\(keyIdentifier).p8), or load that key as a signing key \
+                    (\(ConfigurationVariable.keyFileVariable(keyIdentifier)) or \(variable: .keysDir)).
+                    """
                 )
             }
             pem = entry.key.privateKey.pemRepresentation
@@ -121,14 +134,20 @@ public struct AppStoreAPISettings: Sendable {
         guard let issuer = app.issuerIdentifier ?? issuerId, !issuer.isEmpty else {
             throw ConfigurationError(
                 .invalidConfiguration,
-                "\(variable: .appStoreApiKeyId) is set but \(app.bundleIdentifier) has no issuer ID: set \(variable: .issuerId) (App Store Connect > Users and Access > Integrations > In-App Purchase) or issuerIdentifier in the policy."
+                """
+                \(variable: .appStoreApiKeyId) is set but \(app.bundleIdentifier) has no issuer ID: set \(variable: .issuerId) (App Store \
+                Connect > Users and Access > Integrations > In-App Purchase) or issuerIdentifier in the policy.
+                """
             )
         }
         let ordered = [AppStoreEnvironment.production, .sandbox].filter(environments.contains)
         guard !ordered.isEmpty else {
             throw ConfigurationError(
                 .invalidConfiguration,
-                "\(variable: .environments) accepts neither Production nor Sandbox, the only environments the App Store Server API has; add one, or unset \(variable: .appStoreApiKeyId)."
+                """
+                \(variable: .environments) accepts neither Production nor Sandbox, the only environments the App Store Server API has; add one, \
+                or unset \(variable: .appStoreApiKeyId).
+                """
             )
         }
         var configuration = AppStoreServerAPIConfiguration(

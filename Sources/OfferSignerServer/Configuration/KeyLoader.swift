@@ -65,7 +65,10 @@ public enum KeyLoader {
         } catch {
             throw ConfigurationError(
                 .invalidConfiguration,
-                "\(directoryVariable)=\(directory) cannot be read: \(describe(error)). Point it at the folder holding your SubscriptionKey_<KEYID>.p8 files."
+                """
+                \(directoryVariable)=\(directory) cannot be read: \(describe(error)). Point it at the folder holding your \
+                SubscriptionKey_<KEYID>.p8 files.
+                """
             )
         }
         var entries: [KeyRing.Entry] = []

@@ -40,13 +40,20 @@ extension ServiceConfiguration {
         case let other?:
             throw ConfigurationError(
                 .invalidConfiguration,
-                "\(variable: .clientAuth)=\(other.prefix(20)) is not understood; the only value is none (the open mode for local development). Configure credentials with \(variable: .apiKeys) or \(variable: .clientJwtSecret) / \(variable: .clientJwtKeys)."
+                """
+                \(variable: .clientAuth)=\(other.prefix(20)) is not understood; the only value is none (the open mode for local development). \
+                Configure credentials with \(variable: .apiKeys) or \(variable: .clientJwtSecret) / \(variable: .clientJwtKeys).
+                """
             )
         }
         guard auth.hasCredentials || auth.isOpen else {
             throw ConfigurationError(
                 .invalidConfiguration,
-                "No client authentication is configured, so anyone could ask for any customer's signature. Set \(variable: .apiKeys)=name:key (your backend) and/or \(variable: .clientJwtSecret) or \(variable: .clientJwtKeys) (your app's login tokens); for local development only, \(variable: .clientAuth)=none. See the README, \"Securing it\"."
+                """
+                No client authentication is configured, so anyone could ask for any customer's signature. Set \(variable: .apiKeys)=name:key \
+                (your backend) and/or \(variable: .clientJwtSecret) or \(variable: .clientJwtKeys) (your app's login tokens); for local \
+                development only, \(variable: .clientAuth)=none. See the README, \"Securing it\".
+                """
             )
         }
         return auth
@@ -140,7 +147,10 @@ extension ServiceConfiguration {
                 if environments.contains(.production), app.appAppleId == nil {
                     warnings.append(
                         "App Store notifications and signed transactions for \(app.bundleIdentifier) are refused: accepting Production needs "
-                            + "the app's Apple ID, \(variable: .appAppleId) (App Store Connect > App Information > Apple ID) or appAppleId in the policy\(api)."
+                            + """
+                            the app's Apple ID, \(variable: .appAppleId) (App Store Connect > App Information > Apple ID) or appAppleId in the \
+                            policy\(api).
+                            """
                     )
                 } else {
                     warnings.append(
@@ -174,7 +184,10 @@ extension ServiceConfiguration {
         guard isName, !labels.allSatisfy({ $0.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } }) else {
             throw ConfigurationError(
                 .invalidConfiguration,
-                "\(variable: variable)=\(host.prefix(64)) is not an address to listen on: give an IPv4 or IPv6 address (127.0.0.1, 0.0.0.0, ::) or a host name."
+                """
+                \(variable: variable)=\(host.prefix(64)) is not an address to listen on: give an IPv4 or IPv6 address (127.0.0.1, 0.0.0.0, ::) \
+                or a host name.
+                """
             )
         }
         return host

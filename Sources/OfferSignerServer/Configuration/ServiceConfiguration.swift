@@ -149,7 +149,10 @@ public struct ServiceConfiguration: Sendable {
             if let policy, policy.app(bundleIdentifier) == nil {
                 throw ConfigurationError(
                     .invalidConfiguration,
-                    "\(variable: .bundleIdentifier)=\(bundleIdentifier) is not an app of the policy (\(variable: .policy)); add it there or unset the variable."
+                    """
+                    \(variable: .bundleIdentifier)=\(bundleIdentifier) is not an app of the policy (\(variable: .policy)); add it there or \
+                    unset the variable.
+                    """
                 )
             }
             let fromPolicy = policy?.app(bundleIdentifier)
@@ -204,7 +207,10 @@ public struct ServiceConfiguration: Sendable {
         guard !apps.isEmpty else {
             throw ConfigurationError(
                 .invalidConfiguration,
-                "\(variable: .bundleIdentifier) is not set: set it to your app's bundle identifier (com.example.app), or list your apps in a policy file (\(variable: .policy)). For a try-out with a throw-away key, run `offer-signer serve --demo`."
+                """
+                \(variable: .bundleIdentifier) is not set: set it to your app's bundle identifier (com.example.app), or list your apps in a \
+                policy file (\(variable: .policy)). For a try-out with a throw-away key, run `offer-signer serve --demo`.
+                """
             )
         }
         let keys = requireKeys ? try KeyLoader.load(environment: environment) : []

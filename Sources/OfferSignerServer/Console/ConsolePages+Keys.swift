@@ -47,7 +47,8 @@ extension ConsolePages {
                 \(message ?? .empty)
                 \(Self.keyTable(ring, counts: service.signatureCountsByKey))
                 <h2>Change a key</h2>
-                <p class="note">Activating makes a key the default signing key; retiring stops signing with it (its signatures still verify); revoking stops both. The change is saved, served at once, and audited under your name.</p>
+                <p class="note">Activating makes a key the default signing key; retiring stops signing with it (its signatures still verify); \
+                revoking stops both. The change is saved, served at once, and audited under your name.</p>
                 \(form)
                 <h2>Audit (last 50 events)</h2>
                 \(audit)

@@ -140,11 +140,17 @@ struct ConsoleForm: Sendable {
     static func message(_ problem: MultipartFormData.Problem, maximumValueLength: Int) -> String {
         switch problem {
         case .noBoundary, .malformed, .missingClosingDelimiter, .noName:
-            "The form is not valid multipart/form-data (RFC 7578): a boundary line, a part's headers or the closing boundary line is missing or broken; send the form again from the console's page."
+            """
+            The form is not valid multipart/form-data (RFC 7578): a boundary line, a part's headers or the closing boundary line is missing or \
+            broken; send the form again from the console's page.
+            """
         case .tooManyParts:
             "The form has more than \(MultipartFormData.maximumParts) parts; send only the fields of the console's form."
         case .headerBlockTooLarge:
-            "A part of the form has more than \(MultipartFormData.maximumHeaderBlock / 1024) KiB or \(MultipartFormData.maximumHeaderLines) lines of headers; send the form again from the console's page."
+            """
+            A part of the form has more than \(MultipartFormData.maximumHeaderBlock / 1024) KiB or \(MultipartFormData.maximumHeaderLines) \
+            lines of headers; send the form again from the console's page.
+            """
         case .contentTooLong:
             "A field or file of the form is longer than \(maximumValueLength) bytes; shorten it."
         case .notUTF8:

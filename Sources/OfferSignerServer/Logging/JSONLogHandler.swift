@@ -272,7 +272,10 @@ public func configuredLogHashKey(_ environment: [String: String]) throws(Configu
     guard key.count >= 16 else {
         throw ConfigurationError(
             .invalidConfiguration,
-            "\(variable: .logHashKey) is shorter than 16 characters; use a long random value (for example `openssl rand -hex 32`), the same on every replica."
+            """
+            \(variable: .logHashKey) is shorter than 16 characters; use a long random value (for example `openssl rand -hex 32`), the same on \
+            every replica.
+            """
         )
     }
     return key

@@ -114,7 +114,10 @@ struct AdminPolicyRoutes {
         guard let store = service.store else {
             throw APIError(
                 .policyNeedsStore,
-                "Applying a policy at run time needs the customer store (\(variable: .databaseUrl)), where every replica reads it; without one, change \(variable: .policy) and restart."
+                """
+                Applying a policy at run time needs the customer store (\(variable: .databaseUrl)), where every replica reads it; without one, \
+                change \(variable: .policy) and restart.
+                """
             )
         }
         let applied = try await StorePolicy(store: store).apply(policy)

@@ -184,7 +184,10 @@ struct AppStoreRoutes {
             guard let notifications = service.notifications else {
                 throw APIError(
                     .storeUnavailable,
-                    "App Store notifications are not accepted: the service has no customer store or no app it can verify notifications for (appAppleId is needed for Production).",
+                    """
+                    App Store notifications are not accepted: the service has no customer store or no app it can verify notifications for \
+                    (appAppleId is needed for Production).
+                    """,
                     headers: [.retryAfter: "3600"]
                 )
             }

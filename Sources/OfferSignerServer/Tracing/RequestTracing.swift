@@ -41,7 +41,10 @@ public enum RequestTracing {
         {
             throw ConfigurationError(
                 .invalidConfiguration,
-                "\(protocolVariable)=\(value): this build exports traces over OTLP/HTTP only; set http/protobuf (the default, port 4318) or http/json."
+                """
+                \(protocolVariable)=\(value): this build exports traces over OTLP/HTTP only; set http/protobuf (the default, port 4318) or \
+                http/json.
+                """
             )
         }
         var configuration = OTel.Configuration.default

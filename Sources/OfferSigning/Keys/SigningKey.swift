@@ -34,7 +34,10 @@ public struct SigningKey: Sendable, CustomStringConvertible {
         guard KeyIdentifier.isValid(keyIdentifier) else {
             throw OfferSigningError(
                 .invalidKey,
-                "Key identifier '\(keyIdentifier.prefix(80))' is not valid: use 1 to \(KeyIdentifier.maximumLength) letters, digits or '_' (App Store Connect's are 10 characters, such as ABC123DEFG)."
+                """
+                Key identifier '\(keyIdentifier.prefix(80))' is not valid: use 1 to \(KeyIdentifier.maximumLength) letters, digits or '_' (App \
+                Store Connect's are 10 characters, such as ABC123DEFG).
+                """
             )
         }
         self.keyIdentifier = keyIdentifier

@@ -76,7 +76,10 @@ enum PostgresAnswers {
                     // The claims before it are written, each in its own transaction; this one's outcome is unknown.
                     let unknown = OfferStoreError(
                         .unavailable,
-                        "PostgreSQL store: the connection failed while recording; the answer may have been stored, and a retry of the request returns it."
+                        """
+                        PostgreSQL store: the connection failed while recording; the answer may have been stored, and a retry of the request \
+                        returns it.
+                        """
                     )
                     for rest in index..<claims.count { outcomes[rest] = unknown }
                     return outcomes

@@ -144,7 +144,10 @@ final class PostgresBackend: SQLStoreBackend {
             guard let count = Int(text), (1...100).contains(count) else {
                 throw OfferStoreError(
                     .invalidDatabaseURL,
-                    "OFFER_SIGNER_DATABASE_URL: pool_max_conns is the number of connections the pool opens at most, 1 to 100 (\(connectionLimit) when not given)."
+                    """
+                    OFFER_SIGNER_DATABASE_URL: pool_max_conns is the number of connections the pool opens at most, 1 to 100 (\(connectionLimit) \
+                    when not given).
+                    """
                 )
             }
             configuration.options.maximumConnections = count

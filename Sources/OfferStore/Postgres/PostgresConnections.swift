@@ -169,7 +169,10 @@ final class PostgresConnections: Sendable {
             if !patient { suspect(.noConnection, of: client) }
             throw OfferStoreError(
                 .unavailable,
-                "PostgreSQL store: no connection to the database within \(Self.describe(limit)); check that it runs, that this host can reach it, and the host and port in the URL."
+                """
+                PostgreSQL store: no connection to the database within \(Self.describe(limit)); check that it runs, that this host can reach \
+                it, and the host and port in the URL.
+                """
             )
         } catch  where !leased.isSet {
             // The lease failed: the pool was closed as the database was found down (or the store closed).
@@ -350,7 +353,10 @@ final class PostgresConnections: Sendable {
         let seconds = (ContinuousClock.now - down.since).components.seconds
         return OfferStoreError(
             .unavailable,
-            "PostgreSQL store: the database has not answered for \(seconds) s (\(down.reason)), tried again every \(describe(probeInterval)); check that it runs, that this host can reach it, and the host and port in the URL."
+            """
+            PostgreSQL store: the database has not answered for \(seconds) s (\(down.reason)), tried again every \(describe(probeInterval)); \
+            check that it runs, that this host can reach it, and the host and port in the URL.
+            """
         )
     }
 

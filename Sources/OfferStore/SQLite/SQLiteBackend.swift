@@ -166,7 +166,10 @@ final class SQLiteBackend: SQLStoreBackend {
             } catch is AsyncGateTimedOut {
                 throw OfferStoreError(
                     .unavailable,
-                    "SQLite store: the file's writes did not get their turn within \(SQLiteLogWriter.milliseconds(busyTimeout)) ms (is another process holding it locked?)."
+                    """
+                    SQLite store: the file's writes did not get their turn within \(SQLiteLogWriter.milliseconds(busyTimeout)) ms (is another \
+                    process holding it locked?).
+                    """
                 )
             }
             try await walFlush?.flush()
