@@ -92,7 +92,10 @@ import Testing
             let response = try await client.post(
                 "/v1/offers/sign",
                 json:
-                    #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1","signedTransaction":"eyJhbGciOiJFUzI1NiJ9.e30.c2ln"}"#
+                    #"""
+                    {"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1",\#
+                    "signedTransaction":"eyJhbGciOiJFUzI1NiJ9.e30.c2ln"}
+                    """#
             )
             #expect(response.status == .unprocessableContent)
             #expect(response.headers[.retryAfter] == nil)
