@@ -1,28 +1,32 @@
 import Foundation
 
-/// A stable, machine-readable error code of one error type (`Domain`), in `snake_case`: what tests compare, what
-/// logs and HTTP error bodies carry. Each error type declares its codes as static members of
-/// `ErrorCode<ItsType>`, so the codes of two types never mix.
-public struct ErrorCode<Domain>: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+/// The code of one error type: a stable, machine-readable name in `snake_case` that tests compare and logs and HTTP
+/// error bodies carry.
+///
+/// Each error type declares its codes as a struct conforming to this protocol, in swift-certificates' `ErrorCode`
+/// pattern: the struct holds a case of an enum declared in the same file (package-visible, so that the server maps
+/// every case to HTTP in an exhaustive switch, and a new code does not compile until it has its status), its
+/// initializer is private, and each code is a static member. No code can be minted outside its file, and the codes of
+/// two error types never mix.
+public protocol ErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// The `snake_case` name.
-    public let rawValue: String
+    var rawValue: String { get }
+}
 
-    /// A code by its name.
-    public init(rawValue: String) { self.rawValue = rawValue }
-
-    /// A code by its name.
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-
+extension ErrorCode {
     public var description: String { rawValue }
 }
 
 /// The one error shape of every OfferSigner library, modelled on swift-certificates' `CertificateError`: a stable
 /// ``ErrorCode`` to compare and map, and a message for humans that says what is wrong and what to do — never key
-/// material, a token or a raw customer identifier, never a Swift type name. The server maps each conforming type
-/// to HTTP in one place.
+/// material, a token or a raw customer identifier, never a Swift type name. Every conforming type is created the same
+/// way, `init(_ code: Code, _ message: String, …)` (what follows the message is labelled and optional). The server
+/// maps each conforming type to HTTP in one place.
 public protocol CodedError: Error, Sendable, CustomStringConvertible, LocalizedError {
+    /// The closed set of codes of this error type.
+    associatedtype Code: ErrorCode
     /// What went wrong.
-    var code: ErrorCode<Self> { get }
+    var code: Code { get }
     /// What is wrong and what to do, for humans.
     var message: String { get }
 }

@@ -7,7 +7,6 @@ public import OfferErrors
 /// Compare ``code`` in tests and map it where the error leaves the application; ``message`` says what is wrong for
 /// humans and never carries a customer identifier.
 public struct ExperimentStatisticsError: CodedError, Hashable {
-    public typealias Code = ErrorCode<ExperimentStatisticsError>
 
     /// What went wrong.
     public let code: Code
@@ -21,21 +20,50 @@ public struct ExperimentStatisticsError: CodedError, Hashable {
     }
 }
 
-extension ErrorCode<ExperimentStatisticsError> {
-    /// No variants, or more variants than the computation takes.
-    public static let noVariants = Self("no_variants")
-    /// A weight is zero or negative.
-    public static let weightNotPositive = Self("weight_not_positive")
-    /// The weights add up to more than an `Int` holds.
-    public static let weightsOverflow = Self("weights_overflow")
-    /// Two variants have the same name.
-    public static let duplicateVariant = Self("duplicate_variant")
-    /// An experiment identifier is empty or contains the separator byte (NUL).
-    public static let invalidExperimentIdentifier = Self("invalid_experiment_identifier")
-    /// A count is negative, or successes exceed trials.
-    public static let invalidCount = Self("invalid_count")
-    /// Observed counts and weights differ in number.
-    public static let countMismatch = Self("count_mismatch")
-    /// A rate, a lift, α or power is outside its range (or not finite).
-    public static let parameterOutOfRange = Self("parameter_out_of_range")
+extension ExperimentStatisticsError {
+    /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
+    public struct Code: ErrorCode {
+        /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
+        package enum Kind: String, CaseIterable, Sendable {
+            case noVariants = "no_variants"
+            case weightNotPositive = "weight_not_positive"
+            case weightsOverflow = "weights_overflow"
+            case duplicateVariant = "duplicate_variant"
+            case invalidExperimentIdentifier = "invalid_experiment_identifier"
+            case invalidCount = "invalid_count"
+            case countMismatch = "count_mismatch"
+            case parameterOutOfRange = "parameter_out_of_range"
+        }
+
+        /// Which code this is.
+        package let kind: Kind
+
+        package init(_ kind: Kind) { self.kind = kind }
+
+        public var rawValue: String { kind.rawValue }
+
+        /// No variants, or more variants than the computation takes.
+        public static let noVariants = Self(.noVariants)
+
+        /// A weight is zero or negative.
+        public static let weightNotPositive = Self(.weightNotPositive)
+
+        /// The weights add up to more than an `Int` holds.
+        public static let weightsOverflow = Self(.weightsOverflow)
+
+        /// Two variants have the same name.
+        public static let duplicateVariant = Self(.duplicateVariant)
+
+        /// An experiment identifier is empty or contains the separator byte (NUL).
+        public static let invalidExperimentIdentifier = Self(.invalidExperimentIdentifier)
+
+        /// A count is negative, or successes exceed trials.
+        public static let invalidCount = Self(.invalidCount)
+
+        /// Observed counts and weights differ in number.
+        public static let countMismatch = Self(.countMismatch)
+
+        /// A rate, a lift, α or power is outside its range (or not finite).
+        public static let parameterOutOfRange = Self(.parameterOutOfRange)
+    }
 }

@@ -6,8 +6,6 @@ import OfferSigning
 
 /// A key-management failure. Messages say what to do and never contain key material.
 public struct KeyManagementError: CodedError, Hashable, Sendable, CustomStringConvertible {
-    /// The stable codes of this error type.
-    public typealias Code = ErrorCode<KeyManagementError>
 
     /// What kind of failure.
     public var code: Code
@@ -364,15 +362,38 @@ public actor KeyManager {
     }
 }
 
-extension ErrorCode where Domain == KeyManagementError {
-    /// No such key is loaded.
-    public static var unknownKey: Self { Self("unknown_key") }
-    /// The change contradicts the current states (revoking the active key, activating a revoked one).
-    public static var keyStateConflict: Self { Self("key_state_conflict") }
-    /// A reload was rejected; the previous keys keep serving.
-    public static var keyReloadFailed: Self { Self("key_reload_failed") }
-    /// The key states could not be read or saved.
-    public static var stateStoreUnavailable: Self { Self("store_unavailable") }
-    /// The saved key states cannot be read as key states.
-    public static var invalidKeyStates: Self { Self("invalid_key_states") }
+extension KeyManagementError {
+    /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
+    public struct Code: ErrorCode {
+        /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
+        package enum Kind: String, CaseIterable, Sendable {
+            case unknownKey = "unknown_key"
+            case keyStateConflict = "key_state_conflict"
+            case keyReloadFailed = "key_reload_failed"
+            case stateStoreUnavailable = "store_unavailable"
+            case invalidKeyStates = "invalid_key_states"
+        }
+
+        /// Which code this is.
+        package let kind: Kind
+
+        package init(_ kind: Kind) { self.kind = kind }
+
+        public var rawValue: String { kind.rawValue }
+
+        /// No such key is loaded.
+        public static let unknownKey = Self(.unknownKey)
+
+        /// The change contradicts the current states (revoking the active key, activating a revoked one).
+        public static let keyStateConflict = Self(.keyStateConflict)
+
+        /// A reload was rejected; the previous keys keep serving.
+        public static let keyReloadFailed = Self(.keyReloadFailed)
+
+        /// The key states could not be read or saved.
+        public static let stateStoreUnavailable = Self(.stateStoreUnavailable)
+
+        /// The saved key states cannot be read as key states.
+        public static let invalidKeyStates = Self(.invalidKeyStates)
+    }
 }

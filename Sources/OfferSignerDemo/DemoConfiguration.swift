@@ -31,12 +31,12 @@ extension ServiceConfiguration {
                 activeKeyIdentifier: "DEMOKEY001"
             )
         } catch {
-            throw ConfigurationError(error.message)
+            throw ConfigurationError(.invalidConfiguration, error.message)
         }
         do {
             policy = try OfferPolicy(text: Demo.policyText)
         } catch {
-            throw ConfigurationError("the demo policy: \(error.message)")
+            throw ConfigurationError(.invalidConfiguration, "the demo policy: \(error.message)")
         }
         var configuration = ServiceConfiguration(
             host: host,
@@ -47,7 +47,10 @@ extension ServiceConfiguration {
             databaseURL: "sqlite::memory:",
             isDemo: true,
             warnings: [
-                "DEMO MODE: signing with a throw-away key generated at start-up, for a made-up issuer; App Store data is trusted only from the demo's own certificate chain. The App Store will refuse these signatures. Do not use in production."
+                """
+                DEMO MODE: signing with a throw-away key generated at start-up, for a made-up issuer; App Store data is trusted only from the \
+                demo's own certificate chain. The App Store will refuse these signatures. Do not use in production.
+                """
             ],
             adminTokens: adminTokens,
             policy: policy
@@ -113,7 +116,7 @@ extension DemoAppStore {
             let signer = TestJWSSigner(chain: try TestCertificateChain(options))
             return DemoAppStore(root: signer.chain.root) { payload in try await signer.sign(payload) }
         } catch {
-            throw ConfigurationError("the demo could not make its certificate chain: \(error)")
+            throw ConfigurationError(.invalidConfiguration, "the demo could not make its certificate chain: \(error)")
         }
     }
 }

@@ -192,7 +192,7 @@ public func makeAppStoreClients(
                 logger: logger
             )
         } catch {
-            throw ConfigurationError("\(variable: .appStoreApiKeyId) / \(variable: .appStoreApiKeyFile): \(error.message).")
+            throw ConfigurationError(.invalidConfiguration, "\(variable: .appStoreApiKeyId) / \(variable: .appStoreApiKeyFile): \(error.message).")
         }
         logger.info(
             "App Store Server API asked for customers the store does not know",
@@ -263,7 +263,10 @@ public func buildApplication(
             if let stored = try await StorePolicy(store: store).load() {
                 if let file = configuration.policy, file.version != stored.policy?.version {
                     logger.warning(
-                        "the policy file differs from the policy applied to the store; the store's is in force on every replica (apply the file with `offer-signer policy apply` to change it)",
+                        """
+                        the policy file differs from the policy applied to the store; the store's is in force on every replica (apply the file \
+                        with `offer-signer policy apply` to change it)
+                        """,
                         metadata: [
                             "fileVersion": "\(file.version)", "storeVersion": "\(stored.policy?.version ?? "none")", "revision": "\(stored.revision)",
                         ]
@@ -273,7 +276,7 @@ public func buildApplication(
             }
         } catch {
             try? await store.close()
-            throw ConfigurationError(error.message)
+            throw ConfigurationError(.invalidConfiguration, error.message)
         }
     }
     let service = OfferService(
@@ -304,7 +307,7 @@ public func buildApplication(
         )
     } catch {
         try? await store?.close()  // an open store must be closed before it is dropped
-        throw ConfigurationError(KeyManager.describe(error))
+        throw ConfigurationError(.invalidConfiguration, KeyManager.describe(error))
     }
     // The keys as they serve: after the states admins saved (activations, retirements, revocations) are applied.
     let states = await manager.keyStates
@@ -329,7 +332,9 @@ public func buildApplication(
     do {
         // The add-on's work before the service answers (the demo seeds its history through the service).
         if let addOn = configuration.addOn, notifications != nil {
-            do { try await addOn.prepare(service) } catch { throw ConfigurationError("\(addOn.name) could not prepare: \(error)") }
+            do { try await addOn.prepare(service) } catch {
+                throw ConfigurationError(.invalidConfiguration, "\(addOn.name) could not prepare: \(error)")
+            }
         }
         authenticator = try await ClientAuthenticator(configuration.clientAuth)
     } catch {
@@ -394,7 +399,10 @@ public func buildApplication(
     }
     if OpenAPIDocument.yaml.isEmpty {
         logger.warning(
-            "GET /openapi.yaml answers 404: the folder \(OpenAPIDocument.resourceFolder) is not beside the binary; copy it from the build with the binary (scripts/install.sh does)"
+            """
+            GET /openapi.yaml answers 404: the folder \(OpenAPIDocument.resourceFolder) is not beside the binary; copy it from the build with \
+            the binary (scripts/install.sh does)
+            """
         )
     }
     return makeApplication(

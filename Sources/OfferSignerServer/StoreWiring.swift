@@ -53,7 +53,11 @@ public func openStore(
             )
         else {
             throw DependencyUnavailableError(
-                "\(variable: .databaseUrl): the database did not answer within \(storeStartupTimeout.components.seconds) seconds; check that it runs, that this host can reach it, and the host and port in the URL."
+                .dependencyUnavailable,
+                """
+                \(variable: .databaseUrl): the database did not answer within \(storeStartupTimeout.components.seconds) seconds; check that it \
+                runs, that this host can reach it, and the host and port in the URL.
+                """
             )
         }
         // The migrations are not under the deadline: the first start after an upgrade may have a large log to roll
@@ -71,9 +75,9 @@ public func openStore(
         store = opened
     } catch let error as OfferStoreError {
         if error.code == .unavailable {
-            throw DependencyUnavailableError("\(variable: .databaseUrl): \(error.message)")
+            throw DependencyUnavailableError(.dependencyUnavailable, "\(variable: .databaseUrl): \(error.message)")
         }
-        throw ConfigurationError("\(variable: .databaseUrl): \(error.message)")
+        throw ConfigurationError(.invalidConfiguration, "\(variable: .databaseUrl): \(error.message)")
     }
     logger.info("customer store open", metadata: ["backend": "\(url.hasPrefix("sqlite:") ? "sqlite" : "postgres")"])
     let verifiers = appStoreVerifiers(configuration: configuration, logger: logger)

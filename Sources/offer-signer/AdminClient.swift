@@ -49,8 +49,11 @@ struct AdminOptions: ParsableArguments {
         } catch {
             FileHandle.standardError.write(
                 Data(
-                    "offer-signer: cannot reach \(base): \(Self.reason(error)). Is the service running there? Set --url or \(variable: .url) to its operations address (\(variable: .adminHost):\(variable: .adminPort) when the admin API has its own port).\n"
-                        .utf8
+                    """
+                    offer-signer: cannot reach \(base): \(Self.reason(error)). Is the service running there? Set --url or \(variable: .url) to \
+                    its operations address (\(variable: .adminHost):\(variable: .adminPort) when the admin API has its own port).\n
+                    """
+                    .utf8
                 )
             )
             throw ExitCode(2)
@@ -63,8 +66,11 @@ struct AdminOptions: ParsableArguments {
         if response.status.code == 404, path.hasPrefix("/admin/"), refusal == nil || refusal?.code == "not_found" {
             FileHandle.standardError.write(
                 Data(
-                    "offer-signer: \(base) serves no admin API (404). With \(variable: .adminPort) set, the admin API is on the operations port, not the public one: point --url or \(variable: .url) at it.\n"
-                        .utf8
+                    """
+                    offer-signer: \(base) serves no admin API (404). With \(variable: .adminPort) set, the admin API is on the operations port, \
+                    not the public one: point --url or \(variable: .url) at it.\n
+                    """
+                    .utf8
                 )
             )
         } else if let refusal {

@@ -12,7 +12,10 @@ struct ConfigCommand: AsyncParsableCommand {
     struct Check: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Reads the configuration exactly as `serve` does and prints the settings in force (secrets redacted, keys by identifier and fingerprint) and the warnings. Exit status 0 valid, 78 with the message `serve` would stop with.",
+                """
+                Reads the configuration exactly as `serve` does and prints the settings in force (secrets redacted, keys by identifier and \
+                fingerprint) and the warnings. Exit status 0 valid, 78 with the message `serve` would stop with.
+                """,
             discussion: "Opens neither the store nor a port: a database that cannot be reached, or a port in use, is found by `serve` only."
         )
 

@@ -18,7 +18,11 @@ struct CustomersCommand: AsyncParsableCommand {
     struct Refresh: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Asks the App Store Server API about a transaction (statuses and history, every item verified) and prints the answer as JSON, with the facts it folds into. Changes nothing: POST /admin/customers/{bundleIdentifier}/{applicationUsername}/refresh stores them. Needs \(variable: .appStoreApiKeyId) and the variables of docs/app-store-api.md."
+                """
+                Asks the App Store Server API about a transaction (statuses and history, every item verified) and prints the answer as JSON, \
+                with the facts it folds into. Changes nothing: POST /admin/customers/{bundleIdentifier}/{applicationUsername}/refresh stores \
+                them. Needs \(variable: .appStoreApiKeyId) and the variables of docs/app-store-api.md.
+                """
         )
 
         @Argument(help: "Any transaction identifier of the customer (decimal digits).")
@@ -53,7 +57,10 @@ struct CustomersCommand: AsyncParsableCommand {
             }
             guard let client = clients[bundle] else {
                 throw ValidationError(
-                    "No App Store Server API client for \(bundle): it is not served, or its App Store data cannot be verified (appAppleId for Production, \(variable: .environments), \(variable: .trustedRoots))."
+                    """
+                    No App Store Server API client for \(bundle): it is not served, or its App Store data cannot be verified (appAppleId for \
+                    Production, \(variable: .environments), \(variable: .trustedRoots)).
+                    """
                 )
             }
             let fetched: FetchedSubscriptionFacts

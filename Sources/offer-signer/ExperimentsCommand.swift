@@ -23,7 +23,10 @@ struct ExperimentsCommand: AsyncParsableCommand {
     struct Report: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "An experiment's results (GET /admin/experiments/ID): per variant exposed, mature, redeemed, renewed, converted, retained, realized revenue, the rate with its always-valid interval, the comparisons with their verdicts, and the sample-ratio check."
+                """
+                An experiment's results (GET /admin/experiments/ID): per variant exposed, mature, redeemed, renewed, converted, retained, \
+                realized revenue, the rate with its always-valid interval, the comparisons with their verdicts, and the sample-ratio check.
+                """
         )
 
         @Argument(help: "The experiment's id.")
@@ -69,7 +72,10 @@ extension ExperimentReport {
         var lines = [
             "experiment \(id) — \(bundleIdentifier) / \(productIdentifier), \(channel), metric \(metric), \(running ? "running" : "not running")",
             "planned \(plannedCustomers) customers per variant; every metric within \(windowDays) days of each exposure, over the mature customers",
-            "rates at \(percent(confidenceLevel)); comparisons at \(percent(comparisonConfidenceLevel)) each (\(correction) over \(comparisons.count))",
+            """
+            rates at \(percent(confidenceLevel)); comparisons at \(percent(comparisonConfidenceLevel)) each (\(correction) over \
+            \(comparisons.count))
+            """,
             "",
             [
                 "variant", "gives", "weight", "exposed", "mature", "maturing", "redeemed", "renewed", "converted", "retained", "rate [interval]",

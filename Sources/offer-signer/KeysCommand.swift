@@ -50,7 +50,10 @@ struct KeysCommand: AsyncParsableCommand {
                 let reason = errno
                 if reason == EEXIST {
                     throw ValidationError(
-                        "\(path) already exists; keys generate never replaces a file (it may be the only copy of an App Store key). Choose a new path."
+                        """
+                        \(path) already exists; keys generate never replaces a file (it may be the only copy of an App Store key). Choose a new \
+                        path.
+                        """
                     )
                 }
                 throw ValidationError("Cannot create \(path): \(String(cString: strerror(reason))).")

@@ -18,7 +18,10 @@ struct OutcomesCommand: AsyncParsableCommand {
     struct Report: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Prints the outcome report of a running service (GET /admin/outcomes, or /admin/outcomes/daily with --daily): a table, or --json, or --csv."
+                """
+                Prints the outcome report of a running service (GET /admin/outcomes, or /admin/outcomes/daily with --daily): a table, or \
+                --json, or --csv.
+                """
         )
 
         @Option(help: "The window's start, ISO 8601 (2026-11-01 or 2026-11-01T00:00:00Z), inclusive (default: 30 days before --to).")
@@ -87,7 +90,12 @@ struct OutcomesCommand: AsyncParsableCommand {
     struct Backfill: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Reads the App Store's notification history (Get Notification History) of the last days and records it as if it had just arrived: customer facts, redemptions and what became of them. Needs the App Store Server API key (\(variable: .appStoreApiKeyId), \(variable: .appStoreApiKeyFile)). Notifications already received change nothing. Exit status 1 if any notification was refused or could not be read."
+                """
+                Reads the App Store's notification history (Get Notification History) of the last days and records it as if it had just \
+                arrived: customer facts, redemptions and what became of them. Needs the App Store Server API key \
+                (\(variable: .appStoreApiKeyId), \(variable: .appStoreApiKeyFile)). Notifications already received change nothing. Exit status \
+                1 if any notification was refused or could not be read.
+                """
         )
 
         @Option(help: "How many days back, 1 to \(NotificationBackfill.maximumDays) (Apple keeps \(NotificationBackfill.maximumDays)).")
@@ -108,7 +116,10 @@ struct OutcomesCommand: AsyncParsableCommand {
             let (configuration, store, notifications) = try await openForTools()
             guard let store, let notifications else {
                 throw ValidationError(
-                    "A backfill needs a store (\(variable: .databaseUrl)) and an app that can verify App Store data (\(variable: .environments), appAppleId for Production)."
+                    """
+                    A backfill needs a store (\(variable: .databaseUrl)) and an app that can verify App Store data (\(variable: .environments), \
+                    appAppleId for Production).
+                    """
                 )
             }
             var logger = Logger(label: "offer-signer")
@@ -132,7 +143,10 @@ struct OutcomesCommand: AsyncParsableCommand {
             guard !clients.isEmpty else {
                 try await store.close()
                 throw ValidationError(
-                    "A backfill asks the App Store Server API: set \(variable: .appStoreApiKeyId), \(variable: .appStoreApiKeyFile) and \(variable: .issuerId) (docs/app-store-api.md)."
+                    """
+                    A backfill asks the App Store Server API: set \(variable: .appStoreApiKeyId), \(variable: .appStoreApiKeyFile) and \
+                    \(variable: .issuerId) (docs/app-store-api.md).
+                    """
                 )
             }
             let summary = await NotificationBackfill(

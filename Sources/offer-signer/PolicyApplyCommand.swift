@@ -10,7 +10,10 @@ extension PolicyCommand {
     struct Apply: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Applies a policy file to every replica sharing the store (PUT /admin/policy): checked first as `policy check` does, then in force everywhere within a NOTIFY. Exit status 1 if it is refused."
+                """
+                Applies a policy file to every replica sharing the store (PUT /admin/policy): checked first as `policy check` does, then in \
+                force everywhere within a NOTIFY. Exit status 1 if it is refused.
+                """
         )
 
         @Argument(help: "The policy file (YAML or JSON).")

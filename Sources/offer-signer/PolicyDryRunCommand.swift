@@ -12,7 +12,10 @@ extension PolicyCommand {
         static let configuration = CommandConfiguration(
             commandName: "dry-run",
             abstract:
-                "Replays the decisions logged in the last days under a candidate policy and prints, as JSON, what would change (\(variable: .databaseUrl)). Exit status 1 if the candidate is invalid or needs facts the log did not keep."
+                """
+                Replays the decisions logged in the last days under a candidate policy and prints, as JSON, what would change \
+                (\(variable: .databaseUrl)). Exit status 1 if the candidate is invalid or needs facts the log did not keep.
+                """
         )
 
         @Argument(help: "The candidate policy file (YAML or JSON).")

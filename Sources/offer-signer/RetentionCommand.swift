@@ -16,12 +16,18 @@ struct RetentionCommand: AsyncParsableCommand {
     struct Explain: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Shows which retention entry the policy chooses for a request, and why, from the store (\(variable: .policy), \(variable: .databaseUrl)). Signs nothing."
+                """
+                Shows which retention entry the policy chooses for a request, and why, from the store (\(variable: .policy), \
+                \(variable: .databaseUrl)). Signs nothing.
+                """
         )
 
         @Argument(
             help:
-                "A file with {\"signedPayload\": …}, a bare signedPayload (both verified), or a decoded request (DecodedRealtimeRequestBody JSON); - reads standard input."
+                """
+                A file with {\"signedPayload\": …}, a bare signedPayload (both verified), or a decoded request (DecodedRealtimeRequestBody \
+                JSON); - reads standard input.
+                """
         )
         var file: String
 

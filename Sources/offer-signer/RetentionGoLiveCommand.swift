@@ -14,9 +14,16 @@ extension RetentionCommand {
         static let configuration = CommandConfiguration(
             commandName: "go-live",
             abstract:
-                "Configures the Sandbox real-time URL, runs Apple's performance test and polls it to its result, prints the percentiles, and on PASS only configures the Production real-time URL. Needs \(variable: .appStoreApiKeyId) and the variables of docs/app-store-api.md.",
+                """
+                Configures the Sandbox real-time URL, runs Apple's performance test and polls it to its result, prints the percentiles, and on \
+                PASS only configures the Production real-time URL. Needs \(variable: .appStoreApiKeyId) and the variables of \
+                docs/app-store-api.md.
+                """,
             discussion:
-                "Exit status 0 when live in Production, 1 when the test failed (nothing changed in Production), 2 when a step could not be done (the message says which and why)."
+                """
+                Exit status 0 when live in Production, 1 when the test failed (nothing changed in Production), 2 when a step could not be done \
+                (the message says which and why).
+                """
         )
 
         @Option(name: .customLong("url"), help: "The Production URL of POST /v1/retention/appstore (https://, at most 256 characters).")

@@ -14,7 +14,11 @@ extension RetentionCommand {
     struct Sync: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Uploads the policy's retention messages and images Apple does not have (under identifiers derived from their content: a second run uploads nothing), configures each product's default message per locale once approved, and records Apple's approval states in the store (\(variable: .policy), \(variable: .databaseUrl), the App Store Server API's variables).",
+                """
+                Uploads the policy's retention messages and images Apple does not have (under identifiers derived from their content: a second \
+                run uploads nothing), configures each product's default message per locale once approved, and records Apple's approval states \
+                in the store (\(variable: .policy), \(variable: .databaseUrl), the App Store Server API's variables).
+                """,
             discussion: "Exit status 0 done, 2 when a step fails (the message and its code are on standard error)."
         )
 
@@ -35,7 +39,10 @@ extension RetentionCommand {
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Shows each retention message and image of the policy with Apple's approval state (PENDING, APPROVED, REJECTED, NOT_SENT), and records it in the store."
+                """
+                Shows each retention message and image of the policy with Apple's approval state (PENDING, APPROVED, REJECTED, NOT_SENT), and \
+                records it in the store.
+                """
         )
 
         @OptionGroup var target: CatalogueTarget
@@ -84,7 +91,10 @@ struct CatalogueTarget: ParsableArguments {
 
     static func print(_ report: RetentionCatalogueSync.Report) {
         Swift.print(
-            "\(report.environment): \(report.uploaded.count) uploaded, \(report.deleted.count) deleted, \(report.defaultsSet.count) defaults set, \(report.defaultsWaiting.count) waiting for approval"
+            """
+            \(report.environment): \(report.uploaded.count) uploaded, \(report.deleted.count) deleted, \(report.defaultsSet.count) defaults \
+            set, \(report.defaultsWaiting.count) waiting for approval
+            """
         )
         for item in report.items {
             Swift.print(

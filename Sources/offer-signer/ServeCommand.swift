@@ -20,7 +20,10 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Runs the HTTP service.",
         discussion:
-            "Reads \(ConfigurationVariable.environmentPrefix)* variables. With --demo, signs with a throw-away key for a demo app: nothing to configure, nothing the App Store accepts."
+            """
+            Reads \(ConfigurationVariable.environmentPrefix)* variables. With --demo, signs with a throw-away key for a demo app: nothing to \
+            configure, nothing the App Store accepts.
+            """
     )
 
     @Flag(help: "Start with a freshly generated throw-away key and a demo app. Never for production.")
@@ -29,7 +32,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("pid-file"),
         help:
-            "Write the process ID to this file once the service is configured (removed on exit), so that `kill -HUP \"$(cat FILE)\"` reloads the keys of this process only."
+            """
+            Write the process ID to this file once the service is configured (removed on exit), so that `kill -HUP \"$(cat FILE)\"` reloads the \
+            keys of this process only.
+            """
     )
     var pidFile: String?
 
@@ -38,9 +44,18 @@ struct ServeCommand: AsyncParsableCommand {
         let json = "-H 'Content-Type: application/json'"
         return [
             "curl -s \(base)/v1/offers/eligibility \(json) -d '{\"applicationUsername\":\"lapsed-user\"}'",
-            "curl -s \(base)/v1/offers/sign \(json) -d '{\"productIdentifier\":\"com.example.monthly\",\"offerIdentifier\":\"winback_50\",\"applicationUsername\":\"lapsed-user\"}'",
-            "curl -s \(base)/demo/notifications \(json) -d '{\"applicationUsername\":\"loyal-user\",\"event\":\"auto-renew-off\"}' | curl -s \(base)/v1/notifications/appstore \(json) -d @-",
-            "curl -s \(base)/demo/retention \(json) -d '{\"applicationUsername\":\"leaving-user\"}' | curl -s \(base)/v1/retention/appstore \(json) -d @-",
+            """
+            curl -s \(base)/v1/offers/sign \(json) -d \
+            '{\"productIdentifier\":\"com.example.monthly\",\"offerIdentifier\":\"winback_50\",\"applicationUsername\":\"lapsed-user\"}'
+            """,
+            """
+            curl -s \(base)/demo/notifications \(json) -d '{\"applicationUsername\":\"loyal-user\",\"event\":\"auto-renew-off\"}' | curl -s \
+            \(base)/v1/notifications/appstore \(json) -d @-
+            """,
+            """
+            curl -s \(base)/demo/retention \(json) -d '{\"applicationUsername\":\"leaving-user\"}' | curl -s \(base)/v1/retention/appstore \
+            \(json) -d @-
+            """,
         ]
     }
 
@@ -135,12 +150,19 @@ struct ServeCommand: AsyncParsableCommand {
             logger.notice("offer-signer stopped: connections drained, the store closed")
         } catch let error as IOError where error.errnoCode == EADDRINUSE || error.errnoCode == EADDRNOTAVAIL || error.errnoCode == EACCES {
             logger.critical(
-                "cannot start: cannot listen on \(Self.listeners(configuration)) (\(String(cString: strerror(error.errnoCode)))); set \(variable: .host)/\(variable: .port) (and \(variable: .adminHost)/\(variable: .adminPort)) to a free address, or stop what holds it."
+                """
+                cannot start: cannot listen on \(Self.listeners(configuration)) (\(String(cString: strerror(error.errnoCode)))); set \
+                \(variable: .host)/\(variable: .port) (and \(variable: .adminHost)/\(variable: .adminPort)) to a free address, or stop what \
+                holds it.
+                """
             )
             throw ExitCode(78)  // EX_CONFIG
         } catch let error where error is SocketAddressError || error is SocketAddressError.UnknownHost {
             logger.critical(
-                "cannot start: cannot resolve the address to listen on, \(Self.listeners(configuration)); set \(variable: .host) (and \(variable: .adminHost)) to an IP address or a name this host resolves."
+                """
+                cannot start: cannot resolve the address to listen on, \(Self.listeners(configuration)); set \(variable: .host) (and \
+                \(variable: .adminHost)) to an IP address or a name this host resolves.
+                """
             )
             throw ExitCode(78)  // EX_CONFIG
         }
@@ -157,13 +179,19 @@ struct ServeCommand: AsyncParsableCommand {
         logger.warning("\(banner)")
         let base = "http://\(configuration.host):\(configuration.port)"
         logger.notice(
-            "demo customers: lapsed-user (left 40 days ago), leaving-user (auto-renew off), loyal-user (8 renewals), new-user (unknown), and a history of subscriber-01…12 and returning-01…04 for the console. Try:"
+            """
+            demo customers: lapsed-user (left 40 days ago), leaving-user (auto-renew off), loyal-user (8 renewals), new-user (unknown), and a \
+            history of subscriber-01…12 and returning-01…04 for the console. Try:
+            """
         )
         for line in demoCommands(base: base) { logger.notice("  \(line)") }
         let console = configuration.operationsListener.map { "http://\($0.host):\($0.port)/console" } ?? "\(base)/console"
         if ServiceConfiguration.demoUsesItsOwnAdminToken(environment: environment) {
             logger.notice(
-                "Console: \(console) — sign in with the demo's admin token \(ServiceConfiguration.demoAdminToken) (public, demo only; set \(variable: .adminTokens) to use your own)"
+                """
+                Console: \(console) — sign in with the demo's admin token \(ServiceConfiguration.demoAdminToken) (public, demo only; set \
+                \(variable: .adminTokens) to use your own)
+                """
             )
         } else {
             logger.notice("Console: \(console) — sign in with one of the tokens of \(variable: .adminTokens)")

@@ -66,7 +66,10 @@ struct KeyOptions: ParsableArguments {
         let name = URL(fileURLWithPath: keyFile).lastPathComponent
         guard let keyIdentifier = keyIdentifier ?? KeyLoader.keyIdentifier(fromFileName: name) else {
             throw ValidationError(
-                "Pass --key-id: the key identifier cannot be read from the file name '\(name)' (App Store Connect names it SubscriptionKey_<KEYID>.p8)."
+                """
+                Pass --key-id: the key identifier cannot be read from the file name '\(name)' (App Store Connect names it \
+                SubscriptionKey_<KEYID>.p8).
+                """
             )
         }
         let pem: String

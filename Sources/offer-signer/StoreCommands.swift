@@ -47,7 +47,10 @@ struct EligibilityCommand: AsyncParsableCommand {
     struct Explain: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Lists every offer of the policy with its decision and reasons for one customer, from the store (\(variable: .policy), \(variable: .databaseUrl))."
+                """
+                Lists every offer of the policy with its decision and reasons for one customer, from the store (\(variable: .policy), \
+                \(variable: .databaseUrl)).
+                """
         )
 
         @Option(name: .customLong("username"), help: "The applicationUsername.")
@@ -103,7 +106,10 @@ struct NotificationsCommand: AsyncParsableCommand {
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Replays captured notifications into the store (back-fills): one signedPayload per line, bare or as {\"signedPayload\": …}. Each is verified; duplicates change nothing. Exit status 1 if any line was refused."
+                """
+                Replays captured notifications into the store (back-fills): one signedPayload per line, bare or as {\"signedPayload\": …}. Each \
+                is verified; duplicates change nothing. Exit status 1 if any line was refused.
+                """
         )
 
         @Argument(help: "The file; - reads standard input.")
@@ -113,7 +119,10 @@ struct NotificationsCommand: AsyncParsableCommand {
             let (_, store, notifications) = try await openForTools()
             guard let store, let notifications else {
                 throw ValidationError(
-                    "Notifications need a store (\(variable: .databaseUrl)) and an app that can verify them (\(variable: .environments), appAppleId for Production)."
+                    """
+                    Notifications need a store (\(variable: .databaseUrl)) and an app that can verify them (\(variable: .environments), \
+                    appAppleId for Production).
+                    """
                 )
             }
             let data = try readInput(file)

@@ -9,7 +9,10 @@ struct VerifyCommand: AsyncParsableCommand {
         commandName: "verify",
         abstract: "Verifies a legacy bundle (the JSON `sign` prints) or an offer JWS. Exit status 0 valid, 1 invalid.",
         discussion:
-            "Input: a legacy bundle as JSON, a compact JWS, or {\"signature\": <compact JWS>}. Prints what was checked: the exact legacy payload with separators shown as \\u2063, or the decoded JWS header and claims."
+            """
+            Input: a legacy bundle as JSON, a compact JWS, or {\"signature\": <compact JWS>}. Prints what was checked: the exact legacy payload \
+            with separators shown as \\u2063, or the decoded JWS header and claims.
+            """
     )
 
     @Argument(help: "A file holding the bundle JSON; - or nothing reads standard input.")
@@ -79,7 +82,11 @@ struct VerifyCommand: AsyncParsableCommand {
 
     /// What an offline check cannot know: whether the service has since revoked or retired the key.
     static let offlineWarning =
-        "Checked against the key given only: this command does not know the key's state on the service (revoked, retired). Set \(variable: .databaseUrl) (or \(variable: .stateFile)) as the service has it, or ask the service: POST /v1/offers/verify, or offer-signer keys list --url."
+        """
+        Checked against the key given only: this command does not know the key's state on the service (revoked, retired). Set \
+        \(variable: .databaseUrl) (or \(variable: .stateFile)) as the service has it, or ask the service: POST /v1/offers/verify, or \
+        offer-signer keys list --url.
+        """
 
     /// An unknown key, offline: unknown to the keys given, not to the service.
     static func unknownKeyMessage(_ keyIdentifier: String?) -> String {

@@ -310,7 +310,10 @@ import Testing
     @Test(arguments: [
         "not json", "{}", #"{"environment":"Production","bundleId":"com.other.app","data":[]}"#,
         #"{"environment":"Production","bundleId":"com.example.offersigner","data":[{"lastTransactions":[{"status":1}]}]}"#,
-        #"{"environment":"Production","bundleId":"com.example.offersigner","data":[{"lastTransactions":[{"status":1,"signedTransactionInfo":"a.b.c"}]}]}"#,
+        #"""
+        {"environment":"Production","bundleId":"com.example.offersigner","data":[{"lastTransactions":[{"status":1,\#
+        "signedTransactionInfo":"a.b.c"}]}]}
+        """#,
     ])
     func hostileAnswersAreRefusedWithoutTrapping(body: String) async throws {
         let fixture = self.fixture

@@ -52,25 +52,37 @@ import Testing
         Broken(
             name: "a lapsed window no one can satisfy",
             text:
-                "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{lapsed: {minDays: 300, maxDays: 30}}]}]}]}]",
+                """
+                apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{lapsed: {minDays: 300, \
+                maxDays: 30}}]}]}]}]
+                """,
             mentions: ["rules[0]", "minDays (300) is after maxDays (30)"]
         ),
         Broken(
             name: "a lower-case storefront",
             text:
-                "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{storefront: {allow: [usa]}}]}]}]}]",
+                """
+                apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{storefront: {allow: \
+                [usa]}}]}]}]}]
+                """,
             mentions: ["rules[0]", "upper-case ISO 3166-1 alpha-3", "'usa'"]
         ),
         Broken(
             name: "a storefront of two letters",
             text:
-                "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{storefront: {deny: [FR]}}]}]}]}]",
+                """
+                apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{storefront: {deny: \
+                [FR]}}]}]}]}]
+                """,
             mentions: ["'FR'"]
         ),
         Broken(
             name: "an active window that ends before it starts",
             text:
-                "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{active-window: {from: 2026-12-01, until: 2026-11-01}}]}]}]}]",
+                """
+                apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{active-window: {from: \
+                2026-12-01, until: 2026-11-01}}]}]}]}]
+                """,
             mentions: ["until is not after its from"]
         ),
         Broken(
@@ -81,25 +93,37 @@ import Testing
         Broken(
             name: "bad parameter",
             text:
-                "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{loyalty: {minRenewals: many}}]}]}]}]",
+                """
+                apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{loyalty: {minRenewals: \
+                many}}]}]}]}]
+                """,
             mentions: ["minRenewals", "integer"]
         ),
         Broken(
             name: "unknown parameter",
             text:
-                "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{cap: {count: 1, weeks: 2}}]}]}]}]",
+                """
+                apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{cap: {count: 1, weeks: \
+                2}}]}]}]}]
+                """,
             mentions: ["unknown key 'weeks'"]
         ),
         Broken(
             name: "window beyond 100 years",
             text:
-                "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{cap: {count: 1, days: 9223372036854775807}}]}]}]}]",
+                """
+                apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{cap: {count: 1, days: \
+                9223372036854775807}}]}]}]}]
+                """,
             mentions: ["'days'", "1 to 36500"]
         ),
         Broken(
             name: "count beyond a million",
             text:
-                "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{loyalty: {minRenewals: 99999999999}}]}]}]}]",
+                """
+                apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{loyalty: {minRenewals: \
+                99999999999}}]}]}]}]
+                """,
             mentions: ["minRenewals", "1 to 1000000"]
         ),
         Broken(
@@ -130,7 +154,10 @@ import Testing
         Broken(
             name: "bad date",
             text:
-                "apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{active-window: {from: soon}}]}]}]}]",
+                """
+                apps: [{bundleIdentifier: a, products: [{productIdentifier: p, offers: [{offerIdentifier: o, rules: [{active-window: {from: \
+                soon}}]}]}]}]
+                """,
             mentions: ["ISO 8601"]
         ),
     ]

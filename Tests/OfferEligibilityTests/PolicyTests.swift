@@ -240,7 +240,10 @@ let samplePolicy = """
 
     @Test func theSamePolicyReadsFromJSON() throws {
         let json =
-            #"{"apps":[{"bundleIdentifier":"com.example.app","products":[{"productIdentifier":"p","offers":[{"offerIdentifier":"o","rules":[{"loyalty":{"minRenewals":3}},{"not":{"storefront":{"allow":["USA"]}}}]}]}]}]}"#
+            #"""
+            {"apps":[{"bundleIdentifier":"com.example.app","products":[{"productIdentifier":"p","offers":[{"offerIdentifier":"o",\#
+            "rules":[{"loyalty":{"minRenewals":3}},{"not":{"storefront":{"allow":["USA"]}}}]}]}]}]}
+            """#
         let policy = try OfferPolicy(text: json)
         guard case .found(_, _, let offer) = policy.lookup(bundleIdentifier: "com.example.app", productIdentifier: "p", offerIdentifier: "o") else {
             Issue.record("not found")

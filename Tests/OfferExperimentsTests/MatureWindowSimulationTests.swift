@@ -128,7 +128,10 @@ import Testing
             if try Self.run(arms, days: 120, window: window, set: set, mature: false, random: &random).worse[0] { naiveWorse += 1 }
         }
         print(
-            "65 % at day 90 vs 50 % at day 30: better in \(better), worse in \(worse) of \(experiments); counting everyone exposed, worse in \(naiveWorse)"
+            """
+            65 % at day 90 vs 50 % at day 30: better in \(better), worse in \(worse) of \(experiments); counting everyone exposed, worse in \
+            \(naiveWorse)
+            """
         )
         #expect(worse == 0)
         #expect(better >= 95)

@@ -183,7 +183,10 @@ struct AppStoreFactsFixture {
         try await client.post(
             "/v1/offers/sign",
             json:
-                #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"winback_50","applicationUsername":"\#(username)","format":"\#(format)","transactionId":"\#(transactionId)"}"#
+                #"""
+                {"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"winback_50","applicationUsername":"\#(username)",\#
+                "format":"\#(format)","transactionId":"\#(transactionId)"}
+                """#
         )
     }
 
@@ -278,7 +281,10 @@ actor CallCounter {
                     try await client.post(
                         "/v1/offers/introductory-eligibility",
                         json:
-                            #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","transactionId":"\#(transactionId)","applicationUsername":"\#(username)"}"#
+                            #"""
+                            {"productIdentifier":"\#(TestPayloads.productIdentifier)","transactionId":"\#(transactionId)",\#
+                            "applicationUsername":"\#(username)"}
+                            """#
                     )
                 }
                 let usedAnswer = try await ask("intro-1", "3300000000000001")

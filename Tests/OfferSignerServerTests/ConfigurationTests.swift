@@ -303,7 +303,10 @@ import Testing
         let without = try ServiceConfiguration(environment: base).warnings.filter { $0.contains("OFFER_SIGNER_APP_APPLE_ID") }
         #expect(
             without == [
-                "App Store notifications and signed transactions for com.example.app are refused: accepting Production needs the app's Apple ID, OFFER_SIGNER_APP_APPLE_ID (App Store Connect > App Information > Apple ID) or appAppleId in the policy."
+                """
+                App Store notifications and signed transactions for com.example.app are refused: accepting Production needs the app's Apple ID, \
+                OFFER_SIGNER_APP_APPLE_ID (App Store Connect > App Information > Apple ID) or appAppleId in the policy.
+                """
             ]
         )
         #expect(

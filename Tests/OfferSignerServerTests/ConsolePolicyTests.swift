@@ -79,7 +79,10 @@ import Testing
             #expect(response.status == .ok)
             #expect(
                 response.text.contains(
-                    "data-replayed=\"\(expected.replayed)\" data-granted-to-refused=\"\(expected.grantedToRefused)\" data-refused-to-granted=\"\(expected.refusedToGranted)\" data-changed-offer=\"\(expected.changedOffer)\""
+                    """
+                    data-replayed=\"\(expected.replayed)\" data-granted-to-refused=\"\(expected.grantedToRefused)\" \
+                    data-refused-to-granted=\"\(expected.refusedToGranted)\" data-changed-offer=\"\(expected.changedOffer)\"
+                    """
                 )
             )
             #expect(response.text.contains("<td class=\"n\">4</td>"))  // winback: refused → granted
@@ -171,7 +174,10 @@ import Testing
             #expect(uploaded.status == .ok)
             #expect(
                 uploaded.text.contains(
-                    "data-replayed=\"\(expected.replayed)\" data-granted-to-refused=\"\(expected.grantedToRefused)\" data-refused-to-granted=\"\(expected.refusedToGranted)\""
+                    """
+                    data-replayed=\"\(expected.replayed)\" data-granted-to-refused=\"\(expected.grantedToRefused)\" \
+                    data-refused-to-granted=\"\(expected.refusedToGranted)\"
+                    """
                 )
             )
             // No file chosen: the pasted text is the candidate.

@@ -87,7 +87,10 @@ struct RefusalBody: Decodable {
                 let response = try await client.post(
                     "/v1/offers/sign",
                     json:
-                        #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"stranger","format":"\#(format)"}"#
+                        #"""
+                        {"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"stranger",\#
+                        "format":"\#(format)"}
+                        """#
                 )
                 if format == "jws" && response.status == .serviceUnavailable { continue }  // no issuer ID in this policy
                 #expect(response.status == .forbidden)

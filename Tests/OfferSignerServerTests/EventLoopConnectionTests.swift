@@ -45,7 +45,10 @@ import Testing
         try await application(test, idleTimeout: .seconds(60), requestTimeout: .seconds(1)).test(.live) { client in
             let port = try #require(client.port)
             let head =
-                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"productIdentifier\""
+                """
+                POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \
+                200\r\n\r\n{\"productIdentifier\"
+                """
             // A byte every 0.3 s for 9 s: the body keeps arriving, and never completes.
             let sends = [(0.0, head)] + (0..<30).map { _ in (0.3, " ") }
             let session = try await RawHTTP.session(port: port, sends: sends, responses: nil)
@@ -65,7 +68,10 @@ import Testing
         try await application(test, idleTimeout: .seconds(60), requestTimeout: .seconds(1)).test(.live) { client in
             let port = try #require(client.port)
             let stalled =
-                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"productIdentifier\""
+                """
+                POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \
+                200\r\n\r\n{\"productIdentifier\"
+                """
             let session = try await RawHTTP.session(port: port, sends: [(0.0, Self.sign + stalled)], responses: nil)
             #expect(session.text.hasPrefix("HTTP/1.1 200"))  // the first is answered
             #expect(session.text.components(separatedBy: "HTTP/1.1 ").count - 1 == 1)  // the stalled one is not
@@ -238,7 +244,7 @@ import Testing
         let signing = EventLoopSigning(service: test.service, authenticator: nil, limits: RateLimits(.none), serverName: nil)
         try channel.pipeline.syncOperations.addHandler(HTTPServerPipelineHandler())
         try channel.pipeline.syncOperations.addHandler(
-            EventLoopSigningHandler(signing: signing, requestTimeout: requestTimeout, logger: Logger(label: "test"))
+            EventLoopSigningHandler(signing: signing, requestTimeout: requestTimeout, eventLoop: channel.eventLoop, logger: Logger(label: "test"))
         )
         try channel.pipeline.syncOperations.addHandler(events)
         try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()

@@ -165,7 +165,10 @@ import Darwin
             func sign(_ customer: String) -> String {
                 let body = #"{"productIdentifier":"p","offerIdentifier":"o","applicationUsername":"\#(customer)"}"#
                 return
-                    "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                    """
+                    POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \
+                    \(body.utf8.count)\r\n\r\n\(body)
+                    """
             }
             let requests = sign("first") + "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n" + sign("second") + sign("third")
             let answer = try await RawHTTP.exchange(port: port, send: requests, responses: 4)
@@ -185,7 +188,10 @@ import Darwin
         try await test.application(.eventLoop).test(.live) { client in
             let port = try #require(client.port)
             let sign =
-                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(Self.body.utf8.count)\r\n\r\n\(Self.body)"
+                """
+                POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \
+                \(Self.body.utf8.count)\r\n\r\n\(Self.body)
+                """
             let garbage = try await RawHTTP.exchange(port: port, send: sign + "GARBAGE \u{01}\u{02} nonsense\r\n\r\n", responses: nil)
             let statuses = garbage.components(separatedBy: "HTTP/1.1 ").dropFirst().map { String($0.prefix(3)) }
             #expect(statuses == ["200", "400"])
@@ -204,7 +210,10 @@ import Darwin
         try await test.application(.eventLoop).test(.live) { client in
             let port = try #require(client.port)
             let request =
-                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \(Self.body.utf8.count)\r\n\r\n\(Self.body)"
+                """
+                POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \
+                \(Self.body.utf8.count)\r\n\r\n\(Self.body)
+                """
             // `exchange` reads until the server closes the connection.
             let answer = try await RawHTTP.exchange(port: port, send: request, responses: nil)
             #expect(answer.hasPrefix("HTTP/1.1 200"))

@@ -92,7 +92,10 @@ import Testing
             let response = try await client.post(
                 "/v1/offers/sign",
                 json:
-                    #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1","signedTransaction":"eyJhbGciOiJFUzI1NiJ9.e30.c2ln"}"#
+                    #"""
+                    {"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1",\#
+                    "signedTransaction":"eyJhbGciOiJFUzI1NiJ9.e30.c2ln"}
+                    """#
             )
             #expect(response.status == .unprocessableContent)
             #expect(response.headers[.retryAfter] == nil)
@@ -139,7 +142,10 @@ import Testing
             let port = try #require(client.port)
             for request in [
                 "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 9223372036854775808\r\n\r\n{}",
-                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 18446744073709551615\r\n\r\n{}",
+                """
+                POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \
+                18446744073709551615\r\n\r\n{}
+                """,
                 Self.chunkedHead + "ffffffffffffffff\r\n{}",
                 Self.chunkedHead + "8000000000000000;x=y\r\n",
                 Self.chunkedHead + "2\r\n{}\r\n00000000000000000000FFFFFFFFFFFFFFFF\r\n",
@@ -202,7 +208,10 @@ import Testing
     }
 
     @Test(
-        "pipelined requests around them keep their framing: chunked with extensions and trailers, a chunk whose data looks like a size, Content-Length",
+        """
+        pipelined requests around them keep their framing: chunked with extensions and trailers, a chunk whose data looks like a size, \
+        Content-Length
+        """,
         arguments: [false, true]
     )
     func keepsStep(signing: Bool) async throws {
@@ -210,7 +219,10 @@ import Testing
             let port = try #require(client.port)
             let lookalike = "\r\nffffffffffffffff\r\n\r\n"  // chunk data, not a size line
             let healthWithBody =
-                "GET /healthz HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n\(String(lookalike.utf8.count, radix: 16))\r\n\(lookalike)\r\n0\r\n\r\n"
+                """
+                GET /healthz HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: \
+                chunked\r\n\r\n\(String(lookalike.utf8.count, radix: 16))\r\n\(lookalike)\r\n0\r\n\r\n
+                """
             let healthWithLength = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(lookalike.utf8.count)\r\n\r\n\(lookalike)"
             let requests = [
                 Self.chunkedSign(), healthWithBody, "\r\nGET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n", healthWithLength,

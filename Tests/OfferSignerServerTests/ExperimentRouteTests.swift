@@ -84,7 +84,10 @@ import Testing
                     let signed = try await client.post(
                         "/v1/offers/sign",
                         json:
-                            #"{"bundleIdentifier":"\#(bundle)","productIdentifier":"monthly","offerIdentifier":"\#(offer)","applicationUsername":"\#(customer)"}"#
+                            #"""
+                            {"bundleIdentifier":"\#(bundle)","productIdentifier":"monthly","offerIdentifier":"\#(offer)",\#
+                            "applicationUsername":"\#(customer)"}
+                            """#
                     )
                     if variant.answer == offer {
                         #expect(signed.status == .ok)

@@ -26,7 +26,10 @@ import Testing
     }
 
     static func sign(_ extraHeaders: String = "", body: String = body) -> String {
-        "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\(extraHeaders)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        """
+        POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\(extraHeaders)Content-Length: \
+        \(body.utf8.count)\r\n\r\n\(body)
+        """
     }
 
     static func statuses(_ text: String) -> [String] {
@@ -54,13 +57,19 @@ import Testing
             let port = try #require(client.port)
             let chunk = String(Self.body.utf8.count, radix: 16)
             let request =
-                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\(chunk)\r\n\(Self.body)\r\n0\r\n\r\n"
+                """
+                POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, \
+                chunked\r\n\r\n\(chunk)\r\n\(Self.body)\r\n0\r\n\r\n
+                """
             let answer = try await RawHTTP.exchange(port: port, send: request + Self.sign(), responses: nil)
             #expect(Self.statuses(answer) == ["501"])
             #expect(answer.contains("unsupported_transfer_coding"))
             // Plain chunked is read as usual.
             let plain =
-                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n\(chunk)\r\n\(Self.body)\r\n0\r\n\r\n"
+                """
+                POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: \
+                close\r\n\r\n\(chunk)\r\n\(Self.body)\r\n0\r\n\r\n
+                """
             #expect(Self.statuses(try await RawHTTP.exchange(port: port, send: plain, responses: nil)) == ["200"])
         }
     }
@@ -76,7 +85,10 @@ import Testing
                 "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: abc\r\n\r\n{}",
                 "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Length: -1\r\n\r\n",
                 "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Folded: a\r\n b\r\n\r\n",
-                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+                """
+                POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: \
+                chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n
+                """,
             ]
             for request in broken {
                 let answer = try await RawHTTP.exchange(port: port, send: request, responses: nil)
@@ -132,7 +144,10 @@ import Testing
         try await Self.application(try TestService(), signing: signing).test(.live) { client in
             let port = try #require(client.port)
             let head =
-                "POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: \(Self.body.utf8.count)\r\n\r\n"
+                """
+                POST /v1/offers/sign HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: \
+                \(Self.body.utf8.count)\r\n\r\n
+                """
             // Only the head: the 100 arrives while the body is held back (the request timeout then closes it).
             let waiting = try await RawHTTP.session(port: port, sends: [(0, head)], responses: nil)
             #expect(waiting.text.hasPrefix("HTTP/1.1 100 Continue"), "\(waiting.text.prefix(40))")

@@ -38,7 +38,10 @@ import Testing
         let ring = try KeyRing(keys: [.init(key: key, source: "test")])
         let header = Self.base64URL(#"{"alg":"ES256","kid":"TESTKEY001","typ":"JWT"}"#)
         let claims = Self.base64URL(
-            #"{"iss":"i","bid":"b","aud":"promotional-offer","iat":\#(iat),"nonce":"\#(UUID().uuidString.lowercased())","productId":"p","offerIdentifier":"o"}"#
+            #"""
+            {"iss":"i","bid":"b","aud":"promotional-offer","iat":\#(iat),"nonce":"\#(UUID().uuidString.lowercased())","productId":"p",\#
+            "offerIdentifier":"o"}
+            """#
         )
         let signature = try key.privateKey.signature(for: Data("\(header).\(claims)".utf8)).rawRepresentation
         let token = "\(header).\(claims).\(signature.base64URLEncodedString())"

@@ -72,4 +72,66 @@ import Testing
         channel.embeddedEventLoop.advanceTime(by: .seconds(10))
         #expect(!isOpen(channel))
     }
+
+    // MARK: The state machine on a clock the test moves (Hummingbird's `HTTPConnectionStateHandlerStateMachineTests`)
+
+    @Test("the machine: silent from the start, closed at the timeout")
+    func machineSilent() {
+        let clock = ManualClock()
+        var machine = IdleTimeoutStateMachine(idleTimeout: .seconds(30), clock: clock)
+        #expect(machine.becameActive() == .schedule(deadline: ManualClock.at(.seconds(30))))
+        #expect(machine.becameActive() == .doNothing, "active once")
+        clock.advance(by: .seconds(30))
+        #expect(machine.timerFired() == .close)
+    }
+
+    @Test("the machine: a part read moves the deadline on; a head alone does not keep the connection")
+    func machinePartsMoveTheDeadline() {
+        let clock = ManualClock()
+        var machine = IdleTimeoutStateMachine(idleTimeout: .seconds(30), clock: clock)
+        _ = machine.becameActive()
+        clock.advance(by: .seconds(2))
+        machine.read(.head)
+        clock.advance(by: .seconds(28))
+        #expect(machine.timerFired() == .reschedule(deadline: ManualClock.at(.seconds(32))))
+        clock.advance(by: .seconds(1))
+        machine.read(.body)
+        clock.advance(by: .seconds(1))
+        #expect(machine.timerFired() == .reschedule(deadline: ManualClock.at(.seconds(61))))
+        clock.advance(by: .seconds(29))
+        #expect(machine.timerFired() == .close, "a request whose head came and whose body stopped is idle")
+    }
+
+    @Test("the machine: a request read and not answered is never idle; its response's end starts the timeout")
+    func machineAnswerPending() {
+        let clock = ManualClock()
+        var machine = IdleTimeoutStateMachine(idleTimeout: .seconds(30), clock: clock)
+        _ = machine.becameActive()
+        machine.read(.head)
+        machine.read(.end)
+        clock.advance(by: .seconds(600))
+        #expect(machine.timerFired() == .doNothing)
+        #expect(machine.wroteResponseEnd() == .schedule(deadline: ManualClock.at(.seconds(630))))
+        clock.advance(by: .seconds(30))
+        #expect(machine.timerFired() == .close)
+    }
+
+    @Test("the machine: pipelined requests keep it open until the last response; an inactive connection is left alone")
+    func machinePipelinedAndInactive() {
+        let clock = ManualClock()
+        var machine = IdleTimeoutStateMachine(idleTimeout: .seconds(30), clock: clock)
+        _ = machine.becameActive()
+        for _ in 0..<2 {
+            machine.read(.head)
+            machine.read(.end)
+        }
+        #expect(machine.wroteResponseEnd() == .doNothing, "one response of two written")
+        clock.advance(by: .seconds(100))
+        #expect(machine.timerFired() == .doNothing)
+        #expect(machine.wroteResponseEnd() == .schedule(deadline: ManualClock.at(.seconds(130))))
+        machine.becameInactive()
+        clock.advance(by: .seconds(30))
+        #expect(machine.timerFired() == .doNothing)
+        #expect(machine.wroteResponseEnd() == .doNothing)
+    }
 }

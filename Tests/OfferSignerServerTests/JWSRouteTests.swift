@@ -62,7 +62,10 @@ struct JWSVerifyAnswer: Decodable {
             let response = try await client.post(
                 "/v1/offers/sign",
                 json:
-                    #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1","format":"jws","transactionId":"2000000123456789"}"#
+                    #"""
+                    {"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-1","format":"jws",\#
+                    "transactionId":"2000000123456789"}
+                    """#
             )
             #expect(response.status == .ok)
             let answer = try response.decode(JWSAnswer.self)

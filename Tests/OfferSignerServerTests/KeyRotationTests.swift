@@ -424,7 +424,10 @@ extension TestClientProtocol {
                             let response = try await client.post(
                                 "/v1/offers/sign",
                                 json:
-                                    #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"user-\#(worker)-\#(n)"}"#
+                                    #"""
+                                    {"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50",\#
+                                    "applicationUsername":"user-\#(worker)-\#(n)"}
+                                    """#
                             )
                             let bundle = try? response.decode(SignedLegacyOffer.self)
                             recorder.outcomes.withLock { $0.append(Outcome(startedAt: startedAt, status: response.status, bundle: bundle)) }

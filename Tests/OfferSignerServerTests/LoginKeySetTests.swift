@@ -50,7 +50,10 @@ import Testing
         let (a, b) = (P256.Signing.PrivateKey(), P256.Signing.PrivateKey())
         // With what an identity provider's set also holds: an encryption key and a key of another kind, left out.
         let others =
-            #"{"kty":"RSA","use":"enc","alg":"RSA-OAEP","kid":"enc","n":"AQAB","e":"AQAB"},{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"ed"}"#
+            #"""
+            {"kty":"RSA","use":"enc","alg":"RSA-OAEP","kid":"enc","n":"AQAB","e":"AQAB"},{"kty":"OKP","crv":"Ed25519",\#
+            "x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"ed"}
+            """#
         let path = try Self.file(#"{"keys":[\#(Self.jwk(a.publicKey, kid: "a", alg: "ES256")),\#(others),\#(Self.jwk(b.publicKey, kid: "b"))]}"#)
         defer { try? FileManager.default.removeItem(atPath: path) }
         try await ClientAuthenticationTests.application(ClientAuthConfiguration(jwtKeysPath: path)).test(.router) { client async throws in

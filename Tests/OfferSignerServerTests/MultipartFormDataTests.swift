@@ -34,7 +34,10 @@ import Testing
     func browserBody() throws {
         let body =
             "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\nabc\r\n"
-            + "--\(Self.boundary)\r\ncontent-disposition: form-data; name=\"candidate\"; filename=\"policy.yaml\"\r\nContent-Type: application/yaml\r\n\r\napps:\r\n  x: 1\r\n\r\n"
+                + """
+                --\(Self.boundary)\r\ncontent-disposition: form-data; name=\"candidate\"; filename=\"policy.yaml\"\r\nContent-Type: \
+                application/yaml\r\n\r\napps:\r\n  x: 1\r\n\r\n
+                """
             + "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"empty\"\r\n\r\n\r\n"
             + "--\(Self.boundary)--\r\n"
         let parts = try Self.parse(body)
@@ -50,7 +53,10 @@ import Testing
     @Test("the preamble and the epilogue are ignored; transport padding after a delimiter is allowed")
     func preambleAndEpilogue() throws {
         let body =
-            "This is the preamble.\r\nIt says nothing.\r\n--\(Self.boundary)  \t\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--\(Self.boundary)--  \r\nThe epilogue, with --\(Self.boundary) in it.\r\n"
+            """
+            This is the preamble.\r\nIt says nothing.\r\n--\(Self.boundary)  \t\r\nContent-Disposition: form-data; \
+            name=\"a\"\r\n\r\n1\r\n--\(Self.boundary)--  \r\nThe epilogue, with --\(Self.boundary) in it.\r\n
+            """
         #expect(try Self.parse(body) == [.init(name: "a", filename: nil, content: "1")])
         // A boundary not at the start of a line is not a delimiter: all of it is preamble, up to the closing line…
         #expect(try Self.parse("preamble--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--\(Self.boundary)--") == [])
@@ -167,7 +173,10 @@ import Testing
                 ],
                 body: ByteBuffer(
                     string:
-                        "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"token\"\r\n\r\n\(ConsoleTests.token)\r\n--\(Self.boundary)--\r\n"
+                        """
+                        --\(Self.boundary)\r\nContent-Disposition: form-data; \
+                        name=\"token\"\r\n\r\n\(ConsoleTests.token)\r\n--\(Self.boundary)--\r\n
+                        """
                 )
             )
             #expect(response.status == .seeOther)

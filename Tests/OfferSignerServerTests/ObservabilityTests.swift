@@ -284,7 +284,10 @@ enum RequestLoggingMiddlewareProbe {
                 try await call(
                     .post,
                     "/v1/offers/sign",
-                    #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"\#(offer)","applicationUsername":"\#(username)"\#(extra)}"#
+                    #"""
+                    {"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"\#(offer)",\#
+                    "applicationUsername":"\#(username)"\#(extra)}
+                    """#
                 )
             }
             func admin(_ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil) async throws -> TestResponse {

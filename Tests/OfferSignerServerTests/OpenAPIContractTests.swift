@@ -169,7 +169,10 @@ import Yams
         let (operations, _) = try Self.documentedOperations(try await Self.servedDocument(router))
         let bodies = [
             "[1]", "{}", "\"text\"",
-            #"{"productIdentifier":{"a":1},"offerIdentifier":[1],"applicationUsername":1.5,"signedPayload":{},"event":[],"flags":[1],"format":"xml","transactionId":true,"expiresInDays":"soon","state":7}"#,
+            #"""
+            {"productIdentifier":{"a":1},"offerIdentifier":[1],"applicationUsername":1.5,"signedPayload":{},"event":[],"flags":[1],\#
+            "format":"xml","transactionId":true,"expiresInDays":"soon","state":7}
+            """#,
         ]
         let typeNames = [
             "Dictionary", "Array<", "String.Type", "Optional", "Swift.", "DecodingError", "Int64", "OfferSignatureFormat", "CodingKeys",

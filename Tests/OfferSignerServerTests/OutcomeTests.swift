@@ -537,7 +537,10 @@ import Testing
         let csv = report.csv().components(separatedBy: "\r\n")
         #expect(
             csv[0]
-                == "from,to,bundleId,productId,offerIdentifier,offerType,channel,issued,customers,redeemed,attributed,renewedAfterOffer,refunded,revenue"
+                == """
+                from,to,bundleId,productId,offerIdentifier,offerType,channel,issued,customers,redeemed,attributed,renewedAfterOffer,refunded,\
+                revenue
+                """
         )
         #expect(csv[1] == #"2027-01-15T08:00:00Z,2027-01-16T08:00:00Z,com.example.app,monthly,"'=HYPERLINK(""x"")",2,app,10,9,4,3,2,1,USD 4.990"#)
         let table = report.table()

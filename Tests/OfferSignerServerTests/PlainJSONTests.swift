@@ -33,9 +33,15 @@ import Testing
     func commonShapes() throws {
         let bodies = [
             #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","applicationUsername":"8C1D-aa"}"#,
-            #"{ "bundleIdentifier" : "com.example.app", "productIdentifier": "p", "offerIdentifier": "o", "applicationUsername": "u", "format": "legacy" }"#,
+            #"""
+            { "bundleIdentifier" : "com.example.app", "productIdentifier": "p", "offerIdentifier": "o", "applicationUsername": "u", "format": "l\#
+            egacy" }
+            """#,
             "\r\n\t{\"productIdentifier\":\"p\",\n\"offerIdentifier\":\"o\"}\n",
-            #"{"productIdentifier":"","offerIdentifier":"","applicationUsername":"","format":"jws","transactionId":"2000000123","signedTransaction":"eyJ.a.b"}"#,
+            #"""
+            {"productIdentifier":"","offerIdentifier":"","applicationUsername":"","format":"jws","transactionId":"2000000123",\#
+            "signedTransaction":"eyJ.a.b"}
+            """#,
             #"{"offerIdentifier":"o","productIdentifier":"p"}"#,
         ]
         for body in bodies {

@@ -153,7 +153,10 @@ import Testing
         let keyRing = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")])
         let service = OfferService(apps: [], keyRing: keyRing, policy: first, store: store)
         let invalid =
-            "apps:\n  - bundleIdentifier: \(bundle)\n    products: [{ productIdentifier: p, offers: [{ offerIdentifier: o, rules: [{ cap: { count: 0, days: 30 } }] }] }]\n"
+            """
+            apps:\n  - bundleIdentifier: \(bundle)\n    products: [{ productIdentifier: p, offers: [{ offerIdentifier: o, rules: [{ cap: { \
+            count: 0, days: 30 } }] }] }]\n
+            """
         let expected: String
         do {
             _ = try OfferPolicy(text: invalid)
@@ -213,7 +216,7 @@ import Testing
             _ = try await AdminPolicyRoutes.apply(try Self.policy(bundle, cap: 2), service: service, admin: "carol", logger: Logger(label: "test"))
             Issue.record("applying without a store should be refused")
         } catch let error as APIError {
-            #expect(error.status == .unprocessableContent && error.code == "policy_needs_store")
+            #expect(error.status == .unprocessableContent && error.code.rawValue == "policy_needs_store")
             #expect(error.message.contains("OFFER_SIGNER_POLICY"))
         }
         #expect(service.policyHolder.current.revision == 0)

@@ -607,7 +607,10 @@ private struct SlowStore: OfferStore {
         }
         #expect(
             problem(
-                "- promotionalOffer: save\n  messageIdentifier: A\n- alternateProduct: com.example.annual\n  messageIdentifier: B\n  rules: [active-subscriber]\n- messageIdentifier: C"
+                """
+                - promotionalOffer: save\n  messageIdentifier: A\n- alternateProduct: com.example.annual\n  messageIdentifier: B\n  rules: \
+                [active-subscriber]\n- messageIdentifier: C
+                """
             ) == nil
         )
         #expect(problem("- messageIdentifier: RM-THANKS-1")?.contains("must be the UUID of a message") == true)

@@ -43,7 +43,7 @@ struct SharedLimitTests {
                     try await limits[request % 3].admit(credential: credential, identity: .apiKey(name: "fleet"))
                     allowed += 1
                 } catch {
-                    #expect(error.code == "rate_limited")
+                    #expect(error.code.rawValue == "rate_limited")
                 }
             }
             #expect((90...110).contains(allowed), "allowed \(allowed) of 300 under a fleet limit of 100")

@@ -158,7 +158,10 @@ struct StoreFixture {
         try await client.post(
             "/v1/offers/sign",
             json:
-                #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"\#(offer)","applicationUsername":"\#(username)"\#(extra)}"#
+                #"""
+                {"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"\#(offer)",\#
+                "applicationUsername":"\#(username)"\#(extra)}
+                """#
         )
     }
 
@@ -387,7 +390,10 @@ struct StoreFixture {
                 return try await client.post(
                     "/v1/offers/introductory-eligibility",
                     json:
-                        #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","transactionId":"\#(transactionId)","applicationUsername":"\#(username)"\#(signed)}"#
+                        #"""
+                        {"productIdentifier":"\#(TestPayloads.productIdentifier)","transactionId":"\#(transactionId)",\#
+                        "applicationUsername":"\#(username)"\#(signed)}
+                        """#
                 )
             }
             func allow(_ response: TestResponse) throws -> Bool? {

@@ -80,7 +80,10 @@ struct StoreOutageTests {
             try await client.post(
                 "/v1/offers/sign",
                 json:
-                    #"{"productIdentifier":"com.example.monthly","offerIdentifier":"\#(offer)","applicationUsername":"outage-\#(UUID().uuidString.prefix(8))"}"#
+                    #"""
+                    {"productIdentifier":"com.example.monthly","offerIdentifier":"\#(offer)",\#
+                    "applicationUsername":"outage-\#(UUID().uuidString.prefix(8))"}
+                    """#
             )
         }
 

@@ -69,8 +69,11 @@ import Testing
         arguments: [
             #"{"a":1,"a":2}"#, #"{"a":1,"\u0061":2}"#, #"{"x":[{"k":1,"k":1}]}"#, #"{"x":{"y":{"z":{"k":1,"j":2,"k":3}}}}"#,
             "{\"caf\u{E9}\":1,\"cafe\u{301}\":2}", #"{"\uD83D\uDE00":1,"😀":2}"#,
-            #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":"\uZZZZ","applicationUsername":"a","applicationUsername":"b"}"#
-                .replacingOccurrences(of: #""note":"\uZZZZ","#, with: #""note":"\u0041","#),
+            #"""
+            {"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":"\uZZZZ","applicationUsername":"a",\#
+            "applicationUsername":"b"}
+            """#
+            .replacingOccurrences(of: #""note":"\uZZZZ","#, with: #""note":"\u0041","#),
         ]
     )
     func duplicates(_ text: String) {
@@ -80,7 +83,10 @@ import Testing
     @Test("the body of the report: a skipped member's bad escape no longer hides the duplicate: the body is refused (malformed)")
     func reportedBypass() {
         let body =
-            #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":"\uZZZZ","applicationUsername":"dup-first","applicationUsername":"dup-last"}"#
+            #"""
+            {"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":"\uZZZZ","applicationUsername":"dup-first",\#
+            "applicationUsername":"dup-last"}
+            """#
         #expect(Self.verdict(body) == .malformed)
     }
 
@@ -115,8 +121,11 @@ import Testing
         var bodies = (0..<2_500).map { _ in Self.mutated(&random, seeds: Self.requestSeeds) }
         bodies.append(
             Array(
-                #"{"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":"\uZZZZ","applicationUsername":"dup-first","applicationUsername":"dup-last"}"#
-                    .utf8
+                #"""
+                {"productIdentifier":"com.example.monthly","offerIdentifier":"winback_50","note":"\uZZZZ","applicationUsername":"dup-first",\#
+                "applicationUsername":"dup-last"}
+                """#
+                .utf8
             )
         )
         bodies.append(

@@ -12,7 +12,10 @@ import Testing
 /// A transaction is presented only by the customer it belongs to, and refusals of App Store data speak plain words.
 @Suite struct TransactionOwnershipTests {
     @Test(
-        "a JWS transactionId the store knows as another customer's original transaction is 409 transaction_claimed; the customer's own and an unknown one sign",
+        """
+        a JWS transactionId the store knows as another customer's original transaction is 409 transaction_claimed; the customer's own and an \
+        unknown one sign
+        """,
         arguments: StoreBackend.available
     )
     func anotherCustomersTransactionIsRefused(_ backend: StoreBackend) async throws {
@@ -138,7 +141,10 @@ import Testing
     }
 
     @Test(
-        "two customers presenting one signed transaction (no appAccountToken) at once: one owner, the other 409 transaction_claimed, audited — 25 rounds",
+        """
+        two customers presenting one signed transaction (no appAccountToken) at once: one owner, the other 409 transaction_claimed, audited — \
+        25 rounds
+        """,
         arguments: Topology.available
     )
     func twoCustomersOneTransaction(_ topology: Topology) async throws {

@@ -31,7 +31,10 @@ import Testing
         let configuration = try ServiceConfiguration(environment: Self.valid.merging(["OFFER_SIGNER_ZZZZZZZZZZZZZZZZZZZZZZZZZ": "1"]) { $1 })
         #expect(
             configuration.warnings.contains(
-                "OFFER_SIGNER_ZZZZZZZZZZZZZZZZZZZZZZZZZ is not a variable offer-signer reads, so it is ignored; the variables are listed in docs/configuration.md."
+                """
+                OFFER_SIGNER_ZZZZZZZZZZZZZZZZZZZZZZZZZ is not a variable offer-signer reads, so it is ignored; the variables are listed in \
+                docs/configuration.md.
+                """
             )
         )
     }

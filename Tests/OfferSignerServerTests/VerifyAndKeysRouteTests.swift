@@ -43,7 +43,10 @@ struct PublishedKey: Decodable {
             #expect(answer.validityWindow == "current")
             #expect(
                 answer.payload
-                    == "com.example.app\\u2063TESTKEY001\\u2063com.example.monthly\\u2063winback_50\\u2063user-0001\\u2063\(bundle.nonce)\\u2063\(bundle.timestamp)"
+                    == """
+                    com.example.app\\u2063TESTKEY001\\u2063com.example.monthly\\u2063winback_50\\u2063user-0001\\u2063\(bundle.nonce)\\u2063\
+                    \(bundle.timestamp)
+                    """
             )
         }
     }

@@ -134,7 +134,10 @@ import Testing
             token,
             part: 1,
             with:
-                #"{"iss":"x","bid":"com.example.app","aud":"promotional-offer","iat":1700000000,"nonce":"7a0e1c2b-3d4e-4f50-8a6b-7c8d9e0f1a2b","productId":"com.example.monthly","offerIdentifier":"winback_99"}"#
+                #"""
+                {"iss":"x","bid":"com.example.app","aud":"promotional-offer","iat":1700000000,"nonce":"7a0e1c2b-3d4e-4f50-8a6b-7c8d9e0f1a2b",\#
+                "productId":"com.example.monthly","offerIdentifier":"winback_99"}
+                """#
         )
         #expect(await JWSOfferVerifier.verify(tampered, keyRing: ring).reason == "signature_mismatch")
     }

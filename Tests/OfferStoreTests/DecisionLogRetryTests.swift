@@ -133,7 +133,10 @@ import Testing
         #expect(outcomes.withLock { $0 } == [4: false, 5: false, 6: false])
         #expect(
             log.count(
-                "policy decisions not logged: the decision log's queue is full while the store fails or falls behind; each is counted in offer_signer_decision_log_dropped_total"
+                """
+                policy decisions not logged: the decision log's queue is full while the store fails or falls behind; each is counted in \
+                offer_signer_decision_log_dropped_total
+                """
             ) == 1
         )
         failing.withLock { $0 = false }

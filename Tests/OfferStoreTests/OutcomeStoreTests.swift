@@ -256,7 +256,10 @@ import Testing
     }
 
     @Test(
-        "retention answers recorded at once share batches: each requestIdentifier once, saved by an earlier renewal only when it came after the answer",
+        """
+        retention answers recorded at once share batches: each requestIdentifier once, saved by an earlier renewal only when it came after the \
+        answer
+        """,
         arguments: Backend.available
     )
     func retentionAnswersTogether(_ backend: Backend) async throws {

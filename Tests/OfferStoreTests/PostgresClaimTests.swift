@@ -33,7 +33,10 @@ struct PostgresClaimTests {
     }
 
     @Test(
-        "claims in one batch: a key answered before or twice writes nothing, a signature recorded before fails alone, the rest are stored and counted once"
+        """
+        claims in one batch: a key answered before or twice writes nothing, a signature recorded before fails alone, the rest are stored and \
+        counted once
+        """
     )
     func claims() async throws {
         let (opened, _) = try await Backend.postgres.open()

@@ -54,7 +54,10 @@ import Testing
     }
 
     @Test(
-        "a write waits at most the store timeout for a lock another connection holds on the file, then fails unavailable; writes queued behind it do not wait in turn"
+        """
+        a write waits at most the store timeout for a lock another connection holds on the file, then fails unavailable; writes queued behind \
+        it do not wait in turn
+        """
     )
     func lockedFileIsBounded() async throws {
         let file = ScratchFolder.sqliteFile("busy")

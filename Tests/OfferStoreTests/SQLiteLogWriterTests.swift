@@ -101,7 +101,10 @@ import Testing
     }
 
     @Test(
-        "claims in one batch: a key answered before writes nothing, a signature recorded before undoes its claim alone, the rest are stored and counted"
+        """
+        claims in one batch: a key answered before writes nothing, a signature recorded before undoes its claim alone, the rest are stored and \
+        counted
+        """
     )
     func claims() async throws {
         let (backend, path) = try await database()

@@ -86,7 +86,10 @@ struct SignedDataChainVerifier: Sendable {
         if let alsoValidAt, !(validity?.contains(alsoValidAt) ?? false) {
             throw SignedDataVerificationError(
                 .notFresh,
-                "a certificate of the chain is not valid now (expired or not yet valid); a real-time request must be signed by a chain valid when it arrives"
+                """
+                a certificate of the chain is not valid now (expired or not yet valid); a real-time request must be signed by a chain valid \
+                when it arrives
+                """
             )
         }
         let verified: SignedBody<Payload>

@@ -168,7 +168,10 @@ public struct SignedDataVerifier: Sendable {
                 if let date, date > bound {
                     throw SignedDataVerificationError(
                         .notFresh,
-                        "the \(name)'s signedDate is later than now plus the allowed clock skew; it is refused so that it cannot hide later notifications (the App Store retries)"
+                        """
+                        the \(name)'s signedDate is later than now plus the allowed clock skew; it is refused so that it cannot hide later \
+                        notifications (the App Store retries)
+                        """
                     )
                 }
             }

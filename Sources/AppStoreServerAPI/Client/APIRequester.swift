@@ -116,7 +116,10 @@ struct APIRequester: Sendable {
                         logger.error("the App Store refused the authentication token (check the key ID, issuer ID, bundle ID and key)")
                         throw AppStoreServerAPIError(
                             .unauthorized,
-                            "the App Store refused this server's authentication token: check the In-App Purchase key, its key ID, the issuer ID and the bundle ID"
+                            """
+                            the App Store refused this server's authentication token: check the In-App Purchase key, its key ID, the issuer ID \
+                            and the bundle ID
+                            """
                         )
                     case 400:
                         if errorCode == AppleErrorCode.invalidTransactionId {
@@ -296,7 +299,7 @@ struct APIRequester: Sendable {
         let logger = self.logger
         let limit = configuration.maximumResponseBytes
         do {
-            return try await withDeadline(deadline) { () async throws -> Result<ByteBuffer, Failure> in
+            let result = try await withDeadline(remaining) { () async throws -> Result<ByteBuffer, Failure> in
                 let response = try await httpClient.execute(
                     request,
                     deadline: .now() + .nanoseconds(remaining.nanoseconds),
@@ -312,8 +315,7 @@ struct APIRequester: Sendable {
                 let retryAfter = response.headers.first(name: "Retry-After")
                 return .failure(.status(status, errorCode: errorCode, retryAfter: retryAfter))
             }
-        } catch is DeadlineExceeded {
-            return .failure(.timedOut)
+            return result ?? .failure(.timedOut)
         } catch is NIOTooManyBytesError {
             return .failure(.tooLarge)
         } catch {

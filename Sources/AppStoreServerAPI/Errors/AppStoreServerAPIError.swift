@@ -31,31 +31,54 @@ public struct AppStoreServerAPIError: CodedError, Hashable, Sendable, CustomStri
 }
 
 extension AppStoreServerAPIError {
-    /// The stable codes of this error type.
-    public typealias Code = ErrorCode<AppStoreServerAPIError>
+    /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
+    public struct Code: ErrorCode {
+        /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
+        package enum Kind: String, CaseIterable, Sendable {
+            case appStoreUnavailable = "app_store_unavailable"
+            case notFound = "not_found"
+            case unauthorized = "unauthorized"
+            case invalidResponse = "invalid_response"
+            case invalidTransactionIdentifier = "invalid_transaction_identifier"
+            case rateLimited = "rate_limited"
+            case invalidRequest = "invalid_request"
+            case invalidConfiguration = "invalid_configuration"
+        }
 
-}
+        /// Which code this is.
+        package let kind: Kind
 
-extension ErrorCode where Domain == AppStoreServerAPIError {
-    /// The App Store did not answer in time, answered with a server error, could not be reached, or kept failing
-    /// until the retries or the time budget ran out. Try again later.
-    public static var appStoreUnavailable: Self { Self("app_store_unavailable") }
-    /// The App Store does not know the transaction (in any accepted environment), or the customer or app.
-    public static var notFound: Self { Self("not_found") }
-    /// The App Store refused the authentication token (HTTP 401): the key ID, issuer ID, bundle ID or key is
-    /// wrong, or the key was revoked.
-    public static var unauthorized: Self { Self("unauthorized") }
-    /// The answer could not be decoded, was too large, or a signed item in it failed verification (untrusted
-    /// chain, wrong bundle, wrong environment). Nothing of such an answer is used.
-    public static var invalidResponse: Self { Self("invalid_response") }
-    /// The transaction identifier is not one the App Store could have issued (digits only, bounded length), or
-    /// the App Store said so (error 4000006).
-    public static var invalidTransactionIdentifier: Self { Self("invalid_transaction_identifier") }
-    /// The App Store's rate limit (HTTP 429) or this client's own limit left no time within the budget.
-    public static var rateLimited: Self { Self("rate_limited") }
-    /// The App Store refused the request as malformed (HTTP 400 other than an invalid transaction identifier).
-    public static var invalidRequest: Self { Self("invalid_request") }
-    /// The client's configuration is unusable: an unreadable key, an empty identifier, no environment.
-    /// Thrown by the initialiser, not by requests.
-    public static var invalidConfiguration: Self { Self("invalid_configuration") }
+        package init(_ kind: Kind) { self.kind = kind }
+
+        public var rawValue: String { kind.rawValue }
+
+        /// The App Store did not answer in time, answered with a server error, could not be reached, or kept failing
+        /// until the retries or the time budget ran out. Try again later.
+        public static let appStoreUnavailable = Self(.appStoreUnavailable)
+
+        /// The App Store does not know the transaction (in any accepted environment), or the customer or app.
+        public static let notFound = Self(.notFound)
+
+        /// The App Store refused the authentication token (HTTP 401): the key ID, issuer ID, bundle ID or key is
+        /// wrong, or the key was revoked.
+        public static let unauthorized = Self(.unauthorized)
+
+        /// The answer could not be decoded, was too large, or a signed item in it failed verification (untrusted
+        /// chain, wrong bundle, wrong environment). Nothing of such an answer is used.
+        public static let invalidResponse = Self(.invalidResponse)
+
+        /// The transaction identifier is not one the App Store could have issued (digits only, bounded length), or
+        /// the App Store said so (error 4000006).
+        public static let invalidTransactionIdentifier = Self(.invalidTransactionIdentifier)
+
+        /// The App Store's rate limit (HTTP 429) or this client's own limit left no time within the budget.
+        public static let rateLimited = Self(.rateLimited)
+
+        /// The App Store refused the request as malformed (HTTP 400 other than an invalid transaction identifier).
+        public static let invalidRequest = Self(.invalidRequest)
+
+        /// The client's configuration is unusable: an unreadable key, an empty identifier, no environment.
+        /// Thrown by the initialiser, not by requests.
+        public static let invalidConfiguration = Self(.invalidConfiguration)
+    }
 }

@@ -90,7 +90,10 @@ struct MessagingRequester: Sendable {
                         logger.error("the App Store refused the authentication token (check the key ID, issuer ID, bundle ID and key)")
                         throw RetentionMessagingError(
                             .unauthorized,
-                            "the App Store refused this server's authentication token: check the In-App Purchase key, its key ID, the issuer ID and the bundle ID"
+                            """
+                            the App Store refused this server's authentication token: check the In-App Purchase key, its key ID, the issuer ID \
+                            and the bundle ID
+                            """
                         )
                     case 429:
                         let delay = RetryTiming.retryAfter(retryAfter) ?? RetryTiming.backoff(retry: attempt, policy: retry)
@@ -110,7 +113,10 @@ struct MessagingRequester: Sendable {
                         guard idempotent else {
                             throw RetentionMessagingError(
                                 .appStoreUnavailable,
-                                "the App Store answered HTTP \(status); the upload was not repeated (it may have been stored): list the catalogue to see",
+                                """
+                                the App Store answered HTTP \(status); the upload was not repeated (it may have been stored): list the \
+                                catalogue to see
+                                """,
                                 appleErrorCode: errorCode
                             )
                         }
@@ -180,7 +186,7 @@ struct MessagingRequester: Sendable {
         let started = ContinuousClock.now
         let result: Result<ByteBuffer, APIRequester.Failure>
         do {
-            result = try await withDeadline(deadline) { () async throws -> Result<ByteBuffer, APIRequester.Failure> in
+            let answer = try await withDeadline(remaining) { () async throws -> Result<ByteBuffer, APIRequester.Failure> in
                 let response = try await httpClient.execute(prepared, deadline: .now() + .nanoseconds(remaining.nanoseconds), logger: logger)
                 let status = Int(response.status.code)
                 if (200..<300).contains(status) {
@@ -190,8 +196,7 @@ struct MessagingRequester: Sendable {
                 let errorCode = body.flatMap { try? JSONDecoder().decode(ErrorPayload.self, from: Data($0.readableBytesView)) }?.errorCode
                 return .failure(.status(status, errorCode: errorCode, retryAfter: response.headers.first(name: "Retry-After")))
             }
-        } catch is DeadlineExceeded {
-            result = .failure(.timedOut)
+            result = answer ?? .failure(.timedOut)
         } catch is NIOTooManyBytesError {
             result = .failure(.tooLarge)
         } catch {

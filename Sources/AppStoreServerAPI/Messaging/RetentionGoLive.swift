@@ -127,7 +127,10 @@ public struct RetentionGoLive: Sendable {
         let failures = result.failures ?? [:]
         if failures["TIMED_OUT"] != nil || (result.responseTimes?.p99 ?? 0) > (result.config?.responseTimeThreshold ?? 700) {
             lines.append(
-                "- Answers were too slow: run Benchmarks/Retention/retention-perf.sh against this deployment, check OFFER_SIGNER_RETENTION_DEADLINE (default 500 ms) stays under Apple's limit, and the database's latency."
+                """
+                - Answers were too slow: run Benchmarks/Retention/retention-perf.sh against this deployment, check \
+                OFFER_SIGNER_RETENTION_DEADLINE (default 500 ms) stays under Apple's limit, and the database's latency.
+                """
             )
         }
         if failures["TLS_ISSUE"] != nil {
@@ -140,7 +143,10 @@ public struct RetentionGoLive: Sendable {
         }
         if failures["UNSUCCESSFUL_HTTP_RESPONSE_CODE"] != nil || failures["INVALID_RESPONSE"] != nil {
             lines.append(
-                "- Answers were refused: check the access log for 4xx/5xx (Sandbox accepted in OFFER_SIGNER_ENVIRONMENTS, the app's appAppleId, the product's retention entries and fallback)."
+                """
+                - Answers were refused: check the access log for 4xx/5xx (Sandbox accepted in OFFER_SIGNER_ENVIRONMENTS, the app's appAppleId, \
+                the product's retention entries and fallback).
+                """
             )
         }
         lines.append("Then run the command again: it starts a new test.")

@@ -31,73 +31,137 @@ public struct RetentionMessagingError: CodedError, Hashable, Sendable {
 }
 
 extension RetentionMessagingError {
-    /// The stable codes of this error type.
-    public typealias Code = ErrorCode<RetentionMessagingError>
-}
+    /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
+    public struct Code: ErrorCode {
+        /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
+        package enum Kind: String, CaseIterable, Sendable {
+            case invalidIdentifier = "invalid_identifier"
+            case missingText = "missing_text"
+            case headerTooLong = "header_too_long"
+            case bodyTooLong = "body_too_long"
+            case altTextTooLong = "alt_text_too_long"
+            case tooManyBulletPoints = "too_many_bullet_points"
+            case bulletPointTextTooLong = "bullet_point_text_too_long"
+            case aboveImageRequiresImage = "above_image_requires_image"
+            case imageNotAllowed = "image_not_allowed"
+            case invalidImage = "invalid_image"
+            case invalidImageSize = "invalid_image_size"
+            case invalidLocale = "invalid_locale"
+            case invalidProductId = "invalid_product_id"
+            case invalidRealtimeURL = "invalid_realtime_url"
+            case alreadyExists = "already_exists"
+            case notFound = "not_found"
+            case notApproved = "not_approved"
+            case imageInUse = "image_in_use"
+            case limitReached = "limit_reached"
+            case noPassingTest = "no_passing_test"
+            case performanceTestInProgress = "performance_test_in_progress"
+            case invalidPerformanceTestRequest = "invalid_performance_test_request"
+            case invalidRequest = "invalid_request"
+            case unauthorized = "unauthorized"
+            case rateLimited = "rate_limited"
+            case appStoreUnavailable = "app_store_unavailable"
+            case invalidResponse = "invalid_response"
+            case invalidConfiguration = "invalid_configuration"
+        }
 
-extension ErrorCode where Domain == RetentionMessagingError {
-    /// An image or message identifier is not a UUID.
-    public static var invalidIdentifier: Self { Self("invalid_identifier") }
-    /// A message has no header or no body (Apple requires both).
-    public static var missingText: Self { Self("missing_text") }
-    /// The header is longer than 66 characters (Apple: `HeaderTooLongError`, 4000162).
-    public static var headerTooLong: Self { Self("header_too_long") }
-    /// The body is longer than 144 characters (Apple: `BodyTooLongError`, 4000163).
-    public static var bodyTooLong: Self { Self("body_too_long") }
-    /// An image's alternative text is longer than 150 characters (Apple: `AltTextTooLongError`, 4000175).
-    public static var altTextTooLong: Self { Self("alt_text_too_long") }
-    /// More than 5 bullet points (Apple: `BadRequestTooManyBulletPointsError`, 4000218).
-    public static var tooManyBulletPoints: Self { Self("too_many_bullet_points") }
-    /// A bullet point's text is longer than 66 characters (Apple: `BadRequestBulletPointTextTooLongError`, 4000219).
-    public static var bulletPointTextTooLong: Self { Self("bullet_point_text_too_long") }
-    /// `headerPosition` `ABOVE_IMAGE` without an image (Apple: `BadRequestAboveImageRequiresAnImageError`, 4000224).
-    public static var aboveImageRequiresImage: Self { Self("above_image_requires_image") }
-    /// A message meant for a promotional offer or a switch plan carries an image or bullet points.
-    public static var imageNotAllowed: Self { Self("image_not_allowed") }
-    /// The image is not a PNG Apple accepts: not a PNG, transparent, or not of its size class's dimensions (Apple:
-    /// `InvalidImageError`, 4000161).
-    public static var invalidImage: Self { Self("invalid_image") }
-    /// A message uses an image of the wrong size class (Apple: `BadRequestImageSizeError`, 4000216).
-    public static var invalidImageSize: Self { Self("invalid_image_size") }
-    /// The locale is not one Apple accepts (Apple: `InvalidLocaleError`, 4000164).
-    public static var invalidLocale: Self { Self("invalid_locale") }
-    /// The product identifier is not valid (Apple: `InvalidProductIdError`, 4000023).
-    public static var invalidProductId: Self { Self("invalid_product_id") }
-    /// The real-time URL is not an `https://` URL of at most 256 characters (Apple: `BadRequestRealtimeUrlError`,
-    /// 4000215).
-    public static var invalidRealtimeURL: Self { Self("invalid_realtime_url") }
-    /// The identifier is already used: uploads are not idempotent (Apple: `ImageAlreadyExistsError` 4090000,
-    /// `MessageAlreadyExistsError` 4090001).
-    public static var alreadyExists: Self { Self("already_exists") }
-    /// Apple does not know the image, message, default message, real-time URL or performance test (HTTP 404).
-    public static var notFound: Self { Self("not_found") }
-    /// The message or its image is not approved yet, so it cannot be a default message (Apple:
-    /// `MessageNotApprovedError` 4030017, `ImageNotApprovedError` 4030018).
-    public static var notApproved: Self { Self("not_approved") }
-    /// The image is used by a message and cannot be deleted (Apple: `ImageInUseError`, 4030019).
-    public static var imageInUse: Self { Self("image_in_use") }
-    /// The app has the most images or messages Apple keeps, 2,000 each (Apple: 4030014, 4030016).
-    public static var limitReached: Self { Self("limit_reached") }
-    /// Production's real-time URL needs a passed Sandbox performance test first (Apple:
-    /// `ForbiddenNoPassingTestError`, 4030026).
-    public static var noPassingTest: Self { Self("no_passing_test") }
-    /// A performance test is already running (Apple: `ExistingPerformanceTestRunError`, 4000213).
-    public static var performanceTestInProgress: Self { Self("performance_test_in_progress") }
-    /// Apple refused the performance test's transaction: not a Sandbox original transaction of an active
-    /// auto-renewable subscription (Apple: 4000211 and the transaction identifier errors).
-    public static var invalidPerformanceTestRequest: Self { Self("invalid_performance_test_request") }
-    /// Apple refused the request as malformed, for a reason not listed above (another HTTP 400).
-    public static var invalidRequest: Self { Self("invalid_request") }
-    /// Apple refused the authentication token (HTTP 401).
-    public static var unauthorized: Self { Self("unauthorized") }
-    /// Apple's rate limit (HTTP 429) asks to wait longer than this client waits.
-    public static var rateLimited: Self { Self("rate_limited") }
-    /// Apple did not answer in time, answered with a server error, or could not be reached.
-    public static var appStoreUnavailable: Self { Self("app_store_unavailable") }
-    /// Apple's answer could not be read.
-    public static var invalidResponse: Self { Self("invalid_response") }
-    /// The client's configuration is unusable (thrown by the initialiser).
-    public static var invalidConfiguration: Self { Self("invalid_configuration") }
+        /// Which code this is.
+        package let kind: Kind
+
+        package init(_ kind: Kind) { self.kind = kind }
+
+        public var rawValue: String { kind.rawValue }
+
+        /// An image or message identifier is not a UUID.
+        public static let invalidIdentifier = Self(.invalidIdentifier)
+
+        /// A message has no header or no body (Apple requires both).
+        public static let missingText = Self(.missingText)
+
+        /// The header is longer than 66 characters (Apple: `HeaderTooLongError`, 4000162).
+        public static let headerTooLong = Self(.headerTooLong)
+
+        /// The body is longer than 144 characters (Apple: `BodyTooLongError`, 4000163).
+        public static let bodyTooLong = Self(.bodyTooLong)
+
+        /// An image's alternative text is longer than 150 characters (Apple: `AltTextTooLongError`, 4000175).
+        public static let altTextTooLong = Self(.altTextTooLong)
+
+        /// More than 5 bullet points (Apple: `BadRequestTooManyBulletPointsError`, 4000218).
+        public static let tooManyBulletPoints = Self(.tooManyBulletPoints)
+
+        /// A bullet point's text is longer than 66 characters (Apple: `BadRequestBulletPointTextTooLongError`, 4000219).
+        public static let bulletPointTextTooLong = Self(.bulletPointTextTooLong)
+
+        /// `headerPosition` `ABOVE_IMAGE` without an image (Apple: `BadRequestAboveImageRequiresAnImageError`, 4000224).
+        public static let aboveImageRequiresImage = Self(.aboveImageRequiresImage)
+
+        /// A message meant for a promotional offer or a switch plan carries an image or bullet points.
+        public static let imageNotAllowed = Self(.imageNotAllowed)
+
+        /// The image is not a PNG Apple accepts: not a PNG, transparent, or not of its size class's dimensions (Apple:
+        /// `InvalidImageError`, 4000161).
+        public static let invalidImage = Self(.invalidImage)
+
+        /// A message uses an image of the wrong size class (Apple: `BadRequestImageSizeError`, 4000216).
+        public static let invalidImageSize = Self(.invalidImageSize)
+
+        /// The locale is not one Apple accepts (Apple: `InvalidLocaleError`, 4000164).
+        public static let invalidLocale = Self(.invalidLocale)
+
+        /// The product identifier is not valid (Apple: `InvalidProductIdError`, 4000023).
+        public static let invalidProductId = Self(.invalidProductId)
+
+        /// The real-time URL is not an `https://` URL of at most 256 characters (Apple: `BadRequestRealtimeUrlError`,
+        /// 4000215).
+        public static let invalidRealtimeURL = Self(.invalidRealtimeURL)
+
+        /// The identifier is already used: uploads are not idempotent (Apple: `ImageAlreadyExistsError` 4090000,
+        /// `MessageAlreadyExistsError` 4090001).
+        public static let alreadyExists = Self(.alreadyExists)
+
+        /// Apple does not know the image, message, default message, real-time URL or performance test (HTTP 404).
+        public static let notFound = Self(.notFound)
+
+        /// The message or its image is not approved yet, so it cannot be a default message (Apple:
+        /// `MessageNotApprovedError` 4030017, `ImageNotApprovedError` 4030018).
+        public static let notApproved = Self(.notApproved)
+
+        /// The image is used by a message and cannot be deleted (Apple: `ImageInUseError`, 4030019).
+        public static let imageInUse = Self(.imageInUse)
+
+        /// The app has the most images or messages Apple keeps, 2,000 each (Apple: 4030014, 4030016).
+        public static let limitReached = Self(.limitReached)
+
+        /// Production's real-time URL needs a passed Sandbox performance test first (Apple:
+        /// `ForbiddenNoPassingTestError`, 4030026).
+        public static let noPassingTest = Self(.noPassingTest)
+
+        /// A performance test is already running (Apple: `ExistingPerformanceTestRunError`, 4000213).
+        public static let performanceTestInProgress = Self(.performanceTestInProgress)
+
+        /// Apple refused the performance test's transaction: not a Sandbox original transaction of an active
+        /// auto-renewable subscription (Apple: 4000211 and the transaction identifier errors).
+        public static let invalidPerformanceTestRequest = Self(.invalidPerformanceTestRequest)
+
+        /// Apple refused the request as malformed, for a reason not listed above (another HTTP 400).
+        public static let invalidRequest = Self(.invalidRequest)
+
+        /// Apple refused the authentication token (HTTP 401).
+        public static let unauthorized = Self(.unauthorized)
+
+        /// Apple's rate limit (HTTP 429) asks to wait longer than this client waits.
+        public static let rateLimited = Self(.rateLimited)
+
+        /// Apple did not answer in time, answered with a server error, or could not be reached.
+        public static let appStoreUnavailable = Self(.appStoreUnavailable)
+
+        /// Apple's answer could not be read.
+        public static let invalidResponse = Self(.invalidResponse)
+
+        /// The client's configuration is unusable (thrown by the initialiser).
+        public static let invalidConfiguration = Self(.invalidConfiguration)
+    }
 }
 
 extension RetentionMessagingError {
@@ -150,7 +214,10 @@ extension RetentionMessagingError {
         case .altTextTooLong?: message = "Apple says an alternative text is too long"
         case .invalidPerformanceTestRequest?:
             message =
-                "Apple refused the performance test: give the original transaction identifier of an active auto-renewable subscription bought in Sandbox"
+                """
+                Apple refused the performance test: give the original transaction identifier of an active auto-renewable subscription bought in \
+                Sandbox
+                """
         case .performanceTestInProgress?: message = "a performance test is already running: poll its result, or wait for it to end"
         case .invalidRealtimeURL?: message = "Apple refused the real-time URL: it must start with https:// and be at most 256 characters"
         case .invalidImageSize?: message = "Apple says an image of the message is of the wrong size class"

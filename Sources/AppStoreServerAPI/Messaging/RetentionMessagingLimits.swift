@@ -123,7 +123,10 @@ public enum RetentionMessagingLimits {
             guard header.width == fullSizeWidth, fullSizeHeights.contains(header.height) else {
                 throw RetentionMessagingError(
                     .invalidImage,
-                    "a full-size image must be \(fullSizeWidth) px wide and \(fullSizeHeights.lowerBound) to \(fullSizeHeights.upperBound) px high; this one is \(header.width) × \(header.height)"
+                    """
+                    a full-size image must be \(fullSizeWidth) px wide and \(fullSizeHeights.lowerBound) to \(fullSizeHeights.upperBound) px \
+                    high; this one is \(header.width) × \(header.height)
+                    """
                 )
             }
         case .bulletPoint:

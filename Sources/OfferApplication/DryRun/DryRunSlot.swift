@@ -21,7 +21,10 @@ final class DryRunSlot: Sendable {
         guard running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
             throw OfferServiceError(
                 .dryRunRunning,
-                "A policy dry-run is already running on this replica; only one runs at a time. Try again in \(OfferService.dryRunRetryAfterSeconds) seconds, when it has finished."
+                """
+                A policy dry-run is already running on this replica; only one runs at a time. Try again in \
+                \(OfferService.dryRunRetryAfterSeconds) seconds, when it has finished.
+                """
             )
         }
         defer { running.store(false, ordering: .releasing) }
@@ -46,9 +49,4 @@ extension OfferService {
             }
         }
     }
-}
-
-extension ErrorCode where Domain == OfferServiceError {
-    /// Another policy dry-run is replaying on this replica (one at a time): try again later.
-    public static var dryRunRunning: Self { Self("dry_run_running") }
 }

@@ -176,8 +176,3 @@ public struct PolicyDryRun: Sendable {
             && current.channel == experiment.channel && current.variants == experiment.variants
     }
 }
-
-extension ErrorCode where Domain == OfferServiceError {
-    /// A dry-run's candidate has rules that read facts the decision log did not keep (the message names them).
-    public static var dryRunNeedsFacts: Self { Self("dry_run_needs_facts") }
-}

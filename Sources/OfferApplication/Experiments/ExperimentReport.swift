@@ -242,14 +242,20 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
         } else if sampleRatio?.mismatch == true {
             (readable, note) = (
                 false,
-                "Sample ratio mismatch: the exposed customers are not split as the weights say (p < 0.001). Something assigns or exposes customers unevenly; do not read the results until it is found."
+                """
+                Sample ratio mismatch: the exposed customers are not split as the weights say (p < 0.001). Something assigns or exposes \
+                customers unevenly; do not read the results until it is found.
+                """
             )
         } else if mature == 0 {
             (readable, note) = (false, "No customer is mature yet (\(maturing) maturing): each counts \(window) after their exposure.")
         } else if experiment.metric == .revenue && comparisons.isEmpty {
             (readable, note) = (
                 false,
-                "Nothing to compare yet (\(maturing) maturing): realized revenue is compared in each currency once every variant has a mature customer and one of them has paid in it."
+                """
+                Nothing to compare yet (\(maturing) maturing): realized revenue is compared in each currency once every variant has a mature \
+                customer and one of them has paid in it.
+                """
             )
         } else {
             let level = Self.percent(1 - set.design.alpha)
@@ -259,7 +265,10 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
                 ? "" : " (\(pairs) pair\(pairs == 1 ? "" : "s") in \(inCurrencies) currenc\(inCurrencies == 1 ? "y" : "ies"))"
             let shared =
                 comparisons.count == 1
-                ? "The comparison is at \(level) (α = \(Self.percent(experiment.alpha)); with one comparison the Bonferroni correction leaves it whole)."
+                ? """
+                The comparison is at \(level) (α = \(Self.percent(experiment.alpha)); with one comparison the Bonferroni correction leaves it \
+                whole).
+                """
                 : "α = \(Self.percent(experiment.alpha)) is shared among the \(comparisons.count) comparisons\(tests) by the Bonferroni correction: "
                     + "each is at \(level)."
             let revenue =
@@ -267,7 +276,10 @@ public struct ExperimentReport: Sendable, Codable, Hashable {
                 ? "" : " Realized revenue is compared per mature customer in each currency, never summed across currencies."
             (readable, note) = (
                 true,
-                "Over the \(mature) customers exposed at least \(window) ago (\(maturing) still maturing). The intervals are always valid: read them at any time, as often as you like. \(shared)\(revenue)"
+                """
+                Over the \(mature) customers exposed at least \(window) ago (\(maturing) still maturing). The intervals are always valid: read \
+                them at any time, as often as you like. \(shared)\(revenue)
+                """
             )
         }
     }

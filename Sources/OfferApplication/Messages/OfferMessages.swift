@@ -190,7 +190,10 @@ public enum IntroductoryOfferDecisions {
         IntroductoryOfferVerdict(
             allow: true,
             reason:
-                "No introductory-offer policy is configured; the App Store still applies its own rule (one introductory offer per subscription group)."
+                """
+                No introductory-offer policy is configured; the App Store still applies its own rule (one introductory offer per subscription \
+                group).
+                """
         )
     }
 }

@@ -164,7 +164,10 @@ package enum CustomerIdentifier {
         if value.lowercased().hasPrefix(CustomerBinding.internalPrefix) {
             throw .invalidField(
                 field,
-                "\(field) starts with \(CustomerBinding.internalPrefix), which this service reserves for subscriptions no account has claimed; use the customer's account identifier or appAccountToken."
+                """
+                \(field) starts with \(CustomerBinding.internalPrefix), which this service reserves for subscriptions no account has claimed; \
+                use the customer's account identifier or appAccountToken.
+                """
             )
         }
     }

@@ -151,7 +151,7 @@ public struct NotificationIngestor: Sendable {
                 }
             }
             guard let filed else {
-                throw OfferStoreError(code: .transactionClaimed, message: "The subscription's owner kept changing while the notification was filed.")
+                throw OfferStoreError(.transactionClaimed, "The subscription's owner kept changing while the notification was filed.")
             }
             let binding = filed.binding
             outcome = !filed.filed.applied ? .duplicate : filed.changed ? .processed : .stale
@@ -222,7 +222,10 @@ public struct NotificationIngestor: Sendable {
         if let token = CustomerBinding.token(of: transaction, rule: tokenRule), token != key.applicationUsername {
             throw OfferServiceError(
                 .customerMismatch,
-                "signedTransaction belongs to another customer (its appAccountToken is not this applicationUsername); send the signed-in customer's own transaction, or none.",
+                """
+                signedTransaction belongs to another customer (its appAccountToken is not this applicationUsername); send the signed-in \
+                customer's own transaction, or none.
+                """,
                 field: "signedTransaction"
             )
         }
@@ -255,7 +258,7 @@ public struct NotificationIngestor: Sendable {
                 if let original, let group, !facts.subscriptions.contains(where: { $0.originalTransactionId == original }),
                     let held = facts.subscription(inGroup: group)?.originalTransactionId, held != original
                 {
-                    throw OfferStoreError(code: .transactionClaimed, message: "This customer already holds another subscription of this group.")
+                    throw OfferStoreError(.transactionClaimed, "This customer already holds another subscription of this group.")
                 }
                 SubscriptionFolding.fold(transaction: transaction, into: &facts)
             }
@@ -290,7 +293,10 @@ public struct NotificationIngestor: Sendable {
     private static var claimedError: OfferServiceError {
         OfferServiceError(
             .transactionClaimed,
-            "This subscription's original transaction is already claimed by another customer of this app, or this customer already holds another subscription of its group; a signed transaction cannot move it. Set appAccountToken on purchases to tie them to your accounts.",
+            """
+            This subscription's original transaction is already claimed by another customer of this app, or this customer already holds another \
+            subscription of its group; a signed transaction cannot move it. Set appAccountToken on purchases to tie them to your accounts.
+            """,
             field: "signedTransaction"
         )
     }

@@ -1,4 +1,5 @@
 import AppStoreNotifications
+import AppStoreServerAPI
 import Foundation
 import Logging
 import OfferModel

@@ -38,7 +38,10 @@ public struct StorePolicy: Sendable {
         } catch {
             throw OfferServiceError(
                 .invalidPolicy,
-                "The policy in the store (revision \(document.version)) cannot be read: \(error.message) Apply a valid one (offer-signer policy apply FILE)."
+                """
+                The policy in the store (revision \(document.version)) cannot be read: \(error.message) Apply a valid one (offer-signer policy \
+                apply FILE).
+                """
             )
         }
     }
@@ -80,13 +83,6 @@ public struct StorePolicy: Sendable {
         }
         throw OfferServiceError(.policyConflict, "Other policies were being applied at the same time; check GET /admin/policy and apply again.")
     }
-}
-
-extension ErrorCode where Domain == OfferServiceError {
-    /// The policy in the store, or one applied, does not read as a policy.
-    public static var invalidPolicy: Self { Self("invalid_policy") }
-    /// Policies applied at the same time kept winning the revision this one wanted.
-    public static var policyConflict: Self { Self("policy_conflict") }
 }
 
 /// Puts the policy applied to the store in force on this replica: at once when the store pushes the change

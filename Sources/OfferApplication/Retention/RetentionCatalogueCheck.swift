@@ -44,7 +44,10 @@ public enum RetentionCatalogueCheck {
                 catalogue.messages[RetentionMessagingLimits.messagesPerApp].location,
                 RetentionMessagingError(
                     .limitReached,
-                    "\(app.bundleIdentifier) declares \(catalogue.messages.count) retention messages; Apple keeps at most \(RetentionMessagingLimits.messagesPerApp) an app"
+                    """
+                    \(app.bundleIdentifier) declares \(catalogue.messages.count) retention messages; Apple keeps at most \
+                    \(RetentionMessagingLimits.messagesPerApp) an app
+                    """
                 )
             )
         }
@@ -53,7 +56,10 @@ public enum RetentionCatalogueCheck {
                 catalogue.images[RetentionMessagingLimits.imagesPerApp].location,
                 RetentionMessagingError(
                     .limitReached,
-                    "\(app.bundleIdentifier) uses \(catalogue.images.count) retention images; Apple keeps at most \(RetentionMessagingLimits.imagesPerApp) an app"
+                    """
+                    \(app.bundleIdentifier) uses \(catalogue.images.count) retention images; Apple keeps at most \
+                    \(RetentionMessagingLimits.imagesPerApp) an app
+                    """
                 )
             )
         }

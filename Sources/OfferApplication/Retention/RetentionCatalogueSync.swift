@@ -85,7 +85,10 @@ public struct RetentionCatalogueSync: Sendable {
         if let first = problems.first {
             throw RetentionMessagingError(
                 .invalidRequest,
-                "the policy's retention catalogue breaks \(problems.count) of Apple's limits, nothing was sent; first: \(first) (offer-signer policy check lists them)"
+                """
+                the policy's retention catalogue breaks \(problems.count) of Apple's limits, nothing was sent; first: \(first) (offer-signer \
+                policy check lists them)
+                """
             )
         }
         let catalogue = app.retentionCatalogue

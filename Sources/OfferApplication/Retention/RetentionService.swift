@@ -1,4 +1,5 @@
 import AppStoreNotifications
+import AppStoreServerAPI
 import Foundation
 import Logging
 import OfferEligibility
@@ -45,7 +46,10 @@ extension OfferService {
         guard let notifications else {
             throw OfferServiceError(
                 .storeUnavailable,
-                "Retention requests cannot be verified: the service has no customer store or no app it can verify App Store data for (set the app's appAppleId, OFFER_SIGNER_ENVIRONMENTS, and OFFER_SIGNER_TRUSTED_ROOTS for test chains)."
+                """
+                Retention requests cannot be verified: the service has no customer store or no app it can verify App Store data for (set the \
+                app's appAppleId, OFFER_SIGNER_ENVIRONMENTS, and OFFER_SIGNER_TRUSTED_ROOTS for test chains).
+                """
             )
         }
         return try await Traces.span("app_store.verify") { () async throws(OfferServiceError) in
@@ -140,7 +144,10 @@ extension OfferService {
             PipelineMetrics.countRetentionAnswer("timed_out")
             throw OfferServiceError(
                 .retentionTimedOut,
-                "The retention answer was not ready within \(retentionDeadline) and \(product.productIdentifier) has no fallback message; the App Store shows its default message."
+                """
+                The retention answer was not ready within \(retentionDeadline) and \(product.productIdentifier) has no fallback message; the \
+                App Store shows its default message.
+                """
             )
         }
         PipelineMetrics.countRetentionAnswer("fallback_after_deadline")
@@ -228,7 +235,10 @@ extension OfferService {
         guard let product = policy?.app(app.bundleIdentifier)?.product(productIdentifier), !product.retention.isEmpty else {
             throw OfferServiceError(
                 .noRetentionAnswer,
-                "The policy has no retention entries for \(productIdentifier.prefix(PayloadField.maximumLength)) of \(app.bundleIdentifier); the App Store shows its default message. Add a retention: list to the product (docs/retention.md)."
+                """
+                The policy has no retention entries for \(productIdentifier.prefix(PayloadField.maximumLength)) of \(app.bundleIdentifier); the \
+                App Store shows its default message. Add a retention: list to the product (docs/retention.md).
+                """
             )
         }
         return (product, product.retention)
@@ -288,7 +298,10 @@ extension OfferService {
                     )
                     throw OfferServiceError(
                         .noRetentionAnswer,
-                        "No retention entry of \(product.productIdentifier) holds for this customer and there is no fallback; the App Store shows its default message.",
+                        """
+                        No retention entry of \(product.productIdentifier) holds for this customer and there is no fallback; the App Store \
+                        shows its default message.
+                        """,
                         reasons: decision.reasons
                     )
                 }
@@ -369,7 +382,10 @@ extension OfferService {
                     guard let stored = try? StoredRetentionAnswer(decoding: text), stored.request == binding else {
                         throw OfferServiceError(
                             .requestIdentifierConflict,
-                            "This requestIdentifier was already answered for another original transaction or product; a stored answer is given only to the request it answered."
+                            """
+                            This requestIdentifier was already answered for another original transaction or product; a stored answer is given \
+                            only to the request it answered.
+                            """
                         )
                     }
                     // An offer signed with a key revoked since (or gone) is not handed out again: the product's
@@ -384,7 +400,10 @@ extension OfferService {
                         guard let fallback = entries.last, fallback.isFallback else {
                             throw OfferServiceError(
                                 .noRetentionAnswer,
-                                "The answer stored for this requestIdentifier carries an offer signed with a key revoked since, and \(product.productIdentifier) has no fallback message; the App Store shows its default message."
+                                """
+                                The answer stored for this requestIdentifier carries an offer signed with a key revoked since, and \
+                                \(product.productIdentifier) has no fallback message; the App Store shows its default message.
+                                """
                             )
                         }
                         return Self.retentionAnswer(fallback, signed: nil)

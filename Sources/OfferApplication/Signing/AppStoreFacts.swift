@@ -62,7 +62,10 @@ extension OfferService {
         guard owners.isEmpty || owners.contains(customer) else {
             throw OfferServiceError(
                 .transactionClaimed,
-                "\(lookup.field) names a subscription already claimed by another customer of \(app.bundleIdentifier); send one of this customer's own transactions, or none.",
+                """
+                \(lookup.field) names a subscription already claimed by another customer of \(app.bundleIdentifier); send one of this \
+                customer's own transactions, or none.
+                """,
                 field: lookup.field
             )
         }
@@ -157,7 +160,10 @@ extension OfferService {
                 )
                 throw OfferServiceError(
                     .transactionClaimed,
-                    "This subscription's original transaction is already claimed by another customer of this app; the App Store's answer was not attached to this customer. Set appAccountToken on purchases to tie them to your accounts.",
+                    """
+                    This subscription's original transaction is already claimed by another customer of this app; the App Store's answer was not \
+                    attached to this customer. Set appAccountToken on purchases to tie them to your accounts.
+                    """,
                     field: lookup.field
                 )
             }
@@ -191,7 +197,10 @@ extension OfferService {
             Self.countLookup("refused_other_customer")
             throw OfferServiceError(
                 .customerMismatch,
-                "The App Store says this transaction belongs to another customer (its appAccountToken is not this applicationUsername); nothing was attached to this customer.",
+                """
+                The App Store says this transaction belongs to another customer (its appAccountToken is not this applicationUsername); nothing \
+                was attached to this customer.
+                """,
                 field: field
             )
         }
@@ -203,7 +212,10 @@ extension OfferService {
                 Self.countLookup("refused_claimed")
                 throw OfferServiceError(
                     .transactionClaimed,
-                    "This subscription's original transaction is already claimed by another customer of this app; the App Store's answer was not attached to this customer. Set appAccountToken on purchases to tie them to your accounts.",
+                    """
+                    This subscription's original transaction is already claimed by another customer of this app; the App Store's answer was not \
+                    attached to this customer. Set appAccountToken on purchases to tie them to your accounts.
+                    """,
                     field: field
                 )
             }
@@ -233,7 +245,10 @@ extension OfferService {
             Self.countLookup("unavailable_refused")
             throw OfferServiceError(
                 .appStoreUnavailable,
-                "The store knows no subscription of this customer and the App Store could not be asked in time (\(error.message)); nothing was decided. Try again shortly."
+                """
+                The store knows no subscription of this customer and the App Store could not be asked in time (\(error.message)); nothing was \
+                decided. Try again shortly.
+                """
             )
         case .allowFromStore:
             Self.countLookup("unavailable_decided_from_store")
@@ -264,7 +279,10 @@ extension OfferService {
         guard appStoreClients[app.bundleIdentifier] != nil else {
             throw OfferServiceError(
                 .appStoreNotConfigured,
-                "The App Store Server API is not configured for \(app.bundleIdentifier): set OFFER_SIGNER_APP_STORE_API_KEY_ID (and the key file) and OFFER_SIGNER_ISSUER_ID; see docs/app-store-api.md."
+                """
+                The App Store Server API is not configured for \(app.bundleIdentifier): set OFFER_SIGNER_APP_STORE_API_KEY_ID (and the key \
+                file) and OFFER_SIGNER_ISSUER_ID; see docs/app-store-api.md.
+                """
             )
         }
         let facts = try await storeCall { try await store.customerFacts(for: key) }
@@ -272,7 +290,10 @@ extension OfferService {
         guard !originals.isEmpty else {
             throw OfferServiceError(
                 .unknownTransaction,
-                "The store knows no original transaction of this customer, so there is nothing to ask the App Store about. A sign request with the customer's transactionId, or their signedTransaction, links one."
+                """
+                The store knows no original transaction of this customer, so there is nothing to ask the App Store about. A sign request with \
+                the customer's transactionId, or their signedTransaction, links one.
+                """
             )
         }
         for original in originals.sorted() {

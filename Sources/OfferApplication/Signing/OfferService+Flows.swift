@@ -152,7 +152,11 @@ extension OfferService {
             // Configuration, not an outage: 422, which no client retries (a 503 with Retry-After was retried forever).
             throw OfferServiceError(
                 .appStoreDataNotConfigured,
-                "signedTransaction cannot be used here: this service has no customer store or no app configured to receive App Store data. Send the request without signedTransaction, or ask the operator to configure OFFER_SIGNER_DATABASE_URL, OFFER_SIGNER_ENVIRONMENTS and the app's appAppleId.",
+                """
+                signedTransaction cannot be used here: this service has no customer store or no app configured to receive App Store data. Send \
+                the request without signedTransaction, or ask the operator to configure OFFER_SIGNER_DATABASE_URL, OFFER_SIGNER_ENVIRONMENTS \
+                and the app's appAppleId.
+                """,
                 field: "signedTransaction"
             )
         }
@@ -172,7 +176,10 @@ extension OfferService {
         guard let issuer = app.issuerIdentifier, !issuer.isEmpty else {
             throw OfferServiceError(
                 .issuerNotConfigured,
-                "JWS signatures for \(app.bundleIdentifier) need the App Store Connect issuer ID: set OFFER_SIGNER_ISSUER_ID or issuerIdentifier in the policy (Users and Access > Integrations > In-App Purchase). Legacy signatures work without it."
+                """
+                JWS signatures for \(app.bundleIdentifier) need the App Store Connect issuer ID: set OFFER_SIGNER_ISSUER_ID or issuerIdentifier \
+                in the policy (Users and Access > Integrations > In-App Purchase). Legacy signatures work without it.
+                """
             )
         }
         return issuer
@@ -275,14 +282,20 @@ extension OfferService {
         guard !owners.isEmpty else {
             throw OfferServiceError(
                 .unknownTransaction,
-                "No verified App Store data links transaction \(transactionId) to a customer of \(app.bundleIdentifier). Send the customer's signedTransaction (StoreKit 2 jwsRepresentation) with the request, or wait for the App Store's notification.",
+                """
+                No verified App Store data links transaction \(transactionId) to a customer of \(app.bundleIdentifier). Send the customer's \
+                signedTransaction (StoreKit 2 jwsRepresentation) with the request, or wait for the App Store's notification.
+                """,
                 field: "transactionId"
             )
         }
         guard owners.contains(customer) else {
             throw OfferServiceError(
                 .customerMismatch,
-                "Transaction \(transactionId) belongs to another customer; introductory-offer eligibility is decided only for the customer who owns the transaction.",
+                """
+                Transaction \(transactionId) belongs to another customer; introductory-offer eligibility is decided only for the customer who \
+                owns the transaction.
+                """,
                 field: "transactionId"
             )
         }

@@ -96,7 +96,10 @@ public final class OfferService: Sendable {
             guard let app = apps[bundleIdentifier] else {
                 throw OfferServiceError(
                     .unknownApp,
-                    "This service does not sign for app '\(bundleIdentifier.prefix(PayloadField.maximumBundleIdentifierLength))'; check bundleIdentifier against the policy or OFFER_SIGNER_BUNDLE_ID."
+                    """
+                    This service does not sign for app '\(bundleIdentifier.prefix(PayloadField.maximumBundleIdentifierLength))'; check \
+                    bundleIdentifier against the policy or OFFER_SIGNER_BUNDLE_ID.
+                    """
                 )
             }
             return app
@@ -124,7 +127,10 @@ public final class OfferService: Sendable {
         case .unknownOffer:
             throw OfferServiceError(
                 .unknownOffer,
-                "The policy lists no offer '\(offerIdentifier.prefix(PayloadField.maximumLength))' for \(productIdentifier.prefix(PayloadField.maximumLength))."
+                """
+                The policy lists no offer '\(offerIdentifier.prefix(PayloadField.maximumLength))' for \
+                \(productIdentifier.prefix(PayloadField.maximumLength)).
+                """
             )
         case .found(_, let product, let offer):
             return (product, offer.rule)

@@ -18,7 +18,7 @@ extension OfferPolicy {
             ])
             var experiment = try readExperiment(item)
             guard self.experiment(experiment.identifier) == nil else {
-                throw PolicyError("\(item.location): experiment \(experiment.identifier) is listed twice")
+                throw PolicyError(.invalidPolicy, "\(item.location): experiment \(experiment.identifier) is listed twice")
             }
             if let other = self.experiment(
                 bundleIdentifier: experiment.bundleIdentifier,
@@ -26,7 +26,11 @@ extension OfferPolicy {
                 channel: experiment.channel
             ) {
                 throw PolicyError(
-                    "\(item.location): \(experiment.productIdentifier)'s \(experiment.channel.rawValue) offers already have experiment \(other.identifier): one experiment per slot"
+                    .invalidPolicy,
+                    """
+                    \(item.location): \(experiment.productIdentifier)'s \(experiment.channel.rawValue) offers already have experiment \
+                    \(other.identifier): one experiment per slot
+                    """
                 )
             }
             experiment.location = item.location
@@ -40,7 +44,11 @@ extension OfferPolicy {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-".utf8)
         guard identifier.utf8.allSatisfy(allowed.contains) else {
             throw PolicyError(
-                "\(item.location): an experiment's id is letters, digits, '.', '_' and '-' only (it is hashed with each customer: keep it for the experiment's life)"
+                .invalidPolicy,
+                """
+                \(item.location): an experiment's id is letters, digits, '.', '_' and '-' only (it is hashed with each customer: keep it for \
+                the experiment's life)
+                """
             )
         }
         let bundleIdentifier: String
@@ -49,26 +57,35 @@ extension OfferPolicy {
         } else if apps.count == 1 {
             bundleIdentifier = apps[0].bundleIdentifier
         } else {
-            throw PolicyError("\(item.location): experiment \(identifier) needs bundleIdentifier: the policy lists several apps")
+            throw PolicyError(.invalidPolicy, "\(item.location): experiment \(identifier) needs bundleIdentifier: the policy lists several apps")
         }
         guard let app = app(bundleIdentifier) else {
-            throw PolicyError("\(item.location): experiment \(identifier) names app \(bundleIdentifier), which the policy does not list")
+            throw PolicyError(
+                .invalidPolicy,
+                "\(item.location): experiment \(identifier) names app \(bundleIdentifier), which the policy does not list"
+            )
         }
         let productIdentifier = try Self.required(item, "productIdentifier")
         guard let product = app.product(productIdentifier) else {
             throw PolicyError(
+                .invalidPolicy,
                 "\(item.location): experiment \(identifier) names product \(productIdentifier), which \(bundleIdentifier) does not list"
             )
         }
         let channelText = try item["channel"]?.string() ?? Experiment.Channel.app.rawValue
         guard let channel = Experiment.Channel(rawValue: channelText) else {
             throw PolicyError(
-                "\(item.location): channel must be app (the product's promotional offers) or retention (its retention answer), not '\(channelText.prefix(40))'"
+                .invalidPolicy,
+                """
+                \(item.location): channel must be app (the product's promotional offers) or retention (its retention answer), not \
+                '\(channelText.prefix(40))'
+                """
             )
         }
         let metricText = try item["metric"]?.string() ?? Experiment.Metric.redeemed.rawValue
         guard let metric = Experiment.Metric(rawValue: metricText) else {
             throw PolicyError(
+                .invalidPolicy,
                 "\(item.location): metric must be \(Experiment.Metric.allCases.map(\.rawValue).joined(separator: ", ")), not '\(metricText.prefix(40))'"
             )
         }
@@ -79,28 +96,41 @@ extension OfferPolicy {
         let alphaText = try item["alpha"]?.string() ?? "0.05"
         guard let alpha = Double(alphaText), alpha.isFinite, alpha >= 0.001, alpha <= 0.2 else {
             throw PolicyError(
+                .invalidPolicy,
                 "\(item.location): alpha of experiment \(identifier) is a number from 0.001 to 0.2 (the chance of a false finding; default 0.05)"
             )
         }
         let comparisonsText = try item["comparisons"]?.string() ?? Experiment.Comparisons.reference.rawValue
         guard let comparisons = Experiment.Comparisons(rawValue: comparisonsText) else {
             throw PolicyError(
-                "\(item.location): comparisons must be reference (each variant against the holdout, else the first) or pairs (and every pair), not '\(comparisonsText.prefix(40))'"
+                .invalidPolicy,
+                """
+                \(item.location): comparisons must be reference (each variant against the holdout, else the first) or pairs (and every pair), \
+                not '\(comparisonsText.prefix(40))'
+                """
             )
         }
         if let start, let end, start >= end {
-            throw PolicyError("\(item.location): experiment \(identifier) ends before it starts")
+            throw PolicyError(.invalidPolicy, "\(item.location): experiment \(identifier) ends before it starts")
         }
-        guard let variantsNode = item["variants"] else { throw PolicyError("\(item.location): experiment \(identifier) needs variants:") }
+        guard let variantsNode = item["variants"] else {
+            throw PolicyError(.invalidPolicy, "\(item.location): experiment \(identifier) needs variants:")
+        }
         var variants: [Experiment.Variant] = []
         for variantNode in try variantsNode.list() {
             variants.append(try Self.readVariant(variantNode, of: identifier, channel: channel, product: product, after: variants))
         }
         guard variants.count >= 2 else {
-            throw PolicyError("\(variantsNode.location): experiment \(identifier) needs at least two variants (one may be holdout: true)")
+            throw PolicyError(
+                .invalidPolicy,
+                "\(variantsNode.location): experiment \(identifier) needs at least two variants (one may be holdout: true)"
+            )
         }
         guard variants.map(\.weight).reduce(0, +) <= Self.maximumTotalWeight else {
-            throw PolicyError("\(variantsNode.location): the weights of experiment \(identifier) add up to more than \(Self.maximumTotalWeight)")
+            throw PolicyError(
+                .invalidPolicy,
+                "\(variantsNode.location): the weights of experiment \(identifier) add up to more than \(Self.maximumTotalWeight)"
+            )
         }
         let assignment: ExperimentAssignment
         do {
@@ -109,7 +139,7 @@ extension OfferPolicy {
                 variants: variants.map { ExperimentVariant(name: $0.name, weight: $0.weight) }
             )
         } catch {
-            throw PolicyError("\(variantsNode.location): \(error.message)")
+            throw PolicyError(.invalidPolicy, "\(variantsNode.location): \(error.message)")
         }
         return Experiment(
             identifier: identifier,
@@ -139,23 +169,24 @@ extension OfferPolicy {
         try node.requireOnlyKeys(["name", "offerIdentifier", "messageIdentifier", "weight", "holdout", "description"])
         let name = try required(node, "name", maximumLength: 64)
         guard !earlier.contains(where: { $0.name == name }) else {
-            throw PolicyError("\(node.location): experiment \(identifier) has two variants named \(name)")
+            throw PolicyError(.invalidPolicy, "\(node.location): experiment \(identifier) has two variants named \(name)")
         }
         let parameters = RuleParameters(node: node, ruleName: "variant \(name)", registry: .builtIn)
         let weight = try parameters.integer("weight", minimum: 1, maximum: maximumTotalWeight)
         let holdoutText = try node["holdout"]?.string() ?? "false"
         guard holdoutText == "true" || holdoutText == "false" else {
-            throw PolicyError("\(node.location): holdout is true or false")
+            throw PolicyError(.invalidPolicy, "\(node.location): holdout is true or false")
         }
         let (offer, message) = (try optional(node, "offerIdentifier"), try optional(node, "messageIdentifier"))
         if holdoutText == "true" {
             guard offer == nil, message == nil else {
                 throw PolicyError(
+                    .invalidPolicy,
                     "\(node.location): the holdout of experiment \(identifier) gives nothing: remove its offerIdentifier or messageIdentifier"
                 )
             }
             guard !earlier.contains(where: \.isHoldout) else {
-                throw PolicyError("\(node.location): experiment \(identifier) has two holdouts; one is enough")
+                throw PolicyError(.invalidPolicy, "\(node.location): experiment \(identifier) has two holdouts; one is enough")
             }
             return Experiment.Variant(name: name, answer: nil, weight: weight)
         }
@@ -164,33 +195,46 @@ extension OfferPolicy {
         case .app:
             guard let offer, message == nil else {
                 throw PolicyError(
+                    .invalidPolicy,
                     "\(node.location): a variant of an app experiment names one offerIdentifier of \(product.productIdentifier) (or is holdout: true)"
                 )
             }
             guard product.offer(offer) != nil else {
-                throw PolicyError("\(node.location): variant \(name) names offer \(offer), which \(product.productIdentifier) does not list")
+                throw PolicyError(
+                    .invalidPolicy,
+                    "\(node.location): variant \(name) names offer \(offer), which \(product.productIdentifier) does not list"
+                )
             }
             answer = offer
         case .retention:
             guard let message, offer == nil else {
                 throw PolicyError(
-                    "\(node.location): a variant of a retention experiment names one messageIdentifier of \(product.productIdentifier)'s retention entries (or is holdout: true)"
+                    .invalidPolicy,
+                    """
+                    \(node.location): a variant of a retention experiment names one messageIdentifier of \(product.productIdentifier)'s \
+                    retention entries (or is holdout: true)
+                    """
                 )
             }
             guard let entry = product.retention.first(where: { $0.messageIdentifier == message }) else {
                 throw PolicyError(
+                    .invalidPolicy,
                     "\(node.location): variant \(name) names message \(message), which no retention entry of \(product.productIdentifier) has"
                 )
             }
             guard !entry.isFallback else {
                 throw PolicyError(
-                    "\(node.location): variant \(name) names the fallback message, which every customer gets when no other entry holds: name an entry with an offer or rules"
+                    .invalidPolicy,
+                    """
+                    \(node.location): variant \(name) names the fallback message, which every customer gets when no other entry holds: name an \
+                    entry with an offer or rules
+                    """
                 )
             }
             answer = message
         }
         guard !earlier.contains(where: { $0.answer == answer }) else {
-            throw PolicyError("\(node.location): two variants of experiment \(identifier) give \(answer); each variant gives its own")
+            throw PolicyError(.invalidPolicy, "\(node.location): two variants of experiment \(identifier) give \(answer); each variant gives its own")
         }
         return Experiment.Variant(name: name, answer: answer, weight: weight)
     }
@@ -199,7 +243,7 @@ extension OfferPolicy {
     private mutating func gate(_ experiment: Experiment, at location: String) throws(PolicyError) {
         guard let appIndex = apps.firstIndex(where: { $0.bundleIdentifier == experiment.bundleIdentifier }),
             let productIndex = apps[appIndex].products.firstIndex(where: { $0.productIdentifier == experiment.productIdentifier })
-        else { throw PolicyError("\(location): experiment \(experiment.identifier) names a product the policy does not list") }
+        else { throw PolicyError(.invalidPolicy, "\(location): experiment \(experiment.identifier) names a product the policy does not list") }
         var product = apps[appIndex].products[productIndex]
         switch experiment.channel {
         case .app:

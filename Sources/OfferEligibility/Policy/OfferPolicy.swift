@@ -103,7 +103,7 @@ public struct OfferPolicy: Sendable {
     /// - Throws: ``PolicyError`` saying where in the file the problem is.
     public init(contentsOf path: String, registry: RuleRegistry = .builtIn) throws(PolicyError) {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw PolicyError("\(path): cannot read the policy file")
+            throw PolicyError(.invalidPolicy, "\(path): cannot read the policy file")
         }
         do {
             try self.init(
@@ -112,7 +112,7 @@ public struct OfferPolicy: Sendable {
                 directory: URL(fileURLWithPath: path).deletingLastPathComponent().path
             )
         } catch {
-            throw PolicyError("\(path): \(error.message)")
+            throw PolicyError(.invalidPolicy, "\(path): \(error.message)")
         }
     }
 
@@ -131,12 +131,13 @@ public struct OfferPolicy: Sendable {
             let text = try node.string()
             guard let value = AppStoreUnavailable(rawValue: text) else {
                 throw PolicyError(
+                    .invalidPolicy,
                     "\(node.location): appStoreUnavailable must be \(AppStoreUnavailable.allCases.map(\.rawValue).joined(separator: " or ")), not '\(text.prefix(40))'"
                 )
             }
             appStoreUnavailable = value
         }
-        guard let appsNode = root["apps"] else { throw PolicyError("\(root.location): a policy starts with apps:") }
+        guard let appsNode = root["apps"] else { throw PolicyError(.invalidPolicy, "\(root.location): a policy starts with apps:") }
         var apps: [App] = []
         var bundleIdentifiers: Set<String> = []  // the duplicate checks in constant time: a candidate can list thousands
         for appNode in try appsNode.list() {
@@ -145,11 +146,11 @@ public struct OfferPolicy: Sendable {
             ])
             let bundleIdentifier = try Self.required(appNode, "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
             guard bundleIdentifiers.insert(bundleIdentifier).inserted else {
-                throw PolicyError("\(appNode.location): app \(bundleIdentifier) is listed twice")
+                throw PolicyError(.invalidPolicy, "\(appNode.location): app \(bundleIdentifier) is listed twice")
             }
             var appAppleId: Int64?
             if let node = appNode["appAppleId"] {
-                guard let value = Int64(try node.string()) else { throw PolicyError("\(node.location): appAppleId must be a number") }
+                guard let value = Int64(try node.string()) else { throw PolicyError(.invalidPolicy, "\(node.location): appAppleId must be a number") }
                 appAppleId = value
             }
             var products: [Product] = []
@@ -161,7 +162,7 @@ public struct OfferPolicy: Sendable {
                 ])
                 let productIdentifier = try Self.required(productNode, "productIdentifier")
                 guard productIdentifiers.insert(productIdentifier).inserted else {
-                    throw PolicyError("\(productNode.location): product \(productIdentifier) is listed twice in \(bundleIdentifier)")
+                    throw PolicyError(.invalidPolicy, "\(productNode.location): product \(productIdentifier) is listed twice in \(bundleIdentifier)")
                 }
                 var offers: [Offer] = []
                 var offerIdentifiers: Set<String> = []
@@ -169,7 +170,7 @@ public struct OfferPolicy: Sendable {
                     try offerNode.requireOnlyKeys(["offerIdentifier", "description", "rules"])
                     let offerIdentifier = try Self.required(offerNode, "offerIdentifier")
                     guard offerIdentifiers.insert(offerIdentifier).inserted else {
-                        throw PolicyError("\(offerNode.location): offer \(offerIdentifier) is listed twice in \(productIdentifier)")
+                        throw PolicyError(.invalidPolicy, "\(offerNode.location): offer \(offerIdentifier) is listed twice in \(productIdentifier)")
                     }
                     offers.append(Offer(offerIdentifier: offerIdentifier, rule: try Self.rules(offerNode["rules"], registry: registry)))
                 }
@@ -210,7 +211,7 @@ public struct OfferPolicy: Sendable {
                 )
             )
         }
-        guard !apps.isEmpty else { throw PolicyError("\(appsNode.location): the policy lists no app") }
+        guard !apps.isEmpty else { throw PolicyError(.invalidPolicy, "\(appsNode.location): the policy lists no app") }
         self.apps = apps
         try readExperiments(root["experiments"])
     }
@@ -218,7 +219,7 @@ public struct OfferPolicy: Sendable {
     /// A required identifier, validated as the signing core validates a payload field (length, no U+2063, no
     /// control or invisible characters), so that a policy that loads never makes a request fail later.
     static func required(_ node: PolicyNode, _ key: String, maximumLength: Int = PayloadField.maximumLength) throws(PolicyError) -> String {
-        guard node[key] != nil else { throw PolicyError("\(node.location): '\(key)' is required") }
+        guard node[key] != nil else { throw PolicyError(.invalidPolicy, "\(node.location): '\(key)' is required") }
         return try optional(node, key, maximumLength: maximumLength)!
     }
 
@@ -228,7 +229,7 @@ public struct OfferPolicy: Sendable {
         do {
             try PayloadField.validate(text, named: key, maximumLength: maximumLength)
         } catch {
-            throw PolicyError("\(value.location): \(error.message)")
+            throw PolicyError(.invalidPolicy, "\(value.location): \(error.message)")
         }
         return text
     }

@@ -47,9 +47,9 @@ public struct PolicyNode: Sendable {
         do {
             node = try Yams.compose(yaml: text)
         } catch {
-            throw PolicyError("the policy is not valid YAML or JSON: \(excerpt(String(describing: error)))")
+            throw PolicyError(.invalidPolicy, "the policy is not valid YAML or JSON: \(excerpt(String(describing: error)))")
         }
-        guard let node else { throw PolicyError("the policy file is empty") }
+        guard let node else { throw PolicyError(.invalidPolicy, "the policy file is empty") }
         var budget = Budget()
         return try convert(node, path: "", budget: &budget)
     }
@@ -67,12 +67,17 @@ public struct PolicyNode: Sendable {
         budget.pathBytes -= path.utf8.count
         guard budget.pathBytes >= 0 else {
             throw PolicyError(
+                .invalidPolicy,
                 "the policy's keys are too long or nested too deep: the paths to its values add up to more than \(maximumPathBytes >> 20) MiB"
             )
         }
         guard budget.values >= 0 else {
             throw PolicyError(
-                "the policy holds more than \(maximumValues) values, counting each use of a YAML alias; a policy is far smaller — write repeated parts out, or alias smaller ones"
+                .invalidPolicy,
+                """
+                the policy holds more than \(maximumValues) values, counting each use of a YAML alias; a policy is far smaller — write repeated \
+                parts out, or alias smaller ones
+                """
             )
         }
         let position = node.mark.map { "line \($0.line), column \($0.column)" }
@@ -105,7 +110,7 @@ public struct PolicyNode: Sendable {
         switch value {
         case .map(let entries): return entries
         case .null: return []
-        default: throw PolicyError("\(location): expected a map of names to values")
+        default: throw PolicyError(.invalidPolicy, "\(location): expected a map of names to values")
         }
     }
 
@@ -114,13 +119,13 @@ public struct PolicyNode: Sendable {
         switch value {
         case .list(let items): return items
         case .null: return []
-        default: throw PolicyError("\(location): expected a list")
+        default: throw PolicyError(.invalidPolicy, "\(location): expected a list")
         }
     }
 
     /// A string.
     public func string() throws(PolicyError) -> String {
-        guard case .scalar(let text) = value else { throw PolicyError("\(location): expected a string") }
+        guard case .scalar(let text) = value else { throw PolicyError(.invalidPolicy, "\(location): expected a string") }
         return text
     }
 
@@ -133,21 +138,23 @@ public struct PolicyNode: Sendable {
     /// Refuses keys outside `allowed`, so a typo (`offerIdentifer`) is an error, not a silent default.
     public func requireOnlyKeys(_ allowed: Set<String>) throws(PolicyError) {
         for entry in try map() where !allowed.contains(entry.key) {
-            throw PolicyError("\(entry.value.location): unknown key '\(entry.key)'; expected one of \(allowed.sorted().joined(separator: ", "))")
+            throw PolicyError(
+                .invalidPolicy,
+                "\(entry.value.location): unknown key '\(entry.key)'; expected one of \(allowed.sorted().joined(separator: ", "))"
+            )
         }
     }
 }
 
 /// A problem in the policy file, with where it is.
 public struct PolicyError: CodedError {
-    /// The stable codes of this error type.
-    public typealias Code = ErrorCode<PolicyError>
     /// `invalid_policy`: the file does not say something this service can enforce.
     public var code: Code
     /// What is wrong, starting with where.
     public var message: String
 
-    public init(_ message: String, code: Code = .invalidPolicy) {
+    /// Creates an error.
+    public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
@@ -155,8 +162,23 @@ public struct PolicyError: CodedError {
     public var description: String { message }
 }
 
-extension ErrorCode where Domain == PolicyError {
-    /// The policy file is not one this service can enforce (a syntax error, an unknown key or rule, a value out of
-    /// range, a reference to nothing).
-    public static var invalidPolicy: Self { Self("invalid_policy") }
+extension PolicyError {
+    /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
+    public struct Code: ErrorCode {
+        /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
+        package enum Kind: String, CaseIterable, Sendable {
+            case invalidPolicy = "invalid_policy"
+        }
+
+        /// Which code this is.
+        package let kind: Kind
+
+        package init(_ kind: Kind) { self.kind = kind }
+
+        public var rawValue: String { kind.rawValue }
+
+        /// The policy file is not one this service can enforce (a syntax error, an unknown key or rule, a value out of
+        /// range, a reference to nothing).
+        public static let invalidPolicy = Self(.invalidPolicy)
+    }
 }

@@ -121,21 +121,22 @@ extension OfferPolicy {
         func image(_ node: PolicyNode, size: String) throws(PolicyError) -> String {
             let file = try node.string()
             guard !file.isEmpty, file.utf8.count <= 1024, !file.contains("\0") else {
-                throw PolicyError("\(node.location): an image is the path of a PNG file beside the policy")
+                throw PolicyError(.invalidPolicy, "\(node.location): an image is the path of a PNG file beside the policy")
             }
             guard let directory else {
                 throw PolicyError(
+                    .invalidPolicy,
                     "\(node.location): an image file can only be read when the policy is read from its file (images are found beside it)"
                 )
             }
             let path = file.hasPrefix("/") ? file : URL(fileURLWithPath: directory).appendingPathComponent(file).path
             guard let handle = FileHandle(forReadingAtPath: path) else {
-                throw PolicyError("\(node.location): cannot read the image file \(file)")
+                throw PolicyError(.invalidPolicy, "\(node.location): cannot read the image file \(file)")
             }
             defer { try? handle.close() }
             let data = (try? handle.read(upToCount: maximumRetentionImageBytes + 1)) ?? Data()
             guard data.count <= maximumRetentionImageBytes else {
-                throw PolicyError("\(node.location): the image file \(file) is larger than \(maximumRetentionImageBytes >> 20) MiB")
+                throw PolicyError(.invalidPolicy, "\(node.location): the image file \(file) is larger than \(maximumRetentionImageBytes >> 20) MiB")
             }
             let digest = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
             let identifier = derivedIdentifier(Data("retention-image\n\(size)\n\(digest)".utf8))
@@ -149,10 +150,13 @@ extension OfferPolicy {
         for messageNode in try (node?.list() ?? []) {
             try messageNode.requireOnlyKeys(["name", "locale", "header", "body", "headerPosition", "image", "altText", "bulletPoints", "description"])
             let name = try required(messageNode, "name", maximumLength: 64)
-            guard names.insert(name).inserted else { throw PolicyError("\(messageNode.location): message \(name) is declared twice") }
+            guard names.insert(name).inserted else { throw PolicyError(.invalidPolicy, "\(messageNode.location): message \(name) is declared twice") }
             let headerPosition = try optional(messageNode, "headerPosition", maximumLength: 16)
             if let headerPosition, headerPosition != "ABOVE_BODY", headerPosition != "ABOVE_IMAGE" {
-                throw PolicyError("\(messageNode.location): headerPosition must be ABOVE_BODY or ABOVE_IMAGE, not '\(headerPosition)'")
+                throw PolicyError(
+                    .invalidPolicy,
+                    "\(messageNode.location): headerPosition must be ABOVE_BODY or ABOVE_IMAGE, not '\(headerPosition)'"
+                )
             }
             var message = RetentionCatalogue.Message(
                 name: name,
@@ -167,12 +171,12 @@ extension OfferPolicy {
             if let imageNode = messageNode["image"] {
                 message.image = (try image(imageNode, size: "FULL_SIZE"), try text(messageNode, "altText"))
             } else if messageNode["altText"] != nil {
-                throw PolicyError("\(messageNode.location): altText describes the message's image; add image: or remove altText")
+                throw PolicyError(.invalidPolicy, "\(messageNode.location): altText describes the message's image; add image: or remove altText")
             }
             for bulletNode in try (messageNode["bulletPoints"]?.list() ?? []) {
                 try bulletNode.requireOnlyKeys(["text", "image", "altText"])
                 guard let imageNode = bulletNode["image"] else {
-                    throw PolicyError("\(bulletNode.location): a bullet point needs its image (a 1024 × 1024 PNG file)")
+                    throw PolicyError(.invalidPolicy, "\(bulletNode.location): a bullet point needs its image (a 1024 × 1024 PNG file)")
                 }
                 message.bulletPoints.append(
                     RetentionCatalogue.BulletPoint(
@@ -191,7 +195,10 @@ extension OfferPolicy {
             for (locale, messageNode) in try defaultsNode.map() {
                 let messageName = try messageNode.string()
                 guard let message = catalogue.message(named: messageName) else {
-                    throw PolicyError("\(messageNode.location): message \(messageName.prefix(64)) is not one of the app's retentionMessages")
+                    throw PolicyError(
+                        .invalidPolicy,
+                        "\(messageNode.location): message \(messageName.prefix(64)) is not one of the app's retentionMessages"
+                    )
                 }
                 catalogue.defaults.append(
                     RetentionCatalogue.Default(
@@ -210,10 +217,10 @@ extension OfferPolicy {
     /// A message's text field: required, any printable text (its length is checked against Apple's limits by
     /// `policy check`; here only a bound that keeps a hostile file small).
     private static func text(_ node: PolicyNode, _ key: String) throws(PolicyError) -> String {
-        guard let value = node[key] else { throw PolicyError("\(node.location): '\(key)' is required") }
+        guard let value = node[key] else { throw PolicyError(.invalidPolicy, "\(node.location): '\(key)' is required") }
         let text = try value.string()
         guard text.utf8.count <= 4096, !text.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\n" }) else {
-            throw PolicyError("\(value.location): '\(key)' must be text without control characters")
+            throw PolicyError(.invalidPolicy, "\(value.location): '\(key)' must be text without control characters")
         }
         return text
     }

@@ -123,7 +123,11 @@ extension OfferPolicy {
             ])
             if let fallback = entries.last, fallback.isFallback {  // only ever the last: nothing may follow it
                 throw PolicyError(
-                    "\(entryNode.location): this entry comes after the fallback (\(fallback.location)), an entry without rules that always answers, so it would never be chosen; move it up or give the fallback rules"
+                    .invalidPolicy,
+                    """
+                    \(entryNode.location): this entry comes after the fallback (\(fallback.location)), an entry without rules that always \
+                    answers, so it would never be chosen; move it up or give the fallback rules
+                    """
                 )
             }
             let messageName = try optional(entryNode, "message", maximumLength: 64)
@@ -131,11 +135,12 @@ extension OfferPolicy {
             switch (messageName, entryNode["messageIdentifier"]) {
             case (.some(let name), nil):
                 guard let message = catalogue.message(named: name) else {
-                    throw PolicyError("\(entryNode.location): message \(name) is not one of the app's retentionMessages")
+                    throw PolicyError(.invalidPolicy, "\(entryNode.location): message \(name) is not one of the app's retentionMessages")
                 }
                 messageIdentifier = message.identifier
             case (.some, .some):
                 throw PolicyError(
+                    .invalidPolicy,
                     "\(entryNode.location): an entry names its message by message (the app's retentionMessages) or by messageIdentifier, not both"
                 )
             case (nil, _):
@@ -143,7 +148,11 @@ extension OfferPolicy {
             }
             guard UUID(uuidString: messageIdentifier) != nil else {
                 throw PolicyError(
-                    "\(entryNode.location): messageIdentifier must be the UUID of a message uploaded with the Retention Messaging API (for example 9f2b8d1e-3c4a-4b5d-8e6f-7a8b9c0d1e2f), not '\(messageIdentifier.prefix(64))'"
+                    .invalidPolicy,
+                    """
+                    \(entryNode.location): messageIdentifier must be the UUID of a message uploaded with the Retention Messaging API (for \
+                    example 9f2b8d1e-3c4a-4b5d-8e6f-7a8b9c0d1e2f), not '\(messageIdentifier.prefix(64))'
+                    """
                 )
             }
             let offer = try optional(entryNode, "promotionalOffer")
@@ -153,11 +162,12 @@ extension OfferPolicy {
             var offerRule = AllRules([])
             switch (offer, alternate) {
             case (.some, .some):
-                throw PolicyError("\(entryNode.location): an entry answers with promotionalOffer or alternateProduct, not both")
+                throw PolicyError(.invalidPolicy, "\(entryNode.location): an entry answers with promotionalOffer or alternateProduct, not both")
             case (.some(let offerIdentifier), nil):
                 guard let found = offers[offerIdentifier] else {
                     let known = product.offers.map(\.offerIdentifier)
                     throw PolicyError(
+                        .invalidPolicy,
                         "\(entryNode.location): promotionalOffer '\(offerIdentifier)' is not an offer of \(product.productIdentifier)\(known.isEmpty ? " (it lists no offers)" : "; its offers: \(known.joined(separator: ", "))")"
                     )
                 }
@@ -165,7 +175,7 @@ extension OfferPolicy {
                 var format = RetentionSignatureFormat.v2
                 if let signatureText {
                     guard let parsed = RetentionSignatureFormat(rawValue: signatureText) else {
-                        throw PolicyError("\(entryNode.location): signature must be v2 (the default) or v1, not '\(signatureText)'")
+                        throw PolicyError(.invalidPolicy, "\(entryNode.location): signature must be v2 (the default) or v1, not '\(signatureText)'")
                     }
                     format = parsed
                 }
@@ -173,12 +183,17 @@ extension OfferPolicy {
             case (nil, .some(let alternateIdentifier)):
                 guard let target = appProducts[alternateIdentifier], alternateIdentifier != product.productIdentifier else {
                     throw PolicyError(
+                        .invalidPolicy,
                         "\(entryNode.location): alternateProduct '\(alternateIdentifier)' must be another product of this app in the policy"
                     )
                 }
                 if let group = product.subscriptionGroupIdentifier, let other = target.subscriptionGroupIdentifier, group != other {
                     throw PolicyError(
-                        "\(entryNode.location): alternateProduct '\(alternateIdentifier)' is in subscription group \(other), not \(group); the App Store only suggests a product of the same group"
+                        .invalidPolicy,
+                        """
+                        \(entryNode.location): alternateProduct '\(alternateIdentifier)' is in subscription group \(other), not \(group); the \
+                        App Store only suggests a product of the same group
+                        """
                     )
                 }
                 answer = .alternateProduct(productIdentifier: alternateIdentifier)
@@ -186,7 +201,7 @@ extension OfferPolicy {
                 answer = .message
             }
             if signatureText != nil, offer == nil {
-                throw PolicyError("\(entryNode.location): signature applies to promotionalOffer entries only")
+                throw PolicyError(.invalidPolicy, "\(entryNode.location): signature applies to promotionalOffer entries only")
             }
             let rules = try Self.rules(entryNode["rules"], registry: registry)
             entries.append(

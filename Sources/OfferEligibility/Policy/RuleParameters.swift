@@ -19,11 +19,11 @@ public struct RuleParameters: Sendable {
     /// overflow the date arithmetic of the rules).
     public func integer(_ key: String, default defaultValue: Int? = nil, minimum: Int = 0, maximum: Int = 1_000_000) throws(PolicyError) -> Int {
         guard let value = node[key] else {
-            guard let defaultValue else { throw PolicyError("\(node.location): rule \(ruleName) needs '\(key)' (an integer)") }
+            guard let defaultValue else { throw PolicyError(.invalidPolicy, "\(node.location): rule \(ruleName) needs '\(key)' (an integer)") }
             return defaultValue
         }
         guard let number = Int(try value.string()), (minimum...maximum).contains(number) else {
-            throw PolicyError("\(value.location): '\(key)' of rule \(ruleName) must be an integer from \(minimum) to \(maximum)")
+            throw PolicyError(.invalidPolicy, "\(value.location): '\(key)' of rule \(ruleName) must be an integer from \(minimum) to \(maximum)")
         }
         return number
     }
@@ -62,7 +62,10 @@ public struct RuleParameters: Sendable {
         if let date = formatter.date(from: text) { return date }
         formatter.formatOptions = [.withFullDate]
         if let date = formatter.date(from: text) { return date }
-        throw PolicyError("\(value.location): '\(key)' of rule \(ruleName) must be an ISO 8601 date (2026-12-01 or 2026-12-01T00:00:00Z)")
+        throw PolicyError(
+            .invalidPolicy,
+            "\(value.location): '\(key)' of rule \(ruleName) must be an ISO 8601 date (2026-12-01 or 2026-12-01T00:00:00Z)"
+        )
     }
 
     /// Nested rules (for combinators): a list of rules, or one rule.
@@ -75,7 +78,7 @@ public struct RuleParameters: Sendable {
         case .map:
             return [try registry.rule(from: node)]
         default:
-            throw PolicyError("\(node.location): \(ruleName) takes a list of rules")
+            throw PolicyError(.invalidPolicy, "\(node.location): \(ruleName) takes a list of rules")
         }
     }
 }

@@ -32,10 +32,10 @@ public struct RuleRegistry: Sendable {
             name = entries[0].key
             parameters = entries[0].value
         default:
-            throw PolicyError("\(node.location): a rule is written as its name, or as {name: {parameters}}")
+            throw PolicyError(.invalidPolicy, "\(node.location): a rule is written as its name, or as {name: {parameters}}")
         }
         guard let factory = factories[name] else {
-            throw PolicyError("\(node.location): unknown rule '\(name)'; known rules: \(names.joined(separator: ", "))")
+            throw PolicyError(.invalidPolicy, "\(node.location): unknown rule '\(name)'; known rules: \(names.joined(separator: ", "))")
         }
         return try factory(RuleParameters(node: parameters, ruleName: name, registry: self))
     }
@@ -47,7 +47,7 @@ public struct RuleRegistry: Sendable {
         registry.register("any") { parameters throws(PolicyError) in AnyRule(try parameters.nestedRules()) }
         registry.register("not") { parameters throws(PolicyError) in
             let rules = try parameters.nestedRules()
-            guard rules.count == 1 else { throw PolicyError("\(parameters.node.location): not takes exactly one rule") }
+            guard rules.count == 1 else { throw PolicyError(.invalidPolicy, "\(parameters.node.location): not takes exactly one rule") }
             return NotRule(rules[0])
         }
         registry.register("app-store-subscriber") { parameters throws(PolicyError) in
@@ -64,7 +64,11 @@ public struct RuleRegistry: Sendable {
             let maximum = try parameters.optionalInteger("maxDays")
             if let maximum, maximum < minimum {
                 throw PolicyError(
-                    "\(parameters.node.location): lapsed's window is empty: minDays (\(minimum)) is after maxDays (\(maximum)), so no customer could ever satisfy it; swap them"
+                    .invalidPolicy,
+                    """
+                    \(parameters.node.location): lapsed's window is empty: minDays (\(minimum)) is after maxDays (\(maximum)), so no customer \
+                    could ever satisfy it; swap them
+                    """
                 )
             }
             return LapsedRule(minimumDays: minimum, maximumDays: maximum)
@@ -79,7 +83,10 @@ public struct RuleRegistry: Sendable {
             var states: Set<String> = []
             for name in names {
                 guard ["billing-retry", "grace-period"].contains(name) else {
-                    throw PolicyError("\(parameters.node.location): billing-issue states are billing-retry and grace-period, not '\(name)'")
+                    throw PolicyError(
+                        .invalidPolicy,
+                        "\(parameters.node.location): billing-issue states are billing-retry and grace-period, not '\(name)'"
+                    )
                 }
                 states.insert(name)
             }
@@ -104,14 +111,14 @@ public struct RuleRegistry: Sendable {
         registry.register("cap") { parameters throws(PolicyError) in
             try parameters.allowOnly(["count", "days", "hours"])
             guard let window = try parameters.duration() else {
-                throw PolicyError("\(parameters.node.location): cap needs a window: days or hours")
+                throw PolicyError(.invalidPolicy, "\(parameters.node.location): cap needs a window: days or hours")
             }
             return CapRule(count: try parameters.integer("count", minimum: 1), window: window)
         }
         registry.register("cool-down") { parameters throws(PolicyError) in
             try parameters.allowOnly(["days", "hours", "sameOfferOnly"])
             guard let window = try parameters.duration() else {
-                throw PolicyError("\(parameters.node.location): cool-down needs days or hours")
+                throw PolicyError(.invalidPolicy, "\(parameters.node.location): cool-down needs days or hours")
             }
             let sameOffer = try parameters.string("sameOfferOnly").map { $0 == "true" } ?? false
             return CoolDownRule(window: window, sameOfferOnly: sameOffer)
@@ -120,9 +127,12 @@ public struct RuleRegistry: Sendable {
             try parameters.allowOnly(["from", "until"])
             let from = try parameters.date("from")
             let until = try parameters.date("until")
-            guard from != nil || until != nil else { throw PolicyError("\(parameters.node.location): active-window needs from, until or both") }
+            guard from != nil || until != nil else {
+                throw PolicyError(.invalidPolicy, "\(parameters.node.location): active-window needs from, until or both")
+            }
             if let from, let until, until <= from {
                 throw PolicyError(
+                    .invalidPolicy,
                     "\(parameters.node.location): active-window's until is not after its from, so the offer is never active; fix the dates"
                 )
             }
@@ -135,20 +145,28 @@ public struct RuleRegistry: Sendable {
             for code in (try parameters.strings("allow") ?? []) + (try parameters.strings("deny") ?? []) {
                 guard code.utf8.count == 3, code.utf8.allSatisfy({ (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) else {
                     throw PolicyError(
-                        "\(parameters.node.location): storefront codes are the App Store's upper-case ISO 3166-1 alpha-3 codes such as USA or GBR, not '\(code.prefix(20))'"
+                        .invalidPolicy,
+                        """
+                        \(parameters.node.location): storefront codes are the App Store's upper-case ISO 3166-1 alpha-3 codes such as USA or \
+                        GBR, not '\(code.prefix(20))'
+                        """
                     )
                 }
             }
             let allow = try parameters.strings("allow").map { Set($0) }
             let deny = Set(try parameters.strings("deny") ?? [])
-            guard allow != nil || !deny.isEmpty else { throw PolicyError("\(parameters.node.location): storefront needs allow, deny or both") }
+            guard allow != nil || !deny.isEmpty else {
+                throw PolicyError(.invalidPolicy, "\(parameters.node.location): storefront needs allow, deny or both")
+            }
             return StorefrontRule(allow: allow, deny: deny)
         }
         registry.register("customers") { parameters throws(PolicyError) in
             try parameters.allowOnly(["allow", "deny"])
             let allow = try parameters.strings("allow").map { Set($0.map { $0.lowercased() }) }
             let deny = Set((try parameters.strings("deny") ?? []).map { $0.lowercased() })
-            guard allow != nil || !deny.isEmpty else { throw PolicyError("\(parameters.node.location): customers needs allow, deny or both") }
+            guard allow != nil || !deny.isEmpty else {
+                throw PolicyError(.invalidPolicy, "\(parameters.node.location): customers needs allow, deny or both")
+            }
             return CustomerListRule(allow: allow, deny: deny)
         }
         registry.register("never-had-introductory-offer") { parameters throws(PolicyError) in

@@ -83,7 +83,10 @@ public struct CoolDownRule: EligibilityRule {
         return .notEligible([
             reason(
                 "cooling_down",
-                "An offer was signed for this customer less than \(describeDuration(window)) ago; try again in \(describeDuration(max(wait, 60), roundingUp: true))."
+                """
+                An offer was signed for this customer less than \(describeDuration(window)) ago; try again in \
+                \(describeDuration(max(wait, 60), roundingUp: true)).
+                """
             )
         ])
     }

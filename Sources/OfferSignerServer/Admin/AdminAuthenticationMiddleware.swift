@@ -44,9 +44,8 @@ struct AdminAuthenticationMiddleware: RouterMiddleware {
             case .limited(let retryAfter):
                 context.logger.warning("admin authentication throttled", metadata: ["client": "\(client)", "retryAfterSeconds": "\(retryAfter)"])
                 throw APIError(
-                    status: .tooManyRequests,
-                    code: "rate_limited",
-                    message: "Too many failed admin authentications from this address; try again in \(retryAfter) seconds with a valid token.",
+                    .rateLimited,
+                    "Too many failed admin authentications from this address; try again in \(retryAfter) seconds with a valid token.",
                     headers: [.retryAfter: "\(retryAfter)"]
                 )
             }
@@ -58,17 +57,15 @@ struct AdminAuthenticationMiddleware: RouterMiddleware {
             case let token = authorization.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces), !token.isEmpty
         else {
             throw APIError(
-                status: .unauthorized,
-                code: "unauthorized",
-                message: "The admin API needs a bearer token: Authorization: Bearer <one of \(variable: .adminTokens)>.",
+                .unauthorized,
+                "The admin API needs a bearer token: Authorization: Bearer <one of \(variable: .adminTokens)>.",
                 headers: [.wwwAuthenticate: "Bearer realm=\"offer-signer admin\""]
             )
         }
         guard let admin = tokens.admin(presenting: token) else {
             throw APIError(
-                status: .forbidden,
-                code: "forbidden",
-                message: tokens.isEmpty
+                .forbidden,
+                tokens.isEmpty
                     ? "The admin API is disabled: no \(variable: .adminTokens) are configured." : "This token is not an admin token."
             )
         }

@@ -42,22 +42,33 @@ public struct BearerTokens: Sendable {
             } else {
                 guard !requireNames else {
                     throw ConfigurationError(
-                        "\(variable) entry \(position + 1) has no name; write name:token (the name appears in logs and metrics, the token never does)."
+                        .invalidConfiguration,
+                        """
+                        \(variable) entry \(position + 1) has no name; write name:token (the name appears in logs and metrics, the token never \
+                        does).
+                        """
                     )
                 }
                 name = "admin\(position + 1)"
                 token = entry
             }
             guard !name.isEmpty, name.count <= 64, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }) else {
-                throw ConfigurationError("\(variable) entry \(position + 1) has a name that is not 1–64 letters, digits, '-', '_' or '.'.")
+                throw ConfigurationError(
+                    .invalidConfiguration,
+                    "\(variable) entry \(position + 1) has a name that is not 1–64 letters, digits, '-', '_' or '.'."
+                )
             }
             guard token.count >= Self.minimumLength else {
                 throw ConfigurationError(
-                    "\(variable) entry \(position + 1) (\(name)) is shorter than \(Self.minimumLength) characters; use a long random token (openssl rand -hex 32)."
+                    .invalidConfiguration,
+                    """
+                    \(variable) entry \(position + 1) (\(name)) is shorter than \(Self.minimumLength) characters; use a long random token \
+                    (openssl rand -hex 32).
+                    """
                 )
             }
             guard !parsed.contains(where: { $0.0 == name }) else {
-                throw ConfigurationError("\(variable) names \(name) twice; give each its own name.")
+                throw ConfigurationError(.invalidConfiguration, "\(variable) names \(name) twice; give each its own name.")
             }
             parsed.append((name, SHA256.hash(data: Data(token.utf8))))
         }

@@ -49,7 +49,10 @@ public enum ClientIdentity: Sendable, Hashable {
         guard named.lowercased() == own else {
             throw OfferServiceError(
                 .customerMismatch,
-                "This login token acts for one customer only; applicationUsername names another. Leave applicationUsername out, or send the signed-in customer's own.",
+                """
+                This login token acts for one customer only; applicationUsername names another. Leave applicationUsername out, or send the \
+                signed-in customer's own.
+                """,
                 field: "applicationUsername"
             )
         }
@@ -218,7 +221,10 @@ public final class ClientAuthenticator: Sendable {
         guard let keys else {
             throw OfferServiceError(
                 .unauthorized,
-                "The login token's algorithm (\(header.alg.prefix(10))) is not accepted here; this service takes HS256 with \(variable: .clientJwtSecret), ES256 or RS256 with \(variable: .clientJwtKeys)."
+                """
+                The login token's algorithm (\(header.alg.prefix(10))) is not accepted here; this service takes HS256 with \
+                \(variable: .clientJwtSecret), ES256 or RS256 with \(variable: .clientJwtKeys).
+                """
             )
         }
         do {

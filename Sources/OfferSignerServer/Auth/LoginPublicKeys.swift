@@ -17,11 +17,15 @@ struct LoginPublicKeys: Sendable {
     /// - Throws: ``ConfigurationError`` naming what is wrong; the file's contents are never repeated.
     static func load(_ path: String) async throws(ConfigurationError) -> LoginPublicKeys {
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-            throw ConfigurationError("\(variable: .clientJwtKeys)=\(path) cannot be read; point it at a PEM public key or a JWK Set file.")
+            throw ConfigurationError(
+                .invalidConfiguration,
+                "\(variable: .clientJwtKeys)=\(path) cannot be read; point it at a PEM public key or a JWK Set file."
+            )
         }
         let collection = JWTKeyCollection()
         var algorithms: [String: String] = [:]
         let refused = ConfigurationError(
+            .invalidConfiguration,
             "\(variable: .clientJwtKeys)=\(path) holds no ES256 or RS256 public key (a PEM \"PUBLIC KEY\" or a JWK Set with kid on each key)."
         )
         do {
@@ -52,7 +56,10 @@ struct LoginPublicKeys: Sendable {
     ///   is usable.
     private static func usableKeys(ofSet data: Data, path: String) throws(ConfigurationError) -> ([[String: Any]], [String: String]) {
         guard let set = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any], let keys = set["keys"] as? [[String: Any]] else {
-            throw ConfigurationError("\(variable: .clientJwtKeys)=\(path) is not a JWK Set: a JSON object with a \"keys\" array of keys.")
+            throw ConfigurationError(
+                .invalidConfiguration,
+                "\(variable: .clientJwtKeys)=\(path) is not a JWK Set: a JSON object with a \"keys\" array of keys."
+            )
         }
         var usable: [[String: Any]] = []
         var algorithms: [String: String] = [:]
@@ -67,17 +74,25 @@ struct LoginPublicKeys: Sendable {
             if let stated = key["alg"] as? String, stated != algorithm { continue }
             guard let kid = key["kid"] as? String, !kid.isEmpty else {
                 throw ConfigurationError(
-                    "\(variable: .clientJwtKeys)=\(path): key \(index + 1) of the JWK Set has no kid; give each key one (a PEM file holds a single key without)."
+                    .invalidConfiguration,
+                    """
+                    \(variable: .clientJwtKeys)=\(path): key \(index + 1) of the JWK Set has no kid; give each key one (a PEM file holds a \
+                    single key without).
+                    """
                 )
             }
             guard algorithms[kid] == nil else {
-                throw ConfigurationError("\(variable: .clientJwtKeys)=\(path): two keys share the kid \(kid.prefix(64)); give each its own.")
+                throw ConfigurationError(
+                    .invalidConfiguration,
+                    "\(variable: .clientJwtKeys)=\(path): two keys share the kid \(kid.prefix(64)); give each its own."
+                )
             }
             algorithms[kid] = algorithm
             usable.append(key)
         }
         guard !usable.isEmpty else {
             throw ConfigurationError(
+                .invalidConfiguration,
                 "\(variable: .clientJwtKeys)=\(path) holds no ES256 (EC P-256) or RS256 (RSA) signing key; login tokens are signed with one of those."
             )
         }

@@ -49,14 +49,22 @@ public struct AppStoreAPISettings: Sendable {
         guard let keyIdentifier = config.string(.appStoreApiKeyId) else {
             if config.string(.appStoreApiKeyFile) != nil {
                 throw ConfigurationError(
-                    "\(variable: .appStoreApiKeyFile) is set without \(variable: .appStoreApiKeyId); set the key's ID too (shown beside the key in App Store Connect)."
+                    .invalidConfiguration,
+                    """
+                    \(variable: .appStoreApiKeyFile) is set without \(variable: .appStoreApiKeyId); set the key's ID too (shown beside the key \
+                    in App Store Connect).
+                    """
                 )
             }
             return nil
         }
         guard KeyIdentifier.isValid(keyIdentifier) else {
             throw ConfigurationError(
-                "\(variable: .appStoreApiKeyId)=\(keyIdentifier.prefix(20)) is not a key ID: use the 10 letters and digits App Store Connect shows beside the In-App Purchase key."
+                .invalidConfiguration,
+                """
+                \(variable: .appStoreApiKeyId)=\(keyIdentifier.prefix(20)) is not a key ID: use the 10 letters and digits App Store Connect \
+                shows beside the In-App Purchase key.
+                """
             )
         }
         let pem: String
@@ -64,7 +72,11 @@ public struct AppStoreAPISettings: Sendable {
         if let path = config.string(.appStoreApiKeyFile) {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ConfigurationError(
-                    "\(variable: .appStoreApiKeyFile): cannot read \(path); point it at the SubscriptionKey_\(keyIdentifier).p8 file App Store Connect gave you."
+                    .invalidConfiguration,
+                    """
+                    \(variable: .appStoreApiKeyFile): cannot read \(path); point it at the SubscriptionKey_\(keyIdentifier).p8 file App Store \
+                    Connect gave you.
+                    """
                 )
             }
             pem = String(decoding: data, as: UTF8.self)
@@ -76,13 +88,18 @@ public struct AppStoreAPISettings: Sendable {
                     source: ConfigurationVariable.appStoreApiKeyFile.environmentName
                 )
             } catch {
-                throw ConfigurationError("\(variable: .appStoreApiKeyFile): \(error.message)")
+                throw ConfigurationError(.invalidConfiguration, "\(variable: .appStoreApiKeyFile): \(error.message)")
             }
         } else {
             // Without a file, the signing key of the same ID: App Store Connect's In-App Purchase keys serve both.
             guard let entry = try KeyLoader.load(environment: environment).first(where: { $0.key.keyIdentifier == keyIdentifier }) else {
                 throw ConfigurationError(
-                    "\(variable: .appStoreApiKeyId)=\(keyIdentifier) names no signing key and \(variable: .appStoreApiKeyFile) is not set: set the file (SubscriptionKey_\(keyIdentifier).p8), or load that key as a signing key (\(ConfigurationVariable.keyFileVariable(keyIdentifier)) or \(variable: .keysDir))."
+                    .invalidConfiguration,
+                    """
+                    \(variable: .appStoreApiKeyId)=\(keyIdentifier) names no signing key and \(variable: .appStoreApiKeyFile) is not set: set \
+                    the file (SubscriptionKey_\(keyIdentifier).p8), or load that key as a signing key \
+                    (\(ConfigurationVariable.keyFileVariable(keyIdentifier)) or \(variable: .keysDir)).
+                    """
                 )
             }
             pem = entry.key.privateKey.pemRepresentation
@@ -92,6 +109,7 @@ public struct AppStoreAPISettings: Sendable {
         if let url = config.string(.appStoreApiUrl) {
             guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host != nil else {
                 throw ConfigurationError(
+                    .invalidConfiguration,
                     "\(variable: .appStoreApiUrl)=\(url.prefix(80)) is not an http or https URL (for example https://proxy.internal:8443/appstore)."
                 )
             }
@@ -115,13 +133,21 @@ public struct AppStoreAPISettings: Sendable {
     ) throws(ConfigurationError) -> AppStoreServerAPIConfiguration {
         guard let issuer = app.issuerIdentifier ?? issuerId, !issuer.isEmpty else {
             throw ConfigurationError(
-                "\(variable: .appStoreApiKeyId) is set but \(app.bundleIdentifier) has no issuer ID: set \(variable: .issuerId) (App Store Connect > Users and Access > Integrations > In-App Purchase) or issuerIdentifier in the policy."
+                .invalidConfiguration,
+                """
+                \(variable: .appStoreApiKeyId) is set but \(app.bundleIdentifier) has no issuer ID: set \(variable: .issuerId) (App Store \
+                Connect > Users and Access > Integrations > In-App Purchase) or issuerIdentifier in the policy.
+                """
             )
         }
         let ordered = [AppStoreEnvironment.production, .sandbox].filter(environments.contains)
         guard !ordered.isEmpty else {
             throw ConfigurationError(
-                "\(variable: .environments) accepts neither Production nor Sandbox, the only environments the App Store Server API has; add one, or unset \(variable: .appStoreApiKeyId)."
+                .invalidConfiguration,
+                """
+                \(variable: .environments) accepts neither Production nor Sandbox, the only environments the App Store Server API has; add one, \
+                or unset \(variable: .appStoreApiKeyId).
+                """
             )
         }
         var configuration = AppStoreServerAPIConfiguration(

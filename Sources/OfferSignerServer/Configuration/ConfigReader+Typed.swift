@@ -94,6 +94,6 @@ extension ConfigurationError {
     ) -> ConfigurationError {
         let given = variable.isSecret ? "\(variable: variable)" : "\(variable: variable)=\(text.prefix(20))"
         let bounds = range.map { " from \($0.lower) to \($0.upper)" } ?? ""
-        return ConfigurationError("\(given) is not \(expected)\(bounds)\(note.map { " (\($0))" } ?? "").")
+        return ConfigurationError(.invalidConfiguration, "\(given) is not \(expected)\(bounds)\(note.map { " (\($0))" } ?? "").")
     }
 }

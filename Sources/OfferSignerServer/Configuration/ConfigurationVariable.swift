@@ -142,6 +142,7 @@ public func configuredLogLevel(_ environment: [String: String]) throws(Configura
     guard let text = ConfigurationVariable.reader(environment).string(.logLevel) else { return .info }
     guard let level = Logger.Level(rawValue: text.lowercased()) else {
         throw ConfigurationError(
+            .invalidConfiguration,
             "\(variable: .logLevel)=\(text.prefix(20)) is not a log level; use one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))."
         )
     }

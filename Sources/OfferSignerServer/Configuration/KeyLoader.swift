@@ -33,6 +33,7 @@ public enum KeyLoader {
             guard !keyIdentifier.isEmpty, keyIdentifier != suffix, keyIdentifier != String(suffix.dropFirst()) else {
                 // Never the value: it may be a PEM.
                 throw ConfigurationError(
+                    .invalidConfiguration,
                     "\(name) names no key ID. For a key file, use \(ConfigurationVariable.keyFileVariable("<KEYID>")) (for example "
                         + "\(ConfigurationVariable.keyFileVariable("ABC123DEFG"))=/path/to/SubscriptionKey_ABC123DEFG.p8); for a PEM inline, "
                         + "\(ConfigurationVariable.keyVariable("<KEYID>")); for a folder of key files, \(variable: .keysDir)."
@@ -41,7 +42,7 @@ public enum KeyLoader {
             if keyIdentifier.hasSuffix(ConfigurationVariable.keyFileSuffix) {
                 keyIdentifier.removeLast(ConfigurationVariable.keyFileSuffix.count)
                 guard !value.trimmingCharacters(in: .whitespaces).isEmpty else {
-                    throw ConfigurationError("\(name) is set but empty: give the path of the key's .p8 file, or unset it.")
+                    throw ConfigurationError(.invalidConfiguration, "\(name) is set but empty: give the path of the key's .p8 file, or unset it.")
                 }
                 let pem = try readFile(atPath: value, keyIdentifier: keyIdentifier)
                 entries.append(try entry(keyIdentifier, pem, source: "file \(value) (\(name))", now: now))
@@ -63,7 +64,11 @@ public enum KeyLoader {
             names = try FileManager.default.contentsOfDirectory(atPath: directory)
         } catch {
             throw ConfigurationError(
-                "\(directoryVariable)=\(directory) cannot be read: \(describe(error)). Point it at the folder holding your SubscriptionKey_<KEYID>.p8 files."
+                .invalidConfiguration,
+                """
+                \(directoryVariable)=\(directory) cannot be read: \(describe(error)). Point it at the folder holding your \
+                SubscriptionKey_<KEYID>.p8 files.
+                """
             )
         }
         var entries: [KeyRing.Entry] = []
@@ -91,7 +96,7 @@ public enum KeyLoader {
                 loadedAt: now
             )
         } catch {
-            throw ConfigurationError(error.message)
+            throw ConfigurationError(.invalidConfiguration, error.message)
         }
     }
 
@@ -99,7 +104,7 @@ public enum KeyLoader {
         do {
             return try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw ConfigurationError("Key \(keyIdentifier): cannot read \(path): \(describe(error)).")
+            throw ConfigurationError(.invalidConfiguration, "Key \(keyIdentifier): cannot read \(path): \(describe(error)).")
         }
     }
 

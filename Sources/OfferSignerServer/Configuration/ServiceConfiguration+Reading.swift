@@ -24,6 +24,7 @@ extension ServiceConfiguration {
         if let secret = config.string(.clientJwtSecret) {
             guard secret.utf8.count >= 32 else {
                 throw ConfigurationError(
+                    .invalidConfiguration,
                     "\(variable: .clientJwtSecret) is shorter than 32 bytes; use the HS256 secret your login service signs with (at least 256 bits)."
                 )
             }
@@ -38,12 +39,21 @@ extension ServiceConfiguration {
         case "none": auth.isOpen = true
         case let other?:
             throw ConfigurationError(
-                "\(variable: .clientAuth)=\(other.prefix(20)) is not understood; the only value is none (the open mode for local development). Configure credentials with \(variable: .apiKeys) or \(variable: .clientJwtSecret) / \(variable: .clientJwtKeys)."
+                .invalidConfiguration,
+                """
+                \(variable: .clientAuth)=\(other.prefix(20)) is not understood; the only value is none (the open mode for local development). \
+                Configure credentials with \(variable: .apiKeys) or \(variable: .clientJwtSecret) / \(variable: .clientJwtKeys).
+                """
             )
         }
         guard auth.hasCredentials || auth.isOpen else {
             throw ConfigurationError(
-                "No client authentication is configured, so anyone could ask for any customer's signature. Set \(variable: .apiKeys)=name:key (your backend) and/or \(variable: .clientJwtSecret) or \(variable: .clientJwtKeys) (your app's login tokens); for local development only, \(variable: .clientAuth)=none. See the README, \"Securing it\"."
+                .invalidConfiguration,
+                """
+                No client authentication is configured, so anyone could ask for any customer's signature. Set \(variable: .apiKeys)=name:key \
+                (your backend) and/or \(variable: .clientJwtSecret) or \(variable: .clientJwtKeys) (your app's login tokens); for local \
+                development only, \(variable: .clientAuth)=none. See the README, \"Securing it\".
+                """
             )
         }
         return auth
@@ -69,13 +79,17 @@ extension ServiceConfiguration {
         guard let port = try config.integer(.adminPort, in: 0...65_535, note: "a port number; 0 picks a free one") else {
             if config.string(.adminHost) != nil {
                 throw ConfigurationError(
+                    .invalidConfiguration,
                     "\(variable: .adminHost) is set without \(variable: .adminPort); set the port of the operations listener too."
                 )
             }
             return nil
         }
         guard port == 0 || port != publicPort else {
-            throw ConfigurationError("\(variable: .adminPort)=\(port) is \(variable: .port) too; give the operations listener a port of its own.")
+            throw ConfigurationError(
+                .invalidConfiguration,
+                "\(variable: .adminPort)=\(port) is \(variable: .port) too; give the operations listener a port of its own."
+            )
         }
         return (try listenHost(config, .adminHost), port)
     }
@@ -133,7 +147,10 @@ extension ServiceConfiguration {
                 if environments.contains(.production), app.appAppleId == nil {
                     warnings.append(
                         "App Store notifications and signed transactions for \(app.bundleIdentifier) are refused: accepting Production needs "
-                            + "the app's Apple ID, \(variable: .appAppleId) (App Store Connect > App Information > Apple ID) or appAppleId in the policy\(api)."
+                            + """
+                            the app's Apple ID, \(variable: .appAppleId) (App Store Connect > App Information > Apple ID) or appAppleId in the \
+                            policy\(api).
+                            """
                     )
                 } else {
                     warnings.append(
@@ -166,7 +183,11 @@ extension ServiceConfiguration {
             }
         guard isName, !labels.allSatisfy({ $0.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } }) else {
             throw ConfigurationError(
-                "\(variable: variable)=\(host.prefix(64)) is not an address to listen on: give an IPv4 or IPv6 address (127.0.0.1, 0.0.0.0, ::) or a host name."
+                .invalidConfiguration,
+                """
+                \(variable: variable)=\(host.prefix(64)) is not an address to listen on: give an IPv4 or IPv6 address (127.0.0.1, 0.0.0.0, ::) \
+                or a host name.
+                """
             )
         }
         return host

@@ -126,7 +126,7 @@ public struct ServiceConfiguration: Sendable {
             do {
                 policy = try OfferPolicy(contentsOf: path)
             } catch {
-                throw ConfigurationError("\(variable: .policy): \(error.message)")
+                throw ConfigurationError(.invalidConfiguration, "\(variable: .policy): \(error.message)")
             }
         }
         var apps: [AppConfiguration] = []
@@ -144,11 +144,15 @@ public struct ServiceConfiguration: Sendable {
                     maximumLength: PayloadField.maximumBundleIdentifierLength
                 )
             } catch {
-                throw ConfigurationError(error.message)
+                throw ConfigurationError(.invalidConfiguration, error.message)
             }
             if let policy, policy.app(bundleIdentifier) == nil {
                 throw ConfigurationError(
-                    "\(variable: .bundleIdentifier)=\(bundleIdentifier) is not an app of the policy (\(variable: .policy)); add it there or unset the variable."
+                    .invalidConfiguration,
+                    """
+                    \(variable: .bundleIdentifier)=\(bundleIdentifier) is not an app of the policy (\(variable: .policy)); add it there or \
+                    unset the variable.
+                    """
                 )
             }
             let fromPolicy = policy?.app(bundleIdentifier)
@@ -174,12 +178,12 @@ public struct ServiceConfiguration: Sendable {
             var roots: [Certificate] = []
             for path in paths {
                 guard let data = FileManager.default.contents(atPath: path) else {
-                    throw ConfigurationError("\(variable: .trustedRoots): cannot read \(path).")
+                    throw ConfigurationError(.invalidConfiguration, "\(variable: .trustedRoots): cannot read \(path).")
                 }
                 do {
                     roots.append(try TrustedRootCertificates.certificate(pemOrDER: Array(data)))
                 } catch {
-                    throw ConfigurationError("\(variable: .trustedRoots): \(path) is not a PEM or DER certificate.")
+                    throw ConfigurationError(.invalidConfiguration, "\(variable: .trustedRoots): \(path) is not a PEM or DER certificate.")
                 }
             }
             trustedRoots = roots
@@ -193,6 +197,7 @@ public struct ServiceConfiguration: Sendable {
                 ]
                 guard let environment = known[name.lowercased()] else {
                     throw ConfigurationError(
+                        .invalidConfiguration,
                         "\(variable: .environments): unknown environment '\(name.prefix(30))'; use Production, Sandbox, Xcode or LocalTesting."
                     )
                 }
@@ -201,12 +206,17 @@ public struct ServiceConfiguration: Sendable {
         }
         guard !apps.isEmpty else {
             throw ConfigurationError(
-                "\(variable: .bundleIdentifier) is not set: set it to your app's bundle identifier (com.example.app), or list your apps in a policy file (\(variable: .policy)). For a try-out with a throw-away key, run `offer-signer serve --demo`."
+                .invalidConfiguration,
+                """
+                \(variable: .bundleIdentifier) is not set: set it to your app's bundle identifier (com.example.app), or list your apps in a \
+                policy file (\(variable: .policy)). For a try-out with a throw-away key, run `offer-signer serve --demo`.
+                """
             )
         }
         let keys = requireKeys ? try KeyLoader.load(environment: environment) : []
         guard !keys.isEmpty || !requireKeys else {
             throw ConfigurationError(
+                .invalidConfiguration,
                 "No signing key is configured: set \(ConfigurationVariable.keyVariable("<KEYID>")) (the PEM), \(ConfigurationVariable.keyFileVariable("<KEYID>")) (a path to SubscriptionKey_<KEYID>.p8) or \(variable: .keysDir) (a folder of them). See keys.example."
             )
         }
@@ -219,16 +229,15 @@ public struct ServiceConfiguration: Sendable {
             for app in policy?.apps ?? [] {
                 if let key = app.activeKeyIdentifier, keyRing.entry(for: key) == nil, requireKeys {
                     throw OfferSigningError(
-                        code: .unknownKey,
-                        message:
-                            "The policy's active key for \(app.bundleIdentifier), \(key), is not among the loaded keys (\(keys.map(\.key.keyIdentifier).joined(separator: ", ")))."
+                        .unknownKey,
+                        "The policy's active key for \(app.bundleIdentifier), \(key), is not among the loaded keys (\(keys.map(\.key.keyIdentifier).joined(separator: ", ")))."
                     )
                 }
             }
         } catch let error as OfferSigningError {
-            throw ConfigurationError(error.message)
+            throw ConfigurationError(.invalidConfiguration, error.message)
         } catch {
-            throw ConfigurationError("\(error)")
+            throw ConfigurationError(.invalidConfiguration, "\(error)")
         }
         let adminTokens = try BearerTokens(parsing: config.string(.adminTokens) ?? "")
         let stateFile = config.string(.stateFile)
@@ -259,6 +268,7 @@ public struct ServiceConfiguration: Sendable {
         self.environments = environments
         if let url = databaseURL, !(url.hasPrefix("sqlite:") || url.hasPrefix("postgres://") || url.hasPrefix("postgresql://")) {
             throw ConfigurationError(
+                .invalidConfiguration,
                 "\(variable: .databaseUrl) is neither sqlite:PATH nor postgres://user:password@host:port/database; see docs/store.md."
             )
         }

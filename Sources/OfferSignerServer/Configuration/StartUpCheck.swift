@@ -20,13 +20,13 @@ public func checkStartUp(configuration: ServiceConfiguration) async throws(Confi
     _ = try await ClientAuthenticator(configuration.clientAuth)
     // What serve checks before it listens, without opening anything: the store's URL, the key state file.
     if let databaseURL = configuration.databaseURL {
-        do throws(OfferStoreError) { try checkDatabaseURL(databaseURL) } catch { throw ConfigurationError(error.message) }
+        do throws(OfferStoreError) { try checkDatabaseURL(databaseURL) } catch { throw ConfigurationError(.invalidConfiguration, error.message) }
     }
     if let path = configuration.stateFilePath {
         do { _ = try await FileKeyStateStore(path: path).load() } catch let error as KeyManagementError {
-            throw ConfigurationError(error.message)
+            throw ConfigurationError(.invalidConfiguration, error.message)
         } catch {
-            throw ConfigurationError("\(variable: .stateFile)=\(path) cannot be read.")
+            throw ConfigurationError(.invalidConfiguration, "\(variable: .stateFile)=\(path) cannot be read.")
         }
     }
     var notes: [String] = []

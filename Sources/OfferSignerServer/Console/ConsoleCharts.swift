@@ -52,7 +52,8 @@ enum ConsoleCharts {
         return """
             <p class="legend"><span class="issued">issued</span><span class="redeemed">redeemed</span>\
             \(changes.isEmpty ? HTML.empty : "<span class=\"change\">- - key or policy change</span>" as HTML)</p>
-            <svg class="chart" id="daily-chart" viewBox="0 0 \(format(width)) \(format(height))" role="img" aria-label="Signatures issued and offers redeemed per day">
+            <svg class="chart" id="daily-chart" viewBox="0 0 \(format(width)) \(format(height))" role="img" aria-label="Signatures issued and \
+            offers redeemed per day">
             \(axis)\(marks)</svg>
             """
     }
@@ -72,7 +73,10 @@ enum ConsoleCharts {
             guard let rate = variant.rate else { continue }
             let y = 14 + rowHeight * Double(index)
             let title =
-                "\(variant.name): \(ConsoleLayout.percent(rate.estimate)) (\(ConsoleLayout.percent(rate.lower)) to \(ConsoleLayout.percent(rate.upper)))"
+                """
+                \(variant.name): \(ConsoleLayout.percent(rate.estimate)) (\(ConsoleLayout.percent(rate.lower)) to \
+                \(ConsoleLayout.percent(rate.upper)))
+                """
             marks.append(
                 """
                 <text x="0" y="\(format(y + 4))">\(variant.name)\(variant.holdout ? " (holdout)" : "")</text>
@@ -86,9 +90,11 @@ enum ConsoleCharts {
         }
         let axisY = height - 12
         return """
-            <svg class="chart" id="interval-chart" viewBox="0 0 \(format(width)) \(format(height))" role="img" aria-label="Each variant's rate with its 95 % interval">
+            <svg class="chart" id="interval-chart" viewBox="0 0 \(format(width)) \(format(height))" role="img" aria-label="Each variant's rate with \
+            its 95 % interval">
             <line class="axis" x1="\(format(left))" y1="\(format(axisY - 8))" x2="\(format(width - right))" y2="\(format(axisY - 8))"/>
-            <text x="\(format(left))" y="\(format(axisY + 4))">0 %</text><text x="\(format(width - right - 60))" y="\(format(axisY + 4))">\(ConsoleLayout.percent(upper))</text>
+            <text x="\(format(left))" y="\(format(axisY + 4))">0 %</text><text x="\(format(width - right - 60))" \
+            y="\(format(axisY + 4))">\(ConsoleLayout.percent(upper))</text>
             \(marks)</svg>
             """
     }

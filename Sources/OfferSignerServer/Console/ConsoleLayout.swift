@@ -19,7 +19,8 @@ enum ConsoleLayout {
             title,
             body: """
                 <header><nav>\(links)</nav>
-                <form class="signout" method="post" action="/console/logout">\(csrfField(session))<span>\(session.admin)</span> <button type="submit">Sign out</button></form></header>
+                <form class="signout" method="post" action="/console/logout">\(csrfField(session))<span>\(session.admin)</span> <button \
+                type="submit">Sign out</button></form></header>
                 <main><h1>\(title)</h1>
                 \(body)
                 </main>
@@ -124,11 +125,14 @@ enum ConsoleLayout {
 
     /// The stylesheet served at `/console/style.css`: readable at a phone's width, no external resource.
     static let stylesheet = """
-        :root { color-scheme: light dark; --fg: #1d1d1f; --bg: #fff; --muted: #6e6e73; --line: #d2d2d7; --issued: #0a84ff; --redeemed: #30a14e; --bad: #c9252c; --shade: rgba(0,0,0,.22); }
-        @media (prefers-color-scheme: dark) { :root { --fg: #f5f5f7; --bg: #1c1c1e; --muted: #a1a1a6; --line: #3a3a3c; --shade: rgba(255,255,255,.25); } }
+        :root { color-scheme: light dark; --fg: #1d1d1f; --bg: #fff; --muted: #6e6e73; --line: #d2d2d7; --issued: #0a84ff; --redeemed: #30a14e; \
+        --bad: #c9252c; --shade: rgba(0,0,0,.22); }
+        @media (prefers-color-scheme: dark) { :root { --fg: #f5f5f7; --bg: #1c1c1e; --muted: #a1a1a6; --line: #3a3a3c; --shade: \
+        rgba(255,255,255,.25); } }
         * { box-sizing: border-box; }
         body { margin: 0; font: 15px/1.45 -apple-system, system-ui, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); }
-        header { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; justify-content: space-between; padding: .6rem 1rem; border-bottom: 1px solid var(--line); }
+        header { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; justify-content: space-between; padding: .6rem 1rem; \
+        border-bottom: 1px solid var(--line); }
         nav { display: flex; flex-wrap: wrap; gap: .25rem .9rem; }
         nav a { color: inherit; text-decoration: none; padding: .2rem 0; }
         nav a[aria-current=page] { font-weight: 600; border-bottom: 2px solid var(--issued); }
@@ -137,11 +141,15 @@ enum ConsoleLayout {
         .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: .7rem; }
         .card { border: 1px solid var(--line); border-radius: 8px; padding: .6rem .8rem; }
         .card b { display: block; font-size: 1.4rem; } .card span { color: var(--muted); font-size: .85rem; }
-        .scroll { overflow-x: auto; background: linear-gradient(to right, var(--bg) 30%, transparent), linear-gradient(to left, var(--bg) 30%, transparent) 100% 0,
-          radial-gradient(farthest-side at 0 50%, var(--shade), transparent), radial-gradient(farthest-side at 100% 50%, var(--shade), transparent) 100% 0;
-          background-repeat: no-repeat; background-size: 40px 100%, 40px 100%, 14px 100%, 14px 100%; background-attachment: local, local, scroll, scroll; }
+        .scroll { overflow-x: auto; background: linear-gradient(to right, var(--bg) 30%, transparent), linear-gradient(to left, var(--bg) 30%, \
+        transparent) 100% 0,
+          radial-gradient(farthest-side at 0 50%, var(--shade), transparent), radial-gradient(farthest-side at 100% 50%, var(--shade), transparent) \
+        100% 0;
+          background-repeat: no-repeat; background-size: 40px 100%, 40px 100%, 14px 100%, 14px 100%; background-attachment: local, local, scroll, \
+        scroll; }
         .scroll::before { content: "scroll →"; display: none; position: sticky; left: 0; font-size: .75rem; color: var(--muted); }
-        @media (max-width: 700px) { .scroll.wide::before { display: block; } .scroll td:first-child, .scroll th:first-child { position: sticky; left: 0; background: var(--bg); } }
+        @media (max-width: 700px) { .scroll.wide::before { display: block; } .scroll td:first-child, .scroll th:first-child { position: sticky; \
+        left: 0; background: var(--bg); } }
         table { border-collapse: collapse; width: 100%; font-size: .9rem; }
         th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid var(--line); white-space: nowrap; }
         @media (min-width: 701px) { td, th { white-space: normal; } td.n, th.n, td code { white-space: nowrap; } }
@@ -156,17 +164,21 @@ enum ConsoleLayout {
         form.signout { display: flex; gap: .5rem; align-items: center; margin: 0; }
         form.stack { display: grid; gap: .5rem; max-width: 420px; }
         form.inline { display: flex; flex-wrap: wrap; gap: .4rem; align-items: center; margin: .2rem 0; }
-        form.wide { max-width: none; margin-top: 1.2rem; } textarea { width: 100%; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); font: .85rem/1.4 ui-monospace, Menlo, monospace; }
+        form.wide { max-width: none; margin-top: 1.2rem; } textarea { width: 100%; padding: .35rem .5rem; border: 1px solid var(--line); \
+        border-radius: 6px; background: var(--bg); color: var(--fg); font: .85rem/1.4 ui-monospace, Menlo, monospace; }
         pre { overflow-x: auto; font-size: .8rem; padding: .6rem; border: 1px solid var(--line); border-radius: 6px; }
         pre.diff .add { background: rgba(48,161,78,.2); } pre.diff .del { background: rgba(201,37,44,.2); } pre.diff .gap { color: var(--muted); }
         h3 { font-size: 1rem; margin: 1.2rem 0 .5rem; } details { margin: .8rem 0; } summary { cursor: pointer; }
-        input, select, button { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); }
+        input, select, button { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); \
+        color: var(--fg); }
         button { cursor: pointer; } button.danger { border-color: var(--bad); color: var(--bad); }
         svg.chart { width: 100%; height: auto; max-height: 320px; }
         svg .issued { fill: var(--issued); } svg .redeemed { fill: var(--redeemed); }
         svg .axis { stroke: var(--line); } svg text { fill: var(--muted); font-size: 16px; }
-        svg .interval { stroke: var(--issued); stroke-width: 2; } svg .estimate { fill: var(--issued); } svg .zero { stroke: var(--muted); stroke-dasharray: 3 3; }
-        .legend span { margin-right: 1rem; } .legend .issued::before, .legend .redeemed::before { content: ""; display: inline-block; width: .8em; height: .8em; margin-right: .3em; }
+        svg .interval { stroke: var(--issued); stroke-width: 2; } svg .estimate { fill: var(--issued); } svg .zero { stroke: var(--muted); \
+        stroke-dasharray: 3 3; }
+        .legend span { margin-right: 1rem; } .legend .issued::before, .legend .redeemed::before { content: ""; display: inline-block; width: .8em; \
+        height: .8em; margin-right: .3em; }
         .legend .issued::before { background: var(--issued); } .legend .redeemed::before { background: var(--redeemed); }
         """
 }

@@ -66,9 +66,8 @@ struct ConsoleSessionMiddleware: RouterMiddleware {
                     metadata: ["admin": "\(session.admin)", "route": "\(context.endpointPath ?? "-")"]
                 )
                 throw APIError(
-                    status: .forbidden,
-                    code: "csrf",
-                    message: "This form is stale or did not come from the console; open the page again and resubmit."
+                    .csrf,
+                    "This form is stale or did not come from the console; open the page again and resubmit."
                 )
             }
         }
@@ -83,7 +82,7 @@ extension OfferSignerRequestContext {
     /// The console session (set by ``ConsoleSessionMiddleware`` on every signed-in route).
     var requireConsoleSession: ConsoleSession {
         get throws {
-            guard let consoleSession else { throw APIError(status: .internalServerError, code: "internal", message: "No console session.") }
+            guard let consoleSession else { throw APIError(.internal, "No console session.") }
             return consoleSession
         }
     }

@@ -22,7 +22,8 @@ extension ConsolePages {
             <input name="customer" placeholder="applicationUsername / appAccountToken" value="\(applicationUsername)" maxlength="255" required>
             <button type="submit">Look up</button></form>
             <form class="inline" method="get" action="/console/customers">
-            <input name="originalTransactionId" placeholder="originalTransactionId" value="\(originalTransactionId)" inputmode="numeric" maxlength="32" required>
+            <input name="originalTransactionId" placeholder="originalTransactionId" value="\(originalTransactionId)" inputmode="numeric" \
+            maxlength="32" required>
             <button type="submit">Look up</button></form>
             """
         if !originalTransactionId.isEmpty, let store = service.store {
@@ -143,7 +144,10 @@ extension ConsolePages {
         }
         let table: HTML =
             rows.isEmpty
-            ? "<p class=\"muted\">No decision logged about this customer in the last \(Self.decisionWindowDays) days (decisions under a policy only; without \(ConfigurationVariable.logHashKey.environmentName), only this process's).</p>"
+            ? """
+            <p class=\"muted\">No decision logged about this customer in the last \(Self.decisionWindowDays) days (decisions under a policy \
+            only; without \(ConfigurationVariable.logHashKey.environmentName), only this process's).</p>
+            """
             : ConsoleLayout.table(["When", "Channel", "Product", "Offer or message", "Answer", "Reasons", "Policy"], rows)
         return "<h2 id=\"decisions\">Decisions, with their reasons (last \(Self.decisionWindowDays) days, newest 100)</h2>\(table)"
     }

@@ -47,7 +47,8 @@ extension ConsolePages {
                 \(message ?? .empty)
                 \(Self.keyTable(ring, counts: service.signatureCountsByKey))
                 <h2>Change a key</h2>
-                <p class="note">Activating makes a key the default signing key; retiring stops signing with it (its signatures still verify); revoking stops both. The change is saved, served at once, and audited under your name.</p>
+                <p class="note">Activating makes a key the default signing key; retiring stops signing with it (its signatures still verify); \
+                revoking stops both. The change is saved, served at once, and audited under your name.</p>
                 \(form)
                 <h2>Audit (last 50 events)</h2>
                 \(audit)
@@ -59,7 +60,7 @@ extension ConsolePages {
     /// admin's name; the confirmation must be the key identifier.
     func changeKey(_ form: ConsoleForm, session: ConsoleSession, logger: Logger) async throws -> Response {
         guard let keyManager else {
-            throw APIError(status: .notFound, code: "not_found", message: "Key changes are not available in this configuration.")
+            throw APIError(.notFound, "Key changes are not available in this configuration.")
         }
         guard let keyIdentifier = form["keyIdentifier"], (1...64).contains(keyIdentifier.utf8.count),
             let action = form["action"], Self.keyActions.contains(action)

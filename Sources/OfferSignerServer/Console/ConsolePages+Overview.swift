@@ -37,7 +37,10 @@ extension ConsolePages {
                     level: .bad,
                     name: "server-errors",
                     text:
-                        "\(ConsoleLayout.percent(rate)) of the answers of the last \(recent.minutes) minutes were server errors (5xx): read the service's log (level error) and /readyz."
+                        """
+                        \(ConsoleLayout.percent(rate)) of the answers of the last \(recent.minutes) minutes were server errors (5xx): read the \
+                        service's log (level error) and /readyz.
+                        """
                 )
             )
         }
@@ -51,10 +54,14 @@ extension ConsolePages {
             <div class="cards"><div class="card"><span>Customer store</span>\(store)</div>
             <div class="card"><span>Active key</span><b>\(active)</b></div>
             \(Self.recentCards(recent))
-            <div class="card"><span>Last signature</span><b data-metric="last-signature">\(Self.ago(activity?.lastSignature, now: now))</b>\(Self.stamp(activity?.lastSignature))</div>
-            <div class="card"><span>Last App Store notification</span><b data-metric="last-notification">\(Self.ago(activity?.lastNotification, now: now))</b>\(Self.stamp(activity?.lastNotification))</div>
+            <div class="card"><span>Last signature</span><b \
+            data-metric="last-signature">\(Self.ago(activity?.lastSignature, now: now))</b>\(Self.stamp(activity?.lastSignature))</div>
+            <div class="card"><span>Last App Store notification</span><b \
+            data-metric="last-notification">\(Self.ago(activity?.lastNotification, now: now))</b>\(Self.stamp(activity?.lastNotification))</div>
             <div class="card"><span>Version</span><b data-metric="version">\(ServiceVersion.current)</b></div>
-            <div class="card"><span>Up for</span><b data-metric="uptime">\(Self.duration(now.timeIntervalSince(RequestTally.startedAt)))</b><span>since \(ConsoleLayout.date(RequestTally.startedAt))</span></div>
+            <div class="card"><span>Up for</span><b \
+            data-metric="uptime">\(Self.duration(now.timeIntervalSince(RequestTally.startedAt)))</b><span>since \
+            \(ConsoleLayout.date(RequestTally.startedAt))</span></div>
             <div class="card"><span>Policy in force</span>\(Self.policySummary(service.policy))</div></div>
             \(Self.keyTable(ring, counts: service.signatureCountsByKey))
             """
@@ -107,7 +114,11 @@ extension ConsolePages {
                     level: .warn,
                     name: "demo",
                     text:
-                        "Demo mode: the public admin token \(ServiceConfiguration.demoAdminToken) signs anyone in, the data is made up and the key is thrown away at exit. Never expose this service; run `offer-signer serve` with your own \(ConfigurationVariable.adminTokens.environmentName) for real."
+                        """
+                        Demo mode: the public admin token \(ServiceConfiguration.demoAdminToken) signs anyone in, the data is made up and the \
+                        key is thrown away at exit. Never expose this service; run `offer-signer serve` with your own \
+                        \(ConfigurationVariable.adminTokens.environmentName) for real.
+                        """
                 )
             )
         }
@@ -122,7 +133,10 @@ extension ConsolePages {
                     level: .bad,
                     name: "no-store",
                     text:
-                        "No customer store: App Store notifications are refused, redemptions are never counted, and rules that read history (caps, cool-downs, lapsed) cannot decide. Set \(ConfigurationVariable.databaseUrl.environmentName)."
+                        """
+                        No customer store: App Store notifications are refused, redemptions are never counted, and rules that read history \
+                        (caps, cool-downs, lapsed) cannot decide. Set \(ConfigurationVariable.databaseUrl.environmentName).
+                        """
                 )
             )
             return warnings
@@ -133,7 +147,10 @@ extension ConsolePages {
                     level: .bad,
                     name: "store-unreachable",
                     text:
-                        "The customer store does not answer: signing under rules that read it, notifications and these pages fail (503). See docs/operations.md, “The store is unavailable”."
+                        """
+                        The customer store does not answer: signing under rules that read it, notifications and these pages fail (503). See \
+                        docs/operations.md, “The store is unavailable”.
+                        """
                 )
             )
         }
@@ -143,7 +160,12 @@ extension ConsolePages {
                     level: .bad,
                     name: "notifications-refused",
                     text:
-                        "App Store notifications are refused (503): no app can verify them. Redemptions, renewals and refunds can never be counted, and customers stay never_subscribed. Set \(ConfigurationVariable.appAppleId.environmentName) (the app's Apple ID, needed for Production) and restart, then point App Store Connect's App Store Server Notifications URL at /v1/notifications/appstore."
+                        """
+                        App Store notifications are refused (503): no app can verify them. Redemptions, renewals and refunds can never be \
+                        counted, and customers stay never_subscribed. Set \(ConfigurationVariable.appAppleId.environmentName) (the app's Apple \
+                        ID, needed for Production) and restart, then point App Store Connect's App Store Server Notifications URL at \
+                        /v1/notifications/appstore.
+                        """
                 )
             )
         } else {
@@ -164,7 +186,10 @@ extension ConsolePages {
                         level: .warn,
                         name: "no-notification",
                         text:
-                            "No App Store notification has arrived yet: until one does, no redemption is counted. Check the App Store Server Notifications URL (Version 2) in App Store Connect, or request a test notification."
+                            """
+                            No App Store notification has arrived yet: until one does, no redemption is counted. Check the App Store Server \
+                            Notifications URL (Version 2) in App Store Connect, or request a test notification.
+                            """
                     )
                 )
             }
@@ -175,7 +200,10 @@ extension ConsolePages {
                     level: .warn,
                     name: "no-policy",
                     text:
-                        "No policy is in force: every well-formed request is signed, whoever asks. Set \(ConfigurationVariable.policy.environmentName) (see examples/policy.yaml)."
+                        """
+                        No policy is in force: every well-formed request is signed, whoever asks. Set \
+                        \(ConfigurationVariable.policy.environmentName) (see examples/policy.yaml).
+                        """
                 )
             )
         }
@@ -186,7 +214,10 @@ extension ConsolePages {
     static func warningList(_ warnings: [Warning]) -> HTML {
         guard !warnings.isEmpty else {
             return
-                "<p class=\"status ok\" id=\"status\" data-warnings=\"0\">Nothing needs attention: the store answers, a key is active and notifications are accepted.</p>"
+                """
+                <p class=\"status ok\" id=\"status\" data-warnings=\"0\">Nothing needs attention: the store answers, a key is active and \
+                notifications are accepted.</p>
+                """
         }
         let worst: Warning.Level = warnings.contains { $0.level == .bad } ? .bad : .warn
         let items: [HTML] = warnings.map { "<li class=\"\($0.level.rawValue)\" data-warning=\"\($0.name)\">\($0.text)</li>" }
@@ -208,8 +239,11 @@ extension ConsolePages {
             return milliseconds == Int.max ? "> \(RequestTally.bucketBounds.last ?? 0) ms" : "≤ \(milliseconds) ms"
         }
         return """
-            <div class="card"><span>Server errors, last \(recent.minutes) min</span>\(rate)<span>\(recent.serverErrors) of \(recent.answered) answers; \(recent.clientErrors) refused as the client's (4xx)</span></div>
-            <div class="card"><span>Latency, last \(recent.minutes) min</span><b data-metric="latency-p50">\(bound(recent.durationBound(below: 0.5)))</b><span>half the answers; 99 %: <span data-metric="latency-p99">\(bound(recent.durationBound(below: 0.99)))</span></span></div>
+            <div class="card"><span>Server errors, last \(recent.minutes) min</span>\(rate)<span>\(recent.serverErrors) of \(recent.answered) \
+            answers; \(recent.clientErrors) refused as the client's (4xx)</span></div>
+            <div class="card"><span>Latency, last \(recent.minutes) min</span><b \
+            data-metric="latency-p50">\(bound(recent.durationBound(below: 0.5)))</b><span>half the answers; 99 %: <span \
+            data-metric="latency-p99">\(bound(recent.durationBound(below: 0.99)))</span></span></div>
             """
     }
 
@@ -229,13 +263,19 @@ extension ConsolePages {
         let total = decisions.granted + decisions.refused
         let rate = total > 0 ? ConsoleLayout.percent(Double(decisions.refused) / Double(total)) : "–"
         return
-            "<div class=\"card\"><span>Refusal rate</span><b data-metric=\"refusal-rate\">\(rate)</b><span>\(decisions.refused) of \(total) decisions under the policy</span></div>"
+            """
+            <div class=\"card\"><span>Refusal rate</span><b data-metric=\"refusal-rate\">\(rate)</b><span>\(decisions.refused) of \(total) \
+            decisions under the policy</span></div>
+            """
     }
 
     static func redemptionRateCard(_ totals: OutcomeTotals) -> HTML {
         let rate = totals.issued > 0 ? ConsoleLayout.percent(Double(totals.attributed) / Double(totals.issued)) : "–"
         return
-            "<div class=\"card\"><span>Redemption rate</span><b data-metric=\"redemption-rate\">\(rate)</b><span>redemptions attributed per signature issued</span></div>"
+            """
+            <div class=\"card\"><span>Redemption rate</span><b data-metric=\"redemption-rate\">\(rate)</b><span>redemptions attributed per \
+            signature issued</span></div>
+            """
     }
 
     /// The revenue of the range, one line per currency (never summed across currencies).

@@ -51,7 +51,8 @@ extension ConsolePages {
                 ]
             }
             inForce = """
-                <div class="cards"><div class="card"><span>Version (SHA-256 of the text)</span><b><code title="\(policy.version)">\(policy.version.prefix(12))</code></b></div>
+                <div class="cards"><div class="card"><span>Version (SHA-256 of the text)</span><b><code \
+                title="\(policy.version)">\(policy.version.prefix(12))</code></b></div>
                 <div class="card"><span>Loaded</span><b>\(ConsoleLayout.date(policyLoadedAt))</b></div>
                 <div class="card"><span>Source</span><b id="policy-source">\(inForceRevision)</b></div>
                 <div class="card"><span>Holds</span>\(Self.policySummary(policy))</div></div>
@@ -73,7 +74,8 @@ extension ConsolePages {
             ? "<p class=\"muted\">A dry-run replays the decision log, which needs the customer store.</p>"
             : """
             \(start)
-            <form class="stack wide" method="post" action="\(ConsoleForm.policyPath)" enctype="multipart/form-data">\(ConsoleLayout.csrfField(session))
+            <form class="stack wide" method="post" action="\(ConsoleForm.policyPath)" \
+            enctype="multipart/form-data">\(ConsoleLayout.csrfField(session))
             <label for="candidate">Candidate policy (YAML or JSON, as <code>offer-signer policy check</code> reads it): paste it…</label>
             <textarea id="candidate" name="candidate" rows="16" spellcheck="false">\(candidate)</textarea>
             <label for="file">…or upload the file (it wins over the text)</label>
@@ -92,7 +94,11 @@ extension ConsolePages {
                 <h2>In force</h2>
                 \(inForce)
                 <h2>Dry-run or apply a candidate</h2>
-                <p class="note">Dry-run replays the decisions logged in the window under the candidate and shows what would change, by offer, with examples (docs/policy.md, “Dry-run”); nothing is changed. Apply puts the candidate in force on every replica sharing the store (as <code>offer-signer policy apply</code> does). Both are audited under your name. The log keeps customers only as a keyed hash, so a candidate with customer lists cannot be replayed; an experiment can, when the candidate keeps it as in force (same id, variants and weights): each decision is replayed with the variant it was logged with.</p>
+                <p class="note">Dry-run replays the decisions logged in the window under the candidate and shows what would change, by offer, with \
+                examples (docs/policy.md, “Dry-run”); nothing is changed. Apply puts the candidate in force on every replica sharing the store (as \
+                <code>offer-signer policy apply</code> does). Both are audited under your name. The log keeps customers only as a keyed hash, so a \
+                candidate with customer lists cannot be replayed; an experiment can, when the candidate keeps it as in force (same id, variants and \
+                weights): each decision is replayed with the variant it was logged with.</p>
                 \(result)
                 \(diff)
                 \(form)
@@ -128,7 +134,10 @@ extension ConsolePages {
             do {
                 let applied = try await AdminPolicyRoutes.apply(candidate, service: service, admin: session.admin, via: "console", logger: logger)
                 let note: HTML =
-                    "<p class=\"ok\" role=\"status\" id=\"policy-applied\">Applied: version <code>\(candidate.version.prefix(12))</code> is revision \(applied.revision) in the store; every replica runs it.</p>"
+                    """
+                    <p class=\"ok\" role=\"status\" id=\"policy-applied\">Applied: version <code>\(candidate.version.prefix(12))</code> is \
+                    revision \(applied.revision) in the store; every replica runs it.</p>
+                    """
                 return policy(session, candidate: "", days: days, result: note).response()
             } catch let error as OfferServiceError {
                 let apiError = APIError(error)
@@ -167,7 +176,8 @@ extension ConsolePages {
             ]
         }
         return """
-            <section id="dry-run-result" data-replayed="\(report.replayed)" data-granted-to-refused="\(report.grantedToRefused)" data-refused-to-granted="\(report.refusedToGranted)" data-changed-offer="\(report.changedOffer)">
+            <section id="dry-run-result" data-replayed="\(report.replayed)" data-granted-to-refused="\(report.grantedToRefused)" \
+            data-refused-to-granted="\(report.refusedToGranted)" data-changed-offer="\(report.changedOffer)">
             <h3>Dry-run of <code title="\(candidate.version)">\(candidate.version.prefix(12))</code> over the last \(days) days</h3>
             <div class="cards">
             <div class="card"><span>Decisions replayed</span><b>\(report.replayed)</b></div>

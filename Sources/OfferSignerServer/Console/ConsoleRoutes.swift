@@ -152,9 +152,8 @@ struct ConsoleRoutes {
         case .limited(let retryAfter):
             context.logger.warning("console sign-in throttled", metadata: ["client": "\(client)", "retryAfterSeconds": "\(retryAfter)"])
             throw APIError(
-                status: .tooManyRequests,
-                code: "rate_limited",
-                message: "Too many failed admin authentications from this address; try again in \(retryAfter) seconds with a valid token.",
+                .rateLimited,
+                "Too many failed admin authentications from this address; try again in \(retryAfter) seconds with a valid token.",
                 headers: [.retryAfter: "\(retryAfter)"]
             )
         }

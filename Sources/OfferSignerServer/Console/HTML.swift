@@ -96,7 +96,7 @@ struct ConsoleForm: Sendable {
                     let value = part.replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
                     value.utf8.count <= maximumValueLength
                 else {
-                    throw APIError(status: .badRequest, code: "invalid_request", message: "A form field is too long or not valid form encoding.")
+                    throw APIError(.invalidRequest, "A form field is too long or not valid form encoding.")
                 }
                 return value
             }
@@ -115,7 +115,7 @@ struct ConsoleForm: Sendable {
             return try ConsoleForm(encoded: String(buffer: buffer), maximumValueLength: limits.value)
         }
         guard let match = contentType.firstMatch(of: /(?i);\s*boundary="?([0-9A-Za-z'()+_,.\/:=?-]{1,70})"?/) else {
-            throw APIError(status: .badRequest, code: "invalid_request", message: "A multipart form needs a boundary.")
+            throw APIError(.invalidRequest, "A multipart form needs a boundary.")
         }
         return try ConsoleForm(multipart: buffer, boundary: String(match.1), maximumValueLength: limits.value)
     }
@@ -128,7 +128,7 @@ struct ConsoleForm: Sendable {
         do throws(MultipartFormData.Problem) {
             parts = try MultipartFormData.parse(body, boundary: boundary, maximumContentLength: maximumValueLength)
         } catch {
-            throw APIError(status: .badRequest, code: "invalid_request", message: Self.message(error, maximumValueLength: maximumValueLength))
+            throw APIError(.invalidRequest, Self.message(error, maximumValueLength: maximumValueLength))
         }
         for part in parts {
             if part.content.isEmpty, part.filename != nil { continue }
@@ -140,11 +140,17 @@ struct ConsoleForm: Sendable {
     static func message(_ problem: MultipartFormData.Problem, maximumValueLength: Int) -> String {
         switch problem {
         case .noBoundary, .malformed, .missingClosingDelimiter, .noName:
-            "The form is not valid multipart/form-data (RFC 7578): a boundary line, a part's headers or the closing boundary line is missing or broken; send the form again from the console's page."
+            """
+            The form is not valid multipart/form-data (RFC 7578): a boundary line, a part's headers or the closing boundary line is missing or \
+            broken; send the form again from the console's page.
+            """
         case .tooManyParts:
             "The form has more than \(MultipartFormData.maximumParts) parts; send only the fields of the console's form."
         case .headerBlockTooLarge:
-            "A part of the form has more than \(MultipartFormData.maximumHeaderBlock / 1024) KiB or \(MultipartFormData.maximumHeaderLines) lines of headers; send the form again from the console's page."
+            """
+            A part of the form has more than \(MultipartFormData.maximumHeaderBlock / 1024) KiB or \(MultipartFormData.maximumHeaderLines) \
+            lines of headers; send the form again from the console's page.
+            """
         case .contentTooLong:
             "A field or file of the form is longer than \(maximumValueLength) bytes; shorten it."
         case .notUTF8:

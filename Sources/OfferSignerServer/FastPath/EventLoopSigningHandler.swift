@@ -24,25 +24,29 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     private let signing: EventLoopSigning
     private let logger: Logger
-    private let requestTimeout: TimeAmount
-    private var machine: SigningConnectionStateMachine
+    private var machine: SigningConnectionStateMachine<EventLoopClock, Any>
     /// Closes the connection when a body being collected has not arrived within the request timeout.
     private var deadline: Scheduled<Void>?
 
-    init(signing: EventLoopSigning, requestTimeout: Duration, logger: Logger) {
+    init(signing: EventLoopSigning, requestTimeout: Duration, eventLoop: any EventLoop, logger: Logger) {
         self.signing = signing
-        self.requestTimeout = TimeAmount(requestTimeout)
         self.logger = logger
-        self.machine = SigningConnectionStateMachine(maximumBodySize: OfferSignerRequestContext.maximumBodySize)
+        // On the event loop's clock, as the deadline's timer: a test's `EmbeddedEventLoop` moves both by hand.
+        self.machine = SigningConnectionStateMachine(
+            maximumBodySize: OfferSignerRequestContext.maximumBodySize,
+            requestTimeout: requestTimeout,
+            clock: EventLoopClock(eventLoop: eventLoop)
+        )
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
             let taken = machine.acceptsRequest ? signing.takes(head) : nil
-            switch machine.headReceived(head, taken: taken, now: .now, allocator: context.channel.allocator) {
+            switch machine.headReceived(head, taken: taken, allocator: context.channel.allocator) {
             case .collect, .drop: break
             case .forward: context.fireChannelRead(data)
+            case .preconditionFailed(let reason): fail(reason, context: context)
             }
         case .body(let chunk):
             switch machine.bodyReceived(chunk) {
@@ -51,6 +55,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
             case .handOver(let head, let body):
                 forward(head, body, context: context)
                 context.fireChannelRead(data)
+            case .preconditionFailed(let reason): fail(reason, context: context)
             }
         case .end(let trailers):
             switch machine.endReceived() {
@@ -61,20 +66,36 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
             case .decide(let request, let cancel):
                 if cancel { cancelDeadline() }
                 decide(request, trailers: trailers, context: context)
+            case .preconditionFailed(let reason): fail(reason, context: context)
             }
         }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if machine.readComplete() {
-            let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            deadline = context.eventLoop.scheduleTask(in: requestTimeout) {
-                let (handler, context) = loop.value
-                handler.deadline = nil
-                if handler.machine.deadlinePassed() { context.close(promise: nil) }
+        if case .arm(let at) = machine.readComplete() { armDeadline(at, context: context) }
+        context.fireChannelReadComplete()
+    }
+
+    /// Closes the connection at `at` if the machine says so then (``SigningConnectionStateMachine/deadlinePassed()``).
+    private func armDeadline(_ at: EventLoopClock.Instant, context: ChannelHandlerContext) {
+        let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        deadline = context.eventLoop.scheduleTask(deadline: at.deadline) {
+            let (handler, context) = loop.value
+            handler.deadline = nil
+            switch handler.machine.deadlinePassed() {
+            case .close: context.close(promise: nil)
+            case .doNothing: break
             }
         }
-        context.fireChannelReadComplete()
+    }
+
+    /// A transition NIO's pipelining handler rules out happened: loud in a debug build, the connection closed in a
+    /// release build (``SigningConnectionStateMachine``).
+    private func fail(_ reason: String, context: ChannelHandlerContext) {
+        logger.error("connection state machine: impossible transition", metadata: ["reason": "\(reason)"])
+        assertionFailure(reason)
+        cancelDeadline()
+        context.close(promise: nil)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -100,17 +121,23 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
         if body.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(.body(body))) }
     }
 
-    private func decide(_ request: SigningConnectionStateMachine.Request, trailers: HTTPHeaders?, context: ChannelHandlerContext) {
+    private func decide(
+        _ request: SigningConnectionStateMachine<EventLoopClock, Any>.Request,
+        trailers: HTTPHeaders?,
+        context: ChannelHandlerContext
+    ) {
+        // The request's start on the metrics' clock: as long ago as on the loop's.
+        let start = ContinuousClock.now - request.start.duration(to: machine.clock.now)
         switch signing.outcome(head: request.taken, body: request.body, remoteAddress: context.channel.remoteAddress, logger: logger) {
         case .handOver:
-            machine.handedOver()
+            guard case .proceed = machine.handedOver() else { return fail("a hand-over with no request being decided", context: context) }
             forward(request.head, request.body, context: context)
             context.fireChannelRead(wrapInboundOut(.end(trailers)))
         case .refused(let error, let answering):
-            machine.answering()
-            answer(error: error, answering, since: request.start, context: context)
+            guard case .proceed = machine.answering() else { return fail("an answer with no request being decided", context: context) }
+            answer(error: error, answering, since: start, context: context)
         case .signed(let signed, let answering):
-            machine.answering()
+            guard case .proceed = machine.answering() else { return fail("an answer with no request being decided", context: context) }
             Self.active.increment()
             let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let eventLoop = context.eventLoop
@@ -125,19 +152,18 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
                         Self.active.decrement()
                         switch result {
                         case .success:
-                            handler.answer(signed.output.apiJSON, answering, since: request.start, context: context)
+                            handler.answer(signed.output.apiJSON, answering, since: start, context: context)
                         case .failure(let error):
-                            handler.answer(error: APIError(error), answering, since: request.start, context: context)
+                            handler.answer(error: APIError(error), answering, since: start, context: context)
                         }
                     }
                 }
             )
         case .pipeline(let decided, let answering):
-            machine.answering()
+            guard case .proceed = machine.answering() else { return fail("an answer with no request being decided", context: context) }
             Self.active.increment()
             let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let eventLoop = context.eventLoop
-            let start = request.start
             signing.answer(decided, answering) { result in
                 eventLoop.execute {
                     let (handler, context) = loop.value
@@ -201,6 +227,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
         let keepAlive: Bool
         switch action {
         case .drop: return
+        case .preconditionFailed(let reason): return fail(reason, context: context)
         case .write: keepAlive = true
         case .writeAndClose: keepAlive = false
         }
@@ -214,7 +241,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
         case .writeAndClose:
             let loop = NIOLoopBound(context, eventLoop: context.eventLoop)
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in loop.value.close(promise: nil) }
-        case .drop:
+        case .drop, .preconditionFailed:
             break
         }
     }

@@ -3,9 +3,17 @@ import NIOHTTP1
 
 /// The per-connection logic of the event-loop signing path, as a value: events in (a request part read, a read
 /// ended, a decision, an answer written, the deadline, an inbound event, the connection gone), one action out,
-/// which ``EventLoopSigningHandler`` executes. No channel, no timer and no clock of its own, so every ordering is
-/// tested without a socket (`SigningConnectionStateMachineTests`), the way NIO's and Hummingbird's connection
-/// state machines are written.
+/// which ``EventLoopSigningHandler`` executes. No channel and no timer; its clock is injected (`ContinuousClock` in
+/// the server, a clock a test moves by hand in `SigningConnectionStateMachineTests`), and the events it holds are of
+/// the type its user gives (`Event`: NIO's `Any` in the handler), so every ordering is tested without a socket, the
+/// way NIO's and Hummingbird's connection state machines are written.
+///
+/// A transition that cannot happen behind NIO's pipelining handler (a body or an end with no request, a second head
+/// before the first is answered, an answer nobody is waiting for) is not ignored: the action is
+/// `.preconditionFailed(reason)`, as NIO's `HTTPServerPipelineHandler` does, rather than a `preconditionFailure()`
+/// here. The handler logs it, stops in a debug build (`assertionFailure`) and closes the connection; a release build
+/// loses that one connection, not the process with every other connection's request in flight, and a test asserts
+/// the action without crashing.
 ///
 /// HTTP/1 ordering is not its job: NIO's `HTTPServerPipelineHandler`, in front of it, delivers a request only
 /// after the previous response has ended, stops reading meanwhile, keeps a parse error and the client's half-close
@@ -13,25 +21,30 @@ import NIOHTTP1
 /// ended. What is left here: which requests are ours, collecting their body, handing a request over to the router
 /// as it came, the request deadline of a body being collected, keep-alive, and holding the events that must not
 /// reach the router while an answer of ours is pending.
-struct SigningConnectionStateMachine {
+struct SigningConnectionStateMachine<C: Clock, Event> where C.Duration == Duration {
     /// A request of ours, read so far.
-    struct Request {
+    struct Request: Equatable {
         var head: HTTPRequestHead
         var taken: EventLoopSigning.Head
         var body: ByteBuffer
-        var start: ContinuousClock.Instant
+        var start: C.Instant
+
+        static func == (a: Request, b: Request) -> Bool {
+            a.head == b.head && a.body == b.body && a.start == b.start && a.taken.authorization == b.taken.authorization
+                && a.taken.requestID == b.taken.requestID && a.taken.keepAlive == b.taken.keepAlive
+        }
     }
 
     enum State {
         /// Between requests.
         case idle
-        /// A request of ours, its body arriving; `deadlineArmed`: its request deadline is running.
-        case collecting(Request, deadlineArmed: Bool)
+        /// A request of ours, its body arriving; `deadline`: when its request deadline passes, once armed.
+        case collecting(Request, deadline: C.Instant?)
         /// Its end read: the handler is deciding it.
         case deciding(keepAlive: Bool)
-        /// The router's request: its parts pass on as they come. `deadlineArmed`: a request of ours handed over
-        /// before its end (too large) keeps the deadline armed from its head until its end.
-        case forwarding(deadlineArmed: Bool)
+        /// The router's request: its parts pass on as they come. `deadline`: a request of ours handed over before
+        /// its end (too large) keeps the deadline armed from its head until its end.
+        case forwarding(deadline: C.Instant?)
         /// Our answer is pending (its record committing).
         case answering(keepAlive: Bool)
         /// Answered with `Connection: close`, or the connection is gone: nothing more is read or answered.
@@ -41,11 +54,16 @@ struct SigningConnectionStateMachine {
     private(set) var state = State.idle
     /// Inbound events that arrived while an answer of ours was pending (the client's half-close): they must reach
     /// the router after the answer, never ahead of it (the router would close the connection under it).
-    private(set) var held: [Any] = []
+    private(set) var held: [Event] = []
     let maximumBodySize: Int
+    /// How long after a read ends with its body incomplete a request of ours may take to arrive in full.
+    let requestTimeout: Duration
+    let clock: C
 
-    init(maximumBodySize: Int) {
+    init(maximumBodySize: Int, requestTimeout: Duration, clock: C) {
         self.maximumBodySize = maximumBodySize
+        self.requestTimeout = requestTimeout
+        self.clock = clock
     }
 
     /// Whether a request head may be ours: only between requests.
@@ -62,32 +80,36 @@ struct SigningConnectionStateMachine {
         case forward
         /// Nothing more is read on this connection.
         case drop
+        /// A transition NIO's pipelining handler rules out: the handler stops (debug) or closes (release).
+        case preconditionFailed(String)
     }
 
     /// A request head; `taken`: what ``EventLoopSigning/takes(_:)`` said of it (asked only when ``acceptsRequest``).
-    mutating func headReceived(
-        _ head: HTTPRequestHead,
-        taken: EventLoopSigning.Head?,
-        now: ContinuousClock.Instant,
-        allocator: ByteBufferAllocator
-    ) -> HeadAction {
+    mutating func headReceived(_ head: HTTPRequestHead, taken: EventLoopSigning.Head?, allocator: ByteBufferAllocator) -> HeadAction {
         switch state {
         case .idle:
             guard let taken else {
-                state = .forwarding(deadlineArmed: false)
+                state = .forwarding(deadline: nil)
                 return .forward
             }
-            state = .collecting(Request(head: head, taken: taken, body: allocator.buffer(capacity: 512), start: now), deadlineArmed: false)
+            let request = Request(head: head, taken: taken, body: allocator.buffer(capacity: 512), start: clock.now)
+            state = .collecting(request, deadline: nil)
             return .collect
         case .closed:
             return .drop
         case .collecting, .deciding, .forwarding, .answering:
-            // Not possible behind NIO's pipelining handler; the router answers whatever it is.
-            return .forward
+            return fail(.preconditionFailed("a request head before the previous request was answered"))
         }
     }
 
-    enum BodyAction {
+    /// The impossible transition `action` reports: nothing more is read or answered here.
+    private mutating func fail<Action>(_ action: Action) -> Action {
+        state = .closed
+        held = []
+        return action
+    }
+
+    enum BodyAction: Equatable {
         /// Kept with the request.
         case none
         case forward
@@ -95,83 +117,113 @@ struct SigningConnectionStateMachine {
         /// (413). A deadline already armed stays: the request's time counts from its head.
         case handOver(HTTPRequestHead, ByteBuffer)
         case drop
+        /// A body part with no request being read.
+        case preconditionFailed(String)
     }
 
     mutating func bodyReceived(_ chunk: ByteBuffer) -> BodyAction {
         switch state {
-        case .collecting(var request, let armed):
+        case .collecting(var request, let deadline):
             guard request.body.readableBytes + chunk.readableBytes <= maximumBodySize else {
-                state = .forwarding(deadlineArmed: armed)
+                state = .forwarding(deadline: deadline)
                 return .handOver(request.head, request.body)
             }
             state = .idle  // no second reference to the buffer while it grows
             var chunk = chunk
             request.body.writeBuffer(&chunk)
-            state = .collecting(request, deadlineArmed: armed)
+            state = .collecting(request, deadline: deadline)
             return .none
+        case .forwarding:
+            return .forward
         case .closed:
             return .drop
-        case .idle, .deciding, .forwarding, .answering:
-            return .forward
+        case .idle, .deciding, .answering:
+            return fail(.preconditionFailed("a body part with no request being read"))
         }
     }
 
-    enum EndAction {
+    enum EndAction: Equatable {
         /// Pass it on; `cancelDeadline`: the handed-over request's deadline ends with it.
         case forward(cancelDeadline: Bool)
         /// Ours, complete: decide it (``EventLoopSigning/outcome(head:body:remoteAddress:logger:)``), then report
         /// with ``handedOver()`` or ``answering()``. `cancelDeadline`: its deadline was armed.
         case decide(Request, cancelDeadline: Bool)
         case drop
+        /// A request's end with no request being read.
+        case preconditionFailed(String)
     }
 
     mutating func endReceived() -> EndAction {
         switch state {
-        case .collecting(let request, let armed):
+        case .collecting(let request, let deadline):
             state = .deciding(keepAlive: request.taken.keepAlive)
-            return .decide(request, cancelDeadline: armed)
-        case .forwarding(let armed):
+            return .decide(request, cancelDeadline: deadline != nil)
+        case .forwarding(let deadline):
             state = .idle
-            return .forward(cancelDeadline: armed)
+            return .forward(cancelDeadline: deadline != nil)
         case .closed:
             return .drop
         case .idle, .deciding, .answering:
-            return .forward(cancelDeadline: false)
+            return fail(.preconditionFailed("a request's end with no request being read"))
         }
     }
 
-    /// A read ended: a request of ours whose body is still incomplete gets its deadline, once.
-    mutating func readComplete() -> Bool {
-        guard case .collecting(let request, false) = state else { return false }
-        state = .collecting(request, deadlineArmed: true)
-        return true
+    enum DeadlineAction: Equatable {
+        /// Start the timer, to fire at `deadline` (the request timeout from now); ``deadlinePassed()`` says what then.
+        case arm(deadline: C.Instant)
+        case doNothing
+    }
+
+    /// A read ended: a request of ours whose body is still incomplete gets its deadline, once, the request timeout
+    /// from now.
+    mutating func readComplete() -> DeadlineAction {
+        guard case .collecting(let request, nil) = state else { return .doNothing }
+        let deadline = clock.now.advanced(by: requestTimeout)
+        state = .collecting(request, deadline: deadline)
+        return .arm(deadline: deadline)
     }
 
     // MARK: Deciding and answering
 
+    enum DecisionAction: Equatable {
+        /// Carry it out.
+        case proceed
+        /// No request was being decided.
+        case preconditionFailed(String)
+    }
+
     /// The decision handed the request to the router: the handler passes on its head, body and end.
-    mutating func handedOver() {
-        guard case .deciding = state else { return }
+    mutating func handedOver() -> DecisionAction {
+        guard case .deciding = state else { return fail(.preconditionFailed("a hand-over with no request being decided")) }
         state = .idle
+        return .proceed
     }
 
     /// The decision answers the request here (refused, or signed and committing).
-    mutating func answering() {
-        guard case .deciding(let keepAlive) = state else { return }
+    mutating func answering() -> DecisionAction {
+        guard case .deciding(let keepAlive) = state else { return fail(.preconditionFailed("an answer with no request being decided")) }
         state = .answering(keepAlive: keepAlive)
+        return .proceed
     }
 
     enum AnswerAction {
         /// Write the answer and keep reading; then pass on `release` (events held meanwhile), in order.
-        case write(release: [Any])
+        case write(release: [Event])
         /// Write the answer with `Connection: close` and close once it is written; nothing else is passed on.
         case writeAndClose
         /// The connection is gone: nothing to write.
         case drop
+        /// An answer with no request waiting for one.
+        case preconditionFailed(String)
     }
 
     /// The answer is ready (the record committed, or a refusal).
     mutating func answerReady() -> AnswerAction {
+        switch state {
+        case .answering: break
+        case .closed: return .drop
+        case .idle, .collecting, .deciding, .forwarding: return fail(.preconditionFailed("an answer with no request waiting for one"))
+        }
         guard case .answering(let keepAlive) = state else { return .drop }
         guard keepAlive else {
             state = .closed
@@ -186,13 +238,13 @@ struct SigningConnectionStateMachine {
 
     // MARK: Events
 
-    enum EventAction {
+    enum EventAction: Equatable {
         case forward
         /// Kept until the pending answer is written (``answerReady()`` releases it).
         case hold
     }
 
-    mutating func eventReceived(_ event: Any) -> EventAction {
+    mutating func eventReceived(_ event: Event) -> EventAction {
         switch state {
         case .deciding, .answering:
             held.append(event)
@@ -202,14 +254,22 @@ struct SigningConnectionStateMachine {
         }
     }
 
-    /// The request deadline passed: close the connection.
-    mutating func deadlinePassed() -> Bool {
+    enum DeadlinePassedAction: Equatable {
+        /// The request has not arrived in full: close the connection.
+        case close
+        /// The request's end came first (a race with the timer's cancel): nothing to do.
+        case doNothing
+    }
+
+    /// The request deadline's timer fired (the event loop's timer is the authority on when).
+    mutating func deadlinePassed() -> DeadlinePassedAction {
         switch state {
-        case .collecting(_, true), .forwarding(true):
+        case .collecting(_, .some), .forwarding(.some):
             state = .closed
-            return true
-        default:
-            return false
+            held = []
+            return .close
+        case .idle, .collecting(_, nil), .forwarding(nil), .deciding, .answering, .closed:
+            return .doNothing
         }
     }
 
@@ -219,3 +279,5 @@ struct SigningConnectionStateMachine {
         held = []
     }
 }
+
+extension SigningConnectionStateMachine.AnswerAction: Equatable where Event: Equatable {}

@@ -91,31 +91,27 @@ final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 }
 
-/// Closes a connection that has been idle for the idle timeout: Hummingbird's connection-state handler's rule
-/// (the same state, kept the same way), at the front of the pipeline where it sees every request — the event-loop
-/// signing path's too, which the handlers after the conversion to HTTP types never see. The timer runs from the
-/// connection's start and from each response's end; a part read moves it on; it never closes a connection whose
-/// request is read and not yet answered.
+/// Closes a connection that has been idle for the idle timeout: it executes ``IdleTimeoutStateMachine``
+/// (Hummingbird's rule) at the front of the pipeline, where it sees every request — the event-loop signing path's
+/// too, which the handlers after the conversion to HTTP types never see — on the event loop's clock.
 final class HTTP1IdleTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let idleTimeout: TimeAmount
-    private var requestsInProgress = 0
-    private var isRequestBeingRead = false
-    /// On the event loop's clock (`EventLoop.now`), which a test's `EmbeddedEventLoop` moves by hand.
-    private var lastActiveTime = NIODeadline.uptimeNanoseconds(0)
-    private var isActive = false
+    private let idleTimeout: Duration
+    /// Made when the handler joins a pipeline: its clock is that pipeline's event loop.
+    private var machine: IdleTimeoutStateMachine<EventLoopClock>?
     private var timer: Scheduled<Void>?
 
     init(idleTimeout: Duration) {
-        self.idleTimeout = TimeAmount(idleTimeout)
+        self.idleTimeout = idleTimeout
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { becameActive(context: context) }
+        machine = IdleTimeoutStateMachine(idleTimeout: idleTimeout, clock: EventLoopClock(eventLoop: context.eventLoop))
+        if context.channel.isActive { execute(machine?.becameActive(), context: context) }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -124,68 +120,47 @@ final class HTTP1IdleTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        becameActive(context: context)
+        execute(machine?.becameActive(), context: context)
         context.fireChannelActive()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        isActive = false
+        machine?.becameInactive()
         timer?.cancel()
         timer = nil
         context.fireChannelInactive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        lastActiveTime = context.eventLoop.now
         switch unwrapInboundIn(data) {
-        case .head:
-            isRequestBeingRead = true
-            requestsInProgress += 1
-        case .body:
-            break
-        case .end:
-            isRequestBeingRead = false
+        case .head: machine?.read(.head)
+        case .body: machine?.read(.body)
+        case .end: machine?.read(.end)
         }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) {
-            requestsInProgress = max(requestsInProgress - 1, 0)
-            if requestsInProgress == 0, isActive {
-                lastActiveTime = context.eventLoop.now
-                schedule(at: lastActiveTime + idleTimeout, context: context)
-            }
-        }
+        if case .end = unwrapOutboundIn(data) { execute(machine?.wroteResponseEnd(), context: context) }
         context.write(data, promise: promise)
     }
 
-    private func becameActive(context: ChannelHandlerContext) {
-        guard !isActive else { return }
-        isActive = true
-        lastActiveTime = context.eventLoop.now
-        schedule(at: lastActiveTime + idleTimeout, context: context)
+    private func execute(_ action: IdleTimeoutStateMachine<EventLoopClock>.TimerAction?, context: ChannelHandlerContext) {
+        guard case .schedule(let deadline) = action else { return }
+        schedule(at: deadline, context: context)
     }
 
-    private func schedule(at deadline: NIODeadline, context: ChannelHandlerContext) {
-        guard timer == nil else { return }  // the running timer reschedules itself from `lastActiveTime`
+    private func schedule(at deadline: EventLoopClock.Instant, context: ChannelHandlerContext) {
+        guard timer == nil else { return }  // the running timer reschedules itself from the last activity
         let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(deadline: deadline) {
+        timer = context.eventLoop.scheduleTask(deadline: deadline.deadline) {
             let (handler, context) = loop.value
             handler.timer = nil
-            handler.timedOut(context: context)
-        }
-    }
-
-    private func timedOut(context: ChannelHandlerContext) {
-        guard isActive else { return }
-        // A request read and not yet answered: its response's end starts the timer again.
-        if !isRequestBeingRead, requestsInProgress > 0 { return }
-        let deadline = lastActiveTime + idleTimeout
-        if context.eventLoop.now >= deadline {
-            context.close(promise: nil)
-        } else {
-            schedule(at: deadline, context: context)
+            switch handler.machine?.timerFired() {
+            case .close: context.close(promise: nil)
+            case .reschedule(let deadline): handler.schedule(at: deadline, context: context)
+            case .doNothing, nil: break
+            }
         }
     }
 }
@@ -247,7 +222,7 @@ struct OfferSignerHTTP1Channel: HTTPChannelHandler {
             try operations.addHandler(idle, position: .after(conformance))
             if let signing {
                 try operations.addHandler(
-                    EventLoopSigningHandler(signing: signing, requestTimeout: limits.requestTimeout, logger: logger),
+                    EventLoopSigningHandler(signing: signing, requestTimeout: limits.requestTimeout, eventLoop: channel.eventLoop, logger: logger),
                     position: .after(idle)
                 )
             }

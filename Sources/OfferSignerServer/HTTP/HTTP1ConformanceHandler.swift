@@ -48,27 +48,25 @@ final class HTTP1ConformanceHandler: ChannelDuplexHandler, RemovableChannelHandl
         switch unwrapInboundIn(data) {
         case .head(var head):
             if head.method == .CONNECT {
-                return refuse(
+                let answer = APIError(
                     .methodNotAllowed,
-                    code: "method_not_allowed",
                     "CONNECT is not accepted: this service is not a proxy.",
-                    headers: [.allow: "GET, POST"],
-                    context: context
+                    headers: [.allow: "GET, POST"]
                 )
+                return refuse(answer, context: context)
             }
             if let coding = Self.unknownTransferCoding(head.headers) {
-                return refuse(
-                    .notImplemented,
-                    code: "unsupported_transfer_coding",
-                    "The transfer coding \(coding.prefix(32)) is not supported; send the body plain, with Content-Length or Transfer-Encoding: chunked only.",
-                    context: context
+                let answer = APIError(
+                    .unsupportedTransferCoding,
+                    "The transfer coding \(coding.prefix(32)) is not supported; send the body plain, with Content-Length or "
+                        + "Transfer-Encoding: chunked only."
                 )
+                return refuse(answer, context: context)
             }
             // NIO's decoder takes any Content-Length up to 2^64 − 1 and waits for that many bytes; a length no Int64
             // holds is no body anyone sends: 400 at once, as for a length it cannot parse.
             if let length = head.headers.first(name: "content-length"), Int64(length) == nil {
-                let answer = APIError.malformedRequest
-                return refuse(answer.status, code: answer.code, answer.message, context: context)
+                return refuse(.malformedRequest, context: context)
             }
             let upgrade = head.headers.contains(name: "upgrade")
             closing = !head.isKeepAlive || upgrade
@@ -84,13 +82,12 @@ final class HTTP1ConformanceHandler: ChannelDuplexHandler, RemovableChannelHandl
             context.fireChannelRead(wrapInboundOut(.head(head)))
         case .body(let chunk):
             guard budget.reserve(chunk.readableBytes) else {
-                return refuse(
-                    .serviceUnavailable,
-                    code: "server_busy",
+                let answer = APIError(
+                    .serverBusy,
                     "The server holds too many incomplete request bodies right now; try again in a moment.",
-                    headers: [.retryAfter: "1"],
-                    context: context
+                    headers: [.retryAfter: "1"]
                 )
+                return refuse(answer, context: context)
             }
             held += chunk.readableBytes
             context.fireChannelRead(data)
@@ -123,8 +120,7 @@ final class HTTP1ConformanceHandler: ChannelDuplexHandler, RemovableChannelHandl
             refused = true
             return context.close(promise: nil)
         }
-        let answer = APIError.malformedRequest
-        refuse(answer.status, code: answer.code, answer.message, context: context)
+        refuse(.malformedRequest, context: context)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -153,16 +149,11 @@ final class HTTP1ConformanceHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     /// Answers with an API error and closes; what is left of the request is dropped.
-    private func refuse(
-        _ status: HTTPResponse.Status,
-        code: String,
-        _ message: String,
-        headers extra: HTTPFields = [:],
-        context: ChannelHandlerContext
-    ) {
+    private func refuse(_ error: APIError, context: ChannelHandlerContext) {
         refused = true
         release()
-        let error = APIError(status: status, code: code, message: message, headers: extra)
+        let status = error.status
+        let extra = error.headers
         let body = error.body
         var headers = HTTPHeaders()
         for field in extra { headers.add(name: field.name.rawName, value: field.value) }

@@ -52,7 +52,10 @@ extension SignedLegacyOffer: ResponseGenerator {
 
     /// The bytes of the keys and punctuation ``apiJSON`` writes around its values.
     private static let fixedLength =
-        "{\"applicationUsername\":,\"bundleIdentifier\":,\"format\":,\"keyIdentifier\":,\"nonce\":,\"offerIdentifier\":,\"productIdentifier\":,\"signature\":,\"timestamp\":}\n"
+        """
+        {\"applicationUsername\":,\"bundleIdentifier\":,\"format\":,\"keyIdentifier\":,\"nonce\":,\"offerIdentifier\":,\"productIdentifier\":,\
+        \"signature\":,\"timestamp\":}\n
+        """
         .utf8.count
 
     /// The length of `string` as a JSON string literal (``RawWriter/literal(_:)``), quotes included.

@@ -72,7 +72,10 @@ package enum StrictJSON {
                 kind: .malformed,
                 offset: index,
                 message:
-                    "The request body is not valid JSON (RFC 8259): \(message) at byte \(index); send one JSON object with Content-Type: application/json."
+                    """
+                    The request body is not valid JSON (RFC 8259): \(message) at byte \(index); send one JSON object with Content-Type: \
+                    application/json.
+                    """
             )
         }
 

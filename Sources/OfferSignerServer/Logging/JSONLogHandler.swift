@@ -240,7 +240,7 @@ public enum LogFormat: String, Sendable, CaseIterable {
             return standardErrorIsTerminal ? .text : .json
         }
         guard let format = LogFormat(rawValue: text.lowercased()) else {
-            throw ConfigurationError("\(variable: .logFormat)=\(text.prefix(20)) is not a log format; use json or text.")
+            throw ConfigurationError(.invalidConfiguration, "\(variable: .logFormat)=\(text.prefix(20)) is not a log format; use json or text.")
         }
         return format
     }
@@ -271,7 +271,11 @@ public func configuredLogHashKey(_ environment: [String: String]) throws(Configu
     guard let key = ConfigurationVariable.reader(environment).string(.logHashKey) else { return nil }
     guard key.count >= 16 else {
         throw ConfigurationError(
-            "\(variable: .logHashKey) is shorter than 16 characters; use a long random value (for example `openssl rand -hex 32`), the same on every replica."
+            .invalidConfiguration,
+            """
+            \(variable: .logHashKey) is shorter than 16 characters; use a long random value (for example `openssl rand -hex 32`), the same on \
+            every replica.
+            """
         )
     }
     return key

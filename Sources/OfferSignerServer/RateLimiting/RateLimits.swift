@@ -22,7 +22,10 @@ public struct Rate: Sendable, Hashable, CustomStringConvertible {
         let parts = trimmed.split(separator: "/")
         let periods: [String: Double] = ["s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3_600, "hour": 3_600]
         guard parts.count == 2, let count = Int(parts[0]), (1...1_000_000).contains(count), let seconds = periods[String(parts[1])] else {
-            throw ConfigurationError("\(variable)=\(text.prefix(30)) is not a rate; write N/s, N/min or N/h (for example 2000/s or 20/min), or none.")
+            throw ConfigurationError(
+                .invalidConfiguration,
+                "\(variable)=\(text.prefix(30)) is not a rate; write N/s, N/min or N/h (for example 2000/s or 20/min), or none."
+            )
         }
         return Rate(count: count, seconds: seconds)
     }
@@ -141,9 +144,8 @@ public final class RateLimits: Sendable {
     private func refuse(_ decision: TokenBuckets.Decision?, what: String, rate: Rate?) throws(APIError) {
         guard let rate, case .limited(let seconds) = decision else { return }
         throw APIError(
-            status: .tooManyRequests,
-            code: "rate_limited",
-            message: "Too many requests for \(what) (limit \(rate)); nothing was signed. Try again in \(seconds) second\(seconds == 1 ? "" : "s").",
+            .rateLimited,
+            "Too many requests for \(what) (limit \(rate)); nothing was signed. Try again in \(seconds) second\(seconds == 1 ? "" : "s").",
             headers: [.retryAfter: "\(seconds)"]
         )
     }

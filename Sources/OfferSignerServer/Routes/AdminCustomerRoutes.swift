@@ -102,9 +102,8 @@ struct AdminCustomerRoutes {
             if let policy = service.policy {
                 guard policy.app(key.bundleIdentifier)?.product(body.productIdentifier)?.offer(body.offerIdentifier) != nil else {
                     throw APIError(
-                        status: .notFound,
-                        code: "unknown_offer",
-                        message: "The policy lists no offer \(body.offerIdentifier) of \(body.productIdentifier) for \(key.bundleIdentifier)."
+                        .unknownOffer,
+                        "The policy lists no offer \(body.offerIdentifier) of \(body.productIdentifier) for \(key.bundleIdentifier)."
                     )
                 }
             }

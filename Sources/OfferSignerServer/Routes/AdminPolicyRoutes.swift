@@ -55,9 +55,8 @@ struct AdminPolicyRoutes {
             // Decoding would replace bytes that are not UTF-8 and dry-run another text than the one sent.
             guard let text = String(validating: body.readableBytesView, as: UTF8.self) else {
                 throw APIError(
-                    status: .badRequest,
-                    code: "invalid_policy",
-                    message: "The candidate policy is not UTF-8 text; send the policy file's YAML or JSON as UTF-8."
+                    .invalidPolicy,
+                    "The candidate policy is not UTF-8 text; send the policy file's YAML or JSON as UTF-8."
                 )
             }
             let candidate: OfferPolicy
@@ -65,7 +64,7 @@ struct AdminPolicyRoutes {
                 candidate = try OfferPolicy(text: text)
             } catch let error as PolicyError {
                 // The message `policy check` prints.
-                throw APIError(status: .badRequest, code: error.code.rawValue, message: error.message)
+                throw APIError(error)
             }
             return try await Self.dryRun(candidate, days: days, service: service, admin: context.adminName ?? "unknown", logger: context.logger)
         }
@@ -89,15 +88,14 @@ struct AdminPolicyRoutes {
         }
         guard let text = String(validating: body.readableBytesView, as: UTF8.self) else {
             throw APIError(
-                status: .badRequest,
-                code: "invalid_policy",
-                message: "The policy is not UTF-8 text; send the policy file's YAML or JSON as UTF-8."
+                .invalidPolicy,
+                "The policy is not UTF-8 text; send the policy file's YAML or JSON as UTF-8."
             )
         }
         do {
             return try OfferPolicy(text: text)
         } catch {
-            throw APIError(status: .badRequest, code: error.code.rawValue, message: error.message)
+            throw APIError(error)
         }
     }
 
@@ -115,10 +113,11 @@ struct AdminPolicyRoutes {
     ) async throws -> PolicyInForceResponse {
         guard let store = service.store else {
             throw APIError(
-                status: .unprocessableContent,
-                code: "policy_needs_store",
-                message:
-                    "Applying a policy at run time needs the customer store (\(variable: .databaseUrl)), where every replica reads it; without one, change \(variable: .policy) and restart."
+                .policyNeedsStore,
+                """
+                Applying a policy at run time needs the customer store (\(variable: .databaseUrl)), where every replica reads it; without one, \
+                change \(variable: .policy) and restart.
+                """
             )
         }
         let applied = try await StorePolicy(store: store).apply(policy)

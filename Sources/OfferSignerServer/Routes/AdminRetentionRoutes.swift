@@ -103,7 +103,7 @@ struct AdminRetentionRoutes {
     /// The app (`bundleId`, default the policy's only app) and environment (`environment`, default Production).
     private func target(_ request: Request) throws -> (OfferPolicy.App, AppStoreEnvironment) {
         guard let policy = service.policy else {
-            throw APIError(status: .conflict, code: "no_policy", message: "The service has no policy: there is no retention catalogue to set up.")
+            throw APIError(.noPolicy, "The service has no policy: there is no retention catalogue to set up.")
         }
         let bundle = request.uri.queryParameters["bundleId"].map(String.init) ?? (policy.apps.count == 1 ? policy.apps[0].bundleIdentifier : "")
         guard let app = policy.app(bundle) else {
@@ -132,27 +132,4 @@ private final class Lines: Sendable {
     private let lines = Mutex<[String]>([])
     func add(_ line: String) { lines.withLock { $0.append(line) } }
     var all: [String] { lines.withLock { $0 } }
-}
-
-extension APIError {
-    /// The one mapping of Retention Messaging errors to HTTP: a value Apple would refuse 422, what Apple has or lacks
-    /// 404/409 (and 409 when the App Store Server API is not configured), Apple refusing the service's token or answering
-    /// badly 502, rate limits and outages 503.
-    init(_ error: RetentionMessagingError) {
-        let status: HTTPResponse.Status
-        var headers: HTTPFields = [:]
-        switch error.code {
-        case .notFound: status = .notFound
-        // invalid_configuration: the App Store Server API is not configured for the app; like
-        // app_store_api_not_configured, nothing a retry fixes.
-        case .alreadyExists, .noPassingTest, .performanceTestInProgress, .notApproved, .imageInUse, .limitReached, .invalidConfiguration:
-            status = .conflict
-        case .unauthorized, .invalidResponse: status = .badGateway
-        case .rateLimited, .appStoreUnavailable:
-            status = .serviceUnavailable
-            headers[.retryAfter] = "60"
-        default: status = .unprocessableContent
-        }
-        self.init(status: status, code: error.code.rawValue, message: error.message, headers: headers)
-    }
 }

@@ -178,10 +178,11 @@ struct AppStoreRoutes {
             let body = try await request.decodeJSON(as: NotificationRequest.self, context: context)
             guard let notifications = service.notifications else {
                 throw APIError(
-                    status: .serviceUnavailable,
-                    code: "store_unavailable",
-                    message:
-                        "App Store notifications are not accepted: the service has no customer store or no app it can verify notifications for (appAppleId is needed for Production).",
+                    .storeUnavailable,
+                    """
+                    App Store notifications are not accepted: the service has no customer store or no app it can verify notifications for \
+                    (appAppleId is needed for Production).
+                    """,
                     headers: [.retryAfter: "3600"]
                 )
             }

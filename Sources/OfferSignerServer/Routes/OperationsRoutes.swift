@@ -1,3 +1,4 @@
+import AppStoreServerAPI
 import Hummingbird
 import NIOCore
 import OfferApplication

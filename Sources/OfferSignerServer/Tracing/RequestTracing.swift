@@ -40,7 +40,11 @@ public enum RequestTracing {
             (environment["OTEL_TRACES_EXPORTER"] ?? "otlp").lowercased() == "otlp"
         {
             throw ConfigurationError(
-                "\(protocolVariable)=\(value): this build exports traces over OTLP/HTTP only; set http/protobuf (the default, port 4318) or http/json."
+                .invalidConfiguration,
+                """
+                \(protocolVariable)=\(value): this build exports traces over OTLP/HTTP only; set http/protobuf (the default, port 4318) or \
+                http/json.
+                """
             )
         }
         var configuration = OTel.Configuration.default
@@ -62,6 +66,7 @@ public enum RequestTracing {
             service = backend.service
         } catch {
             throw ConfigurationError(
+                .invalidConfiguration,
                 "OpenTelemetry traces cannot start (\(error)); check the OTEL_* variables (docs/observability.md: OTLP/HTTP only)."
             )
         }

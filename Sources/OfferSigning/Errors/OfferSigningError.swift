@@ -15,32 +15,54 @@ public struct OfferSigningError: CodedError, Hashable, Sendable, CustomStringCon
     public var message: String
 
     /// Creates an error.
-    public init(code: Code, field: String? = nil, message: String) {
+    public init(_ code: Code, _ message: String, field: String? = nil) {
         self.code = code
-        self.field = field
         self.message = message
+        self.field = field
     }
-
-    /// The stable codes of this error type.
-    public typealias Code = ErrorCode<OfferSigningError>
 
     /// Convenience for an invalid request field.
     public static func invalidField(_ field: String, _ message: String) -> OfferSigningError {
-        OfferSigningError(code: .invalidField, field: field, message: message)
+        OfferSigningError(.invalidField, message, field: field)
     }
 }
 
-extension ErrorCode where Domain == OfferSigningError {
-    /// A request field is empty, too long, or contains a character that cannot be signed.
-    public static var invalidField: Self { Self("invalid_field") }
-    /// A key could not be read: not PEM, not an EC P-256 private key, encrypted, or a wrong curve.
-    public static var invalidKey: Self { Self("invalid_key") }
-    /// Two sources define the same key identifier with different keys.
-    public static var conflictingKey: Self { Self("conflicting_key") }
-    /// No key with this key identifier is known.
-    public static var unknownKey: Self { Self("unknown_key") }
-    /// There is no key that may sign new offers.
-    public static var noSigningKey: Self { Self("no_signing_key") }
-    /// A signature made by the service did not verify with the public key of the key that made it.
-    public static var selfCheckFailed: Self { Self("signature_self_check_failed") }
+extension OfferSigningError {
+    /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
+    public struct Code: ErrorCode {
+        /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
+        package enum Kind: String, CaseIterable, Sendable {
+            case invalidField = "invalid_field"
+            case invalidKey = "invalid_key"
+            case conflictingKey = "conflicting_key"
+            case unknownKey = "unknown_key"
+            case noSigningKey = "no_signing_key"
+            case selfCheckFailed = "signature_self_check_failed"
+        }
+
+        /// Which code this is.
+        package let kind: Kind
+
+        package init(_ kind: Kind) { self.kind = kind }
+
+        public var rawValue: String { kind.rawValue }
+
+        /// A request field is empty, too long, or contains a character that cannot be signed.
+        public static let invalidField = Self(.invalidField)
+
+        /// A key could not be read: not PEM, not an EC P-256 private key, encrypted, or a wrong curve.
+        public static let invalidKey = Self(.invalidKey)
+
+        /// Two sources define the same key identifier with different keys.
+        public static let conflictingKey = Self(.conflictingKey)
+
+        /// No key with this key identifier is known.
+        public static let unknownKey = Self(.unknownKey)
+
+        /// There is no key that may sign new offers.
+        public static let noSigningKey = Self(.noSigningKey)
+
+        /// A signature made by the service did not verify with the public key of the key that made it.
+        public static let selfCheckFailed = Self(.selfCheckFailed)
+    }
 }

@@ -110,18 +110,18 @@ public enum JWSOfferSigner {
                 header: ["typ": "JWT", "kid": .string(key.keyIdentifier)]
             )
         } catch {
-            throw OfferSigningError(code: .selfCheckFailed, message: "Signing a JWS with key \(key.keyIdentifier) failed.")
+            throw OfferSigningError(.selfCheckFailed, "Signing a JWS with key \(key.keyIdentifier) failed.")
         }
         // Self-check with the public key only: signature, then the claims as written.
         do {
             let verifier = JWTKeyCollection()
             await verifier.add(ecdsa: try ES256PublicKey(backing: selfCheckKey), kid: JWKIdentifier(string: key.keyIdentifier))
             let decoded = try await verifier.verify(token, as: Claims.self)
-            guard decoded == claims else { throw OfferSigningError(code: .selfCheckFailed, message: "") }
+            guard decoded == claims else { throw OfferSigningError(.selfCheckFailed, "") }
         } catch {
             throw OfferSigningError(
-                code: .selfCheckFailed,
-                message: "The JWS made with key \(key.keyIdentifier) did not verify with its public key; it was not returned."
+                .selfCheckFailed,
+                "The JWS made with key \(key.keyIdentifier) did not verify with its public key; it was not returned."
             )
         }
         return SignedJWS(token: token, keyIdentifier: key.keyIdentifier, claims: claims)

@@ -69,9 +69,8 @@ public struct KeyRing: Sendable {
             if let existing = unique[entry.key.keyIdentifier] {
                 guard existing.key.fingerprint == entry.key.fingerprint else {
                     throw OfferSigningError(
-                        code: .conflictingKey,
-                        message:
-                            "Key \(entry.key.keyIdentifier) is defined twice with different keys (\(existing.source) and \(entry.source)); remove one."
+                        .conflictingKey,
+                        "Key \(entry.key.keyIdentifier) is defined twice with different keys (\(existing.source) and \(entry.source)); remove one."
                     )
                 }
                 continue
@@ -89,15 +88,14 @@ public struct KeyRing: Sendable {
             let forApp = app.isEmpty ? "" : " for \(app)"
             guard index[keyIdentifier] != nil else {
                 throw OfferSigningError(
-                    code: .unknownKey,
-                    message:
-                        "The active key\(forApp), \(keyIdentifier), is not among the loaded keys (\(sorted.map(\.key.keyIdentifier).joined(separator: ", "))); add it or choose another."
+                    .unknownKey,
+                    "The active key\(forApp), \(keyIdentifier), is not among the loaded keys (\(sorted.map(\.key.keyIdentifier).joined(separator: ", "))); add it or choose another."
                 )
             }
             guard !revokedKeyIdentifiers.contains(keyIdentifier) else {
                 throw OfferSigningError(
-                    code: .noSigningKey,
-                    message: "The active key\(forApp), \(keyIdentifier), is revoked; activate another key first."
+                    .noSigningKey,
+                    "The active key\(forApp), \(keyIdentifier), is revoked; activate another key first."
                 )
             }
         }
@@ -140,8 +138,8 @@ public struct KeyRing: Sendable {
         let keyIdentifier = bundleIdentifier.flatMap { activeKeyIdentifiersByApp[$0] } ?? activeKeyIdentifier
         guard let keyIdentifier, let entry = entry(for: keyIdentifier) else {
             throw OfferSigningError(
-                code: .noSigningKey,
-                message: entries.isEmpty
+                .noSigningKey,
+                entries.isEmpty
                     ? "No signing key is loaded; set OFFER_SIGNER_KEY_<KEYID>, OFFER_SIGNER_KEY_<KEYID>_FILE or OFFER_SIGNER_KEYS_DIR."
                     : "Several keys are loaded and none is active; set OFFER_SIGNER_ACTIVE_KEY_ID to one of \(entries.map(\.key.keyIdentifier).joined(separator: ", "))."
             )

@@ -33,9 +33,11 @@ public struct SigningKey: Sendable, CustomStringConvertible {
     public init(keyIdentifier: String, privateKey: P256.Signing.PrivateKey) throws(OfferSigningError) {
         guard KeyIdentifier.isValid(keyIdentifier) else {
             throw OfferSigningError(
-                code: .invalidKey,
-                message:
-                    "Key identifier '\(keyIdentifier.prefix(80))' is not valid: use 1 to \(KeyIdentifier.maximumLength) letters, digits or '_' (App Store Connect's are 10 characters, such as ABC123DEFG)."
+                .invalidKey,
+                """
+                Key identifier '\(keyIdentifier.prefix(80))' is not valid: use 1 to \(KeyIdentifier.maximumLength) letters, digits or '_' (App \
+                Store Connect's are 10 characters, such as ABC123DEFG).
+                """
             )
         }
         self.keyIdentifier = keyIdentifier
@@ -56,7 +58,7 @@ public struct SigningKey: Sendable, CustomStringConvertible {
     public init(keyIdentifier: String, pemRepresentation: String, source: String? = nil) throws(OfferSigningError) {
         let origin = source.map { " (from \($0))" } ?? ""
         func refuse(_ problem: String) -> OfferSigningError {
-            OfferSigningError(code: .invalidKey, message: "Key \(keyIdentifier)\(origin) \(problem)")
+            OfferSigningError(.invalidKey, "Key \(keyIdentifier)\(origin) \(problem)")
         }
         var pem = pemRepresentation.trimmingCharacters(in: .whitespacesAndNewlines)
         if !pem.contains("\n"), pem.contains("\\n") {

@@ -24,8 +24,8 @@ public struct VerificationKey: Sendable, Hashable {
             self.init(keyIdentifier: keyIdentifier, publicKey: try P256.Signing.PublicKey(pemRepresentation: publicKeyPEM))
         } catch {
             throw OfferSigningError(
-                code: .invalidKey,
-                message: "Public key \(keyIdentifier) is not an EC P-256 public key in PEM (-----BEGIN PUBLIC KEY-----)."
+                .invalidKey,
+                "Public key \(keyIdentifier) is not an EC P-256 public key in PEM (-----BEGIN PUBLIC KEY-----)."
             )
         }
     }

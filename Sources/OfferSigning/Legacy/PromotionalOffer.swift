@@ -107,7 +107,10 @@ public enum PayloadField {
             case .format, .lineSeparator, .paragraphSeparator:
                 throw .invalidField(
                     field,
-                    "\(field) contains the invisible character U+\(String(scalar.value, radix: 16, uppercase: true)) (a format or separator character); remove it."
+                    """
+                    \(field) contains the invisible character U+\(String(scalar.value, radix: 16, uppercase: true)) (a format or separator \
+                    character); remove it.
+                    """
                 )
             default:
                 break
@@ -129,14 +132,20 @@ public enum PayloadField {
         for scalar in value.unicodeScalars where !scalar.isASCII && (scalar == "\u{03A3}" || String(scalar).lowercased().unicodeScalars.count != 1) {
             throw .invalidField(
                 field,
-                "\(field) contains U+\(String(scalar.value, radix: 16, uppercase: true)), whose lower case is not one fixed character; use its lower-case form or an ASCII identifier such as the appAccountToken UUID."
+                """
+                \(field) contains U+\(String(scalar.value, radix: 16, uppercase: true)), whose lower case is not one fixed character; use its \
+                lower-case form or an ASCII identifier such as the appAccountToken UUID.
+                """
             )
         }
         try validate(value.lowercased(), named: field)
         if !value.utf8.allSatisfy({ $0 < 0x80 }), !isNFC(value) || !isNFC(value.lowercased()) {
             throw .invalidField(
                 field,
-                "\(field) is not in Unicode normalization form C (NFC): the same visible name can be spelled with other code points, and the signature covers the exact ones. Normalize it to NFC in the app and on the server before sending it."
+                """
+                \(field) is not in Unicode normalization form C (NFC): the same visible name can be spelled with other code points, and the \
+                signature covers the exact ones. Normalize it to NFC in the app and on the server before sending it.
+                """
             )
         }
     }

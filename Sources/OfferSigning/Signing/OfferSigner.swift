@@ -65,12 +65,12 @@ public enum OfferSigner {
         do {
             signature = try key.privateKey.signature(for: digest)
         } catch {
-            throw OfferSigningError(code: .selfCheckFailed, message: "Signing with key \(key.keyIdentifier) failed.")
+            throw OfferSigningError(.selfCheckFailed, "Signing with key \(key.keyIdentifier) failed.")
         }
         guard selfCheckKey.isValidSignature(signature, for: digest) else {
             throw OfferSigningError(
-                code: .selfCheckFailed,
-                message: "The signature made with key \(key.keyIdentifier) did not verify with its public key; the bundle was not returned."
+                .selfCheckFailed,
+                "The signature made with key \(key.keyIdentifier) did not verify with its public key; the bundle was not returned."
             )
         }
         return SignedLegacyOffer(

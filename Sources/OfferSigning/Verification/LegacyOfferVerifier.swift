@@ -91,7 +91,10 @@ public enum LegacyOfferVerifier {
         guard key.publicKey.isValidSignature(signature, for: payload.bytes) else {
             return fail(
                 "signature_mismatch",
-                "The signature does not match this payload under key \(bundle.keyIdentifier); compare the payload field by field with what was signed."
+                """
+                The signature does not match this payload under key \(bundle.keyIdentifier); compare the payload field by field with what was \
+                signed.
+                """
             )
         }
         result.valid = true

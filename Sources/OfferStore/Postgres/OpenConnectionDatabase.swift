@@ -33,7 +33,7 @@ struct OpenConnectionDatabase: SQLDatabase {
         connection.eventLoop.flatSubmit { [connection, database] in
             guard !connection.isClosed else {
                 return connection.eventLoop.makeFailedFuture(
-                    OfferStoreError(code: .unavailable, message: "PostgreSQL store: the connection to the database was closed.")
+                    OfferStoreError(.unavailable, "PostgreSQL store: the connection to the database was closed.")
                 )
             }
             return database.execute(sql: query, onRow)

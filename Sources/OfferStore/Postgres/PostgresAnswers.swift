@@ -75,9 +75,11 @@ enum PostgresAnswers {
                     guard index > 0 else { throw error }  // nothing written: the batch fails whole
                     // The claims before it are written, each in its own transaction; this one's outcome is unknown.
                     let unknown = OfferStoreError(
-                        code: .unavailable,
-                        message:
-                            "PostgreSQL store: the connection failed while recording; the answer may have been stored, and a retry of the request returns it."
+                        .unavailable,
+                        """
+                        PostgreSQL store: the connection failed while recording; the answer may have been stored, and a retry of the request \
+                        returns it.
+                        """
                     )
                     for rest in index..<claims.count { outcomes[rest] = unknown }
                     return outcomes

@@ -112,14 +112,14 @@ final class PostgresBackend: SQLStoreBackend {
             let user = components.user, !user.isEmpty
         else {
             throw OfferStoreError(
-                code: .invalidDatabaseURL,
-                message: "OFFER_SIGNER_DATABASE_URL is not a PostgreSQL URL of the form postgres://USER:PASSWORD@HOST:5432/DATABASE."
+                .invalidDatabaseURL,
+                "OFFER_SIGNER_DATABASE_URL is not a PostgreSQL URL of the form postgres://USER:PASSWORD@HOST:5432/DATABASE."
             )
         }
         if let port = components.port, !(1...65_535).contains(port) {
             throw OfferStoreError(
-                code: .invalidDatabaseURL,
-                message: "OFFER_SIGNER_DATABASE_URL: the port must be 1 to 65535 (PostgreSQL listens on 5432 unless told otherwise)."
+                .invalidDatabaseURL,
+                "OFFER_SIGNER_DATABASE_URL: the port must be 1 to 65535 (PostgreSQL listens on 5432 unless told otherwise)."
             )
         }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
@@ -130,7 +130,7 @@ final class PostgresBackend: SQLStoreBackend {
         case "prefer": tls = .prefer(.makeClientConfiguration())
         case "require", "verify-full": tls = .require(.makeClientConfiguration())
         default:
-            throw OfferStoreError(code: .invalidDatabaseURL, message: "OFFER_SIGNER_DATABASE_URL: sslmode is disable, prefer or require.")
+            throw OfferStoreError(.invalidDatabaseURL, "OFFER_SIGNER_DATABASE_URL: sslmode is disable, prefer or require.")
         }
         var configuration = PostgresClient.Configuration(
             host: host,
@@ -144,9 +144,11 @@ final class PostgresBackend: SQLStoreBackend {
         if let text = components.queryItems?.first(where: { $0.name == "pool_max_conns" })?.value {
             guard let count = Int(text), (1...100).contains(count) else {
                 throw OfferStoreError(
-                    code: .invalidDatabaseURL,
-                    message:
-                        "OFFER_SIGNER_DATABASE_URL: pool_max_conns is the number of connections the pool opens at most, 1 to 100 (\(connectionLimit) when not given)."
+                    .invalidDatabaseURL,
+                    """
+                    OFFER_SIGNER_DATABASE_URL: pool_max_conns is the number of connections the pool opens at most, 1 to 100 (\(connectionLimit) \
+                    when not given).
+                    """
                 )
             }
             configuration.options.maximumConnections = count

@@ -168,15 +168,17 @@ final class PostgresConnections: Sendable {
         } catch is LeaseTimedOut {
             if !patient { suspect(.noConnection, of: client) }
             throw OfferStoreError(
-                code: .unavailable,
-                message:
-                    "PostgreSQL store: no connection to the database within \(Self.describe(limit)); check that it runs, that this host can reach it, and the host and port in the URL."
+                .unavailable,
+                """
+                PostgreSQL store: no connection to the database within \(Self.describe(limit)); check that it runs, that this host can reach \
+                it, and the host and port in the URL.
+                """
             )
         } catch  where !leased.isSet {
             // The lease failed: the pool was closed as the database was found down (or the store closed).
             throw state.withLock { state in
                 state.down.map { Self.downError($0, probeInterval: probeInterval) }
-                    ?? OfferStoreError(code: .unavailable, message: "PostgreSQL store: no connection to the database.")
+                    ?? OfferStoreError(.unavailable, "PostgreSQL store: no connection to the database.")
             }
         } catch let error as PSQLError where Self.isLostConnection(error) {
             suspect(.slowOrLost, of: client)
@@ -225,7 +227,7 @@ final class PostgresConnections: Sendable {
     /// The current client, counted as lent; fails at once when the database is down or the store closed.
     private func take() throws(OfferStoreError) -> Client {
         let taken = state.withLock { state -> Result<Client, OfferStoreError> in
-            if state.closed { return .failure(OfferStoreError(code: .unavailable, message: "PostgreSQL store: the store is closed.")) }
+            if state.closed { return .failure(OfferStoreError(.unavailable, "PostgreSQL store: the store is closed.")) }
             if let down = state.down { return .failure(Self.downError(down, probeInterval: probeInterval)) }
             state.current.begin()
             state.leases += 1
@@ -350,9 +352,11 @@ final class PostgresConnections: Sendable {
     private static func downError(_ down: (since: ContinuousClock.Instant, reason: String), probeInterval: Duration) -> OfferStoreError {
         let seconds = (ContinuousClock.now - down.since).components.seconds
         return OfferStoreError(
-            code: .unavailable,
-            message:
-                "PostgreSQL store: the database has not answered for \(seconds) s (\(down.reason)), tried again every \(describe(probeInterval)); check that it runs, that this host can reach it, and the host and port in the URL."
+            .unavailable,
+            """
+            PostgreSQL store: the database has not answered for \(seconds) s (\(down.reason)), tried again every \(describe(probeInterval)); \
+            check that it runs, that this host can reach it, and the host and port in the URL.
+            """
         )
     }
 

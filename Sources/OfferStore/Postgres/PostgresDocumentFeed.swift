@@ -103,7 +103,10 @@ final class PostgresDocumentFeed: Sendable {
                     // Once per outage, not once a second.
                     if failures == 1 {
                         logger.warning(
-                            "cannot listen for other replicas' changes to key states (the database did not answer); retrying every second, and the 5-second poll goes on"
+                            """
+                            cannot listen for other replicas' changes to key states (the database did not answer); retrying every second, and \
+                            the 5-second poll goes on
+                            """
                         )
                     }
                 }

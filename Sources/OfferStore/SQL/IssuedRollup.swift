@@ -79,7 +79,10 @@ enum IssuedRollup {
 
     /// The end of every insert into `issued_daily`: a row that exists is added to.
     static let addOnConflict =
-        "ON CONFLICT (day, bundle_identifier, product_identifier, offer_identifier, channel) DO UPDATE SET issued = issued_daily.issued + excluded.issued"
+        """
+        ON CONFLICT (day, bundle_identifier, product_identifier, offer_identifier, channel) DO UPDATE SET issued = issued_daily.issued + \
+        excluded.issued
+        """
 
     /// Adds a batch's increments to `issued_daily`, in one statement, inside the caller's transaction.
     static func add(_ records: [IssuedSignature], on database: any SQLDatabase) async throws {
@@ -90,7 +93,10 @@ enum IssuedRollup {
             let key = entry.key
             statement += index == 0 ? "(" : ", ("
             statement +=
-                "\(bind: key.day), \(bind: key.bundleIdentifier), \(bind: key.productIdentifier), \(bind: key.offerIdentifier), \(bind: key.channel), \(bind: entry.value))"
+                """
+                \(bind: key.day), \(bind: key.bundleIdentifier), \(bind: key.productIdentifier), \(bind: key.offerIdentifier), \
+                \(bind: key.channel), \(bind: entry.value))
+                """
         }
         statement += " \(unsafeRaw: addOnConflict)"
         try await database.run(statement)

@@ -26,7 +26,10 @@ extension SQLOfferStore {
             let filter: SQLQueryString =
                 originals.isEmpty
                 ? "(bundle_identifier = \(bind: key.bundleIdentifier) AND application_username = \(bind: key.applicationUsername))"
-                : "((bundle_identifier = \(bind: key.bundleIdentifier) AND application_username = \(bind: key.applicationUsername)) OR original_transaction_id IN (\(binds: originals)))"
+                : """
+                ((bundle_identifier = \(bind: key.bundleIdentifier) AND application_username = \(bind: key.applicationUsername)) OR \
+                original_transaction_id IN (\(binds: originals)))
+                """
             let redemptions = try await database.raw(
                 """
                 SELECT environment, transaction_id, original_transaction_id, bundle_identifier, application_username,

@@ -43,7 +43,10 @@ extension SQLOfferStore {
             },
             full: { queued in
                 logger.error(
-                    "policy decisions not logged: the decision log's queue is full while the store fails or falls behind; each is counted in offer_signer_decision_log_dropped_total",
+                    """
+                    policy decisions not logged: the decision log's queue is full while the store fails or falls behind; each is counted in \
+                    offer_signer_decision_log_dropped_total
+                    """,
                     metadata: ["queued": "\(queued)"]
                 )
             }
@@ -82,7 +85,10 @@ extension SQLOfferStore {
                     update.set(
                         "last_used_at",
                         to: SQLRaw(
-                            "CASE WHEN excluded.last_used_at > decision_facts.last_used_at THEN excluded.last_used_at ELSE decision_facts.last_used_at END"
+                            """
+                            CASE WHEN excluded.last_used_at > decision_facts.last_used_at THEN excluded.last_used_at ELSE \
+                            decision_facts.last_used_at END
+                            """
                         )
                     )
                 }

@@ -56,7 +56,8 @@ extension SQLOfferStore {
                   WHERE bundle_identifier = \(bind: query.bundleIdentifier) AND product_identifier = \(bind: query.productIdentifier))
                 """
             let inGroup: SQLQueryString = """
-                FROM m JOIN subscription_transactions t ON t.bundle_identifier = m.bundle_identifier AND t.application_username = m.application_username
+                FROM m JOIN subscription_transactions t ON t.bundle_identifier = m.bundle_identifier AND t.application_username = \
+                m.application_username
                 WHERE t.subscription_group_identifier IN (SELECT subscription_group_identifier FROM g)
                 """
             let customers = try await database.raw(

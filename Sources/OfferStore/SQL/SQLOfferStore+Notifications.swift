@@ -16,7 +16,7 @@ extension SQLOfferStore {
             notificationRecorder.submit(pending) { continuation.resume(with: $0) }
         }
         guard let filed = pending.filed else {
-            throw OfferStoreError(code: .unavailable, message: "\(backend.name) store: the notification's batch ended without an outcome.")
+            throw OfferStoreError(.unavailable, "\(backend.name) store: the notification's batch ended without an outcome.")
         }
         return filed
     }
@@ -81,7 +81,7 @@ extension SQLOfferStore {
         switch error {
         case let error as CallerError: error.error
         case let error as OfferStoreError: error
-        default: OfferStoreError(code: .unavailable, message: "\(backend.name) store: \(backend.describe(error)).")
+        default: OfferStoreError(.unavailable, "\(backend.name) store: \(backend.describe(error)).")
         }
     }
 }

@@ -118,12 +118,16 @@ extension SQLOfferStore {
         try await database.run("DELETE FROM issued_rollup_days WHERE day >= \(bind: days.lowerBound) AND day <= \(bind: days.upperBound)")
         for chunk in stride(from: 0, to: rows.count, by: 1000).map({ rows[$0..<min($0 + 1000, rows.count)] }) {
             var statement: SQLQueryString = """
-                INSERT INTO issued_customer_days (day, bundle_identifier, product_identifier, offer_identifier, channel, previous_day, customers) VALUES
+                INSERT INTO issued_customer_days (day, bundle_identifier, product_identifier, offer_identifier, channel, previous_day, customers) \
+                VALUES
                 """
             for (index, row) in chunk.enumerated() {
                 statement += index == 0 ? " (" : ", ("
                 statement +=
-                    "\(bind: row.day), \(bind: row.bundleIdentifier), \(bind: row.productIdentifier), \(bind: row.offerIdentifier), \(bind: row.channel), \(bind: row.previousDay), \(bind: row.customers))"
+                    """
+                    \(bind: row.day), \(bind: row.bundleIdentifier), \(bind: row.productIdentifier), \(bind: row.offerIdentifier), \
+                    \(bind: row.channel), \(bind: row.previousDay), \(bind: row.customers))
+                    """
             }
             try await database.run(statement)
         }

@@ -41,7 +41,10 @@ struct IssuedSignatureInsert: SQLExpression {
 
     /// The columns a record fills, in the order its values are bound (also ``SQLiteLogWriter``'s INSERT).
     static let columns =
-        "nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format, channel, request_identifier"
+        """
+        nonce, key_identifier, bundle_identifier, product_identifier, offer_identifier, application_username, timestamp, format, channel, \
+        request_identifier
+        """
 
     func serialize(to serializer: inout SQLSerializer) {
         if let preceding {
@@ -95,7 +98,7 @@ struct IssuedSignatureInsert: SQLExpression {
 extension OfferStoreError {
     /// A signature with this nonce was recorded before.
     static func duplicateNonce(_ nonce: String) -> OfferStoreError {
-        OfferStoreError(code: .duplicateNonce, message: "A signature with nonce \(nonce) was recorded before.")
+        OfferStoreError(.duplicateNonce, "A signature with nonce \(nonce) was recorded before.")
     }
 }
 

@@ -211,8 +211,8 @@ final class SQLOfferStore: OfferStore {
             }
             throw CallerError(
                 error: OfferStoreError(
-                    code: .transactionClaimed,
-                    message: "This subscription's original transaction is already claimed by another customer of this app; nothing was written."
+                    .transactionClaimed,
+                    "This subscription's original transaction is already claimed by another customer of this app; nothing was written."
                 )
             )
         }

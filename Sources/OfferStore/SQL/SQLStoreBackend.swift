@@ -199,7 +199,7 @@ extension SQLStoreBackend {
         } catch let error as CallerError {
             throw error
         } catch {
-            throw OfferStoreError(code: .unavailable, message: "\(name) store: \(describe(error)).")
+            throw OfferStoreError(.unavailable, "\(name) store: \(describe(error)).")
         }
     }
 }

@@ -229,8 +229,14 @@ enum StoreSchema {
                     expires_date \(bigint), revocation_date \(bigint), recorded_at \(bigint) NOT NULL,
                     PRIMARY KEY (environment, transaction_id))
                 """,
-                "CREATE INDEX IF NOT EXISTS subscription_transactions_by_customer ON subscription_transactions (bundle_identifier, application_username)",
-                "CREATE INDEX IF NOT EXISTS subscription_transactions_by_product ON subscription_transactions (bundle_identifier, product_identifier)",
+                """
+                CREATE INDEX IF NOT EXISTS subscription_transactions_by_customer ON subscription_transactions (bundle_identifier, \
+                application_username)
+                """,
+                """
+                CREATE INDEX IF NOT EXISTS subscription_transactions_by_product ON subscription_transactions (bundle_identifier, \
+                product_identifier)
+                """,
             ]
         ),
         // The Retention Messaging catalogue at Apple (issue 43, ``RetentionCatalogueRecord``): each image and message
@@ -311,7 +317,7 @@ enum StoreSchema {
             }
         } catch {
             let detail = (error as? OfferStoreError)?.message ?? backend.describe(error)
-            throw OfferStoreError(code: .migrationFailed, message: "\(backend.name) migration failed: \(detail)")
+            throw OfferStoreError(.migrationFailed, "\(backend.name) migration failed: \(detail)")
         }
     }
 }

@@ -114,8 +114,8 @@ final class SQLiteBackend: SQLStoreBackend {
         } catch {
             for connection in opened { try? await connection.close() }
             throw OfferStoreError(
-                code: .unavailable,
-                message: "Cannot open the SQLite store\(path.map { " at \($0)" } ?? ""): \(Self.describe(error))."
+                .unavailable,
+                "Cannot open the SQLite store\(path.map { " at \($0)" } ?? ""): \(Self.describe(error))."
             )
         }
     }
@@ -165,9 +165,11 @@ final class SQLiteBackend: SQLStoreBackend {
                 value = try await writeGate.withGate(within: walFlush == nil ? nil : busyTimeout) { try await body(writer.sql(queryLogLevel: nil)) }
             } catch is AsyncGateTimedOut {
                 throw OfferStoreError(
-                    code: .unavailable,
-                    message:
-                        "SQLite store: the file's writes did not get their turn within \(SQLiteLogWriter.milliseconds(busyTimeout)) ms (is another process holding it locked?)."
+                    .unavailable,
+                    """
+                    SQLite store: the file's writes did not get their turn within \(SQLiteLogWriter.milliseconds(busyTimeout)) ms (is another \
+                    process holding it locked?).
+                    """
                 )
             }
             try await walFlush?.flush()

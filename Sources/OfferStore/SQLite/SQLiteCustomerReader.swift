@@ -87,7 +87,7 @@ final class SQLiteCustomerReader: @unchecked Sendable {
     /// ``SQLiteCustomerReaders/snapshot(_:issuedSince:)`` on ``queue``.
     func snapshotOnQueue(_ key: CustomerKey, issuedSince since: Int64) throws -> (facts: String?, issued: [IssuedSignature]) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard !closed else { throw OfferStoreError(code: .unavailable, message: "The store is closed.") }
+        guard !closed else { throw OfferStoreError(.unavailable, "The store is closed.") }
         if connection == nil { try open() }
         defer {
             sqlite_nio_sqlite3_reset(selectFacts)

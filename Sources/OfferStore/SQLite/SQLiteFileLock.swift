@@ -42,7 +42,7 @@ public final class SQLiteFileLock: Sendable {
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             let reason = String(cString: strerror(errno))
-            throw OfferStoreError(code: .unavailable, message: "Cannot open the SQLite store's lock file \(path): \(reason).")
+            throw OfferStoreError(.unavailable, "Cannot open the SQLite store's lock file \(path): \(reason).")
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let reason = errno
@@ -50,14 +50,13 @@ public final class SQLiteFileLock: Sendable {
             close(descriptor)
             guard reason == EWOULDBLOCK else {
                 throw OfferStoreError(
-                    code: .unavailable,
-                    message: "Cannot lock the SQLite store's lock file \(path): \(String(cString: strerror(reason)))."
+                    .unavailable,
+                    "Cannot lock the SQLite store's lock file \(path): \(String(cString: strerror(reason)))."
                 )
             }
             throw OfferStoreError(
-                code: .storeInUse,
-                message:
-                    "the SQLite file \(databasePath) is in use by another offer-signer serve\(holder.map { " (PID \($0))" } ?? "") (it holds \(path)); stop it first, or give this one a file of its own. Only one server may use a SQLite file; several replicas share PostgreSQL."
+                .storeInUse,
+                "the SQLite file \(databasePath) is in use by another offer-signer serve\(holder.map { " (PID \($0))" } ?? "") (it holds \(path)); stop it first, or give this one a file of its own. Only one server may use a SQLite file; several replicas share PostgreSQL."
             )
         }
         // The holder's PID, for the message a second server gives.
@@ -93,9 +92,4 @@ public final class SQLiteFileLock: Sendable {
         guard count > 0 else { return nil }
         return Int32(String(decoding: buffer.prefix(count), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
     }
-}
-
-extension ErrorCode where Domain == OfferStoreError {
-    /// Another `offer-signer serve` holds the SQLite file (``SQLiteFileLock``).
-    public static var storeInUse: Self { Self("store_in_use") }
 }

@@ -211,7 +211,7 @@ final class SQLiteLogWriter: @unchecked Sendable {
     /// Runs `body` between `BEGIN IMMEDIATE` and `COMMIT` (durable when it returns); rolls back when it throws.
     private func inTransaction<T>(_ body: () throws -> T) throws -> T {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard !closed else { throw OfferStoreError(code: .unavailable, message: "The store is closed.") }
+        guard !closed else { throw OfferStoreError(.unavailable, "The store is closed.") }
         if connection == nil { try open() }
         try run(begin)
         do {

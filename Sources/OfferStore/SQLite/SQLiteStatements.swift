@@ -62,7 +62,7 @@ enum SQLiteStatements {
         let message =
             connection.flatMap { sqlite_nio_sqlite3_errmsg($0) }.map { String(cString: $0) }
             ?? String(cString: sqlite_nio_sqlite3_errstr(result))
-        return OfferStoreError(code: .unavailable, message: "SQLite store: \(message).")
+        return OfferStoreError(.unavailable, "SQLite store: \(message).")
     }
 }
 

@@ -50,7 +50,7 @@ final class SQLiteWALFlush: @unchecked Sendable {
         var file: UnsafeMutablePointer<sqlite3_file>?
         try check(sqlite_nio_sqlite3_file_control(connection, "main", SQLITE_FCNTL_JOURNAL_POINTER, &file))
         guard let file, let sync = file.pointee.pMethods?.pointee.xSync else {
-            throw OfferStoreError(code: .unavailable, message: "SQLite store: the write-ahead log of \(path) is not open.")
+            throw OfferStoreError(.unavailable, "SQLite store: the write-ahead log of \(path) is not open.")
         }
         try check(sync(file, SQLITE_SYNC_NORMAL))
         if !directorySynced {

@@ -117,7 +117,7 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
             return .startWriterWhenReady
         }
         switch next {
-        case .refuse: completion(.failure(OfferStoreError(code: .unavailable, message: "The store is closed.")))
+        case .refuse: completion(.failure(OfferStoreError(.unavailable, "The store is closed.")))
         case .refuseFull(let queued, let first):
             if first { retry?.full(queued) }
             completion(.failure(GroupCommitQueueFull(queued: queued)))

@@ -75,8 +75,8 @@ private enum StoreLocation {
             let path = String(databaseURL.dropFirst("sqlite:".count))
             guard !path.isEmpty else {
                 throw OfferStoreError(
-                    code: .invalidDatabaseURL,
-                    message: "OFFER_SIGNER_DATABASE_URL=sqlite: needs a path, as in sqlite:/var/lib/offer-signer/store.sqlite (or sqlite::memory:)."
+                    .invalidDatabaseURL,
+                    "OFFER_SIGNER_DATABASE_URL=sqlite: needs a path, as in sqlite:/var/lib/offer-signer/store.sqlite (or sqlite::memory:)."
                 )
             }
             self = .sqlite(path: path == ":memory:" ? nil : path)
@@ -85,8 +85,8 @@ private enum StoreLocation {
         } else {
             let scheme = databaseURL.split(separator: ":").first.map(String.init) ?? ""
             throw OfferStoreError(
-                code: .invalidDatabaseURL,
-                message: "OFFER_SIGNER_DATABASE_URL must start with sqlite: or postgres:// (got a '\(scheme.prefix(20))' URL)."
+                .invalidDatabaseURL,
+                "OFFER_SIGNER_DATABASE_URL must start with sqlite: or postgres:// (got a '\(scheme.prefix(20))' URL)."
             )
         }
     }

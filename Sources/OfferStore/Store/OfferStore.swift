@@ -389,13 +389,11 @@ public struct StoredDocument: Sendable, Hashable {
 
 /// The one error type of the store. Messages never contain passwords or connection strings with them.
 public struct OfferStoreError: CodedError, Hashable, Sendable, CustomStringConvertible {
-    /// The stable codes of this error type.
-    public typealias Code = ErrorCode<OfferStoreError>
 
     public var code: Code
     public var message: String
 
-    public init(code: Code, message: String) {
+    public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
@@ -415,17 +413,46 @@ extension OfferStore {
     }
 }
 
-extension ErrorCode where Domain == OfferStoreError {
-    /// The database cannot be reached or refused the operation.
-    public static var unavailable: Self { Self("store_unavailable") }
-    /// `OFFER_SIGNER_DATABASE_URL` is not a `sqlite:` or `postgres://` URL.
-    public static var invalidDatabaseURL: Self { Self("invalid_database_url") }
-    /// A migration failed.
-    public static var migrationFailed: Self { Self("migration_failed") }
-    /// The nonce of an issued signature was recorded before.
-    public static var duplicateNonce: Self { Self("duplicate_nonce") }
-    /// A stored record could not be decoded.
-    public static var corruptRecord: Self { Self("corrupt_record") }
-    /// An original transaction a write claimed is another customer's (``TransactionClaim``); nothing was written.
-    public static var transactionClaimed: Self { Self("transaction_claimed") }
+extension OfferStoreError {
+    /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
+    public struct Code: ErrorCode {
+        /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
+        package enum Kind: String, CaseIterable, Sendable {
+            case unavailable = "store_unavailable"
+            case invalidDatabaseURL = "invalid_database_url"
+            case migrationFailed = "migration_failed"
+            case duplicateNonce = "duplicate_nonce"
+            case corruptRecord = "corrupt_record"
+            case transactionClaimed = "transaction_claimed"
+            case storeInUse = "store_in_use"
+        }
+
+        /// Which code this is.
+        package let kind: Kind
+
+        package init(_ kind: Kind) { self.kind = kind }
+
+        public var rawValue: String { kind.rawValue }
+
+        /// The database cannot be reached or refused the operation.
+        public static let unavailable = Self(.unavailable)
+
+        /// `OFFER_SIGNER_DATABASE_URL` is not a `sqlite:` or `postgres://` URL.
+        public static let invalidDatabaseURL = Self(.invalidDatabaseURL)
+
+        /// A migration failed.
+        public static let migrationFailed = Self(.migrationFailed)
+
+        /// The nonce of an issued signature was recorded before.
+        public static let duplicateNonce = Self(.duplicateNonce)
+
+        /// A stored record could not be decoded.
+        public static let corruptRecord = Self(.corruptRecord)
+
+        /// An original transaction a write claimed is another customer's (``TransactionClaim``); nothing was written.
+        public static let transactionClaimed = Self(.transactionClaimed)
+
+        /// Another `offer-signer serve` holds the SQLite file (``SQLiteFileLock``).
+        public static let storeInUse = Self(.storeInUse)
+    }
 }

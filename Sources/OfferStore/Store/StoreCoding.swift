@@ -15,7 +15,7 @@ enum StoreCoding {
         do {
             return try decoder.decode(T.self, from: Data(text.utf8))
         } catch {
-            throw OfferStoreError(code: .corruptRecord, message: "A stored \(T.self) could not be read.")
+            throw OfferStoreError(.corruptRecord, "A stored \(T.self) could not be read.")
         }
     }
 }
