@@ -11,6 +11,8 @@ import OfferStore
 struct ConsolePages {
     let service: OfferService
     let keyManager: KeyManager?
+    /// The use cases the pages share with the admin API (key changes, the audit).
+    let useCases: OfferSignerUseCases
     /// Who may sign in (the overview warns when the demo's public token is one).
     var adminTokens: BearerTokens = .none
     /// When the policy in force was loaded (it is read once, as the service starts).
