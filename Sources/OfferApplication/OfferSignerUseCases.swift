@@ -14,6 +14,8 @@ public struct OfferSignerUseCases: Sendable {
     public let logs: AdministrationLogs?
     /// The signing keys' administration; `nil` without a key manager.
     public let keys: KeyAdministration?
+    /// The outcome reports (`store_unavailable` without a store).
+    public let outcomes: OutcomeReporting
 
     /// The use cases over a service's store and keys.
     /// - Parameters:
@@ -32,6 +34,7 @@ public struct OfferSignerUseCases: Sendable {
                 }
             )
         }
+        self.outcomes = service.outcomeReporting
         self.logs = store.map { AdministrationLogs(signatures: $0, audit: $0) }
         self.keys = keyManager.map { manager in
             KeyAdministration(manager: manager, audit: store.map { $0 as any AuditLog }, signatureCounts: { service.signatureCountsByKey })

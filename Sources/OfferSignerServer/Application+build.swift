@@ -119,7 +119,7 @@ public func buildRouter(
         }
         if let customers = useCases.customers, let logs = useCases.logs {
             AdminCustomerRoutes(service: service, customers: customers, logs: logs).register(on: admin)
-            AdminOutcomeRoutes(service: service).register(on: admin)
+            AdminOutcomeRoutes(outcomes: useCases.outcomes).register(on: admin)
             AdminExperimentRoutes(service: service).register(on: admin)
             AdminPolicyRoutes(service: service).register(on: admin)
             if let setup = retentionMessaging ?? AdminRetentionRoutes.setup(for: service, logger: Logger(label: "offer-signer.retention-messaging")) {
