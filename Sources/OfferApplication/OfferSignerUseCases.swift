@@ -16,6 +16,8 @@ public struct OfferSignerUseCases: Sendable {
     public let keys: KeyAdministration?
     /// The outcome reports (`store_unavailable` without a store).
     public let outcomes: OutcomeReporting
+    /// The reports of the policy's experiments.
+    public let experiments: ExperimentReporting
 
     /// The use cases over a service's store and keys.
     /// - Parameters:
@@ -35,6 +37,7 @@ public struct OfferSignerUseCases: Sendable {
             )
         }
         self.outcomes = service.outcomeReporting
+        self.experiments = service.experimentReporting
         self.logs = store.map { AdministrationLogs(signatures: $0, audit: $0) }
         self.keys = keyManager.map { manager in
             KeyAdministration(manager: manager, audit: store.map { $0 as any AuditLog }, signatureCounts: { service.signatureCountsByKey })

@@ -120,7 +120,7 @@ public func buildRouter(
         if let customers = useCases.customers, let logs = useCases.logs {
             AdminCustomerRoutes(service: service, customers: customers, logs: logs).register(on: admin)
             AdminOutcomeRoutes(outcomes: useCases.outcomes).register(on: admin)
-            AdminExperimentRoutes(service: service).register(on: admin)
+            AdminExperimentRoutes(experiments: useCases.experiments).register(on: admin)
             AdminPolicyRoutes(service: service).register(on: admin)
             if let setup = retentionMessaging ?? AdminRetentionRoutes.setup(for: service, logger: Logger(label: "offer-signer.retention-messaging")) {
                 AdminRetentionRoutes(service: service, setup: setup).register(on: admin)
