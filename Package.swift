@@ -312,6 +312,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The application's use cases over in-memory fakes of the store capabilities they take (the SQL stores'
+        // behaviour is OfferStoreTests'; HTTP is OfferSignerServerTests').
+        .testTarget(
+            name: "OfferApplicationTests",
+            dependencies: [
+                "OfferApplication",
+                "OfferEligibility",
+                "OfferKeys",
+                "OfferModel",
+                "OfferSigning",
+                "OfferStore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "OfferExperimentsTests",
             dependencies: ["OfferExperiments"],

@@ -113,13 +113,14 @@ public func buildRouter(
             } ?? TokenBuckets(rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure, burst: AdminAuthenticationMiddleware.failureBurst)
         let admin = router.group("/admin").add(middleware: AdminAuthenticationMiddleware(tokens: adminTokens, failures: failures))
             .add(middleware: SingleQueryParametersMiddleware())
-        if let keyManager {
-            AdminKeyRoutes(service: service, manager: keyManager).register(on: admin)
+        let useCases = OfferSignerUseCases(service: service, keyManager: keyManager)
+        if let keys = useCases.keys {
+            AdminKeyRoutes(keys: keys).register(on: admin)
         }
-        if let store = service.store {
-            AdminCustomerRoutes(service: service, store: store).register(on: admin)
-            AdminOutcomeRoutes(service: service).register(on: admin)
-            AdminExperimentRoutes(service: service).register(on: admin)
+        if let customers = useCases.customers, let logs = useCases.logs {
+            AdminCustomerRoutes(service: service, customers: customers, logs: logs).register(on: admin)
+            AdminOutcomeRoutes(outcomes: useCases.outcomes).register(on: admin)
+            AdminExperimentRoutes(experiments: useCases.experiments).register(on: admin)
             AdminPolicyRoutes(service: service).register(on: admin)
             if let setup = retentionMessaging ?? AdminRetentionRoutes.setup(for: service, logger: Logger(label: "offer-signer.retention-messaging")) {
                 AdminRetentionRoutes(service: service, setup: setup).register(on: admin)
@@ -129,6 +130,7 @@ public func buildRouter(
         ConsoleRoutes(
             service: service,
             keyManager: keyManager,
+            useCases: useCases,
             adminTokens: adminTokens,
             failures: failures,
             sessions: ConsoleSessions(store: service.store)

@@ -21,7 +21,7 @@ public struct PolicyDryRun: Sendable {
     /// Decisions read per page.
     public var pageSize = 5_000
 
-    let store: any OfferStore
+    let store: any PolicyDecisionLog
     let candidate: OfferPolicy
     let inForce: OfferPolicy?
 
@@ -30,7 +30,7 @@ public struct PolicyDryRun: Sendable {
     ///   - candidate: the policy to replay it under.
     ///   - inForce: the policy in force, whose experiments the candidate may keep (replayed with the variants the
     ///     log kept); `nil` when it is not known here, and then a candidate with an experiment is refused.
-    public init(store: any OfferStore, candidate: OfferPolicy, inForce: OfferPolicy? = nil) {
+    public init(store: any PolicyDecisionLog, candidate: OfferPolicy, inForce: OfferPolicy? = nil) {
         self.store = store
         self.candidate = candidate
         self.inForce = inForce

@@ -70,7 +70,7 @@ package struct CustomerBinding: Sendable {
     static func resolve(
         _ transaction: JWSTransactionDecodedPayload,
         bundleIdentifier: String,
-        store: any OfferStore,
+        store: any CustomerFactsStore & AuditLog,
         claimant: CustomerKey? = nil,
         tokens rule: TokenRule = .uuid
     ) async throws -> CustomerBinding? {
@@ -130,7 +130,7 @@ package struct CustomerBinding: Sendable {
 
     /// Audits, counts and logs a conflict (nothing when there is none). `source`: `notification`,
     /// `signed_transaction` or `app_store_answer`.
-    func report(source: String, store: any OfferStore, logger: Logger) async throws {
+    func report(source: String, store: any CustomerFactsStore & AuditLog, logger: Logger) async throws {
         guard let conflict, let refused else { return }
         Counter(label: "offer_signer_customer_binding_conflicts_total", dimensions: [("source", source), ("conflict", conflict.rawValue)]).increment()
         logger.warning(

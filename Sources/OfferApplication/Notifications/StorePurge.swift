@@ -13,7 +13,7 @@ import ServiceLifecycle
 /// real-time request may have (after it, the request is refused as stale, so no replay signs twice); a processed
 /// UUID must outlive the App Store's retries of a notification (up to five, over about three days).
 package struct StorePurge: Service {
-    let store: any OfferStore
+    let store: any StoredAnswers & OutcomeLog & ExperimentLog & PolicyDecisionLog
     let clockSkew: TimeInterval
     let logger: Logger
     var interval: Duration = .seconds(600)
@@ -32,7 +32,12 @@ package struct StorePurge: Service {
     /// window (400 days), so the report of every customer exposed in the last 400 days stays exact.
     static let subscriptionTransactionLifetime: TimeInterval = 800 * 86_400
 
-    package init(store: any OfferStore, clockSkew: TimeInterval, decisionLogDays: Int = 90, logger: Logger) {
+    package init(
+        store: any StoredAnswers & OutcomeLog & ExperimentLog & PolicyDecisionLog,
+        clockSkew: TimeInterval,
+        decisionLogDays: Int = 90,
+        logger: Logger
+    ) {
         self.store = store
         self.clockSkew = clockSkew
         self.decisionLogLifetime = TimeInterval(decisionLogDays) * 86_400

@@ -17,13 +17,13 @@ import ServiceLifecycle
 public struct StorePolicy: Sendable {
     /// The document the fleet's policy is kept in.
     public static let defaultDocumentName = "policy"
-    let store: any OfferStore
+    let store: any SharedDocuments
     let documentName: String
 
     /// - Parameters:
     ///   - store: the shared store.
     ///   - documentName: the document (tests use their own).
-    public init(store: any OfferStore, documentName: String = StorePolicy.defaultDocumentName) {
+    public init(store: any SharedDocuments, documentName: String = StorePolicy.defaultDocumentName) {
         self.store = store
         self.documentName = documentName
     }

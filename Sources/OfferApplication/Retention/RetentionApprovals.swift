@@ -22,7 +22,7 @@ final class RetentionApprovals: Sendable {
 
     /// The approved message identifiers of an app in an environment (`Production`, `Sandbox`); empty when the store
     /// has none recorded, or cannot be read (then nothing of the catalogue is answered until it can).
-    func approvedMessages(bundleIdentifier: String, environment: String, store: (any OfferStore)?, logger: Logger) async -> Set<String> {
+    func approvedMessages(bundleIdentifier: String, environment: String, store: (any RetentionCatalogueStore)?, logger: Logger) async -> Set<String> {
         let key = "\(bundleIdentifier) \(environment)"
         let now = ContinuousClock.now
         if let read = reads.withLock({ $0[key] }), now - read.at < Self.timeToLive { return read.approved }

@@ -48,7 +48,7 @@ public struct RetentionCatalogueSync: Sendable {
     }
 
     let client: RetentionMessagingClient
-    let store: (any OfferStore)?
+    let store: (any RetentionCatalogueStore)?
     let logger: Logger
     let now: @Sendable () -> Date
 
@@ -57,7 +57,12 @@ public struct RetentionCatalogueSync: Sendable {
     ///   - store: Where the states are recorded; `nil` records nothing.
     ///   - logger: Where each upload, deletion and default is logged (identifiers only).
     ///   - now: The clock of the records.
-    public init(client: RetentionMessagingClient, store: (any OfferStore)?, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        client: RetentionMessagingClient,
+        store: (any RetentionCatalogueStore)?,
+        logger: Logger,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.client = client
         self.store = store
         self.logger = logger

@@ -19,7 +19,7 @@ public struct RetentionMessagingSetup: Sendable {
     }
 
     let clients: [String: Clients]
-    let store: (any OfferStore)?
+    let store: (any SharedDocuments & RetentionCatalogueStore)?
     let logger: Logger
 
     /// - Parameters:
@@ -31,7 +31,7 @@ public struct RetentionMessagingSetup: Sendable {
     public init(
         configurations: [String: AppStoreServerAPIConfiguration],
         options: RetentionMessagingClient.Options = .init(),
-        store: (any OfferStore)?,
+        store: (any SharedDocuments & RetentionCatalogueStore)?,
         logger: Logger
     ) throws(RetentionMessagingError) {
         var clients: [String: Clients] = [:]
@@ -102,7 +102,7 @@ public struct RetentionMessagingSetup: Sendable {
     }
 
     /// The last performance test recorded in `store` for an app (the console reads it without a client).
-    public static func lastPerformanceTest(_ bundleIdentifier: String, store: (any OfferStore)?) async -> PerformanceTestRecord? {
+    public static func lastPerformanceTest(_ bundleIdentifier: String, store: (any SharedDocuments)?) async -> PerformanceTestRecord? {
         guard let store, let document = try? await store.document(named: documentName(bundleIdentifier)) else { return nil }
         return try? JSONDecoder().decode(PerformanceTestRecord.self, from: Data(document.text.utf8))
     }

@@ -5,7 +5,7 @@ import OfferExperiments
 extension ConsolePages {
     /// `/console/experiments`: the policy's experiments and their customers exposed so far.
     func experiments(_ session: ConsoleSession) async throws -> HTML {
-        let summaries = try await service.experimentSummaries()
+        let summaries = try await useCases.experiments.experimentSummaries()
         let rows: [[HTML]] = summaries.map { summary in
             [
                 "<a href=\"/console/experiments/\(summary.id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "")\">\(summary.id)</a>",
@@ -23,7 +23,7 @@ extension ConsolePages {
 
     /// `/console/experiments/{id}`: the report of `GET /admin/experiments/{id}`, with the intervals drawn.
     func experiment(_ identifier: String, session: ConsoleSession) async throws -> HTML {
-        let report = try await service.experimentReport(identifier)
+        let report = try await useCases.experiments.experimentReport(identifier)
         let rows: [[HTML]] = report.variants.map { variant in
             // One block per currency, a line each (the cell stays narrow): the sum, its payers and the mean, and with
             // metric revenue the difference to the reference.

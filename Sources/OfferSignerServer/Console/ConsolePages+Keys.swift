@@ -29,8 +29,8 @@ extension ConsolePages {
             </form>
             """
         var audit: HTML = "<p class=\"muted\">The audit needs the customer store.</p>"
-        if let store = service.store {
-            let events = try await storeCall { try await store.auditEvents(limit: 50, since: nil) }
+        if let logs = useCases.logs {
+            let events = try await logs.auditEvents(limit: 50)
             let rows: [[HTML]] = events.map { event in
                 let details = event.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
                 return ["\(ConsoleLayout.date(event.at))", "\(event.actor)", "\(event.action)", "\(event.target)", "\(details)"]
@@ -59,11 +59,11 @@ extension ConsolePages {
     /// `POST /console/keys`: the same key operations as `POST /admin/keys/{keyIdentifier}/{action}`, audited under the
     /// admin's name; the confirmation must be the key identifier.
     func changeKey(_ form: ConsoleForm, session: ConsoleSession, logger: Logger) async throws -> Response {
-        guard let keyManager else {
+        guard let keyAdministration = useCases.keys else {
             throw APIError(.notFound, "Key changes are not available in this configuration.")
         }
         guard let keyIdentifier = form["keyIdentifier"], (1...64).contains(keyIdentifier.utf8.count),
-            let action = form["action"], Self.keyActions.contains(action)
+            let action = form["action"], Self.keyActions.contains(action), let change = KeyAdministration.Change(rawValue: action)
         else {
             throw APIError.invalidRequest(field: "keyIdentifier", "Choose a key and a change (activate, retire or revoke).")
         }
@@ -73,25 +73,12 @@ extension ConsolePages {
         }
         let admin = session.admin
         do {
-            switch action {
-            case "activate": _ = try await keyManager.activate(keyIdentifier, by: admin)
-            case "retire": _ = try await keyManager.retire(keyIdentifier, by: admin)
-            default: _ = try await keyManager.revoke(keyIdentifier, by: admin)
-            }
+            // Audited as `key.<action>` with `via: console` (an audit that cannot be written is logged, not a failure).
+            _ = try await keyAdministration.change(change, keyIdentifier: keyIdentifier, by: admin, via: "console", logger: logger)
         } catch {
             let apiError = APIError(pipeline: error, logger: logger)
             let message: HTML = "<p class=\"error\" role=\"alert\">Nothing changed: \(apiError.message)</p>"
             return try await keys(session, message: message).response(status: apiError.status)
-        }
-        if let store = service.store {
-            do {
-                try await store.appendAudit(AuditEvent(actor: admin, action: "key.\(action)", target: keyIdentifier, details: ["via": "console"]))
-            } catch {
-                logger.warning(
-                    "key state changed, but the audit event could not be written",
-                    metadata: ["admin": "\(admin)", "action": "\(action)", "keyIdentifier": "\(keyIdentifier)"]
-                )
-            }
         }
         logger.notice("console: key \(action)", metadata: ["admin": "\(admin)", "keyIdentifier": "\(keyIdentifier)"])
         let message: HTML = "<p class=\"ok\" role=\"status\">Key \(keyIdentifier): \(action) done.</p>"

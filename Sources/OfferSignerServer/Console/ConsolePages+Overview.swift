@@ -77,10 +77,10 @@ extension ConsolePages {
         calendar.timeZone = TimeZone(identifier: "UTC") ?? .gmt
         let today = calendar.startOfDay(for: now)
         // Totals, not reports: a few rows from the rollups whatever the number of apps and offers (docs/console.md).
-        let issuedToday = try await service.outcomeTotals(from: today, to: now, bundleIdentifier: nil, environment: nil).issued
+        let issuedToday = try await useCases.outcomes.outcomeTotals(from: today, to: now, bundleIdentifier: nil, environment: nil).issued
         let weekAgo = now.addingTimeInterval(-7 * 86_400)
-        let issuedWeek = try await service.outcomeTotals(from: weekAgo, to: now, bundleIdentifier: nil, environment: nil).issued
-        let totals = try await service.outcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
+        let issuedWeek = try await useCases.outcomes.outcomeTotals(from: weekAgo, to: now, bundleIdentifier: nil, environment: nil).issued
+        let totals = try await useCases.outcomes.outcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
         let decisions = try await decisionCounts(customerStore, range: range)
         body = """
             \(body)

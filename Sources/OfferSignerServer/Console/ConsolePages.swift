@@ -11,6 +11,8 @@ import OfferStore
 struct ConsolePages {
     let service: OfferService
     let keyManager: KeyManager?
+    /// The use cases the pages share with the admin API (key changes, the audit).
+    let useCases: OfferSignerUseCases
     /// Who may sign in (the overview warns when the demo's public token is one).
     var adminTokens: BearerTokens = .none
     /// When the policy in force was loaded (it is read once, as the service starts).
@@ -30,8 +32,8 @@ struct ConsolePages {
             )
         }
         // Five independent reads at once: the page waits for the slowest, not the sum.
-        async let totalsRead = service.outcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
-        async let pageRead = service.outcomePage(
+        async let totalsRead = useCases.outcomes.outcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
+        async let pageRead = useCases.outcomes.outcomePage(
             from: range.from,
             to: range.to,
             bundleIdentifier: nil,
@@ -39,7 +41,7 @@ struct ConsolePages {
             limit: Self.offersPerPage,
             offset: (page - 1) * Self.offersPerPage
         )
-        async let daysRead = service.dailyOutcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
+        async let daysRead = useCases.outcomes.dailyOutcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
         // The range's key and policy changes (the newest 500), read as such.
         async let eventsRead = storeCall {
             try await store.auditEvents(limit: 500, since: range.from, until: range.to, actions: Self.chartedActions)
@@ -129,7 +131,7 @@ struct ConsolePages {
 
     /// `/console/offers.csv`: the Offers table of the range as CSV (RFC 4180), one revenue column per currency.
     func offersCSV(range: ConsoleRange) async throws -> String {
-        let report = try await service.outcomeReport(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
+        let report = try await useCases.outcomes.outcomeReport(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
         let currencies = Self.revenueByCurrency(report.offers).map(\.currency)
         var lines = [
             (["app", "product", "offer", "channel", "issued", "customers", "redeemed", "attributed", "renewed", "refunded"]

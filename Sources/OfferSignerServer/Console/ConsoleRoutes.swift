@@ -14,6 +14,8 @@ import OfferStore
 struct ConsoleRoutes {
     let service: OfferService
     let keyManager: KeyManager?
+    /// The use cases the console shares with the admin API.
+    let useCases: OfferSignerUseCases
     let adminTokens: BearerTokens
     /// The admin API's limiter of failed authentications (per client address), shared with it.
     let failures: any LimitBuckets
@@ -51,7 +53,7 @@ struct ConsoleRoutes {
             )
         }
         _ = RequestTally.startedAt  // the overview's uptime counts from here: the router's start
-        let pages = ConsolePages(service: service, keyManager: keyManager, adminTokens: adminTokens)
+        let pages = ConsolePages(service: service, keyManager: keyManager, useCases: useCases, adminTokens: adminTokens)
         signedIn.get("") { request, context in
             let range = try ConsoleRange(query: try ConsoleForm(encoded: request.uri.query ?? ""))
             return try await pages.overview(try context.requireConsoleSession, range: range).response()

@@ -33,11 +33,11 @@ actor ConsoleSessions {
     /// The most sessions held at once.
     static let maximumSessions = 1000
 
-    private let store: (any OfferStore)?
+    private let store: (any ConsoleSessionStore)?
     private var sessions: [SHA256.Digest: ConsoleSession] = [:]
 
     /// - Parameter store: where replicas share the sessions; `nil` keeps them in memory.
-    init(store: (any OfferStore)? = nil) {
+    init(store: (any ConsoleSessionStore)? = nil) {
         self.store = store
     }
 

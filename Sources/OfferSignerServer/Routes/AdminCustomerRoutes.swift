@@ -34,111 +34,44 @@ struct AuditList: ResponseEncodable {
 }
 
 /// `/admin/customers/…`, `/admin/signatures`, `/admin/audit`: what the rules see, flags, customer-service
-/// grants, a refresh from the App Store, the issued-signature log and the audit. Every change is audited with the admin who made it.
+/// grants, a refresh from the App Store, the issued-signature log and the audit. Every change is audited with the admin who made it
+/// (``CustomerAdministration``); the routes decode, call the use case and encode.
 struct AdminCustomerRoutes {
     let service: OfferService
-    let store: any OfferStore
+    let customers: CustomerAdministration
+    let logs: AdministrationLogs
 
-    /// The most flags a customer holds (and a request sets): flags are an admin's notes for the rules, and each change
-    /// is copied into the audit.
-    static let maximumFlags = 100
+    /// The most flags a customer holds (and a request sets) (``CustomerAdministration/maximumFlags``).
+    static let maximumFlags = CustomerAdministration.maximumFlags
 
     func register(on group: RouterGroup<OfferSignerRequestContext>) {
         group.get("/customers/:bundleIdentifier/:applicationUsername") { _, context -> CustomerAnswer in
             let key = try customerKey(context)
-            let facts = try await storeCall { try await store.customerFacts(for: key) }
+            let facts = try await customers.facts(of: key)
             return CustomerAnswer(known: facts != nil, facts: facts ?? CustomerFacts(key: key))
         }
         group.post("/customers/:bundleIdentifier/:applicationUsername/flags") { request, context -> CustomerAnswer in
             let key = try customerKey(context)
             let body = try await request.decodeJSON(as: FlagsRequest.self, context: context)
-            guard body.flags.count <= Self.maximumFlags else {
-                throw APIError.invalidRequest(field: "flags", "A request sets at most \(Self.maximumFlags) flags.")
-            }
-            for (name, value) in body.flags {
-                do throws(OfferSigningError) {
-                    try PayloadField.validate(name, named: "flags", maximumLength: 64)
-                    if let value, !value.isEmpty { try PayloadField.validate(value, named: "flags", maximumLength: 255) }
-                } catch {
-                    throw APIError.invalidRequest(
-                        field: "flags",
-                        "Flag names are 1–64 printable characters and values at most 255 (\(error.message))"
-                    )
-                }
-            }
-            let facts = try await storeCall {
-                try await store.updateCustomer(key) { facts in
-                    let before = facts.flags.count
-                    for (name, value) in body.flags { facts.flags[name] = value }
-                    // Only a change that grows the flags past the bound is refused: removals always go through.
-                    guard facts.flags.count <= Self.maximumFlags || facts.flags.count <= before else {
-                        throw OfferServiceError.invalidRequest(
-                            field: "flags",
-                            "A customer holds at most \(Self.maximumFlags) flags; remove some (a flag set to null is removed) before adding others."
-                        )
-                    }
-                }
-            }
-            try await audit(
-                context,
-                action: "customer.flags",
-                target: "\(key)",
-                logTarget: CustomerHash.of(key),
-                details: body.flags.mapValues { $0 ?? "(removed)" }
-            )
+            let facts = try await customers.setFlags(body.flags, of: key, by: context.adminName ?? "unknown", logger: context.logger)
             return CustomerAnswer(known: true, facts: facts)
         }
         group.post("/customers/:bundleIdentifier/:applicationUsername/grants") { request, context -> CustomerAnswer in
             let key = try customerKey(context)
             let body = try await request.decodeJSON(as: GrantRequest.self, context: context)
-            let days = body.expiresInDays ?? 14
-            guard (1...365).contains(days) else { throw APIError.invalidRequest(field: "expiresInDays", "expiresInDays is 1 to 365.") }
-            do throws(OfferSigningError) {
-                try PayloadField.validate(body.productIdentifier, named: "productIdentifier")
-                try PayloadField.validate(body.offerIdentifier, named: "offerIdentifier")
-            } catch {
-                throw APIError(error)
-            }
-            if let policy = service.policy {
-                guard policy.app(key.bundleIdentifier)?.product(body.productIdentifier)?.offer(body.offerIdentifier) != nil else {
-                    throw APIError(
-                        .unknownOffer,
-                        "The policy lists no offer \(body.offerIdentifier) of \(body.productIdentifier) for \(key.bundleIdentifier)."
-                    )
-                }
-            }
-            let admin = context.adminName ?? "unknown"
-            let grant = CustomerServiceGrant(
+            let facts = try await customers.grant(
                 productIdentifier: body.productIdentifier,
                 offerIdentifier: body.offerIdentifier,
-                grantedBy: admin,
-                expiresAt: Date().addingTimeInterval(TimeInterval(days) * 86_400)
-            )
-            let facts = try await storeCall { try await store.updateCustomer(key) { $0.grants.append(grant) } }
-            try await audit(
-                context,
-                action: "customer.grant",
-                target: "\(key)",
-                logTarget: CustomerHash.of(key),
-                details: [
-                    "grant": grant.id, "productIdentifier": grant.productIdentifier, "offerIdentifier": grant.offerIdentifier,
-                    "expiresInDays": "\(days)",
-                ]
+                days: body.expiresInDays,
+                to: key,
+                by: context.adminName ?? "unknown",
+                logger: context.logger
             )
             return CustomerAnswer(known: true, facts: facts)
         }
         group.post("/customers/:bundleIdentifier/:applicationUsername/refresh") { _, context -> CustomerAnswer in
             let key = try customerKey(context)
-            let facts = try await service.refreshFromAppStore(key)
-            try await audit(
-                context,
-                action: "customer.refresh",
-                target: "\(key)",
-                logTarget: CustomerHash.of(key),
-                details: [
-                    "subscriptions": "\(facts.subscriptions.count)"
-                ]
-            )
+            let facts = try await customers.refresh(key, by: context.adminName ?? "unknown", logger: context.logger)
             return CustomerAnswer(known: true, facts: facts)
         }
         group.get("/signatures") { request, _ -> SignatureList in
@@ -163,7 +96,7 @@ struct AdminCustomerRoutes {
                 until: try number("until"),
                 limit: limit
             )
-            return SignatureList(signatures: try await storeCall { try await store.issuedSignatures(matching: query) })
+            return SignatureList(signatures: try await logs.issuedSignatures(matching: query))
         }
         group.get("/audit") { request, _ -> AuditList in
             var limit = 100
@@ -173,7 +106,7 @@ struct AdminCustomerRoutes {
                 }
                 limit = number
             }
-            return AuditList(events: try await storeCall { try await store.auditEvents(limit: limit, since: nil) })
+            return AuditList(events: try await logs.auditEvents(limit: limit))
         }
     }
 
@@ -213,16 +146,4 @@ struct AdminCustomerRoutes {
         return CustomerKey(bundleIdentifier: bundle, applicationUsername: username)
     }
 
-    private func audit(
-        _ context: OfferSignerRequestContext,
-        action: String,
-        target: String,
-        logTarget: String,
-        details: [String: String]
-    ) async throws {
-        let event = AuditEvent(actor: context.adminName ?? "unknown", action: action, target: target, details: details)
-        try await storeCall { try await store.appendAudit(event) }
-        // The audit row keeps the customer (admins query it); the log line has its hash (docs/observability.md).
-        context.logger.notice("audit: \(action)", metadata: ["admin": "\(event.actor)", "target": "\(logTarget)"])
-    }
 }

@@ -4,7 +4,6 @@ import Logging
 import OfferApplication
 import OfferKeys
 import OfferSigning
-import OfferStore
 
 /// One key as `GET /admin/keys` lists it.
 struct AdminKeyDescription: Codable, Sendable {
@@ -23,55 +22,26 @@ struct AdminKeyList: ResponseEncodable {
     var keys: [AdminKeyDescription]
 }
 
-/// `/admin/keys`: list, reload, activate, retire, revoke.
+/// `/admin/keys`: list, reload, activate, retire, revoke (``KeyAdministration``).
 struct AdminKeyRoutes {
-    let service: OfferService
-    let manager: KeyManager
+    let keys: KeyAdministration
 
     func register(on group: RouterGroup<OfferSignerRequestContext>) {
-        group.get("/keys") { _, _ in list(await manager.keyRing) }
+        group.get("/keys") { _, _ in list(await keys.keyRing) }
         group.post("/keys/reload") { _, context -> AdminKeyList in
-            let admin = context.adminName ?? "unknown"
             // A refusal is a KeyManagementError, mapped to HTTP with every other error (ErrorMappingMiddleware).
-            let ring = try await manager.reload(reason: "admin \(admin)")
-            // The new keys serve from here on: a history entry that cannot be saved is logged, not reported as a
-            // failed reload.
-            do {
-                try await manager.recordReload(by: admin)
-            } catch {
-                context.logger.warning("keys reloaded, but the reload could not be added to the key-state history", metadata: ["admin": "\(admin)"])
-            }
-            return list(ring)
+            list(try await keys.reload(by: context.adminName ?? "unknown", logger: context.logger))
         }
-        for action in ["activate", "retire", "revoke"] {
-            group.post("/keys/:keyIdentifier/\(action)") { _, context -> AdminKeyList in
+        for change in KeyAdministration.Change.allCases {
+            group.post("/keys/:keyIdentifier/\(change.rawValue)") { _, context -> AdminKeyList in
                 let keyIdentifier = try context.parameters.require("keyIdentifier")
-                let admin = context.adminName ?? "unknown"
-                let ring: KeyRing
-                switch action {
-                case "activate": ring = try await manager.activate(keyIdentifier, by: admin)
-                case "retire": ring = try await manager.retire(keyIdentifier, by: admin)
-                default: ring = try await manager.revoke(keyIdentifier, by: admin)
-                }
-                // The change is saved (with its history entry) and served: an audit row that cannot be written is
-                // logged, never reported as a failed change.
-                if let store = service.store {
-                    do {
-                        try await store.appendAudit(AuditEvent(actor: admin, action: "key.\(action)", target: keyIdentifier))
-                    } catch {
-                        context.logger.warning(
-                            "key state changed, but the audit event could not be written",
-                            metadata: ["admin": "\(admin)", "action": "\(action)", "keyIdentifier": "\(keyIdentifier)"]
-                        )
-                    }
-                }
-                return list(ring)
+                return list(try await keys.change(change, keyIdentifier: keyIdentifier, by: context.adminName ?? "unknown", logger: context.logger))
             }
         }
     }
 
     private func list(_ ring: KeyRing) -> AdminKeyList {
-        let counts = service.signatureCountsByKey
+        let counts = keys.signatureCountsByKey
         return AdminKeyList(
             activeKeyIdentifier: ring.activeKeyIdentifier,
             keys: ring.entries.map { entry in

@@ -24,13 +24,13 @@ struct DailyOutcomeAnswer: ResponseEncodable {
 /// before now),
 /// `bundleId`, `environment`.
 struct AdminOutcomeRoutes {
-    let service: OfferService
+    let outcomes: OutcomeReporting
 
     func register(on group: RouterGroup<OfferSignerRequestContext>) {
         group.get("/outcomes") { request, _ -> OutcomeAnswer in
             let window = try Self.window(request)
             return OutcomeAnswer(
-                report: try await service.outcomeReport(
+                report: try await outcomes.outcomeReport(
                     from: window.from,
                     to: window.to,
                     bundleIdentifier: window.bundleIdentifier,
@@ -40,7 +40,7 @@ struct AdminOutcomeRoutes {
         }
         group.get("/outcomes/daily") { request, _ -> DailyOutcomeAnswer in
             let window = try Self.window(request)
-            let days = try await service.dailyOutcomeReports(
+            let days = try await outcomes.dailyOutcomeReports(
                 from: window.from,
                 to: window.to,
                 bundleIdentifier: window.bundleIdentifier,

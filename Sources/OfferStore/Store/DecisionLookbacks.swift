@@ -24,7 +24,7 @@ public struct DecisionLookback: Sendable, Hashable {
 /// A store whose decision log can say in one statement how far back a window's decisions kept issued signatures,
 /// without reading them one by one: a dry-run refuses a candidate that looks back further before it replays
 /// anything (docs/policy.md "Dry-run"). The SQL stores are; a store that is not leaves the check to the replay.
-public protocol DecisionLookbackSummary: OfferStore {
+public protocol DecisionLookbackSummary: PolicyDecisionLog {
     /// The decisions about the apps `bundleIdentifiers` with `since <= decidedAt < until` (Unix ms) that kept less
     /// than `below` seconds of issued signatures, grouped by channel, app, product and offer, each group with the
     /// least it kept.

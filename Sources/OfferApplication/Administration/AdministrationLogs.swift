@@ -1,0 +1,28 @@
+import OfferModel
+import OfferStore
+
+/// The logs admins read (`/admin/signatures`, `/admin/audit`): the issued signatures and the audit events.
+public struct AdministrationLogs: Sendable {
+    let signatures: any IssuedSignatureLog
+    let audit: any AuditLog
+
+    /// - Parameters:
+    ///   - signatures: the issued-signature log.
+    ///   - audit: the audit log.
+    public init(signatures: any IssuedSignatureLog, audit: any AuditLog) {
+        self.signatures = signatures
+        self.audit = audit
+    }
+
+    /// The issued signatures the query matches, newest first.
+    /// - Throws: ``OfferServiceError`` `store_unavailable`.
+    public func issuedSignatures(matching query: IssuedSignatureQuery) async throws(OfferServiceError) -> [IssuedSignature] {
+        try await storeCall { try await signatures.issuedSignatures(matching: query) }
+    }
+
+    /// The newest `limit` audit events.
+    /// - Throws: ``OfferServiceError`` `store_unavailable`.
+    public func auditEvents(limit: Int) async throws(OfferServiceError) -> [AuditEvent] {
+        try await storeCall { try await audit.auditEvents(limit: limit, since: nil) }
+    }
+}
