@@ -97,7 +97,10 @@ extension ExperimentReport {
         for comparison in comparisons { lines.append(comparison.summary) }
         if let sampleRatio {
             lines.append(
-                "sample ratio: chi-square \(String(format: "%.2f", sampleRatio.chiSquare)), p = \(String(format: "%.4g", sampleRatio.pValue))\(sampleRatio.mismatch ? " — MISMATCH" : "")"
+                """
+                sample ratio: chi-square \(String(format: "%.2f", sampleRatio.chiSquare)), p = \
+                \(String(format: "%.4g", sampleRatio.pValue))\(sampleRatio.mismatch ? " — MISMATCH" : "")
+                """
             )
         }
         lines.append(note)

@@ -33,7 +33,10 @@ struct KeyOptions: ParsableArguments {
             let entries = try KeyLoader.load(environment: environment)
             guard !entries.isEmpty else {
                 throw ValidationError(
-                    "No key: pass --key-file, or set \(ConfigurationVariable.keyVariable("<KEYID>")), \(ConfigurationVariable.keyFileVariable("<KEYID>")) or \(variable: .keysDir)."
+                    """
+                    No key: pass --key-file, or set \(ConfigurationVariable.keyVariable("<KEYID>")), \
+                    \(ConfigurationVariable.keyFileVariable("<KEYID>")) or \(variable: .keysDir).
+                    """
                 )
             }
             let reader = ConfigurationVariable.reader(environment)

@@ -90,7 +90,11 @@ struct VerifyCommand: AsyncParsableCommand {
 
     /// An unknown key, offline: unknown to the keys given, not to the service.
     static func unknownKeyMessage(_ keyIdentifier: String?) -> String {
-        "No key \(keyIdentifier ?? "(none named)") is among the keys given (--key-file, --public-key-file or the \(ConfigurationVariable.keyVariable("*")) and \(variable: .keysDir) environment); the service may still know it — ask it with POST /v1/offers/verify."
+        """
+        No key \(keyIdentifier ?? "(none named)") is among the keys given (--key-file, --public-key-file or the \
+        \(ConfigurationVariable.keyVariable("*")) and \(variable: .keysDir) environment); the service may still know it — ask it with POST \
+        /v1/offers/verify.
+        """
     }
 
     /// A compact JWS given bare, as `{"signature": …}`, or as the JWS answer `sign` and POST /v1/offers/sign return

@@ -145,7 +145,11 @@ import Testing
         var body = ""
         for (name, value) in fields { body += "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n" }
         body +=
-            "--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"\(file == nil ? "" : "candidate.yaml")\"\r\nContent-Type: \(file == nil ? "application/octet-stream" : "application/yaml")\r\n\r\n\(file ?? "")\r\n"
+            """
+            --\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; \
+            filename=\"\(file == nil ? "" : "candidate.yaml")\"\r\nContent-Type: \
+            \(file == nil ? "application/octet-stream" : "application/yaml")\r\n\r\n\(file ?? "")\r\n
+            """
         return ByteBuffer(string: body + "--\(boundary)--\r\n")
     }
 

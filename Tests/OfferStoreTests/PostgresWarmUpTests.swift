@@ -26,7 +26,8 @@ struct PostgresWarmUpTests {
                     try await store.backend.reading { database in
                         let row = try await database.raw(
                             """
-                            SELECT pg_backend_pid() AS pid, (SELECT count(*) FROM pg_prepared_statements WHERE name IN (\(binds: Self.statements))) AS prepared
+                            SELECT pg_backend_pid() AS pid, (SELECT count(*) FROM pg_prepared_statements WHERE name IN (\(binds: Self.statements))) \
+                            AS prepared
                             """
                         ).first()
                         leased.count.withLock { $0 += 1 }

@@ -144,7 +144,10 @@ public struct SignedDataVerifier: Sendable {
             guard transaction.environment == environment else {
                 throw SignedDataVerificationError(
                     .wrongEnvironment,
-                    "the nested transaction's environment (\(transaction.environment?.rawValue ?? "none")) is not the notification's (\(environment?.rawValue ?? "none"))"
+                    """
+                    the nested transaction's environment (\(transaction.environment?.rawValue ?? "none")) is not the notification's \
+                    (\(environment?.rawValue ?? "none"))
+                    """
                 )
             }
             decoded.transaction = transaction
@@ -154,7 +157,10 @@ public struct SignedDataVerifier: Sendable {
             guard renewalInfo.environment == environment else {
                 throw SignedDataVerificationError(
                     .wrongEnvironment,
-                    "the nested renewal info's environment (\(renewalInfo.environment?.rawValue ?? "none")) is not the notification's (\(environment?.rawValue ?? "none"))"
+                    """
+                    the nested renewal info's environment (\(renewalInfo.environment?.rawValue ?? "none")) is not the notification's \
+                    (\(environment?.rawValue ?? "none"))
+                    """
                 )
             }
             decoded.renewalInfo = renewalInfo
@@ -236,7 +242,10 @@ public struct SignedDataVerifier: Sendable {
         guard let requestAppAppleId = request.appAppleId, let appAppleId, requestAppAppleId == appAppleId else {
             throw SignedDataVerificationError(
                 .wrongAppAppleId,
-                "appAppleId \(request.appAppleId.map(String.init) ?? "none") is not the configured \(appAppleId.map(String.init) ?? "none (set the app's appAppleId)")"
+                """
+                appAppleId \(request.appAppleId.map(String.init) ?? "none") is not the configured \
+                \(appAppleId.map(String.init) ?? "none (set the app's appAppleId)")
+                """
             )
         }
         try check(environment: request.environment)
@@ -264,7 +273,10 @@ public struct SignedDataVerifier: Sendable {
             guard signedDate >= now - skew, signedDate <= now + skew else {
                 throw SignedDataVerificationError(
                     .notFresh,
-                    "signedDate is \(signedDate < now ? "older" : "later") than the \(Int(freshness.skew)) seconds around now a real-time request may be; a captured request is not answered again"
+                    """
+                    signedDate is \(signedDate < now ? "older" : "later") than the \(Int(freshness.skew)) seconds around now a real-time \
+                    request may be; a captured request is not answered again
+                    """
                 )
             }
         }

@@ -251,11 +251,17 @@ struct LookbackShortfalls {
     var refusal: OfferServiceError? {
         guard !byRule.isEmpty else { return nil }
         let rules = byRule.sorted { $0.key < $1.key }.map { name, window in
-            "\(name) (looks back \(describeDuration(window.needed)); the log kept \(window.kept == 0 ? "no issued signatures" : describeDuration(TimeInterval(window.kept))) for some decisions)"
+            """
+            \(name) (looks back \(describeDuration(window.needed)); the log kept \
+            \(window.kept == 0 ? "no issued signatures" : describeDuration(TimeInterval(window.kept))) for some decisions)
+            """
         }
         return OfferServiceError(
             .dryRunNeedsFacts,
-            "The candidate's rules need issued signatures the decision log did not keep: \(rules.joined(separator: "; ")). Replay fewer days, or wait until decisions logged under a policy that looks back as far have accumulated."
+            """
+            The candidate's rules need issued signatures the decision log did not keep: \(rules.joined(separator: "; ")). Replay fewer days, or \
+            wait until decisions logged under a policy that looks back as far have accumulated.
+            """
         )
     }
 }

@@ -141,7 +141,10 @@ public struct PolicyDryRun: Sendable {
         guard names.isEmpty else {
             throw OfferServiceError(
                 .dryRunNeedsFacts,
-                "The candidate's rules read the customer's applicationUsername, which the decision log keeps only as a keyed hash: \(names.sorted().joined(separator: ", ")). Dry-run a candidate without them."
+                """
+                The candidate's rules read the customer's applicationUsername, which the decision log keeps only as a keyed hash: \
+                \(names.sorted().joined(separator: ", ")). Dry-run a candidate without them.
+                """
             )
         }
         // An experiment assigns by the customer's identifier too: only one kept as in force is replayed, with the

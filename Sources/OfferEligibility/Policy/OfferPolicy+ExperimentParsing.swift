@@ -86,7 +86,10 @@ extension OfferPolicy {
         guard let metric = Experiment.Metric(rawValue: metricText) else {
             throw PolicyError(
                 .invalidPolicy,
-                "\(item.location): metric must be \(Experiment.Metric.allCases.map(\.rawValue).joined(separator: ", ")), not '\(metricText.prefix(40))'"
+                """
+                \(item.location): metric must be \(Experiment.Metric.allCases.map(\.rawValue).joined(separator: ", ")), not \
+                '\(metricText.prefix(40))'
+                """
             )
         }
         let dates = RuleParameters(node: item, ruleName: "experiment \(identifier)", registry: .builtIn)

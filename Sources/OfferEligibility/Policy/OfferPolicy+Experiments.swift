@@ -128,7 +128,10 @@ public struct ExperimentRule: EligibilityRule {
         return .notEligible([
             reason(
                 "experiment_variant",
-                "This customer is in variant \(variant.name) of experiment \(experiment.identifier), which gives \(variant.answer ?? "nothing") instead."
+                """
+                This customer is in variant \(variant.name) of experiment \(experiment.identifier), which gives \(variant.answer ?? "nothing") \
+                instead.
+                """
             )
         ])
     }

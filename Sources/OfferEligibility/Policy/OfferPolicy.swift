@@ -132,7 +132,10 @@ public struct OfferPolicy: Sendable {
             guard let value = AppStoreUnavailable(rawValue: text) else {
                 throw PolicyError(
                     .invalidPolicy,
-                    "\(node.location): appStoreUnavailable must be \(AppStoreUnavailable.allCases.map(\.rawValue).joined(separator: " or ")), not '\(text.prefix(40))'"
+                    """
+                    \(node.location): appStoreUnavailable must be \(AppStoreUnavailable.allCases.map(\.rawValue).joined(separator: " or ")), \
+                    not '\(text.prefix(40))'
+                    """
                 )
             }
             appStoreUnavailable = value

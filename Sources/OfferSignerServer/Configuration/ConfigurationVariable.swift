@@ -143,7 +143,10 @@ public func configuredLogLevel(_ environment: [String: String]) throws(Configura
     guard let level = Logger.Level(rawValue: text.lowercased()) else {
         throw ConfigurationError(
             .invalidConfiguration,
-            "\(variable: .logLevel)=\(text.prefix(20)) is not a log level; use one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))."
+            """
+            \(variable: .logLevel)=\(text.prefix(20)) is not a log level; use one of \
+            \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).
+            """
         )
     }
     return level

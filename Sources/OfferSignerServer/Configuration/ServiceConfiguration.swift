@@ -217,7 +217,11 @@ public struct ServiceConfiguration: Sendable {
         guard !keys.isEmpty || !requireKeys else {
             throw ConfigurationError(
                 .invalidConfiguration,
-                "No signing key is configured: set \(ConfigurationVariable.keyVariable("<KEYID>")) (the PEM), \(ConfigurationVariable.keyFileVariable("<KEYID>")) (a path to SubscriptionKey_<KEYID>.p8) or \(variable: .keysDir) (a folder of them). See keys.example."
+                """
+                No signing key is configured: set \(ConfigurationVariable.keyVariable("<KEYID>")) (the PEM), \
+                \(ConfigurationVariable.keyFileVariable("<KEYID>")) (a path to SubscriptionKey_<KEYID>.p8) or \(variable: .keysDir) (a folder \
+                of them). See keys.example.
+                """
             )
         }
         let active = config.string(.activeKeyId)
@@ -230,7 +234,10 @@ public struct ServiceConfiguration: Sendable {
                 if let key = app.activeKeyIdentifier, keyRing.entry(for: key) == nil, requireKeys {
                     throw OfferSigningError(
                         .unknownKey,
-                        "The policy's active key for \(app.bundleIdentifier), \(key), is not among the loaded keys (\(keys.map(\.key.keyIdentifier).joined(separator: ", ")))."
+                        """
+                        The policy's active key for \(app.bundleIdentifier), \(key), is not among the loaded keys \
+                        (\(keys.map(\.key.keyIdentifier).joined(separator: ", "))).
+                        """
                     )
                 }
             }
@@ -244,7 +251,10 @@ public struct ServiceConfiguration: Sendable {
         var warnings: [String] = []
         if policy == nil {
             warnings.append(
-                "No eligibility policy is configured (\(variable: .policy)): every well-formed request for \(apps.map(\.bundleIdentifier).joined(separator: ", ")) is signed."
+                """
+                No eligibility policy is configured (\(variable: .policy)): every well-formed request for \
+                \(apps.map(\.bundleIdentifier).joined(separator: ", ")) is signed.
+                """
             )
         }
         if adminTokens.isEmpty {

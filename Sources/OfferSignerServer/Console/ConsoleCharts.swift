@@ -22,7 +22,8 @@ enum ConsoleCharts {
             for (series, count, offset) in [("issued", value.issued, 0.0), ("redeemed", value.redeemed, barWidth)] {
                 marks.append(
                     """
-                    <rect class="\(series)" x="\(format(x + offset))" y="\(format(y(count)))" width="\(format(barWidth))" height="\(format(top + plot - y(count)))" \
+                    <rect class="\(series)" x="\(format(x + offset))" y="\(format(y(count)))" width="\(format(barWidth))" \
+                    height="\(format(top + plot - y(count)))" \
                     data-day="\(value.day)" data-series="\(series)" data-value="\(count)"><title>\(value.day): \(count) \(series)</title></rect>
                     """
                 )
@@ -41,7 +42,8 @@ enum ConsoleCharts {
                 """
                 <g data-change="\(change.action)" data-day="\(day)"><title>\(ConsoleLayout.date(change.at)): \(what)</title>\
                 <line class="change" x1="\(format(x))" y1="\(format(top))" x2="\(format(x))" y2="\(format(top + plot))"/>\
-                <text class="change-label" x="\(format(x + 3))" y="\(format(top + 10))">\(change.action.hasPrefix("key.") ? "key" : "policy")</text></g>
+                <text class="change-label" x="\(format(x + 3))" \
+                y="\(format(top + 10))">\(change.action.hasPrefix("key.") ? "key" : "policy")</text></g>
                 """
             )
         }
@@ -80,7 +82,8 @@ enum ConsoleCharts {
             marks.append(
                 """
                 <text x="0" y="\(format(y + 4))">\(variant.name)\(variant.holdout ? " (holdout)" : "")</text>
-                <g data-variant="\(variant.name)" data-value="\(rate.estimate)" data-lower="\(rate.lower)" data-upper="\(rate.upper)"><title>\(title)</title>
+                <g data-variant="\(variant.name)" data-value="\(rate.estimate)" data-lower="\(rate.lower)" \
+                data-upper="\(rate.upper)"><title>\(title)</title>
                 <line class="interval" x1="\(format(x(rate.lower)))" y1="\(format(y))" x2="\(format(x(rate.upper)))" y2="\(format(y))"/>
                 <line class="interval" x1="\(format(x(rate.lower)))" y1="\(format(y - 6))" x2="\(format(x(rate.lower)))" y2="\(format(y + 6))"/>
                 <line class="interval" x1="\(format(x(rate.upper)))" y1="\(format(y - 6))" x2="\(format(x(rate.upper)))" y2="\(format(y + 6))"/>

@@ -85,7 +85,8 @@ extension ConsolePages {
             body = """
                 \(body)
                 <h2>Facts</h2>
-                <p>Storefront \(facts.storefront ?? "unknown") · flags \(flags.isEmpty ? "none" : flags) · updated \(ConsoleLayout.date(facts.updatedAt))</p>
+                <p>Storefront \(facts.storefront ?? "unknown") · flags \(flags.isEmpty ? "none" : flags) · updated \
+                \(ConsoleLayout.date(facts.updatedAt))</p>
                 \(subscriptions.isEmpty ? "<p class=\"muted\">No subscription known.</p>" : ConsoleLayout.table(["Product", "State", "Auto-renew", "Expires", "Renewals", "Had intro", "Last signed"], subscriptions))
                 <h2>Customer-service grants</h2>
                 \(grants.isEmpty ? "<p class=\"muted\">None.</p>" : ConsoleLayout.table(["Product", "Offer", "Granted by", "Expires", "Used"], grants))

@@ -82,11 +82,13 @@ extension ConsolePages {
                 \(report.running ? "running" : "not running") \(period) · \(report.plannedCustomers) customers per variant planned ·
                 window \(report.windowDays) days · α \(report.alpha)</p>
                 <div class="cards">
-                <div class="card"><span>Readable</span><b class="\(report.readable ? "ok" : "bad")" data-metric="readable">\(report.readable ? "yes" : "not yet")</b></div>
+                <div class="card"><span>Readable</span><b class="\(report.readable ? "ok" : "bad")" \
+                data-metric="readable">\(report.readable ? "yes" : "not yet")</b></div>
                 <div class="card"><span>Sample ratio</span>\(sampleRatio)</div>
                 <div class="card"><span>Reference</span><b>\(report.reference)\(report.variants.contains { $0.name == report.reference && $0.holdout } ? " (holdout)" : "")</b></div></div>
                 <p class="note">\(report.note)</p>
-                <h2>Comparisons on \(report.metric)\(report.metric == "revenue" ? " per mature customer, in each currency" : ""), each at \(ConsoleLayout.percent(report.comparisonConfidenceLevel)) (\(report.correction) over \(report.comparisons.count))</h2>
+                <h2>Comparisons on \(report.metric)\(report.metric == "revenue" ? " per mature customer, in each currency" : ""), each at \
+                \(ConsoleLayout.percent(report.comparisonConfidenceLevel)) (\(report.correction) over \(report.comparisons.count))</h2>
                 \(comparisonTable)
                 <h2>Rates with their \(ConsoleLayout.percent(report.confidenceLevel)) always-valid intervals</h2>
                 \(ConsoleCharts.intervals(report))
@@ -108,7 +110,10 @@ extension ConsolePages {
     private static func difference(_ interval: ExperimentReport.Interval?) -> HTML {
         guard let interval else { return "–" }
         let text =
-            "\(String(format: "%+.1f", interval.estimate * 100)) pt (\(String(format: "%+.1f", interval.lower * 100)) to \(String(format: "%+.1f", interval.upper * 100)))"
+            """
+            \(String(format: "%+.1f", interval.estimate * 100)) pt (\(String(format: "%+.1f", interval.lower * 100)) to \
+            \(String(format: "%+.1f", interval.upper * 100)))
+            """
         return interval.excludesZero ? "<span class=\"ok\">\(text)</span>" : "\(text)"
     }
 }

@@ -176,7 +176,10 @@ extension ConsolePages {
                         level: .warn,
                         name: "no-app-apple-id",
                         text:
-                            "Production notifications for \(missing.joined(separator: ", ")) will be refused: no appAppleId (\(ConfigurationVariable.appAppleId.environmentName), or appAppleId in the policy). Sandbox ones are accepted."
+                            """
+                            Production notifications for \(missing.joined(separator: ", ")) will be refused: no appAppleId \
+                            (\(ConfigurationVariable.appAppleId.environmentName), or appAppleId in the policy). Sandbox ones are accepted.
+                            """
                     )
                 )
             }

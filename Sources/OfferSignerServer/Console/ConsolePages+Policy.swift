@@ -182,7 +182,8 @@ extension ConsolePages {
             <div class="cards">
             <div class="card"><span>Decisions replayed</span><b>\(report.replayed)</b></div>
             <div class="card"><span>Unchanged</span><b>\(report.unchanged)</b></div>
-            <div class="card"><span>Granted → refused</span><b class="\(report.grantedToRefused > 0 ? "bad" : "")">\(report.grantedToRefused)</b></div>
+            <div class="card"><span>Granted → refused</span><b \
+            class="\(report.grantedToRefused > 0 ? "bad" : "")">\(report.grantedToRefused)</b></div>
             <div class="card"><span>Refused → granted</span><b>\(report.refusedToGranted)</b></div>
             <div class="card"><span>Another offer or answer</span><b>\(report.changedOffer)</b></div>
             <div class="card"><span>Signatures a day</span><b>\(String(format: "%.2f → %.2f", perDay.before, perDay.after))</b></div>

@@ -37,7 +37,11 @@ struct VerifyRequest: Decodable {
         if let signature, keyIdentifier == nil, nonce == nil, timestamp == nil, productIdentifier == nil {
             throw APIError.invalidRequest(
                 field: "signature",
-                "signature \(signature.isEmpty ? "is empty" : "is not a compact JWS (three base64url parts separated by dots)"); to verify a legacy bundle, send all its fields: bundleIdentifier, productIdentifier, offerIdentifier, applicationUsername, keyIdentifier, nonce, timestamp and signature."
+                """
+                signature \(signature.isEmpty ? "is empty" : "is not a compact JWS (three base64url parts separated by dots)"); to verify a \
+                legacy bundle, send all its fields: bundleIdentifier, productIdentifier, offerIdentifier, applicationUsername, keyIdentifier, \
+                nonce, timestamp and signature.
+                """
             )
         }
         func require<T>(_ value: T?, _ field: String) throws(APIError) -> T {

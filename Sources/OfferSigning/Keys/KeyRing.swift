@@ -89,7 +89,10 @@ public struct KeyRing: Sendable {
             guard index[keyIdentifier] != nil else {
                 throw OfferSigningError(
                     .unknownKey,
-                    "The active key\(forApp), \(keyIdentifier), is not among the loaded keys (\(sorted.map(\.key.keyIdentifier).joined(separator: ", "))); add it or choose another."
+                    """
+                    The active key\(forApp), \(keyIdentifier), is not among the loaded keys \
+                    (\(sorted.map(\.key.keyIdentifier).joined(separator: ", "))); add it or choose another.
+                    """
                 )
             }
             guard !revokedKeyIdentifiers.contains(keyIdentifier) else {
@@ -141,7 +144,10 @@ public struct KeyRing: Sendable {
                 .noSigningKey,
                 entries.isEmpty
                     ? "No signing key is loaded; set OFFER_SIGNER_KEY_<KEYID>, OFFER_SIGNER_KEY_<KEYID>_FILE or OFFER_SIGNER_KEYS_DIR."
-                    : "Several keys are loaded and none is active; set OFFER_SIGNER_ACTIVE_KEY_ID to one of \(entries.map(\.key.keyIdentifier).joined(separator: ", "))."
+                    : """
+                    Several keys are loaded and none is active; set OFFER_SIGNER_ACTIVE_KEY_ID to one of \
+                    \(entries.map(\.key.keyIdentifier).joined(separator: ", ")).
+                    """
             )
         }
         return entry.key

@@ -140,7 +140,8 @@ enum StoreSchema {
                 """
                 CREATE TABLE IF NOT EXISTS retention_answers (
                     bundle_identifier TEXT NOT NULL, request_identifier TEXT NOT NULL, environment TEXT NOT NULL,
-                    original_transaction_id TEXT NOT NULL, product_identifier TEXT NOT NULL, offered INTEGER NOT NULL, answered_at \(bigint) NOT NULL, saved_at \(bigint),
+                    original_transaction_id TEXT NOT NULL, product_identifier TEXT NOT NULL, offered INTEGER NOT NULL, answered_at \(bigint) NOT \
+                NULL, saved_at \(bigint),
                     PRIMARY KEY (bundle_identifier, request_identifier))
                 """,
                 "CREATE INDEX IF NOT EXISTS retention_answers_by_time ON retention_answers (answered_at)",
