@@ -44,7 +44,7 @@ final class CustomerFactsMemoryStore: CustomerFactsStore {
             for claim in claims {
                 let id = "\(key.bundleIdentifier) \(claim.environment) \(claim.originalTransactionId)"
                 if let owner = state.owners[id], owner != key {
-                    throw OfferStoreError(code: .transactionClaimed, message: "The transaction is another customer's.")
+                    throw OfferStoreError(.transactionClaimed, "The transaction is another customer's.")
                 }
             }
             var facts = state.facts[key] ?? CustomerFacts(key: key)
