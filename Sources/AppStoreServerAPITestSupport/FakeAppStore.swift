@@ -66,8 +66,11 @@ public actor FakeLedger {
     public private(set) var revisions: [String?] = []
     /// The `paginationToken` of each Get Notification History request, in order.
     public private(set) var paginationTokens: [String?] = []
+    /// When each request was recorded (its token checked), in order.
+    public private(set) var arrivals: [ContinuousClock.Instant] = []
 
     func record(_ request: FakeRequest, token: String) {
+        arrivals.append(.now)
         calls["\(request.environment) \(request.endpoint.rawValue)", default: 0] += 1
         tokens.insert(token)
         if request.endpoint == .history { revisions.append(request.query["revision"]) }

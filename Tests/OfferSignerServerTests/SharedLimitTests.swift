@@ -94,6 +94,26 @@ struct SharedLimitTests {
         }
     }
 
+    /// Callers that can wait, many at once on each replica: each asks again after every lease its replica gets, so
+    /// the fleet's whole burst is spent, and no more (a refill of one token takes six minutes). No time budget: a
+    /// loaded machine makes the leases slower, not fewer.
+    @Test func waitingCallersAtOnceSpendTheFleetsWholeBurst() async throws {
+        try await Self.withReplicas { stores in
+            let buckets = try stores.map { store in
+                SharedTokenBuckets(kind: "client", rate: 10.0 / 3_600, burst: 10, store: try #require(store.sharedLimits))
+            }
+            let key = "key:together-\(UUID().uuidString)"
+            let allowed = await withTaskGroup(of: Bool.self) { group in
+                for caller in 0..<30 {
+                    let replica = buckets[caller % 3]
+                    group.addTask { await replica.take(key) == .allowed }
+                }
+                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(allowed == 10, "allowed \(allowed) of 30 callers waiting at once on three replicas, fleet burst 10")
+        }
+    }
+
     @Test func tokensNotSpentGoBackToTheFleet() async throws {
         try await Self.withReplicas { stores in
             let shared = try stores.map { try #require($0.sharedLimits) }
@@ -187,27 +207,31 @@ struct SharedLimitTests {
 }
 
 /// Apple's per-app quota kept by the fleet (``SharedAppStoreQuota``): three replicas' App Store Server API clients,
-/// each allowed 10 requests a second to Production by its own limiter, ask Apple for 30 customers at once within a
-/// 0.5 s budget. With the quota shared, Apple sees the fleet's 10 (its burst), give or take a lease's share; alone,
-/// each client would send its own 10: 30.
+/// each allowed 10 requests a second to Production by its own limiter, ask Apple for 30 customers at once, each within
+/// a budget no loaded machine exhausts. Alone, each client sends its own 10 at once: 30. With the quota shared, Apple
+/// never sees more than the fleet's burst of 10 and 10 a second after it — however late a loaded machine lets the
+/// requests go, which only spreads them further — and every request waits for its token within its budget: all 30
+/// reach Apple, 10 a second.
 @Suite(.enabled(if: StoreBackend.postgresURL != nil, "needs OFFER_SIGNER_TEST_DATABASE_URL"))
 struct SharedAppStoreQuotaTests {
     let appKey = P256.Signing.PrivateKey()
     let bundle = "com.example.quota-\(UUID().uuidString.prefix(8).lowercased())"
+    /// The fleet's quota and each client's own limit: 10 requests a second, a burst of 10.
+    static let rate = 10.0
 
-    /// A client of the fake on `port` allowed 10 requests a second, with `quota` (nil: alone).
+    /// A client of the fake on `port` allowed 10 requests a second, with `quota` (nil: alone), each call within 30 s.
     func client(port: Int, quota: (any AppStoreQuota)?) throws -> AppStoreServerAPIClient {
         let settings = AppStoreAPISettings(
             keyIdentifier: FakeAppStore.keyIdentifier,
             privateKeyPEM: appKey.pemRepresentation,
             issuerId: FakeAppStore.issuerId,
             baseURL: "http://127.0.0.1:\(port)/production",
-            timeout: .milliseconds(500),
+            timeout: .seconds(30),
             cacheTimeToLive: .seconds(60)
         )
         let app = AppConfiguration(bundleIdentifier: bundle, issuerIdentifier: FakeAppStore.issuerId, appAppleId: FakeAppStore.appAppleId)
         var configuration = try settings.clientConfiguration(for: app, environments: [.production])
-        configuration.rateLimit = .init(productionPerSecond: 10, sandboxPerSecond: 1)
+        configuration.rateLimit = .init(productionPerSecond: Self.rate, sandboxPerSecond: 1)
         configuration.retry.maximumAttempts = 1
         let verifier = try SignedDataVerifier(
             bundleIdentifier: bundle,
@@ -218,35 +242,53 @@ struct SharedAppStoreQuotaTests {
         return try AppStoreServerAPIClient(configuration: configuration, verifier: verifier, quota: quota)
     }
 
-    /// How many of 30 requests, 10 a client at once, reach the fake App Store.
-    func requestsApple(shared: Bool, stores: [any OfferStore]) async throws -> Int {
+    /// 30 requests, 10 a client at once: when each reached the fake App Store, from the moment before they were sent,
+    /// and how many failed.
+    func requestsApple(shared: Bool, stores: [any OfferStore]) async throws -> (arrivals: [Duration], failed: Int) {
         let fake = FakeAppStore(appKey: appKey, bundleIdentifier: bundle) { _ in .error(.notFound, code: 4_040_010) }
         return try await fake.run { port in
             let clients = try stores.map { store in
                 try client(
                     port: port,
-                    quota: shared ? store.sharedLimits.map { SharedAppStoreQuota(.init(productionPerSecond: 10), store: $0) } : nil
+                    quota: shared ? store.sharedLimits.map { SharedAppStoreQuota(.init(productionPerSecond: Self.rate), store: $0) } : nil
                 )
             }
-            await withTaskGroup(of: Void.self) { group in
+            let start = ContinuousClock.now
+            let failed = await withTaskGroup(of: Bool.self) { group in
                 for index in 0..<30 {
                     let client = clients[index % 3]
-                    group.addTask { _ = try? await client.subscriptionStatuses(forTransaction: "\(2_000_000_000_000_000 + index)") }
+                    group.addTask {
+                        do throws(AppStoreServerAPIError) {
+                            _ = try await client.subscriptionStatuses(forTransaction: "\(2_000_000_000_000_000 + index)")
+                            return false
+                        } catch {
+                            return error.code != .notFound
+                        }
+                    }
                 }
+                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
             }
-            return await fake.ledger.total
+            // Every call has ended, so every request it sent was recorded (the fake records before it answers).
+            return (await fake.ledger.arrivals.map { $0 - start }, failed)
         }
     }
 
     @Test func threeReplicasShareApplesQuota() async throws {
         try await SharedLimitTests.withReplicas { stores in
             let alone = try await requestsApple(shared: false, stores: stores)
-            #expect(alone == 30, "each client alone sends its own 10")
+            #expect(alone.arrivals.count == 30 && alone.failed == 0, "each client alone sends its own 10: \(alone)")
             let shared = try await requestsApple(shared: true, stores: stores)
-            // Never more than the fleet's burst of 10, the tokens the bucket gained while the 0.5 s ran (5) and a
-            // lease's share a replica may spend before its lease answers; a few fewer when a replica still holds
-            // leased tokens its own requests did not need (given back after an idle second).
-            #expect((7...16).contains(shared), "\(shared) of 30 requests reached Apple under a fleet quota of 10 a second")
+            // Every request waits for the fleet's token within its budget: none is refused, all reach Apple.
+            #expect(shared.arrivals.count == 30 && shared.failed == 0, "\(shared.failed) failed, \(shared.arrivals.count) of 30 reached Apple")
+            // The k-th request to reach Apple had its token from the fleet's bucket (a lease never owes): by then the
+            // bucket had given at most its burst and what it refilled since the test started, give or take a token
+            // for the database's clock. A machine that runs late only moves arrivals later, within the bound.
+            let sorted = shared.arrivals.sorted()
+            let over = sorted.enumerated().first { index, arrival in
+                Double(index + 1) > Self.rate + Self.rate * (Double(arrival.components.seconds) + Double(arrival.components.attoseconds) / 1e18) + 1
+            }
+            let late = over.map { "request \($0.offset + 1) reached Apple \($0.element) after the start" } ?? ""
+            #expect(over == nil, "\(late), over the fleet's quota of 10 a second")
         }
     }
 }
