@@ -137,6 +137,33 @@ import Testing
         try await store.close()
     }
 
+    @Test("a batch's decisions read back as written (optional columns included), each snapshot once", arguments: Backend.available)
+    func batchReadsBackAsWritten(_ backend: Backend) async throws {
+        let (store, _) = try await backend.open()
+        let app = "com.example.batch-\(UUID().uuidString.prefix(8).lowercased())"
+        let start = firstDay * day
+        // Thirty decisions over three snapshots: a retention entry and an experiment on some, none on the others.
+        var written: [PolicyDecisionRecord] = []
+        for index in 0..<30 {
+            var record = Self.decision(at: start + Int64(index), granted: index % 4 != 0, identifier: Int64(index + 1))
+            record.bundleIdentifier = app
+            record.factsHash = "\(app)-facts-\(index % 3)"
+            record.factsSnapshot = #"{"f":{"n":\#(index % 3)},"i":[]}"#
+            if index % 2 == 0 { record.retentionEntry = "entry-\(index)" }
+            if index % 5 == 0 { (record.experimentIdentifier, record.experimentVariant) = ("exp-\(index)", "treatment") }
+            written.append(record)
+            store.logDecision(record)
+        }
+        await store.flushDecisionLog()
+        let read = try await store.policyDecisions(bundleIdentifiers: [app], since: start, until: start + day, after: nil, limit: 100)
+        var expected = written
+        for index in expected.indices { expected[index].factsSnapshot = "" }
+        #expect(read == expected)
+        let snapshots = try await store.decisionSnapshots(hashes: (0..<3).map { "\(app)-facts-\($0)" })
+        #expect(snapshots == Dictionary(uniqueKeysWithValues: (0..<3).map { ("\(app)-facts-\($0)", #"{"f":{"n":\#($0)},"i":[]}"#) }))
+        try await store.close()
+    }
+
     private static func decision(at: Int64, granted: Bool, identifier: Int64) -> PolicyDecisionRecord {
         var record = PolicyDecisionRecord(
             decidedAt: at,

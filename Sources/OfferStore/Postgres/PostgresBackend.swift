@@ -83,6 +83,7 @@ final class PostgresBackend: SQLStoreBackend {
                             try await PostgresAnswers.prepare(on: connection, logger: logger)
                             try await PostgresIssuedBatch.prepare(on: connection, logger: logger)
                             try await PostgresCustomerDecisions.prepare(on: connection, logger: logger)
+                            try await PostgresDecisionBatch.prepare(on: connection, logger: logger)
                             leased.count.withLock { $0 += 1 }
                             while leased.count.withLock({ $0 }) < count, ContinuousClock.now < deadline {
                                 try await Task.sleep(for: .milliseconds(1))
@@ -190,6 +191,7 @@ final class PostgresBackend: SQLStoreBackend {
         switch version {
         case 12: [SQLQueryString(PostgresAnswers.recordRetentionAnswersFunction)]
         case 20: [SQLQueryString(PostgresSharedLimits.table), SQLQueryString(PostgresSharedLimits.index)]
+        case 22: [SQLQueryString(PostgresCustomerDecisions.recordCheckedFunction)]
         default: []
         }
     }
@@ -203,6 +205,11 @@ final class PostgresBackend: SQLStoreBackend {
 
     var checkedBatchRun: (@Sendable (_ batches: @Sendable (_ insert: @escaping SQLOfferStore.CheckedBatchInsert) async -> Void) async -> Void)? {
         { [connections] batches in await Self.batchRun(connections, insert: PostgresCustomerDecisions.insert, batches) }
+    }
+
+    /// ``PostgresDecisionBatch``: one prepared statement, the batch bound as arrays, one round trip.
+    var decisionBatchWriter: (@Sendable ([PolicyDecisionRecord], [DecisionSnapshotRow]) async throws -> Void)? {
+        { [connections] records, snapshots in try await PostgresDecisionBatch.write(records, snapshots: snapshots, client: connections) }
     }
 
     var customerSnapshotRead: (@Sendable (_ key: CustomerKey, _ since: Int64) async throws -> (facts: String?, issued: [IssuedSignature]))? {

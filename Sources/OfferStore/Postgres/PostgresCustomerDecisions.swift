@@ -6,13 +6,14 @@ import SQLKit
 /// How replicas sharing PostgreSQL decide for one customer without a write transaction per decision: each replica
 /// decides one at a time per customer under its in-process lock (``CustomerLocks``), reading the customer's facts
 /// and signatures in one prepared statement (``Snapshot``); the record then goes through a group-commit batch whose
-/// own transaction takes an advisory lock per customer of the batch (sorted, so two batches never wait for each
-/// other crosswise; the same lock a customer transaction takes, ``lockStatement(for:)``) and inserts only the
-/// records whose customer still has the number of signatures since the decision's read that it read (``Insert``):
-/// a signature committed since by any replica refuses the record, which is then not written.
+/// own transaction — one call of a function (``recordCheckedFunction``), one round trip — takes an advisory lock per
+/// customer of the batch (sorted, so two batches never wait for each other crosswise; the same lock a customer
+/// transaction takes, ``lockStatement(for:)``) and inserts only the records whose customer still has the number of
+/// signatures since the decision's read that it read: a signature committed since by any replica refuses the
+/// record, which is then not written.
 ///
-/// The lock is taken by a statement before the one that checks: under READ COMMITTED a statement sees what was
-/// committed before it began, so the check sees every batch that held the lock before this one.
+/// The lock is taken by a statement before the one that checks: under READ COMMITTED each statement of a volatile
+/// function sees what was committed before it began, so the check sees every batch that held the lock before.
 enum PostgresCustomerDecisions {
     /// The first key of the two-key advisory lock on a customer's issued signatures (the second: `hashtext` of the
     /// customer); other advisory locks of the store use other first keys.
@@ -26,22 +27,56 @@ enum PostgresCustomerDecisions {
         """
     }
 
-    /// Inserts the batch's records whose check passes, in one transaction on `connection` (durable at its COMMIT);
-    /// returns those inserted (any other was refused by its check, or its nonce was recorded before).
+    /// Inserts the batch's records whose check passes, in one round trip on `connection`: a call of
+    /// ``recordCheckedFunction``, its own transaction (durable when it returns); returns those inserted (any other
+    /// was refused by its check, or its nonce was recorded before).
     static func insert(_ checked: [CheckedRecord], connection: PostgresConnection) async throws -> Set<SQLOfferStore.RecordIdentity> {
-        try await connection.query("BEGIN", logger: statementLogger)
-        do {
-            for try await _ in try await connection.execute(LockCustomers(checked: checked), logger: statementLogger) {}
-            var inserted = Set<SQLOfferStore.RecordIdentity>()
-            for try await (timestamp, nonce) in try await connection.execute(Insert(checked: checked), logger: statementLogger) {
-                inserted.insert(SQLOfferStore.RecordIdentity(timestamp: timestamp, nonce: nonce))
-            }
-            try await connection.query("COMMIT", logger: statementLogger)
-            return inserted
-        } catch {
-            _ = try? await connection.query("ROLLBACK", logger: statementLogger)
-            throw error
+        var inserted = Set<SQLOfferStore.RecordIdentity>()
+        for try await (timestamp, nonce) in try await connection.execute(RecordChecked(checked: checked), logger: statementLogger) {
+            inserted.insert(SQLOfferStore.RecordIdentity(timestamp: timestamp, nonce: nonce))
         }
+        return inserted
+    }
+
+    /// The function schema version 22 creates: the advisory lock of each customer of the batch, in the order of the
+    /// locks' keys, then the records whose customer has, since the read's time, as many signatures as the read
+    /// found, inserted and counted into `issued_daily`; it returns the (timestamp, nonce) of each record inserted.
+    /// The INSERT is a statement of a volatile function, so it reads the database as it is once the locks are held
+    /// (a fresh snapshot a statement under READ COMMITTED): it sees every batch that held a lock before this one,
+    /// as two statements of a transaction would — in one round trip instead of four (`BEGIN`, the locks, the
+    /// insert, `COMMIT`).
+    static let recordCheckedFunction = """
+        CREATE OR REPLACE FUNCTION offer_signer_record_checked(
+            TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], BIGINT[], TEXT[], TEXT[], TEXT[], BIGINT[], BIGINT[])
+        RETURNS TABLE (recorded_at BIGINT, recorded_nonce TEXT) LANGUAGE plpgsql VOLATILE AS $$
+        BEGIN
+            PERFORM pg_advisory_xact_lock(\(lockNamespace), s.h) FROM (SELECT DISTINCT hashtext(c.b || chr(31) || c.u) AS h
+                FROM unnest($3, $6) AS c(b, u) ORDER BY h) AS s;
+            RETURN QUERY WITH inserted AS (INSERT INTO issued_signatures (\(IssuedSignatureInsert.columns))
+            SELECT r.a1, r.a2, r.a3, r.a4, r.a5, r.a6, r.a7, r.a8, r.a9, r.a10
+            FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) AS r(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, since, read)
+            WHERE (SELECT count(*) FROM issued_signatures s WHERE s.bundle_identifier = r.a3
+            AND s.application_username = r.a6 AND s.timestamp >= r.since) = r.read
+            ON CONFLICT (timestamp, nonce) DO NOTHING
+            \(IssuedSignatureInsert.countingDailyTail);
+        END $$
+        """
+
+    /// A call of ``recordCheckedFunction`` with the batch as twelve arrays: the records' ten columns, each read's
+    /// time and count.
+    struct RecordChecked: PostgresPreparedStatement {
+        static let name = "offer_signer_record_checked"
+        static let sql = "SELECT recorded_at, recorded_nonce FROM offer_signer_record_checked($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+        static var bindingDataTypes: [PostgresDataType] { PostgresIssuedBatch.types + [.int8Array, .int8Array] }
+        var checked: [CheckedRecord]
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 12)
+            PostgresIssuedBatch.appendColumns(of: checked.map(\.record), to: &bindings)
+            bindings.append(checked.map(\.read.since))
+            bindings.append(checked.map { Int64($0.read.count) })
+            return bindings
+        }
+        func decodeRow(_ row: PostgresRow) throws -> (Int64, String) { try row.decode((Int64, String).self) }
     }
 
     /// A customer's facts and signatures since a time, newest first, in one statement on a connection of its own.
@@ -58,8 +93,7 @@ enum PostgresCustomerDecisions {
 
     /// Runs the statements with nothing to lock, read or write on `connection`, so that it has them prepared.
     static func prepare(on connection: PostgresConnection, logger: Logger) async throws {
-        for try await _ in try await connection.execute(LockCustomers(checked: []), logger: logger) {}
-        for try await _ in try await connection.execute(Insert(checked: []), logger: logger) {}
+        for try await _ in try await connection.execute(RecordChecked(checked: []), logger: logger) {}
         for try await _ in try await connection.execute(
             Snapshot(key: CustomerKey(bundleIdentifier: "", applicationUsername: ""), since: 0),
             logger: logger
@@ -67,49 +101,6 @@ enum PostgresCustomerDecisions {
     }
 
     private static let statementLogger = Logger(label: "offer-signer.postgres.batch", factory: { _ in SwiftLogNoOpLogHandler() })
-
-    /// Takes the advisory lock of each customer of the batch, in the order of the locks' keys.
-    struct LockCustomers: PostgresPreparedStatement {
-        static let name = "offer_signer_lock_customers"
-        static let sql = """
-            SELECT pg_advisory_xact_lock(\(lockNamespace), s.h) FROM (SELECT DISTINCT hashtext(c.b || chr(31) || c.u) AS h \
-            FROM unnest($1::text[], $2::text[]) AS c(b, u) ORDER BY h) AS s
-            """
-        static var bindingDataTypes: [PostgresDataType] { [.textArray, .textArray] }
-        var checked: [CheckedRecord]
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(checked.map(\.read.customer.bundleIdentifier))
-            bindings.append(checked.map(\.read.customer.applicationUsername))
-            return bindings
-        }
-        func decodeRow(_ row: PostgresRow) throws {}
-    }
-
-    /// The batch's records whose customer has, since the read's time, as many signatures as the read found; counted
-    /// into `issued_daily`; the (timestamp, nonce) of each record inserted.
-    struct Insert: PostgresPreparedStatement {
-        static let name = "offer_signer_issued_checked_batch"
-        static let sql = """
-            WITH inserted AS (INSERT INTO issued_signatures (\(IssuedSignatureInsert.columns)) \
-            SELECT r.a1, r.a2, r.a3, r.a4, r.a5, r.a6, r.a7, r.a8, r.a9, r.a10 \
-            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int8[], $8::text[], \
-            $9::text[], $10::text[], $11::int8[], $12::int8[]) AS r(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, since, read) \
-            WHERE (SELECT count(*) FROM issued_signatures s WHERE s.bundle_identifier = r.a3 \
-            AND s.application_username = r.a6 AND s.timestamp >= r.since) = r.read \
-            ON CONFLICT (timestamp, nonce) DO NOTHING
-            """ + IssuedSignatureInsert.countingDailyTail
-        static var bindingDataTypes: [PostgresDataType] { PostgresIssuedBatch.types + [.int8Array, .int8Array] }
-        var checked: [CheckedRecord]
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 12)
-            PostgresIssuedBatch.appendColumns(of: checked.map(\.record), to: &bindings)
-            bindings.append(checked.map(\.read.since))
-            bindings.append(checked.map { Int64($0.read.count) })
-            return bindings
-        }
-        func decodeRow(_ row: PostgresRow) throws -> (Int64, String) { try row.decode((Int64, String).self) }
-    }
 
     /// The customer's facts (one row, the other columns `NULL`) and their signatures since a time (one row each,
     /// `facts` `NULL`).

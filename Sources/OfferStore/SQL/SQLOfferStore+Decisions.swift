@@ -62,7 +62,8 @@ extension SQLOfferStore {
     /// decisions it inserted (``DecisionRollup``). Idempotent: written again after a
     /// failure whose outcome is unknown (a connection lost at `COMMIT`), nothing is doubled. A failure is logged by
     /// the queue's retry (``decisionLogRetry(logger:delays:maximumQueued:)``).
-    /// A SQLite file's batches go through ``SQLiteLogWriter``'s statements, prepared once.
+    /// A SQLite file's batches go through ``SQLiteLogWriter``'s statements, prepared once; PostgreSQL's are one prepared statement
+    /// (``PostgresDecisionBatch``).
     static func writeDecisions(_ records: [PolicyDecisionRecord], backend: any SQLStoreBackend) async throws -> [(any Error)?] {
         var snapshots: [String: (facts: String, lastUsedAt: Int64)] = [:]
         for record in records {
@@ -70,12 +71,12 @@ extension SQLOfferStore {
             snapshots[record.factsHash] = (record.factsSnapshot, newest)
         }
         let facts = snapshots.sorted { $0.key < $1.key }
-        if let sqlite = backend as? SQLiteBackend,
-            try await sqlite.writeDecisions(
-                records,
-                snapshots: facts.map { DecisionSnapshotRow(hash: $0.key, facts: $0.value.facts, lastUsedAt: $0.value.lastUsedAt) }
-            )
-        {
+        let rows = facts.map { DecisionSnapshotRow(hash: $0.key, facts: $0.value.facts, lastUsedAt: $0.value.lastUsedAt) }
+        if let sqlite = backend as? SQLiteBackend, try await sqlite.writeDecisions(records, snapshots: rows) {
+            return Array(repeating: nil, count: records.count)
+        }
+        if let write = backend.decisionBatchWriter {
+            try await backend.mappingErrors { try await write(records, rows) }
             return Array(repeating: nil, count: records.count)
         }
         try await backend.transaction { database in

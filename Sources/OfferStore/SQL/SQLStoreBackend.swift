@@ -66,6 +66,11 @@ protocol SQLStoreBackend: Sendable {
     /// batch in a transaction of its own statements.
     var retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? { get }
 
+    /// Writes a batch of the decision log (its decisions and their distinct facts snapshots, sorted by hash) in one
+    /// statement, its own transaction, when the database can (PostgreSQL: ``PostgresDecisionBatch``); `nil` (the
+    /// default): ``SQLOfferStore/writeDecisions(_:backend:)`` writes it in a transaction of its own statements.
+    var decisionBatchWriter: (@Sendable ([PolicyDecisionRecord], [DecisionSnapshotRow]) async throws -> Void)? { get }
+
     /// The backend's own insert of group-commit batches, from a task, for one run of the writer
     /// (``GroupCommitQueue/Run``): calls `batches` exactly once with the insert of each batch of that run
     /// (PostgreSQL: one prepared statement, its own transaction, durable when it returns, counting into
@@ -137,6 +142,7 @@ extension SQLStoreBackend {
     var sharedLimits: (any SharedLimitStore)? { nil }
     var batchExecutor: (any TaskExecutor)? { nil }
     var retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? { nil }
+    var decisionBatchWriter: (@Sendable ([PolicyDecisionRecord], [DecisionSnapshotRow]) async throws -> Void)? { nil }
     func migrationStatements(version: Int) -> [SQLQueryString] { [] }
     func warmUp() async {}
     func patiently<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T { try await write(body) }

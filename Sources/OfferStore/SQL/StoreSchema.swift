@@ -281,6 +281,9 @@ enum StoreSchema {
         // The redemptions the outcome report counts, per UTC day and offer (issue 45, ``RedemptionRollup``): the
         // console's Offers page reads a row per day and offer instead of every redemption of its range.
         (21, RedemptionRollup.migration(bigint: bigint)),
+        // A batch of decided records checked and recorded in one round trip on PostgreSQL
+        // (``PostgresCustomerDecisions/recordCheckedFunction``): the backend's own statements, none on SQLite.
+        (22, []),
     ]
 
     /// The versions `schema_migrations` lists, read without the migration lock; throws where the table is missing.

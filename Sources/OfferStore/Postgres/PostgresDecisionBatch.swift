@@ -1,0 +1,82 @@
+import Logging
+import OfferModel
+import PostgresNIO
+
+/// PostgreSQL's batch of the decision log (``SQLOfferStore/writeDecisions(_:backend:)``): one prepared statement whose
+/// text never changes — each column of the batch bound as one array and read back with `unnest` — that upserts the
+/// batch's distinct facts snapshots, inserts its decisions and adds those it inserted to `decision_daily`, in one
+/// round trip and one transaction (the statement's own).
+///
+/// Through SQLKit the same batch was three statements of SQL text built a decision at a time (fifteen parameters
+/// each), parsed and planned by the server every time, between `BEGIN` and `COMMIT`: five round trips, and its
+/// `RETURNING` rows decoded through `Decodable`. What it writes is the same: a batch written again after a failure
+/// whose outcome is unknown inserts no decision twice (`ON CONFLICT DO NOTHING`), counts only the decisions the
+/// statement inserted (`RETURNING`), and moves a snapshot's `last_used_at` only forward.
+enum PostgresDecisionBatch {
+    /// Writes `records` and `snapshots` (distinct hashes, sorted, so that two replicas' batches lock the snapshot
+    /// rows in one order) on `client`, durably when it returns.
+    static func write(_ records: [PolicyDecisionRecord], snapshots: [DecisionSnapshotRow], client: PostgresConnections) async throws {
+        _ = try await client.execute(Write(records: records, snapshots: snapshots))
+    }
+
+    /// Runs the statement with an empty batch on `connection` (it writes nothing), so that the connection has it
+    /// prepared before the first batch (``PostgresBackend/warmUp()``).
+    static func prepare(on connection: PostgresConnection, logger: Logger) async throws {
+        for try await _ in try await connection.execute(Write(records: [], snapshots: []), logger: logger) {}
+    }
+
+    struct Write: PostgresPreparedStatement {
+        static let name = "offer_signer_decision_batch"
+        static let sql = """
+            WITH snapshots AS (INSERT INTO decision_facts (hash, facts, last_used_at) \
+            SELECT * FROM unnest($1::text[], $2::text[], $3::int8[]) \
+            ON CONFLICT (hash) DO UPDATE SET last_used_at = GREATEST(decision_facts.last_used_at, excluded.last_used_at)), \
+            inserted AS (INSERT INTO policy_decisions (\(columns)) \
+            SELECT * FROM unnest($4::int8[], $5::int8[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], \
+            $12::text[], $13::int8[], $14::text[], $15::int8[], $16::text[], $17::text[], $18::text[]) \
+            ON CONFLICT (decided_at, id) DO NOTHING RETURNING decided_at, granted) \
+            INSERT INTO decision_daily (day, granted, decisions) \
+            SELECT decided_at / \(IssuedRollup.day), CASE WHEN granted = 0 THEN 0 ELSE 1 END, COUNT(*) FROM inserted \
+            GROUP BY 1, 2 ORDER BY 1, 2 \
+            ON CONFLICT (day, granted) DO UPDATE SET decisions = decision_daily.decisions + excluded.decisions
+            """
+        static var bindingDataTypes: [PostgresDataType] {
+            [.textArray, .textArray, .int8Array, .int8Array, .int8Array]
+                + Array(repeating: .textArray, count: 7) + [.int8Array, .textArray, .int8Array, .textArray, .textArray, .textArray]
+        }
+
+        /// The columns of `policy_decisions` bound, in the order of the arrays `$4` to `$18`.
+        static let columns = """
+            decided_at, id, channel, bundle_identifier, product_identifier, offer_identifier, retention_entry, customer_hash, policy_version, \
+            granted, reasons, lookback_seconds, facts_hash, experiment_identifier, experiment_variant
+            """
+
+        var records: [PolicyDecisionRecord]
+        var snapshots: [DecisionSnapshotRow]
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 18)
+            bindings.append(snapshots.map(\.hash))
+            bindings.append(snapshots.map(\.facts))
+            bindings.append(snapshots.map(\.lastUsedAt))
+            bindings.append(records.map(\.decidedAt))
+            bindings.append(records.map(\.identifier))
+            bindings.append(records.map(\.channel))
+            bindings.append(records.map(\.bundleIdentifier))
+            bindings.append(records.map(\.productIdentifier))
+            bindings.append(records.map(\.offerIdentifier))
+            bindings.append(NullableTextArray(records.map(\.retentionEntry)))
+            bindings.append(records.map(\.customerHash))
+            bindings.append(records.map(\.policyVersion))
+            bindings.append(records.map { Int64($0.granted ? 1 : 0) })
+            bindings.append(records.map(\.reasons))
+            bindings.append(records.map(\.lookbackSeconds))
+            bindings.append(records.map(\.factsHash))
+            bindings.append(NullableTextArray(records.map(\.experimentIdentifier)))
+            bindings.append(NullableTextArray(records.map(\.experimentVariant)))
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+}
