@@ -169,7 +169,10 @@ import Testing
             ),
             ("      - { name: a, offerIdentifier: half_off, weight: 1 }", "at least two variants"),
             (
-                "      - { name: a, holdout: true, offerIdentifier: half_off, weight: 1 }\n      - { name: b, offerIdentifier: free_month, weight: 1 }",
+                """
+                      - { name: a, holdout: true, offerIdentifier: half_off, weight: 1 }\n      - { name: b, \
+                offerIdentifier: free_month, weight: 1 }
+                """,
                 "gives nothing"
             ),
         ]
@@ -201,7 +204,11 @@ import Testing
             ),
             (
                 Self.policy(
-                    "  - id: r\n    productIdentifier: monthly\n    channel: retention\n    variants:\n      - { name: a, messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03, weight: 1 }\n      - { name: b, holdout: true, weight: 1 }"
+                    """
+                      - id: r\n    productIdentifier: monthly\n    channel: retention\n    variants:\n      - { name: \
+                    a, messageIdentifier: 5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e03, weight: 1 }\n      - { name: b, \
+                    holdout: true, weight: 1 }
+                    """
                 ), "fallback message"
             ),
             (Self.policy("  - id: bad id\n    productIdentifier: monthly\n    variants: []"), "letters, digits"),

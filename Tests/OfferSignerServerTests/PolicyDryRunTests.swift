@@ -304,7 +304,9 @@ struct DryRunHistory {
     /// introductory offer.
     static func snapshot(bundle: String) -> String {
         """
-        {"f":{"flags":{},"grants":[],"key":{"applicationUsername":"","bundleIdentifier":"\(bundle)"},"subscriptions":[{"autoRenewEnabled":false,"downgraded":false,"hadIntroductoryOffer":true,"productIdentifier":"com.example.monthly","renewalCount":2,"state":"active","subscriptionGroupIdentifier":"21000001"}],"updatedAt":0},"i":[]}
+        {"f":{"flags":{},"grants":[],"key":{"applicationUsername":"","bundleIdentifier":"\(bundle)"},"subscriptions":[\
+        {"autoRenewEnabled":false,"downgraded":false,"hadIntroductoryOffer":true,"productIdentifier":"com.example.monthly",\
+        "renewalCount":2,"state":"active","subscriptionGroupIdentifier":"21000001"}],"updatedAt":0},"i":[]}
         """
     }
 

@@ -19,7 +19,9 @@ import Testing
                     image: hero.png
                     altText: "\(String(repeating: "a", count: 150))"
                     bulletPoints:
-            \((1...5).map { "          - { text: \"\(String(repeating: "t", count: 66))\", image: star.png, altText: \"star \($0)\" }" }.joined(separator: "\n"))
+            \((1...5).map {
+                "          - { text: \"\(String(repeating: "t", count: 66))\", image: star.png, altText: \"star \($0)\" }"
+            }.joined(separator: "\n"))
                   - name: half-price
                     header: Half price
                     body: Stay for half price for three months.
@@ -198,7 +200,10 @@ import Testing
             try folder.write("full\(index).png", RetentionPNG.make(width: 3840, height: 160 + index))
             try folder.write("bullet\(index).png", RetentionPNG.make(width: 1024, height: 1024, text: "\(index)"))
             messages.append(
-                "      - { name: m\(index), header: h, body: b, image: full\(index).png, altText: a, bulletPoints: [{ text: t, image: bullet\(index).png, altText: a }] }"
+                """
+                      - { name: m\(index), header: h, body: b, image: full\(index).png, altText: a, bulletPoints: \
+                [{ text: t, image: bullet\(index).png, altText: a }] }
+                """
             )
         }
         #expect(try folder.codes(messages.joined(separator: "\n")) == ["limit_reached"])

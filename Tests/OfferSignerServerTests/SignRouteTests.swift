@@ -216,7 +216,10 @@ import Testing
         BadRequest(
             name: "over-long bundle",
             body:
-                "{\"bundleIdentifier\":\"\(String(repeating: "b", count: 156))\",\"productIdentifier\":\"p\",\"offerIdentifier\":\"o\",\"applicationUsername\":\"u\"}",
+                """
+                {\"bundleIdentifier\":\"\(String(repeating: "b", count: 156))\",\"productIdentifier\":\"p\",\
+                \"offerIdentifier\":\"o\",\"applicationUsername\":\"u\"}
+                """,
             status: .notFound,
             code: "unknown_app",
             field: nil

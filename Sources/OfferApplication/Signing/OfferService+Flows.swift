@@ -44,18 +44,20 @@ extension OfferService {
     ///   ``OfferSigningError`` for invalid fields, no signing key or a failed self-check (counted in
     ///   `offer_signer_signature_self_check_failures_total`).
     public func signLegacy(_ request: SignOfferRequest) async throws -> SignedLegacyOffer {
-        try await signLegacy(prepareLegacy(request))
+        try await signPrepared(prepareLegacy(request))
     }
 
     /// `POST /v1/offers/sign`'s one step that does not suspend, for the router and the event-loop path alike: a
     /// legacy request that needs nothing to wait for (no `signedTransaction`, a flow ``immediateRun(_:now:)``
-    /// takes) is signed at once (``SigningStep/signed(_:)``, its record still to commit); any other is validated,
-    /// its app, offer and rule resolved, and handed on as a ``PreparedSigning`` that ``sign(_:)`` runs without
-    /// checking anything again. Throws what signing throws before it signs (unknown app, product or offer;
-    /// invalid fields) without any effect.
+    /// takes) is signed at once (``SigningStep/signed(_:)``, its record still to commit); any other — a JWS too —
+    /// is validated, its app, offer and rule resolved, and handed on as a ``PreparedSigning`` that ``sign(_:)``
+    /// runs without checking anything again. Throws what signing throws before it signs (unknown app, product or
+    /// offer; invalid fields; a JWS for an app without an issuer ID) without any effect.
     package func prepareSigning(_ request: SignOfferRequest) throws -> SigningStep {
         let prepared = try prepareForPipeline(request)
-        if let flow = prepared.legacy?.flow, let signing = try immediateRun(flow) { return .signed(signing) }
+        if case .legacy(let legacy) = prepared.format, legacy.signedTransaction == nil, let signing = try immediateRun(legacy.flow) {
+            return .signed(signing)
+        }
         return .pipeline(prepared)
     }
 
@@ -63,42 +65,95 @@ extension OfferService {
     /// takes a flow's immediate steps itself, or its traced ones when spans are on).
     package func prepareForPipeline(_ request: SignOfferRequest) throws -> PreparedSigning {
         switch request.format ?? .legacy {
-        case .jws: PreparedSigning(request: request, legacy: nil)
-        case .legacy: PreparedSigning(request: request, legacy: try prepareLegacy(request))
+        case .jws: PreparedSigning(format: .jws(try prepareJWS(request)))
+        case .legacy: PreparedSigning(format: .legacy(try prepareLegacy(request)))
         }
     }
 
     /// Runs a request ``prepareSigning(_:)`` handed on: the pipeline that waits (stored facts, the App Store, a
     /// signed transaction, a JWS).
     package func sign(_ prepared: PreparedSigning) async throws -> SignAnswer {
-        guard let legacy = prepared.legacy else { return .jws(try await signJWS(prepared.request)) }
-        return .legacy(try await signLegacy(legacy))
+        switch prepared.format {
+        case .legacy(let legacy): .legacy(try await signPrepared(legacy))
+        case .jws(let jws): .jws(try await signPrepared(jws, refusingAnotherCustomersTransaction: true))
+        }
     }
 
-    /// A legacy request validated: its app and offer, and its flow unless a signed transaction must be recorded
-    /// first (the flow's App Store lookup may then be the transaction's).
-    func prepareLegacy(_ request: SignOfferRequest) throws -> PreparedSigning.Legacy {
+    /// A legacy request validated: its app and offer, and its flow (the offer's rule resolved).
+    func prepareLegacy(_ request: SignOfferRequest) throws -> PreparedOffer<SignedLegacyOffer> {
         let (app, offer) = try legacyOffer(request)
-        let flow = request.signedTransaction == nil ? try legacyFlow(offer, app: app, transactionId: request.transactionId) : nil
-        return PreparedSigning.Legacy(
-            app: app,
-            offer: offer,
+        return PreparedOffer(
+            flow: try legacyFlow(offer, app: app, transactionId: request.transactionId),
             transactionId: request.transactionId,
-            signedTransaction: request.signedTransaction,
-            flow: flow
+            signedTransaction: request.signedTransaction
         )
     }
 
-    /// Signs a validated legacy request through the pipeline.
-    func signLegacy(_ legacy: PreparedSigning.Legacy) async throws -> SignedLegacyOffer {
-        if let flow = legacy.flow { return try await run(flow) }
+    /// A JWS request validated: its app, fields and issuer ID, and its flow (the offer's rule resolved).
+    func prepareJWS(_ request: SignOfferRequest) throws -> PreparedOffer<SignedJWSOfferResponse> {
+        let app = try app(named: request.bundleIdentifier)
+        try CustomerIdentifier.validate(request.applicationUsername)
+        try PayloadField.validate(request.productIdentifier, named: "productIdentifier")
+        try PayloadField.validate(request.offerIdentifier, named: "offerIdentifier")
+        if let transactionId = request.transactionId { try JWSOfferSigner.validateTransactionIdentifier(transactionId) }
+        let issuer = try issuerIdentifier(of: app)
+        let customer = request.applicationUsername.lowercased()
+        let flow = try offerFlow(
+            app: app,
+            productIdentifier: request.productIdentifier,
+            offerIdentifier: request.offerIdentifier,
+            applicationUsername: request.applicationUsername,
+            transactionId: request.transactionId,
+            channel: .jws,
+            sign: .suspending { key, _, _ in
+                let signed = try await JWSOfferSigner.signPromotionalOffer(
+                    bundleIdentifier: app.bundleIdentifier,
+                    productIdentifier: request.productIdentifier,
+                    offerIdentifier: request.offerIdentifier,
+                    transactionId: request.transactionId,
+                    issuerIdentifier: issuer,
+                    key: key
+                )
+                return SignedOutput(
+                    output: SignedJWSOfferResponse(
+                        bundleIdentifier: app.bundleIdentifier,
+                        productIdentifier: signed.claims.productIdentifier,
+                        offerIdentifier: signed.claims.offerIdentifier,
+                        keyIdentifier: signed.keyIdentifier,
+                        nonce: signed.claims.nonce,
+                        signature: signed.token
+                    ),
+                    record: IssuedSignature(signed, bundleIdentifier: app.bundleIdentifier, customer: customer)
+                )
+            }
+        )
+        return PreparedOffer(flow: flow, transactionId: request.transactionId, signedTransaction: request.signedTransaction)
+    }
+
+    /// Signs a validated offer request through the pipeline: its signed transaction, if any, verified and recorded
+    /// first (the flow's App Store lookup may then be the transaction's); for a JWS, whose `transactionId` is
+    /// signed into it, never another customer's transaction.
+    func signPrepared<Output: Sendable>(
+        _ prepared: PreparedOffer<Output>,
+        refusingAnotherCustomersTransaction: Bool = false
+    ) async throws -> Output {
+        var flow = prepared.flow
         let presented = try await ingestSignedTransaction(
-            legacy.signedTransaction,
-            app: legacy.app,
-            applicationUsername: legacy.offer.applicationUsername
+            prepared.signedTransaction,
+            app: flow.app,
+            applicationUsername: flow.customer.applicationUsername
         )?
         .originalTransactionId
-        return try await run(legacyFlow(legacy.offer, app: legacy.app, transactionId: legacy.transactionId ?? presented))
+        if refusingAnotherCustomersTransaction, let transactionId = prepared.transactionId {
+            try await refuseAnotherCustomersTransaction(
+                AppStoreLookup(transactionId: transactionId, owner: .customer(flow.customer), field: "transactionId"),
+                app: flow.app
+            )
+        }
+        if flow.appStoreLookup == nil, let presented {
+            flow.appStoreLookup = AppStoreLookup(transactionId: presented, owner: .customer(flow.customer), field: "transactionId")
+        }
+        return try await run(flow)
     }
 
     /// The app a legacy request names, and the offer it asks for, validated.
@@ -129,14 +184,6 @@ extension OfferService {
                 return SignedOutput(output: bundle, record: IssuedSignature(bundle, customer: bundle.applicationUsername))
             }
         )
-    }
-
-    /// Verifies and records the request's `signedTransaction`, if any, before the rules look at the customer.
-    /// - Returns: its original transaction identifier.
-    @discardableResult
-    func ingestSignedTransaction(_ request: SignOfferRequest, app: AppConfiguration) async throws(OfferServiceError) -> String? {
-        try await ingestSignedTransaction(request.signedTransaction, app: app, applicationUsername: request.applicationUsername)?
-            .originalTransactionId
     }
 
     /// Verifies and records a StoreKit 2 signed transaction for a customer (nothing when `nil`).
@@ -189,56 +236,7 @@ extension OfferService {
     /// and self-verifies it.
     /// - Throws: as ``signLegacy(_:)``, and ``OfferServiceError`` 503 `issuer_not_configured`.
     public func signJWS(_ request: SignOfferRequest) async throws -> SignedJWSOfferResponse {
-        let app = try app(named: request.bundleIdentifier)
-        try CustomerIdentifier.validate(request.applicationUsername)
-        try PayloadField.validate(request.productIdentifier, named: "productIdentifier")
-        try PayloadField.validate(request.offerIdentifier, named: "offerIdentifier")
-        if let transactionId = request.transactionId { try JWSOfferSigner.validateTransactionIdentifier(transactionId) }
-        let issuer = try issuerIdentifier(of: app)
-        let presented = try await ingestSignedTransaction(request, app: app)
-        if let transactionId = request.transactionId {
-            // Signed into the JWS: never another customer's subscription.
-            try await refuseAnotherCustomersTransaction(
-                AppStoreLookup(
-                    transactionId: transactionId,
-                    owner: .customer(CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: request.applicationUsername)),
-                    field: "transactionId"
-                ),
-                app: app
-            )
-        }
-        let customer = request.applicationUsername.lowercased()
-        return try await run(
-            offerFlow(
-                app: app,
-                productIdentifier: request.productIdentifier,
-                offerIdentifier: request.offerIdentifier,
-                applicationUsername: request.applicationUsername,
-                transactionId: request.transactionId ?? presented,
-                channel: .jws,
-                sign: .suspending { key, _, _ in
-                    let signed = try await JWSOfferSigner.signPromotionalOffer(
-                        bundleIdentifier: app.bundleIdentifier,
-                        productIdentifier: request.productIdentifier,
-                        offerIdentifier: request.offerIdentifier,
-                        transactionId: request.transactionId,
-                        issuerIdentifier: issuer,
-                        key: key
-                    )
-                    return SignedOutput(
-                        output: SignedJWSOfferResponse(
-                            bundleIdentifier: app.bundleIdentifier,
-                            productIdentifier: signed.claims.productIdentifier,
-                            offerIdentifier: signed.claims.offerIdentifier,
-                            keyIdentifier: signed.keyIdentifier,
-                            nonce: signed.claims.nonce,
-                            signature: signed.token
-                        ),
-                        record: IssuedSignature(signed, bundleIdentifier: app.bundleIdentifier, customer: customer)
-                    )
-                }
-            )
-        )
+        try await signPrepared(prepareJWS(request), refusingAnotherCustomersTransaction: true)
     }
 
     /// The decision is made for the customer who owns `transactionId`: the request's customer must be the one
@@ -402,20 +400,21 @@ package enum SigningStep {
 /// A `POST /v1/offers/sign` request validated once (``OfferService/prepareSigning(_:)``), for
 /// ``OfferService/sign(_:)``.
 package struct PreparedSigning: Sendable {
-    /// A legacy request's app and offer, validated, and its flow (the offer's rule resolved) unless a signed
-    /// transaction is to be recorded first.
-    struct Legacy: Sendable {
-        var app: AppConfiguration
-        var offer: PromotionalOffer
-        var transactionId: String?
-        var signedTransaction: String?
-        var flow: SigningFlow<SignedLegacyOffer>?
+    /// The request in the format it asks for.
+    enum Format: Sendable {
+        case legacy(PreparedOffer<SignedLegacyOffer>)
+        case jws(PreparedOffer<SignedJWSOfferResponse>)
     }
 
-    /// The request as the route admitted it.
-    var request: SignOfferRequest
-    /// `nil`: a JWS, which ``OfferService/signJWS(_:)`` validates as it signs.
-    var legacy: Legacy?
+    var format: Format
+}
+
+/// An offer request validated: its flow (the app, the offer's product and rule resolved, the signer), and what the
+/// pipeline does before it runs the flow: a signed transaction to verify and record, a transaction identifier.
+struct PreparedOffer<Output: Sendable>: Sendable {
+    var flow: SigningFlow<Output>
+    var transactionId: String?
+    var signedTransaction: String?
 }
 
 /// The answer of `POST /v1/offers/sign`, in the format asked for.

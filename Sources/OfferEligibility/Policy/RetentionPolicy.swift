@@ -166,9 +166,13 @@ extension OfferPolicy {
             case (.some(let offerIdentifier), nil):
                 guard let found = offers[offerIdentifier] else {
                     let known = product.offers.map(\.offerIdentifier)
+                    let listed = known.isEmpty ? " (it lists no offers)" : "; its offers: \(known.joined(separator: ", "))"
                     throw PolicyError(
                         .invalidPolicy,
-                        "\(entryNode.location): promotionalOffer '\(offerIdentifier)' is not an offer of \(product.productIdentifier)\(known.isEmpty ? " (it lists no offers)" : "; its offers: \(known.joined(separator: ", "))")"
+                        """
+                        \(entryNode.location): promotionalOffer '\(offerIdentifier)' is not an offer of \
+                        \(product.productIdentifier)\(listed)
+                        """
                     )
                 }
                 offerRule = found.rule

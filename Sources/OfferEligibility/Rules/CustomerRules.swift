@@ -58,7 +58,10 @@ public struct CapRule: EligibilityRule {
         return require(
             issued < count,
             "cap_reached",
-            "This offer was signed \(issued == 1 ? "once" : "\(issued) times") for this customer in the last \(describeDuration(window)); the cap is \(count)."
+            """
+            This offer was signed \(issued == 1 ? "once" : "\(issued) times") for this customer in the last \
+            \(describeDuration(window)); the cap is \(count).
+            """
         )
     }
 }

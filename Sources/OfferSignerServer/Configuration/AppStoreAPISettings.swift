@@ -167,6 +167,9 @@ public struct AppStoreAPISettings: Sendable {
 extension AppStoreAPISettings: CustomStringConvertible {
     /// The settings without the key.
     public var description: String {
-        "App Store Server API key \(keyIdentifier) (from \(keySource)), timeout \(timeout), cache \(cacheTimeToLive)\(baseURL.map { ", base URL \($0)" } ?? "")"
+        """
+        App Store Server API key \(keyIdentifier) (from \(keySource)), timeout \(timeout), cache \
+        \(cacheTimeToLive)\(baseURL.map { ", base URL \($0)" } ?? "")
+        """
     }
 }

@@ -302,8 +302,19 @@ public struct ServiceConfiguration: Sendable {
         )
         self.warnings += ConfigurationVariable.unknownVariableWarnings(in: environment)
         if clientAuth.isOpen {
+            var credentials = ""
+            if clientAuth.hasCredentials {
+                credentials =
+                    """
+                     The credentials configured (\(variable: .apiKeys), login tokens) are not required in this mode: \
+                    unset \(variable: .clientAuth) to require them.
+                    """
+            }
             self.warnings.append(
-                "OPEN CLIENT MODE (\(variable: .clientAuth)=none): /v1/offers/* signs for anyone who can reach it, for any customer they name. For local development only.\(clientAuth.hasCredentials ? " The credentials configured (\(variable: .apiKeys), login tokens) are not required in this mode: unset \(variable: .clientAuth) to require them." : "")"
+                """
+                OPEN CLIENT MODE (\(variable: .clientAuth)=none): /v1/offers/* signs for anyone who can reach it, \
+                for any customer they name. For local development only.\(credentials)
+                """
             )
         }
     }

@@ -121,7 +121,10 @@ enum ConsoleLayout {
 
     /// The icon served at `/console/favicon.svg` (so that browsers do not ask the service for `/favicon.ico`).
     static let icon =
-        ##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#0a84ff"/><path d="M4 8.5l2.5 2.5L12 5" stroke="#fff" stroke-width="2" fill="none"/></svg>"##
+        ##"""
+        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#0a84ff"/><path \##
+        d="M4 8.5l2.5 2.5L12 5" stroke="#fff" stroke-width="2" fill="none"/></svg>
+        """##
 
     /// The stylesheet served at `/console/style.css`: readable at a phone's width, no external resource.
     static let stylesheet = """

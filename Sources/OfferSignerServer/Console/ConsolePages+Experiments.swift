@@ -8,7 +8,10 @@ extension ConsolePages {
         let summaries = try await useCases.experiments.experimentSummaries()
         let rows: [[HTML]] = summaries.map { summary in
             [
-                "<a href=\"/console/experiments/\(summary.id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "")\">\(summary.id)</a>",
+                """
+                <a \
+                href=\"/console/experiments/\(summary.id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "")\">\(summary.id)</a>
+                """,
                 "\(summary.bundleIdentifier)", "\(summary.productIdentifier)", "\(summary.channel)", "\(summary.metric)",
                 summary.running ? "<span class=\"ok\">running</span>" : "<span class=\"muted\">not running</span>",
                 "\(summary.variants.joined(separator: ", "))", "\(summary.exposed)",
@@ -54,7 +57,10 @@ extension ConsolePages {
             return [
                 "\(comparison.variant) vs \(comparison.against)\(comparison.currency.map { " in \($0)" } ?? "")",
                 comparison.currency.map { Self.difference(comparison.difference, currency: $0) } ?? Self.difference(comparison.difference), verdict,
-                "<span data-comparison=\"\(comparison.variant)-\(comparison.against)\(comparison.currency.map { "-\($0)" } ?? "")\" data-verdict=\"\(comparison.verdict.rawValue)\">\(comparison.summary)</span>",
+                """
+                <span data-comparison=\"\(comparison.variant)-\(comparison.against)\(comparison.currency.map { "-\($0)" } ?? "")\" \
+                data-verdict=\"\(comparison.verdict.rawValue)\">\(comparison.summary)</span>
+                """,
             ]
         }
         let comparisonTable: HTML =
@@ -85,7 +91,9 @@ extension ConsolePages {
                 <div class="card"><span>Readable</span><b class="\(report.readable ? "ok" : "bad")" \
                 data-metric="readable">\(report.readable ? "yes" : "not yet")</b></div>
                 <div class="card"><span>Sample ratio</span>\(sampleRatio)</div>
-                <div class="card"><span>Reference</span><b>\(report.reference)\(report.variants.contains { $0.name == report.reference && $0.holdout } ? " (holdout)" : "")</b></div></div>
+                <div \
+                class="card"><span>Reference</span><b>\(report.reference)\(
+                    report.variants.contains { $0.name == report.reference && $0.holdout } ? " (holdout)" : "")</b></div></div>
                 <p class="note">\(report.note)</p>
                 <h2>Comparisons on \(report.metric)\(report.metric == "revenue" ? " per mature customer, in each currency" : ""), each at \
                 \(ConsoleLayout.percent(report.comparisonConfidenceLevel)) (\(report.correction) over \(report.comparisons.count))</h2>
@@ -93,7 +101,8 @@ extension ConsolePages {
                 <h2>Rates with their \(ConsoleLayout.percent(report.confidenceLevel)) always-valid intervals</h2>
                 \(ConsoleCharts.intervals(report))
                 <h2>Variants: every metric within \(report.windowDays) days of each exposure, over the mature customers</h2>
-                \(ConsoleLayout.table(["Variant", "Answer", "Weight", "Exposed", "Mature", "Maturing", "Redeemed", "Renewed", "Converted", "Retained", "Rate",
+                \(ConsoleLayout.table(["Variant", "Answer", "Weight", "Exposed", "Mature", "Maturing", "Redeemed", "Renewed",
+                                   "Converted", "Retained", "Rate",
                                    "Interval", "Realized revenue"], rows, numericFrom: 2))
                 <p><a href="/console/experiments">← Every experiment</a></p>
                 """

@@ -24,7 +24,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     private let signing: EventLoopSigning
     private let logger: Logger
-    private var machine: SigningConnectionStateMachine<EventLoopClock, Any>
+    private var machine: SigningConnectionStateMachine<EventLoopClock>
     /// Closes the connection when a body being collected has not arrived within the request timeout.
     private var deadline: Scheduled<Void>?
 
@@ -98,8 +98,11 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
         context.close(promise: nil)
     }
 
+    /// The client's half-close waits behind an answer of ours (``SigningConnectionStateMachine/BufferedEvent``); any
+    /// other event passes on at once.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        switch machine.eventReceived(event) {
+        guard case ChannelEvent.inputClosed? = event as? ChannelEvent else { return context.fireUserInboundEventTriggered(event) }
+        switch machine.eventReceived(.halfClose) {
         case .forward: context.fireUserInboundEventTriggered(event)
         case .hold: break
         }
@@ -122,7 +125,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     private func decide(
-        _ request: SigningConnectionStateMachine<EventLoopClock, Any>.Request,
+        _ request: SigningConnectionStateMachine<EventLoopClock>.Request,
         trailers: HTTPHeaders?,
         context: ChannelHandlerContext
     ) {
@@ -237,7 +240,11 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
         switch action {
         case .write(let release):
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-            for event in release { context.fireUserInboundEventTriggered(event) }
+            for event in release {
+                switch event {
+                case .halfClose: context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+                }
+            }
         case .writeAndClose:
             let loop = NIOLoopBound(context, eventLoop: context.eventLoop)
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in loop.value.close(promise: nil) }

@@ -3,10 +3,10 @@ import NIOHTTP1
 
 /// The per-connection logic of the event-loop signing path, as a value: events in (a request part read, a read
 /// ended, a decision, an answer written, the deadline, an inbound event, the connection gone), one action out,
-/// which ``EventLoopSigningHandler`` executes. No channel and no timer; its clock is injected (`ContinuousClock` in
-/// the server, a clock a test moves by hand in `SigningConnectionStateMachineTests`), and the events it holds are of
-/// the type its user gives (`Event`: NIO's `Any` in the handler), so every ordering is tested without a socket, the
-/// way NIO's and Hummingbird's connection state machines are written.
+/// which ``EventLoopSigningHandler`` executes. No channel and no timer; its clock is injected (the event loop's in
+/// the server, a clock a test moves by hand in `SigningConnectionStateMachineTests`), and the events it holds are
+/// typed (``BufferedEvent``, as NIO's `HTTPServerPipelineHandler` types what it buffers: no `Any` is held), so every
+/// ordering is tested without a socket, the way NIO's and Hummingbird's connection state machines are written.
 ///
 /// A transition that cannot happen behind NIO's pipelining handler (a body or an end with no request, a second head
 /// before the first is answered, an answer nobody is waiting for) is not ignored: the action is
@@ -19,9 +19,19 @@ import NIOHTTP1
 /// after the previous response has ended, stops reading meanwhile, keeps a parse error and the client's half-close
 /// behind the pending response, and closes the connection on graceful shutdown once the response in flight has
 /// ended. What is left here: which requests are ours, collecting their body, handing a request over to the router
-/// as it came, the request deadline of a body being collected, keep-alive, and holding the events that must not
-/// reach the router while an answer of ours is pending.
-struct SigningConnectionStateMachine<C: Clock, Event> where C.Duration == Duration {
+/// as it came, the request deadline of a body being collected (``RequestDeadline``, the router's rule too),
+/// keep-alive, and holding the events that must not reach the router while an answer of ours is pending.
+struct SigningConnectionStateMachine<C: Clock> where C.Duration == Duration {
+    /// An inbound event held while an answer of ours is pending, and passed on after it. The handler holds the
+    /// client's half-close only: any other user event passes on at once, as NIO's `HTTPServerPipelineHandler`
+    /// passes on the events it does not buffer (the graceful-shutdown event never comes this far: that handler,
+    /// in front, acts on it itself).
+    enum BufferedEvent: Equatable {
+        /// The client closed its side (`ChannelEvent.inputClosed`): the router would close the connection under
+        /// our answer.
+        case halfClose
+    }
+
     /// A request of ours, read so far.
     struct Request: Equatable {
         var head: HTTPRequestHead
@@ -38,13 +48,14 @@ struct SigningConnectionStateMachine<C: Clock, Event> where C.Duration == Durati
     enum State {
         /// Between requests.
         case idle
-        /// A request of ours, its body arriving; `deadline`: when its request deadline passes, once armed.
-        case collecting(Request, deadline: C.Instant?)
+        /// A request of ours, its body arriving (its request deadline: ``deadline``).
+        case collecting(Request)
         /// Its end read: the handler is deciding it.
         case deciding(keepAlive: Bool)
-        /// The router's request: its parts pass on as they come. `deadline`: a request of ours handed over before
-        /// its end (too large) keeps the deadline armed from its head until its end.
-        case forwarding(deadline: C.Instant?)
+        /// The router's request: its parts pass on as they come. A request of ours handed over before its end (too
+        /// large) keeps its request deadline (``deadline``) until its end; the router's own have theirs after the
+        /// conversion to HTTP types (``RequestDeadlineHandler``).
+        case forwarding
         /// Our answer is pending (its record committing).
         case answering(keepAlive: Bool)
         /// Answered with `Connection: close`, or the connection is gone: nothing more is read or answered.
@@ -54,15 +65,15 @@ struct SigningConnectionStateMachine<C: Clock, Event> where C.Duration == Durati
     private(set) var state = State.idle
     /// Inbound events that arrived while an answer of ours was pending (the client's half-close): they must reach
     /// the router after the answer, never ahead of it (the router would close the connection under it).
-    private(set) var held: [Event] = []
+    private(set) var held: [BufferedEvent] = []
+    /// The request deadline of a request of ours: the rule of every request (``RequestDeadline``), on this clock.
+    private(set) var deadline: RequestDeadline<C>
     let maximumBodySize: Int
-    /// How long after a read ends with its body incomplete a request of ours may take to arrive in full.
-    let requestTimeout: Duration
     let clock: C
 
     init(maximumBodySize: Int, requestTimeout: Duration, clock: C) {
         self.maximumBodySize = maximumBodySize
-        self.requestTimeout = requestTimeout
+        self.deadline = RequestDeadline(timeout: requestTimeout, clock: clock)
         self.clock = clock
     }
 
@@ -89,11 +100,12 @@ struct SigningConnectionStateMachine<C: Clock, Event> where C.Duration == Durati
         switch state {
         case .idle:
             guard let taken else {
-                state = .forwarding(deadline: nil)
+                state = .forwarding
                 return .forward
             }
             let request = Request(head: head, taken: taken, body: allocator.buffer(capacity: 512), start: clock.now)
-            state = .collecting(request, deadline: nil)
+            state = .collecting(request)
+            deadline.requestStarted()
             return .collect
         case .closed:
             return .drop
@@ -104,8 +116,7 @@ struct SigningConnectionStateMachine<C: Clock, Event> where C.Duration == Durati
 
     /// The impossible transition `action` reports: nothing more is read or answered here.
     private mutating func fail<Action>(_ action: Action) -> Action {
-        state = .closed
-        held = []
+        closed()
         return action
     }
 
@@ -123,15 +134,15 @@ struct SigningConnectionStateMachine<C: Clock, Event> where C.Duration == Durati
 
     mutating func bodyReceived(_ chunk: ByteBuffer) -> BodyAction {
         switch state {
-        case .collecting(var request, let deadline):
+        case .collecting(var request):
             guard request.body.readableBytes + chunk.readableBytes <= maximumBodySize else {
-                state = .forwarding(deadline: deadline)
+                state = .forwarding
                 return .handOver(request.head, request.body)
             }
             state = .idle  // no second reference to the buffer while it grows
             var chunk = chunk
             request.body.writeBuffer(&chunk)
-            state = .collecting(request, deadline: deadline)
+            state = .collecting(request)
             return .none
         case .forwarding:
             return .forward
@@ -155,12 +166,12 @@ struct SigningConnectionStateMachine<C: Clock, Event> where C.Duration == Durati
 
     mutating func endReceived() -> EndAction {
         switch state {
-        case .collecting(let request, let deadline):
+        case .collecting(let request):
             state = .deciding(keepAlive: request.taken.keepAlive)
-            return .decide(request, cancelDeadline: deadline != nil)
-        case .forwarding(let deadline):
+            return .decide(request, cancelDeadline: deadline.requestEnded())
+        case .forwarding:
             state = .idle
-            return .forward(cancelDeadline: deadline != nil)
+            return .forward(cancelDeadline: deadline.requestEnded())
         case .closed:
             return .drop
         case .idle, .deciding, .answering:
@@ -168,19 +179,10 @@ struct SigningConnectionStateMachine<C: Clock, Event> where C.Duration == Durati
         }
     }
 
-    enum DeadlineAction: Equatable {
-        /// Start the timer, to fire at `deadline` (the request timeout from now); ``deadlinePassed()`` says what then.
-        case arm(deadline: C.Instant)
-        case doNothing
-    }
-
     /// A read ended: a request of ours whose body is still incomplete gets its deadline, once, the request timeout
-    /// from now.
-    mutating func readComplete() -> DeadlineAction {
-        guard case .collecting(let request, nil) = state else { return .doNothing }
-        let deadline = clock.now.advanced(by: requestTimeout)
-        state = .collecting(request, deadline: deadline)
-        return .arm(deadline: deadline)
+    /// from now (``RequestDeadline/readComplete()``); ``deadlinePassed()`` says what then.
+    mutating func readComplete() -> RequestDeadline<C>.TimerAction {
+        deadline.readComplete()
     }
 
     // MARK: Deciding and answering
@@ -206,9 +208,9 @@ struct SigningConnectionStateMachine<C: Clock, Event> where C.Duration == Durati
         return .proceed
     }
 
-    enum AnswerAction {
+    enum AnswerAction: Equatable {
         /// Write the answer and keep reading; then pass on `release` (events held meanwhile), in order.
-        case write(release: [Event])
+        case write(release: [BufferedEvent])
         /// Write the answer with `Connection: close` and close once it is written; nothing else is passed on.
         case writeAndClose
         /// The connection is gone: nothing to write.
@@ -226,8 +228,7 @@ struct SigningConnectionStateMachine<C: Clock, Event> where C.Duration == Durati
         }
         guard case .answering(let keepAlive) = state else { return .drop }
         guard keepAlive else {
-            state = .closed
-            held = []
+            closed()
             return .writeAndClose
         }
         state = .idle
@@ -244,7 +245,7 @@ struct SigningConnectionStateMachine<C: Clock, Event> where C.Duration == Durati
         case hold
     }
 
-    mutating func eventReceived(_ event: Event) -> EventAction {
+    mutating func eventReceived(_ event: BufferedEvent) -> EventAction {
         switch state {
         case .deciding, .answering:
             held.append(event)
@@ -254,30 +255,18 @@ struct SigningConnectionStateMachine<C: Clock, Event> where C.Duration == Durati
         }
     }
 
-    enum DeadlinePassedAction: Equatable {
-        /// The request has not arrived in full: close the connection.
-        case close
-        /// The request's end came first (a race with the timer's cancel): nothing to do.
-        case doNothing
-    }
-
-    /// The request deadline's timer fired (the event loop's timer is the authority on when).
-    mutating func deadlinePassed() -> DeadlinePassedAction {
-        switch state {
-        case .collecting(_, .some), .forwarding(.some):
-            state = .closed
-            held = []
-            return .close
-        case .idle, .collecting(_, nil), .forwarding(nil), .deciding, .answering, .closed:
-            return .doNothing
-        }
+    /// The request deadline's timer fired: a request of ours not arrived in full closes the connection
+    /// (``RequestDeadline/timerFired()``).
+    mutating func deadlinePassed() -> RequestDeadline<C>.TimeoutAction {
+        let action = deadline.timerFired()
+        if case .close = action { closed() }
+        return action
     }
 
     /// The connection closed: nothing more is answered.
     mutating func closed() {
         state = .closed
         held = []
+        deadline.closed()
     }
 }
-
-extension SigningConnectionStateMachine.AnswerAction: Equatable where Event: Equatable {}

@@ -14,7 +14,7 @@ public struct ConnectionLimits: Sendable, Hashable {
     /// last response — is closed: idle keep-alive sockets and slowloris headers alike.
     public var idleTimeout: Duration
     /// A request whose body has not fully arrived this long after its head is dropped with its connection
-    /// (a declared `Content-Length` never sent, a body trickled byte by byte).
+    /// (a declared `Content-Length` never sent, a body trickled byte by byte): the rule of ``RequestDeadline``.
     public var requestTimeout: Duration
     /// Open connections above this are not accepted until one closes (they wait in the listen backlog); the
     /// default stays below the process's file-descriptor limit so the process never runs out of them.
@@ -47,7 +47,8 @@ public struct ConnectionLimits: Sendable, Hashable {
     }
 }
 
-/// Closes a connection whose request body has not arrived in full within the request timeout after its head.
+/// Closes a connection whose request body has not arrived in full within the request timeout: it executes
+/// ``RequestDeadline`` (the rule the event-loop signing path runs for its own requests) on the event loop's clock.
 ///
 /// Installed in every HTTP/1 connection's pipeline after the HTTP codec; the head-and-idle half of the
 /// limits is ``HTTP1IdleTimeoutHandler``, which closes a connection that has not completed a request head.
@@ -55,39 +56,59 @@ final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandl
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
 
-    private let timeout: TimeAmount
-    private var deadline: Scheduled<Void>?
+    private let timeout: Duration
+    /// Made when the handler joins a pipeline: its clock is that pipeline's event loop.
+    private var deadline: RequestDeadline<EventLoopClock>?
+    private var timer: Scheduled<Void>?
 
     init(timeout: Duration) {
-        self.timeout = TimeAmount(timeout)
+        self.timeout = timeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        deadline = RequestDeadline(timeout: timeout, clock: EventLoopClock(eventLoop: context.eventLoop))
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
-            deadline?.cancel()
-            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
-                loopBound.value.close(promise: nil)
-            }
+            deadline?.requestStarted()
         case .end:
-            deadline?.cancel()
-            deadline = nil
+            if deadline?.requestEnded() == true { cancelTimer() }
         case .body:
             break
         }
         context.fireChannelRead(data)
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if case .arm(let at) = deadline?.readComplete() {
+            let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            timer = context.eventLoop.scheduleTask(deadline: at.deadline) {
+                let (handler, context) = loop.value
+                handler.timer = nil
+                switch handler.deadline?.timerFired() {
+                case .close: context.close(promise: nil)
+                case .doNothing, nil: break
+                }
+            }
+        }
+        context.fireChannelReadComplete()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
-        deadline?.cancel()
-        deadline = nil
+        deadline?.closed()
+        cancelTimer()
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        deadline?.cancel()
-        deadline = nil
+        cancelTimer()
+    }
+
+    private func cancelTimer() {
+        timer?.cancel()
+        timer = nil
     }
 }
 

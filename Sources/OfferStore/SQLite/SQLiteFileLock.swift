@@ -56,7 +56,11 @@ public final class SQLiteFileLock: Sendable {
             }
             throw OfferStoreError(
                 .storeInUse,
-                "the SQLite file \(databasePath) is in use by another offer-signer serve\(holder.map { " (PID \($0))" } ?? "") (it holds \(path)); stop it first, or give this one a file of its own. Only one server may use a SQLite file; several replicas share PostgreSQL."
+                """
+                the SQLite file \(databasePath) is in use by another offer-signer \
+                serve\(holder.map { " (PID \($0))" } ?? "") (it holds \(path)); stop it first, or give this one a \
+                file of its own. Only one server may use a SQLite file; several replicas share PostgreSQL.
+                """
             )
         }
         // The holder's PID, for the message a second server gives.
