@@ -13,8 +13,9 @@ import Synchronization
 ///    `RFC5280Policy` with expiry checked at the payload's `signedDate` (the current time if it has none). `x5c[2]` is
 ///    not offered to the chain builder — trust comes from the configured roots only — and must be the root the chain
 ///    ends at;
-/// 4. jwt-kit verifies the ES256 signature with the leaf's key;
-/// 5. only then is the payload decoded as the expected type.
+/// 4. the ES256 signature (raw `r || s`) over the JWS's signing input verifies with the leaf's key (swift-crypto, as
+///    jwt-kit's `ES256PublicKey` checks it);
+/// 5. only then is the payload, decoded once at step 1, handed over as the expected type.
 ///
 /// A chain that verified is remembered by its exact `x5c` text (as Apple's libraries cache verified chains): the next
 /// JWS with the same certificates skips parsing and chain building when its `signedDate` falls inside all three
@@ -40,8 +41,9 @@ struct SignedDataChainVerifier: Sendable {
 
         let header: JWTHeader
         let unverified: SignedBody<Payload>
+        let signature: Data
         do {
-            (header, unverified, _) = try parser.parse(token, as: SignedBody<Payload>.self)
+            (header, unverified, signature) = try parser.parse(token, as: SignedBody<Payload>.self)
         } catch {
             throw SignedDataVerificationError(
                 .invalidJWS,
@@ -92,14 +94,14 @@ struct SignedDataChainVerifier: Sendable {
                 """
             )
         }
-        let verified: SignedBody<Payload>
-        do {
-            let keys = JWTKeyCollection()
-            await keys.add(ecdsa: try ES256PublicKey(backing: leafKey), parser: parser)
-            verified = try await keys.verify(token, as: SignedBody<Payload>.self)
-        } catch {
+        // The signing input is the token up to its second dot (the parser checked there are exactly two).
+        let signingInput = token[..<(token.lastIndex(of: UInt8(ascii: ".")) ?? token.endIndex)]
+        guard let raw = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
+            leafKey.isValidSignature(raw, for: SHA256.hash(data: signingInput))
+        else {
             throw SignedDataVerificationError(.invalidSignature, "the signature does not verify with the leaf certificate's key")
         }
+        let verified = unverified
         guard let payload = verified.payload else {
             throw SignedDataVerificationError(
                 .malformedPayload,

@@ -26,7 +26,7 @@ extension SQLOfferStore {
     /// fold that throws) is rolled back alone and told its own error while the others are written.
     static func fileNotifications(_ batch: [PendingFiling], backend: any SQLStoreBackend) async throws -> [(any Error)?] {
         do {
-            return try await backend.transaction(flushAfterCommit: true) { database in
+            return try await backend.transaction(flushAfterCommit: true, prepared: true) { database in
                 var outcomes: [(any Error)?] = []
                 outcomes.reserveCapacity(batch.count)
                 for pending in batch {

@@ -38,6 +38,11 @@ protocol SQLStoreBackend: Sendable {
     /// Runs `body` on a connection that no other transaction uses until `body` returns.
     func write<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
 
+    /// ``write(_:)`` for a batch of many statements written with SQLKit's builders (App Store notifications): a
+    /// SQLite file runs them through statements prepared once, on the caller's thread (``SQLitePreparedWriter``).
+    /// The default: ``write(_:)``.
+    func preparedWrite<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+
     /// ``write(_:)`` for work that may wait long on purpose (a migration waiting for another process's): however
     /// long it waits for its connection or holds it, that is not taken for a database gone silent (PostgreSQL:
     /// ``PostgresConnections/withConnection(patient:_:)``). The default: ``write(_:)``.
@@ -146,6 +151,7 @@ extension SQLStoreBackend {
     func migrationStatements(version: Int) -> [SQLQueryString] { [] }
     func warmUp() async {}
     func patiently<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T { try await write(body) }
+    func preparedWrite<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T { try await write(body) }
 
     /// Runs `body` in one transaction on a connection of its own: committed if `body` returns, rolled back if it
     /// throws. Driver errors become ``OfferStoreError`` `unavailable`.
@@ -156,20 +162,23 @@ extension SQLStoreBackend {
     ///
     /// Background work (``BackgroundLane``) runs its transactions off the lane: their locks are signing's too.
     ///
-    /// `patient`: the transaction may wait long on purpose (``patiently(_:)``: a migration).
+    /// `patient`: the transaction may wait long on purpose (``patiently(_:)``: a migration). `prepared`: a batch of
+    /// many statements (``preparedWrite(_:)``).
     func transaction<T: Sendable>(
         flushAfterCommit: Bool = false,
         patient: Bool = false,
+        prepared: Bool = false,
         _ body: @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
         try await BackgroundLane.leaving { () async throws -> T in
-            try await transactionHere(flushAfterCommit: flushAfterCommit, patient: patient, body)
+            try await transactionHere(flushAfterCommit: flushAfterCommit, patient: patient, prepared: prepared, body)
         }
     }
 
     private func transactionHere<T: Sendable>(
         flushAfterCommit: Bool,
         patient: Bool,
+        prepared: Bool,
         _ body: @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
         let early = flushAfterCommit ? commitBeforeFlush : nil
@@ -187,7 +196,10 @@ extension SQLStoreBackend {
             if let early { try await database.execute(sql: SQLRaw(early.flush)) { _ in } }
             return value
         }
-        return try await mappingErrors { patient ? try await patiently(run) : try await write(run) }
+        return try await mappingErrors {
+            if patient { return try await patiently(run) }
+            return prepared ? try await preparedWrite(run) : try await write(run)
+        }
     }
 
     /// Runs `body` on a read connection; driver errors become ``OfferStoreError`` `unavailable`.

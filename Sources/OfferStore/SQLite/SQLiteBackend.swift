@@ -33,6 +33,9 @@ final class SQLiteBackend: SQLStoreBackend {
     /// A file's reads of one customer for a decision under their lock, through statements prepared once (`nil` in
     /// memory).
     let customerReaders: SQLiteCustomerReaders?
+    /// A file's writer connection for batches of many statements, each prepared once (``preparedWrite(_:)``; `nil` in
+    /// memory).
+    private let preparedWriter: SQLitePreparedWriter?
     /// The flush of a file's WAL after a write (`nil` in memory: nothing is durable).
     private let walFlush: SQLiteWALFlush?
     /// A server's hold on its file (``SQLiteFileLock``); `nil` for the tools, which share it, and in memory.
@@ -102,6 +105,7 @@ final class SQLiteBackend: SQLStoreBackend {
                 backgroundReader = background
                 logWriter = SQLiteLogWriter(path: path, busyTimeout: busyTimeout)
                 customerReaders = SQLiteCustomerReaders(path: path, busyTimeout: busyTimeout)
+                preparedWriter = SQLitePreparedWriter(path: path, busyTimeout: busyTimeout)
                 walFlush = SQLiteWALFlush(path: path)
             } else {
                 writer = try await SQLiteConnection.open(storage: .memory, logger: logger)
@@ -109,6 +113,7 @@ final class SQLiteBackend: SQLStoreBackend {
                 backgroundReader = nil
                 logWriter = nil
                 customerReaders = nil
+                preparedWriter = nil
                 walFlush = nil
             }
         } catch {
@@ -156,13 +161,25 @@ final class SQLiteBackend: SQLStoreBackend {
     /// is on disk (the writer connection commits without flushing: ``SQLiteWALFlush``).
     /// Background work (``BackgroundLane``) writes off the lane: the write gate is signing's too.
     func write<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        let writer = self.writer
+        return try await writing { try await body(writer.sql(queryLogLevel: nil)) }
+    }
+
+    /// ``write(_:)`` on a file's ``SQLitePreparedWriter`` (in memory: ``write(_:)``): the same gate, the same flush
+    /// after it.
+    func preparedWrite<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        guard let preparedWriter else { return try await write(body) }
+        let logger = writer.logger
+        return try await writing { try await body(SQLitePreparedDatabase(writer: preparedWriter, logger: logger)) }
+    }
+
+    private func writing<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
         try await BackgroundLane.leaving { () async throws -> T in
-            let writer = self.writer
             let value: T
             do {
                 // A file's writes wait for each other at most the store's bound, as for another process's lock:
                 // behind a write blocked on a locked file, a queue of writes fails in turn instead of growing.
-                value = try await writeGate.withGate(within: walFlush == nil ? nil : busyTimeout) { try await body(writer.sql(queryLogLevel: nil)) }
+                value = try await writeGate.withGate(within: walFlush == nil ? nil : busyTimeout) { try await body() }
             } catch is AsyncGateTimedOut {
                 throw OfferStoreError(
                     .unavailable,
@@ -211,8 +228,9 @@ final class SQLiteBackend: SQLStoreBackend {
     func close() async throws {
         try await backgroundGate.withGate { [backgroundReader] in try await backgroundReader?.close() }
         await customerReaders?.close()
-        try await writeGate.withGate { [writer, readers, logWriter] in
+        try await writeGate.withGate { [writer, readers, logWriter, preparedWriter] in
             await logWriter?.close()
+            preparedWriter?.close()
             for reader in readers?.connections ?? [] { try await reader.close() }
             try await writer.close()
         }
