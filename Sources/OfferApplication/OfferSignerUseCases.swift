@@ -19,6 +19,16 @@ public struct OfferSignerUseCases: Sendable {
     /// The reports of the policy's experiments.
     public let experiments: ExperimentReporting
 
+    // Operations and the console: what the server asks of the store without seeing it.
+    /// Whether the store answers and what it last saw (`/readyz`, the console's overview).
+    public let health: StoreHealth
+    /// The console's sessions (in the store, shared by replicas; in memory without one), sign-ins audited.
+    public let consoleSessions: ConsoleSessions
+    /// One customer as the console shows them; `nil` without a store.
+    public let customerView: CustomerView?
+    /// The rate limits the replicas on this store share (PostgreSQL); `nil`: each replica keeps its own.
+    public let sharedLimits: FleetRateLimits?
+
     /// The use cases over a service's store and keys.
     /// - Parameters:
     ///   - service: the offer service, whose store the use cases share.
@@ -42,5 +52,9 @@ public struct OfferSignerUseCases: Sendable {
         self.keys = keyManager.map { manager in
             KeyAdministration(manager: manager, audit: store.map { $0 as any AuditLog }, signatureCounts: { service.signatureCountsByKey })
         }
+        self.health = StoreHealth(store: store.map { $0 as any StoreLifecycle }, activity: store as? any StoreActivityReporting)
+        self.consoleSessions = ConsoleSessions(store: store.map { $0 as any ConsoleSessionStore }, audit: store.map { $0 as any AuditLog })
+        self.customerView = store.map { CustomerView(customers: $0, signatures: $0, decisions: $0, outcomes: $0) }
+        self.sharedLimits = store?.sharedLimits.map(FleetRateLimits.init)
     }
 }

@@ -3,7 +3,6 @@ import Foundation
 import OfferApplication
 import OfferModel
 import OfferSignerServer
-import OfferStore
 public import X509
 
 /// What `serve --demo` signs App Store data with: a certificate chain generated at start-up, shaped like
@@ -212,11 +211,11 @@ enum Demo {
 
     /// Plays the demo customers' histories through the real notification endpoint's code (verified like the
     /// App Store's), so the demo starts with a lapsed, a leaving and a loyal customer.
-    static func seed(_ ingestor: NotificationIngestor, appStore: DemoAppStore, now: Date = Date()) async throws {
+    static func seed(_ ingestor: NotificationIngestor, view: CustomerView, appStore: DemoAppStore, now: Date = Date()) async throws {
         for customer in customers {
             for (event, daysAgo) in customer.events {
                 let key = CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: customer.name)
-                let facts = try await ingestor.store.customerFacts(for: key)
+                let facts = try await view.facts(of: key)
                 let payload = try await notification(
                     event,
                     for: customer.name,

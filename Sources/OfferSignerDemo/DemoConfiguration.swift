@@ -4,14 +4,16 @@ import Foundation
 import OfferApplication
 import OfferEligibility
 import OfferKeys
+import OfferModel
 import OfferSignerServer
 import OfferSigning
 
 extension ServiceConfiguration {
-    /// The `serve --demo` configuration: a freshly generated throw-away key (`DEMOKEY001`), the demo app `com.example.offersigner.demo` with the demo
-    /// policy (offers, rules, retention entries, a retention experiment), an in-memory store, a spare key (`DEMOKEY002`), the admin token
-    /// ``demoAdminToken`` unless the environment names others, and — with `appStore` — App Store data (Sandbox) signed by the demo's own chain, whose
-    /// root is the only one trusted; the listen address from the environment.
+    /// The `serve --demo` configuration: a freshly generated throw-away key (`DEMOKEY001`), the demo app
+    /// `com.example.offersigner.demo` with the demo policy (offers, rules, retention entries, a retention experiment), an
+    /// in-memory store, a spare key (`DEMOKEY002`), the admin token ``demoAdminToken`` unless the environment names
+    /// others, and — with `appStore` — App Store data (Sandbox) signed by the demo's own chain, whose root is the only
+    /// one trusted; the listen address from the environment.
     public static func demo(environment: [String: String] = [:], appStore: DemoAppStore? = nil) throws(ConfigurationError) -> ServiceConfiguration {
         let (host, port) = try listenAddress(reader(environment))
         // The console and the admin API open with the demo's public token unless the environment names tokens.
@@ -93,11 +95,11 @@ extension DemoAppStore {
             name: "the demo",
             describesDemoRoutes: true,
             readableTokens: true,
-            registerRoutes: { router, service in DemoRoutes(service: service, appStore: appStore).register(on: router) },
-            prepare: { service in
-                guard let ingestor = service.notifications else { return }
-                try await Demo.seed(ingestor, appStore: appStore)
-                try await DemoHistory.seed(service, appStore: appStore)
+            registerRoutes: { router, useCases in DemoRoutes(customers: useCases.customerView, appStore: appStore).register(on: router) },
+            prepare: { useCases in
+                guard let ingestor = useCases.service.notifications, let customers = useCases.customerView else { return }
+                try await Demo.seed(ingestor, view: customers, appStore: appStore)
+                try await DemoHistory.seed(useCases.service, customers: customers, appStore: appStore)
             }
         )
     }

@@ -2,7 +2,6 @@ import AppStoreNotifications
 import Foundation
 import OfferApplication
 import OfferModel
-import OfferStore
 
 /// The demo's past weeks, played through the real code at start-up so that the console (docs/console.md) and the
 /// outcome and experiment reports have something to show: customers who turned auto-renew off and were asked to
@@ -16,16 +15,15 @@ enum DemoHistory {
     /// Lapsed customers signed the win-back offer: `returning-01` … `returning-04`.
     static let returning = (1...4).map { "returning-0\($0)" }
 
-    /// Plays the history up to `now` through `service` (its ingestor for the App Store's notifications).
-    static func seed(_ service: OfferService, appStore: DemoAppStore, now: Date = Date()) async throws {
+    /// Plays the history up to `now` through `service` (its ingestor for the App Store's notifications), reading the
+    /// customers' facts through `customers`.
+    static func seed(_ service: OfferService, customers: CustomerView, appStore: DemoAppStore, now: Date = Date()) async throws {
         guard let ingestor = service.notifications else { return }
         let day: TimeInterval = 86_400
         func at(_ daysAgo: Double) -> Date { now.addingTimeInterval(-daysAgo * day) }
         func notify(_ event: Demo.Event, _ username: String, _ daysAgo: Double, offer: String = "winback_50", transactionAt: Date? = nil) async throws
         {
-            let facts = try await ingestor.store.customerFacts(
-                for: CustomerKey(bundleIdentifier: Demo.bundleIdentifier, applicationUsername: username)
-            )
+            let facts = try await customers.facts(of: CustomerKey(bundleIdentifier: Demo.bundleIdentifier, applicationUsername: username))
             let payload = try await Demo.notification(
                 event,
                 for: username,
@@ -52,7 +50,7 @@ enum DemoHistory {
             try await notify(.renew, username, asked + 15)
             try await notify(.autoRenewOff, username, asked + 0.5)
             let key = CustomerKey(bundleIdentifier: Demo.bundleIdentifier, applicationUsername: username)
-            let facts = try await ingestor.store.customerFacts(for: key)
+            let facts = try await customers.facts(of: key)
             let request = DecodedRealtimeRequestBody(
                 originalTransactionId: Demo.originalTransactionId(for: username, known: facts),
                 appAppleId: Demo.appAppleId,
@@ -92,6 +90,6 @@ enum DemoHistory {
             await sign("winback_50", username, signed - 0.5)  // refused: no longer lapsed
             if index == 1 { try await notify(.renew, username, signed - 3) }
         }
-        await ingestor.store.flushDecisionLog()
+        await customers.flushDecisionLog()
     }
 }

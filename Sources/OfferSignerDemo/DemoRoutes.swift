@@ -4,7 +4,6 @@ import OfferApplication
 import OfferModel
 import OfferSignerServer
 import OfferSigning
-import OfferStore
 
 /// The body of `POST /demo/notifications` (demo only).
 struct DemoNotificationRequest: Decodable {
@@ -25,7 +24,8 @@ struct DemoSignedPayload: ResponseEncodable {
 /// `serve --demo` only: the demo's stand-in for the App Store signs a notification or a retention request for a
 /// demo customer; the caller POSTs it to the real endpoint, which verifies it like Apple's.
 struct DemoRoutes {
-    let service: OfferService
+    /// The customers' facts the demo's App Store signs from; `nil` without a store.
+    let customers: CustomerView?
     let appStore: DemoAppStore
 
     func register(on router: Router<OfferSignerRequestContext>) {
@@ -65,7 +65,7 @@ struct DemoRoutes {
     }
 
     private func facts(_ key: CustomerKey) async throws -> CustomerFacts? {
-        guard let store = service.store else { throw OfferServiceError.storeUnavailable }
-        return try await storeCall { try await store.customerFacts(for: key) }
+        guard let customers else { throw OfferServiceError.storeUnavailable }
+        return try await customers.facts(of: key)
     }
 }

@@ -7,29 +7,11 @@ import NIOCore
 import OfferApplication
 import OfferEligibility
 import OfferKeys
+import OfferModel
 import OfferSigning
-import OfferStore
 import Prometheus
 import ServiceLifecycle
 import UnixSignals
-
-/// Closes the store (flushing queued records) when the service shuts down.
-struct StoreCloser: Service {
-    let store: any OfferStore
-    let logger: Logger
-
-    func run() async throws {
-        try? await gracefulShutdown()
-        // Closed outside this task: when start-up fails (a port in use) the group cancels its services, and a
-        // cancelled close would stop before the queued records are flushed.
-        let store = self.store
-        do {
-            try await Task.detached { try await store.close() }.value
-        } catch {
-            logger.error("closing the customer store failed; records still queued may not be written", metadata: ["error": "\(type(of: error))"])
-        }
-    }
-}
 
 /// Which routes a listener serves.
 public enum RouterPart: Sendable {
@@ -44,8 +26,8 @@ public enum RouterPart: Sendable {
 
 /// Builds the router with the routes of the API.
 /// - Parameters:
-///   - service: the signing service.
-///   - keyManager: enables the admin key routes (`/admin/keys…`); `nil` leaves them out.
+///   - useCases: the application: the signing service and the use cases the admin API and the console call (with a
+///     key manager, the admin key routes `/admin/keys…`; without one they are left out).
 ///   - adminTokens: who may call `/admin` and sign in to `/console`.
 ///   - metricsRegistry: where `/metrics` reads from; `nil` leaves `/metrics` out (tests).
 ///   - authenticator: checks `/v1/offers/*` credentials; `nil` is the open mode (tests).
@@ -55,8 +37,7 @@ public enum RouterPart: Sendable {
 ///   - retentionMessaging: what `/admin/retention/*` sets up at Apple with; `nil`: the service's App Store Server
 ///     API configuration at Apple's documented rates (none when the API is not configured).
 public func buildRouter(
-    service: OfferService,
-    keyManager: KeyManager? = nil,
+    useCases: OfferSignerUseCases,
     adminTokens: BearerTokens = .none,
     metricsRegistry: PrometheusCollectorRegistry? = nil,
     authenticator: ClientAuthenticator? = nil,
@@ -65,6 +46,7 @@ public func buildRouter(
     addOn: ServiceAddOn? = nil,
     retentionMessaging: RetentionMessagingSetup? = nil
 ) -> Router<OfferSignerRequestContext> {
+    let service = useCases.service
     let router = Router(context: OfferSignerRequestContext.self, options: .autoGenerateHeadEndpoints)
     if RequestTracing.isOn {
         router.add(middleware: RequestTracingMiddleware())  // the request's server span (docs/observability.md, "Traces")
@@ -82,6 +64,7 @@ public func buildRouter(
     router.add(middleware: ErrorMappingMiddleware(allowedMethods: allowedMethods))
     OperationsRoutes(
         service: service,
+        health: useCases.health,
         metricsRegistry: part == .publicOnly ? nil : metricsRegistry,
         servesDocuments: part != .operationsOnly,
         describesDemo: addOn?.describesDemoRoutes ?? false
@@ -97,13 +80,13 @@ public func buildRouter(
         AppStoreRoutes(service: service, limits: rateLimits).register(on: router)
         RetentionRoutes(service: service, limits: rateLimits).register(on: router)
         KeyRoutes(service: service).register(on: router)
-        addOn?.registerRoutes(router, service)
+        addOn?.registerRoutes(router, useCases)
     }
     if part != .publicOnly {
         // One limiter of failed admin authentications per address, for the admin API and the console's sign-in.
         // Failed admin authentications and console sign-ins, per address: the fleet's buckets on PostgreSQL.
         let failures: any LimitBuckets =
-            service.store?.sharedLimits.map { shared in
+            useCases.sharedLimits.map { shared in
                 SharedTokenBuckets(
                     kind: "admin-failures",
                     rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure,
@@ -113,7 +96,6 @@ public func buildRouter(
             } ?? TokenBuckets(rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure, burst: AdminAuthenticationMiddleware.failureBurst)
         let admin = router.group("/admin").add(middleware: AdminAuthenticationMiddleware(tokens: adminTokens, failures: failures))
             .add(middleware: SingleQueryParametersMiddleware())
-        let useCases = OfferSignerUseCases(service: service, keyManager: keyManager)
         if let keys = useCases.keys {
             AdminKeyRoutes(keys: keys).register(on: admin)
         }
@@ -129,11 +111,10 @@ public func buildRouter(
         // The console: never on the public port (docs/console.md).
         ConsoleRoutes(
             service: service,
-            keyManager: keyManager,
             useCases: useCases,
             adminTokens: adminTokens,
             failures: failures,
-            sessions: ConsoleSessions(store: service.store)
+            sessions: useCases.consoleSessions
         )
         .register(on: router)
     }
@@ -168,7 +149,7 @@ public func makeAppStoreClients(
     configuration: ServiceConfiguration,
     verifiers: [String: SignedDataVerifier],
     httpClient: HTTPClient = .shared,
-    sharedLimits: (any SharedLimitStore)? = nil,
+    sharedLimits: FleetRateLimits? = nil,
     logger: Logger
 ) throws(ConfigurationError) -> [String: AppStoreServerAPIClient] {
     guard let settings = configuration.appStoreAPI else { return [:] }
@@ -262,7 +243,7 @@ public func buildApplication(
     var inForce = PolicyInForce(policy: configuration.policy)
     if let store {
         do {
-            if let stored = try await StorePolicy(store: store).load() {
+            if let stored = try await store.storedPolicy() {
                 if let file = configuration.policy, file.version != stored.policy?.version {
                     logger.warning(
                         """
@@ -286,14 +267,14 @@ public func buildApplication(
         keyRing: configuration.keyRing,
         policy: inForce.policy,
         policyRevision: inForce.revision,
-        store: store,
+        applicationStore: store,
         notifications: notifications,
         retentionDeadline: configuration.retentionDeadline,
         appStoreClients: appStoreClients
     )
     // Where admins' key states live: the file if one is configured, else the store (shared by replicas).
     let stateStore: any KeyStateStore =
-        configuration.stateFilePath.map { FileKeyStateStore(path: $0) } ?? store.map { StoreKeyStateStore(store: $0) } ?? InMemoryKeyStateStore()
+        configuration.stateFilePath.map { FileKeyStateStore(path: $0) } ?? store?.keyStates ?? InMemoryKeyStateStore()
     let manager: KeyManager
     do {
         manager = try await KeyManager(
@@ -330,11 +311,12 @@ public func buildApplication(
             ]
         )
     }
+    let useCases = OfferSignerUseCases(service: service, keyManager: manager)
     let authenticator: ClientAuthenticator
     do {
         // The add-on's work before the service answers (the demo seeds its history through the service).
         if let addOn = configuration.addOn, notifications != nil {
-            do { try await addOn.prepare(service) } catch {
+            do { try await addOn.prepare(useCases) } catch {
                 throw ConfigurationError(.invalidConfiguration, "\(addOn.name) could not prepare: \(error)")
             }
         }
@@ -346,27 +328,14 @@ public func buildApplication(
     let rateLimits = RateLimits(configuration.rateLimits, shared: store?.sharedLimits)
     var services: [any Service] = [SIGHUPKeyReloader(manager: manager), ClientKeyReloader(authenticator: authenticator, logger: logger)]
     if let store {
-        services.append(StoreCloser(store: store, logger: logger))
-        services.append(
-            StorePurge(store: store, clockSkew: configuration.appStoreClockSkew, decisionLogDays: configuration.decisionLogDays, logger: logger)
-        )
-    }
-    if configuration.stateFilePath == nil, let store {
-        // Other replicas' key changes: pushed by the store (PostgreSQL's NOTIFY) as they commit, polled as a backstop.
-        services.append(
-            KeyStateRefresher(manager: manager, changes: { store.documentChanges() }, documentName: StoreKeyStateStore.defaultDocumentName)
-        )
-    }
-    if let store {
-        // Policies applied to the fleet: pushed as they commit (PostgreSQL's NOTIFY), polled as a backstop.
-        services.append(
-            PolicyRefresher(
-                holder: service.policyHolder,
-                document: StorePolicy(store: store),
-                changes: { store.documentChanges() },
-                servedApps: Set(service.apps.keys),
-                logger: logger
-            )
+        // Closing it at shutdown, the purge, other replicas' key states (when the store keeps them) and the fleet's policy.
+        services += store.services(
+            keyManager: configuration.stateFilePath == nil ? manager : nil,
+            policy: service.policyHolder,
+            servedApps: Set(service.apps.keys),
+            clockSkew: configuration.appStoreClockSkew,
+            decisionLogDays: configuration.decisionLogDays,
+            logger: logger
         )
     }
     if let directory = configuration.keysDirectory {
@@ -374,8 +343,7 @@ public func buildApplication(
     }
     func router(_ part: RouterPart) -> Router<OfferSignerRequestContext> {
         buildRouter(
-            service: service,
-            keyManager: manager,
+            useCases: useCases,
             adminTokens: configuration.adminTokens,
             metricsRegistry: metricsRegistry,
             authenticator: authenticator,
@@ -427,7 +395,7 @@ public func buildApplication(
 /// `POST /v1/offers/sign` (``EventLoopSigning``) in every connection's pipeline. What `serve` runs, and what the
 /// HTTP tests run live to check that path against the router's answers.
 /// - Parameters:
-///   - router: the routes (``buildRouter(service:keyManager:adminTokens:metricsRegistry:authenticator:rateLimits:part:demo:)``).
+///   - router: the routes (``buildRouter(useCases:adminTokens:metricsRegistry:authenticator:rateLimits:part:addOn:retentionMessaging:)``).
 ///   - signing: the event-loop signing path; `nil`: the router serves every request.
 ///   - limits: idle and request timeouts.
 public func makeApplication(

@@ -1,5 +1,6 @@
 import Hummingbird
 import OfferApplication
+import OfferModel
 
 /// What an embedder adds to the service: routes on the public part, work to do once the store is open, and how
 /// App Store data it signs itself is read. `serve --demo` is one (the `OfferSignerDemo` target); a plain
@@ -9,10 +10,10 @@ public struct ServiceAddOn: Sendable {
     public var name: String
     /// Registers the add-on's routes on the public part of the router; `/openapi.yaml` describes the demo's
     /// routes (`/demo/*`) only when ``describesDemoRoutes`` is set.
-    public var registerRoutes: @Sendable (Router<OfferSignerRequestContext>, OfferService) -> Void
+    public var registerRoutes: @Sendable (Router<OfferSignerRequestContext>, OfferSignerUseCases) -> Void
     /// Runs once the service is built (with a store and App Store data), before it answers: the demo seeds its
     /// customers' history through it.
-    public var prepare: @Sendable (OfferService) async throws -> Void
+    public var prepare: @Sendable (OfferSignerUseCases) async throws -> Void
     /// Whether `/openapi.yaml` keeps the document's `/demo/*` paths and `Demo*` schemas.
     public var describesDemoRoutes: Bool
     /// Whether an `appAccountToken` may be any valid customer identifier rather than a UUID (the demo's stand-in
@@ -24,8 +25,8 @@ public struct ServiceAddOn: Sendable {
         name: String,
         describesDemoRoutes: Bool = false,
         readableTokens: Bool = false,
-        registerRoutes: @escaping @Sendable (Router<OfferSignerRequestContext>, OfferService) -> Void = { _, _ in },
-        prepare: @escaping @Sendable (OfferService) async throws -> Void = { _ in }
+        registerRoutes: @escaping @Sendable (Router<OfferSignerRequestContext>, OfferSignerUseCases) -> Void = { _, _ in },
+        prepare: @escaping @Sendable (OfferSignerUseCases) async throws -> Void = { _ in }
     ) {
         self.name = name
         self.describesDemoRoutes = describesDemoRoutes

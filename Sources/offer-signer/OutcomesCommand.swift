@@ -5,8 +5,8 @@ import Foundation
 import Logging
 import NIOHTTP1
 import OfferApplication
+import OfferModel
 import OfferSignerServer
-import OfferStore
 
 struct OutcomesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -113,7 +113,7 @@ struct OutcomesCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let (configuration, store, notifications) = try await openForTools()
+            let (configuration, store, notifications) = try await openApplicationStore()
             guard let store, let notifications else {
                 throw ValidationError(
                     """

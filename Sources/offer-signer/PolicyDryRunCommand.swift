@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import OfferApplication
 import OfferEligibility
+import OfferModel
 import OfferSignerServer
 import OfferStore
 

@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import OfferApplication
 import OfferErrors
+import OfferModel
 import OfferSignerServer
 import OfferStore
 

@@ -6,6 +6,7 @@ import Logging
 import OfferApplication
 import OfferEligibility
 import OfferErrors
+import OfferModel
 import OfferSignerServer
 import OfferStore
 

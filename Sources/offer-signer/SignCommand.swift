@@ -4,9 +4,9 @@ import Foundation
 import Logging
 import OfferApplication
 import OfferKeys
+import OfferModel
 import OfferSignerServer
 import OfferSigning
-import OfferStore
 
 /// Where the CLI gets keys: a key file given on the command line, or the service's own environment.
 struct KeyOptions: ParsableArguments {
@@ -41,14 +41,19 @@ struct KeyOptions: ParsableArguments {
             }
             let reader = ConfigurationVariable.reader(environment)
             let configured = reader.string(.activeKeyId)
-            var store: (any OfferStore)?
+            var store: ApplicationStore?
             let stateStore: (any KeyStateStore)?
             if let path = reader.string(.stateFile) {
                 stateStore = FileKeyStateStore(path: path)
             } else if let url = reader.string(.databaseUrl) {
-                let opened = try await makeOfferStore(databaseURL: url, logger: Logger(label: "offer-signer"))
+                let opened = try await ApplicationStore.open(
+                    databaseURL: url,
+                    timeout: ApplicationStore.defaultTimeout,
+                    serving: false,
+                    logger: Logger(label: "offer-signer")
+                )
                 store = opened
-                stateStore = StoreKeyStateStore(store: opened)
+                stateStore = opened.keyStates
             } else {
                 stateStore = nil
             }

@@ -12,6 +12,12 @@ import OfferStore
 /// `readOnly`: a command that only reads (a dry-run, an explanation) refuses a SQLite file that does not exist,
 /// which opening would create empty, answering as if the log were.
 func openForTools(readOnly: Bool = false) async throws -> (ServiceConfiguration, (any OfferStore)?, NotificationIngestor?) {
+    let (configuration, store, notifications) = try await openApplicationStore(readOnly: readOnly)
+    return (configuration, store?.store, notifications)
+}
+
+/// ``openForTools(readOnly:)`` for a command that needs the store only as the application sees it.
+func openApplicationStore(readOnly: Bool = false) async throws -> (ServiceConfiguration, ApplicationStore?, NotificationIngestor?) {
     var logger = Logger(label: "offer-signer")
     logger.logLevel = .warning
     let configuration: ServiceConfiguration
@@ -82,9 +88,8 @@ struct EligibilityCommand: AsyncParsableCommand {
                 let known = try await store?.customerFacts(for: key) != nil
                 print("\(key)\(known ? "" : " (not known to the store: no subscription on record)")")
                 for entry in entries {
-                    print(
-                        "  \(entry.eligible ? "eligible    " : "not eligible") \(entry.productIdentifier) / \(entry.offerIdentifier)\(entry.experiment.map { " (experiment \($0.id), variant \($0.variant))" } ?? "")"
-                    )
+                    let experiment = entry.experiment.map { " (experiment \($0.id), variant \($0.variant))" } ?? ""
+                    print("  \(entry.eligible ? "eligible    " : "not eligible") \(entry.productIdentifier) / \(entry.offerIdentifier)\(experiment)")
                     for reason in entry.reasons { print("      \(reason.rule): \(reason.message) [\(reason.code)]") }
                 }
             } catch let error as OfferServiceError {

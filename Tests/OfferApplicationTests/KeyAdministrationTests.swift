@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import OfferApplication
 import OfferKeys
+import OfferModel
 import OfferSigning
 import OfferStore
 import Testing

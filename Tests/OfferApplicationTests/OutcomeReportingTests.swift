@@ -1,5 +1,6 @@
 import Foundation
 import OfferApplication
+import OfferModel
 import OfferStore
 import Testing
 

@@ -105,7 +105,10 @@ struct AppStoreFactsFixture {
 
     func application(_ service: OfferService) -> some ApplicationProtocol {
         Application(
-            router: buildRouter(service: service, adminTokens: try! BearerTokens(parsing: "carol:\(Self.adminToken)")),
+            router: buildRouter(
+                useCases: OfferSignerUseCases(service: service, keyManager: nil),
+                adminTokens: try! BearerTokens(parsing: "carol:\(Self.adminToken)")
+            ),
             logger: Logger(label: "test")
         )
     }

@@ -7,6 +7,7 @@ import NIOCore
 import NIOPosix
 import OfferEligibility
 import OfferKeys
+import OfferModel
 import OfferSignerServer
 import OfferStore
 import Synchronization
@@ -24,7 +25,10 @@ import Glibc
     static let token = "0123456789abcdef0123"
 
     func router(_ history: DryRunHistory) throws -> Router<OfferSignerRequestContext> {
-        buildRouter(service: history.service, adminTokens: try BearerTokens(parsing: "carol:\(Self.token)"))
+        buildRouter(
+            useCases: OfferSignerUseCases(service: history.service, keyManager: nil),
+            adminTokens: try BearerTokens(parsing: "carol:\(Self.token)")
+        )
     }
 
     func post(_ client: some TestClientProtocol, _ uri: String, _ body: ByteBuffer) async throws -> TestResponse {

@@ -6,6 +6,7 @@ import HummingbirdTesting
 import JWTKit
 import Logging
 import NIOCore
+import OfferApplication
 import OfferSignerServer
 import OfferSigning
 import Testing
@@ -44,7 +45,11 @@ import Testing
         let authenticator = try await ClientAuthenticator(configuration)
         let rateLimits = RateLimits(limits)
         return frontEnd.application(
-            router: buildRouter(service: test.service, authenticator: authenticator, rateLimits: rateLimits),
+            router: buildRouter(
+                useCases: OfferSignerUseCases(service: test.service, keyManager: nil),
+                authenticator: authenticator,
+                rateLimits: rateLimits
+            ),
             service: test.service,
             authenticator: authenticator,
             limits: rateLimits
@@ -225,7 +230,11 @@ import Testing
         let test = try TestService()
         func operations(_ part: RouterPart) -> Set<String> {
             Set(
-                buildRouter(service: test.service, adminTokens: try! BearerTokens(parsing: "a:0123456789abcdef0"), part: part).routes.map {
+                buildRouter(
+                    useCases: OfferSignerUseCases(service: test.service, keyManager: nil),
+                    adminTokens: try! BearerTokens(parsing: "a:0123456789abcdef0"),
+                    part: part
+                ).routes.map {
                     "\($0.method.rawValue) \($0.path)"
                 }
             )

@@ -56,8 +56,7 @@ import Testing
 
         func test<Value>(_ body: @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
             let router = buildRouter(
-                service: service,
-                keyManager: manager,
+                useCases: OfferSignerUseCases(service: service, keyManager: manager),
                 adminTokens: try BearerTokens(parsing: "alice:\(ConsoleTests.token)"),
                 part: part
             )

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import OfferModel
 import OfferStore
 import Prometheus
 import Testing

@@ -56,7 +56,7 @@ struct RefusalBody: Decodable {
             keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
             policy: try OfferPolicy(text: Self.policy)
         )
-        return Application(router: buildRouter(service: service), logger: Logger(label: "test"))
+        return Application(router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)), logger: Logger(label: "test"))
     }
 
     @Test func offersThePolicyDoesNotListAre404() async throws {

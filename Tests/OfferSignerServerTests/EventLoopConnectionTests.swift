@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
+import OfferApplication
 import Testing
 
 @testable import OfferSignerServer
@@ -24,7 +25,7 @@ import Testing
         requestTimeout: Duration = .seconds(1)
     ) -> Application<RouterResponder<OfferSignerRequestContext>> {
         makeApplication(
-            router: buildRouter(service: test.service),
+            router: buildRouter(useCases: OfferSignerUseCases(service: test.service, keyManager: nil)),
             signing: EventLoopSigning(service: test.service, authenticator: nil, limits: RateLimits(.none), serverName: nil),
             limits: ConnectionLimits(idleTimeout: idleTimeout, requestTimeout: requestTimeout),
             logger: Logger(label: "test")

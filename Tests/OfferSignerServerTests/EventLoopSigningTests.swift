@@ -33,7 +33,7 @@ import Darwin
         let test = try TestService()
         let lines = LogLines()
         let app = FrontEnd.eventLoop.application(
-            router: buildRouter(service: test.service),
+            router: buildRouter(useCases: OfferSignerUseCases(service: test.service, keyManager: nil)),
             service: test.service,
             logger: lines.logger("offer-signer")
         )
@@ -74,7 +74,7 @@ import Darwin
         let lines = LogLines()
         let authenticator = try await ClientAuthenticator(ClientAuthenticationTests.both)
         let app = FrontEnd.eventLoop.application(
-            router: buildRouter(service: test.service, authenticator: authenticator),
+            router: buildRouter(useCases: OfferSignerUseCases(service: test.service, keyManager: nil), authenticator: authenticator),
             service: test.service,
             authenticator: authenticator,
             logger: lines.logger("offer-signer")
@@ -111,7 +111,10 @@ import Darwin
             keyRing: try KeyRing(keys: [.init(key: key, source: "test")]),
             store: store
         )
-        let app = FrontEnd.eventLoop.application(router: buildRouter(service: service), service: service)
+        let app = FrontEnd.eventLoop.application(
+            router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)),
+            service: service
+        )
         try await app.test(.live) { client in
             let one = try await client.post("/v1/offers/sign", json: Self.body).decode(SignedLegacyOffer.self)
             let logged = try await store.issuedSignatures(matching: IssuedSignatureQuery(bundleIdentifier: bundle))
@@ -147,7 +150,10 @@ import Darwin
         let test = try TestService()
         let service = OfferService(apps: [AppConfiguration(bundleIdentifier: "com.example.app")], keyRing: test.service.keys.current, store: store)
         try await store.close()
-        let app = FrontEnd.eventLoop.application(router: buildRouter(service: service), service: service)
+        let app = FrontEnd.eventLoop.application(
+            router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)),
+            service: service
+        )
         try await app.test(.live) { client in
             let response = try await client.post("/v1/offers/sign", json: Self.body)
             #expect(response.status == .serviceUnavailable)

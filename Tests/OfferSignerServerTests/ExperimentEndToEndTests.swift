@@ -118,7 +118,10 @@ import Testing
         }
 
         func router() throws -> Router<OfferSignerRequestContext> {
-            buildRouter(service: service, adminTokens: try BearerTokens(parsing: "carol:\(ExperimentEndToEndTests.adminToken)"))
+            buildRouter(
+                useCases: OfferSignerUseCases(service: service, keyManager: nil),
+                adminTokens: try BearerTokens(parsing: "carol:\(ExperimentEndToEndTests.adminToken)")
+            )
         }
     }
 

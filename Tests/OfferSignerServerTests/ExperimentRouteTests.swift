@@ -61,47 +61,50 @@ import Testing
         for index in 0..<30 {
             expected[experiment.variant(for: CustomerKey(bundleIdentifier: bundle, applicationUsername: "customer-\(index)")).name, default: 0] += 1
         }
-        try await Application(router: buildRouter(service: service), logger: Logger(label: "test")).test(.router) { client in
-            for index in 0..<30 {
-                let customer = "customer-\(index)"
-                let variant = experiment.variant(for: CustomerKey(bundleIdentifier: bundle, applicationUsername: customer))
-                for _ in 0..<2 {  // asked twice, exposed once
-                    let answer = try await client.post(
-                        "/v1/offers/eligibility",
-                        json: #"{"bundleIdentifier":"\#(bundle)","applicationUsername":"\#(customer)"}"#
-                    )
-                    .decode(Answer.self)
-                    let byOffer = Dictionary(uniqueKeysWithValues: answer.offers.map { ($0.offerIdentifier, $0) })
-                    #expect(byOffer["sorry"]?.eligible == true && byOffer["sorry"]?.experiment == nil)
-                    for offer in ["half_off", "free_month"] {
-                        let entry = try #require(byOffer[offer])
-                        #expect(entry.experiment?.id == id && entry.experiment?.variant == variant.name)
-                        #expect(entry.eligible == (variant.answer == offer))
-                        if !entry.eligible { #expect(entry.reasons.map(\.code) == [variant.isHoldout ? "experiment_holdout" : "experiment_variant"]) }
-                    }
-                }
-                for offer in ["half_off", "free_month"] {
-                    let signed = try await client.post(
-                        "/v1/offers/sign",
-                        json:
-                            #"""
-                            {"bundleIdentifier":"\#(bundle)","productIdentifier":"monthly","offerIdentifier":"\#(offer)",\#
-                            "applicationUsername":"\#(customer)"}
-                            """#
-                    )
-                    if variant.answer == offer {
-                        #expect(signed.status == .ok)
-                    } else {
-                        #expect(signed.status == .forbidden)
-                        #expect(
-                            try signed.decode(RefusalBody.self).error.reasons?.map(\.code) == [
-                                variant.isHoldout ? "experiment_holdout" : "experiment_variant"
-                            ]
+        try await Application(router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)), logger: Logger(label: "test"))
+            .test(.router) { client in
+                for index in 0..<30 {
+                    let customer = "customer-\(index)"
+                    let variant = experiment.variant(for: CustomerKey(bundleIdentifier: bundle, applicationUsername: customer))
+                    for _ in 0..<2 {  // asked twice, exposed once
+                        let answer = try await client.post(
+                            "/v1/offers/eligibility",
+                            json: #"{"bundleIdentifier":"\#(bundle)","applicationUsername":"\#(customer)"}"#
                         )
+                        .decode(Answer.self)
+                        let byOffer = Dictionary(uniqueKeysWithValues: answer.offers.map { ($0.offerIdentifier, $0) })
+                        #expect(byOffer["sorry"]?.eligible == true && byOffer["sorry"]?.experiment == nil)
+                        for offer in ["half_off", "free_month"] {
+                            let entry = try #require(byOffer[offer])
+                            #expect(entry.experiment?.id == id && entry.experiment?.variant == variant.name)
+                            #expect(entry.eligible == (variant.answer == offer))
+                            if !entry.eligible {
+                                #expect(entry.reasons.map(\.code) == [variant.isHoldout ? "experiment_holdout" : "experiment_variant"])
+                            }
+                        }
+                    }
+                    for offer in ["half_off", "free_month"] {
+                        let signed = try await client.post(
+                            "/v1/offers/sign",
+                            json:
+                                #"""
+                                {"bundleIdentifier":"\#(bundle)","productIdentifier":"monthly","offerIdentifier":"\#(offer)",\#
+                                "applicationUsername":"\#(customer)"}
+                                """#
+                        )
+                        if variant.answer == offer {
+                            #expect(signed.status == .ok)
+                        } else {
+                            #expect(signed.status == .forbidden)
+                            #expect(
+                                try signed.decode(RefusalBody.self).error.reasons?.map(\.code) == [
+                                    variant.isHoldout ? "experiment_holdout" : "experiment_variant"
+                                ]
+                            )
+                        }
                     }
                 }
             }
-        }
         #expect(try await store.exposureCounts(experimentIdentifier: id) == expected)
         #expect(expected.count == 3)  // 30 customers reach every variant
         try await store.close()

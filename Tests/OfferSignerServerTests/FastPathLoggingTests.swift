@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import OfferKeys
+import OfferModel
 import OfferSigning
 import OfferStore
 import Testing

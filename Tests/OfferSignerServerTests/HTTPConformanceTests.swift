@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import OfferApplication
 import OfferSignerServer
 import Testing
 
@@ -18,7 +19,7 @@ import Testing
         limits: ConnectionLimits = ConnectionLimits(idleTimeout: .seconds(8), requestTimeout: .seconds(1))
     ) -> Application<RouterResponder<OfferSignerRequestContext>> {
         makeApplication(
-            router: buildRouter(service: test.service),
+            router: buildRouter(useCases: OfferSignerUseCases(service: test.service, keyManager: nil)),
             signing: signing ? EventLoopSigning(service: test.service, authenticator: nil, limits: RateLimits(.none), serverName: nil) : nil,
             limits: limits,
             logger: Logger(label: "test")

@@ -54,7 +54,7 @@ struct JWSVerifyAnswer: Decodable {
             keyRing: try KeyRing(keys: [.init(key: key, source: "test")]),
             introductoryOfferDecision: decision
         )
-        return Application(router: buildRouter(service: service), logger: Logger(label: "test"))
+        return Application(router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)), logger: Logger(label: "test"))
     }
 
     @Test func signWithFormatJWSReturnsAVerifiablePromotionalOfferJWS() async throws {

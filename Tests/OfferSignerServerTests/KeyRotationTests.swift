@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import OfferApplication
 import OfferKeys
+import OfferModel
 import OfferSignerServer
 import OfferSigning
 import OfferStore
@@ -75,8 +76,7 @@ struct RotationFixture {
     var application: some ApplicationProtocol {
         Application(
             router: buildRouter(
-                service: service,
-                keyManager: manager,
+                useCases: OfferSignerUseCases(service: service, keyManager: manager),
                 adminTokens: try! BearerTokens(parsing: "alice:\(Self.token),bob:bob-token-0123456789abcdef")
             ),
             logger: Logger(label: "test")
@@ -118,7 +118,10 @@ extension TestClientProtocol {
     @Test func withoutConfiguredTokensTheAdminAPIRefusesEveryone() async throws {
         let fixture = try await RotationFixture()
         defer { fixture.cleanUp() }
-        let app = Application(router: buildRouter(service: fixture.service, keyManager: fixture.manager), logger: Logger(label: "t"))
+        let app = Application(
+            router: buildRouter(useCases: OfferSignerUseCases(service: fixture.service, keyManager: fixture.manager)),
+            logger: Logger(label: "t")
+        )
         try await app.test(.router) { client in
             let response = try await client.admin(.get, "/admin/keys")
             #expect(response.status == .forbidden)

@@ -54,7 +54,8 @@ final class LogLines: Sendable {
         #expect(!line.contains("\n"))
         #expect(
             line.hasPrefix(
-                #"{"time":"2026-01-02T03:04:05.678Z","level":"warning","label":"offer-signer","message":"a \"quoted\"\nsecond line\t\u0001\\ é 🙂","#
+                #"{"time":"2026-01-02T03:04:05.678Z","level":"warning","label":"offer-signer","#
+                    + #""message":"a \"quoted\"\nsecond line\t\u0001\\ é 🙂","#
             )
         )
         let object = try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])
@@ -142,7 +143,7 @@ final class LogLines: Sendable {
             stateStore: InMemoryKeyStateStore(),
             logger: lines.logger()
         )
-        let app = Application(router: buildRouter(service: test.service, keyManager: manager), logger: lines.logger())
+        let app = Application(router: buildRouter(useCases: OfferSignerUseCases(service: test.service, keyManager: manager)), logger: lines.logger())
         try await app.test(.router) { client in
             let ok = try await client.execute(uri: "/healthz", method: .get, headers: [Self.header: "client-id-1"])
             #expect(ok.status == .ok && ok.headers[Self.header] == "client-id-1")
@@ -172,7 +173,7 @@ final class LogLines: Sendable {
 enum RequestLoggingMiddlewareProbe {
     static func id(_ client: String?) async throws -> String {
         let app = Application(
-            router: buildRouter(service: try TestService().service),
+            router: buildRouter(useCases: OfferSignerUseCases(service: try TestService().service, keyManager: nil)),
             logger: Logger(label: "probe") { _ in SwiftLogNoOpLogHandler() }
         )
         return try await app.test(.router) { http in
@@ -255,8 +256,7 @@ enum RequestLoggingMiddlewareProbe {
         )
         let app = Application(
             router: buildRouter(
-                service: service,
-                keyManager: manager,
+                useCases: OfferSignerUseCases(service: service, keyManager: manager),
                 adminTokens: try BearerTokens(parsing: "carol:\(Self.adminToken)"),
                 authenticator: try await ClientAuthenticator(
                     ClientAuthConfiguration(apiKeys: try BearerTokens(parsing: "backend:\(Self.clientToken)"), jwtSecret: Self.jwtSecret)

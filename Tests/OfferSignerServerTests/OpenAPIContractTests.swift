@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import OfferApplication
 import OfferKeys
+import OfferModel
 import OfferSignerDemo
 import OfferSignerServer
 import OfferSigning
@@ -51,8 +52,7 @@ import Yams
         )
         let signer = TestJWSSigner(chain: try TestCertificateChain())
         let router = buildRouter(
-            service: service,
-            keyManager: manager,
+            useCases: OfferSignerUseCases(service: service, keyManager: manager),
             adminTokens: try BearerTokens(parsing: "t:0123456789abcdef0123"),
             metricsRegistry: PrometheusCollectorRegistry(),
             addOn: demo ? DemoAppStore(root: signer.chain.root) { try await signer.sign($0) }.addOn : nil

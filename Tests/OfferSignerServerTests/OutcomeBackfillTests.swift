@@ -6,6 +6,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import OfferApplication
+import OfferModel
 import OfferStore
 import Testing
 

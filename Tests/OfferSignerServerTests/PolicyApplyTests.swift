@@ -7,6 +7,7 @@ import NIOCore
 import OfferApplication
 import OfferEligibility
 import OfferKeys
+import OfferModel
 import OfferSigning
 import OfferStore
 import Testing
@@ -128,7 +129,7 @@ import Testing
     }
 
     func router(_ service: OfferService) throws -> Router<OfferSignerRequestContext> {
-        buildRouter(service: service, adminTokens: try BearerTokens(parsing: "carol:\(Self.token)"))
+        buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil), adminTokens: try BearerTokens(parsing: "carol:\(Self.token)"))
     }
 
     func request(

@@ -228,7 +228,10 @@ struct DryRunHistory {
     static let token = "0123456789abcdef0123"
 
     func router(_ history: DryRunHistory) throws -> Router<OfferSignerRequestContext> {
-        buildRouter(service: history.service, adminTokens: try BearerTokens(parsing: "carol:\(Self.token)"))
+        buildRouter(
+            useCases: OfferSignerUseCases(service: history.service, keyManager: nil),
+            adminTokens: try BearerTokens(parsing: "carol:\(Self.token)")
+        )
     }
 
     func post(_ client: some TestClientProtocol, _ uri: String, _ body: String, token: String? = Self.token) async throws -> TestResponse {
@@ -518,7 +521,10 @@ struct ExperimentHistory {
         #expect(logged.filter { $0.offerIdentifier == "welcome" }.allSatisfy { $0.experimentIdentifier == nil && $0.experimentVariant == nil })
         #expect(logged.filter { $0.experimentVariant == "offered" }.count == offered.count)
 
-        let router = buildRouter(service: history.service, adminTokens: try BearerTokens(parsing: "carol:\(AdminPolicyDryRunRouteTests.token)"))
+        let router = buildRouter(
+            useCases: OfferSignerUseCases(service: history.service, keyManager: nil),
+            adminTokens: try BearerTokens(parsing: "carol:\(AdminPolicyDryRunRouteTests.token)")
+        )
         try await Application(router: router, logger: Logger(label: "test")).test(.router) { client in
             func answer(_ yaml: String) async throws -> [String: Any] {
                 let response = try await post(client, yaml)
@@ -625,7 +631,10 @@ struct ExperimentHistory {
         let history = try await ExperimentHistory(backend)
         _ = try await history.make()
         let inForce = try #require(history.service.policy?.text)
-        let router = buildRouter(service: history.service, adminTokens: try BearerTokens(parsing: "alice:\(ConsoleTests.token)"))
+        let router = buildRouter(
+            useCases: OfferSignerUseCases(service: history.service, keyManager: nil),
+            adminTokens: try BearerTokens(parsing: "alice:\(ConsoleTests.token)")
+        )
         try await Application(router: router, logger: Logger(label: "test")).test(.router) { client in
             let session = try await ConsoleTests.signIn(client)
             let empty = try await ConsoleTests.get(client, "/console/policy", session).text

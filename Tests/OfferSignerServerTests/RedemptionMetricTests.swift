@@ -5,6 +5,8 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import Metrics
+import OfferApplication
+import OfferModel
 import OfferSignerServer
 import OfferStore
 import Prometheus
@@ -37,7 +39,7 @@ import Testing
         let registry = Self.registry
         let fixture = try await StoreFixture(.sqlite)
         let router = buildRouter(
-            service: fixture.service,
+            useCases: OfferSignerUseCases(service: fixture.service, keyManager: nil),
             adminTokens: try BearerTokens(parsing: "carol:\(StoreFixture.adminToken)"),
             metricsRegistry: registry
         )
@@ -88,7 +90,7 @@ import Testing
         let registry = Self.registry
         let test = try TestService()
         let router = buildRouter(
-            service: test.service,
+            useCases: OfferSignerUseCases(service: test.service, keyManager: nil),
             adminTokens: try BearerTokens(parsing: "carol:\(StoreFixture.adminToken)"),
             metricsRegistry: registry
         )

@@ -11,6 +11,7 @@ import NIOCore
 import OfferApplication
 import OfferEligibility
 import OfferKeys
+import OfferModel
 import OfferSignerServer
 import OfferSigning
 import OfferStore
@@ -84,7 +85,7 @@ import Testing
                 store: fixture.store
             )
             let router = buildRouter(
-                service: service,
+                useCases: OfferSignerUseCases(service: service, keyManager: nil),
                 adminTokens: try BearerTokens(parsing: "carol:\(Self.adminToken),alice:\(ConsoleTests.token)"),
                 retentionMessaging: setup
             )

@@ -107,7 +107,7 @@ struct RetentionFixture {
     }
 
     var application: some ApplicationProtocol {
-        Application(router: buildRouter(service: service), logger: Logger(label: "test"))
+        Application(router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)), logger: Logger(label: "test"))
     }
 
     /// A customer known from notifications: subscribed (and renewed when `renewed`), auto-renew as given.

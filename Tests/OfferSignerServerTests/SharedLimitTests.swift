@@ -7,6 +7,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import OfferApplication
+import OfferModel
 import OfferStore
 import Testing
 
@@ -35,7 +36,9 @@ struct SharedLimitTests {
 
     @Test func threeReplicasShareOneClientLimit() async throws {
         try await Self.withReplicas { stores in
-            let limits = stores.map { RateLimits(RateLimitConfiguration(client: Self.limit, clientExplicit: true), shared: $0.sharedLimits) }
+            let limits = stores.map {
+                RateLimits(RateLimitConfiguration(client: Self.limit, clientExplicit: true), shared: $0.sharedLimits.map(FleetRateLimits.init))
+            }
             let credential = "key:fleet-\(UUID().uuidString)"
             var allowed = 0
             for request in 0..<300 {
@@ -57,7 +60,9 @@ struct SharedLimitTests {
 
     @Test func threeReplicasShareOneCustomerLimitOnTheEventLoopPath() async throws {
         try await Self.withReplicas { stores in
-            let limits = stores.map { RateLimits(RateLimitConfiguration(customer: Self.limit, customerExplicit: true), shared: $0.sharedLimits) }
+            let limits = stores.map {
+                RateLimits(RateLimitConfiguration(customer: Self.limit, customerExplicit: true), shared: $0.sharedLimits.map(FleetRateLimits.init))
+            }
             let customer = "fleet-\(UUID().uuidString.lowercased())"
             var allowed = 0
             // The event-loop path cannot wait for a lease: a replica that must ask refuses at once, and the next
@@ -79,7 +84,7 @@ struct SharedLimitTests {
                     kind: "admin-failures",
                     rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure,
                     burst: AdminAuthenticationMiddleware.failureBurst,
-                    store: try #require(store.sharedLimits)
+                    store: FleetRateLimits(try #require(store.sharedLimits))
                 )
             }
             let address = "192.0.2.\(Int.random(in: 1...254))-\(UUID().uuidString)"
@@ -100,7 +105,7 @@ struct SharedLimitTests {
     @Test func waitingCallersAtOnceSpendTheFleetsWholeBurst() async throws {
         try await Self.withReplicas { stores in
             let buckets = try stores.map { store in
-                SharedTokenBuckets(kind: "client", rate: 10.0 / 3_600, burst: 10, store: try #require(store.sharedLimits))
+                SharedTokenBuckets(kind: "client", rate: 10.0 / 3_600, burst: 10, store: FleetRateLimits(try #require(store.sharedLimits)))
             }
             let key = "key:together-\(UUID().uuidString)"
             let allowed = await withTaskGroup(of: Bool.self) { group in
@@ -116,7 +121,7 @@ struct SharedLimitTests {
 
     @Test func tokensNotSpentGoBackToTheFleet() async throws {
         try await Self.withReplicas { stores in
-            let shared = try stores.map { try #require($0.sharedLimits) }
+            let shared = try stores.map { FleetRateLimits(try #require($0.sharedLimits)) }
             let first = SharedTokenBuckets(kind: "client", rate: 100.0 / 3_600, burst: 100, store: shared[0])
             let key = "key:returned-\(UUID().uuidString)"
             #expect(await first.take(key) == .allowed)  // leases a chunk (5) beyond the one spent
@@ -133,7 +138,7 @@ struct SharedLimitTests {
     /// The store gone: each replica decides alone with its own full limit (never unlimited).
     @Test func aReplicaWhoseStoreFailsFallsBackToItsOwnLimit() async throws {
         let store = try await StoreBackend.postgres.open()
-        let shared = try #require(store.sharedLimits)
+        let shared = FleetRateLimits(try #require(store.sharedLimits))
         try await store.close()
         let failures = SharedTokenBuckets(kind: "admin-failures", rate: 1 / 6, burst: 10, store: shared)
         var allowed = 0
@@ -145,7 +150,7 @@ struct SharedLimitTests {
 
     @Test func theTableHoldsNoRawKey() async throws {
         try await Self.withReplicas { stores in
-            let buckets = SharedTokenBuckets(kind: "customer", rate: 1, burst: 20, store: try #require(stores[0].sharedLimits))
+            let buckets = SharedTokenBuckets(kind: "customer", rate: 1, burst: 20, store: FleetRateLimits(try #require(stores[0].sharedLimits)))
             let name = buckets.bucket("alice@example.com")
             #expect(name.hasPrefix("customer:") && !name.contains("alice") && name.count == "customer:".count + 64)
             #expect(await buckets.take("alice@example.com") == .allowed)
@@ -250,7 +255,8 @@ struct SharedAppStoreQuotaTests {
             let clients = try stores.map { store in
                 try client(
                     port: port,
-                    quota: shared ? store.sharedLimits.map { SharedAppStoreQuota(.init(productionPerSecond: Self.rate), store: $0) } : nil
+                    quota: shared
+                        ? store.sharedLimits.map { SharedAppStoreQuota(.init(productionPerSecond: Self.rate), store: FleetRateLimits($0)) } : nil
                 )
             }
             let start = ContinuousClock.now

@@ -116,7 +116,10 @@ struct StoreFixture {
 
     var application: some ApplicationProtocol {
         Application(
-            router: buildRouter(service: service, adminTokens: try! BearerTokens(parsing: "carol:\(Self.adminToken)")),
+            router: buildRouter(
+                useCases: OfferSignerUseCases(service: service, keyManager: nil),
+                adminTokens: try! BearerTokens(parsing: "carol:\(Self.adminToken)")
+            ),
             logger: Logger(label: "test")
         )
     }

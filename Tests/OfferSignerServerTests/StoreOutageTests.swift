@@ -77,7 +77,7 @@ struct StoreOutageTests {
         }
 
         func application(_ frontEnd: FrontEnd) -> Application<RouterResponder<OfferSignerRequestContext>> {
-            frontEnd.application(router: buildRouter(service: service), service: service)
+            frontEnd.application(router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)), service: service)
         }
 
         func sign(_ client: some TestClientProtocol, _ offer: String) async throws -> TestResponse {

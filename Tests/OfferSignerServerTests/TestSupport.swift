@@ -23,12 +23,12 @@ struct TestService {
     }
 
     var application: some ApplicationProtocol {
-        Application(router: buildRouter(service: service), logger: Logger(label: "test"))
+        Application(router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)), logger: Logger(label: "test"))
     }
 
     /// The service's application served by `frontEnd` (open mode, no rate limits).
     func application(_ frontEnd: FrontEnd) -> Application<RouterResponder<OfferSignerRequestContext>> {
-        frontEnd.application(router: buildRouter(service: service), service: service)
+        frontEnd.application(router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)), service: service)
     }
 }
 

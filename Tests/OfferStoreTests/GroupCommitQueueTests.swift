@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import OfferModel
 import Synchronization
 import Testing
 

@@ -1,4 +1,5 @@
 import Logging
+import OfferModel
 import SQLKit
 import Testing
 

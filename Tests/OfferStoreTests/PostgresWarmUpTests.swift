@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import OfferModel
 import SQLKit
 import Synchronization
 import Testing

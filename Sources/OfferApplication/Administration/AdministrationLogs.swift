@@ -1,3 +1,4 @@
+import Foundation
 import OfferModel
 import OfferStore
 
@@ -24,5 +25,12 @@ public struct AdministrationLogs: Sendable {
     /// - Throws: ``OfferServiceError`` `store_unavailable`.
     public func auditEvents(limit: Int) async throws(OfferServiceError) -> [AuditEvent] {
         try await storeCall { try await audit.auditEvents(limit: limit, since: nil) }
+    }
+
+    /// The newest `limit` audit events from `from` (included) to `to` (excluded), of `actions` only (the console's
+    /// charts mark key and policy changes).
+    /// - Throws: ``OfferServiceError`` `store_unavailable`.
+    public func auditEvents(limit: Int, from: Date, to: Date, actions: Set<String>) async throws(OfferServiceError) -> [AuditEvent] {
+        try await storeCall { try await audit.auditEvents(limit: limit, since: from, until: to, actions: actions) }
     }
 }

@@ -1,4 +1,5 @@
 import Logging
+import OfferModel
 import OfferStore
 
 /// How an admin's change is audited: a row in the audit log, which keeps the target (admins query it), and a log

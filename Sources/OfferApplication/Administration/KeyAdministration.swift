@@ -1,5 +1,6 @@
 import Logging
 import OfferKeys
+import OfferModel
 import OfferSigning
 import OfferStore
 

@@ -1,6 +1,7 @@
 import Foundation
 import OfferEligibility
 import OfferErrors
+import OfferModel
 import OfferStore
 import Synchronization
 

@@ -1,6 +1,7 @@
 public import AppStoreNotifications
 public import AppStoreServerAPI
 public import Foundation
+import OfferModel
 import OfferStore
 
 /// Reads what the App Store sent over the last days (Get Notification History) and records it as if it had just

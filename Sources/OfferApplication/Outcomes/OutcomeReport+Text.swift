@@ -1,4 +1,5 @@
 import Foundation
+import OfferModel
 import OfferStore
 
 extension OutcomeReport {

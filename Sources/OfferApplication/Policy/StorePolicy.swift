@@ -3,6 +3,7 @@ import Logging
 import OfferEligibility
 import OfferErrors
 import OfferKeys
+import OfferModel
 import OfferStore
 import ServiceLifecycle
 

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Metrics
 import OfferEligibility
+import OfferModel
 import OfferStore
 import Synchronization
 

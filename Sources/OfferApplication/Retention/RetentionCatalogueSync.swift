@@ -3,6 +3,7 @@ import AppStoreServerAPI
 import Foundation
 import Logging
 import OfferEligibility
+import OfferModel
 import OfferStore
 
 /// Makes an app's Retention Messaging catalogue at Apple match the policy (`offer-signer retention sync`,

@@ -3,6 +3,7 @@ import AppStoreServerAPI
 import Foundation
 import Logging
 import OfferEligibility
+import OfferModel
 import OfferStore
 
 /// Setting Retention Messaging up at Apple, the one use case behind `offer-signer retention sync|status|go-live` and

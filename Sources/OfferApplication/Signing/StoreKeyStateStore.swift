@@ -1,5 +1,6 @@
 import Foundation
 import OfferKeys
+import OfferModel
 import OfferStore
 
 /// Keeps key states in the customer store, shared by every replica that uses it (the default when a store is

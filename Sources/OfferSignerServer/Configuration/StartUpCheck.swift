@@ -1,7 +1,8 @@
 import Logging
+import OfferApplication
 import OfferKeys
+import OfferModel
 import OfferSigning
-import OfferStore
 
 /// The start-up checks of ``buildApplication(configuration:logger:metricsRegistry:keysDirectoryPollInterval:)`` that
 /// need neither the store nor the network, for `offer-signer config check`: the App Store Server API clients
@@ -20,7 +21,11 @@ public func checkStartUp(configuration: ServiceConfiguration) async throws(Confi
     _ = try await ClientAuthenticator(configuration.clientAuth)
     // What serve checks before it listens, without opening anything: the store's URL, the key state file.
     if let databaseURL = configuration.databaseURL {
-        do throws(OfferStoreError) { try checkDatabaseURL(databaseURL) } catch { throw ConfigurationError(.invalidConfiguration, error.message) }
+        do throws(StoreOpeningError) {
+            try ApplicationStore.check(databaseURL: databaseURL)
+        } catch {
+            throw ConfigurationError(.invalidConfiguration, error.message)
+        }
     }
     if let path = configuration.stateFilePath {
         do { _ = try await FileKeyStateStore(path: path).load() } catch let error as KeyManagementError {

@@ -1,6 +1,6 @@
 import Foundation
 import OfferApplication
-import OfferStore
+import OfferModel
 
 /// Charts drawn on the server as SVG: no script, no external resource. Every mark carries its value in a
 /// `data-value` attribute and a `<title>` (shown on hover, read by screen readers, checked by the tests).

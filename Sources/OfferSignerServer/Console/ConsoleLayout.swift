@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import OfferApplication
 
 /// The console's page frame, its stylesheet and small shared pieces (numbers, dates, tables).
 enum ConsoleLayout {

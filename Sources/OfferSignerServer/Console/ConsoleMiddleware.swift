@@ -3,6 +3,8 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import OfferApplication
+import OfferModel
 
 /// Every `/console` response: the security headers (a strict Content-Security-Policy with no third-party origin,
 /// `nosniff`, no referrer, no caching), and errors as an HTML page rather than the API's JSON.

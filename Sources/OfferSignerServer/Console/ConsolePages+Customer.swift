@@ -4,7 +4,6 @@ import OfferApplication
 import OfferEligibility
 import OfferModel
 import OfferSigning
-import OfferStore
 
 extension ConsolePages {
     /// `/console/customers?bundleId=…&customer=…`: what the rules see of one customer and the signatures issued to
@@ -26,18 +25,16 @@ extension ConsolePages {
             maxlength="32" required>
             <button type="submit">Look up</button></form>
             """
-        if !originalTransactionId.isEmpty, let store = service.store {
-            guard (1...32).contains(originalTransactionId.utf8.count), originalTransactionId.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
-                throw APIError.invalidRequest(field: "originalTransactionId", "originalTransactionId is 1 to 32 digits.")
-            }
-            let keys = try await storeCall { try await store.customers(withOriginalTransactionId: originalTransactionId) }
+        if !originalTransactionId.isEmpty, let view = useCases.customerView {
+            let keys = try await view.customers(withOriginalTransactionId: originalTransactionId)
             if keys.count == 1 {
                 (bundleIdentifier, applicationUsername) = (keys[0].bundleIdentifier, keys[0].applicationUsername)
             } else {
                 let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
                 let links: [HTML] = keys.map { key in
-                    let href =
-                        "/console/customers?bundleId=\(key.bundleIdentifier.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")&customer=\(key.applicationUsername.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")"
+                    let bundle = key.bundleIdentifier.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+                    let customer = key.applicationUsername.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+                    let href = "/console/customers?bundleId=\(bundle)&customer=\(customer)"
                     return "<li><a href=\"\(href)\">\(key.bundleIdentifier) · \(key.applicationUsername)</a></li>"
                 }
                 let found: HTML =
@@ -50,7 +47,7 @@ extension ConsolePages {
         guard !bundleIdentifier.isEmpty, !applicationUsername.isEmpty else {
             return ConsoleLayout.page("Customer", session: session, current: "/console/customers", body: search)
         }
-        guard let store = service.store else {
+        guard let view = useCases.customerView else {
             return ConsoleLayout.page(
                 "Customer",
                 session: session,
@@ -60,12 +57,8 @@ extension ConsolePages {
         }
         // The admin API's own validation, messages and 404 unknown_app (GET /admin/customers/{bundleIdentifier}/{applicationUsername}).
         let key = try AdminCustomerRoutes.customerKey(bundleIdentifier: bundleIdentifier, applicationUsername: applicationUsername, service: service)
-        let facts = try await storeCall { try await store.customerFacts(for: key) }
-        let signatures = try await storeCall {
-            try await store.issuedSignatures(
-                matching: IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, limit: 100)
-            )
-        }
+        let facts = try await view.facts(of: key)
+        let signatures = try await view.issuedSignatures(of: key)
         var body: HTML = search
         if let facts {
             let subscriptions: [[HTML]] = facts.subscriptions.map { subscription in
@@ -82,14 +75,20 @@ extension ConsolePages {
                     "\(grant.usedAt.map(ConsoleLayout.date) ?? "unused")",
                 ]
             }
+            let subscriptionTable: HTML =
+                subscriptions.isEmpty
+                ? "<p class=\"muted\">No subscription known.</p>"
+                : ConsoleLayout.table(["Product", "State", "Auto-renew", "Expires", "Renewals", "Had intro", "Last signed"], subscriptions)
+            let grantTable: HTML =
+                grants.isEmpty ? "<p class=\"muted\">None.</p>" : ConsoleLayout.table(["Product", "Offer", "Granted by", "Expires", "Used"], grants)
             body = """
                 \(body)
                 <h2>Facts</h2>
                 <p>Storefront \(facts.storefront ?? "unknown") · flags \(flags.isEmpty ? "none" : flags) · updated \
                 \(ConsoleLayout.date(facts.updatedAt))</p>
-                \(subscriptions.isEmpty ? "<p class=\"muted\">No subscription known.</p>" : ConsoleLayout.table(["Product", "State", "Auto-renew", "Expires", "Renewals", "Had intro", "Last signed"], subscriptions))
+                \(subscriptionTable)
                 <h2>Customer-service grants</h2>
-                \(grants.isEmpty ? "<p class=\"muted\">None.</p>" : ConsoleLayout.table(["Product", "Offer", "Granted by", "Expires", "Used"], grants))
+                \(grantTable)
                 """
         } else {
             body = "\(body)<p class=\"muted\">The store has not heard of this customer.</p>"
@@ -109,27 +108,20 @@ extension ConsolePages {
             current: "/console/customers",
             body: """
                 \(body)
-                \(try await decisions(key, store: store))
-                \(try await outcomes(key, originalTransactionIds: originals, store: store))
+                \(try await decisions(key, view: view))
+                \(try await outcomes(key, originalTransactionIds: originals, view: view))
                 <h2>Signatures issued (newest 100)</h2>
                 \(rows.isEmpty ? "<p class=\"muted\">None.</p>" : ConsoleLayout.table(["When", "Product", "Offer", "Channel", "Key", "Format"], rows))
                 """
         )
     }
 
-    /// How far back the customer page reads the decision log (it has no index on the customer: the window bounds
-    /// the read).
-    static let decisionWindowDays = 90
+    /// How far back the customer page reads the decision log (``CustomerView/decisionWindowDays``).
+    static let decisionWindowDays = CustomerView.decisionWindowDays
 
-    /// Every decision the log kept about the customer in the window, newest first (at most 100), with its reasons:
-    /// looked up by the log's keyed hash of the customer, computed as the service computes it.
-    private func decisions(_ key: CustomerKey, store: any OfferStore) async throws -> HTML {
-        await store.flushDecisionLog()
-        let since = Int64((Date().timeIntervalSince1970 - Double(Self.decisionWindowDays) * 86_400) * 1000)
-        let hash = CustomerHash.of(key.applicationUsername)
-        let records = try await storeCall {
-            try await store.customerDecisions(bundleIdentifier: key.bundleIdentifier, customerHash: hash, since: since, limit: 100)
-        }
+    /// Every decision the log kept about the customer in the window, newest first (at most 100), with its reasons.
+    private func decisions(_ key: CustomerKey, view: CustomerView) async throws -> HTML {
+        let records = try await view.decisions(of: key)
         let rows: [[HTML]] = records.map { record in
             let reasons: [HTML] = record.reasons.split(separator: ",").map { reason in
                 "<span class=\"reason\">\(Self.reasonWords(String(reason))) <code>\(String(reason))</code></span>"
@@ -154,9 +146,11 @@ extension ConsolePages {
     }
 
     /// The redemptions of the customer or of their subscriptions, and the retention answers given about them.
-    private func outcomes(_ key: CustomerKey, originalTransactionIds: [String], store: any OfferStore) async throws -> HTML {
-        let outcomes = try await storeCall { try await store.customerOutcomes(key, originalTransactionIds: originalTransactionIds, limit: 100) }
-        func date(_ milliseconds: Int64?) -> String { milliseconds.map { ConsoleLayout.date(Date(timeIntervalSince1970: Double($0) / 1000)) } ?? "–" }
+    private func outcomes(_ key: CustomerKey, originalTransactionIds: [String], view: CustomerView) async throws -> HTML {
+        let outcomes = try await view.outcomes(of: key, originalTransactionIds: originalTransactionIds)
+        func date(_ milliseconds: Int64?) -> String {
+            milliseconds.map { ConsoleLayout.date(Date(timeIntervalSince1970: Double($0) / 1000)) } ?? "–"
+        }
         let redemptions: [[HTML]] = outcomes.redemptions.map { history in
             let redemption = history.redemption
             let price = redemption.price.map { ConsoleLayout.money($0, redemption.currency ?? "") } ?? "–"
@@ -176,9 +170,12 @@ extension ConsolePages {
                 history.savedAt == nil ? "<span class=\"muted\">not (yet)</span>" : "<span class=\"ok\">\(date(history.savedAt))</span>",
             ]
         }
+        let redemptionColumns = ["Purchased", "Product", "Offer", "Type", "Paid", "Attributed to", "Renewed", "Refunded", "Expired"]
+        let redemptionTable: HTML =
+            redemptions.isEmpty ? "<p class=\"muted\">No offer redeemed.</p>" : ConsoleLayout.table(redemptionColumns, redemptions)
         return """
             <h2 id="redemptions">Redemptions</h2>
-            \(redemptions.isEmpty ? "<p class=\"muted\">No offer redeemed.</p>" : ConsoleLayout.table(["Purchased", "Product", "Offer", "Type", "Paid", "Attributed to", "Renewed", "Refunded", "Expired"], redemptions))
+            \(redemptionTable)
             <h2 id="retention">Retention answers</h2>
             \(answers.isEmpty ? "<p class=\"muted\">None.</p>" : ConsoleLayout.table(["Answered", "Product", "Answer", "Saved"], answers))
             """

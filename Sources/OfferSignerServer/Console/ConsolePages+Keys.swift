@@ -5,7 +5,6 @@ import OfferApplication
 import OfferKeys
 import OfferModel
 import OfferSigning
-import OfferStore
 
 extension ConsolePages {
     /// The key changes the Keys page offers.
@@ -13,11 +12,11 @@ extension ConsolePages {
 
     /// `/console/keys`: the keys, a form to change one (typing its identifier to confirm), the last 50 audit events.
     func keys(_ session: ConsoleSession, message: HTML?) async throws -> HTML {
-        let ring = await keyManager?.keyRing ?? service.keys.current
+        let ring = await useCases.keys?.keyRing ?? service.keys.current
         let options: [HTML] = ring.entries.map { "<option value=\"\($0.key.keyIdentifier)\">\($0.key.keyIdentifier)</option>" }
         let actions: [HTML] = Self.keyActions.map { "<option value=\"\($0)\">\($0)</option>" }
         let form: HTML =
-            keyManager == nil
+            useCases.keys == nil
             ? "<p class=\"muted\">Key changes are not available in this configuration.</p>"
             : """
             <form class="stack" method="post" action="/console/keys">\(ConsoleLayout.csrfField(session))

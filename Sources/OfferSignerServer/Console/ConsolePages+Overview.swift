@@ -1,8 +1,8 @@
 import Foundation
 import OfferApplication
 import OfferKeys
+import OfferModel
 import OfferSigning
-import OfferStore
 
 extension ConsolePages {
     /// A configuration problem the overview names, with what to do about it.
@@ -22,13 +22,11 @@ extension ConsolePages {
     /// outcomes with their rates and revenue per currency.
     func overview(_ session: ConsoleSession, range: ConsoleRange) async throws -> HTML {
         let now = Date()
-        var reachable = false
+        let health = useCases.health
+        let reachable = await health.isReachable()
         var activity: StoreActivity?
-        if let store = service.store {
-            reachable = (try? await store.ping()) != nil
-            if reachable, let reporting = store as? any StoreActivityReporting { activity = try? await reporting.latestActivity() }
-        }
-        let ring = await keyManager?.keyRing ?? service.keys.current
+        if reachable { activity = await health.latestActivity() }
+        let ring = await useCases.keys?.keyRing ?? service.keys.current
         let recent = RequestTally.summary(minutes: Self.recentMinutes, now: now)
         var warnings = configurationWarnings(ring: ring, reachable: reachable, activity: activity)
         if let rate = recent.serverErrorRate, rate >= 0.01, recent.serverErrors >= 3 {
@@ -45,7 +43,7 @@ extension ConsolePages {
             )
         }
         let store: HTML =
-            service.store == nil
+            !health.hasStore
             ? "<b class=\"muted\">none configured</b>" : reachable ? "<b class=\"ok\">reachable</b>" : "<b class=\"bad\">unreachable</b>"
         let active: HTML = ring.activeKeyIdentifier.map { "<code>\($0)</code>" } ?? "<span class=\"bad\">none</span>"
         var body: HTML = """
@@ -65,7 +63,7 @@ extension ConsolePages {
             <div class="card"><span>Policy in force</span>\(Self.policySummary(service.policy))</div></div>
             \(Self.keyTable(ring, counts: service.signatureCountsByKey))
             """
-        guard let customerStore = service.store else {
+        guard health.hasStore else {
             return ConsoleLayout.page(
                 "Overview",
                 session: session,
@@ -81,7 +79,7 @@ extension ConsolePages {
         let weekAgo = now.addingTimeInterval(-7 * 86_400)
         let issuedWeek = try await useCases.outcomes.outcomeTotals(from: weekAgo, to: now, bundleIdentifier: nil, environment: nil).issued
         let totals = try await useCases.outcomes.outcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
-        let decisions = try await decisionCounts(customerStore, range: range)
+        let decisions = try await health.decisionCounts(from: range.from, to: range.to)
         body = """
             \(body)
             <h2>Signatures</h2>
@@ -127,7 +125,7 @@ extension ConsolePages {
                 Warning(level: .bad, name: "no-active-key", text: "No key is active: every signing request fails. Activate one on the Keys page.")
             )
         }
-        guard service.store != nil else {
+        guard useCases.health.hasStore else {
             warnings.append(
                 Warning(
                     level: .bad,
@@ -248,17 +246,6 @@ extension ConsolePages {
             data-metric="latency-p50">\(bound(recent.durationBound(below: 0.5)))</b><span>half the answers; 99 %: <span \
             data-metric="latency-p99">\(bound(recent.durationBound(below: 0.99)))</span></span></div>
             """
-    }
-
-    /// The decisions of the range, granted and refused, when the store can count them.
-    func decisionCounts(_ store: any OfferStore, range: ConsoleRange) async throws -> (granted: Int, refused: Int)? {
-        guard let reporting = store as? any StoreActivityReporting else { return nil }
-        return try await storeCall {
-            try await reporting.decisionCounts(
-                since: Int64(range.from.timeIntervalSince1970 * 1000),
-                until: Int64(range.to.timeIntervalSince1970 * 1000)
-            )
-        }
     }
 
     static func refusalCard(_ decisions: (granted: Int, refused: Int)?) -> HTML {

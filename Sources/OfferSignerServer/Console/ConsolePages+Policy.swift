@@ -4,6 +4,7 @@ import Logging
 import OfferApplication
 import OfferEligibility
 import OfferErrors
+import OfferModel
 import OfferStore
 
 extension ConsolePages {

@@ -2,6 +2,7 @@ import AppStoreServerAPI
 import Foundation
 import OfferApplication
 import OfferEligibility
+import OfferModel
 import OfferStore
 
 extension ConsolePages {

@@ -2,15 +2,14 @@ import Foundation
 import OfferApplication
 import OfferEligibility
 import OfferKeys
+import OfferModel
 import OfferSigning
-import OfferStore
 
 /// The console's pages, drawn from the same service calls as the admin API (`/admin/keys`, `/admin/outcomes`,
 /// `/admin/outcomes/daily`, `/admin/experiments`, `/admin/customers`, `/admin/audit`), and what the service knows of
 /// its own health (``RequestTally``, the store's latest activity).
 struct ConsolePages {
     let service: OfferService
-    let keyManager: KeyManager?
     /// The use cases the pages share with the admin API (key changes, the audit).
     let useCases: OfferSignerUseCases
     /// Who may sign in (the overview warns when the demo's public token is one).
@@ -23,7 +22,7 @@ struct ConsolePages {
     /// most signatures first, ``offersPerPage`` a page — with the report's figures, computed for the page's apps only.
     /// `page` is 1-based.
     func offers(_ session: ConsoleSession, range: ConsoleRange, page: Int = 1) async throws -> HTML {
-        guard let store = service.store else {
+        guard let logs = useCases.logs else {
             return ConsoleLayout.page(
                 "Offers",
                 session: session,
@@ -43,10 +42,8 @@ struct ConsolePages {
         )
         async let daysRead = useCases.outcomes.dailyOutcomeTotals(from: range.from, to: range.to, bundleIdentifier: nil, environment: nil)
         // The range's key and policy changes (the newest 500), read as such.
-        async let eventsRead = storeCall {
-            try await store.auditEvents(limit: 500, since: range.from, until: range.to, actions: Self.chartedActions)
-        }
-        async let decisionsRead = decisionCounts(store, range: range)
+        async let eventsRead = logs.auditEvents(limit: 500, from: range.from, to: range.to, actions: Self.chartedActions)
+        async let decisionsRead = useCases.health.decisionCounts(from: range.from, to: range.to)
         let (totals, shown, days, changes, decisions) = try await (totalsRead, pageRead, daysRead, eventsRead, decisionsRead)
         let rows: [[HTML]] = shown.offers.map { offer in
             let revenue = offer.revenue.map { ConsoleLayout.money($0.milliunits, $0.currency) }.joined(separator: ", ")

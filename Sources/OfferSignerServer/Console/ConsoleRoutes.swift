@@ -6,14 +6,13 @@ import NIOCore
 import OfferApplication
 import OfferEligibility
 import OfferKeys
-import OfferStore
+import OfferModel
 
 /// `/console`: the operators' web console (docs/console.md), served beside the admin API on the operations
 /// listener (or the single port), never on the public one. Sign-in with an admin token through a form, then a
 /// session cookie; every page is server-rendered HTML with SVG charts, and every form carries a CSRF token.
 struct ConsoleRoutes {
     let service: OfferService
-    let keyManager: KeyManager?
     /// The use cases the console shares with the admin API.
     let useCases: OfferSignerUseCases
     let adminTokens: BearerTokens
@@ -53,7 +52,7 @@ struct ConsoleRoutes {
             )
         }
         _ = RequestTally.startedAt  // the overview's uptime counts from here: the router's start
-        let pages = ConsolePages(service: service, keyManager: keyManager, useCases: useCases, adminTokens: adminTokens)
+        let pages = ConsolePages(service: service, useCases: useCases, adminTokens: adminTokens)
         signedIn.get("") { request, context in
             let range = try ConsoleRange(query: try ConsoleForm(encoded: request.uri.query ?? ""))
             return try await pages.overview(try context.requireConsoleSession, range: range).response()
@@ -130,13 +129,10 @@ struct ConsoleRoutes {
                 : "That is not an admin token."
             return Self.loginPage(message: message).response(status: .forbidden)
         }
-        let (cookieValue, _) = try await sessions.start(admin: admin)
+        let (cookieValue, _) = try await sessions.start(admin: admin)  // audited as console.signin
         var context = context
         context.adminName = admin  // for the access log
         context.logger.notice("console sign-in", metadata: ["admin": "\(admin)", "client": "\(client)"])
-        if let store = service.store {
-            try? await store.appendAudit(AuditEvent(actor: admin, action: "console.signin", target: "console"))
-        }
         return Response(
             status: .seeOther,
             headers: [

@@ -7,6 +7,7 @@ import Metrics
 import NIOCore
 import NIOHTTP1
 import OfferApplication
+import OfferModel
 import OfferSigning
 import Synchronization
 
@@ -28,7 +29,7 @@ public struct EventLoopSigning: Sendable {
     static let path = "/v1/offers/sign"
 
     let service: OfferService
-    /// `nil`: the open mode of ``buildRouter(service:keyManager:adminTokens:metricsRegistry:authenticator:rateLimits:part:demo:)``
+    /// `nil`: the open mode of ``buildRouter(useCases:adminTokens:metricsRegistry:authenticator:rateLimits:part:addOn:retentionMessaging:)``
     /// without an authenticator (every caller is `open`, no per-credential limit).
     let authenticator: ClientAuthenticator?
     let limits: RateLimits

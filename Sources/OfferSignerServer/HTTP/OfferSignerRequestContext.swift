@@ -2,6 +2,8 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import OfferApplication
+import OfferModel
 
 /// The request context of the service: a 64 KiB body limit (a sign request is well under 1 KiB; a StoreKit
 /// `signedTransaction` or an App Store notification is a few KiB) and the API's JSON encoder.

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
-import OfferStore
+import OfferApplication
+import OfferModel
 
 /// A rate: `count` requests per `seconds`, written `2000/s`, `20/min`, `1000/h`; `none` is unlimited.
 public struct Rate: Sendable, Hashable, CustomStringConvertible {
@@ -40,7 +41,7 @@ public struct Rate: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The fleet's buckets of `kind` for this rate on `shared`, or this replica's own without one.
-    func buckets(kind: String, shared: (any SharedLimitStore)?) -> any LimitBuckets {
+    func buckets(kind: String, shared: FleetRateLimits?) -> any LimitBuckets {
         guard let shared else { return buckets() }
         return SharedTokenBuckets(kind: kind, rate: Double(count) / seconds, burst: Double(count), store: shared)
     }
@@ -94,8 +95,9 @@ public final class RateLimits: Sendable {
     private let retentionRate: Rate?
     private let retention: TokenBuckets?
 
-    /// - Parameter shared: the store's shared limits (``OfferStore/sharedLimits``); `nil`: this replica's own.
-    public init(_ configuration: RateLimitConfiguration, shared: (any SharedLimitStore)? = nil) {
+    /// - Parameter shared: the store's shared limits (``OfferSignerUseCases/sharedLimits``, ``ApplicationStore/sharedLimits``); `nil`: this replica's
+    ///   own.
+    public init(_ configuration: RateLimitConfiguration, shared: FleetRateLimits? = nil) {
         self.configuration = configuration
         clients = configuration.client?.buckets(kind: "client", shared: shared)
         customers = configuration.customer?.buckets(kind: "customer", shared: shared)

@@ -1,6 +1,7 @@
 import AppStoreNotifications
 import AppStoreServerAPI
-import OfferStore
+import OfferApplication
+import OfferModel
 
 /// Apple's per-app quota for the App Store Server API, kept by every replica on one PostgreSQL store
 /// (docs/operations.md "Rate limits"): a bucket per app, environment and endpoint, at the rate each client allows
@@ -12,7 +13,7 @@ final class SharedAppStoreQuota: AppStoreQuota {
     private let sandbox: SharedTokenBuckets?
 
     /// `nil` rates (or not positive): that environment is not limited (the client's own limiter is off too).
-    init(_ limit: AppStoreServerAPIConfiguration.RateLimit, store: any SharedLimitStore) {
+    init(_ limit: AppStoreServerAPIConfiguration.RateLimit, store: FleetRateLimits) {
         func buckets(_ kind: String, _ rate: Double) -> SharedTokenBuckets? {
             guard rate.isFinite, rate > 0 else { return nil }
             return SharedTokenBuckets(kind: kind, rate: rate, burst: max(1, rate), store: store)

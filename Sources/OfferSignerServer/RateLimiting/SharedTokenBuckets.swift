@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
-import OfferStore
+import OfferApplication
+import OfferModel
 import Synchronization
 
 /// Takes a token for a key: one replica's own buckets (``TokenBuckets``) or the fleet's (``SharedTokenBuckets``).
@@ -42,12 +43,12 @@ public final class SharedTokenBuckets: LimitBuckets {
     public static let outageSeconds = 5.0
     /// How many leases a caller that can wait waits for at most before it is refused for a second.
     static let waitingAttempts = 16
-    private let store: any SharedLimitStore
+    private let store: FleetRateLimits
     private let fallback: TokenBuckets
     private let state: Mutex<State>
 
     /// - Parameters: `rate` tokens a second (> 0), `burst` (≥ 1), for every bucket of `kind` on `store`.
-    public init(kind: String, rate: Double, burst: Double, store: any SharedLimitStore) {
+    public init(kind: String, rate: Double, burst: Double, store: FleetRateLimits) {
         self.kind = kind
         self.rate = max(rate, .leastNormalMagnitude)
         self.burst = max(burst, 1)

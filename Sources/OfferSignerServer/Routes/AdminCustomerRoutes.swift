@@ -5,7 +5,6 @@ import OfferApplication
 import OfferEligibility
 import OfferModel
 import OfferSigning
-import OfferStore
 
 struct CustomerAnswer: ResponseEncodable {
     /// Whether the store has heard of the customer.

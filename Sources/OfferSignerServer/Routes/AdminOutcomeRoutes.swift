@@ -2,7 +2,7 @@ import AppStoreNotifications
 import Foundation
 import Hummingbird
 import OfferApplication
-import OfferStore
+import OfferModel
 
 /// `GET /admin/outcomes`: what a window's offers became, as issue 27 and docs/outcomes.md describe the shape.
 struct OutcomeAnswer: ResponseEncodable {

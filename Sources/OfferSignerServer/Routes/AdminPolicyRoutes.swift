@@ -5,6 +5,7 @@ import NIOCore
 import OfferApplication
 import OfferEligibility
 import OfferErrors
+import OfferModel
 import OfferStore
 
 extension DryRunReport: ResponseEncodable {}

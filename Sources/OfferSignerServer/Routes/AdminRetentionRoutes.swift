@@ -8,6 +8,7 @@ import NIOCore
 import OfferApplication
 import OfferEligibility
 import OfferErrors
+import OfferModel
 import OfferStore
 import Synchronization
 

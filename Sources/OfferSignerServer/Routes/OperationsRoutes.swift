@@ -3,8 +3,8 @@ import Hummingbird
 import NIOCore
 import OfferApplication
 import OfferKeys
+import OfferModel
 import OfferSigning
-import OfferStore
 import Prometheus
 
 struct HealthResponse: ResponseEncodable {
@@ -21,6 +21,8 @@ struct OperationsRoutes<Context: RequestContext> {
     static var readinessTimeout: Duration { .milliseconds(800) }
 
     let service: OfferService
+    /// Whether the store answers (`/readyz`).
+    let health: StoreHealth
     let metricsRegistry: PrometheusCollectorRegistry?
     /// Whether `/openapi.yaml` is served here (the public port, or the only one).
     var servesDocuments = true
@@ -38,12 +40,7 @@ struct OperationsRoutes<Context: RequestContext> {
         }
         router.get("/readyz") { _, _ -> HealthResponse in
             let key = try service.keys.current.activeKey()
-            if let store = service.store {
-                // The ping left running past the bound ends at the store's own (a lease, a SQLite lock).
-                guard (try? await withDeadline(Self.readinessTimeout, { try await store.ping() })) != nil else {
-                    throw APIError.storeUnavailable
-                }
-            }
+            do throws(OfferServiceError) { try await health.checkReady(within: Self.readinessTimeout) } catch { throw APIError.storeUnavailable }
             return HealthResponse(
                 status: "ready",
                 activeKeyIdentifier: key.keyIdentifier,

@@ -1,4 +1,5 @@
 import Logging
+import OfferModel
 import PostgresNIO
 
 /// ``SharedLimitStore`` on PostgreSQL: the table `shared_limits` (schema 20), one row a bucket holding its tokens as

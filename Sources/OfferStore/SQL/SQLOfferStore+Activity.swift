@@ -1,4 +1,5 @@
 import Foundation
+import OfferModel
 import SQLKit
 
 extension SQLOfferStore: StoreActivityReporting {

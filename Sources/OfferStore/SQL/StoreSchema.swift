@@ -1,4 +1,5 @@
 import Foundation
+import OfferModel
 import SQLKit
 
 /// The schema, as versioned migrations written once for both databases (`\(bigint)` is `BIGINT` on PostgreSQL,

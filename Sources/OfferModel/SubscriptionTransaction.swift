@@ -1,5 +1,4 @@
 import Foundation
-public import OfferModel
 
 /// One App Store transaction of an auto-renewable subscription, offer or not, as recorded once per (environment,
 /// transaction identifier) in `subscription_transactions`: what an experiment's metrics read (docs/experiments.md)

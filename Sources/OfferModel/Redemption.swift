@@ -1,5 +1,4 @@
 import Foundation
-import OfferModel
 
 /// One App Store transaction that carried an offer (`offerType` present), as recorded once per
 /// (environment, transaction identifier) in `redemptions` (docs/outcomes.md).

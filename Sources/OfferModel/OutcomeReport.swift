@@ -12,7 +12,7 @@ public struct OutcomeQuery: Sendable, Hashable {
     /// One App Store environment, or every one.
     public var environment: String?
     /// Only these apps (a page of the report: its rows' apps), or no such bound. Set by the store, not by callers.
-    var pageBundles: [String]?
+    package var pageBundles: [String]?
 
     /// Creates a query.
     public init(from: Int64, to: Int64, bundleIdentifier: String? = nil, environment: String? = nil) {

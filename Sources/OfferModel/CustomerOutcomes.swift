@@ -1,5 +1,4 @@
 import Foundation
-import OfferModel
 
 /// What became of one customer's offers (the console's customer page): the redemptions recorded for them or for
 /// their original transactions, and the retention answers given about those transactions.
