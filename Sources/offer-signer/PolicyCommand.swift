@@ -38,16 +38,14 @@ struct PolicyCommand: ParsableCommand {
                         }
                         for (position, entry) in product.retention.enumerated() {
                             let rules = entry.rules.rules.map(\.name)
-                            print(
-                                "    retention \(position + 1): \(RetentionCommand.Explain.describe(entry))\(rules.isEmpty ? "" : " when \(rules.joined(separator: ", "))")"
-                            )
+                            let when = rules.isEmpty ? "" : " when \(rules.joined(separator: ", "))"
+                            print("    retention \(position + 1): \(RetentionCommand.Explain.describe(entry))\(when)")
                         }
                     }
                     let catalogue = app.retentionCatalogue
                     if !catalogue.isEmpty {
-                        print(
-                            "  retention catalogue: \(catalogue.messages.count) messages, \(catalogue.images.count) images, \(catalogue.defaults.count) defaults"
-                        )
+                        let counts = (catalogue.messages.count, catalogue.images.count, catalogue.defaults.count)
+                        print("  retention catalogue: \(counts.0) messages, \(counts.1) images, \(counts.2) defaults")
                         for message in catalogue.messages { print("    message \(message.name): \(message.identifier)") }
                         for entry in catalogue.defaults { print("    default \(entry.productIdentifier) \(entry.locale): \(entry.messageName)") }
                     }

@@ -98,9 +98,9 @@ struct CatalogueTarget: ParsableArguments {
             """
         )
         for item in report.items {
-            Swift.print(
-                "  \(item.kind.padding(toLength: 8, withPad: " ", startingAt: 0))\(item.state.padding(toLength: 10, withPad: " ", startingAt: 0))\(item.identifier)  \(item.inPolicy ? item.name : "(not in the policy)")"
-            )
+            let kind = item.kind.padding(toLength: 8, withPad: " ", startingAt: 0)
+            let state = item.state.padding(toLength: 10, withPad: " ", startingAt: 0)
+            Swift.print("  \(kind)\(state)\(item.identifier)  \(item.inPolicy ? item.name : "(not in the policy)")")
         }
     }
 }

@@ -51,6 +51,10 @@ extension ConsolePages {
                     "\(experiment.channel.rawValue)", "\(experiment.metric.rawValue)", "\(variants)",
                 ]
             }
+            let experimentsTable: HTML =
+                experiments.isEmpty
+                ? HTML.empty
+                : "<h3>Experiments</h3>\(ConsoleLayout.table(["Experiment", "Product", "Channel", "Metric", "Variants"], experiments))"
             inForce = """
                 <div class="cards"><div class="card"><span>Version (SHA-256 of the text)</span><b><code \
                 title="\(policy.version)">\(policy.version.prefix(12))</code></b></div>
@@ -58,7 +62,7 @@ extension ConsolePages {
                 <div class="card"><span>Source</span><b id="policy-source">\(inForceRevision)</b></div>
                 <div class="card"><span>Holds</span>\(Self.policySummary(policy))</div></div>
                 \(ConsoleLayout.table(["App", "Product", "Answer", "Rules (all must hold)"], rows))
-                \(experiments.isEmpty ? HTML.empty : "<h3>Experiments</h3>\(ConsoleLayout.table(["Experiment", "Product", "Channel", "Metric", "Variants"], experiments))" as HTML)
+                \(experimentsTable)
                 <details><summary>The policy's text</summary><pre>\(policy.text)</pre></details>
                 """
         }
@@ -176,6 +180,14 @@ extension ConsolePages {
                 "\(example.offerIdentifier.isEmpty ? "–" : example.offerIdentifier)", answer(example.before), answer(example.after),
             ]
         }
+        let byOfferTable: HTML =
+            byOffer.isEmpty
+            ? "<p class=\"muted\">No offer changes.</p>"
+            : ConsoleLayout.table(["Product", "Offer", "Granted → refused", "Refused → granted"], byOffer, numericFrom: 2)
+        let examplesTable: HTML =
+            examples.isEmpty
+            ? "<p class=\"muted\">No decision would change.</p>"
+            : ConsoleLayout.table(["Decided", "Channel", "Customer (keyed hash)", "Product", "Offer", "Before", "After"], examples)
         return """
             <section id="dry-run-result" data-replayed="\(report.replayed)" data-granted-to-refused="\(report.grantedToRefused)" \
             data-refused-to-granted="\(report.refusedToGranted)" data-changed-offer="\(report.changedOffer)">
@@ -191,9 +203,9 @@ extension ConsolePages {
             </div>
             \(Self.notReplayedNote(report.notReplayed))
             <h3>By offer</h3>
-            \(byOffer.isEmpty ? "<p class=\"muted\">No offer changes.</p>" : ConsoleLayout.table(["Product", "Offer", "Granted → refused", "Refused → granted"], byOffer, numericFrom: 2))
+            \(byOfferTable)
             <h3>Examples (at most \(DryRunReport.maximumExamples))</h3>
-            \(examples.isEmpty ? "<p class=\"muted\">No decision would change.</p>" : ConsoleLayout.table(["Decided", "Channel", "Customer (keyed hash)", "Product", "Offer", "Before", "After"], examples))
+            \(examplesTable)
             </section>
             """
     }
