@@ -86,6 +86,7 @@ public func buildRouter(
         servesDocuments: part != .operationsOnly,
         describesDemo: addOn?.describesDemoRoutes ?? false
     ).register(on: router)
+    let useCases = OfferSignerUseCases(service: service, keyManager: keyManager, retentionMessaging: retentionMessaging)
     if part != .operationsOnly {
         let offers = router.group("/v1/offers")
         if let authenticator {
@@ -94,7 +95,7 @@ public func buildRouter(
             offers.add(middleware: OpenClientMiddleware())
         }
         OfferRoutes(service: service, limits: rateLimits).register(on: offers)
-        AppStoreRoutes(service: service, limits: rateLimits).register(on: router)
+        AppStoreRoutes(notifications: useCases.notifications, limits: rateLimits).register(on: router)
         RetentionRoutes(service: service, limits: rateLimits).register(on: router)
         KeyRoutes(service: service).register(on: router)
         addOn?.registerRoutes(router, service)
@@ -113,7 +114,6 @@ public func buildRouter(
             } ?? TokenBuckets(rate: 1 / AdminAuthenticationMiddleware.secondsPerFailure, burst: AdminAuthenticationMiddleware.failureBurst)
         let admin = router.group("/admin").add(middleware: AdminAuthenticationMiddleware(tokens: adminTokens, failures: failures))
             .add(middleware: SingleQueryParametersMiddleware())
-        let useCases = OfferSignerUseCases(service: service, keyManager: keyManager)
         if let keys = useCases.keys {
             AdminKeyRoutes(keys: keys).register(on: admin)
         }
@@ -121,9 +121,9 @@ public func buildRouter(
             AdminCustomerRoutes(service: service, customers: customers, logs: logs).register(on: admin)
             AdminOutcomeRoutes(outcomes: useCases.outcomes).register(on: admin)
             AdminExperimentRoutes(experiments: useCases.experiments).register(on: admin)
-            AdminPolicyRoutes(service: service).register(on: admin)
-            if let setup = retentionMessaging ?? AdminRetentionRoutes.setup(for: service, logger: Logger(label: "offer-signer.retention-messaging")) {
-                AdminRetentionRoutes(service: service, setup: setup).register(on: admin)
+            AdminPolicyRoutes(policy: useCases.policy).register(on: admin)
+            if useCases.retention.canSetUp {
+                AdminRetentionRoutes(retention: useCases.retention).register(on: admin)
             }
         }
         // The console: never on the public port (docs/console.md).

@@ -38,15 +38,17 @@ struct PolicyCommand: ParsableCommand {
                         }
                         for (position, entry) in product.retention.enumerated() {
                             let rules = entry.rules.rules.map(\.name)
-                            print(
-                                "    retention \(position + 1): \(RetentionCommand.Explain.describe(entry))\(rules.isEmpty ? "" : " when \(rules.joined(separator: ", "))")"
-                            )
+                            let when = rules.isEmpty ? "" : " when \(rules.joined(separator: ", "))"
+                            print("    retention \(position + 1): \(RetentionCommand.Explain.describe(entry))\(when)")
                         }
                     }
                     let catalogue = app.retentionCatalogue
                     if !catalogue.isEmpty {
                         print(
-                            "  retention catalogue: \(catalogue.messages.count) messages, \(catalogue.images.count) images, \(catalogue.defaults.count) defaults"
+                            """
+                              retention catalogue: \(catalogue.messages.count) messages, \(catalogue.images.count) images, \
+                            \(catalogue.defaults.count) defaults
+                            """
                         )
                         for message in catalogue.messages { print("    message \(message.name): \(message.identifier)") }
                         for entry in catalogue.defaults { print("    default \(entry.productIdentifier) \(entry.locale): \(entry.messageName)") }

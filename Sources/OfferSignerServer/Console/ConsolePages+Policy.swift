@@ -4,7 +4,6 @@ import Logging
 import OfferApplication
 import OfferEligibility
 import OfferErrors
-import OfferStore
 
 extension ConsolePages {
     /// `/console/policy`: the policy in force (version, when loaded, what it holds, its text) and the form that
@@ -12,7 +11,7 @@ extension ConsolePages {
     func policy(_ session: ConsoleSession, candidate: String = "", days: Int = 30, result: HTML = .empty) -> HTML {
         var inForce: HTML =
             "<p class=\"muted\">No policy is in force: every well-formed request is signed (\(ConfigurationVariable.policy.environmentName)).</p>"
-        let current = service.policyHolder.current
+        let current = useCases.policy.inForce
         let inForceRevision = current.revision > 0 ? "the store, revision \(current.revision) (every replica)" : "the file (this process)"
         if let policy = current.policy {
             var rows: [[HTML]] = []
@@ -50,6 +49,9 @@ extension ConsolePages {
                     "\(experiment.channel.rawValue)", "\(experiment.metric.rawValue)", "\(variants)",
                 ]
             }
+            let experimentsTable: HTML =
+                experiments.isEmpty
+                ? .empty : "<h3>Experiments</h3>\(ConsoleLayout.table(["Experiment", "Product", "Channel", "Metric", "Variants"], experiments))"
             inForce = """
                 <div class="cards"><div class="card"><span>Version (SHA-256 of the text)</span><b><code \
                 title="\(policy.version)">\(policy.version.prefix(12))</code></b></div>
@@ -57,7 +59,7 @@ extension ConsolePages {
                 <div class="card"><span>Source</span><b id="policy-source">\(inForceRevision)</b></div>
                 <div class="card"><span>Holds</span>\(Self.policySummary(policy))</div></div>
                 \(ConsoleLayout.table(["App", "Product", "Answer", "Rules (all must hold)"], rows))
-                \(experiments.isEmpty ? HTML.empty : "<h3>Experiments</h3>\(ConsoleLayout.table(["Experiment", "Product", "Channel", "Metric", "Variants"], experiments))" as HTML)
+                \(experimentsTable)
                 <details><summary>The policy's text</summary><pre>\(policy.text)</pre></details>
                 """
         }
@@ -70,7 +72,7 @@ extension ConsolePages {
             """
         let diff: HTML = current.policy.map { Self.candidateDiff(candidate, against: $0.text) } ?? .empty
         let form: HTML =
-            service.store == nil
+            !useCases.policy.canDryRun
             ? "<p class=\"muted\">A dry-run replays the decision log, which needs the customer store.</p>"
             : """
             \(start)
@@ -117,7 +119,7 @@ extension ConsolePages {
                 status: status
             )
         }
-        guard service.store != nil else { return page("A dry-run needs the customer store.", status: .serviceUnavailable) }
+        guard useCases.policy.canDryRun else { return page("A dry-run needs the customer store.", status: .serviceUnavailable) }
         guard daysText.count <= 5, let days = Int(daysText), (1...PolicyDryRun.maximumDays).contains(days) else {
             return page("days is a whole number from 1 to \(PolicyDryRun.maximumDays).", status: .badRequest)
         }
@@ -132,23 +134,21 @@ extension ConsolePages {
         }
         if form["action"] == "apply" {
             do {
-                let applied = try await AdminPolicyRoutes.apply(candidate, service: service, admin: session.admin, via: "console", logger: logger)
+                let applied = try await useCases.policy.apply(candidate, by: session.admin, via: "console", logger: logger)
                 let note: HTML =
                     """
                     <p class=\"ok\" role=\"status\" id=\"policy-applied\">Applied: version <code>\(candidate.version.prefix(12))</code> is \
                     revision \(applied.revision) in the store; every replica runs it.</p>
                     """
                 return policy(session, candidate: "", days: days, result: note).response()
-            } catch let error as OfferServiceError {
+            } catch {
                 let apiError = APIError(error)
                 return page(apiError.message, status: apiError.status)
-            } catch let error as APIError {
-                return page(error.message, status: error.status)
             }
         }
         let report: DryRunReport
         do {
-            report = try await AdminPolicyRoutes.dryRun(candidate, days: days, service: service, admin: session.admin, via: "console", logger: logger)
+            report = try await useCases.policy.dryRun(candidate, days: days, by: session.admin, via: "console", logger: logger)
         } catch let error as OfferServiceError {
             let apiError = APIError(error)
             return page(apiError.message, status: apiError.status)
@@ -175,6 +175,14 @@ extension ConsolePages {
                 "\(example.offerIdentifier.isEmpty ? "–" : example.offerIdentifier)", answer(example.before), answer(example.after),
             ]
         }
+        let byOfferTable: HTML =
+            byOffer.isEmpty
+            ? "<p class=\"muted\">No offer changes.</p>"
+            : ConsoleLayout.table(["Product", "Offer", "Granted → refused", "Refused → granted"], byOffer, numericFrom: 2)
+        let examplesTable: HTML =
+            examples.isEmpty
+            ? "<p class=\"muted\">No decision would change.</p>"
+            : ConsoleLayout.table(["Decided", "Channel", "Customer (keyed hash)", "Product", "Offer", "Before", "After"], examples)
         return """
             <section id="dry-run-result" data-replayed="\(report.replayed)" data-granted-to-refused="\(report.grantedToRefused)" \
             data-refused-to-granted="\(report.refusedToGranted)" data-changed-offer="\(report.changedOffer)">
@@ -190,9 +198,9 @@ extension ConsolePages {
             </div>
             \(Self.notReplayedNote(report.notReplayed))
             <h3>By offer</h3>
-            \(byOffer.isEmpty ? "<p class=\"muted\">No offer changes.</p>" : ConsoleLayout.table(["Product", "Offer", "Granted → refused", "Refused → granted"], byOffer, numericFrom: 2))
+            \(byOfferTable)
             <h3>Examples (at most \(DryRunReport.maximumExamples))</h3>
-            \(examples.isEmpty ? "<p class=\"muted\">No decision would change.</p>" : ConsoleLayout.table(["Decided", "Channel", "Customer (keyed hash)", "Product", "Offer", "Before", "After"], examples))
+            \(examplesTable)
             </section>
             """
     }
