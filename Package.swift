@@ -312,17 +312,22 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The application's use cases over in-memory fakes of the store capabilities they take (the SQL stores'
-        // behaviour is OfferStoreTests'; HTTP is OfferSignerServerTests').
+        // The application's use cases over in-memory fakes of the store capabilities they take, and the stand-in of
+        // Apple's API where a use case calls it (the SQL stores' behaviour is OfferStoreTests'; HTTP is
+        // OfferSignerServerTests').
         .testTarget(
             name: "OfferApplicationTests",
             dependencies: [
+                "AppStoreNotifications",
+                "AppStoreServerAPI",
+                "AppStoreServerAPITestSupport",
                 "OfferApplication",
                 "OfferEligibility",
                 "OfferKeys",
                 "OfferModel",
                 "OfferSigning",
                 "OfferStore",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -34,8 +34,6 @@ public enum RouterPart: Sendable {
 ///   - rateLimits: the limits of this replica.
 ///   - part: which routes (one port serves all; with an operations listener each port serves its part).
 ///   - addOn: what an embedder adds (`serve --demo`: `/demo/*`, described in `/openapi.yaml`); `nil` for none.
-///   - retentionMessaging: what `/admin/retention/*` sets up at Apple with; `nil`: the service's App Store Server
-///     API configuration at Apple's documented rates (none when the API is not configured).
 public func buildRouter(
     useCases: OfferSignerUseCases,
     adminTokens: BearerTokens = .none,
@@ -43,8 +41,7 @@ public func buildRouter(
     authenticator: ClientAuthenticator? = nil,
     rateLimits: RateLimits = RateLimits(.none),
     part: RouterPart = .all,
-    addOn: ServiceAddOn? = nil,
-    retentionMessaging: RetentionMessagingSetup? = nil
+    addOn: ServiceAddOn? = nil
 ) -> Router<OfferSignerRequestContext> {
     let service = useCases.service
     let router = Router(context: OfferSignerRequestContext.self, options: .autoGenerateHeadEndpoints)
@@ -77,7 +74,7 @@ public func buildRouter(
             offers.add(middleware: OpenClientMiddleware())
         }
         OfferRoutes(service: service, limits: rateLimits).register(on: offers)
-        AppStoreRoutes(service: service, limits: rateLimits).register(on: router)
+        AppStoreRoutes(notifications: useCases.notifications, limits: rateLimits).register(on: router)
         RetentionRoutes(service: service, limits: rateLimits).register(on: router)
         KeyRoutes(service: service).register(on: router)
         addOn?.registerRoutes(router, useCases)
@@ -103,9 +100,9 @@ public func buildRouter(
             AdminCustomerRoutes(service: service, customers: customers, logs: logs).register(on: admin)
             AdminOutcomeRoutes(outcomes: useCases.outcomes).register(on: admin)
             AdminExperimentRoutes(experiments: useCases.experiments).register(on: admin)
-            AdminPolicyRoutes(service: service).register(on: admin)
-            if let setup = retentionMessaging ?? AdminRetentionRoutes.setup(for: service, logger: Logger(label: "offer-signer.retention-messaging")) {
-                AdminRetentionRoutes(service: service, setup: setup).register(on: admin)
+            AdminPolicyRoutes(policy: useCases.policy).register(on: admin)
+            if useCases.retention.canSetUp {
+                AdminRetentionRoutes(retention: useCases.retention).register(on: admin)
             }
         }
         // The console: never on the public port (docs/console.md).
@@ -395,7 +392,7 @@ public func buildApplication(
 /// `POST /v1/offers/sign` (``EventLoopSigning``) in every connection's pipeline. What `serve` runs, and what the
 /// HTTP tests run live to check that path against the router's answers.
 /// - Parameters:
-///   - router: the routes (``buildRouter(useCases:adminTokens:metricsRegistry:authenticator:rateLimits:part:addOn:retentionMessaging:)``).
+///   - router: the routes (``buildRouter(useCases:adminTokens:metricsRegistry:authenticator:rateLimits:part:addOn:)``).
 ///   - signing: the event-loop signing path; `nil`: the router serves every request.
 ///   - limits: idle and request timeouts.
 public func makeApplication(

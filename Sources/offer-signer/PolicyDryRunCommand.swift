@@ -1,10 +1,11 @@
 import ArgumentParser
 import Foundation
+import Logging
 import OfferApplication
 import OfferEligibility
 import OfferModel
 import OfferSignerServer
-import OfferStore
+import OfferSigning
 
 extension PolicyCommand {
     /// `offer-signer policy dry-run CANDIDATE.yaml [--days N]`: replays the decision log under a candidate policy,
@@ -41,20 +42,24 @@ extension PolicyCommand {
                 throw ExitCode(1)
             }
             let (configuration, store, _) = try await openForTools(readOnly: true)
-            guard let store else {
+            guard store != nil else {
                 throw ValidationError("A dry-run replays the store's decision log: set \(variable: .databaseUrl).")
             }
+            let useCases = OfferSignerUseCases(
+                service: OfferService(apps: configuration.apps, keyRing: .empty, policy: configuration.policy, store: store),
+                keyManager: nil
+            )
             let report: DryRunReport
             do {
                 // The policy in force, whose experiments a candidate may keep.
-                let inForce = try await StorePolicy(store: store).inForce(file: configuration.policy)
-                report = try await PolicyDryRun(store: store, candidate: candidate, inForce: inForce).run(days: days)
+                try await useCases.policy.adoptStoredPolicy()
+                report = try await useCases.policy.dryRun(candidate, days: days, by: nil, logger: Logger(label: "offer-signer"))
             } catch let error as OfferServiceError {
-                try? await store.close()
+                try? await useCases.closeStore()
                 FileHandle.standardError.write(Data("\(error.message)\n".utf8))
                 throw ExitCode(1)
             }
-            try await store.close()
+            try await useCases.closeStore()
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             encoder.dateEncodingStrategy = .millisecondsSince1970

@@ -5,7 +5,6 @@ import OfferEligibility
 import OfferModel
 import OfferSignerServer
 import OfferSigning
-import OfferStore
 
 struct RetentionCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -38,21 +37,24 @@ struct RetentionCommand: AsyncParsableCommand {
             guard configuration.policy != nil else {
                 throw ValidationError("No policy (\(variable: .policy)): there are no retention entries to explain.")
             }
-            let service = OfferService(
-                apps: configuration.apps,
-                keyRing: .empty,
-                policy: configuration.policy,
-                store: store,
-                notifications: notifications
+            let useCases = OfferSignerUseCases(
+                service: OfferService(
+                    apps: configuration.apps,
+                    keyRing: .empty,
+                    policy: configuration.policy,
+                    store: store,
+                    notifications: notifications
+                ),
+                keyManager: nil
             )
             let explanation: RetentionExplanation
             do {
-                explanation = try await service.explainRetention(document: text)
+                explanation = try await useCases.service.explainRetention(document: text)
             } catch let error as OfferServiceError {
-                try? await store?.close()
+                try? await useCases.closeStore()
                 throw ValidationError(error.message)
             }
-            try await store?.close()
+            try await useCases.closeStore()
             print("\(explanation.customer)\(explanation.customerKnown ? "" : " (not known to the store: judged on empty facts)")")
             for (position, considered) in explanation.choice.considered.enumerated() {
                 let chosen = position == explanation.choice.index

@@ -7,7 +7,7 @@ import OfferApplication
 import OfferErrors
 import OfferModel
 import OfferSignerServer
-import OfferStore
+import OfferSigning
 
 extension RetentionCommand {
     /// `offer-signer retention go-live`: the Sandbox URL, Apple's performance test, and Production's URL on PASS.
@@ -62,35 +62,47 @@ extension RetentionCommand {
         func run() async throws {
             // The store keeps the test's result for the console (nothing else is written).
             let (configuration, store, _) = try await openForTools()
-            let setup: RetentionMessagingSetup
+            let made = Result { () throws -> (setup: RetentionMessagingSetup, bundle: String) in
+                let (configurations, bundle, logger) = try retentionConfiguration(configuration, bundleIdentifier: bundleIdentifier)
+                do {
+                    return (try RetentionMessagingSetup(configurations: configurations, store: store, logger: logger), bundle)
+                } catch let error as any CodedError {
+                    throw ValidationError(error.message)
+                }
+            }
+            let useCases = OfferSignerUseCases(
+                service: OfferService(apps: configuration.apps, keyRing: .empty, policy: configuration.policy, store: store),
+                keyManager: nil,
+                retentionMessaging: try? made.get().setup
+            )
             let bundle: String
             do {
-                (setup, bundle) = try makeRetentionSetup(configuration: configuration, store: store, bundleIdentifier: bundleIdentifier)
+                bundle = try made.get().bundle
             } catch {
-                try? await store?.close()
+                try? await useCases.closeStore()
                 throw error
             }
-            let outcome: RetentionGoLive.Outcome
+            let outcome: String
             do {
-                outcome = try await setup.goLive(
+                outcome = try await useCases.retention.goLive(
                     bundle,
                     productionURL: productionURL,
                     sandboxURL: sandboxURL,
                     originalTransactionId: originalTransactionId,
                     resumeRequestId: requestId,
-                    pollInterval: .seconds(pollSeconds),
-                    timeout: .seconds(timeoutMinutes * 60)
+                    pollSeconds: pollSeconds,
+                    timeoutMinutes: timeoutMinutes,
+                    by: nil,
+                    logger: Logger(label: "offer-signer")
                 ) { line in print(line) }
-            } catch {
-                try? await store?.close()
+                .outcome
+            } catch let error as any CodedError {
+                try? await useCases.closeStore()
                 FileHandle.standardError.write(Data("\(error.message) [\(error.code.rawValue)]\n".utf8))
                 throw ExitCode(2)
             }
-            try? await store?.close()
-            switch outcome {
-            case .live: return
-            case .failed, .inconclusive: throw ExitCode(1)
-            }
+            try? await useCases.closeStore()
+            guard outcome == "live" else { throw ExitCode(1) }
         }
     }
 }

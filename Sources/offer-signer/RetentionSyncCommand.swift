@@ -8,7 +8,7 @@ import OfferEligibility
 import OfferErrors
 import OfferModel
 import OfferSignerServer
-import OfferStore
+import OfferSigning
 
 extension RetentionCommand {
     /// `offer-signer retention sync`: Apple's catalogue made to match the policy's (``RetentionCatalogueSync``).
@@ -29,8 +29,9 @@ extension RetentionCommand {
         var deleteDropped = false
 
         func run() async throws {
-            try await target.withSync { (sync, app) async throws(RetentionMessagingError) in
-                let report = try await sync.sync(app, deleteDropped: deleteDropped) { line in print(line) }
+            try await target.withRetention { (retention, target) async throws(RetentionMessagingError) in
+                let logger = Logger(label: "offer-signer")
+                let report = try await retention.sync(target, deleteDropped: deleteDropped, by: nil, logger: logger) { line in print(line) }
                 CatalogueTarget.print(report)
             }
         }
@@ -49,7 +50,9 @@ extension RetentionCommand {
         @OptionGroup var target: CatalogueTarget
 
         func run() async throws {
-            try await target.withSync { (sync, app) async throws(RetentionMessagingError) in CatalogueTarget.print(try await sync.status(app)) }
+            try await target.withRetention { (retention, target) async throws(RetentionMessagingError) in
+                CatalogueTarget.print(try await retention.status(target))
+            }
         }
     }
 }
@@ -68,24 +71,41 @@ struct CatalogueTarget: ParsableArguments {
         }
     }
 
-    /// Opens the configuration, policy and store, runs `body` with the app's catalogue sync, closes the store.
-    func withSync(_ body: (RetentionCatalogueSync, OfferPolicy.App) async throws(RetentionMessagingError) -> Void) async throws {
+    /// Opens the configuration, policy and store, runs `body` with the retention use case and the app and environment
+    /// it works on, closes the store.
+    func withRetention(
+        _ body: (RetentionAdministration, RetentionAdministration.Target) async throws(RetentionMessagingError) -> Void
+    ) async throws {
         let (configuration, store, _) = try await openForTools()
+        let made = Result { () throws -> (setup: RetentionMessagingSetup, bundle: String) in
+            let (configurations, bundle, logger) = try retentionConfiguration(configuration, bundleIdentifier: bundleIdentifier)
+            do {
+                return (try RetentionMessagingSetup(configurations: configurations, store: store, logger: logger), bundle)
+            } catch let error as any CodedError {
+                throw ValidationError(error.message)
+            }
+        }
+        let useCases = OfferSignerUseCases(
+            service: OfferService(apps: configuration.apps, keyRing: .empty, policy: configuration.policy, store: store),
+            keyManager: nil,
+            retentionMessaging: try? made.get().setup
+        )
         do {
             guard let policy = configuration.policy else {
                 throw ValidationError("No policy (\(variable: .policy)): there is no retention catalogue.")
             }
-            let (setup, bundle) = try makeRetentionSetup(configuration: configuration, store: store, bundleIdentifier: bundleIdentifier)
-            guard let app = policy.app(bundle) else { throw ValidationError("\(bundle) is not an app of the policy.") }
+            let bundle = try made.get().bundle
+            guard policy.app(bundle) != nil else { throw ValidationError("\(bundle) is not an app of the policy.") }
+            let target = try useCases.retention.target(bundleIdentifier: bundle, environment: environment)
             do {
-                try await body(try setup.catalogue(bundle, environment: environment.lowercased() == "sandbox" ? .sandbox : .production), app)
+                try await body(useCases.retention, target)
             } catch {
                 FileHandle.standardError.write(Data("\(error.message) [\(error.code.rawValue)]\n".utf8))
                 throw ExitCode(2)
             }
-            try await store?.close()
+            try await useCases.closeStore()
         } catch {
-            try? await store?.close()
+            try? await useCases.closeStore()
             throw error
         }
     }
@@ -105,13 +125,13 @@ struct CatalogueTarget: ParsableArguments {
     }
 }
 
-/// The Retention Messaging setup of the configured apps (the App Store Server API's variables), and the app a command
-/// names (`--bundle-id`, default the only one).
-func makeRetentionSetup(
-    configuration: ServiceConfiguration,
-    store: (any OfferStore)?,
+/// The App Store Server API's configuration of the app a command names (`--bundle-id`, default the only one), in
+/// both environments, for its ``RetentionMessagingSetup``: the configurations by bundle ID, the app, and the logger
+/// the setup logs with.
+func retentionConfiguration(
+    _ configuration: ServiceConfiguration,
     bundleIdentifier: String?
-) throws -> (RetentionMessagingSetup, String) {
+) throws -> (configurations: [String: AppStoreServerAPIConfiguration], bundle: String, logger: Logger) {
     var logger = Logger(label: "offer-signer")
     logger.logLevel = .warning
     guard let settings = configuration.appStoreAPI else {
@@ -126,8 +146,8 @@ func makeRetentionSetup(
     }
     do {
         let apiConfiguration = try settings.clientConfiguration(for: app, environments: [.production, .sandbox])
-        return (try RetentionMessagingSetup(configurations: [bundle: apiConfiguration], store: store, logger: logger), bundle)
-    } catch let error as any CodedError {
+        return ([bundle: apiConfiguration], bundle, logger)
+    } catch {
         throw ValidationError(error.message)
     }
 }

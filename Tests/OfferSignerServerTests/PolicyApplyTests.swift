@@ -214,9 +214,11 @@ import Testing
         let keyRing = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")])
         let service = OfferService(apps: [], keyRing: keyRing, policy: try Self.policy(bundle, cap: 1))
         do {
-            _ = try await AdminPolicyRoutes.apply(try Self.policy(bundle, cap: 2), service: service, admin: "carol", logger: Logger(label: "test"))
+            let policies = OfferSignerUseCases(service: service, keyManager: nil).policy
+            _ = try await policies.apply(try Self.policy(bundle, cap: 2), by: "carol", logger: Logger(label: "test"))
             Issue.record("applying without a store should be refused")
-        } catch let error as APIError {
+        } catch let error as OfferServiceError {
+            let error = APIError(error)
             #expect(error.status == .unprocessableContent && error.code.rawValue == "policy_needs_store")
             #expect(error.message.contains("OFFER_SIGNER_POLICY"))
         }

@@ -85,9 +85,8 @@ import Testing
                 store: fixture.store
             )
             let router = buildRouter(
-                useCases: OfferSignerUseCases(service: service, keyManager: nil),
-                adminTokens: try BearerTokens(parsing: "carol:\(Self.adminToken),alice:\(ConsoleTests.token)"),
-                retentionMessaging: setup
+                useCases: OfferSignerUseCases(service: service, keyManager: nil, retentionMessaging: setup),
+                adminTokens: try BearerTokens(parsing: "carol:\(Self.adminToken),alice:\(ConsoleTests.token)")
             )
             let app = Application(router: router, logger: Logger(label: "test"))
             try await app.test(.router) { client in

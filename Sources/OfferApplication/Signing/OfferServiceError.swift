@@ -66,6 +66,8 @@ extension OfferServiceError {
             case policyConflict = "policy_conflict"
             case dryRunRunning = "dry_run_running"
             case dryRunNeedsFacts = "dry_run_needs_facts"
+            case noPolicy = "no_policy"
+            case policyNeedsStore = "policy_needs_store"
         }
 
         /// Which code this is.
@@ -150,5 +152,11 @@ extension OfferServiceError {
 
         /// A dry-run's candidate has rules that read facts the decision log did not keep (the message names them).
         public static let dryRunNeedsFacts = Self(.dryRunNeedsFacts)
+
+        /// The service has no policy, and what was asked needs one (a retention catalogue to set up).
+        public static let noPolicy = Self(.noPolicy)
+
+        /// A policy was applied at run time without the customer store every replica reads it from.
+        public static let policyNeedsStore = Self(.policyNeedsStore)
     }
 }

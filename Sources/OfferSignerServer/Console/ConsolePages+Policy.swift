@@ -5,7 +5,6 @@ import OfferApplication
 import OfferEligibility
 import OfferErrors
 import OfferModel
-import OfferStore
 
 extension ConsolePages {
     /// `/console/policy`: the policy in force (version, when loaded, what it holds, its text) and the form that
@@ -13,7 +12,7 @@ extension ConsolePages {
     func policy(_ session: ConsoleSession, candidate: String = "", days: Int = 30, result: HTML = .empty) -> HTML {
         var inForce: HTML =
             "<p class=\"muted\">No policy is in force: every well-formed request is signed (\(ConfigurationVariable.policy.environmentName)).</p>"
-        let current = service.policyHolder.current
+        let current = useCases.policy.inForce
         let inForceRevision = current.revision > 0 ? "the store, revision \(current.revision) (every replica)" : "the file (this process)"
         if let policy = current.policy {
             var rows: [[HTML]] = []
@@ -75,7 +74,7 @@ extension ConsolePages {
             """
         let diff: HTML = current.policy.map { Self.candidateDiff(candidate, against: $0.text) } ?? .empty
         let form: HTML =
-            service.store == nil
+            !useCases.policy.canDryRun
             ? "<p class=\"muted\">A dry-run replays the decision log, which needs the customer store.</p>"
             : """
             \(start)
@@ -122,7 +121,7 @@ extension ConsolePages {
                 status: status
             )
         }
-        guard service.store != nil else { return page("A dry-run needs the customer store.", status: .serviceUnavailable) }
+        guard useCases.policy.canDryRun else { return page("A dry-run needs the customer store.", status: .serviceUnavailable) }
         guard daysText.count <= 5, let days = Int(daysText), (1...PolicyDryRun.maximumDays).contains(days) else {
             return page("days is a whole number from 1 to \(PolicyDryRun.maximumDays).", status: .badRequest)
         }
@@ -137,23 +136,21 @@ extension ConsolePages {
         }
         if form["action"] == "apply" {
             do {
-                let applied = try await AdminPolicyRoutes.apply(candidate, service: service, admin: session.admin, via: "console", logger: logger)
+                let applied = try await useCases.policy.apply(candidate, by: session.admin, via: "console", logger: logger)
                 let note: HTML =
                     """
                     <p class=\"ok\" role=\"status\" id=\"policy-applied\">Applied: version <code>\(candidate.version.prefix(12))</code> is \
                     revision \(applied.revision) in the store; every replica runs it.</p>
                     """
                 return policy(session, candidate: "", days: days, result: note).response()
-            } catch let error as OfferServiceError {
+            } catch {
                 let apiError = APIError(error)
                 return page(apiError.message, status: apiError.status)
-            } catch let error as APIError {
-                return page(error.message, status: error.status)
             }
         }
         let report: DryRunReport
         do {
-            report = try await AdminPolicyRoutes.dryRun(candidate, days: days, service: service, admin: session.admin, via: "console", logger: logger)
+            report = try await useCases.policy.dryRun(candidate, days: days, by: session.admin, via: "console", logger: logger)
         } catch let error as OfferServiceError {
             let apiError = APIError(error)
             return page(apiError.message, status: apiError.status)

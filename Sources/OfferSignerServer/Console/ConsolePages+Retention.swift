@@ -3,7 +3,6 @@ import Foundation
 import OfferApplication
 import OfferEligibility
 import OfferModel
-import OfferStore
 
 extension ConsolePages {
     /// `/console/retention`: each app's Retention Messaging catalogue — the policy's messages and images with
@@ -11,16 +10,12 @@ extension ConsolePages {
     /// and the last performance test (`retention go-live`). Reads the store only; Apple is not asked.
     func retention(_ session: ConsoleSession) async throws -> HTML {
         var parts: [HTML] = []
-        let apps = (service.policy?.apps ?? []).filter { !$0.retentionCatalogue.isEmpty }
+        let apps = (useCases.policy.inForce.policy?.apps ?? []).filter { !$0.retentionCatalogue.isEmpty }
         if apps.isEmpty {
             parts.append("<p class=\"muted\">The policy in force declares no retention messages (docs/retention.md says how).</p>")
         }
         for app in apps {
-            var states: [String: [String: String]] = [:]  // environment → identifier → state
-            for environment in ["Production", "Sandbox"] {
-                let records = try await service.store?.retentionCatalogue(bundleIdentifier: app.bundleIdentifier, environment: environment) ?? []
-                states[environment] = Dictionary(records.map { ($0.identifier, $0.state) }, uniquingKeysWith: { first, _ in first })
-            }
+            let states = try await useCases.retention.recordedStates(of: app.bundleIdentifier)  // environment → identifier → state
             func state(_ identifier: String, _ environment: String) -> HTML {
                 let value = states[environment]?[identifier] ?? "NOT_SENT"
                 let style = value == "APPROVED" ? "ok" : value == "REJECTED" ? "bad" : "muted"
@@ -43,7 +38,7 @@ extension ConsolePages {
             parts.append(ConsoleLayout.table(["Kind", "Name", "Identifier", "Header / size", "Production", "Sandbox"], rows, numericFrom: 6))
             let defaults: [[HTML]] = catalogue.defaults.map { ["\($0.productIdentifier)", "\($0.locale)", "\($0.messageName)"] }
             if !defaults.isEmpty { parts.append(ConsoleLayout.table(["Product", "Locale", "Default message"], defaults, numericFrom: 3)) }
-            if let test = await RetentionMessagingSetup.lastPerformanceTest(app.bundleIdentifier, store: service.store) {
+            if let test = await useCases.retention.lastPerformanceTest(app.bundleIdentifier) {
                 let lines: [HTML] = RetentionGoLive.summary(test.result).map { "<li>\($0)</li>" }
                 let verdict: HTML = test.live ? "<b class=\"ok\">live in Production</b>" : "<b class=\"bad\">not live</b>"
                 parts.append(

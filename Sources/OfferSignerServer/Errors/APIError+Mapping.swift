@@ -57,6 +57,8 @@ extension APIError {
         case .policyConflict: code = .policyConflict
         case .dryRunRunning: (code, retryAfter) = (.dryRunRunning, "\(OfferService.dryRunRetryAfterSeconds)")
         case .dryRunNeedsFacts: code = .dryRunNeedsFacts
+        case .noPolicy: code = .noPolicy
+        case .policyNeedsStore: code = .policyNeedsStore
         }
         var headers: HTTPFields = [:]
         if let retryAfter { headers[.retryAfter] = retryAfter }

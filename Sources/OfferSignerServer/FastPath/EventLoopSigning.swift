@@ -29,7 +29,7 @@ public struct EventLoopSigning: Sendable {
     static let path = "/v1/offers/sign"
 
     let service: OfferService
-    /// `nil`: the open mode of ``buildRouter(useCases:adminTokens:metricsRegistry:authenticator:rateLimits:part:addOn:retentionMessaging:)``
+    /// `nil`: the open mode of ``buildRouter(useCases:adminTokens:metricsRegistry:authenticator:rateLimits:part:addOn:)``
     /// without an authenticator (every caller is `open`, no per-credential limit).
     let authenticator: ClientAuthenticator?
     let limits: RateLimits

@@ -1,12 +1,10 @@
 import Foundation
 import Hummingbird
-import Logging
 import NIOCore
 import OfferApplication
 import OfferEligibility
 import OfferErrors
 import OfferModel
-import OfferStore
 
 extension DryRunReport: ResponseEncodable {}
 
@@ -29,12 +27,12 @@ struct PolicyInForceResponse: ResponseEncodable, Equatable {
 /// `POST /admin/policy/dry-run?days=N`: replays the decision log of the last N days (default 30) under the
 /// candidate policy in the body (YAML or JSON, UTF-8) and answers what would change (docs/policy.md "Dry-run").
 /// Audited as `policy.dry-run` with the candidate's version and the counts. The replay runs on the background lane,
-/// one at a time per replica: a second is 429 `dry_run_running` with `Retry-After` (``OfferService/dryRun(_:days:)``).
+/// one at a time per replica: a second is 429 `dry_run_running` with `Retry-After` (``PolicyAdministration/dryRun(_:days:by:via:logger:)``).
 ///
 /// `GET /admin/policy`: the policy this replica runs. `PUT /admin/policy`: applies the policy in the body to every
-/// replica sharing the store (``apply(_:service:admin:via:logger:)``), validated as the dry-run's candidate is.
+/// replica sharing the store (``PolicyAdministration/apply(_:by:via:logger:)``), validated as the dry-run's candidate is.
 struct AdminPolicyRoutes {
-    let service: OfferService
+    let policy: PolicyAdministration
     /// The largest candidate accepted (a policy file is a few kilobytes).
     static let maximumPolicySize = 1 << 20
 
@@ -67,14 +65,14 @@ struct AdminPolicyRoutes {
                 // The message `policy check` prints.
                 throw APIError(error)
             }
-            return try await Self.dryRun(candidate, days: days, service: service, admin: context.adminName ?? "unknown", logger: context.logger)
+            return try await policy.dryRun(candidate, days: days, by: context.adminName ?? "unknown", logger: context.logger)
         }
         group.get("/policy") { _, _ -> PolicyInForceResponse in
-            PolicyInForceResponse(service.policyHolder.current)
+            PolicyInForceResponse(policy.inForce)
         }
         group.put("/policy") { request, context -> PolicyInForceResponse in
             let candidate = try await Self.candidate(request)
-            return try await Self.apply(candidate, service: service, admin: context.adminName ?? "unknown", logger: context.logger)
+            return PolicyInForceResponse(try await policy.apply(candidate, by: context.adminName ?? "unknown", logger: context.logger))
         }
     }
 
@@ -98,72 +96,5 @@ struct AdminPolicyRoutes {
         } catch {
             throw APIError(error)
         }
-    }
-
-    /// Applies `policy` to every replica sharing the store (``StorePolicy/apply(_:)``), puts it in force here at once
-    /// (the others within the time a NOTIFY takes), and audits it as `policy.apply` under `admin` with the revision and
-    /// the version it replaced (`via` names a front end other than the admin API): the admin route's and the console's
-    /// apply. The same policy applied again changes nothing and is not audited.
-    /// - Throws: ``OfferServiceError`` `store_unavailable`, `policy_conflict`; 422 `policy_needs_store` without a store.
-    static func apply(
-        _ policy: OfferPolicy,
-        service: OfferService,
-        admin: String,
-        via: String? = nil,
-        logger: Logger
-    ) async throws -> PolicyInForceResponse {
-        guard let store = service.store else {
-            throw APIError(
-                .policyNeedsStore,
-                """
-                Applying a policy at run time needs the customer store (\(variable: .databaseUrl)), where every replica reads it; without one, \
-                change \(variable: .policy) and restart.
-                """
-            )
-        }
-        let applied = try await StorePolicy(store: store).apply(policy)
-        let inForce = PolicyInForce(policy: policy, revision: applied.revision)
-        service.policyHolder.replace(with: inForce)
-        guard applied.changed else { return PolicyInForceResponse(service.policyHolder.current) }
-        var details = ["revision": "\(applied.revision)", "previousVersion": applied.previousVersion ?? "none"]
-        var metadata: Logger.Metadata = ["admin": "\(admin)", "target": "\(policy.version)", "revision": "\(applied.revision)"]
-        if let via { (details["via"], metadata["via"]) = (via, "\(via)") }
-        do {
-            try await store.appendAudit(AuditEvent(actor: admin, action: "policy.apply", target: policy.version, details: details))
-        } catch {
-            logger.warning("policy applied, but the audit event could not be written", metadata: ["admin": "\(admin)"])
-        }
-        logger.notice("audit: policy.apply", metadata: metadata)
-        PolicyRefresher.announce(inForce, servedApps: Set(service.apps.keys), logger: logger)
-        return PolicyInForceResponse(service.policyHolder.current)
-    }
-
-    /// Replays the decision log under `candidate` (``OfferService/dryRun(_:days:)``: on the background lane, one at
-    /// a time) and audits it as `policy.dry-run` under `admin` (with the counts; `via` names a front end other than
-    /// the admin API): the admin route's and the console's dry-run. An audit that cannot be written is logged, and
-    /// the report still answered.
-    static func dryRun(
-        _ candidate: OfferPolicy,
-        days: Int,
-        service: OfferService,
-        admin: String,
-        via: String? = nil,
-        logger: Logger
-    ) async throws -> DryRunReport {
-        guard let store = service.store else { throw OfferServiceError.storeUnavailable }
-        let report = try await service.dryRun(candidate, days: days)
-        var details = [
-            "days": "\(days)", "replayed": "\(report.replayed)", "grantedToRefused": "\(report.grantedToRefused)",
-            "refusedToGranted": "\(report.refusedToGranted)", "changedOffer": "\(report.changedOffer)",
-        ]
-        var metadata: Logger.Metadata = ["admin": "\(admin)", "target": "\(candidate.version)"]
-        if let via { (details["via"], metadata["via"]) = (via, "\(via)") }
-        do {
-            try await store.appendAudit(AuditEvent(actor: admin, action: "policy.dry-run", target: candidate.version, details: details))
-        } catch {
-            logger.warning("dry-run answered, but the audit event could not be written", metadata: ["admin": "\(admin)"])
-        }
-        logger.notice("audit: policy.dry-run", metadata: metadata)
-        return report
     }
 }

@@ -173,14 +173,15 @@ struct OfferRoutes {
 /// The App Store's endpoint: Server Notifications V2. Open (the payload's signature is the credential),
 /// rate-limited per client address.
 struct AppStoreRoutes {
-    let service: OfferService
+    /// `nil`: the service takes no notifications (no store, or no app it can verify them for).
+    let notifications: NotificationIngestion?
     let limits: RateLimits
 
     func register(on router: Router<OfferSignerRequestContext>) {
         router.post("/v1/notifications/appstore") { request, context -> NotificationResponse in
             try limits.admit(appStoreAddress: context.remoteAddress?.ipAddress ?? "unknown")
             let body = try await request.decodeJSON(as: NotificationRequest.self, context: context)
-            guard let notifications = service.notifications else {
+            guard let notifications else {
                 throw APIError(
                     .storeUnavailable,
                     """
@@ -190,7 +191,7 @@ struct AppStoreRoutes {
                     headers: [.retryAfter: "3600"]
                 )
             }
-            return NotificationResponse(outcome: try await notifications.ingest(signedPayload: body.signedPayload))
+            return NotificationResponse(outcome: try await notifications.receive(signedPayload: body.signedPayload))
         }
     }
 }
