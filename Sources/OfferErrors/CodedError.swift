@@ -17,6 +17,21 @@ extension ErrorCode {
     public var description: String { rawValue }
 }
 
+/// An ``ErrorCode`` that is a case of an enum of its own: `Kind`, declared beside it with the `snake_case` names as raw
+/// values. What every error type's `Code` shares is here once: its ``rawValue`` is its case's, its `description` that
+/// name. A `Code` declares its `Kind`, the `kind` it holds, its package initializer and its static members.
+package protocol KindedErrorCode: ErrorCode {
+    /// Every code of the type: a code exists only as a case of it, so a switch over ``kind`` is exhaustive.
+    associatedtype Kind: RawRepresentable<String>, CaseIterable, Sendable
+    /// Which code this is.
+    var kind: Kind { get }
+}
+
+extension KindedErrorCode {
+    /// The `snake_case` name: the case's raw value.
+    public var rawValue: String { kind.rawValue }
+}
+
 /// The one error shape of every OfferSigner library, modelled on swift-certificates' `CertificateError`: a stable
 /// ``ErrorCode`` to compare and map, and a message for humans that says what is wrong and what to do — never key
 /// material, a token or a raw customer identifier, never a Swift type name. Every conforming type is created the same

@@ -22,7 +22,7 @@ public struct ExperimentStatisticsError: CodedError, Hashable {
 
 extension ExperimentStatisticsError {
     /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
-    public struct Code: ErrorCode {
+    public struct Code: KindedErrorCode {
         /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
         package enum Kind: String, CaseIterable, Sendable {
             case noVariants = "no_variants"
@@ -39,8 +39,6 @@ extension ExperimentStatisticsError {
         package let kind: Kind
 
         package init(_ kind: Kind) { self.kind = kind }
-
-        public var rawValue: String { kind.rawValue }
 
         /// No variants, or more variants than the computation takes.
         public static let noVariants = Self(.noVariants)

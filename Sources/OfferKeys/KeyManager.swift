@@ -364,7 +364,7 @@ public actor KeyManager {
 
 extension KeyManagementError {
     /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
-    public struct Code: ErrorCode {
+    public struct Code: KindedErrorCode {
         /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
         package enum Kind: String, CaseIterable, Sendable {
             case unknownKey = "unknown_key"
@@ -378,8 +378,6 @@ extension KeyManagementError {
         package let kind: Kind
 
         package init(_ kind: Kind) { self.kind = kind }
-
-        public var rawValue: String { kind.rawValue }
 
         /// No such key is loaded.
         public static let unknownKey = Self(.unknownKey)

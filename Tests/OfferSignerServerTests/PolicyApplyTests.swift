@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import OfferApplication
 import OfferEligibility
+import OfferErrors
 import OfferKeys
 import OfferModel
 import OfferSigning

@@ -2,6 +2,7 @@ import AppStoreTestSupport
 import Foundation
 import OfferApplication
 import OfferEligibility
+import OfferErrors
 import OfferModel
 import OfferSigning
 import OfferStore

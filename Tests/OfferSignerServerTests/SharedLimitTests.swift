@@ -7,6 +7,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import OfferApplication
+import OfferErrors
 import OfferModel
 import OfferStore
 import Testing

@@ -28,7 +28,7 @@ public struct SignedDataVerificationError: CodedError, Hashable, Sendable, Custo
 
 extension SignedDataVerificationError {
     /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
-    public struct Code: ErrorCode {
+    public struct Code: KindedErrorCode {
         /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
         package enum Kind: String, CaseIterable, Sendable {
             case invalidConfiguration = "invalid_configuration"
@@ -51,8 +51,6 @@ extension SignedDataVerificationError {
         package let kind: Kind
 
         package init(_ kind: Kind) { self.kind = kind }
-
-        public var rawValue: String { kind.rawValue }
 
         /// The verifier was configured wrongly: no trusted root, an unreadable root certificate, or Production
         /// accepted without an `appAppleId`. Thrown by initialisers, not by verification.

@@ -32,7 +32,7 @@ public struct AppStoreServerAPIError: CodedError, Hashable, Sendable, CustomStri
 
 extension AppStoreServerAPIError {
     /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
-    public struct Code: ErrorCode {
+    public struct Code: KindedErrorCode {
         /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
         package enum Kind: String, CaseIterable, Sendable {
             case appStoreUnavailable = "app_store_unavailable"
@@ -49,8 +49,6 @@ extension AppStoreServerAPIError {
         package let kind: Kind
 
         package init(_ kind: Kind) { self.kind = kind }
-
-        public var rawValue: String { kind.rawValue }
 
         /// The App Store did not answer in time, answered with a server error, could not be reached, or kept failing
         /// until the retries or the time budget ran out. Try again later.

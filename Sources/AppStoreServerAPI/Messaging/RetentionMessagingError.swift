@@ -32,7 +32,7 @@ public struct RetentionMessagingError: CodedError, Hashable, Sendable {
 
 extension RetentionMessagingError {
     /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
-    public struct Code: ErrorCode {
+    public struct Code: KindedErrorCode {
         /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
         package enum Kind: String, CaseIterable, Sendable {
             case invalidIdentifier = "invalid_identifier"
@@ -69,8 +69,6 @@ extension RetentionMessagingError {
         package let kind: Kind
 
         package init(_ kind: Kind) { self.kind = kind }
-
-        public var rawValue: String { kind.rawValue }
 
         /// An image or message identifier is not a UUID.
         public static let invalidIdentifier = Self(.invalidIdentifier)

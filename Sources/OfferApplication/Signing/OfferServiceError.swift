@@ -40,7 +40,7 @@ public struct OfferServiceError: CodedError, Hashable, Sendable, CustomStringCon
 
 extension OfferServiceError {
     /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
-    public struct Code: ErrorCode {
+    public struct Code: KindedErrorCode {
         /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
         package enum Kind: String, CaseIterable, Sendable {
             case invalidRequest = "invalid_request"
@@ -74,8 +74,6 @@ extension OfferServiceError {
         package let kind: Kind
 
         package init(_ kind: Kind) { self.kind = kind }
-
-        public var rawValue: String { kind.rawValue }
 
         /// A request field is missing or not acceptable (`field` names it).
         public static let invalidRequest = Self(.invalidRequest)

@@ -226,7 +226,7 @@ public struct StoreOpeningError: CodedError {
 
 extension StoreOpeningError {
     /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
-    public struct Code: ErrorCode {
+    public struct Code: KindedErrorCode {
         /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
         package enum Kind: String, CaseIterable, Sendable {
             case unavailable = "store_unavailable"
@@ -237,8 +237,6 @@ extension StoreOpeningError {
         package let kind: Kind
 
         package init(_ kind: Kind) { self.kind = kind }
-
-        public var rawValue: String { kind.rawValue }
 
         /// The database did not answer in time.
         public static let unavailable = Self(.unavailable)

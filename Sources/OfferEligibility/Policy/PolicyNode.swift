@@ -164,7 +164,7 @@ public struct PolicyError: CodedError {
 
 extension PolicyError {
     /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
-    public struct Code: ErrorCode {
+    public struct Code: KindedErrorCode {
         /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
         package enum Kind: String, CaseIterable, Sendable {
             case invalidPolicy = "invalid_policy"
@@ -174,8 +174,6 @@ extension PolicyError {
         package let kind: Kind
 
         package init(_ kind: Kind) { self.kind = kind }
-
-        public var rawValue: String { kind.rawValue }
 
         /// The policy file is not one this service can enforce (a syntax error, an unknown key or rule, a value out of
         /// range, a reference to nothing).

@@ -20,7 +20,7 @@ public struct ConfigurationError: CodedError {
 
 extension ConfigurationError {
     /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
-    public struct Code: ErrorCode {
+    public struct Code: KindedErrorCode {
         /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
         package enum Kind: String, CaseIterable, Sendable {
             case invalidConfiguration = "invalid_configuration"
@@ -30,8 +30,6 @@ extension ConfigurationError {
         package let kind: Kind
 
         package init(_ kind: Kind) { self.kind = kind }
-
-        public var rawValue: String { kind.rawValue }
 
         /// A variable, file or key is missing or not acceptable: start-up stops (exit 78).
         public static let invalidConfiguration = Self(.invalidConfiguration)
@@ -57,7 +55,7 @@ public struct DependencyUnavailableError: CodedError {
 
 extension DependencyUnavailableError {
     /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
-    public struct Code: ErrorCode {
+    public struct Code: KindedErrorCode {
         /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
         package enum Kind: String, CaseIterable, Sendable {
             case dependencyUnavailable = "dependency_unavailable"
@@ -67,8 +65,6 @@ extension DependencyUnavailableError {
         package let kind: Kind
 
         package init(_ kind: Kind) { self.kind = kind }
-
-        public var rawValue: String { kind.rawValue }
 
         /// The database did not answer in time at start-up (exit 69).
         public static let dependencyUnavailable = Self(.dependencyUnavailable)

@@ -1,10 +1,11 @@
 import HTTPTypes
+import OfferErrors
 
 extension APIError {
     /// The HTTP API's error codes: a closed set, each a case of ``Kind``, documented in docs/api.md (the admin
     /// Retention Messaging codes in docs/retention.md). A code cannot be made outside this file, and each has the
     /// status it is answered with (``status``).
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    public struct Code: KindedErrorCode {
         /// Every code of the API: a code exists only as a case here, so a switch over `kind` is exhaustive.
         package enum Kind: String, CaseIterable, Sendable {
             case invalidRequest = "invalid_request"
@@ -79,11 +80,6 @@ extension APIError {
         package let kind: Kind
 
         package init(_ kind: Kind) { self.kind = kind }
-
-        /// The `snake_case` name, as the error body carries it.
-        public var rawValue: String { kind.rawValue }
-
-        public var description: String { kind.rawValue }
 
         /// The status the code is answered with, unless its ``APIError`` says another.
         public var status: HTTPResponse.Status {
@@ -189,22 +185,22 @@ extension APIError {
         /// The service has no policy, so no retention catalogue.
         public static let noPolicy = Self(.noPolicy)
 
-        /// Apple already has an image or message under this identifier.
+        /// ``RetentionMessagingError/Code/alreadyExists``.
         public static let alreadyExists = Self(.alreadyExists)
 
-        /// Apple has not approved the message or its image yet.
+        /// ``RetentionMessagingError/Code/notApproved``.
         public static let notApproved = Self(.notApproved)
 
-        /// A message uses the image Apple was asked to delete.
+        /// ``RetentionMessagingError/Code/imageInUse``.
         public static let imageInUse = Self(.imageInUse)
 
-        /// The app has the most images or messages Apple keeps.
+        /// ``RetentionMessagingError/Code/limitReached``.
         public static let limitReached = Self(.limitReached)
 
-        /// Production's real-time URL needs a passed Sandbox performance test first.
+        /// ``RetentionMessagingError/Code/noPassingTest``.
         public static let noPassingTest = Self(.noPassingTest)
 
-        /// A performance test is already running.
+        /// ``RetentionMessagingError/Code/performanceTestInProgress``.
         public static let performanceTestInProgress = Self(.performanceTestInProgress)
 
         /// The App Store Server API is not configured for the app: a retry cannot help.
@@ -228,49 +224,49 @@ extension APIError {
         /// Applying a policy at run time needs the customer store.
         public static let policyNeedsStore = Self(.policyNeedsStore)
 
-        /// A Retention Messaging image or message identifier is not a UUID.
+        /// ``RetentionMessagingError/Code/invalidIdentifier``.
         public static let invalidIdentifier = Self(.invalidIdentifier)
 
-        /// A retention message has no header or no body.
+        /// ``RetentionMessagingError/Code/missingText``.
         public static let missingText = Self(.missingText)
 
-        /// A retention message's header is longer than Apple accepts.
+        /// ``RetentionMessagingError/Code/headerTooLong``.
         public static let headerTooLong = Self(.headerTooLong)
 
-        /// A retention message's body is longer than Apple accepts.
+        /// ``RetentionMessagingError/Code/bodyTooLong``.
         public static let bodyTooLong = Self(.bodyTooLong)
 
-        /// An image's alternative text is longer than Apple accepts.
+        /// ``RetentionMessagingError/Code/altTextTooLong``.
         public static let altTextTooLong = Self(.altTextTooLong)
 
-        /// A retention message has more bullet points than Apple accepts.
+        /// ``RetentionMessagingError/Code/tooManyBulletPoints``.
         public static let tooManyBulletPoints = Self(.tooManyBulletPoints)
 
-        /// A bullet point's text is longer than Apple accepts.
+        /// ``RetentionMessagingError/Code/bulletPointTextTooLong``.
         public static let bulletPointTextTooLong = Self(.bulletPointTextTooLong)
 
-        /// A header above the image without an image.
+        /// ``RetentionMessagingError/Code/aboveImageRequiresImage``.
         public static let aboveImageRequiresImage = Self(.aboveImageRequiresImage)
 
-        /// A message for a promotional offer or a switch plan carries an image or bullet points.
+        /// ``RetentionMessagingError/Code/imageNotAllowed``.
         public static let imageNotAllowed = Self(.imageNotAllowed)
 
-        /// An image Apple does not accept.
+        /// ``RetentionMessagingError/Code/invalidImage``.
         public static let invalidImage = Self(.invalidImage)
 
-        /// An image of the wrong size class.
+        /// ``RetentionMessagingError/Code/invalidImageSize``.
         public static let invalidImageSize = Self(.invalidImageSize)
 
-        /// A locale Apple does not accept.
+        /// ``RetentionMessagingError/Code/invalidLocale``.
         public static let invalidLocale = Self(.invalidLocale)
 
-        /// A product identifier Apple does not accept.
+        /// ``RetentionMessagingError/Code/invalidProductId``.
         public static let invalidProductId = Self(.invalidProductId)
 
-        /// A real-time URL Apple does not accept.
+        /// ``RetentionMessagingError/Code/invalidRealtimeURL``.
         public static let invalidRealtimeURL = Self(.invalidRealtimeURL)
 
-        /// Apple refused the performance test's transaction.
+        /// ``RetentionMessagingError/Code/invalidPerformanceTestRequest``.
         public static let invalidPerformanceTestRequest = Self(.invalidPerformanceTestRequest)
 
         /// Over a rate limit (with `Retry-After`); with 503, Apple's rate limit.

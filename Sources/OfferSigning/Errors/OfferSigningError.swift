@@ -29,7 +29,7 @@ public struct OfferSigningError: CodedError, Hashable, Sendable, CustomStringCon
 
 extension OfferSigningError {
     /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
-    public struct Code: ErrorCode {
+    public struct Code: KindedErrorCode {
         /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
         package enum Kind: String, CaseIterable, Sendable {
             case invalidField = "invalid_field"
@@ -44,8 +44,6 @@ extension OfferSigningError {
         package let kind: Kind
 
         package init(_ kind: Kind) { self.kind = kind }
-
-        public var rawValue: String { kind.rawValue }
 
         /// A request field is empty, too long, or contains a character that cannot be signed.
         public static let invalidField = Self(.invalidField)

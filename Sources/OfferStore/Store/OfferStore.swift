@@ -63,7 +63,7 @@ public struct OfferStoreError: CodedError, Hashable, Sendable, CustomStringConve
 
 extension OfferStoreError {
     /// The codes of this error type: a closed set, each a case of ``Kind`` (``ErrorCode``).
-    public struct Code: ErrorCode {
+    public struct Code: KindedErrorCode {
         /// Every code of this type: a code exists only as a case here, so a switch over `kind` is exhaustive.
         package enum Kind: String, CaseIterable, Sendable {
             case unavailable = "store_unavailable"
@@ -79,8 +79,6 @@ extension OfferStoreError {
         package let kind: Kind
 
         package init(_ kind: Kind) { self.kind = kind }
-
-        public var rawValue: String { kind.rawValue }
 
         /// The database cannot be reached or refused the operation.
         public static let unavailable = Self(.unavailable)
