@@ -1,15 +1,21 @@
 import AppStoreServerAPI
 import Logging
+import OfferEligibility
 import OfferKeys
 import OfferModel
+import OfferSigning
 import OfferStore
 
 /// The application as its adapters (the HTTP routes, the console, the CLI, the demo) see it: one value holding each
 /// use case, each built over only the store capabilities it uses. The use cases that need the customer store are
 /// `nil` when there is none.
 public struct OfferSignerUseCases: Sendable {
-    /// Signing, retention, notifications, reports: what has not moved out of the offer service yet.
-    public let service: OfferService
+    /// Signing: legacy and JWS promotional offers, introductory-offer eligibility, the offers a customer may have.
+    public let signing: Signing
+    /// Verification of the signatures the service made, against every key it knows.
+    public let verification: OfferVerification
+    /// Retention Messaging's real-time requests, answered through the signing pipeline.
+    public let retentionAnswers: RetentionAnswering
     /// Customers' facts, flags, grants and refreshes (`/admin/customers/…`); `nil` without a store.
     public let customers: CustomerAdministration?
     /// The issued-signature log and the audit as admins read them; `nil` without a store.
@@ -39,30 +45,44 @@ public struct OfferSignerUseCases: Sendable {
     /// App Store Server Notifications; `nil` when the service takes none (no store, or no app it can verify them for).
     public let notifications: NotificationIngestion?
 
-    /// The use cases over a service's store and keys.
+    /// The store the use cases share, closed by ``closeStore()``.
+    private let store: (any OfferStore)?
+
+    /// The use cases over one signing pipeline, its store and keys: the server's (`buildApplication`) and the tests'.
     /// - Parameters:
-    ///   - service: the offer service, whose store the use cases share.
+    ///   - pipeline: the signing pipeline, whose apps, keys, policy and store the use cases share.
     ///   - keyManager: the keys admins manage; `nil`: no key administration.
-    ///   - retentionMessaging: what Retention Messaging is set up at Apple with; `nil`: the service's App Store Server
+    ///   - retentionMessaging: what Retention Messaging is set up at Apple with; `nil`: the pipeline's App Store Server
     ///     API configuration at Apple's documented rates (none when the API is not configured).
-    public init(service: OfferService, keyManager: KeyManager?, retentionMessaging: RetentionMessagingSetup? = nil) {
-        self.service = service
-        let store = service.store
+    ///   - retentionDeadline: how long a retention request may take before the fallback message is answered.
+    public init(
+        pipeline: SigningPipeline,
+        keyManager: KeyManager?,
+        retentionMessaging: RetentionMessagingSetup? = nil,
+        retentionDeadline: Duration = .milliseconds(500)
+    ) {
+        let store = pipeline.store
+        self.store = store
+        self.signing = Signing(pipeline: pipeline)
+        self.verification = OfferVerification(keys: pipeline.keys)
+        self.retentionAnswers = RetentionAnswering(pipeline: pipeline, deadline: retentionDeadline)
         self.customers = store.map { store in
             CustomerAdministration(
                 customers: store,
                 audit: AuditTrail(log: store),
-                policies: service.policyHolder,
+                policies: pipeline.policyHolder,
                 appStoreRefresh: { (key: CustomerKey) async throws(OfferServiceError) -> CustomerFacts in
-                    try await service.refreshFromAppStore(key)
+                    try await pipeline.refreshFromAppStore(key)
                 }
             )
         }
-        self.outcomes = service.outcomeReporting
-        self.experiments = service.experimentReporting
+        self.outcomes = OutcomeReporting(store: store) { (bundleIdentifier: String) throws(OfferServiceError) -> Void in
+            _ = try pipeline.app(named: bundleIdentifier)
+        }
+        self.experiments = ExperimentReporting(store: store, policies: pipeline.policyHolder)
         self.logs = store.map { AdministrationLogs(signatures: $0, audit: $0) }
         self.keys = keyManager.map { manager in
-            KeyAdministration(manager: manager, audit: store.map { $0 as any AuditLog }, signatureCounts: { service.signatureCountsByKey })
+            KeyAdministration(manager: manager, audit: store.map { $0 as any AuditLog }, signatureCounts: { pipeline.signatureCountsByKey })
         }
         self.health = StoreHealth(store: store.map { $0 as any StoreLifecycle }, activity: store as? any StoreActivityReporting)
         self.consoleSessions = ConsoleSessions(store: store.map { $0 as any ConsoleSessionStore }, audit: store.map { $0 as any AuditLog })
@@ -73,32 +93,55 @@ public struct OfferSignerUseCases: Sendable {
         self.policy = PolicyAdministration(
             documents: store,
             audit: store.map { AuditTrail(log: $0) },
-            policies: service.policyHolder,
-            servedApps: Set(service.apps.keys),
-            replay: { candidate, days in try await service.dryRun(candidate, days: days) }
+            policies: pipeline.policyHolder,
+            servedApps: Set(pipeline.apps.keys),
+            replay: { candidate, days in try await pipeline.dryRun(candidate, days: days) }
         )
         self.retention = RetentionAdministration(
-            setup: retentionMessaging ?? Self.retentionMessaging(of: service),
+            setup: retentionMessaging ?? Self.retentionMessaging(of: pipeline),
             catalogues: store,
             documents: store,
             audit: store.map { AuditTrail(log: $0) },
-            policies: service.policyHolder
+            policies: pipeline.policyHolder
         )
-        self.notifications = service.notifications.map { NotificationIngestion(ingestor: $0) }
+        self.notifications = pipeline.notifications.map { NotificationIngestion(ingestor: $0) }
     }
 
     /// Closes the store the use cases share, flushing what is queued: the end of a tool's run (`offer-signer policy
     /// dry-run`, `retention …`). Nothing to do without a store.
     public func closeStore() async throws {
-        try await service.store?.close()
+        try await store?.close()
     }
 
-    /// The Retention Messaging set-up of a service: the App Store Server API's configuration of each app it has a
+    /// The use cases a tool of the executable runs (`offer-signer eligibility explain`, `policy dry-run`,
+    /// `retention …`, `notifications import`): the configured apps and policy over the store the tool opened, no
+    /// signing keys, no key administration.
+    /// - Parameters:
+    ///   - apps: the apps configured (the policy's are added).
+    ///   - policy: the policy configured (`OFFER_SIGNER_POLICY`), or `nil`.
+    ///   - store: the store the tool opened (``ApplicationStore/open(databaseURL:timeout:serving:logger:)``), or `nil`.
+    ///   - notifications: the App Store data verifier over that store, or `nil`.
+    ///   - retentionMessaging: what Retention Messaging is set up at Apple with (`retention sync`, `go-live`), or `nil`.
+    public static func forTools(
+        apps: [AppConfiguration],
+        policy: OfferPolicy?,
+        store: ApplicationStore?,
+        notifications: NotificationIngestor?,
+        retentionMessaging: RetentionMessagingSetup? = nil
+    ) -> OfferSignerUseCases {
+        OfferSignerUseCases(
+            pipeline: SigningPipeline(apps: apps, keyRing: .empty, policy: policy, store: store?.store, notifications: notifications),
+            keyManager: nil,
+            retentionMessaging: retentionMessaging
+        )
+    }
+
+    /// The Retention Messaging set-up of a pipeline: the App Store Server API's configuration of each app it has a
     /// client for (none: every set-up is refused as not configured), recording in its store.
-    static func retentionMessaging(of service: OfferService) -> RetentionMessagingSetup? {
+    static func retentionMessaging(of pipeline: SigningPipeline) -> RetentionMessagingSetup? {
         try? RetentionMessagingSetup(
-            configurations: service.appStoreClients.mapValues(\.configuration),
-            store: service.store,
+            configurations: pipeline.appStoreClients.mapValues(\.configuration),
+            store: pipeline.store,
             logger: Logger(label: "offer-signer.retention-messaging")
         )
     }

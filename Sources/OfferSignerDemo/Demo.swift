@@ -211,7 +211,7 @@ enum Demo {
 
     /// Plays the demo customers' histories through the real notification endpoint's code (verified like the
     /// App Store's), so the demo starts with a lapsed, a leaving and a loyal customer.
-    static func seed(_ ingestor: NotificationIngestor, view: CustomerView, appStore: DemoAppStore, now: Date = Date()) async throws {
+    static func seed(_ notifications: NotificationIngestion, view: CustomerView, appStore: DemoAppStore, now: Date = Date()) async throws {
         for customer in customers {
             for (event, daysAgo) in customer.events {
                 let key = CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: customer.name)
@@ -223,7 +223,7 @@ enum Demo {
                     at: now.addingTimeInterval(-daysAgo * 86_400),
                     appStore: appStore
                 )
-                _ = try await ingestor.ingest(signedPayload: payload)
+                _ = try await notifications.receive(signedPayload: payload)
             }
         }
     }

@@ -97,9 +97,9 @@ extension DemoAppStore {
             readableTokens: true,
             registerRoutes: { router, useCases in DemoRoutes(customers: useCases.customerView, appStore: appStore).register(on: router) },
             prepare: { useCases in
-                guard let ingestor = useCases.service.notifications, let customers = useCases.customerView else { return }
-                try await Demo.seed(ingestor, view: customers, appStore: appStore)
-                try await DemoHistory.seed(useCases.service, customers: customers, appStore: appStore)
+                guard let notifications = useCases.notifications, let customers = useCases.customerView else { return }
+                try await Demo.seed(notifications, view: customers, appStore: appStore)
+                try await DemoHistory.seed(useCases, notifications: notifications, customers: customers, appStore: appStore)
             }
         )
     }

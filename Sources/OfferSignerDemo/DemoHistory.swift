@@ -15,10 +15,15 @@ enum DemoHistory {
     /// Lapsed customers signed the win-back offer: `returning-01` … `returning-04`.
     static let returning = (1...4).map { "returning-0\($0)" }
 
-    /// Plays the history up to `now` through `service` (its ingestor for the App Store's notifications), reading the
-    /// customers' facts through `customers`.
-    static func seed(_ service: OfferService, customers: CustomerView, appStore: DemoAppStore, now: Date = Date()) async throws {
-        guard let ingestor = service.notifications else { return }
+    /// Plays the history up to `now` through the use cases (`notifications` for the App Store's notifications),
+    /// reading the customers' facts through `customers`.
+    static func seed(
+        _ useCases: OfferSignerUseCases,
+        notifications: NotificationIngestion,
+        customers: CustomerView,
+        appStore: DemoAppStore,
+        now: Date = Date()
+    ) async throws {
         let day: TimeInterval = 86_400
         func at(_ daysAgo: Double) -> Date { now.addingTimeInterval(-daysAgo * day) }
         func notify(_ event: Demo.Event, _ username: String, _ daysAgo: Double, offer: String = "winback_50", transactionAt: Date? = nil) async throws
@@ -33,11 +38,11 @@ enum DemoHistory {
                 offer: offer,
                 transactionAt: transactionAt
             )
-            _ = try await ingestor.ingest(signedPayload: payload)
+            _ = try await notifications.receive(signedPayload: payload)
         }
         func sign(_ offer: String, _ username: String, _ daysAgo: Double) async {
             // A refusal is part of the story (the decision log keeps it with its reasons).
-            _ = try? await service.signLegacy(
+            _ = try? await useCases.signing.signLegacy(
                 SignOfferRequest(productIdentifier: Demo.monthly, offerIdentifier: offer, applicationUsername: username),
                 at: at(daysAgo)
             )
@@ -60,7 +65,7 @@ enum DemoHistory {
                 environment: .sandbox,
                 signedDate: at(asked).appStoreMilliseconds
             )
-            let answer = try await service.answerRetention(request, bundleIdentifier: Demo.bundleIdentifier, now: at(asked))
+            let answer = try await useCases.retentionAnswers.answerRetention(request, bundleIdentifier: Demo.bundleIdentifier, now: at(asked))
             if answer.promotionalOffer != nil {
                 // Offered the retention offer: most redeem it; of those, most renew, one asks for a refund.
                 guard index != 9 else { continue }

@@ -43,7 +43,6 @@ public func buildRouter(
     part: RouterPart = .all,
     addOn: ServiceAddOn? = nil
 ) -> Router<OfferSignerRequestContext> {
-    let service = useCases.service
     let router = Router(context: OfferSignerRequestContext.self, options: .autoGenerateHeadEndpoints)
     if RequestTracing.isOn {
         router.add(middleware: RequestTracingMiddleware())  // the request's server span (docs/observability.md, "Traces")
@@ -60,7 +59,7 @@ public func buildRouter(
     let allowedMethods = AllowedMethods()
     router.add(middleware: ErrorMappingMiddleware(allowedMethods: allowedMethods))
     OperationsRoutes(
-        service: service,
+        signing: useCases.signing,
         health: useCases.health,
         metricsRegistry: part == .publicOnly ? nil : metricsRegistry,
         servesDocuments: part != .operationsOnly,
@@ -73,10 +72,10 @@ public func buildRouter(
         } else {
             offers.add(middleware: OpenClientMiddleware())
         }
-        OfferRoutes(service: service, limits: rateLimits).register(on: offers)
+        OfferRoutes(signing: useCases.signing, verification: useCases.verification, limits: rateLimits).register(on: offers)
         AppStoreRoutes(notifications: useCases.notifications, limits: rateLimits).register(on: router)
-        RetentionRoutes(service: service, limits: rateLimits).register(on: router)
-        KeyRoutes(service: service).register(on: router)
+        RetentionRoutes(retentionAnswers: useCases.retentionAnswers, limits: rateLimits).register(on: router)
+        KeyRoutes(keys: useCases.signing.keys).register(on: router)
         addOn?.registerRoutes(router, useCases)
     }
     if part != .publicOnly {
@@ -97,7 +96,7 @@ public func buildRouter(
             AdminKeyRoutes(keys: keys).register(on: admin)
         }
         if let customers = useCases.customers, let logs = useCases.logs {
-            AdminCustomerRoutes(service: service, customers: customers, logs: logs).register(on: admin)
+            AdminCustomerRoutes(signing: useCases.signing, customers: customers, logs: logs).register(on: admin)
             AdminOutcomeRoutes(outcomes: useCases.outcomes).register(on: admin)
             AdminExperimentRoutes(experiments: useCases.experiments).register(on: admin)
             AdminPolicyRoutes(policy: useCases.policy).register(on: admin)
@@ -107,7 +106,6 @@ public func buildRouter(
         }
         // The console: never on the public port (docs/console.md).
         ConsoleRoutes(
-            service: service,
             useCases: useCases,
             adminTokens: adminTokens,
             failures: failures,
@@ -259,14 +257,13 @@ public func buildApplication(
             throw ConfigurationError(.invalidConfiguration, error.message)
         }
     }
-    let service = OfferService(
+    let pipeline = SigningPipeline(
         apps: configuration.apps,
         keyRing: configuration.keyRing,
         policy: inForce.policy,
         policyRevision: inForce.revision,
         applicationStore: store,
         notifications: notifications,
-        retentionDeadline: configuration.retentionDeadline,
         appStoreClients: appStoreClients
     )
     // Where admins' key states live: the file if one is configured, else the store (shared by replicas).
@@ -275,7 +272,7 @@ public func buildApplication(
     let manager: KeyManager
     do {
         manager = try await KeyManager(
-            holder: service.keys,
+            holder: pipeline.keys,
             loadKeys: configuration.loadKeys,
             configuredActiveKeyIdentifier: configuration.configuredActiveKeyIdentifier,
             appActiveKeyIdentifiers: Dictionary(
@@ -308,7 +305,7 @@ public func buildApplication(
             ]
         )
     }
-    let useCases = OfferSignerUseCases(service: service, keyManager: manager)
+    let useCases = OfferSignerUseCases(pipeline: pipeline, keyManager: manager, retentionDeadline: configuration.retentionDeadline)
     let authenticator: ClientAuthenticator
     do {
         // The add-on's work before the service answers (the demo seeds its history through the service).
@@ -328,8 +325,8 @@ public func buildApplication(
         // Closing it at shutdown, the purge, other replicas' key states (when the store keeps them) and the fleet's policy.
         services += store.services(
             keyManager: configuration.stateFilePath == nil ? manager : nil,
-            policy: service.policyHolder,
-            servedApps: Set(service.apps.keys),
+            policy: pipeline.policyHolder,
+            servedApps: Set(pipeline.apps.keys),
             clockSkew: configuration.appStoreClockSkew,
             decisionLogDays: configuration.decisionLogDays,
             logger: logger
@@ -376,7 +373,7 @@ public func buildApplication(
         router: router(configuration.operationsListener == nil ? .all : .publicOnly),
         // Traced, the router serves every request, so that each is one trace (docs/observability.md, "Traces").
         signing: RequestTracing.isOn
-            ? nil : EventLoopSigning(service: service, authenticator: authenticator, limits: rateLimits, serverName: "offer-signer"),
+            ? nil : EventLoopSigning(signing: useCases.signing, authenticator: authenticator, limits: rateLimits, serverName: "offer-signer"),
         limits: configuration.connectionLimits,
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port),

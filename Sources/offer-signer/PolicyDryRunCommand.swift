@@ -41,14 +41,10 @@ extension PolicyCommand {
                 FileHandle.standardError.write(Data("\(error.message)\n".utf8))
                 throw ExitCode(1)
             }
-            let (configuration, store, _) = try await openForTools(readOnly: true)
-            guard store != nil else {
+            let (_, useCases) = try await openUseCases(readOnly: true)
+            guard useCases.policy.canDryRun else {
                 throw ValidationError("A dry-run replays the store's decision log: set \(variable: .databaseUrl).")
             }
-            let useCases = OfferSignerUseCases(
-                service: OfferService(apps: configuration.apps, keyRing: .empty, policy: configuration.policy, store: store),
-                keyManager: nil
-            )
             let report: DryRunReport
             do {
                 // The policy in force, whose experiments a candidate may keep.

@@ -33,23 +33,14 @@ struct RetentionCommand: AsyncParsableCommand {
 
         func run() async throws {
             let text = String(decoding: try readInput(file), as: UTF8.self)
-            let (configuration, store, notifications) = try await openForTools(readOnly: true)
+            let (configuration, useCases) = try await openUseCases(readOnly: true)
             guard configuration.policy != nil else {
+                try? await useCases.closeStore()
                 throw ValidationError("No policy (\(variable: .policy)): there are no retention entries to explain.")
             }
-            let useCases = OfferSignerUseCases(
-                service: OfferService(
-                    apps: configuration.apps,
-                    keyRing: .empty,
-                    policy: configuration.policy,
-                    store: store,
-                    notifications: notifications
-                ),
-                keyManager: nil
-            )
             let explanation: RetentionExplanation
             do {
-                explanation = try await useCases.service.explainRetention(document: text)
+                explanation = try await useCases.retentionAnswers.explainRetention(document: text)
             } catch let error as OfferServiceError {
                 try? await useCases.closeStore()
                 throw ValidationError(error.message)

@@ -6,17 +6,35 @@ import OfferEligibility
 import OfferModel
 import OfferSignerServer
 import OfferSigning
-import OfferStore
 
-/// Opens what the store commands need from the same OFFER_SIGNER_* variables as `serve` (keys not needed).
-/// `readOnly`: a command that only reads (a dry-run, an explanation) refuses a SQLite file that does not exist,
-/// which opening would create empty, answering as if the log were.
-func openForTools(readOnly: Bool = false) async throws -> (ServiceConfiguration, (any OfferStore)?, NotificationIngestor?) {
+/// The use cases a tool runs (``OfferSignerUseCases/forTools(apps:policy:store:notifications:retentionMessaging:)``),
+/// over the store the same OFFER_SIGNER_* variables as `serve` name (keys not needed), and the configuration read.
+/// `readOnly`: see ``openApplicationStore(readOnly:)``.
+func openUseCases(
+    readOnly: Bool = false,
+    retentionMessaging: (ServiceConfiguration, ApplicationStore?) throws -> RetentionMessagingSetup? = { _, _ in nil }
+) async throws -> (ServiceConfiguration, OfferSignerUseCases) {
     let (configuration, store, notifications) = try await openApplicationStore(readOnly: readOnly)
-    return (configuration, store?.store, notifications)
+    let setup: RetentionMessagingSetup?
+    do {
+        setup = try retentionMessaging(configuration, store)
+    } catch {
+        try? await store?.close()
+        throw error
+    }
+    let useCases = OfferSignerUseCases.forTools(
+        apps: configuration.apps,
+        policy: configuration.policy,
+        store: store,
+        notifications: notifications,
+        retentionMessaging: setup
+    )
+    return (configuration, useCases)
 }
 
-/// ``openForTools(readOnly:)`` for a command that needs the store only as the application sees it.
+/// Opens the store a command needs from the same OFFER_SIGNER_* variables as `serve` (keys not needed), as the
+/// application sees it. `readOnly`: a command that only reads (a dry-run, an explanation) refuses a SQLite file
+/// that does not exist, which opening would create empty, answering as if the log were.
 func openApplicationStore(readOnly: Bool = false) async throws -> (ServiceConfiguration, ApplicationStore?, NotificationIngestor?) {
     var logger = Logger(label: "offer-signer")
     logger.logLevel = .warning
@@ -69,23 +87,23 @@ struct EligibilityCommand: AsyncParsableCommand {
         var productIdentifier: String?
 
         func run() async throws {
-            let (configuration, store, _) = try await openForTools(readOnly: true)
+            let (configuration, useCases) = try await openUseCases(readOnly: true)
             guard configuration.policy != nil else {
+                try? await useCases.closeStore()
                 throw ValidationError("No policy (\(variable: .policy)): every well-formed request is signed; there is nothing to explain.")
             }
-            let service = OfferService(apps: configuration.apps, keyRing: .empty, policy: configuration.policy, store: store)
             do {
-                let entries = try await service.eligibility(
+                let entries = try await useCases.signing.eligibility(
                     bundleIdentifier: bundleIdentifier,
                     applicationUsername: applicationUsername,
                     productIdentifier: productIdentifier,
                     exposes: false
                 )
                 let key = CustomerKey(
-                    bundleIdentifier: try service.app(named: bundleIdentifier).bundleIdentifier,
+                    bundleIdentifier: try useCases.signing.app(named: bundleIdentifier).bundleIdentifier,
                     applicationUsername: applicationUsername
                 )
-                let known = try await store?.customerFacts(for: key) != nil
+                let known = try await useCases.customerView?.facts(of: key) != nil
                 print("\(key)\(known ? "" : " (not known to the store: no subscription on record)")")
                 for entry in entries {
                     let experiment = entry.experiment.map { " (experiment \($0.id), variant \($0.variant))" } ?? ""
@@ -93,10 +111,10 @@ struct EligibilityCommand: AsyncParsableCommand {
                     for reason in entry.reasons { print("      \(reason.rule): \(reason.message) [\(reason.code)]") }
                 }
             } catch let error as OfferServiceError {
-                try? await store?.close()
+                try? await useCases.closeStore()
                 throw ValidationError(error.message)
             }
-            try await store?.close()
+            try await useCases.closeStore()
         }
     }
 }
@@ -121,8 +139,9 @@ struct NotificationsCommand: AsyncParsableCommand {
         var file: String
 
         func run() async throws {
-            let (_, store, notifications) = try await openForTools()
-            guard let store, let notifications else {
+            let (_, useCases) = try await openUseCases()
+            guard let notifications = useCases.notifications else {
+                try? await useCases.closeStore()
                 throw ValidationError(
                     """
                     Notifications need a store (\(variable: .databaseUrl)) and an app that can verify them (\(variable: .environments), \
@@ -133,7 +152,7 @@ struct NotificationsCommand: AsyncParsableCommand {
             let data = try readInput(file)
             let summary = await notifications.replay(String(decoding: data, as: UTF8.self))
             for problem in summary.problems { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
-            try await store.close()
+            try await useCases.closeStore()
             print(summary.description)
             if summary.refused + summary.failed > 0 { throw ExitCode(1) }
         }

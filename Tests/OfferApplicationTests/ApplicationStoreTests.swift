@@ -42,4 +42,39 @@ import Testing
         #expect(error?.code == .invalidStore)
         try await first.close()
     }
+
+    /// A tool's use cases (``OfferSignerUseCases/forTools(apps:policy:store:notifications:retentionMessaging:)``)
+    /// over a store it opened: the store's use cases are there, signing has no key, and closing them closes the store.
+    @Test func aToolsUseCasesRunOverTheStoreItOpened() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tool-store-\(UUID().uuidString).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let store = try await ApplicationStore.open(databaseURL: "sqlite:\(file)", timeout: .seconds(2), serving: false, logger: logger)
+        let useCases = OfferSignerUseCases.forTools(
+            apps: [AppConfiguration(bundleIdentifier: "com.example.app")],
+            policy: nil,
+            store: store,
+            notifications: nil
+        )
+        #expect(useCases.policy.canDryRun)
+        #expect(useCases.notifications == nil)
+        #expect(useCases.keys == nil)
+        #expect(try useCases.signing.app(named: nil).bundleIdentifier == "com.example.app")
+        #expect(try await useCases.customerView?.facts(of: CustomerKey(bundleIdentifier: "com.example.app", applicationUsername: "nobody")) == nil)
+        let unsigned = await #expect(throws: (any Error).self) {
+            _ = try await useCases.signing.signLegacy(
+                SignOfferRequest(productIdentifier: "com.example.monthly", offerIdentifier: "winback", applicationUsername: "nobody")
+            )
+        }
+        #expect(unsigned != nil, "a tool has no signing key")
+        try await useCases.closeStore()
+        let closed = await #expect(throws: (any Error).self) { _ = try await store.storedPolicy() }
+        #expect(closed != nil, "closing the use cases closes the store")
+        let storeless = OfferSignerUseCases.forTools(
+            apps: [AppConfiguration(bundleIdentifier: "com.example.app")],
+            policy: nil,
+            store: nil,
+            notifications: nil
+        )
+        #expect(!storeless.policy.canDryRun && storeless.customerView == nil)
+    }
 }

@@ -53,4 +53,27 @@ import Testing
         let unavailable = ingestion { () throws(OfferServiceError) -> IngestOutcome in throw OfferServiceError.storeUnavailable }
         await #expect(throws: OfferServiceError.storeUnavailable) { try await unavailable.receive(signedPayload: "a.b.c") }
     }
+
+    /// A file of captured notifications: blank lines skipped, a bare payload and `{"signedPayload": …}` taken alike,
+    /// each line's outcome counted, a line that is neither refused with its number, a payload over the bound refused
+    /// before the ingestor sees it, a store failure counted as failed (to retry), and the lines after each still read.
+    @Test func aReplayCountsEveryLineAndGoesOnPastTheBadOnes() async throws {
+        let reached = Reached()
+        let outcomes = Mutex<[IngestOutcome]>([.processed, .duplicate, .stale])
+        let replaying = NotificationIngestion { (payload: String) async throws(OfferServiceError) -> IngestOutcome in
+            reached.add(payload.utf8.count)
+            if payload == "down" { throw OfferServiceError.storeUnavailable }
+            return outcomes.withLock { $0.isEmpty ? .ignored : $0.removeFirst() }
+        }
+        let tooLong = String(repeating: "a", count: NotificationIngestion.maximumPayloadLength + 1)
+        let file = [
+            "a.b.c", "", "  {\"signedPayload\": \"d.e.f\"}  ", "{not json", tooLong, "down", "g.h.i", "j.k.l",
+        ].joined(separator: "\n")
+        let summary = await replaying.replay(file)
+        #expect(summary.processed == 1 && summary.duplicate == 1 && summary.stale == 1 && summary.ignored == 1)
+        #expect(summary.refused == 2 && summary.failed == 1)
+        #expect(summary.problems.count == 3)
+        #expect(summary.problems.first?.hasPrefix("line 4:") == true)
+        #expect(reached.all == [5, 5, 4, 5, 5], "the ingestor saw every line but the blank, the unreadable and the oversized")
+    }
 }

@@ -46,7 +46,7 @@ import Testing
     @Test func everyPipelineCodeKeepsItsNameAndItsDocumentedStatus() throws {
         let retryAfter: [String: String] = [
             "store_unavailable": "1", "retention_timed_out": "1", "app_store_unavailable": "5", "issuer_not_configured": "3600",
-            "dry_run_running": "\(OfferService.dryRunRetryAfterSeconds)",
+            "dry_run_running": "\(PolicyAdministration.dryRunRetryAfterSeconds)",
         ]
         for kind in OfferServiceError.Code.Kind.allCases {
             let error = APIError(OfferServiceError(.init(kind), "What to do.", field: "f"))

@@ -66,9 +66,8 @@ struct AppStoreFactsFixture {
         port: Int?,
         whenUnavailable: String = "refuse",
         timeout: Duration = .seconds(10),
-        cacheTimeToLive: Duration = .seconds(60),
-        retentionDeadline: Duration = .milliseconds(500)
-    ) throws -> OfferService {
+        cacheTimeToLive: Duration = .seconds(60)
+    ) throws -> SigningPipeline {
         let verifier = try SignedDataVerifier(
             bundleIdentifier: bundle,
             appAppleId: FakeAppStore.appAppleId,
@@ -92,21 +91,20 @@ struct AppStoreFactsFixture {
             configuration.retry.maximumBackoff = .milliseconds(50)
             clients[bundle] = try AppStoreServerAPIClient(configuration: configuration, verifier: verifier)
         }
-        return OfferService(
+        return SigningPipeline(
             apps: [],
             keyRing: try KeyRing(keys: [.init(key: key, source: "test")]),
             policy: try policy(whenUnavailable),
             store: store,
             notifications: ingestor,
-            retentionDeadline: retentionDeadline,
             appStoreClients: clients
         )
     }
 
-    func application(_ service: OfferService) -> some ApplicationProtocol {
+    func application(_ service: SigningPipeline) -> some ApplicationProtocol {
         Application(
             router: buildRouter(
-                useCases: OfferSignerUseCases(service: service, keyManager: nil),
+                useCases: OfferSignerUseCases(pipeline: service, keyManager: nil),
                 adminTokens: try! BearerTokens(parsing: "carol:\(Self.adminToken)")
             ),
             logger: Logger(label: "test")
@@ -460,7 +458,7 @@ actor CallCounter {
             // the store's reads, the App Store's two answers (four signed items and their chains verified, in a debug
             // build) and the write. This test is about what the answer says, so the deadline and the client's budget
             // are generous, as RetentionFixture's. Apple's 700 ms is the production budget (docs/app-store-api.md).
-            let service = try fixture.service(port: port, timeout: .seconds(30), retentionDeadline: .seconds(30))
+            let service = try fixture.service(port: port, timeout: .seconds(30))
             let request = DecodedRealtimeRequestBody(
                 originalTransactionId: "3900000000000001",
                 appAppleId: FakeAppStore.appAppleId,
@@ -470,7 +468,10 @@ actor CallCounter {
                 environment: .production,
                 signedDate: Date().appStoreMilliseconds
             )
-            let response = try await service.answerRetention(request, bundleIdentifier: fixture.bundle)
+            let response = try await RetentionAnswering(pipeline: service, deadline: .seconds(30)).answerRetention(
+                request,
+                bundleIdentifier: fixture.bundle
+            )
             #expect(response.message?.messageIdentifier == "5a0e3d6c-1b2a-4c3d-8e9f-0a1b2c3d4e05")
             #expect(await fake.ledger.count("production", .statuses) == 1)
             #expect(try await fixture.owners(of: "3900000000000001") == [fixture.customer("otid:3900000000000001")])

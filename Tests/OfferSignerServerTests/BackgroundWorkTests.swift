@@ -26,7 +26,7 @@ import Glibc
 
     func router(_ history: DryRunHistory) throws -> Router<OfferSignerRequestContext> {
         buildRouter(
-            useCases: OfferSignerUseCases(service: history.service, keyManager: nil),
+            useCases: OfferSignerUseCases(pipeline: history.service, keyManager: nil),
             adminTokens: try BearerTokens(parsing: "carol:\(Self.token)")
         )
     }
@@ -78,7 +78,7 @@ import Glibc
             #expect(where_.onLane && !where_.onEventLoop)  // the replay runs on the background lane
             let second = try await post(client, "/admin/policy/dry-run", ByteBuffer(string: history.looser))
             #expect(second.status == .tooManyRequests)
-            #expect(second.headers[.retryAfter] == "\(OfferService.dryRunRetryAfterSeconds)")
+            #expect(second.headers[.retryAfter] == "\(PolicyAdministration.dryRunRetryAfterSeconds)")
             let error = try second.decode(ErrorBody.self).error
             #expect(error.code == "dry_run_running")
             #expect(error.message.contains("already running"))

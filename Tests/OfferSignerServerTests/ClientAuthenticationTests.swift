@@ -46,7 +46,7 @@ import Testing
         let rateLimits = RateLimits(limits)
         return frontEnd.application(
             router: buildRouter(
-                useCases: OfferSignerUseCases(service: test.service, keyManager: nil),
+                useCases: OfferSignerUseCases(pipeline: test.service, keyManager: nil),
                 authenticator: authenticator,
                 rateLimits: rateLimits
             ),
@@ -231,7 +231,7 @@ import Testing
         func operations(_ part: RouterPart) -> Set<String> {
             Set(
                 buildRouter(
-                    useCases: OfferSignerUseCases(service: test.service, keyManager: nil),
+                    useCases: OfferSignerUseCases(pipeline: test.service, keyManager: nil),
                     adminTokens: try! BearerTokens(parsing: "a:0123456789abcdef0"),
                     part: part
                 ).routes.map {

@@ -28,7 +28,7 @@ import Testing
 
     /// Runs `count` sign requests at once; returns how many were signed and how many refused as not eligible.
     private func storm(
-        _ services: [OfferService],
+        _ services: [SigningPipeline],
         offer: String,
         customer: String,
         count: Int = 64
@@ -38,7 +38,7 @@ import Testing
                 let service = services[index % services.count]
                 group.addTask {
                     do {
-                        _ = try await service.signLegacy(
+                        _ = try await service.signing.signLegacy(
                             SignOfferRequest(productIdentifier: TestPayloads.productIdentifier, offerIdentifier: offer, applicationUsername: customer)
                         )
                         return "signed"

@@ -75,7 +75,7 @@ import Testing
     func warnsAboutTheDemoToken() async throws {
         let fixture = try await Fixture()
         let tokens = try BearerTokens(parsing: "alice:\(ConsoleTests.token),demo:\(ServiceConfiguration.demoAdminToken)")
-        let router = buildRouter(useCases: OfferSignerUseCases(service: fixture.service, keyManager: fixture.manager), adminTokens: tokens)
+        let router = buildRouter(useCases: OfferSignerUseCases(pipeline: fixture.service, keyManager: fixture.manager), adminTokens: tokens)
         try await Application(router: router, logger: Logger(label: "test")).test(.router) { client in
             let session = try await ConsoleTests.signIn(client)
             #expect(try await ConsoleTests.get(client, "/console", session).text.contains("data-warning=\"demo\""))

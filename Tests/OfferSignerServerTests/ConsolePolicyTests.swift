@@ -23,7 +23,7 @@ import Testing
         _ body: @Sendable (any TestClientProtocol) async throws -> Void
     ) async throws {
         let router = buildRouter(
-            useCases: OfferSignerUseCases(service: history.service, keyManager: nil),
+            useCases: OfferSignerUseCases(pipeline: history.service, keyManager: nil),
             adminTokens: try BearerTokens(parsing: tokens)
         )
         try await Application(router: router, logger: Logger(label: "test")).test(.router, body)
@@ -295,8 +295,8 @@ import Testing
         ])
         #expect(real.adminTokens.admin(presenting: ServiceConfiguration.demoAdminToken) == nil)
         for (configuration, signsIn) in [(demo, true), (own, false), (real, false)] {
-            let service = OfferService(apps: configuration.apps, keyRing: configuration.keyRing)
-            let router = buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil), adminTokens: configuration.adminTokens)
+            let service = SigningPipeline(apps: configuration.apps, keyRing: configuration.keyRing)
+            let router = buildRouter(useCases: OfferSignerUseCases(pipeline: service, keyManager: nil), adminTokens: configuration.adminTokens)
             try await Application(router: router, logger: Logger(label: "test")).test(.router) { client in
                 let response = try await ConsoleTests.post(client, "/console/login", [("token", ServiceConfiguration.demoAdminToken)])
                 #expect(response.status == (signsIn ? .seeOther : .forbidden))

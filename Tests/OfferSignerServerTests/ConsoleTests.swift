@@ -24,7 +24,7 @@ import Testing
     /// A service with a store, two keys and an admin `alice`, and its router.
     struct Fixture {
         let store: any OfferStore
-        let service: OfferService
+        let service: SigningPipeline
         let manager: KeyManager
         let part: RouterPart
 
@@ -38,7 +38,7 @@ import Testing
                 }
             let keys = try [SigningKey.generate(keyIdentifier: "TESTKEY001"), SigningKey.generate(keyIdentifier: "TESTKEY002")]
             let entries = keys.map { KeyRing.Entry(key: $0, source: "test") }
-            service = OfferService(
+            service = SigningPipeline(
                 apps: [AppConfiguration(bundleIdentifier: ConsoleTests.app)],
                 keyRing: try KeyRing(keys: entries, activeKeyIdentifier: "TESTKEY001"),
                 policy: policy,
@@ -56,7 +56,7 @@ import Testing
 
         func test<Value>(_ body: @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
             let router = buildRouter(
-                useCases: OfferSignerUseCases(service: service, keyManager: manager),
+                useCases: OfferSignerUseCases(pipeline: service, keyManager: manager),
                 adminTokens: try BearerTokens(parsing: "alice:\(ConsoleTests.token)"),
                 part: part
             )

@@ -126,8 +126,8 @@ import Testing
         let facts = Self.facts(fixture.bundle)
         _ = try await fixture.store.updateCustomer(key) { $0 = facts }
         let request = SignOfferRequest(productIdentifier: TestPayloads.productIdentifier, offerIdentifier: "once", applicationUsername: Self.username)
-        _ = try await fixture.service.signLegacy(request)
-        await #expect(throws: OfferServiceError.self) { try await fixture.service.signLegacy(request) }  // the cap of 1
+        _ = try await fixture.service.signing.signLegacy(request)
+        await #expect(throws: OfferServiceError.self) { try await fixture.service.signing.signLegacy(request) }  // the cap of 1
         await fixture.store.flushDecisionLog()
         let logged = try await fixture.store.policyDecisions(bundleIdentifiers: [fixture.bundle], since: 0, until: .max, after: nil, limit: 10)
         #expect(logged.map(\.granted).sorted { $0 && !$1 } == [true, false])

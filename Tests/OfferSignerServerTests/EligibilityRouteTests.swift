@@ -51,12 +51,12 @@ struct RefusalBody: Decodable {
         """
 
     private func application() throws -> some ApplicationProtocol {
-        let service = OfferService(
+        let service = SigningPipeline(
             apps: [],
             keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
             policy: try OfferPolicy(text: Self.policy)
         )
-        return Application(router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)), logger: Logger(label: "test"))
+        return Application(router: buildRouter(useCases: OfferSignerUseCases(pipeline: service, keyManager: nil)), logger: Logger(label: "test"))
     }
 
     @Test func offersThePolicyDoesNotListAre404() async throws {

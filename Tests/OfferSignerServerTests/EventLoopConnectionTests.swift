@@ -25,8 +25,8 @@ import Testing
         requestTimeout: Duration = .seconds(1)
     ) -> Application<RouterResponder<OfferSignerRequestContext>> {
         makeApplication(
-            router: buildRouter(useCases: OfferSignerUseCases(service: test.service, keyManager: nil)),
-            signing: EventLoopSigning(service: test.service, authenticator: nil, limits: RateLimits(.none), serverName: nil),
+            router: buildRouter(useCases: OfferSignerUseCases(pipeline: test.service, keyManager: nil)),
+            signing: EventLoopSigning(signing: Signing(pipeline: test.service), authenticator: nil, limits: RateLimits(.none), serverName: nil),
             limits: ConnectionLimits(idleTimeout: idleTimeout, requestTimeout: requestTimeout),
             logger: Logger(label: "test")
         )
@@ -242,7 +242,7 @@ import Testing
     private func signingChannel(_ test: TestService, _ events: EventRecorder, requestTimeout: Duration = .seconds(10)) async throws -> EmbeddedChannel
     {
         let channel = EmbeddedChannel()
-        let signing = EventLoopSigning(service: test.service, authenticator: nil, limits: RateLimits(.none), serverName: nil)
+        let signing = EventLoopSigning(signing: Signing(pipeline: test.service), authenticator: nil, limits: RateLimits(.none), serverName: nil)
         try channel.pipeline.syncOperations.addHandler(HTTPServerPipelineHandler())
         try channel.pipeline.syncOperations.addHandler(
             EventLoopSigningHandler(signing: signing, requestTimeout: requestTimeout, eventLoop: channel.eventLoop, logger: Logger(label: "test"))

@@ -33,7 +33,7 @@ import Darwin
         let test = try TestService()
         let lines = LogLines()
         let app = FrontEnd.eventLoop.application(
-            router: buildRouter(useCases: OfferSignerUseCases(service: test.service, keyManager: nil)),
+            router: buildRouter(useCases: OfferSignerUseCases(pipeline: test.service, keyManager: nil)),
             service: test.service,
             logger: lines.logger("offer-signer")
         )
@@ -74,7 +74,7 @@ import Darwin
         let lines = LogLines()
         let authenticator = try await ClientAuthenticator(ClientAuthenticationTests.both)
         let app = FrontEnd.eventLoop.application(
-            router: buildRouter(useCases: OfferSignerUseCases(service: test.service, keyManager: nil), authenticator: authenticator),
+            router: buildRouter(useCases: OfferSignerUseCases(pipeline: test.service, keyManager: nil), authenticator: authenticator),
             service: test.service,
             authenticator: authenticator,
             logger: lines.logger("offer-signer")
@@ -106,13 +106,13 @@ import Darwin
         let store = try await backend.open()
         let key = try SigningKey.generate(keyIdentifier: "TESTKEY001")
         let bundle = "com.example.el-\(UUID().uuidString.prefix(8).lowercased())"
-        let service = OfferService(
+        let service = SigningPipeline(
             apps: [AppConfiguration(bundleIdentifier: bundle)],
             keyRing: try KeyRing(keys: [.init(key: key, source: "test")]),
             store: store
         )
         let app = FrontEnd.eventLoop.application(
-            router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)),
+            router: buildRouter(useCases: OfferSignerUseCases(pipeline: service, keyManager: nil)),
             service: service
         )
         try await app.test(.live) { client in
@@ -148,10 +148,10 @@ import Darwin
     @Test func aClosedStoreIs503AndNoSignatureIsReturned() async throws {
         let store = try await StoreBackend.sqlite.open()
         let test = try TestService()
-        let service = OfferService(apps: [AppConfiguration(bundleIdentifier: "com.example.app")], keyRing: test.service.keys.current, store: store)
+        let service = SigningPipeline(apps: [AppConfiguration(bundleIdentifier: "com.example.app")], keyRing: test.service.keys.current, store: store)
         try await store.close()
         let app = FrontEnd.eventLoop.application(
-            router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)),
+            router: buildRouter(useCases: OfferSignerUseCases(pipeline: service, keyManager: nil)),
             service: service
         )
         try await app.test(.live) { client in

@@ -28,7 +28,7 @@ import Testing
     /// A service for a policy, with the notification ingestor trusting the test chain.
     struct Fixture {
         let store: any OfferStore
-        let service: OfferService
+        let service: SigningPipeline
         let signer: TestJWSSigner
         let bundle: String
         var base = Int.random(in: 5_000_000_000_000...5_999_999_999_999) * 100  // transactions are unique per store
@@ -41,7 +41,7 @@ import Testing
             signer = TestJWSSigner(chain: try TestCertificateChain(options))
             let verifier = try SignedDataVerifier(bundleIdentifier: bundle, environments: [.sandbox], trustedRoots: [signer.chain.root])
             let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: Logger(label: "test"), readableTokens: true)
-            service = OfferService(
+            service = SigningPipeline(
                 apps: [],
                 keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
                 policy: policy,
@@ -119,7 +119,7 @@ import Testing
 
         func router() throws -> Router<OfferSignerRequestContext> {
             buildRouter(
-                useCases: OfferSignerUseCases(service: service, keyManager: nil),
+                useCases: OfferSignerUseCases(pipeline: service, keyManager: nil),
                 adminTokens: try BearerTokens(parsing: "carol:\(ExperimentEndToEndTests.adminToken)")
             )
         }

@@ -51,7 +51,7 @@ import Testing
         let (bundle, id) = ("com.example.exp-\(suffix)", "winback-\(suffix)")
         let policy = try OfferPolicy(text: Self.policy(bundle: bundle, experiment: id))
         let experiment = try #require(policy.experiment(id))
-        let service = OfferService(
+        let service = SigningPipeline(
             apps: [],
             keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
             policy: policy,
@@ -61,7 +61,7 @@ import Testing
         for index in 0..<30 {
             expected[experiment.variant(for: CustomerKey(bundleIdentifier: bundle, applicationUsername: "customer-\(index)")).name, default: 0] += 1
         }
-        try await Application(router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)), logger: Logger(label: "test"))
+        try await Application(router: buildRouter(useCases: OfferSignerUseCases(pipeline: service, keyManager: nil)), logger: Logger(label: "test"))
             .test(.router) { client in
                 for index in 0..<30 {
                     let customer = "customer-\(index)"

@@ -23,13 +23,13 @@ import Testing
         let chain = try TestCertificateChain()
         let verifier = try SignedDataVerifier(bundleIdentifier: bundle, environments: [.sandbox], trustedRoots: [chain.root])
         let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: lines.logger("ingestor"))
-        let service = OfferService(
+        let service = SigningPipeline(
             apps: [AppConfiguration(bundleIdentifier: bundle)],
             keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
             store: store,
             notifications: ingestor
         )
-        let signing = EventLoopSigning(service: service, authenticator: nil, limits: RateLimits(.none), serverName: nil)
+        let signing = EventLoopSigning(signing: Signing(pipeline: service), authenticator: nil, limits: RateLimits(.none), serverName: nil)
         let request = SignOfferRequest(
             bundleIdentifier: bundle,
             productIdentifier: "com.example.monthly",
@@ -38,7 +38,7 @@ import Testing
             signedTransaction: "eyJhbGciOiJFUzI1NiJ9.e30.a/b"
         )
         let answering = EventLoopSigning.Answering(requestID: "fast-path-request-1", base: Logger(label: "connection"), identity: .open)
-        guard case .pipeline(let prepared) = try service.prepareSigning(request) else {
+        guard case .pipeline(let prepared) = try service.signing.prepareSigning(request) else {
             Issue.record("a request with a signed transaction was not prepared for the pipeline")
             return
         }

@@ -19,8 +19,9 @@ import Testing
         limits: ConnectionLimits = ConnectionLimits(idleTimeout: .seconds(8), requestTimeout: .seconds(1))
     ) -> Application<RouterResponder<OfferSignerRequestContext>> {
         makeApplication(
-            router: buildRouter(useCases: OfferSignerUseCases(service: test.service, keyManager: nil)),
-            signing: signing ? EventLoopSigning(service: test.service, authenticator: nil, limits: RateLimits(.none), serverName: nil) : nil,
+            router: buildRouter(useCases: OfferSignerUseCases(pipeline: test.service, keyManager: nil)),
+            signing: signing
+                ? EventLoopSigning(signing: Signing(pipeline: test.service), authenticator: nil, limits: RateLimits(.none), serverName: nil) : nil,
             limits: limits,
             logger: Logger(label: "test")
         )

@@ -49,12 +49,12 @@ struct JWSVerifyAnswer: Decodable {
         issuer: String? = JWSRouteTests.issuer,
         decision: @escaping IntroductoryOfferDecision = IntroductoryOfferDecisions.allowWithoutPolicy
     ) throws -> some ApplicationProtocol {
-        let service = OfferService(
+        let service = SigningPipeline(
             apps: [AppConfiguration(bundleIdentifier: "com.example.app", issuerIdentifier: issuer)],
             keyRing: try KeyRing(keys: [.init(key: key, source: "test")]),
             introductoryOfferDecision: decision
         )
-        return Application(router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)), logger: Logger(label: "test"))
+        return Application(router: buildRouter(useCases: OfferSignerUseCases(pipeline: service, keyManager: nil)), logger: Logger(label: "test"))
     }
 
     @Test func signWithFormatJWSReturnsAVerifiablePromotionalOfferJWS() async throws {

@@ -30,11 +30,11 @@ struct AdminKeys: Decodable {
     func state(of keyIdentifier: String) -> String? { keys.first { $0.keyIdentifier == keyIdentifier }?.state }
 }
 
-/// A keys folder on disk, an OfferService and a KeyManager reading it, and an admin token.
+/// A keys folder on disk, an SigningPipeline and a KeyManager reading it, and an admin token.
 struct RotationFixture {
     static let token = "alice-token-0123456789abcdef"
     let directory: URL
-    let service: OfferService
+    let service: SigningPipeline
     let manager: KeyManager
     let stateFile: String
     var keys: [String: SigningKey] = [:]
@@ -49,7 +49,7 @@ struct RotationFixture {
         let folder = directory.path
         let loadKeys: KeyManager.KeyLoading = { try KeyLoader.loadDirectory(folder) }
         let entries = try loadKeys()
-        service = OfferService(
+        service = SigningPipeline(
             apps: [AppConfiguration(bundleIdentifier: "com.example.app", issuerIdentifier: "issuer")],
             keyRing: try KeyRing(keys: entries, activeKeyIdentifier: active)
         )
@@ -76,7 +76,7 @@ struct RotationFixture {
     var application: some ApplicationProtocol {
         Application(
             router: buildRouter(
-                useCases: OfferSignerUseCases(service: service, keyManager: manager),
+                useCases: OfferSignerUseCases(pipeline: service, keyManager: manager),
                 adminTokens: try! BearerTokens(parsing: "alice:\(Self.token),bob:bob-token-0123456789abcdef")
             ),
             logger: Logger(label: "test")
@@ -119,7 +119,7 @@ extension TestClientProtocol {
         let fixture = try await RotationFixture()
         defer { fixture.cleanUp() }
         let app = Application(
-            router: buildRouter(useCases: OfferSignerUseCases(service: fixture.service, keyManager: fixture.manager)),
+            router: buildRouter(useCases: OfferSignerUseCases(pipeline: fixture.service, keyManager: fixture.manager)),
             logger: Logger(label: "t")
         )
         try await app.test(.router) { client in
@@ -515,7 +515,7 @@ extension TestClientProtocol {
         let shared = try SigningKey.generate(keyIdentifier: "SHARED0001")
         let own = try SigningKey.generate(keyIdentifier: "OWNKEY0001")
         let entries = [KeyRing.Entry(key: shared, source: "t"), KeyRing.Entry(key: own, source: "t")]
-        let service = OfferService(
+        let service = SigningPipeline(
             apps: [AppConfiguration(bundleIdentifier: "com.example.a"), AppConfiguration(bundleIdentifier: "com.example.b")],
             keyRing: .empty
         )
@@ -527,10 +527,10 @@ extension TestClientProtocol {
             stateStore: InMemoryKeyStateStore(),
             logger: Logger(label: "t")
         )
-        let a = try await service.signLegacy(
+        let a = try await service.signing.signLegacy(
             SignOfferRequest(bundleIdentifier: "com.example.a", productIdentifier: "p", offerIdentifier: "o", applicationUsername: "u")
         )
-        let b = try await service.signLegacy(
+        let b = try await service.signing.signLegacy(
             SignOfferRequest(bundleIdentifier: "com.example.b", productIdentifier: "p", offerIdentifier: "o", applicationUsername: "u")
         )
         #expect(a.keyIdentifier == "SHARED0001")

@@ -143,7 +143,7 @@ final class LogLines: Sendable {
             stateStore: InMemoryKeyStateStore(),
             logger: lines.logger()
         )
-        let app = Application(router: buildRouter(useCases: OfferSignerUseCases(service: test.service, keyManager: manager)), logger: lines.logger())
+        let app = Application(router: buildRouter(useCases: OfferSignerUseCases(pipeline: test.service, keyManager: manager)), logger: lines.logger())
         try await app.test(.router) { client in
             let ok = try await client.execute(uri: "/healthz", method: .get, headers: [Self.header: "client-id-1"])
             #expect(ok.status == .ok && ok.headers[Self.header] == "client-id-1")
@@ -173,7 +173,7 @@ final class LogLines: Sendable {
 enum RequestLoggingMiddlewareProbe {
     static func id(_ client: String?) async throws -> String {
         let app = Application(
-            router: buildRouter(useCases: OfferSignerUseCases(service: try TestService().service, keyManager: nil)),
+            router: buildRouter(useCases: OfferSignerUseCases(pipeline: try TestService().service, keyManager: nil)),
             logger: Logger(label: "probe") { _ in SwiftLogNoOpLogHandler() }
         )
         return try await app.test(.router) { http in
@@ -246,7 +246,7 @@ enum RequestLoggingMiddlewareProbe {
         // Readable customer names as appAccountToken, as the demo's stand-in App Store sends them.
         let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: logger, readableTokens: true)
         let loadKeys: @Sendable () throws -> [KeyRing.Entry] = { try KeyLoader.loadDirectory(folder.path) }
-        let service = OfferService(apps: [], keyRing: try KeyRing(keys: try loadKeys()), policy: policy, store: store, notifications: ingestor)
+        let service = SigningPipeline(apps: [], keyRing: try KeyRing(keys: try loadKeys()), policy: policy, store: store, notifications: ingestor)
         let manager = try await KeyManager(
             holder: service.keys,
             loadKeys: loadKeys,
@@ -256,7 +256,7 @@ enum RequestLoggingMiddlewareProbe {
         )
         let app = Application(
             router: buildRouter(
-                useCases: OfferSignerUseCases(service: service, keyManager: manager),
+                useCases: OfferSignerUseCases(pipeline: service, keyManager: manager),
                 adminTokens: try BearerTokens(parsing: "carol:\(Self.adminToken)"),
                 authenticator: try await ClientAuthenticator(
                     ClientAuthConfiguration(apiKeys: try BearerTokens(parsing: "backend:\(Self.clientToken)"), jwtSecret: Self.jwtSecret)

@@ -38,7 +38,7 @@ import Yams
     private static func fullRouter(demo: Bool = true) async throws -> (Router<OfferSignerRequestContext>, any OfferStore) {
         let store = try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test"))
         let key = try SigningKey.generate(keyIdentifier: "TESTKEY001")
-        let service = OfferService(
+        let service = SigningPipeline(
             apps: [AppConfiguration(bundleIdentifier: "com.example.app")],
             keyRing: try KeyRing(keys: [.init(key: key, source: "test")]),
             store: store
@@ -52,7 +52,7 @@ import Yams
         )
         let signer = TestJWSSigner(chain: try TestCertificateChain())
         let router = buildRouter(
-            useCases: OfferSignerUseCases(service: service, keyManager: manager),
+            useCases: OfferSignerUseCases(pipeline: service, keyManager: manager),
             adminTokens: try BearerTokens(parsing: "t:0123456789abcdef0123"),
             metricsRegistry: PrometheusCollectorRegistry(),
             addOn: demo ? DemoAppStore(root: signer.chain.root) { try await signer.sign($0) }.addOn : nil

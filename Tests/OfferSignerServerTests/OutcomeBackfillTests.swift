@@ -65,7 +65,7 @@ import Testing
             #expect(second.duplicate == 3 && second.processed == 0, "\(second)")
             #expect(await fake.ledger.count("production", .notificationHistory) == 4)  // two pages, twice
 
-            let report = try await service.outcomeReport(
+            let report = try await service.outcomes.outcomeReport(
                 from: start - 2 * 86_400,
                 to: start,
                 bundleIdentifier: fixture.bundle,
@@ -113,7 +113,7 @@ import Testing
             // Recorded after the request: wait for it.
             var offers: [OfferOutcome] = []
             for _ in 0..<100 {
-                offers = try await service.outcomeReport(
+                offers = try await service.outcomes.outcomeReport(
                     from: purchased - 86_400,
                     to: purchased + 86_400,
                     bundleIdentifier: fixture.bundle,

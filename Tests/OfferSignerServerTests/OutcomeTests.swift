@@ -293,7 +293,7 @@ import Testing
             #expect(outcomes["processed", default: 0] + outcomes["stale", default: 0] == 140)
             #expect(outcomes.values.reduce(0, +) == 180)
         }
-        let report = try await fixture.service.outcomeReport(
+        let report = try await fixture.service.outcomes.outcomeReport(
             from: start - 60,
             to: start + 86_400,
             bundleIdentifier: fixture.bundle,
@@ -343,7 +343,7 @@ import Testing
             }
             try await fixture.notify(client, .didChangeRenewalStatus, .autoRenewEnabled, redeemed, autoRenew: .on, signedDate: Date() + 1)
         }
-        let report = try await fixture.service.outcomeReport(
+        let report = try await fixture.service.outcomes.outcomeReport(
             from: start - 60,
             to: start + 86_400,
             bundleIdentifier: fixture.bundle,
@@ -406,7 +406,12 @@ import Testing
             let signed = try await fixture.signer.sign(presented)
             #expect(try await fixture.sign(client, "everyone", "st-user", extra: #","signedTransaction":"\#(signed)""#).status == .ok)
         }
-        let report = try await fixture.service.outcomeReport(from: start - 60, to: start + 86_400, bundleIdentifier: fixture.bundle, environment: nil)
+        let report = try await fixture.service.outcomes.outcomeReport(
+            from: start - 60,
+            to: start + 86_400,
+            bundleIdentifier: fixture.bundle,
+            environment: nil
+        )
         #expect(
             report.offers.map { "\($0.offerIdentifier) \($0.offerType) \($0.issued) \($0.redeemed) \($0.revenue.count)" } == [
                 "SUMMER 3 0 1 1", "everyone 2 1 0 0", "largest-type 2147483647 0 1 1", "negative 2 0 1 0", "odd-currency 2 0 1 0",
@@ -468,7 +473,7 @@ import Testing
                 #expect(response.text.contains("invalid_signed_payload"))
             }
         }
-        let report = try await fixture.service.outcomeReport(from: start - 60, to: start + 86_400, bundleIdentifier: nil, environment: nil)
+        let report = try await fixture.service.outcomes.outcomeReport(from: start - 60, to: start + 86_400, bundleIdentifier: nil, environment: nil)
         #expect(
             report.offers.filter { $0.offerIdentifier.hasSuffix(tag) }.map {
                 "\($0.offerIdentifier.prefix { $0 != "-" }) \($0.redeemed) \($0.revenue.count)"

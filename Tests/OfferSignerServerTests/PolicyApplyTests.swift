@@ -129,8 +129,8 @@ import Testing
         try await two.close()
     }
 
-    func router(_ service: OfferService) throws -> Router<OfferSignerRequestContext> {
-        buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil), adminTokens: try BearerTokens(parsing: "carol:\(Self.token)"))
+    func router(_ service: SigningPipeline) throws -> Router<OfferSignerRequestContext> {
+        buildRouter(useCases: OfferSignerUseCases(pipeline: service, keyManager: nil), adminTokens: try BearerTokens(parsing: "carol:\(Self.token)"))
     }
 
     func request(
@@ -153,7 +153,7 @@ import Testing
         let bundle = Self.bundle()
         let first = try Self.policy(bundle, cap: 1)
         let keyRing = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")])
-        let service = OfferService(apps: [], keyRing: keyRing, policy: first, store: store)
+        let service = SigningPipeline(apps: [], keyRing: keyRing, policy: first, store: store)
         let invalid =
             """
             apps:\n  - bundleIdentifier: \(bundle)\n    products: [{ productIdentifier: p, offers: [{ offerIdentifier: o, rules: [{ cap: { \
@@ -168,7 +168,7 @@ import Testing
             expected = error.message
         }
         func sign(_ customer: String) async -> Bool {
-            (try? await service.signLegacy(
+            (try? await service.signing.signLegacy(
                 SignOfferRequest(bundleIdentifier: bundle, productIdentifier: Self.product, offerIdentifier: "winback", applicationUsername: customer)
             )) != nil
         }
@@ -213,9 +213,9 @@ import Testing
     func applyNeedsAStore() async throws {
         let bundle = Self.bundle()
         let keyRing = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")])
-        let service = OfferService(apps: [], keyRing: keyRing, policy: try Self.policy(bundle, cap: 1))
+        let service = SigningPipeline(apps: [], keyRing: keyRing, policy: try Self.policy(bundle, cap: 1))
         do {
-            let policies = OfferSignerUseCases(service: service, keyManager: nil).policy
+            let policies = OfferSignerUseCases(pipeline: service, keyManager: nil).policy
             _ = try await policies.apply(try Self.policy(bundle, cap: 2), by: "carol", logger: Logger(label: "test"))
             Issue.record("applying without a store should be refused")
         } catch let error as OfferServiceError {

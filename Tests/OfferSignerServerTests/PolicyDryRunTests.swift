@@ -26,7 +26,7 @@ struct DryRunHistory {
     static let product = "com.example.monthly"
     let bundle = "com.example.dryrun-\(UUID().uuidString.prefix(8).lowercased())"
     let store: any OfferStore
-    let service: OfferService
+    let service: SigningPipeline
 
     func policy(winback: String, welcome: Bool = true) -> String {
         """
@@ -59,7 +59,7 @@ struct DryRunHistory {
                           - offerIdentifier: welcome
                 """
         )
-        service = OfferService(
+        service = SigningPipeline(
             apps: [],
             keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
             policy: policy,
@@ -84,7 +84,7 @@ struct DryRunHistory {
 
     func ask(_ offer: String, _ customer: String) async throws -> Bool {
         do {
-            _ = try await service.signLegacy(
+            _ = try await service.signing.signLegacy(
                 SignOfferRequest(
                     bundleIdentifier: bundle,
                     productIdentifier: Self.product,
@@ -190,12 +190,12 @@ struct DryRunHistory {
         #expect(Set(decisions.map(\.customerHash)).count == 8)
         #expect(decisions.filter { !$0.granted }.map(\.reasons).contains("cap:cap_reached"))
         // The same service without a policy signs, and logs nothing.
-        let open = OfferService(
+        let open = SigningPipeline(
             apps: [AppConfiguration(bundleIdentifier: history.bundle)],
             keyRing: history.service.keys.current,
             store: history.store
         )
-        _ = try await open.signLegacy(
+        _ = try await open.signing.signLegacy(
             SignOfferRequest(
                 bundleIdentifier: history.bundle,
                 productIdentifier: DryRunHistory.product,
@@ -229,7 +229,7 @@ struct DryRunHistory {
 
     func router(_ history: DryRunHistory) throws -> Router<OfferSignerRequestContext> {
         buildRouter(
-            useCases: OfferSignerUseCases(service: history.service, keyManager: nil),
+            useCases: OfferSignerUseCases(pipeline: history.service, keyManager: nil),
             adminTokens: try BearerTokens(parsing: "carol:\(Self.token)")
         )
     }
@@ -412,7 +412,7 @@ struct ExperimentHistory {
     static let customers = (1...16).map { "x-customer-\($0)" }
     let bundle = "com.example.dryrun-x-\(UUID().uuidString.prefix(8).lowercased())"
     let store: any OfferStore
-    let service: OfferService
+    let service: SigningPipeline
 
     static func policy(bundle: String, churn: String = "[high]", weights: (Int, Int) = (1, 1), experiment: Bool = true) -> String {
         """
@@ -441,7 +441,7 @@ struct ExperimentHistory {
         store = try await backend.open()
         let policy = try OfferPolicy(text: Self.policy(bundle: bundle))
         let keyRing = try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")])
-        service = OfferService(apps: [], keyRing: keyRing, policy: policy, store: store)
+        service = SigningPipeline(apps: [], keyRing: keyRing, policy: policy, store: store)
     }
 
     /// The variant the policy in force assigns a customer.
@@ -458,7 +458,7 @@ struct ExperimentHistory {
             try await store.updateCustomer(key) { $0.flags["churnRisk"] = index % 2 == 0 ? "high" : "medium" }
             for offer in ["winback", "welcome"] {
                 do {
-                    _ = try await service.signLegacy(
+                    _ = try await service.signing.signLegacy(
                         SignOfferRequest(
                             bundleIdentifier: bundle,
                             productIdentifier: Self.product,
@@ -522,7 +522,7 @@ struct ExperimentHistory {
         #expect(logged.filter { $0.experimentVariant == "offered" }.count == offered.count)
 
         let router = buildRouter(
-            useCases: OfferSignerUseCases(service: history.service, keyManager: nil),
+            useCases: OfferSignerUseCases(pipeline: history.service, keyManager: nil),
             adminTokens: try BearerTokens(parsing: "carol:\(AdminPolicyDryRunRouteTests.token)")
         )
         try await Application(router: router, logger: Logger(label: "test")).test(.router) { client in
@@ -632,7 +632,7 @@ struct ExperimentHistory {
         _ = try await history.make()
         let inForce = try #require(history.service.policy?.text)
         let router = buildRouter(
-            useCases: OfferSignerUseCases(service: history.service, keyManager: nil),
+            useCases: OfferSignerUseCases(pipeline: history.service, keyManager: nil),
             adminTokens: try BearerTokens(parsing: "alice:\(ConsoleTests.token)")
         )
         try await Application(router: router, logger: Logger(label: "test")).test(.router) { client in

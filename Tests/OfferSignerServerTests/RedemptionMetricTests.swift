@@ -39,7 +39,7 @@ import Testing
         let registry = Self.registry
         let fixture = try await StoreFixture(.sqlite)
         let router = buildRouter(
-            useCases: OfferSignerUseCases(service: fixture.service, keyManager: nil),
+            useCases: OfferSignerUseCases(pipeline: fixture.service, keyManager: nil),
             adminTokens: try BearerTokens(parsing: "carol:\(StoreFixture.adminToken)"),
             metricsRegistry: registry
         )
@@ -90,7 +90,7 @@ import Testing
         let registry = Self.registry
         let test = try TestService()
         let router = buildRouter(
-            useCases: OfferSignerUseCases(service: test.service, keyManager: nil),
+            useCases: OfferSignerUseCases(pipeline: test.service, keyManager: nil),
             adminTokens: try BearerTokens(parsing: "carol:\(StoreFixture.adminToken)"),
             metricsRegistry: registry
         )

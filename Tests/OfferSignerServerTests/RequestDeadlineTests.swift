@@ -4,6 +4,7 @@ import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import NIOHTTPTypes
+import OfferApplication
 import Testing
 
 @testable import OfferSignerServer
@@ -70,7 +71,7 @@ import Testing
         case .router:
             try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(timeout: .seconds(1)))
         case .eventLoop:
-            let signing = EventLoopSigning(service: test.service, authenticator: nil, limits: RateLimits(.none), serverName: nil)
+            let signing = EventLoopSigning(signing: Signing(pipeline: test.service), authenticator: nil, limits: RateLimits(.none), serverName: nil)
             try channel.pipeline.syncOperations.addHandler(
                 EventLoopSigningHandler(signing: signing, requestTimeout: .seconds(1), eventLoop: channel.eventLoop, logger: Logger(label: "test"))
             )

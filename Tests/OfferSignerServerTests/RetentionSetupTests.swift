@@ -78,14 +78,14 @@ import Testing
         let fixture = try await Fixture(backend)
         try await fixture.fake.run { port in
             let setup = try fixture.setup(port: port)
-            let service = OfferService(
+            let service = SigningPipeline(
                 apps: [],
                 keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
                 policy: fixture.policy,
                 store: fixture.store
             )
             let router = buildRouter(
-                useCases: OfferSignerUseCases(service: service, keyManager: nil, retentionMessaging: setup),
+                useCases: OfferSignerUseCases(pipeline: service, keyManager: nil, retentionMessaging: setup),
                 adminTokens: try BearerTokens(parsing: "carol:\(Self.adminToken),alice:\(ConsoleTests.token)")
             )
             let app = Application(router: router, logger: Logger(label: "test"))
@@ -161,12 +161,18 @@ import Testing
                 signedDate: Date().appStoreMilliseconds
             )
             // Uploaded, PENDING: no entry may answer, so the App Store shows its default message.
-            let pending = OfferService(apps: [], keyRing: keys, policy: fixture.policy, store: fixture.store, retentionDeadline: .seconds(10))
+            let pending = RetentionAnswering(
+                pipeline: SigningPipeline(apps: [], keyRing: keys, policy: fixture.policy, store: fixture.store),
+                deadline: .seconds(10)
+            )
             await #expect(throws: OfferServiceError.self) { _ = try await pending.answerRetention(request, bundleIdentifier: fixture.bundle) }
 
             try await fixture.approveEverything(app)
             _ = try await sync.status(app)
-            let approved = OfferService(apps: [], keyRing: keys, policy: fixture.policy, store: fixture.store, retentionDeadline: .seconds(10))
+            let approved = RetentionAnswering(
+                pipeline: SigningPipeline(apps: [], keyRing: keys, policy: fixture.policy, store: fixture.store),
+                deadline: .seconds(10)
+            )
             var again = request
             again.requestIdentifier = UUID().uuidString.lowercased()
             let answer = try await approved.answerRetention(again, bundleIdentifier: fixture.bundle)

@@ -25,7 +25,9 @@ struct RetentionFixture {
     static let issuer = "57246542-96fe-1a63-e053-0824d011072a"
     let bundle: String
     let store: any OfferStore
-    let service: OfferService
+    let service: SigningPipeline
+    /// How long a retention request may take before the fallback message is answered.
+    let deadline: Duration
     let key: SigningKey
     let signer: TestJWSSigner
 
@@ -96,18 +98,21 @@ struct RetentionFixture {
         // The service may see the store slowed down (the real store, answering late), to run into the deadline.
         let realStore = store
         let serviceStore: any OfferStore = slowStore.map { SlowStore(base: realStore, delay: $0) } ?? realStore
-        service = OfferService(
+        service = SigningPipeline(
             apps: [],
             keyRing: try KeyRing(keys: [.init(key: key, source: "test")]),
             policy: policy,
             store: serviceStore,
-            notifications: ingestor,
-            retentionDeadline: deadline
+            notifications: ingestor
         )
+        self.deadline = deadline
     }
 
     var application: some ApplicationProtocol {
-        Application(router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)), logger: Logger(label: "test"))
+        Application(
+            router: buildRouter(useCases: OfferSignerUseCases(pipeline: service, keyManager: nil, retentionDeadline: deadline)),
+            logger: Logger(label: "test")
+        )
     }
 
     /// A customer known from notifications: subscribed (and renewed when `renewed`), auto-renew as given.
@@ -306,7 +311,7 @@ private struct SlowStore: OfferStore {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(response.text.utf8)) as? [String: Any])
             #expect(Array(object.keys) == ["promotionalOffer"])
 
-            let verification = await fixture.service.verifyJWS(jws)
+            let verification = await fixture.service.verification.verifyJWS(jws)
             #expect(verification.valid, "\(verification.message ?? "")")
             #expect(verification.claims?.transactionId == original)
             #expect(verification.claims?.offerIdentifier == "retention_30")
@@ -399,7 +404,7 @@ private struct SlowStore: OfferStore {
             #expect(v1.keyIdentifier == "TESTKEY001")
             #expect(UUID(uuidString: v1.nonce) != nil && v1.nonce == v1.nonce.lowercased())
             #expect(abs(Double(v1.timestamp) / 1000 - Date().timeIntervalSince1970) < 60)
-            let verification = fixture.service.verifyLegacy(
+            let verification = fixture.service.verification.verifyLegacy(
                 SignedLegacyOffer(
                     bundleIdentifier: fixture.bundle,
                     productIdentifier: v1.productIdentifier,
@@ -517,7 +522,7 @@ private struct SlowStore: OfferStore {
             let v1 = try #require(try response.decode(RealtimeResponseBody.self).promotionalOffer?.promotionalOfferSignatureV1, "\(response.text)")
             #expect(v1.appAccountToken == nil)
             #expect(!response.text.contains("appAccountToken"))
-            let verification = fixture.service.verifyLegacy(
+            let verification = fixture.service.verification.verifyLegacy(
                 SignedLegacyOffer(
                     bundleIdentifier: fixture.bundle,
                     productIdentifier: v1.productIdentifier,

@@ -61,7 +61,7 @@ enum StoreBackend: String, Sendable, CustomTestStringConvertible {
 struct StoreFixture {
     let bundle: String
     let store: any OfferStore
-    let service: OfferService
+    let service: SigningPipeline
     let key: SigningKey
     let signer: TestJWSSigner
     static let adminToken = "carol-token-0123456789abcdef"
@@ -105,7 +105,7 @@ struct StoreFixture {
         // Its customers are named readably (dup-user, …) in their appAccountToken, as the demo's stand-in App Store
         // names them; the App Store's own rule (a UUID) is tested in AppStoreTrustTests and RetentionTests.
         let ingestor = NotificationIngestor(verifiers: [bundle: verifier], store: store, logger: Logger(label: "test"), readableTokens: true)
-        service = OfferService(
+        service = SigningPipeline(
             apps: [],
             keyRing: try KeyRing(keys: [.init(key: key, source: "test")]),
             policy: policy,
@@ -117,7 +117,7 @@ struct StoreFixture {
     var application: some ApplicationProtocol {
         Application(
             router: buildRouter(
-                useCases: OfferSignerUseCases(service: service, keyManager: nil),
+                useCases: OfferSignerUseCases(pipeline: service, keyManager: nil),
                 adminTokens: try! BearerTokens(parsing: "carol:\(Self.adminToken)")
             ),
             logger: Logger(label: "test")
@@ -477,10 +477,10 @@ struct StoreFixture {
             signedDate: now + 1
         )
         let capture = "\(subscribed)\n{\"signedPayload\":\"\(renewed)\"}\n\nnot-a-jws\n{broken\n"
-        let first = await ingestor.replay(capture)
+        let first = await NotificationIngestion(ingestor: ingestor).replay(capture)
         #expect(first.processed == 2 && first.refused == 2 && first.failed == 0)
         #expect(first.problems.map { $0.prefix(7) } == ["line 4:", "line 5:"])
-        let again = await ingestor.replay(capture)
+        let again = await NotificationIngestion(ingestor: ingestor).replay(capture)
         #expect(again.processed == 0 && again.duplicate == 2)
         let facts = try await fixture.store.customerFacts(for: CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "replayed"))
         #expect(facts?.subscriptions.first?.renewalCount == 1)

@@ -33,7 +33,7 @@ struct StoreOutageTests {
     struct Outage {
         let proxy: TCPProxy
         let store: any OfferStore
-        let service: OfferService
+        let service: SigningPipeline
         /// The test's own app: its signatures are its own in the shared database's log.
         let bundle = "com.example.outage-\(UUID().uuidString.prefix(8).lowercased())"
 
@@ -68,7 +68,7 @@ struct StoreOutageTests {
                               - offerIdentifier: everyone
                     """
             )
-            service = OfferService(
+            service = SigningPipeline(
                 apps: [],
                 keyRing: try KeyRing(keys: [.init(key: try SigningKey.generate(keyIdentifier: "TESTKEY001"), source: "test")]),
                 policy: policy,
@@ -77,7 +77,7 @@ struct StoreOutageTests {
         }
 
         func application(_ frontEnd: FrontEnd) -> Application<RouterResponder<OfferSignerRequestContext>> {
-            frontEnd.application(router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)), service: service)
+            frontEnd.application(router: buildRouter(useCases: OfferSignerUseCases(pipeline: service, keyManager: nil)), service: service)
         }
 
         func sign(_ client: some TestClientProtocol, _ offer: String) async throws -> TestResponse {

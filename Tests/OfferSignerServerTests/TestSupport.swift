@@ -11,24 +11,24 @@ import Testing
 /// A service with one generated key for `com.example.app`, and helpers to call it.
 struct TestService {
     let key: SigningKey
-    let service: OfferService
+    let service: SigningPipeline
 
     init(apps: [String] = ["com.example.app"], keys: [SigningKey]? = nil, active: String? = nil) throws {
         let keys = try keys ?? [SigningKey.generate(keyIdentifier: "TESTKEY001")]
         self.key = keys[0]
-        self.service = OfferService(
+        self.service = SigningPipeline(
             apps: apps.map { AppConfiguration(bundleIdentifier: $0) },
             keyRing: try KeyRing(keys: keys.map { .init(key: $0, source: "test") }, activeKeyIdentifier: active)
         )
     }
 
     var application: some ApplicationProtocol {
-        Application(router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)), logger: Logger(label: "test"))
+        Application(router: buildRouter(useCases: OfferSignerUseCases(pipeline: service, keyManager: nil)), logger: Logger(label: "test"))
     }
 
     /// The service's application served by `frontEnd` (open mode, no rate limits).
     func application(_ frontEnd: FrontEnd) -> Application<RouterResponder<OfferSignerRequestContext>> {
-        frontEnd.application(router: buildRouter(useCases: OfferSignerUseCases(service: service, keyManager: nil)), service: service)
+        frontEnd.application(router: buildRouter(useCases: OfferSignerUseCases(pipeline: service, keyManager: nil)), service: service)
     }
 }
 
@@ -47,7 +47,7 @@ enum FrontEnd: String, CaseIterable, Sendable, CustomTestStringConvertible {
     /// The application of `router` (built over `service`, `authenticator` and `limits`) for this front end.
     func application(
         router: Router<OfferSignerRequestContext>,
-        service: OfferService,
+        service: SigningPipeline,
         authenticator: ClientAuthenticator? = nil,
         limits: RateLimits = RateLimits(.none),
         logger: Logger = Logger(label: "test")
@@ -58,7 +58,12 @@ enum FrontEnd: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case .eventLoop:
             return makeApplication(
                 router: router,
-                signing: EventLoopSigning(service: service, authenticator: authenticator, limits: limits, serverName: "offer-signer"),
+                signing: EventLoopSigning(
+                    signing: Signing(pipeline: service),
+                    authenticator: authenticator,
+                    limits: limits,
+                    serverName: "offer-signer"
+                ),
                 logger: logger
             )
         }

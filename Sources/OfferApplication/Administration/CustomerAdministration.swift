@@ -147,7 +147,7 @@ public struct CustomerAdministration: Sendable {
     /// Asks the App Store again for the customer's subscriptions, stores what it says, and audits the refresh as
     /// `customer.refresh`.
     /// - Returns: the customer's facts after the refresh.
-    /// - Throws: ``OfferServiceError`` as ``OfferService/refreshFromAppStore(_:)`` does.
+    /// - Throws: ``OfferServiceError`` as ``SigningPipeline/refreshFromAppStore(_:)`` does.
     public func refresh(_ key: CustomerKey, by admin: String, logger: Logger) async throws(OfferServiceError) -> CustomerFacts {
         let facts = try await appStoreRefresh(key)
         try await audit.record(

@@ -23,7 +23,7 @@ public struct PolicyAdministration: Sendable {
     ///     refused (the decision log is the store's).
     ///   - policies: the policy in force on this replica, replaced when one is applied.
     ///   - servedApps: the apps this replica serves (an applied policy's apps are announced against them).
-    ///   - replay: replays the decision log of the last days under a candidate (``OfferService/dryRun(_:days:)``: on
+    ///   - replay: replays the decision log of the last days under a candidate (``SigningPipeline/dryRun(_:days:)``: on
     ///     the background lane, one at a time).
     ///   - now: the clock audit rows are dated with.
     public init(

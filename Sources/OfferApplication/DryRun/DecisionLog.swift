@@ -112,7 +112,7 @@ struct DecisionSnapshot: Codable, Sendable {
     }
 }
 
-extension OfferService {
+extension SigningPipeline {
     /// Logs a decision made under the policy (nothing without a policy, a store or a rule): its time, channel,
     /// offer (or the chosen retention entry), the customer's keyed hash, the policy's version, the facts snapshot,
     /// the answer and the reason codes. Queued for the store's batched writer; the answer does not wait.

@@ -5,7 +5,7 @@ import OfferModel
 import OfferStore
 import Synchronization
 
-/// At most one policy dry-run at a time on a replica (``OfferService/dryRun(_:days:)``): a second one asked while
+/// At most one policy dry-run at a time on a replica (``SigningPipeline/dryRun(_:days:)``): a second one asked while
 /// one replays is refused at once with `dry_run_running` (HTTP 429 with `Retry-After`), never queued — replays of a
 /// large log are long, and two at once only take twice the background lane's time.
 ///
@@ -24,7 +24,7 @@ final class DryRunSlot: Sendable {
                 .dryRunRunning,
                 """
                 A policy dry-run is already running on this replica; only one runs at a time. Try again in \
-                \(OfferService.dryRunRetryAfterSeconds) seconds, when it has finished.
+                \(PolicyAdministration.dryRunRetryAfterSeconds) seconds, when it has finished.
                 """
             )
         }
@@ -33,10 +33,12 @@ final class DryRunSlot: Sendable {
     }
 }
 
-extension OfferService {
+extension PolicyAdministration {
     /// What a dry-run refused with `dry_run_running` is told to wait before asking again, in seconds (`Retry-After`).
     public static let dryRunRetryAfterSeconds = 30
+}
 
+extension SigningPipeline {
     /// Replays the decision log of the last `days` days under `candidate` (``PolicyDryRun``) on the
     /// ``BackgroundLane``, at most one at a time on this replica: the admin API's and the console's dry-run.
     /// - Throws: ``OfferServiceError`` `dry_run_running` (another dry-run is replaying), `store_unavailable` (no

@@ -37,7 +37,7 @@ public struct PolicyDryRun: Sendable {
     }
 
     /// Replays the decisions about the candidate's apps of the last `days` days before `now`, a page at a time,
-    /// yielding between pages (run it on the ``BackgroundLane``, as ``OfferService/dryRun(_:days:)`` does). A
+    /// yielding between pages (run it on the ``BackgroundLane``, as ``SigningPipeline/dryRun(_:days:)`` does). A
     /// candidate the log cannot replay is refused before any decision is replayed: one that reads the customer's
     /// identifier, and — from one aggregate of the log, on a SQL store — one that looks back further than the
     /// window's decisions kept.

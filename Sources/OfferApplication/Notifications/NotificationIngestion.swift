@@ -1,3 +1,5 @@
+import Foundation
+
 /// App Store Server Notifications V2 as their endpoint sees them (`POST /v1/notifications/appstore`): one
 /// `signedPayload`, bounded, verified and folded in once (``NotificationIngestor``).
 public struct NotificationIngestion: Sendable {
@@ -26,5 +28,31 @@ public struct NotificationIngestion: Sendable {
             throw OfferServiceError.invalidRequest(field: "signedPayload", "signedPayload is longer than 64 KiB.")
         }
         return try await ingest(signedPayload)
+    }
+
+    /// Replays captured notifications: one `signedPayload` per line, bare or as `{"signedPayload": …}`.
+    /// Each line is verified and applied once, like a live delivery; blank lines are skipped.
+    public func replay(_ text: String) async -> ReplaySummary {
+        var summary = ReplaySummary()
+        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !line.isEmpty else { continue }
+            var payload = line
+            if line.hasPrefix("{") {
+                struct Body: Decodable { var signedPayload: String }
+                guard let body = try? JSONDecoder().decode(Body.self, from: Data(line.utf8)) else {
+                    summary.refused += 1
+                    summary.problems.append("line \(number + 1): not a signedPayload or {\"signedPayload\": …}")
+                    continue
+                }
+                payload = body.signedPayload
+            }
+            do {
+                summary.add(try await receive(signedPayload: payload))
+            } catch {
+                summary.add(error, at: "line \(number + 1)")
+            }
+        }
+        return summary
     }
 }

@@ -40,6 +40,11 @@ public struct ReplaySummary: Sendable, CustomStringConvertible {
     }
 }
 
+/// What the ingestor writes: notifications filed once, customers' facts and the claims of their transactions, the
+/// offers App Store data carries and what became of them, transactions for the experiments' reports, the audit of
+/// bindings refused. Each a capability of its own; the SQLite file and PostgreSQL stores have them all.
+public typealias NotificationStore = ProcessedNotifications & CustomerFactsStore & OutcomeLog & ExperimentLog & AuditLog
+
 /// Verifies App Store Server Notifications V2 and signed transactions and feeds the customer store.
 ///
 /// Customers are found by the transaction's `appAccountToken` (the lower-cased `applicationUsername`), else by
@@ -50,7 +55,7 @@ public struct ReplaySummary: Sendable, CustomStringConvertible {
 public struct NotificationIngestor: Sendable {
     /// One verifier per app, by bundle identifier.
     package let verifiers: [String: SignedDataVerifier]
-    package let store: any OfferStore
+    package let store: any NotificationStore
     let logger: Logger
     /// How far ahead of now an App Store `signedDate` may be (clocks differ); beyond it a payload is refused.
     public let clockSkew: TimeInterval
@@ -74,7 +79,7 @@ public struct NotificationIngestor: Sendable {
     ///   App Store); otherwise only a UUID, Apple's type, names a customer.
     public init(
         verifiers: [String: SignedDataVerifier],
-        store: any OfferStore,
+        store: any NotificationStore,
         logger: Logger,
         clockSkew: TimeInterval = NotificationIngestor.defaultClockSkew,
         readableTokens: Bool = false,
@@ -176,32 +181,6 @@ public struct NotificationIngestor: Sendable {
         case .ignored: ignored.increment()
         }
         return outcome
-    }
-
-    /// Replays captured notifications: one `signedPayload` per line, bare or as `{"signedPayload": …}`.
-    /// Each line is verified and applied once, like a live delivery; blank lines are skipped.
-    public func replay(_ text: String) async -> ReplaySummary {
-        var summary = ReplaySummary()
-        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard !line.isEmpty else { continue }
-            var payload = line
-            if line.hasPrefix("{") {
-                struct Body: Decodable { var signedPayload: String }
-                guard let body = try? JSONDecoder().decode(Body.self, from: Data(line.utf8)) else {
-                    summary.refused += 1
-                    summary.problems.append("line \(number + 1): not a signedPayload or {\"signedPayload\": …}")
-                    continue
-                }
-                payload = body.signedPayload
-            }
-            do {
-                summary.add(try await ingest(signedPayload: payload))
-            } catch {
-                summary.add(error, at: "line \(number + 1)")
-            }
-        }
-        return summary
     }
 
     /// Verifies a StoreKit 2 signed transaction an app sent with a sign request and folds it into that

@@ -14,11 +14,11 @@ import OfferStore
 /// Store retries, changes nothing the second time. A value that is not what Apple sends is left out, or the
 /// redemption is not recorded, with the reason in the log: never an error to the App Store.
 package struct OutcomeRecorder: Sendable {
-    let store: any OfferStore
+    let store: any OutcomeLog & ExperimentLog
     let logger: Logger
     let now: @Sendable () -> Date
 
-    package init(store: any OfferStore, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) {
+    package init(store: any OutcomeLog & ExperimentLog, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) {
         self.store = store
         self.logger = logger
         self.now = now

@@ -98,7 +98,7 @@ public struct PolicyRefresher: Service {
     let logger: Logger
 
     /// - Parameters:
-    ///   - holder: the policy in force (``OfferService/policyHolder``).
+    ///   - holder: the policy in force (``SigningPipeline/policyHolder``).
     ///   - document: the store's policy document.
     ///   - changes: the names of documents other processes change, as they commit (`"*"`: any may have changed).
     ///   - servedApps: the apps this process serves (a policy naming another is logged: it needs a restart).

@@ -48,7 +48,7 @@ final class RetentionApprovals: Sendable {
     }
 }
 
-extension OfferService {
+extension RetentionAnswering {
     /// The entries that may answer: an entry naming a catalogue message (`message:`) only once Apple has approved
     /// that message in the request's environment, so an answer never names a message Apple has not approved; the
     /// entries after it (the policy's fallback) answer meanwhile. Each skipped entry is logged (debug; the metric
@@ -62,17 +62,17 @@ extension OfferService {
     ) async -> [OfferPolicy.RetentionEntry] {
         guard entries.contains(where: { $0.messageName != nil }) else { return entries }
         let name = environment == .sandbox ? "Sandbox" : "Production"
-        let approved = await retentionApprovals.approvedMessages(
+        let approved = await approvals.approvedMessages(
             bundleIdentifier: bundleIdentifier,
             environment: name,
-            store: store,
-            logger: retentionLogger
+            store: pipeline.store,
+            logger: logger
         )
         return entries.filter { entry in
             guard let message = entry.messageName, !approved.contains(entry.messageIdentifier) else { return true }
             Counter(label: "offer_signer_retention_not_approved_total", dimensions: [("bundle", bundleIdentifier), ("product", productIdentifier)])
                 .increment()
-            retentionLogger.debug(
+            logger.debug(
                 "a retention entry's message is not approved by Apple yet; the next entry answers",
                 metadata: [
                     "productIdentifier": "\(productIdentifier)", "message": "\(message)", "environment": "\(name)",

@@ -17,6 +17,6 @@ struct StoredRetentionAnswer: Codable {
     }
 
     func encoded() throws -> String {
-        String(decoding: try OfferService.answerEncoder.encode(self), as: UTF8.self)
+        String(decoding: try RetentionAnswering.answerEncoder.encode(self), as: UTF8.self)
     }
 }

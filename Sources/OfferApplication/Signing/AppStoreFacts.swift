@@ -47,7 +47,7 @@ enum AppStoreLookupOutcome: Sendable, Hashable {
     case decidedFromStore
 }
 
-extension OfferService {
+extension SigningPipeline {
     private static let appStoreLogger = Logger(label: "offer-signer.app-store-facts")
 
     /// A JWS's `transactionId` the store knows as another customer's original transaction is not this customer's to

@@ -2,7 +2,7 @@ import Foundation
 import OfferEligibility
 import OfferErrors
 
-/// The one error type of the request pipeline (``OfferService``, ``NotificationIngestor``): a code, a sentence
+/// The one error type of the request pipeline (``SigningPipeline``, ``NotificationIngestor``): a code, a sentence
 /// that says what to do, and the request field or the eligibility reasons it concerns. No HTTP here: the edge
 /// maps it once (the server's `APIError`). Messages never contain key material or tokens.
 public struct OfferServiceError: CodedError, Hashable, Sendable, CustomStringConvertible {

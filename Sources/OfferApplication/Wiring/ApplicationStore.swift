@@ -11,19 +11,20 @@ import OfferStore
 import ServiceLifecycle
 
 /// The customer store as the server holds it: opened, migrated and closed by the application, and handed to the
-/// service (``OfferService/init(apps:keyRing:policy:policyRevision:applicationStore:notifications:retentionDeadline:appStoreClients:)``),
+/// signing pipeline (``SigningPipeline/init(apps:keyRing:policy:policyRevision:applicationStore:notifications:appStoreClients:)``),
 /// the key states, the policy in force and the background services without its type leaving `OfferApplication`.
 ///
 /// ## Usage
 ///
 /// ```swift
 /// let store = try await ApplicationStore.open(databaseURL: url, timeout: .seconds(2), serving: true, logger: logger)
-/// let service = OfferService(apps: apps, keyRing: ring, policy: nil, policyRevision: 0, applicationStore: store, notifications: nil,
-///                            retentionDeadline: .milliseconds(500), appStoreClients: [:])
-/// services += store.services(keyManager: manager, policy: service.policyHolder, servedApps: Set(service.apps.keys), …)
+/// let pipeline = SigningPipeline(apps: apps, keyRing: ring, policy: nil, policyRevision: 0, applicationStore: store, notifications: nil,
+///                                appStoreClients: [:])
+/// services += store.services(keyManager: manager, policy: pipeline.policyHolder, servedApps: Set(pipeline.apps.keys), …)
 /// ```
 public struct ApplicationStore: Sendable {
-    /// The store itself: the application's, and the store's own admin commands' (`offer-signer`'s `openForTools`).
+    /// The store itself: the application's own (its use cases, and the tools'
+    /// ``OfferSignerUseCases/forTools(apps:policy:store:notifications:retentionMessaging:)``).
     package let store: any OfferStore
     /// `sqlite` or `postgres`, for logs.
     public let backend: String
@@ -154,7 +155,7 @@ public struct ApplicationStore: Sendable {
     /// other replicas' key states (when they are kept in the store) and the policy applied to the fleet.
     /// - Parameters:
     ///   - keyManager: the key manager to refresh with other replicas' key states; `nil` when they are in a file.
-    ///   - policy: the policy in force (``OfferService/policyHolder``).
+    ///   - policy: the policy in force (``SigningPipeline/policyHolder``).
     ///   - servedApps: the apps this process serves.
     ///   - clockSkew: as the notification ingestion's (how long stored answers and processed notifications are kept).
     ///   - decisionLogDays: how many days the decision log keeps.
@@ -245,9 +246,9 @@ extension StoreOpeningError {
     }
 }
 
-extension OfferService {
+extension SigningPipeline {
     /// A service over an opened store (``ApplicationStore``); the parameters are those of
-    /// ``init(apps:keyRing:policy:policyRevision:store:introductoryOfferDecision:notifications:retentionDeadline:appStoreClients:)``.
+    /// ``init(apps:keyRing:policy:policyRevision:store:introductoryOfferDecision:notifications:appStoreClients:)``.
     public convenience init(
         apps: [AppConfiguration],
         keyRing: KeyRing,
@@ -255,7 +256,6 @@ extension OfferService {
         policyRevision: Int64,
         applicationStore: ApplicationStore?,
         notifications: NotificationIngestor?,
-        retentionDeadline: Duration,
         appStoreClients: [String: AppStoreServerAPIClient]
     ) {
         self.init(
@@ -265,8 +265,19 @@ extension OfferService {
             policyRevision: policyRevision,
             store: applicationStore?.store,
             notifications: notifications,
-            retentionDeadline: retentionDeadline,
             appStoreClients: appStoreClients
         )
+    }
+}
+
+extension RetentionMessagingSetup {
+    /// The set-up of `configurations`' apps, recording in the store a tool opened (``ApplicationStore``); `nil`:
+    /// nothing is recorded. See ``init(configurations:options:store:logger:)``.
+    public init(
+        configurations: [String: AppStoreServerAPIConfiguration],
+        applicationStore: ApplicationStore?,
+        logger: Logger
+    ) throws(RetentionMessagingError) {
+        try self.init(configurations: configurations, store: applicationStore?.store, logger: logger)
     }
 }

@@ -12,7 +12,7 @@ extension ConsolePages {
         // Exactly as typed, as the admin API reads its path: ` a` is another customer than `a` (and a leading or
         // trailing space is kept, never trimmed into someone else).
         // A service with one app: its bundle ID is filled in.
-        var bundleIdentifier = query["bundleId"] ?? (service.apps.count == 1 ? service.apps.keys.first ?? "" : "")
+        var bundleIdentifier = query["bundleId"] ?? (useCases.signing.apps.count == 1 ? useCases.signing.apps.keys.first ?? "" : "")
         var applicationUsername = query["customer"] ?? ""
         let originalTransactionId = query["originalTransactionId"] ?? ""
         let search: HTML = """
@@ -56,7 +56,11 @@ extension ConsolePages {
             )
         }
         // The admin API's own validation, messages and 404 unknown_app (GET /admin/customers/{bundleIdentifier}/{applicationUsername}).
-        let key = try AdminCustomerRoutes.customerKey(bundleIdentifier: bundleIdentifier, applicationUsername: applicationUsername, service: service)
+        let key = try AdminCustomerRoutes.customerKey(
+            bundleIdentifier: bundleIdentifier,
+            applicationUsername: applicationUsername,
+            signing: useCases.signing
+        )
         let facts = try await view.facts(of: key)
         let signatures = try await view.issuedSignatures(of: key)
         var body: HTML = search
@@ -195,7 +199,7 @@ extension ConsolePages {
     /// A retention decision's entry by the policy's name for it (its `messageName`, else the offer or answer it
     /// gives), not the message's UUID; an entry the policy in force no longer has keeps its short identifier.
     func retentionName(_ messageIdentifier: String, offerIdentifier: String) -> String {
-        let entries = service.policy?.apps.flatMap(\.products).flatMap(\.retention) ?? []
+        let entries = useCases.signing.policy?.apps.flatMap(\.products).flatMap(\.retention) ?? []
         if let entry = entries.first(where: { $0.messageIdentifier == messageIdentifier }) {
             return entry.messageName ?? (entry.offerIdentifier.isEmpty ? "message \(messageIdentifier.prefix(8))…" : entry.offerIdentifier)
         }

@@ -12,7 +12,7 @@ extension ConsolePages {
 
     /// `/console/keys`: the keys, a form to change one (typing its identifier to confirm), the last 50 audit events.
     func keys(_ session: ConsoleSession, message: HTML?) async throws -> HTML {
-        let ring = await useCases.keys?.keyRing ?? service.keys.current
+        let ring = await useCases.keys?.keyRing ?? useCases.signing.keys.current
         let options: [HTML] = ring.entries.map { "<option value=\"\($0.key.keyIdentifier)\">\($0.key.keyIdentifier)</option>" }
         let actions: [HTML] = Self.keyActions.map { "<option value=\"\($0)\">\($0)</option>" }
         let form: HTML =
@@ -44,7 +44,7 @@ extension ConsolePages {
             current: "/console/keys",
             body: """
                 \(message ?? .empty)
-                \(Self.keyTable(ring, counts: service.signatureCountsByKey))
+                \(Self.keyTable(ring, counts: useCases.signing.signatureCountsByKey))
                 <h2>Change a key</h2>
                 <p class="note">Activating makes a key the default signing key; retiring stops signing with it (its signatures still verify); \
                 revoking stops both. The change is saved, served at once, and audited under your name.</p>

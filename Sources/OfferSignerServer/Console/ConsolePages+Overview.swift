@@ -26,7 +26,7 @@ extension ConsolePages {
         let reachable = await health.isReachable()
         var activity: StoreActivity?
         if reachable { activity = await health.latestActivity() }
-        let ring = await useCases.keys?.keyRing ?? service.keys.current
+        let ring = await useCases.keys?.keyRing ?? useCases.signing.keys.current
         let recent = RequestTally.summary(minutes: Self.recentMinutes, now: now)
         var warnings = configurationWarnings(ring: ring, reachable: reachable, activity: activity)
         if let rate = recent.serverErrorRate, rate >= 0.01, recent.serverErrors >= 3 {
@@ -60,8 +60,8 @@ extension ConsolePages {
             <div class="card"><span>Up for</span><b \
             data-metric="uptime">\(Self.duration(now.timeIntervalSince(RequestTally.startedAt)))</b><span>since \
             \(ConsoleLayout.date(RequestTally.startedAt))</span></div>
-            <div class="card"><span>Policy in force</span>\(Self.policySummary(service.policy))</div></div>
-            \(Self.keyTable(ring, counts: service.signatureCountsByKey))
+            <div class="card"><span>Policy in force</span>\(Self.policySummary(useCases.signing.policy))</div></div>
+            \(Self.keyTable(ring, counts: useCases.signing.signatureCountsByKey))
             """
         guard health.hasStore else {
             return ConsoleLayout.page(
@@ -152,7 +152,7 @@ extension ConsolePages {
                 )
             )
         }
-        if service.notifications == nil {
+        if !useCases.signing.takesAppStoreData {
             warnings.append(
                 Warning(
                     level: .bad,
@@ -167,7 +167,7 @@ extension ConsolePages {
                 )
             )
         } else {
-            let missing = service.apps.values.filter { $0.appAppleId == nil }.map(\.bundleIdentifier).sorted()
+            let missing = useCases.signing.apps.values.filter { $0.appAppleId == nil }.map(\.bundleIdentifier).sorted()
             if !missing.isEmpty {
                 warnings.append(
                     Warning(
@@ -195,7 +195,7 @@ extension ConsolePages {
                 )
             }
         }
-        if service.policy == nil {
+        if useCases.signing.policy == nil {
             warnings.append(
                 Warning(
                     level: .warn,

@@ -9,7 +9,6 @@ import OfferSigning
 /// `/admin/outcomes/daily`, `/admin/experiments`, `/admin/customers`, `/admin/audit`), and what the service knows of
 /// its own health (``RequestTally``, the store's latest activity).
 struct ConsolePages {
-    let service: OfferService
     /// The use cases the pages share with the admin API (key changes, the audit).
     let useCases: OfferSignerUseCases
     /// Who may sign in (the overview warns when the demo's public token is one).

@@ -12,7 +12,6 @@ import OfferModel
 /// listener (or the single port), never on the public one. Sign-in with an admin token through a form, then a
 /// session cookie; every page is server-rendered HTML with SVG charts, and every form carries a CSRF token.
 struct ConsoleRoutes {
-    let service: OfferService
     /// The use cases the console shares with the admin API.
     let useCases: OfferSignerUseCases
     let adminTokens: BearerTokens
@@ -52,7 +51,7 @@ struct ConsoleRoutes {
             )
         }
         _ = RequestTally.startedAt  // the overview's uptime counts from here: the router's start
-        let pages = ConsolePages(service: service, useCases: useCases, adminTokens: adminTokens)
+        let pages = ConsolePages(useCases: useCases, adminTokens: adminTokens)
         signedIn.get("") { request, context in
             let range = try ConsoleRange(query: try ConsoleForm(encoded: request.uri.query ?? ""))
             return try await pages.overview(try context.requireConsoleSession, range: range).response()
@@ -90,7 +89,7 @@ struct ConsoleRoutes {
         signedIn.get("/policy") { request, context in
             // `?start=in-force`: the form's candidate starts as the policy in force's text.
             let start = try ConsoleForm(encoded: request.uri.query ?? "")["start"] == "in-force"
-            return pages.policy(try context.requireConsoleSession, candidate: start ? pages.service.policy?.text ?? "" : "").response()
+            return pages.policy(try context.requireConsoleSession, candidate: start ? pages.useCases.signing.policy?.text ?? "" : "").response()
         }
         signedIn.post("/policy") { request, context in
             var request = request

@@ -55,7 +55,7 @@ extension APIError {
         case .unknownExperiment: code = .unknownExperiment
         case .invalidPolicy: code = .invalidPolicy
         case .policyConflict: code = .policyConflict
-        case .dryRunRunning: (code, retryAfter) = (.dryRunRunning, "\(OfferService.dryRunRetryAfterSeconds)")
+        case .dryRunRunning: (code, retryAfter) = (.dryRunRunning, "\(PolicyAdministration.dryRunRetryAfterSeconds)")
         case .dryRunNeedsFacts: code = .dryRunNeedsFacts
         case .noPolicy: code = .noPolicy
         case .policyNeedsStore: code = .policyNeedsStore

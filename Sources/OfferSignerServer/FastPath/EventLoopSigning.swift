@@ -21,14 +21,14 @@ import Synchronization
 /// Every step is the router's own: ``ClientAuthenticator/immediateIdentity(authorization:)``,
 /// ``Request/decodeJSON(as:from:)`` (after ``SignOfferRequest/init(plainJSON:)``, which reads the common shape
 /// the same way or declines), the route's composition (``SignRoute``: the customer, their limit, the
-/// application's ``OfferService/prepareSigning(_:)``), ``OfferService/commit(_:completion:)``, the error mapping
+/// application's ``Signing/prepareSigning(_:)``), ``Signing/commit(_:startWhenReady:completion:)``, the error mapping
 /// (``APIError/init(pipeline:logger:)``), the access log, the request ID and the metrics labels. What this adds is
 /// only the transport.
 public struct EventLoopSigning: Sendable {
     /// The route it serves.
     static let path = "/v1/offers/sign"
 
-    let service: OfferService
+    let signing: Signing
     /// `nil`: the open mode of ``buildRouter(useCases:adminTokens:metricsRegistry:authenticator:rateLimits:part:addOn:)``
     /// without an authenticator (every caller is `open`, no per-credential limit).
     let authenticator: ClientAuthenticator?
@@ -37,8 +37,8 @@ public struct EventLoopSigning: Sendable {
     let serverName: String?
 
     /// Creates the path for the application's public listener.
-    public init(service: OfferService, authenticator: ClientAuthenticator?, limits: RateLimits, serverName: String?) {
-        self.service = service
+    public init(signing: Signing, authenticator: ClientAuthenticator?, limits: RateLimits, serverName: String?) {
+        self.signing = signing
         self.authenticator = authenticator
         self.limits = limits
         self.serverName = serverName
@@ -141,7 +141,7 @@ public struct EventLoopSigning: Sendable {
                 try limits.admit(credential: identity.rateLimitCredential(remoteAddress: remoteAddress), identity: identity)
             }
             let request = try SignOfferRequest(plainJSON: body) ?? Request.decodeJSON(as: SignOfferRequest.self, from: body)
-            switch try SignRoute.prepare(request, identity: identity, limits: limits, service: service) {
+            switch try SignRoute.prepare(request, identity: identity, limits: limits, signing: signing) {
             case .signed(let signing): return .signed(try signing(), answering)
             case .pipeline(let prepared): return .pipeline(prepared, answering)
             }
@@ -158,7 +158,7 @@ public struct EventLoopSigning: Sendable {
         Task {
             await RequestMetadata.$requestID.withValue(answering.requestID) {
                 do {
-                    completion(.success(try await service.sign(prepared).apiJSON))
+                    completion(.success(try await signing.sign(prepared).apiJSON))
                 } catch {
                     completion(.failure(APIError(pipeline: error, logger: answering.logger)))
                 }

@@ -36,7 +36,7 @@ struct AuditList: ResponseEncodable {
 /// grants, a refresh from the App Store, the issued-signature log and the audit. Every change is audited with the admin who made it
 /// (``CustomerAdministration``); the routes decode, call the use case and encode.
 struct AdminCustomerRoutes {
-    let service: OfferService
+    let signing: Signing
     let customers: CustomerAdministration
     let logs: AdministrationLogs
 
@@ -125,7 +125,7 @@ struct AdminCustomerRoutes {
         return try Self.customerKey(
             bundleIdentifier: try decoded("bundleIdentifier"),
             applicationUsername: try decoded("applicationUsername"),
-            service: service
+            signing: signing
         )
     }
 
@@ -134,14 +134,14 @@ struct AdminCustomerRoutes {
     /// identifier as ``PayloadField/validateApplicationUsername(_:named:)`` says.
     /// - Throws: ``APIError`` 400 `invalid_request` naming the field, or 404 `unknown_app` for an app this service
     ///   does not serve.
-    static func customerKey(bundleIdentifier bundle: String, applicationUsername username: String, service: OfferService) throws -> CustomerKey {
+    static func customerKey(bundleIdentifier bundle: String, applicationUsername username: String, signing: Signing) throws -> CustomerKey {
         do throws(OfferSigningError) {
             try PayloadField.validate(bundle, named: "bundleIdentifier", maximumLength: PayloadField.maximumBundleIdentifierLength)
             try PayloadField.validateApplicationUsername(username)
         } catch {
             throw APIError(error)
         }
-        _ = try service.app(named: bundle)  // 404 unknown_app: a customer of an app this service does not serve
+        _ = try signing.app(named: bundle)  // 404 unknown_app: a customer of an app this service does not serve
         return CustomerKey(bundleIdentifier: bundle, applicationUsername: username)
     }
 

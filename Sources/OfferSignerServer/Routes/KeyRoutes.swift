@@ -17,11 +17,11 @@ struct JSONWebKeySet: ResponseEncodable {
 
 /// `GET /v1/keys` and `GET /.well-known/jwks.json`.
 struct KeyRoutes<Context: RequestContext> {
-    let service: OfferService
+    let keys: KeyRingHolder
 
     func register(on router: Router<Context>) {
         router.get("/v1/keys") { request, context -> Response in
-            let ring = service.keys.current
+            let ring = keys.current
             let keys =
                 ring.entries.map { entry in
                     PublicKeyDescription(
@@ -43,7 +43,7 @@ struct KeyRoutes<Context: RequestContext> {
             return try context.responseEncoder.encode(keys, from: request, context: context)
         }
         router.get("/.well-known/jwks.json") { _, _ -> JSONWebKeySet in
-            let ring = service.keys.current
+            let ring = keys.current
             return JSONWebKeySet(keys: ring.entries.filter { ring.state(of: $0.key.keyIdentifier) != .revoked }.map(\.key.verificationKey.jsonWebKey))
         }
     }

@@ -121,7 +121,8 @@ struct EligibilityResponse: ResponseEncodable {
 /// eligibility, verify. Each names its customer through ``customer(_:_:)``: a login JWT's own customer, or
 /// the one the request names, then the per-customer rate limit.
 struct OfferRoutes {
-    let service: OfferService
+    let signing: Signing
+    let verification: OfferVerification
     let limits: RateLimits
 
     /// The customer the request acts for, checked against the credential and admitted by the rate limit.
@@ -135,13 +136,13 @@ struct OfferRoutes {
     func register(on group: RouterGroup<OfferSignerRequestContext>) {
         group.post("/sign") { request, context -> Response in
             let body = try await request.decodeJSON(as: SignOfferRequest.self, context: context)
-            let prepared = try await SignRoute.prepare(body, identity: context.identity ?? .open, limits: limits, service: service)
-            return try await service.sign(prepared).response(from: request, context: context)
+            let prepared = try await SignRoute.prepare(body, identity: context.identity ?? .open, limits: limits, signing: signing)
+            return try await signing.sign(prepared).response(from: request, context: context)
         }
         group.post("/eligibility") { request, context -> EligibilityResponse in
             var body = try await request.decodeJSON(as: EligibilityRequest.self, context: context)
             body.applicationUsername = try await customer(body.applicationUsername, context)
-            let offers = try await service.eligibility(
+            let offers = try await signing.eligibility(
                 bundleIdentifier: body.bundleIdentifier,
                 applicationUsername: body.applicationUsername,
                 productIdentifier: body.productIdentifier,
@@ -149,23 +150,23 @@ struct OfferRoutes {
             )
             return EligibilityResponse(
                 applicationUsername: body.applicationUsername.lowercased(),
-                policyInForce: service.policy != nil,
+                policyInForce: signing.policy != nil,
                 offers: offers
             )
         }
         group.post("/introductory-eligibility") { request, context -> IntroductoryEligibilityResponse in
             var body = try await request.decodeJSON(as: IntroductoryEligibilityRequest.self, context: context)
             body.applicationUsername = try await customer(body.applicationUsername, context)
-            return try await service.signIntroductoryOfferEligibility(body)
+            return try await signing.signIntroductoryOfferEligibility(body)
         }
         group.post("/verify") { request, context -> Response in
             let body = try await request.decodeJSON(as: VerifyRequest.self, context: context)
             if body.isJWS, let token = body.signature {
-                return try VerifyResponse(format: "jws", verification: await service.verifyJWS(token)).response(from: request, context: context)
+                return try VerifyResponse(format: "jws", verification: await verification.verifyJWS(token)).response(from: request, context: context)
             }
-            let only = service.apps.count == 1 ? service.apps.keys.first : nil
+            let only = signing.apps.count == 1 ? signing.apps.keys.first : nil
             let bundle = try body.legacyBundle(defaultBundleIdentifier: only)
-            return try VerifyResponse(format: "legacy", verification: service.verifyLegacy(bundle)).response(from: request, context: context)
+            return try VerifyResponse(format: "legacy", verification: verification.verifyLegacy(bundle)).response(from: request, context: context)
         }
     }
 }

@@ -20,7 +20,7 @@ struct OperationsRoutes<Context: RequestContext> {
     /// whatever `OFFER_SIGNER_STORE_TIMEOUT` allows a request.
     static var readinessTimeout: Duration { .milliseconds(800) }
 
-    let service: OfferService
+    let signing: Signing
     /// Whether the store answers (`/readyz`).
     let health: StoreHealth
     let metricsRegistry: PrometheusCollectorRegistry?
@@ -39,12 +39,12 @@ struct OperationsRoutes<Context: RequestContext> {
             }
         }
         router.get("/readyz") { _, _ -> HealthResponse in
-            let key = try service.keys.current.activeKey()
+            let key = try signing.keys.current.activeKey()
             do throws(OfferServiceError) { try await health.checkReady(within: Self.readinessTimeout) } catch { throw APIError.storeUnavailable }
             return HealthResponse(
                 status: "ready",
                 activeKeyIdentifier: key.keyIdentifier,
-                policy: PolicyInForceResponse(service.policyHolder.current)
+                policy: PolicyInForceResponse(signing.policyHolder.current)
             )
         }
         if let metricsRegistry {

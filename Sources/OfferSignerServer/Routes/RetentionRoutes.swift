@@ -14,7 +14,7 @@ extension IntroductoryEligibilityResponse: ResponseEncodable {}
 /// The App Store's real-time retention endpoint. Open like the notification endpoint (the payload's signature
 /// is the credential), rate-limited per client address, answered within the retention deadline.
 struct RetentionRoutes {
-    let service: OfferService
+    let retentionAnswers: RetentionAnswering
     let limits: RateLimits
 
     func register(on router: Router<OfferSignerRequestContext>) {
@@ -24,7 +24,7 @@ struct RetentionRoutes {
             guard body.signedPayload.utf8.count <= 64 * 1024 else {
                 throw APIError(OfferServiceError.invalidRequest(field: "signedPayload", "signedPayload is longer than 64 KiB."))
             }
-            return try await service.answerRetention(signedPayload: body.signedPayload)
+            return try await retentionAnswers.answerRetention(signedPayload: body.signedPayload)
         }
     }
 }

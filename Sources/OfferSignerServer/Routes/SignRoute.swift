@@ -6,13 +6,13 @@ import OfferApplication
 /// `POST /v1/offers/sign`'s composition, written once for the router (``OfferRoutes``) and the event-loop path
 /// (``EventLoopSigning``): the customer the request acts for — the credential's own, or the one the request names;
 /// none: `""` — admitted by their rate limit, then the application's one step that signs at once or validates the
-/// request for the pipeline (``OfferService/prepareSigning(_:)``; the router's, ``OfferService/prepareForPipeline(_:)``).
+/// request for the pipeline (``Signing/prepareSigning(_:)``; the router's, ``Signing/prepareForPipeline(_:)``).
 enum SignRoute {
     /// The step for `request`, admitting its customer at once (the event-loop path).
-    static func prepare(_ request: SignOfferRequest, identity: ClientIdentity, limits: RateLimits, service: OfferService) throws -> SigningStep {
+    static func prepare(_ request: SignOfferRequest, identity: ClientIdentity, limits: RateLimits, signing: Signing) throws -> SigningStep {
         let (acting, customer) = try actingFor(request, identity: identity)
         if let customer { try limits.admit(customer: customer, identity: identity) }
-        return try service.prepareSigning(acting)
+        return try signing.prepareSigning(acting)
     }
 
     /// The request for the pipeline, admitting its customer when the fleet's bucket grants a lease (the router).
@@ -20,11 +20,11 @@ enum SignRoute {
         _ request: SignOfferRequest,
         identity: ClientIdentity,
         limits: RateLimits,
-        service: OfferService
+        signing: Signing
     ) async throws -> PreparedSigning {
         let (acting, customer) = try actingFor(request, identity: identity)
         if let customer { try await limits.admit(customer: customer, identity: identity) }
-        return try service.prepareForPipeline(acting)
+        return try signing.prepareForPipeline(acting)
     }
 
     /// The request acting for the customer the credential allows, and that customer's rate-limit key (`nil`: none).

@@ -4,7 +4,7 @@ import OfferModel
 import OfferStore
 import Synchronization
 
-extension OfferService {
+extension SigningPipeline {
     /// The pipeline for a rule that reads issued offers (caps, cool-downs, grants) where the store serializes one
     /// customer's decisions without a write transaction per decision (``CustomerLockingStore/customerLocks``: a
     /// SQLite file a server holds, a store in memory, PostgreSQL): the customer's in-process lock. Under the lock:

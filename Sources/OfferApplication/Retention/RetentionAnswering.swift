@@ -20,7 +20,27 @@ public struct RetentionExplanation: Sendable {
     public var choice: OfferPolicy.RetentionChoice
 }
 
-extension OfferService {
+/// Retention Messaging's real-time requests: each verified, the product's retention entries tried for the customer
+/// who owns the subscription, a promotional offer signed through the one ``SigningPipeline`` (channel `retention`),
+/// the answer stored per `requestIdentifier`, the fallback message answered when the answer is late. The use case of
+/// `POST /v1/retention/appstore` and `offer-signer retention explain`.
+public final class RetentionAnswering: Sendable {
+    /// The pipeline an answer's decision and signature run through.
+    let pipeline: SigningPipeline
+    /// How long a retention request may take before the fallback message is answered (`OFFER_SIGNER_RETENTION_DEADLINE`).
+    public let deadline: Duration
+    /// The products whose retention requests got no answer, logged once each.
+    let unanswered = Mutex<Set<String>>([])
+    let logger = Logger(label: "offer-signer.retention")
+    /// Which catalogue messages Apple has approved (``approvedRetentionEntries(_:bundleIdentifier:productIdentifier:environment:)``).
+    let approvals = RetentionApprovals()
+
+    /// Retention answers signed through `pipeline`, late after `deadline` (Apple gives up after 700 ms).
+    public init(pipeline: SigningPipeline, deadline: Duration = .milliseconds(500)) {
+        self.pipeline = pipeline
+        self.deadline = deadline
+    }
+
     /// Answers the App Store's real-time "Get Retention Message" request (`POST /v1/retention/appstore`).
     ///
     /// The `signedPayload` is verified like a notification (chain, markers, `signedDate`, environment) and must
@@ -29,12 +49,12 @@ extension OfferService {
     /// is the answer. A promotional offer is signed (V2 with `transactionId` = the original transaction, or V1),
     /// self-verified and recorded with channel `retention` and the `requestIdentifier`; the answer is stored, so a
     /// repeated `requestIdentifier` gets the same answer and no second signature. When the answer is not ready
-    /// within ``retentionDeadline``, the product's fallback message is answered instead.
+    /// within ``deadline``, the product's fallback message is answered instead.
     /// - Throws: ``OfferServiceError`` 400 `invalid_signed_payload`, 404 `no_retention_answer` (the App Store shows
     ///   its default message), 503 `retention_timed_out` / `store_unavailable` / `issuer_not_configured`.
     public func answerRetention(signedPayload: String) async throws -> RealtimeResponseBody {
         let (bundleIdentifier, request) = try await verifiedRetentionRequest(signedPayload, fresh: true)
-        return try await answerRetention(request, bundleIdentifier: bundleIdentifier, now: notifications?.now() ?? Date())
+        return try await answerRetention(request, bundleIdentifier: bundleIdentifier, now: pipeline.notifications?.now() ?? Date())
     }
 
     /// A retention request's `signedPayload`, verified, and the app whose `appAppleId` it carries. `fresh`: signed
@@ -43,7 +63,7 @@ extension OfferService {
         _ signedPayload: String,
         fresh: Bool
     ) async throws(OfferServiceError) -> (bundleIdentifier: String, request: DecodedRealtimeRequestBody) {
-        guard let notifications else {
+        guard let notifications = pipeline.notifications else {
             throw OfferServiceError(
                 .storeUnavailable,
                 """
@@ -64,7 +84,7 @@ extension OfferService {
         bundleIdentifier: String,
         now: Date = Date()
     ) async throws -> RealtimeResponseBody {
-        let app = try app(named: bundleIdentifier)
+        let app = try pipeline.app(named: bundleIdentifier)
         let product: OfferPolicy.Product
         let entries: [OfferPolicy.RetentionEntry]
         do {
@@ -85,13 +105,13 @@ extension OfferService {
         // and signature are written, and beside them).
         let recording = Mutex<Task<Void, Never>?>(nil)
         do {
-            let deadline = ContinuousClock.now + retentionDeadline
+            let due = ContinuousClock.now + deadline
             let deadlineMilliseconds = Int64(
-                retentionDeadline.components.seconds * 1000 + retentionDeadline.components.attoseconds / 1_000_000_000_000_000
+                deadline.components.seconds * 1000 + deadline.components.attoseconds / 1_000_000_000_000_000
             )
             answer = try await Traces.span("retention.deadline", ["offer_signer.retention.deadline_ms": .int64(deadlineMilliseconds)]) {
-                let answer = try await withDeadline(retentionDeadline) {
-                    try await self.decideRetention(request, app: app, product: product, entries: entries, deadline: deadline, now: now) { answer in
+                let answer = try await withDeadline(deadline) {
+                    try await self.decideRetention(request, app: app, product: product, entries: entries, deadline: due, now: now) { answer in
                         recording.withLock {
                             $0 = self.startRecordingRetentionOutcome(
                                 request,
@@ -114,7 +134,7 @@ extension OfferService {
             throw error
         } catch let error as OfferServiceError where error.code == .requestIdentifierConflict {
             PipelineMetrics.countRetentionAnswer("request_identifier_conflict")
-            retentionLogger.warning(
+            logger.warning(
                 "a retention request reused a requestIdentifier answered for another request; refused",
                 metadata: [
                     "productIdentifier": "\(product.productIdentifier)", "requestIdentifier": "\(request.requestIdentifier ?? "-")",
@@ -145,17 +165,17 @@ extension OfferService {
             throw OfferServiceError(
                 .retentionTimedOut,
                 """
-                The retention answer was not ready within \(retentionDeadline) and \(product.productIdentifier) has no fallback message; the \
+                The retention answer was not ready within \(deadline) and \(product.productIdentifier) has no fallback message; the \
                 App Store shows its default message.
                 """
             )
         }
         PipelineMetrics.countRetentionAnswer("fallback_after_deadline")
         // Debug, not warning: under overload this happens on every request; the metric counts it.
-        retentionLogger.debug(
+        logger.debug(
             "retention answer not ready within the deadline; answered the fallback",
             metadata: [
-                "productIdentifier": "\(product.productIdentifier)", "deadline": "\(retentionDeadline)",
+                "productIdentifier": "\(product.productIdentifier)", "deadline": "\(deadline)",
             ]
         )
         let fallbackAnswer = Self.retentionAnswer(fallback, signed: nil)
@@ -176,11 +196,11 @@ extension OfferService {
         bundleIdentifier: String,
         now: Date = Date()
     ) async throws -> RetentionExplanation {
-        let app = try app(named: bundleIdentifier)
+        let app = try pipeline.app(named: bundleIdentifier)
         let (product, entries) = try retentionEntries(app: app, productIdentifier: request.productIdentifier ?? "")
         let (customer, known) = try await retentionCustomer(app: app, originalTransactionId: request.originalTransactionId ?? "")
         let selection = RetentionSelection(entries)
-        let base = try await context(
+        let base = try await pipeline.context(
             app: app,
             product: product,
             offerIdentifier: "",
@@ -222,8 +242,8 @@ extension OfferService {
                 "A decoded request needs originalTransactionId (a string) and productId; appAppleId picks the app when several are served."
             )
         }
-        let bundleIdentifier = request.appAppleId.flatMap { id in policy?.apps.first(where: { $0.appAppleId == id })?.bundleIdentifier }
-        return try await explainRetention(request, bundleIdentifier: try app(named: bundleIdentifier).bundleIdentifier, now: now)
+        let bundleIdentifier = request.appAppleId.flatMap { id in pipeline.policy?.apps.first(where: { $0.appAppleId == id })?.bundleIdentifier }
+        return try await explainRetention(request, bundleIdentifier: try pipeline.app(named: bundleIdentifier).bundleIdentifier, now: now)
     }
 
     /// The product's retention entries.
@@ -232,7 +252,7 @@ extension OfferService {
         app: AppConfiguration,
         productIdentifier: String
     ) throws(OfferServiceError) -> (OfferPolicy.Product, [OfferPolicy.RetentionEntry]) {
-        guard let product = policy?.app(app.bundleIdentifier)?.product(productIdentifier), !product.retention.isEmpty else {
+        guard let product = pipeline.policy?.app(app.bundleIdentifier)?.product(productIdentifier), !product.retention.isEmpty else {
             throw OfferServiceError(
                 .noRetentionAnswer,
                 """
@@ -250,7 +270,7 @@ extension OfferService {
     private func retentionCustomer(app: AppConfiguration, originalTransactionId: String) async throws(OfferServiceError) -> (CustomerKey, known: Bool)
     {
         let stranger = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: "otid:\(originalTransactionId)")
-        guard let store else { return (stranger, false) }
+        guard let store = pipeline.store else { return (stranger, false) }
         let owners = try await storeCall { try await store.customers(withOriginalTransactionId: originalTransactionId) }
             .filter { $0.bundleIdentifier == app.bundleIdentifier }
         if let owner = owners.first(where: { !$0.applicationUsername.hasPrefix("otid:") }) ?? owners.first { return (owner, true) }
@@ -290,7 +310,7 @@ extension OfferService {
                     PipelineMetrics.countRefusal(
                         decision.reasons,
                         offer: OfferMetrics.labels(
-                            self.policy,
+                            self.pipeline.policy,
                             bundleIdentifier: app.bundleIdentifier,
                             productIdentifier: product.productIdentifier,
                             offerIdentifier: ""
@@ -318,7 +338,7 @@ extension OfferService {
                 switch format {
                 case .v2:
                     // Only a V2 answer needs the issuer: without one, messages and V1 answers still go out.
-                    let issuer = try self.issuerIdentifier(of: app)
+                    let issuer = try self.pipeline.issuerIdentifier(of: app)
                     let signed = try await JWSOfferSigner.signPromotionalOffer(
                         bundleIdentifier: app.bundleIdentifier,
                         productIdentifier: product.productIdentifier,
@@ -390,8 +410,10 @@ extension OfferService {
                     }
                     // An offer signed with a key revoked since (or gone) is not handed out again: the product's
                     // fallback message instead, else no answer (the App Store shows its default message).
-                    if let key = stored.answer.promotionalOffer?.signingKeyIdentifier, [nil, .revoked].contains(self.keys.current.state(of: key)) {
-                        self.retentionLogger.notice(
+                    if let key = stored.answer.promotionalOffer?.signingKeyIdentifier,
+                        [nil, .revoked].contains(self.pipeline.keys.current.state(of: key))
+                    {
+                        self.logger.notice(
                             "a stored retention answer signed with a key revoked since was not given again",
                             metadata: [
                                 "bundleIdentifier": "\(app.bundleIdentifier)", "keyIdentifier": "\(key)", "requestIdentifier": "\(requestIdentifier)",
@@ -417,7 +439,7 @@ extension OfferService {
             // A subscription the store has never seen: the App Store's facts, filed under the customer they name.
             flow.appStoreLookup = AppStoreLookup(transactionId: originalTransactionId, owner: .answer, field: "originalTransactionId")
         }
-        return try await run(flow, now: now)
+        return try await pipeline.run(flow, now: now)
     }
 
     private enum RetentionSignature {
@@ -456,9 +478,9 @@ extension OfferService {
         guard error.code == .noRetentionAnswer else { return }
         PipelineMetrics.countRetentionAnswer("no_answer")
         let product = String(productIdentifier.prefix(PayloadField.maximumLength))
-        let first = retentionUnanswered.withLock { $0.count < 1_000 && $0.insert("\(app.bundleIdentifier)/\(product)").inserted }
+        let first = unanswered.withLock { $0.count < 1_000 && $0.insert("\(app.bundleIdentifier)/\(product)").inserted }
         guard first else { return }
-        retentionLogger.warning(
+        logger.warning(
             "retention requests get no answer (logged once per product)",
             metadata: [
                 "bundleIdentifier": "\(app.bundleIdentifier)", "productIdentifier": "\(product)", "why": "\(error.message)",

@@ -10,8 +10,19 @@ import OfferSigning
 import OfferStore
 import Synchronization
 
-/// The offer flows: a legacy signature, a JWS, an introductory-offer eligibility, each through the pipeline.
-extension OfferService {
+/// Signing: a legacy promotional offer, a promotional offer JWS, an introductory-offer eligibility JWS, each a flow
+/// through the one ``SigningPipeline`` (the app, the policy's rule for the customer, the active key, the self-check,
+/// the signature recorded before the answer). The use case `POST /v1/offers/sign`, `/v1/offers/sign-jws` and
+/// `/v1/introductory-offer-eligibility/sign` run, on the event loop's fast path and in the router alike.
+public struct Signing: Sendable {
+    /// The pipeline every flow runs through.
+    let pipeline: SigningPipeline
+
+    /// Signing through `pipeline`.
+    public init(pipeline: SigningPipeline) {
+        self.pipeline = pipeline
+    }
+
     /// The pipeline's flow for an offer of the policy: the customer, the offer's rule, refusing a no.
     func offerFlow<Output: Sendable>(
         app: AppConfiguration,
@@ -22,7 +33,7 @@ extension OfferService {
         channel: DecisionChannel,
         sign: FlowSigning<Output>
     ) throws(OfferServiceError) -> SigningFlow<Output> {
-        let (product, rule) = try offerRule(app: app, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier)
+        let (product, rule) = try pipeline.offerRule(app: app, productIdentifier: productIdentifier, offerIdentifier: offerIdentifier)
         let customer = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)
         return SigningFlow(
             app: app,
@@ -55,7 +66,7 @@ extension OfferService {
     /// offer; invalid fields; a JWS for an app without an issuer ID) without any effect.
     package func prepareSigning(_ request: SignOfferRequest) throws -> SigningStep {
         let prepared = try prepareForPipeline(request)
-        if case .legacy(let legacy) = prepared.format, legacy.signedTransaction == nil, let signing = try immediateRun(legacy.flow) {
+        if case .legacy(let legacy) = prepared.format, legacy.signedTransaction == nil, let signing = try pipeline.immediateRun(legacy.flow) {
             return .signed(signing)
         }
         return .pipeline(prepared)
@@ -91,12 +102,12 @@ extension OfferService {
 
     /// A JWS request validated: its app, fields and issuer ID, and its flow (the offer's rule resolved).
     func prepareJWS(_ request: SignOfferRequest) throws -> PreparedOffer<SignedJWSOfferResponse> {
-        let app = try app(named: request.bundleIdentifier)
+        let app = try pipeline.app(named: request.bundleIdentifier)
         try CustomerIdentifier.validate(request.applicationUsername)
         try PayloadField.validate(request.productIdentifier, named: "productIdentifier")
         try PayloadField.validate(request.offerIdentifier, named: "offerIdentifier")
         if let transactionId = request.transactionId { try JWSOfferSigner.validateTransactionIdentifier(transactionId) }
-        let issuer = try issuerIdentifier(of: app)
+        let issuer = try pipeline.issuerIdentifier(of: app)
         let customer = request.applicationUsername.lowercased()
         let flow = try offerFlow(
             app: app,
@@ -145,7 +156,7 @@ extension OfferService {
         )?
         .originalTransactionId
         if refusingAnotherCustomersTransaction, let transactionId = prepared.transactionId {
-            try await refuseAnotherCustomersTransaction(
+            try await pipeline.refuseAnotherCustomersTransaction(
                 AppStoreLookup(transactionId: transactionId, owner: .customer(flow.customer), field: "transactionId"),
                 app: flow.app
             )
@@ -153,12 +164,12 @@ extension OfferService {
         if flow.appStoreLookup == nil, let presented {
             flow.appStoreLookup = AppStoreLookup(transactionId: presented, owner: .customer(flow.customer), field: "transactionId")
         }
-        return try await run(flow)
+        return try await pipeline.run(flow)
     }
 
     /// The app a legacy request names, and the offer it asks for, validated.
     func legacyOffer(_ request: SignOfferRequest) throws -> (AppConfiguration, PromotionalOffer) {
-        let app = try app(named: request.bundleIdentifier)
+        let app = try pipeline.app(named: request.bundleIdentifier)
         let offer = PromotionalOffer(
             bundleIdentifier: app.bundleIdentifier,
             productIdentifier: request.productIdentifier,
@@ -195,7 +206,7 @@ extension OfferService {
         applicationUsername: String
     ) async throws(OfferServiceError) -> JWSTransactionDecodedPayload? {
         guard let signedTransaction else { return nil }
-        guard let notifications else {
+        guard let notifications = pipeline.notifications else {
             // Configuration, not an outage: 422, which no client retries (a 503 with Retry-After was retried forever).
             throw OfferServiceError(
                 .appStoreDataNotConfigured,
@@ -214,22 +225,6 @@ extension OfferService {
             signedTransaction: signedTransaction,
             for: CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: applicationUsername)
         )
-    }
-
-    /// The issuer ID JWS signatures of `app` need.
-    /// - Throws: ``OfferServiceError`` 503 `issuer_not_configured` when the app has none: a JWS without the right
-    ///   issuer would be refused by the App Store, so none is made.
-    func issuerIdentifier(of app: AppConfiguration) throws(OfferServiceError) -> String {
-        guard let issuer = app.issuerIdentifier, !issuer.isEmpty else {
-            throw OfferServiceError(
-                .issuerNotConfigured,
-                """
-                JWS signatures for \(app.bundleIdentifier) need the App Store Connect issuer ID: set OFFER_SIGNER_ISSUER_ID or issuerIdentifier \
-                in the policy (Users and Access > Integrations > In-App Purchase). Legacy signatures work without it.
-                """
-            )
-        }
-        return issuer
     }
 
     /// Signs a StoreKit 2 promotional offer V2 JWS with the app's active key, after the eligibility policy,
@@ -251,7 +246,7 @@ extension OfferService {
         signedTransaction: String?,
         app: AppConfiguration
     ) async throws(OfferServiceError) {
-        guard let store else {
+        guard let store = pipeline.store else {
             throw OfferServiceError(
                 .storeUnavailable,
                 "Introductory-offer eligibility under a policy is decided from the customer store; configure OFFER_SIGNER_DATABASE_URL."
@@ -269,7 +264,7 @@ extension OfferService {
         // A transaction the store does not know: the App Store's answer, attached only if it can be this
         // customer's (appAccountToken, or a subscription nobody has claimed), links it.
         if owners.isEmpty,
-            case .stored(let owner, _) = try await fetchMissingFacts(
+            case .stored(let owner, _) = try await pipeline.fetchMissingFacts(
                 AppStoreLookup(transactionId: transactionId, owner: .customer(customer), field: "transactionId", evenWhenFactsKnown: true),
                 app: app,
                 subscriptionGroupIdentifier: nil
@@ -302,22 +297,22 @@ extension OfferService {
     /// Signs an introductory-offer eligibility JWS; `allowIntroductoryOffer` comes from the override if any,
     /// else the product's introductory-offer policy applied to the customer's facts, else yes.
     public func signIntroductoryOfferEligibility(_ request: IntroductoryEligibilityRequest) async throws -> IntroductoryEligibilityResponse {
-        let app = try app(named: request.bundleIdentifier)
+        let app = try pipeline.app(named: request.bundleIdentifier)
         try CustomerIdentifier.validate(request.applicationUsername)
         try PayloadField.validate(request.productIdentifier, named: "productIdentifier")
-        let issuer = try issuerIdentifier(of: app)
+        let issuer = try pipeline.issuerIdentifier(of: app)
         let customer = CustomerKey(bundleIdentifier: app.bundleIdentifier, applicationUsername: request.applicationUsername)
-        if introductoryOfferDecision == nil, policy != nil {
+        if pipeline.introductoryOfferDecision == nil, pipeline.policy != nil {
             try await requireOwnership(of: request.transactionId, by: customer, signedTransaction: request.signedTransaction, app: app)
         }
         var product: OfferPolicy.Product?
         var rule: (any EligibilityRule)?
         var fixedVerdict: IntroductoryOfferVerdict?
-        if let introductoryOfferDecision {
+        if let introductoryOfferDecision = pipeline.introductoryOfferDecision {
             fixedVerdict = try await introductoryOfferDecision(app.bundleIdentifier, request.productIdentifier, customer.applicationUsername)
-        } else if let policy {
+        } else if let policy = pipeline.policy {
             guard let found = policy.app(app.bundleIdentifier)?.product(request.productIdentifier) else {
-                throw Self.unknownProduct(request.productIdentifier, app: app)
+                throw SigningPipeline.unknownProduct(request.productIdentifier, app: app)
             }
             product = found
             rule = found.introductoryOffer
@@ -384,21 +379,21 @@ extension OfferService {
                 )
             }
         )
-        return try await run(flow)
+        return try await pipeline.run(flow)
     }
 }
 
-/// What ``OfferService/prepareSigning(_:)`` makes of a `POST /v1/offers/sign` request.
+/// What ``Signing/prepareSigning(_:)`` makes of a `POST /v1/offers/sign` request.
 package enum SigningStep {
     /// Signed without suspending: the answer and its record, which the caller commits
-    /// (``OfferService/commit(_:startWhenReady:completion:)``) before answering.
+    /// (``Signing/commit(_:startWhenReady:completion:)``) before answering.
     case signed(() throws -> SignedOutput<SignedLegacyOffer>)
-    /// Validated, for the pipeline that waits (``OfferService/sign(_:)``).
+    /// Validated, for the pipeline that waits (``Signing/sign(_:)``).
     case pipeline(PreparedSigning)
 }
 
-/// A `POST /v1/offers/sign` request validated once (``OfferService/prepareSigning(_:)``), for
-/// ``OfferService/sign(_:)``.
+/// A `POST /v1/offers/sign` request validated once (``Signing/prepareSigning(_:)``), for
+/// ``Signing/sign(_:)``.
 package struct PreparedSigning: Sendable {
     /// The request in the format it asks for.
     enum Format: Sendable {
@@ -421,4 +416,37 @@ struct PreparedOffer<Output: Sendable>: Sendable {
 package enum SignAnswer: Sendable {
     case legacy(SignedLegacyOffer)
     case jws(SignedJWSOfferResponse)
+}
+
+extension Signing {
+    /// Records the signature a ``SigningStep/signed(_:)`` step made (see ``SigningPipeline/commit(_:startWhenReady:completion:)``):
+    /// durable before the caller answers.
+    package func commit(
+        _ record: IssuedSignature?,
+        startWhenReady: StartWhenReady? = nil,
+        completion: @escaping @Sendable (Result<Void, OfferServiceError>) -> Void
+    ) {
+        pipeline.commit(record, startWhenReady: startWhenReady, completion: completion)
+    }
+
+    /// The apps signed for, by bundle identifier.
+    public var apps: [String: AppConfiguration] { pipeline.apps }
+    /// The signing keys in use.
+    public var keys: KeyRingHolder { pipeline.keys }
+    /// The policy in force, replaced whole when a policy is applied to the fleet; `nil` signs every well-formed request.
+    public var policyHolder: PolicyHolder { pipeline.policyHolder }
+    /// The offer catalogue and eligibility policy in force; `nil` signs every well-formed request.
+    public var policy: OfferPolicy? { pipeline.policy }
+    /// Signatures made by this process, by key identifier.
+    public var signatureCountsByKey: [String: Int] { pipeline.signatureCountsByKey }
+    /// Whether signed App Store data (a `signedTransaction`, notifications) can be verified and recorded here.
+    public var takesAppStoreData: Bool { pipeline.notifications != nil }
+}
+
+extension Signing {
+    /// The app a request is for: the named one, or the only one.
+    /// - Throws: ``OfferServiceError`` 404 `unknown_app`, or 400 when several apps are served and none is named.
+    public func app(named bundleIdentifier: String?) throws(OfferServiceError) -> AppConfiguration {
+        try pipeline.app(named: bundleIdentifier)
+    }
 }

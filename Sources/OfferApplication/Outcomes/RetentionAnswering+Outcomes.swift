@@ -5,23 +5,7 @@ import Logging
 import OfferModel
 import OfferStore
 
-extension OfferService {
-    /// The longest window of one report (a little more than a year), and of a daily report, in days.
-    public static let outcomeReportMaximumDays = OutcomeReporting.maximumDays
-
-    /// The outcome reports over this service's store and apps (``OfferSignerUseCases/outcomes``).
-    public var outcomeReporting: OutcomeReporting {
-        OutcomeReporting(store: store) { (bundleIdentifier: String) throws(OfferServiceError) -> Void in
-            _ = try self.app(named: bundleIdentifier)
-        }
-    }
-
-    /// ``OutcomeReporting/outcomeReport(from:to:bundleIdentifier:environment:)`` of ``outcomeReporting``.
-    public func outcomeReport(from: Date, to: Date, bundleIdentifier: String?, environment: String?) async throws(OfferServiceError) -> OutcomeReport
-    {
-        try await outcomeReporting.outcomeReport(from: from, to: to, bundleIdentifier: bundleIdentifier, environment: environment)
-    }
-
+extension RetentionAnswering {
     /// Records a retention answer, to follow whether the customer stayed (a renewal or auto-renew turned back on
     /// after it), and waits for the record at most `wait` (`.zero` for a fallback answered because the store is
     /// slow): the record goes on without it. See ``startRecordingRetentionOutcome(_:bundleIdentifier:product:answer:now:)``.
@@ -47,7 +31,7 @@ extension OfferService {
         answer: RealtimeResponseBody,
         now: Date
     ) -> Task<Void, Never>? {
-        guard let store, let original = request.originalTransactionId, OutcomeFields.isTransactionIdentifier(original),
+        guard let store = pipeline.store, let original = request.originalTransactionId, OutcomeFields.isTransactionIdentifier(original),
             let requestIdentifier = request.requestIdentifier?.lowercased(), OutcomeFields.isIdentifier(requestIdentifier),
             let environment = request.environment?.rawValue, OutcomeFields.isWord(environment, maximum: 32)
         else { return nil }
@@ -60,7 +44,7 @@ extension OfferService {
             offered: answer.promotionalOffer != nil,
             answeredAt: Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
         )
-        let logger = retentionLogger
+        let logger = self.logger
         return Task {
             do {
                 try await store.recordRetentionAnswer(record)

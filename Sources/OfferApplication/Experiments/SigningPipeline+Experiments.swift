@@ -3,7 +3,7 @@ import OfferEligibility
 import OfferModel
 import OfferStore
 
-extension OfferService {
+extension SigningPipeline {
     /// Records the customer's exposure to every running experiment whose gate `rule` holds, before the rule decides:
     /// a customer is exposed when a decision in the experiment's slot is made for them, whatever it is (the holdout's
     /// refusal included). Once per experiment and customer; nothing without a store.
@@ -33,11 +33,6 @@ extension OfferService {
 public struct ExperimentMembership: Sendable, Codable, Hashable {
     public var id: String
     public var variant: String
-}
-
-extension OfferService {
-    /// The experiments' reports over this service's store and policy (``OfferSignerUseCases/experiments``).
-    public var experimentReporting: ExperimentReporting { ExperimentReporting(store: store, policies: policyHolder) }
 }
 
 /// One experiment of `GET /admin/experiments`.

@@ -3,7 +3,7 @@ import OfferEligibility
 import OfferModel
 import OfferSigning
 
-extension OfferService {
+extension Signing {
     /// ``signLegacy(_:)`` as if asked at `now`: the decision (and its log entry), the bundle's timestamp and the
     /// issued-signature record all carry `now`. For a history played through the real pipeline (`serve --demo`
     /// seeds its past days with it); no request reaches it.
@@ -21,6 +21,6 @@ extension OfferService {
                 return SignedOutput(output: bundle, record: IssuedSignature(bundle, customer: bundle.applicationUsername))
             }
         )
-        return try await run(flow, now: now)
+        return try await pipeline.run(flow, now: now)
     }
 }
