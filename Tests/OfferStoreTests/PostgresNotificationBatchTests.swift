@@ -109,6 +109,22 @@ struct PostgresNotificationBatchTests {
                 }
             )
         }
+        // The first delivered twice in the batch, and a second notification for customer-1 (the same subscription).
+        filings.append(filings[0])
+        let second = filings[1]
+        filings.append(
+            NotificationFiling(
+                notificationUUID: UUID().uuidString.lowercased(),
+                customer: second.customer,
+                claims: second.claims,
+                transaction: second.transaction,
+                redemption: second.redemption,
+                event: nil
+            ) { facts in
+                facts.flags["count", default: ""] += "x"
+                facts.flags["second"] = "yes"
+            }
+        )
         return Scenario(app: app, originals: originals, filings: filings, customers: customers)
     }
 
@@ -179,7 +195,9 @@ struct PostgresNotificationBatchTests {
         let errors = try await SQLOfferStore.fileOneByOne(alonePending, backend: store.backend)
         #expect(errors.allSatisfy { $0 == nil })
         #expect(filed.map { Optional($0) } == alonePending.map(\.filed))
-        #expect(filed.count { $0.applied } == 16)
+        #expect(filed.count { $0.applied } == 17)
+        #expect(filed[17] == NotificationFiled(applied: false, redemption: .duplicate))
+        #expect(filed[18] == NotificationFiled(applied: true, redemption: .duplicate))
         #expect(filed[0].redemption == .recorded(channel: "app"))
         #expect(filed[3].redemption == .recorded(channel: "retention"))
         #expect(filed[5].redemption == .recorded(channel: nil))
@@ -188,11 +206,39 @@ struct PostgresNotificationBatchTests {
         let written = try await written(batched, on: store)
         #expect(written == (try await self.written(alone, on: store)))
         #expect(written.contains { $0.hasPrefix("Sandbox|O12|customer-12") })
+        let twice = try await store.customerFacts(for: batched.customers[1])
+        #expect(twice?.flags["count"] == "xx" && twice?.flags["second"] == "yes")
 
         // Filed again: each seen before, nothing written twice.
         let again = try await store.backend.transaction { database in try await filer(batched.filings.map(PendingFiling.init), database) }
         #expect(again.allSatisfy { !$0.applied && ($0.redemption == nil || $0.redemption == .duplicate) })
         #expect(try await self.written(batched, on: store) == written)
+        try await store.close()
+    }
+
+    @Test("a burst through the store, each notification delivered twice, takes the two statements and files each once")
+    func aBurstWithDuplicatesTakesTheTwoStatements() async throws {
+        let store = try #require(try await Backend.postgres.open().0 as? SQLOfferStore)
+        let backend = try #require(store.backend as? PostgresBackend)
+        let scenario = try await scenario(on: store)
+        let filings = Array(scenario.filings.prefix(17))
+        let filed = try await withThrowingTaskGroup(of: (Int, NotificationFiled).self, returning: [Int: [NotificationFiled]].self) { group in
+            for (index, filing) in (filings + filings).enumerated() {
+                group.addTask { (index % filings.count, try await store.fileNotification(filing)) }
+            }
+            return try await group.reduce(into: [:]) { $0[$1.0, default: []].append($1.1) }
+        }
+        #expect(backend.notificationBatchesFiled > 0)
+        for (index, outcomes) in filed {
+            // Index 14 was seen before the burst: neither delivery applies it.
+            #expect(outcomes.count { $0.applied } == (index == 14 ? 0 : 1))
+            if filings[index].redemption != nil {
+                #expect(outcomes.count { $0.redemption == .duplicate } == (index == 14 ? 2 : 1))
+            }
+        }
+        for key in scenario.customers where key.applicationUsername != "customer-14" {
+            #expect(try await store.customerFacts(for: key)?.flags["count"] == "x")
+        }
         try await store.close()
     }
 

@@ -216,13 +216,19 @@ final class PostgresBackend: SQLStoreBackend {
 
     /// ``PostgresNotificationBatch``: the batch in two prepared statements on the transaction's connection.
     var notificationBatchFiler: (@Sendable ([PendingFiling], any SQLDatabase) async throws -> [NotificationFiled])? {
-        { batch, database in
+        { [notificationBatches] batch, database in
             guard let open = database as? OpenConnectionDatabase else {
                 throw OfferStoreError(.unavailable, "PostgreSQL store: the notifications' batch has no connection of its own.")
             }
-            return try await PostgresNotificationBatch.file(batch, connection: open.connection)
+            let filed = try await PostgresNotificationBatch.file(batch, connection: open.connection)
+            notificationBatches.count.withLock { $0 += 1 }
+            return filed
         }
     }
+
+    /// How many notification batches ``notificationBatchFiler`` filed (tests: a burst took the two statements).
+    var notificationBatchesFiled: Int { notificationBatches.count.withLock { $0 } }
+    private let notificationBatches = LeaseCount()
 
     var customerSnapshotRead: (@Sendable (_ key: CustomerKey, _ since: Int64) async throws -> (facts: String?, issued: [IssuedSignature]))? {
         { [connections] key, since in try await PostgresCustomerDecisions.snapshot(key, since: since, client: connections) }
@@ -293,7 +299,7 @@ final class PostgresBackend: SQLStoreBackend {
     }
 }
 
-/// How many of ``PostgresBackend/warmUp()``'s leases hold a connection.
+/// How many of ``PostgresBackend/warmUp()``'s leases hold a connection; how many notification batches were filed.
 private final class LeaseCount: Sendable {
     let count = Mutex(0)
 }

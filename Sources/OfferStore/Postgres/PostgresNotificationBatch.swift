@@ -13,42 +13,43 @@ import PostgresNIO
 /// 1. ``lockFunction``, in the batch's order: each `notificationUUID` recorded as processed (`false`: seen before),
 ///    and for each one that was new its customer's row locked (`FOR UPDATE`, a placeholder inserted for a customer the
 ///    store has not heard of) and its facts returned.
-/// 2. Here: each new notification's fold over its customer's facts.
+/// 2. Here: each new notification's fold over its customer's facts (over what the batch's notifications before it
+///    folded, for a customer twice in the batch), each customer's facts written once, as the last fold left them.
 /// 3. ``writeFunction``: the original transactions claimed, the facts written and their original transactions indexed,
 ///    the subscription transactions upserted, then each redemption recorded under its subscription's advisory lock,
 ///    attributed and counted into `redemption_daily`; one row a redemption says whether it was recorded, and its
 ///    channel.
 ///
 /// This is what the statement-by-statement filing writes, in the same order of locks, for the batches it can do
-/// alike (``fits(_:)``): no subscription event, and no `notificationUUID`, customer, claimed original transaction,
-/// subscription transaction or redeemed subscription twice. Whatever it cannot do alike — a fold that throws, a
-/// subscription another customer holds, a redemption of a subscription with outcomes recorded before (a later
-/// period, an event that came first) — makes it throw: its transaction is rolled back and the caller files the batch
-/// one notification at a time, each behind its savepoint.
+/// alike (``fits(_:)``): no subscription event; an original transaction claimed by one customer of the batch only; a
+/// subscription transaction, or a redemption of a subscription, twice only as the same values (a notification
+/// delivered twice: the second is told it was seen, its redemption that it was recorded before). Whatever it cannot
+/// do alike — a fold that throws, a subscription another customer holds, a redemption of a subscription with
+/// outcomes recorded before (a later period, an event that came first), a subscription two customers of the batch
+/// hold — makes it throw: its transaction is rolled back and the caller files the batch one notification at a time,
+/// each behind its savepoint.
 enum PostgresNotificationBatch {
-    /// Whether the batch can be filed here (see the type's documentation): every notification with no subscription
-    /// event, and none sharing with another its `notificationUUID`, customer, claims, transaction or subscription.
+    /// Whether the batch can be filed here (see the type's documentation): no subscription event, no original
+    /// transaction claimed by two customers, no subscription transaction or redeemed subscription twice with other
+    /// values.
     static func fits(_ batch: [PendingFiling]) -> Bool {
-        var uuids = Set<String>()
-        var customers = Set<CustomerKey>()
-        var claimed = Set<[String]>()
-        var transactions = Set<[String]>()
-        var subscriptions = Set<[String]>()
+        var claimed: [[String]: CustomerKey] = [:]
+        var transactions: [[String]: SubscriptionTransaction] = [:]
+        var redemptions: [[String]: Redemption] = [:]
         for pending in batch {
             let filing = pending.filing
-            guard filing.event == nil, uuids.insert(filing.notificationUUID).inserted, customers.insert(filing.customer).inserted else {
-                return false
-            }
+            guard filing.event == nil else { return false }
             for claim in Set(filing.claims) {
-                guard claimed.insert([filing.customer.bundleIdentifier, claim.environment, claim.originalTransactionId]).inserted else {
-                    return false
-                }
+                let key = [filing.customer.bundleIdentifier, claim.environment, claim.originalTransactionId]
+                guard claimed.updateValue(filing.customer, forKey: key).map({ $0 == filing.customer }) ?? true else { return false }
             }
-            if let transaction = filing.transaction, !transactions.insert([transaction.environment, transaction.transactionId]).inserted {
-                return false
+            if let transaction = filing.transaction {
+                let key = [transaction.environment, transaction.transactionId]
+                guard transactions.updateValue(transaction, forKey: key).map({ $0 == transaction }) ?? true else { return false }
             }
-            if let redemption = filing.redemption, !subscriptions.insert([redemption.environment, redemption.originalTransactionId]).inserted {
-                return false
+            if let redemption = filing.redemption {
+                let key = [redemption.environment, redemption.originalTransactionId]
+                guard redemptions.updateValue(redemption, forKey: key).map({ $0 == redemption }) ?? true else { return false }
             }
         }
         return true
@@ -73,30 +74,57 @@ enum PostgresNotificationBatch {
         }
 
         var write = Write(now: now)
-        var owners: [String: CustomerKey] = [:]
-        for (pending, row) in zip(batch, locked) where row.applied {
+        // Each customer's facts as its notifications so far left them (a customer twice in the batch folds on), and
+        // where each original transaction was first indexed, and for whom.
+        var current: [CustomerKey: CustomerFacts] = [:]
+        var written: [CustomerKey] = []
+        var indexed: [String: (position: Int, customer: CustomerKey)] = [:]
+        for (position, (pending, row)) in zip(batch, locked).enumerated() where row.applied {
             let filing = pending.filing
             let key = filing.customer
-            let stored = try row.placeholder ? nil : row.facts.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
-            var folded = stored ?? CustomerFacts(key: key)
+            var folded: CustomerFacts
+            if let facts = current[key] {
+                folded = facts
+            } else {
+                folded =
+                    try (row.placeholder ? nil : row.facts.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }) ?? CustomerFacts(key: key)
+                written.append(key)
+            }
             try filing.fold(&folded)
             for claim in Set(filing.claims).sorted(by: { ($0.environment, $0.originalTransactionId) < ($1.environment, $1.originalTransactionId) }) {
                 write.claim(claim, for: key)
             }
             folded.key = key
             folded.updatedAt = Date()
-            write.facts(try StoreCoding.encode(folded), of: key, at: folded.updatedAt.unixMilliseconds)
+            current[key] = folded
             for original in Set(folded.subscriptions.compactMap(\.originalTransactionId)).sorted() {
-                // An original transaction two customers of the batch hold: their redemptions' attribution reads both.
-                if let other = owners.updateValue(key, forKey: key.bundleIdentifier + "\u{1F}" + original), other != key {
-                    throw OfferStoreError(.unavailable, "PostgreSQL store: two customers of the batch hold one subscription.")
+                let index = key.bundleIdentifier + "\u{1F}" + original
+                if let first = indexed[index] {
+                    // An original transaction two customers of the batch hold: their redemptions' attribution reads both.
+                    guard first.customer == key else {
+                        throw OfferStoreError(.unavailable, "PostgreSQL store: two customers of the batch hold one subscription.")
+                    }
+                    continue
                 }
+                indexed[index] = (position, key)
                 write.index(original, of: key)
             }
         }
-        for pending in batch {
-            if let transaction = pending.filing.transaction { write.transaction(transaction) }
-            if let redemption = pending.filing.redemption { write.redemption(redemption) }
+        for key in written {
+            guard let facts = current[key] else { continue }
+            write.facts(try StoreCoding.encode(facts), of: key, at: facts.updatedAt.unixMilliseconds)
+        }
+        var transactions = Set<SubscriptionTransaction>()
+        for (position, pending) in batch.enumerated() {
+            if let transaction = pending.filing.transaction, transactions.insert(transaction).inserted { write.transaction(transaction) }
+            if let redemption = pending.filing.redemption {
+                // Attributed one by one, a redemption would not see the index a later notification of another customer writes.
+                let index = redemption.customer.bundleIdentifier + "\u{1F}" + redemption.originalTransactionId
+                if let first = indexed[index], first.position > position, first.customer != redemption.customer {
+                    throw OfferStoreError(.unavailable, "PostgreSQL store: a redemption of the batch is indexed after it.")
+                }
+                write.redemption(redemption)
+            }
         }
         var recorded: [RedemptionRecording] = []
         for try await (inserted, channel) in try await execute(write, on: connection) {
