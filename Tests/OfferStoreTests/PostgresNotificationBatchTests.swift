@@ -242,6 +242,36 @@ struct PostgresNotificationBatchTests {
         try await store.close()
     }
 
+    @Test("two replicas filing the same burst at once: each notification folded in once, its redemption recorded once")
+    func twoReplicasFileEachOnce() async throws {
+        let first = try #require(try await Backend.postgres.open().0 as? SQLOfferStore)
+        let second = try #require(try await Backend.postgres.open().0 as? SQLOfferStore)
+        let scenario = try await scenario(on: first)
+        let filings = Array(scenario.filings.prefix(17))
+        let outcomes = await withTaskGroup(of: (Int, NotificationFiled?).self, returning: [Int: [NotificationFiled?]].self) { group in
+            for (index, filing) in filings.enumerated() {
+                for store in [first, second] {
+                    // A batch that deadlocks with the other replica's fails its notifications: the App Store retries them.
+                    group.addTask { (index, try? await store.fileNotification(filing)) }
+                }
+            }
+            return await group.reduce(into: [:]) { $0[$1.0, default: []].append($1.1) }
+        }
+        for (index, filing) in filings.enumerated() {
+            let results = try #require(outcomes[index])
+            #expect(results.count { $0?.applied == true } <= 1)
+            #expect(results.count { $0?.redemption.map { $0 != .duplicate } == true } <= 1)
+            // Retried until it is filed: told it was seen, unless neither delivery went through.
+            let retried = try await first.fileNotification(filing)
+            #expect(retried.applied == (index != 14 && !results.contains { $0?.applied == true }))
+            if index != 14 {
+                #expect(try await first.customerFacts(for: filing.customer)?.flags["count"] == "x")
+            }
+        }
+        try await first.close()
+        try await second.close()
+    }
+
     @Test("a redemption of a subscription with an event recorded before, or a subscription another customer holds, is filed one by one")
     func whatItCannotDoAlikeGoesOneByOne() async throws {
         let store = try #require(try await Backend.postgres.open().0 as? SQLOfferStore)
