@@ -84,6 +84,7 @@ final class PostgresBackend: SQLStoreBackend {
                             try await PostgresIssuedBatch.prepare(on: connection, logger: logger)
                             try await PostgresCustomerDecisions.prepare(on: connection, logger: logger)
                             try await PostgresDecisionBatch.prepare(on: connection, logger: logger)
+                            try await PostgresNotificationBatch.prepare(on: connection, logger: logger)
                             leased.count.withLock { $0 += 1 }
                             while leased.count.withLock({ $0 }) < count, ContinuousClock.now < deadline {
                                 try await Task.sleep(for: .milliseconds(1))
@@ -192,6 +193,7 @@ final class PostgresBackend: SQLStoreBackend {
         case 12: [SQLQueryString(PostgresAnswers.recordRetentionAnswersFunction)]
         case 20: [SQLQueryString(PostgresSharedLimits.table), SQLQueryString(PostgresSharedLimits.index)]
         case 22: [SQLQueryString(PostgresCustomerDecisions.recordCheckedFunction)]
+        case 23: [SQLQueryString(PostgresNotificationBatch.lockFunction), SQLQueryString(PostgresNotificationBatch.writeFunction)]
         default: []
         }
     }
@@ -211,6 +213,22 @@ final class PostgresBackend: SQLStoreBackend {
     var decisionBatchWriter: (@Sendable ([PolicyDecisionRecord], [DecisionSnapshotRow]) async throws -> Void)? {
         { [connections] records, snapshots in try await PostgresDecisionBatch.write(records, snapshots: snapshots, client: connections) }
     }
+
+    /// ``PostgresNotificationBatch``: the batch in two prepared statements on the transaction's connection.
+    var notificationBatchFiler: (@Sendable ([PendingFiling], any SQLDatabase) async throws -> [NotificationFiled])? {
+        { [notificationBatches] batch, database in
+            guard let open = database as? OpenConnectionDatabase else {
+                throw OfferStoreError(.unavailable, "PostgreSQL store: the notifications' batch has no connection of its own.")
+            }
+            let filed = try await PostgresNotificationBatch.file(batch, connection: open.connection)
+            notificationBatches.count.withLock { $0 += 1 }
+            return filed
+        }
+    }
+
+    /// How many notification batches ``notificationBatchFiler`` filed (tests: a burst took the two statements).
+    var notificationBatchesFiled: Int { notificationBatches.count.withLock { $0 } }
+    private let notificationBatches = LeaseCount()
 
     var customerSnapshotRead: (@Sendable (_ key: CustomerKey, _ since: Int64) async throws -> (facts: String?, issued: [IssuedSignature]))? {
         { [connections] key, since in try await PostgresCustomerDecisions.snapshot(key, since: since, client: connections) }
@@ -281,7 +299,7 @@ final class PostgresBackend: SQLStoreBackend {
     }
 }
 
-/// How many of ``PostgresBackend/warmUp()``'s leases hold a connection.
+/// How many of ``PostgresBackend/warmUp()``'s leases hold a connection; how many notification batches were filed.
 private final class LeaseCount: Sendable {
     let count = Mutex(0)
 }

@@ -24,7 +24,22 @@ extension SQLOfferStore {
     /// Files a batch in one transaction under the customers' locks, flushed once after its `COMMIT`: each
     /// notification behind a savepoint of its own, so one that fails (a subscription claimed by another customer, a
     /// fold that throws) is rolled back alone and told its own error while the others are written.
+    ///
+    /// On PostgreSQL a batch that ``PostgresNotificationBatch/fits(_:)`` is first filed in one transaction of two
+    /// statements (``SQLStoreBackend/notificationBatchFiler``); should that throw for any reason, its transaction is
+    /// rolled back and the batch filed here one notification at a time, which says which notification failed and why.
     static func fileNotifications(_ batch: [PendingFiling], backend: any SQLStoreBackend) async throws -> [(any Error)?] {
+        if let filer = backend.notificationBatchFiler, PostgresNotificationBatch.fits(batch) {
+            if let filed = try? await backend.transaction({ database in try await filer(batch, database) }), filed.count == batch.count {
+                for (pending, outcome) in zip(batch, filed) { pending.filed = outcome }
+                return Array(repeating: nil, count: batch.count)
+            }
+        }
+        return try await fileOneByOne(batch, backend: backend)
+    }
+
+    /// ``fileNotifications(_:backend:)`` a notification at a time: each behind its savepoint, in one transaction.
+    static func fileOneByOne(_ batch: [PendingFiling], backend: any SQLStoreBackend) async throws -> [(any Error)?] {
         do {
             return try await backend.transaction(flushAfterCommit: true, prepared: true) { database in
                 var outcomes: [(any Error)?] = []

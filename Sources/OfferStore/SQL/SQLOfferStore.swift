@@ -108,6 +108,12 @@ final class SQLOfferStore: OfferStore {
     // MARK: customers
 
     func customerFacts(for key: CustomerKey) async throws -> CustomerFacts? {
+        if let read = backend.customerSnapshotRead {
+            // PostgreSQL: the decisions' prepared read, with no signatures (none is dated at or after `Int64.max`),
+            // instead of a statement SQLKit builds and the server parses each time (a notification's binding reads it).
+            let text = try await backend.mappingErrors { try await read(key, Int64.max) }.facts
+            return try text.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
+        }
         let text = try await backend.reading { database in
             try await database.select().column("facts").from("customers").where(customer: key)
                 .first(decodingColumn: "facts", as: String.self)

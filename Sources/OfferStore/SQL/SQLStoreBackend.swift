@@ -76,6 +76,11 @@ protocol SQLStoreBackend: Sendable {
     /// default): ``SQLOfferStore/writeDecisions(_:backend:)`` writes it in a transaction of its own statements.
     var decisionBatchWriter: (@Sendable ([PolicyDecisionRecord], [DecisionSnapshotRow]) async throws -> Void)? { get }
 
+    /// Files a batch of notifications that ``PostgresNotificationBatch/fits(_:)`` inside the caller's transaction in
+    /// two statements (PostgreSQL: ``PostgresNotificationBatch``), or throws and the batch is filed one notification at
+    /// a time; `nil` (the default): ``SQLOfferStore/fileNotifications(_:backend:)`` files each with its own statements.
+    var notificationBatchFiler: (@Sendable ([PendingFiling], any SQLDatabase) async throws -> [NotificationFiled])? { get }
+
     /// The backend's own insert of group-commit batches, from a task, for one run of the writer
     /// (``GroupCommitQueue/Run``): calls `batches` exactly once with the insert of each batch of that run
     /// (PostgreSQL: one prepared statement, its own transaction, durable when it returns, counting into
@@ -148,6 +153,7 @@ extension SQLStoreBackend {
     var batchExecutor: (any TaskExecutor)? { nil }
     var retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? { nil }
     var decisionBatchWriter: (@Sendable ([PolicyDecisionRecord], [DecisionSnapshotRow]) async throws -> Void)? { nil }
+    var notificationBatchFiler: (@Sendable ([PendingFiling], any SQLDatabase) async throws -> [NotificationFiled])? { nil }
     func migrationStatements(version: Int) -> [SQLQueryString] { [] }
     func warmUp() async {}
     func patiently<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T { try await write(body) }

@@ -285,6 +285,10 @@ enum StoreSchema {
         // A batch of decided records checked and recorded in one round trip on PostgreSQL
         // (``PostgresCustomerDecisions/recordCheckedFunction``): the backend's own statements, none on SQLite.
         (22, []),
+        // A burst of App Store notifications filed in two statements a batch on PostgreSQL
+        // (``PostgresNotificationBatch/lockFunction``, ``PostgresNotificationBatch/writeFunction``): the backend's own
+        // statements, none on SQLite.
+        (23, []),
     ]
 
     /// The versions `schema_migrations` lists, read without the migration lock; throws where the table is missing.
