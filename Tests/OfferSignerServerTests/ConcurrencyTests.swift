@@ -26,10 +26,7 @@ import Testing
         var testDescription: String { exclusive ? "sqlite (held by the server)" : backend.rawValue }
     }
 
-    /// Runs `count` sign requests at once; returns how many were signed and how many refused as not eligible. Every
-    /// other request takes the event-loop path's step (``Signing/prepareSigning(_:)``: decided at once where the
-    /// store allows, else handed to the pipeline), the rest the pipeline (``Signing/signLegacy(_:)``), so that the two
-    /// race each other for the customer.
+    /// Runs `count` sign requests at once; returns how many were signed and how many refused as not eligible.
     private func storm(
         _ services: [SigningPipeline],
         offer: String,
@@ -41,27 +38,9 @@ import Testing
                 let service = services[index % services.count]
                 group.addTask {
                     do {
-                        let request = SignOfferRequest(
-                            productIdentifier: TestPayloads.productIdentifier,
-                            offerIdentifier: offer,
-                            applicationUsername: customer
+                        _ = try await service.signing.signLegacy(
+                            SignOfferRequest(productIdentifier: TestPayloads.productIdentifier, offerIdentifier: offer, applicationUsername: customer)
                         )
-                        guard index % 2 == 1 else {
-                            _ = try await service.signing.signLegacy(request)
-                            return "signed"
-                        }
-                        switch try service.signing.prepareSigning(request) {
-                        case .signed(let step, let otherwise):
-                            guard let signed = try step() else {
-                                _ = try await service.signing.sign(otherwise)
-                                return "signed"
-                            }
-                            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                                service.signing.commit(signed) { continuation.resume(with: $0.mapError { $0 as any Error }) }
-                            }
-                        case .pipeline(let prepared):
-                            _ = try await service.signing.sign(prepared)
-                        }
                         return "signed"
                     } catch let error as OfferServiceError {
                         return error.code.rawValue

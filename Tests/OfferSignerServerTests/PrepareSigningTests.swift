@@ -45,96 +45,13 @@ import Testing
         let step = try test.service.signing.prepareSigning(
             SignOfferRequest(productIdentifier: "com.example.monthly", offerIdentifier: "winback_50", applicationUsername: "User-0001")
         )
-        guard case .signed(let signing, _) = step, let signed = try signing()?.signed else {
+        guard case .signed(let signing) = step else {
             Issue.record("expected a signature at once, got \(step)")
             return
         }
+        let signed = try signing()
         #expect(signed.output.applicationUsername == "user-0001")
         #expect(signed.record?.nonce == signed.output.nonce)
-    }
-
-    /// Commits a signature made at once, as the event-loop path does.
-    private static func commit(_ signed: ImmediateSignature<SignedLegacyOffer>, through signing: Signing) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            signing.commit(signed) { continuation.resume(with: $0.mapError { $0 as any Error }) }
-        }
-    }
-
-    @Test("on a SQLite file the server holds, a cap is decided in the step itself, under the customer's lock until the record is durable")
-    func capDecidedAtOnce() async throws {
-        let fixture = try await StoreFixture(.sqlite, exclusive: true)
-        let signing = fixture.service.signing
-        guard case .signed(let first, _) = try signing.prepareSigning(request("once")), let signed = try first() else {
-            Issue.record("expected the cap to be decided at once")
-            return
-        }
-        // Its record is not durable yet: the customer's lock is held, so a second decision cannot be made at once
-        // (and makes none: nothing logged), while another customer's can.
-        guard case .signed(let second, _) = try signing.prepareSigning(request("once")) else {
-            Issue.record("expected a step that may sign at once")
-            return
-        }
-        #expect(try second() == nil)
-        guard case .signed(let other, _) = try signing.prepareSigning(request("once", customer: "prepared-2")), let theirs = try other() else {
-            Issue.record("expected another customer's decision at once")
-            return
-        }
-        try await Self.commit(signed, through: signing)
-        try await Self.commit(theirs, through: signing)
-        // Durable, the lock given back: the next decision reads the signature and the cap of 1 refuses.
-        guard case .signed(let third, _) = try signing.prepareSigning(request("once")) else {
-            Issue.record("expected a step that may sign at once")
-            return
-        }
-        #expect(Self.refusal { _ = try third() }?.code == "not_eligible")
-        #expect(
-            try await fixture.store.countIssuedSignatures(
-                matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: "prepared-1", offerIdentifier: "once")
-            ) == 1
-        )
-        await fixture.store.flushDecisionLog()
-        let logged = try await fixture.store.policyDecisions(bundleIdentifiers: [fixture.bundle], since: 0, until: .max, after: nil, limit: 100)
-        #expect(logged.count == 3, "two decisions for prepared-1 (granted, then refused), one for prepared-2; none for the step that waited")
-        #expect(logged.filter(\.granted).count == 2)
-        try await fixture.store.close()
-    }
-
-    @Test("a decision that spends a customer-service grant is not made at once: the pipeline spends it in a customer transaction")
-    func grantGoesToThePipeline() async throws {
-        let fixture = try await StoreFixture(.sqlite, exclusive: true)
-        let key = CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "prepared-1")
-        try await fixture.store.updateCustomer(key) { facts in
-            facts.grants.append(
-                CustomerServiceGrant(
-                    productIdentifier: TestPayloads.productIdentifier,
-                    offerIdentifier: "sorry",
-                    grantedBy: "carol",
-                    expiresAt: Date().addingTimeInterval(86_400)
-                )
-            )
-        }
-        let signing = fixture.service.signing
-        guard case .signed(let step, let otherwise) = try signing.prepareSigning(request("sorry")) else {
-            Issue.record("expected a step that may sign at once")
-            return
-        }
-        #expect(try step() == nil)
-        guard case .legacy = try await signing.sign(otherwise) else {
-            Issue.record("expected a legacy answer")
-            return
-        }
-        let facts = try #require(try await fixture.store.customerFacts(for: key))
-        #expect(facts.grants.first?.usedAt != nil)
-        await fixture.store.flushDecisionLog()
-        let logged = try await fixture.store.policyDecisions(bundleIdentifiers: [fixture.bundle], since: 0, until: .max, after: nil, limit: 100)
-        #expect(logged.count == 1, "the grant's decision is logged once, by the pipeline")
-        // The lock the step took was given back: the grant used, the next decision at once refuses.
-        guard case .signed(let again, _) = try signing.prepareSigning(request("sorry")) else {
-            Issue.record("expected a step that may sign at once")
-            return
-        }
-        #expect(Self.refusal { _ = try again() }?.code == "not_eligible")
-        try await fixture.store.close()
     }
 
     @Test("a rule over the store, a signed transaction or a JWS is prepared for the pipeline, which runs the offer's rule")

@@ -60,14 +60,14 @@ public struct Signing: Sendable {
 
     /// `POST /v1/offers/sign`'s one step that does not suspend, for the router and the event-loop path alike: a
     /// legacy request that needs nothing to wait for (no `signedTransaction`, a flow ``immediateRun(_:now:)``
-    /// takes) is signed at once (``SigningStep/signed(_:otherwise:)``, its record still to commit); any other — a JWS too —
+    /// takes) is signed at once (``SigningStep/signed(_:)``, its record still to commit); any other — a JWS too —
     /// is validated, its app, offer and rule resolved, and handed on as a ``PreparedSigning`` that ``sign(_:)``
     /// runs without checking anything again. Throws what signing throws before it signs (unknown app, product or
     /// offer; invalid fields; a JWS for an app without an issuer ID) without any effect.
     package func prepareSigning(_ request: SignOfferRequest) throws -> SigningStep {
         let prepared = try prepareForPipeline(request)
         if case .legacy(let legacy) = prepared.format, legacy.signedTransaction == nil, let signing = try pipeline.immediateRun(legacy.flow) {
-            return .signed(signing, otherwise: prepared)
+            return .signed(signing)
         }
         return .pipeline(prepared)
     }
@@ -385,11 +385,9 @@ public struct Signing: Sendable {
 
 /// What ``Signing/prepareSigning(_:)`` makes of a `POST /v1/offers/sign` request.
 package enum SigningStep {
-    /// Signed without suspending: the step gives the answer and its record, which the caller commits
-    /// (``Signing/commit(_:startWhenReady:completion:)``) before answering; or `nil` when it could not finish at once
-    /// (``SigningPipeline/immediateRun(_:now:)``), having changed nothing: then `otherwise` goes to the pipeline
-    /// that waits (``Signing/sign(_:)``).
-    case signed(() throws -> ImmediateSignature<SignedLegacyOffer>?, otherwise: PreparedSigning)
+    /// Signed without suspending: the answer and its record, which the caller commits
+    /// (``Signing/commit(_:startWhenReady:completion:)``) before answering.
+    case signed(() throws -> SignedOutput<SignedLegacyOffer>)
     /// Validated, for the pipeline that waits (``Signing/sign(_:)``).
     case pipeline(PreparedSigning)
 }
@@ -421,14 +419,14 @@ package enum SignAnswer: Sendable {
 }
 
 extension Signing {
-    /// Records the signature a ``SigningStep/signed(_:otherwise:)`` step made, then gives back the customer's lock its
-    /// decision holds (see ``SigningPipeline/commit(_:startWhenReady:completion:)``): durable before the caller answers.
+    /// Records the signature a ``SigningStep/signed(_:)`` step made (see ``SigningPipeline/commit(_:startWhenReady:completion:)``):
+    /// durable before the caller answers.
     package func commit(
-        _ signed: ImmediateSignature<SignedLegacyOffer>,
+        _ record: IssuedSignature?,
         startWhenReady: StartWhenReady? = nil,
         completion: @escaping @Sendable (Result<Void, OfferServiceError>) -> Void
     ) {
-        pipeline.commit(signed, startWhenReady: startWhenReady, completion: completion)
+        pipeline.commit(record, startWhenReady: startWhenReady, completion: completion)
     }
 
     /// The apps signed for, by bundle identifier.

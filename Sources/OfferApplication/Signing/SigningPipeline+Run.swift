@@ -62,23 +62,6 @@ struct FlowIdempotency<Output: Sendable>: Sendable {
     var decode: @Sendable (String) throws -> Output
 }
 
-/// A signature made at once (``SigningPipeline/immediateRun(_:now:)``) and the customer's lock its decision holds
-/// until its record is durable (``SigningPipeline/commit(_:startWhenReady:completion:)``); `nil`: none.
-package struct ImmediateSignature<Output: Sendable>: Sendable {
-    package var signed: SignedOutput<Output>
-    let heldLock: HeldCustomerLock?
-}
-
-/// A customer's lock taken without waiting (``CustomerLocks/tryLock(_:)``), given back once.
-struct HeldCustomerLock: Sendable {
-    let locks: CustomerLocks
-    let customer: CustomerKey
-
-    func release() {
-        locks.unlock(customer)
-    }
-}
-
 /// A flow's answer and the issued-signature record that must be durable before it is returned (`nil` when the
 /// answer signs nothing, e.g. a retention message).
 package struct SignedOutput<Output: Sendable>: Sendable {
@@ -163,11 +146,12 @@ extension SigningPipeline {
             return signed.output
         }
         // Traced, a flow that could run at once takes the steps below instead, each in its span.
-        if !Traces.areOn, let immediate = try immediateRun(flow, now: now), let signed = try immediate() {
+        if !Traces.areOn, let immediate = try immediateRun(flow, now: now) {
+            let signed = try immediate()
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                commit(signed) { continuation.resume(with: $0.mapError { $0 as any Error }) }
+                commit(signed.record) { continuation.resume(with: $0.mapError { $0 as any Error }) }
             }
-            return signed.signed.output
+            return signed.output
         }
         var facts = CustomerFacts(key: flow.customer)
         var issued: [IssuedSignature] = []
@@ -211,73 +195,22 @@ extension SigningPipeline {
         return signed.output
     }
 
-    /// The pipeline for a flow that needs nothing it would wait for, as a step that runs without suspending (on an
-    /// event loop): decide → sign (self-verified); the caller then commits the record
-    /// (``commit(_:startWhenReady:completion:)``) before answering. A flow qualifies when its signer does not suspend,
-    /// it has no idempotency key, deadline or App Store lookup, and either its rule reads nothing from a store (no
-    /// rule, no store), or the store can read the customer at once (``CustomerLockingStore/readsCustomersAtOnce``: a
-    /// SQLite file this process decides alone for) and no experiment of the rule is running (an exposure is a write).
-    ///
-    /// `nil`: the flow needs ``run(_:now:)``. Checking costs nothing and has no effect, so a caller can ask before it
-    /// spends anything (a rate-limit token) on the request. The step itself answers `nil` too when it cannot finish
-    /// at once, having changed nothing: the customer's lock is held by another decision, no reader is free, or the
-    /// decision spends a customer-service grant (a customer transaction). A rule that reads issued offers is decided
-    /// holding the customer's lock (``CustomerLocks/tryLock(_:)``), which the commit gives back once the record is
-    /// durable, as ``runUnderCustomerLock(_:since:now:)`` does.
+    /// The pipeline for a flow that needs nothing it would wait for — no policy rule reading the store, no App
+    /// Store lookup, no idempotency or deadline, a signer that does not suspend — as a step that runs without
+    /// suspending (on an event loop): decide → sign (self-verified); the caller then ``commit(_:completion:)``s
+    /// the record before answering. `nil`: the flow needs ``run(_:now:)``. Checking costs nothing and has no
+    /// effect, so a caller can ask before it spends anything (a rate-limit token) on the request.
     func immediateRun<Output: Sendable>(
         _ flow: SigningFlow<Output>,
         now: Date = Date()
-    ) throws(OfferServiceError) -> (() throws -> ImmediateSignature<Output>?)? {
-        guard case .immediate(let signer) = flow.sign, flow.idempotency == nil, flow.deadline == nil else { return nil }
-        guard let rule = flow.rule, store != nil || flow.appStoreLookup != nil else {
-            return {
-                // No store behind the rule (or no rule): it decides over what the request says alone.
-                let (decision, context) = try self.decide(flow, facts: CustomerFacts(key: flow.customer), issued: [], now: now)
-                return ImmediateSignature(signed: try self.sign(flow, with: signer, decision, context), heldLock: nil)
-            }
-        }
-        guard flow.appStoreLookup == nil, let store = store as? any CustomerLockingStore, store.readsCustomersAtOnce,
-            let locks = store.customerLocks, !OfferPolicy.experiments(in: rule).contains(where: { $0.isRunning(at: now) })
+    ) throws(OfferServiceError) -> (() throws -> SignedOutput<Output>)? {
+        guard case .immediate(let signer) = flow.sign, flow.idempotency == nil, flow.deadline == nil,
+            flow.rule == nil || (store == nil && flow.appStoreLookup == nil)
         else { return nil }
         return {
-            let locking = rule.dependsOnIssuedOffers
-            if locking, !locks.tryLock(flow.customer) { return nil }
-            let held = locking ? HeldCustomerLock(locks: locks, customer: flow.customer) : nil
-            do {
-                // As the pipeline reads: every signature a rule that reads issued offers may count, else the lookback's.
-                let since = rule.lookback.map { Int64((now.timeIntervalSince1970 - $0) * 1000) } ?? (locking ? .min : .max)
-                guard let snapshot = store.customerSnapshotAtOnce(flow.customer, issuedSince: since) else {
-                    held?.release()
-                    return nil
-                }
-                let facts = snapshot.facts ?? CustomerFacts(key: flow.customer)
-                let (decision, context) = try self.decide(flow, facts: facts, issued: snapshot.issued, now: now) { decision, context in
-                    // A grant's decision is made again in a customer transaction, and logged there.
-                    if decision.grant == nil { self.logDecision(flow, decision, context, storedFacts: snapshot.storedFacts) }
-                }
-                if decision.grant != nil {
-                    held?.release()
-                    return nil
-                }
-                return ImmediateSignature(signed: try self.sign(flow, with: signer, decision, context), heldLock: held)
-            } catch {
-                held?.release()
-                throw error
-            }
-        }
-    }
-
-    /// Commits a signature made at once (``immediateRun(_:now:)``): its record through the group commit, then the
-    /// customer's lock it holds given back (success or failure), then `completion`.
-    package func commit<Output>(
-        _ immediate: ImmediateSignature<Output>,
-        startWhenReady: StartWhenReady? = nil,
-        completion: @escaping @Sendable (Result<Void, OfferServiceError>) -> Void
-    ) {
-        let held = immediate.heldLock
-        commit(immediate.signed.record, startWhenReady: startWhenReady) { result in
-            held?.release()
-            completion(result)
+            // No store behind the rule (or no rule): it decides over what the request says alone.
+            let (decision, context) = try self.decide(flow, facts: CustomerFacts(key: flow.customer), issued: [], now: now)
+            return try self.sign(flow, with: signer, decision, context)
         }
     }
 

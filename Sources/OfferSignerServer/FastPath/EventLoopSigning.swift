@@ -99,8 +99,8 @@ public struct EventLoopSigning: Sendable {
         case handOver
         /// Answered here: an error, already final.
         case refused(APIError, Answering)
-        /// Signed: the answer, once its record is committed (and the customer's lock its decision holds given back).
-        case signed(ImmediateSignature<SignedLegacyOffer>, Answering)
+        /// Signed: the answer, once its record is committed.
+        case signed(SignedOutput<SignedLegacyOffer>, Answering)
         /// Authenticated, decoded, admitted and validated here (its app, offer and rule resolved), answered by the
         /// pipeline that waits (stored facts, the App Store, a signed transaction, a JWS): ``answer(_:_:completion:)``
         /// runs it, nothing is checked twice.
@@ -142,10 +142,7 @@ public struct EventLoopSigning: Sendable {
             }
             let request = try SignOfferRequest(plainJSON: body) ?? Request.decodeJSON(as: SignOfferRequest.self, from: body)
             switch try SignRoute.prepare(request, identity: identity, limits: limits, signing: signing) {
-            case .signed(let signing, let otherwise):
-                // Not finished at once (the customer's lock held by another decision, no reader free): the pipeline.
-                guard let signed = try signing() else { return .pipeline(otherwise, answering) }
-                return .signed(signed, answering)
+            case .signed(let signing): return .signed(try signing(), answering)
             case .pipeline(let prepared): return .pipeline(prepared, answering)
             }
         } catch {

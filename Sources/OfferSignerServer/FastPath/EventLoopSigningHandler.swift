@@ -147,7 +147,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
             // A record that finds the log's writer idle starts it at the end of this tick, after the other requests
             // this loop read in it: they share one batch (one flush) instead of the first going alone.
             signing.signing.commit(
-                signed,
+                signed.record,
                 startWhenReady: { start in eventLoop.execute(start) },
                 completion: { result in
                     eventLoop.execute {
@@ -155,7 +155,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
                         Self.active.decrement()
                         switch result {
                         case .success:
-                            handler.answer(signed.signed.output.apiJSON, answering, since: start, context: context)
+                            handler.answer(signed.output.apiJSON, answering, since: start, context: context)
                         case .failure(let error):
                             handler.answer(error: APIError(error), answering, since: start, context: context)
                         }

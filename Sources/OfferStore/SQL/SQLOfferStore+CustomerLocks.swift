@@ -35,21 +35,6 @@ extension SQLOfferStore: CustomerLockingStore {
         return CustomerLockSnapshot(facts: facts, storedFacts: text, issued: issued)
     }
 
-    /// A SQLite file this process decides alone for, read through the readers of ``SQLiteCustomerReaders``.
-    var readsCustomersAtOnce: Bool {
-        guard let sqlite = backend as? SQLiteBackend else { return false }
-        return sqlite.decidesAlone && sqlite.customerReaders != nil
-    }
-
-    func customerSnapshotAtOnce(_ key: CustomerKey, issuedSince since: Int64) -> CustomerLockSnapshot? {
-        guard readsCustomersAtOnce, let readers = (backend as? SQLiteBackend)?.customerReaders,
-            let (text, issued) = readers.snapshotAtOnce(key, issuedSince: since)
-        else { return nil }
-        guard let text else { return CustomerLockSnapshot(facts: nil, storedFacts: nil, issued: issued) }
-        guard let facts = try? StoreCoding.decode(CustomerFacts.self, from: text) else { return nil }
-        return CustomerLockSnapshot(facts: facts, storedFacts: text, issued: issued)
-    }
-
     /// Through ``checkedRecorder`` where replicas decide (its batch checks `read`); otherwise the group commit.
     func record(_ record: IssuedSignature, decidedOver read: IssuedRead) async throws -> Bool {
         guard let checkedRecorder else {

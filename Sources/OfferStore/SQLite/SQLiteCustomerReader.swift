@@ -27,36 +27,6 @@ final class SQLiteCustomerReaders: Sendable {
     ///   - busyTimeout: how long a read waits for another process's lock (`PRAGMA busy_timeout`).
     init(path: String, busyTimeout: Duration) {
         readers = (0..<Self.count).map { SQLiteCustomerReader(path: path, busyTimeout: busyTimeout, index: $0) }
-        self.path = path
-    }
-
-    /// The file, for the readers made for ``snapshotAtOnce(_:issuedSince:)``.
-    private let path: String
-    /// The readers that read on the caller's thread (``snapshotAtOnce(_:issuedSince:)``): the free ones, how many were
-    /// made, and whether the store closed.
-    private let atOnce = Mutex<(free: [SQLiteCustomerReader], made: Int, closed: Bool)>(([], 0, false))
-    /// How many readers read on callers' threads at most: one per core the event loops run on is plenty.
-    static let atOnceCount = 8
-
-    /// ``snapshot(_:issuedSince:)`` read on the caller's thread (an event loop), through a connection of its own that waits at most a millisecond for
-    /// another connection's lock (`busy_timeout` 1). `nil` when it cannot be read at once: every such reader busy, the file locked, the store closed,
-    /// any failure (the caller then reads through ``snapshot(_:issuedSince:)``, which reports a failure as such).
-    func snapshotAtOnce(_ key: CustomerKey, issuedSince since: Int64) -> (facts: String?, issued: [IssuedSignature])? {
-        let taken = atOnce.withLock { state -> SQLiteCustomerReader? in
-            guard !state.closed else { return nil }
-            if let free = state.free.popLast() { return free }
-            guard state.made < Self.atOnceCount else { return nil }
-            state.made += 1
-            return SQLiteCustomerReader(path: path, busyTimeout: .zero, index: Self.count + state.made)
-        }
-        guard let reader = taken else { return nil }
-        let read = try? reader.snapshotOffQueue(key, issuedSince: since)
-        let closed = atOnce.withLock { state -> Bool in
-            if !state.closed { state.free.append(reader) }
-            return state.closed
-        }
-        if closed { reader.closeOffQueue() }
-        return read
     }
 
     /// The customer's stored facts (their JSON text; `nil`: never heard of) and their issued signatures with
@@ -74,12 +44,6 @@ final class SQLiteCustomerReaders: Sendable {
     /// Closes every connection; a later read fails.
     func close() async {
         for reader in readers { await reader.close() }
-        let free = atOnce.withLock { state -> [SQLiteCustomerReader] in
-            state.closed = true
-            defer { state.free = [] }
-            return state.free
-        }
-        for reader in free { reader.closeOffQueue() }
     }
 }
 
@@ -123,12 +87,6 @@ final class SQLiteCustomerReader: @unchecked Sendable {
     /// ``SQLiteCustomerReaders/snapshot(_:issuedSince:)`` on ``queue``.
     func snapshotOnQueue(_ key: CustomerKey, issuedSince since: Int64) throws -> (facts: String?, issued: [IssuedSignature]) {
         dispatchPrecondition(condition: .onQueue(queue))
-        return try snapshotOffQueue(key, issuedSince: since)
-    }
-
-    /// ``snapshotOnQueue(_:issuedSince:)`` for a reader that is never used on its queue but by one caller at a time
-    /// (``SQLiteCustomerReaders/snapshotAtOnce(_:issuedSince:)`` hands it out).
-    func snapshotOffQueue(_ key: CustomerKey, issuedSince since: Int64) throws -> (facts: String?, issued: [IssuedSignature]) {
         guard !closed else { throw OfferStoreError(.unavailable, "The store is closed.") }
         if connection == nil { try open() }
         defer {
@@ -215,11 +173,6 @@ final class SQLiteCustomerReader: @unchecked Sendable {
 
     private func prepare(_ sql: String) throws -> OpaquePointer? {
         try SQLiteStatements.prepare(sql, on: connection)
-    }
-
-    /// Closes a reader that is never used on its queue (see ``snapshotOffQueue(_:issuedSince:)``).
-    func closeOffQueue() {
-        closeOnQueue()
     }
 
     private func closeOnQueue() {

@@ -21,21 +21,6 @@ public final class CustomerLocks: Sendable {
         return try await body()
     }
 
-    /// Takes `key`'s lock if it is free, without waiting: `false` when it is held (by a decision under way).
-    /// A caller that took it gives it back with ``unlock(_:)``, once.
-    public func tryLock(_ key: CustomerKey) -> Bool {
-        held.withLock { held in
-            guard held[key] == nil else { return false }
-            held[key] = []
-            return true
-        }
-    }
-
-    /// Gives back a lock taken with ``tryLock(_:)``: to the first waiter, if any.
-    public func unlock(_ key: CustomerKey) {
-        release(key)
-    }
-
     /// How many customers' locks are held (tests).
     var heldCount: Int { held.withLock { $0.count } }
 
@@ -96,15 +81,6 @@ public protocol CustomerLockingStore: OfferStore {
     /// written and this returns `false` — the signature must never be shown, and the decision is made again.
     /// Where this process alone decides, the customer's lock makes the check needless: always `true` once durable.
     func record(_ record: IssuedSignature, decidedOver read: IssuedRead) async throws -> Bool
-
-    /// Whether ``customerSnapshotAtOnce(_:issuedSince:)`` may read (a SQLite file this process decides alone for):
-    /// a decision can then be made on the caller's thread, an event loop, without a task.
-    var readsCustomersAtOnce: Bool { get }
-
-    /// ``customerSnapshot(_:issuedSince:)`` read on the caller's thread without waiting for anything (no lock, no
-    /// queue): `nil` when that cannot be done now (see ``readsCustomersAtOnce``; every reader busy; the file locked)
-    /// — the caller then reads with ``customerSnapshot(_:issuedSince:)``.
-    func customerSnapshotAtOnce(_ key: CustomerKey, issuedSince since: Int64) -> CustomerLockSnapshot?
 }
 
 /// What a decision read of a customer's issued signatures: how many since a time (``CustomerLockSnapshot/issued``).
