@@ -141,7 +141,9 @@ public struct NotificationIngestor: Sendable {
                     redemption: records.redemption,
                     event: records.event
                 ) { facts in
-                    if SubscriptionFolding.fold(decoded, into: &facts) { changed.set() }
+                    // The last fold's word: a batch the store files again one by one (PostgreSQL's fallback) folds
+                    // again over the facts as they then are, and that fold says whether they changed.
+                    changed.record(SubscriptionFolding.fold(decoded, into: &facts))
                 }
                 do {
                     let result = try await Traces.span("notification.apply", ["app_store.notification_type": .string(type.rawValue)]) {
@@ -327,6 +329,7 @@ public struct NotificationIngestor: Sendable {
 /// A flag set inside a store transaction's body and read after it.
 final class Changed: Sendable {
     private let flag = Mutex(false)
-    func set() { flag.withLock { $0 = true } }
+    /// What the latest of the folds said (a fold run again replaces the word of the one before).
+    func record(_ changed: Bool) { flag.withLock { $0 = changed } }
     var value: Bool { flag.withLock { $0 } }
 }
