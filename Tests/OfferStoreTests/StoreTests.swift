@@ -121,6 +121,42 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
         try await store.close()
     }
 
+    @Test(
+        "a notification's binding reads: an original transaction's holders by app then name, a stranger's facts as none",
+        arguments: Backend.available
+    )
+    func bindingReads(_ backend: Backend) async throws {
+        let (store, _) = try await backend.open()
+        let original = "\(3_000_000_000 + Int.random(in: 0..<1_000_000))"
+        let claim = TransactionClaim(environment: "Sandbox", originalTransactionId: original)
+        let holders = [
+            CustomerKey(bundleIdentifier: "com.example.zeta", applicationUsername: "ann"),
+            CustomerKey(bundleIdentifier: "com.example.alpha", applicationUsername: "zed"),
+        ]
+        for key in holders {
+            try await store.updateCustomer(key, claiming: [claim]) { facts in
+                facts.storefront = "FRA"
+                facts.subscriptions.append(
+                    SubscriptionFacts(
+                        subscriptionGroupIdentifier: "g",
+                        productIdentifier: "p",
+                        originalTransactionId: original,
+                        state: .active,
+                        autoRenewEnabled: true,
+                        expiresDate: Date() + 86_400,
+                        renewalCount: 0,
+                        hadIntroductoryOffer: false
+                    )
+                )
+            }
+        }
+        #expect(try await store.customers(withOriginalTransactionId: original) == holders.reversed())
+        #expect(try await store.customers(withOriginalTransactionId: "9\(original)").isEmpty)
+        #expect(try await store.customerFacts(for: holders[0])?.storefront == "FRA")
+        #expect(try await store.customerFacts(for: CustomerKey(bundleIdentifier: "com.example.alpha", applicationUsername: "nobody")) == nil)
+        try await store.close()
+    }
+
     @Test("concurrent updates of one customer lose nothing", arguments: Backend.available)
     func concurrentUpdates(_ backend: Backend) async throws {
         let (store, _) = try await backend.open()

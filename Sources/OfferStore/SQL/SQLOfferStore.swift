@@ -114,6 +114,10 @@ final class SQLOfferStore: OfferStore {
             let text = try await backend.mappingErrors { try await read(key, Int64.max) }.facts
             return try text.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
         }
+        if let readers = (backend as? SQLiteBackend)?.customerReaders {
+            // A SQLite file: the decisions' prepared read, with no signatures, on a reader's own connection.
+            return try await readers.snapshot(key, issuedSince: Int64.max).facts.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
+        }
         let text = try await backend.reading { database in
             try await database.select().column("facts").from("customers").where(customer: key)
                 .first(decodingColumn: "facts", as: String.self)
@@ -124,6 +128,9 @@ final class SQLOfferStore: OfferStore {
     func customers(withOriginalTransactionId originalTransactionId: String) async throws -> [CustomerKey] {
         if let prepared = backend.preparedAnswerStatements {
             return try await backend.mappingErrors { try await prepared.customers(originalTransactionId) }
+        }
+        if let readers = (backend as? SQLiteBackend)?.customerReaders {
+            return try await readers.customers(withOriginalTransactionId: originalTransactionId)
         }
         return try await backend.reading { database in
             try await database.raw(Self.customersOfTransaction.bound([originalTransactionId]))

@@ -6,7 +6,8 @@ import VaporCSQLite
 
 /// The read a decision under a customer's lock makes (``CustomerLockingStore/customerSnapshot(_:issuedSince:)``)
 /// for a SQLite file: the customer's stored facts, as text, and their issued signatures since a time, through two
-/// statements prepared once per connection, each connection on a serial queue of its own.
+/// statements prepared once per connection, each connection on a serial queue of its own; and the reads of a
+/// notification's binding (a customer's facts, the holders of an original transaction), through the same.
 ///
 /// Through SQLKit and sqlite-nio the same two statements were built as SQL text, parsed again by SQLite and run as
 /// two trips to sqlite-nio's thread pool, each row decoded through `Decodable` (docs/PERFORMANCE.md, "Where the
@@ -32,11 +33,22 @@ final class SQLiteCustomerReaders: Sendable {
     /// The customer's stored facts (their JSON text; `nil`: never heard of) and their issued signatures with
     /// `timestamp >= since` (Unix ms), newest first (then by nonce).
     func snapshot(_ key: CustomerKey, issuedSince since: Int64) async throws -> (facts: String?, issued: [IssuedSignature]) {
+        try await onReader { reader in try reader.snapshotOnQueue(key, issuedSince: since) }
+    }
+
+    /// The customers who hold an original transaction (`customer_transactions`), by app then name: a
+    /// notification's binding reads them (``SQLOfferStore/customers(withOriginalTransactionId:)``).
+    func customers(withOriginalTransactionId originalTransactionId: String) async throws -> [CustomerKey] {
+        try await onReader { reader in try reader.ownersOnQueue(originalTransactionId) }
+    }
+
+    /// Runs `body` on the next reader's queue, each reader in turn.
+    private func onReader<T: Sendable>(_ body: @escaping @Sendable (SQLiteCustomerReader) throws -> T) async throws -> T {
         let turn = next.wrappingAdd(1, ordering: .relaxed).oldValue
         let reader = readers[Int(UInt(bitPattern: turn) % UInt(readers.count))]
         return try await withCheckedThrowingContinuation { continuation in
             reader.queue.async {
-                continuation.resume(with: Result { try reader.snapshotOnQueue(key, issuedSince: since) })
+                continuation.resume(with: Result { try body(reader) })
             }
         }
     }
@@ -56,6 +68,7 @@ final class SQLiteCustomerReader: @unchecked Sendable {
     private var connection: OpaquePointer?
     private var selectFacts: OpaquePointer?
     private var selectIssued: OpaquePointer?
+    private var selectOwners: OpaquePointer?
     private var closed = false
 
     /// The columns read, in the order of ``IssuedSignature``'s initializer.
@@ -130,6 +143,26 @@ final class SQLiteCustomerReader: @unchecked Sendable {
         return (facts, issued)
     }
 
+    /// ``SQLiteCustomerReaders/customers(withOriginalTransactionId:)`` on ``queue``.
+    func ownersOnQueue(_ originalTransactionId: String) throws -> [CustomerKey] {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !closed else { throw OfferStoreError(.unavailable, "The store is closed.") }
+        if connection == nil { try open() }
+        defer {
+            sqlite_nio_sqlite3_reset(selectOwners)
+            sqlite_nio_sqlite3_clear_bindings(selectOwners)
+        }
+        try bind(originalTransactionId, at: 1, in: selectOwners)
+        var owners: [CustomerKey] = []
+        while true {
+            let result = sqlite_nio_sqlite3_step(selectOwners)
+            if result == SQLITE_DONE { break }
+            guard result == SQLITE_ROW else { throw failure(result) }
+            owners.append(CustomerKey(bundleIdentifier: text(selectOwners, 0) ?? "", applicationUsername: text(selectOwners, 1) ?? ""))
+        }
+        return owners
+    }
+
     private func text(_ statement: OpaquePointer?, _ column: Int32) -> String? {
         SQLiteStatements.text(statement, column)
     }
@@ -164,6 +197,12 @@ final class SQLiteCustomerReader: @unchecked Sendable {
                 WHERE bundle_identifier = ? AND application_username = ? AND timestamp >= ? ORDER BY timestamp DESC, nonce
                 """
             )
+            selectOwners = try prepare(
+                """
+                SELECT bundle_identifier, application_username FROM customer_transactions WHERE original_transaction_id = ? \
+                ORDER BY bundle_identifier, application_username
+                """
+            )
         } catch {
             closeOnQueue()
             closed = false
@@ -176,10 +215,10 @@ final class SQLiteCustomerReader: @unchecked Sendable {
     }
 
     private func closeOnQueue() {
-        for statement in [selectFacts, selectIssued] where statement != nil {
+        for statement in [selectFacts, selectIssued, selectOwners] where statement != nil {
             sqlite_nio_sqlite3_finalize(statement)
         }
-        (selectFacts, selectIssued) = (nil, nil)
+        (selectFacts, selectIssued, selectOwners) = (nil, nil, nil)
         if let connection { sqlite_nio_sqlite3_close_v2(connection) }
         connection = nil
         closed = true
