@@ -178,7 +178,14 @@ import Testing
             #expect(refused.text.lowercased().contains("retry-after: 1"))
             #expect(refused.text.contains("server_busy"))
             _ = try await holder  // closed by the request timeout, its bytes given back
-            let after = try await RawHTTP.exchange(port: port, send: Self.sign("Connection: close\r\n"), responses: nil)
+            // Given back when the server has closed its side, which the client may see a moment before: on a loaded
+            // machine a request sent at once can still meet the budget in use, so it is asked again for up to 3 s.
+            var after = ""
+            for _ in 0..<30 {
+                after = try await RawHTTP.exchange(port: port, send: Self.sign("Connection: close\r\n"), responses: nil)
+                if Self.statuses(after) == ["200"] { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
             #expect(Self.statuses(after) == ["200"], "the budget is free again")
         }
     }

@@ -129,9 +129,11 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
         let (store, _) = try await backend.open()
         let original = "\(3_000_000_000 + Int.random(in: 0..<1_000_000))"
         let claim = TransactionClaim(environment: "Sandbox", originalTransactionId: original)
+        // Names of their own: a PostgreSQL database keeps the customers of earlier runs.
+        let run = UUID().uuidString.lowercased()
         let holders = [
-            CustomerKey(bundleIdentifier: "com.example.zeta", applicationUsername: "ann"),
-            CustomerKey(bundleIdentifier: "com.example.alpha", applicationUsername: "zed"),
+            CustomerKey(bundleIdentifier: "com.example.zeta", applicationUsername: "ann-\(run)"),
+            CustomerKey(bundleIdentifier: "com.example.alpha", applicationUsername: "zed-\(run)"),
         ]
         for key in holders {
             try await store.updateCustomer(key, claiming: [claim]) { facts in
@@ -154,6 +156,17 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
         #expect(try await store.customers(withOriginalTransactionId: "9\(original)").isEmpty)
         #expect(try await store.customerFacts(for: holders[0])?.storefront == "FRA")
         #expect(try await store.customerFacts(for: CustomerKey(bundleIdentifier: "com.example.alpha", applicationUsername: "nobody")) == nil)
+        // Both at once, as one read: the same answers.
+        let both = try await store.bindingRead(originalTransactionId: original, candidate: holders[0])
+        #expect(both.owners == holders.reversed())
+        #expect(both.candidateFacts?.storefront == "FRA" && both.candidateFacts?.subscriptions.map(\.originalTransactionId) == [original])
+        let stranger = try await store.bindingRead(
+            originalTransactionId: "9\(original)",
+            candidate: CustomerKey(bundleIdentifier: "com.example.alpha", applicationUsername: "nobody")
+        )
+        #expect(stranger.owners.isEmpty && stranger.candidateFacts == nil)
+        #expect(try await store.bindingRead(originalTransactionId: original, candidate: nil).owners == holders.reversed())
+        #expect(try await store.bindingRead(originalTransactionId: nil, candidate: holders[1]).candidateFacts?.storefront == "FRA")
         try await store.close()
     }
 

@@ -76,13 +76,14 @@ package struct CustomerBinding: Sendable {
     ) async throws -> CustomerBinding? {
         let token = token(of: transaction, rule: rule)
         let original = transaction.originalTransactionId
-        var owners: [CustomerKey] = []
-        if let original {
-            owners = try await store.customers(withOriginalTransactionId: original).filter { $0.bundleIdentifier == bundleIdentifier }
-        }
+        let named = claimant ?? token.map({ CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: $0) })
+        // The holders of the original transaction and, when a customer is named, their facts (a subscription held in
+        // the group under another original transaction refuses the binding): read together, one round trip.
+        let (held, candidateFacts) = try await store.bindingRead(originalTransactionId: original, candidate: named)
+        let owners = held.filter { $0.bundleIdentifier == bundleIdentifier }
         let accountOwners = owners.filter { !isUnclaimed($0) }
         let fallback = accountOwners.first ?? owners.first ?? original.map { unclaimed($0, bundleIdentifier: bundleIdentifier) }
-        guard let candidate = claimant ?? token.map({ CustomerKey(bundleIdentifier: bundleIdentifier, applicationUsername: $0) }) else {
+        guard let candidate = named else {
             return fallback.map { CustomerBinding(key: $0) }
         }
         // Without a token, nothing in the transaction names a customer: an `otid:` owner (the App Store's
@@ -92,7 +93,7 @@ package struct CustomerBinding: Sendable {
             return CustomerBinding(key: fallback ?? blocking[0], refused: candidate, conflict: .transactionClaimed)
         }
         if let original, let group = transaction.subscriptionGroupIdentifier, !accountOwners.contains(candidate),
-            let held = try await store.customerFacts(for: candidate)?.subscription(inGroup: group)?.originalTransactionId, held != original
+            let other = candidateFacts?.subscription(inGroup: group)?.originalTransactionId, other != original
         {
             return CustomerBinding(
                 key: fallback ?? unclaimed(original, bundleIdentifier: bundleIdentifier),

@@ -22,7 +22,21 @@ enum PostgresAnswers {
             factsAndAnswer: { key, answerKey in
                 try await client.execute(FactsAndAnswer(key: key, answerKey: answerKey)).first ?? (nil, nil)
             },
-            claim: { claims in try await claim(claims, client: client) }
+            claim: { claims in try await claim(claims, client: client) },
+            bindingRead: { originalTransactionId, candidate in
+                var owners: [CustomerKey] = []
+                var facts: String?
+                for row in try await client.execute(BindingRead(originalTransactionId: originalTransactionId, candidate: candidate)) {
+                    if let text = row.facts {
+                        facts = text
+                    } else if let bundle = row.bundle, let username = row.username {
+                        owners.append(CustomerKey(bundleIdentifier: bundle, applicationUsername: username))
+                    }
+                }
+                // In the order of their keys, as ``Customers`` reads them (the rows of a UNION come in no promised order).
+                owners.sort { ($0.bundleIdentifier, $0.applicationUsername) < ($1.bundleIdentifier, $1.applicationUsername) }
+                return (owners, facts)
+            }
         )
     }
 
@@ -31,6 +45,10 @@ enum PostgresAnswers {
     /// definitions and compiled schema 12's function — before the first request needs them.
     static func prepare(on connection: PostgresConnection, logger: Logger) async throws {
         for try await _ in try await connection.execute(Customers(originalTransactionId: ""), logger: logger) {}
+        for try await _ in try await connection.execute(
+            BindingRead(originalTransactionId: "", candidate: CustomerKey(bundleIdentifier: "", applicationUsername: "")),
+            logger: logger
+        ) {}
         for try await _ in try await connection.execute(
             FactsAndAnswer(key: CustomerKey(bundleIdentifier: "", applicationUsername: ""), answerKey: ""),
             logger: logger
@@ -101,6 +119,30 @@ enum PostgresAnswers {
             return bindings
         }
         func decodeRow(_ row: PostgresRow) throws -> (String, String) { try row.decode((String, String).self) }
+    }
+
+    /// A notification's binding reads: the holders of an original transaction (one row each, `facts` `NULL`) and a
+    /// candidate's facts (one row, the keys `NULL`), in one round trip.
+    struct BindingRead: PostgresPreparedStatement {
+        static let name = "offer_signer_binding_read"
+        static let sql = """
+            SELECT bundle_identifier, application_username, NULL::text FROM customer_transactions WHERE original_transaction_id = $1 \
+            UNION ALL SELECT NULL::text, NULL::text, facts FROM customers WHERE bundle_identifier = $2 AND application_username = $3
+            """
+        static var bindingDataTypes: [PostgresDataType] { [.text, .text, .text] }
+        var originalTransactionId: String
+        var candidate: CustomerKey
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 3)
+            bindings.append(originalTransactionId)
+            bindings.append(candidate.bundleIdentifier)
+            bindings.append(candidate.applicationUsername)
+            return bindings
+        }
+        func decodeRow(_ row: PostgresRow) throws -> (bundle: String?, username: String?, facts: String?) {
+            let (bundle, username, facts) = try row.decode((String?, String?, String?).self)
+            return (bundle, username, facts)
+        }
     }
 
     /// A customer's facts and the answer stored under a key, in one row (each `NULL` when there is none).

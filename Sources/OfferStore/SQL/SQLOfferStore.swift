@@ -138,6 +138,27 @@ final class SQLOfferStore: OfferStore {
         }
     }
 
+    /// On PostgreSQL one prepared statement; on a SQLite file both reads on one reader's connection, in one trip to
+    /// its queue; otherwise the two reads.
+    func bindingRead(originalTransactionId: String?, candidate: CustomerKey?) async throws -> (owners: [CustomerKey], candidateFacts: CustomerFacts?)
+    {
+        guard let originalTransactionId, let candidate else {
+            var owners: [CustomerKey] = []
+            if let originalTransactionId { owners = try await customers(withOriginalTransactionId: originalTransactionId) }
+            guard let candidate else { return (owners, nil) }
+            return (owners, try await customerFacts(for: candidate))
+        }
+        let read: (owners: [CustomerKey], facts: String?)
+        if let prepared = backend.preparedAnswerStatements {
+            read = try await backend.mappingErrors { try await prepared.bindingRead(originalTransactionId, candidate) }
+        } else if let readers = (backend as? SQLiteBackend)?.customerReaders {
+            read = try await readers.bindingRead(originalTransactionId: originalTransactionId, candidate: candidate)
+        } else {
+            return (try await customers(withOriginalTransactionId: originalTransactionId), try await customerFacts(for: candidate))
+        }
+        return (read.owners, try read.facts.map { try StoreCoding.decode(CustomerFacts.self, from: $0) })
+    }
+
     @discardableResult
     func updateCustomer(
         _ key: CustomerKey,

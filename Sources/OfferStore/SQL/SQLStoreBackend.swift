@@ -254,6 +254,9 @@ struct PreparedAnswerStatements: Sendable {
     var customers: @Sendable (_ originalTransactionId: String) async throws -> [CustomerKey]
     var factsAndAnswer: @Sendable (_ key: CustomerKey, _ answerKey: String) async throws -> (facts: String?, answer: String?)
     var claim: @Sendable ([AnswerClaim]) async throws -> [(any Error)?]
+    /// ``CustomerFactsStore/bindingRead(originalTransactionId:candidate:)`` in one statement: the holders (in the
+    /// order of their keys) and the candidate's stored facts.
+    var bindingRead: @Sendable (_ originalTransactionId: String, _ candidate: CustomerKey) async throws -> (owners: [CustomerKey], facts: String?)
 }
 
 /// An idempotent flow's first answer to store under its key, with the signature it records (a retention answer

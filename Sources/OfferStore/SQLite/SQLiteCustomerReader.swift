@@ -42,6 +42,13 @@ final class SQLiteCustomerReaders: Sendable {
         try await onReader { reader in try reader.ownersOnQueue(originalTransactionId) }
     }
 
+    /// ``customers(withOriginalTransactionId:)`` and the stored facts of `candidate`, in one trip to a reader's queue.
+    func bindingRead(originalTransactionId: String, candidate: CustomerKey) async throws -> (owners: [CustomerKey], facts: String?) {
+        try await onReader { reader in
+            (try reader.ownersOnQueue(originalTransactionId), try reader.snapshotOnQueue(candidate, issuedSince: Int64.max).facts)
+        }
+    }
+
     /// Runs `body` on the next reader's queue, each reader in turn.
     private func onReader<T: Sendable>(_ body: @escaping @Sendable (SQLiteCustomerReader) throws -> T) async throws -> T {
         let turn = next.wrappingAdd(1, ordering: .relaxed).oldValue

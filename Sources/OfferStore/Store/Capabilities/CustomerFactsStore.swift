@@ -27,6 +27,23 @@ public protocol CustomerFactsStore: Sendable {
 
     /// The customer an original transaction of an app is claimed by (``TransactionClaim``), or `nil`.
     func transactionOwner(bundleIdentifier: String, environment: String, originalTransactionId: String) async throws -> CustomerKey?
+
+    /// What a notification's binding reads, together: ``customers(withOriginalTransactionId:)`` of
+    /// `originalTransactionId` (none when `nil`) and ``customerFacts(for:)`` of `candidate` (`nil` when `nil`).
+    func bindingRead(originalTransactionId: String?, candidate: CustomerKey?) async throws -> (owners: [CustomerKey], candidateFacts: CustomerFacts?)
+}
+
+extension CustomerFactsStore {
+    /// The two reads, one after the other (a store without a read of both at once).
+    public func bindingRead(
+        originalTransactionId: String?,
+        candidate: CustomerKey?
+    ) async throws -> (owners: [CustomerKey], candidateFacts: CustomerFacts?) {
+        var owners: [CustomerKey] = []
+        if let originalTransactionId { owners = try await customers(withOriginalTransactionId: originalTransactionId) }
+        guard let candidate else { return (owners, nil) }
+        return (owners, try await customerFacts(for: candidate))
+    }
 }
 
 extension CustomerFactsStore {
