@@ -61,10 +61,21 @@ extension RetentionCommand {
 
         func run() async throws {
             // The store keeps the test's result for the console (nothing else is written).
-            let (_, useCases, made) = try await openRetentionUseCases(bundleIdentifier: bundleIdentifier)
+            var made: Result<(setup: RetentionMessagingSetup, bundle: String), any Error> = .failure(ValidationError("No configuration was read."))
+            let (_, useCases) = try await openUseCases { configuration, store in
+                made = Result { () throws -> (setup: RetentionMessagingSetup, bundle: String) in
+                    let (configurations, bundle, logger) = try retentionConfiguration(configuration, bundleIdentifier: bundleIdentifier)
+                    do {
+                        return (try RetentionMessagingSetup(configurations: configurations, applicationStore: store, logger: logger), bundle)
+                    } catch let error as any CodedError {
+                        throw ValidationError(error.message)
+                    }
+                }
+                return try? made.get().setup
+            }
             let bundle: String
             do {
-                bundle = try made.get()
+                bundle = try made.get().bundle
             } catch {
                 try? await useCases.closeStore()
                 throw error

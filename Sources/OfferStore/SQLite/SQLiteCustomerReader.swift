@@ -107,7 +107,8 @@ final class SQLiteCustomerReader: @unchecked Sendable {
     /// ``SQLiteCustomerReaders/snapshot(_:issuedSince:)`` on ``queue``.
     func snapshotOnQueue(_ key: CustomerKey, issuedSince since: Int64) throws -> (facts: String?, issued: [IssuedSignature]) {
         dispatchPrecondition(condition: .onQueue(queue))
-        try openIfNeeded()
+        guard !closed else { throw OfferStoreError(.unavailable, "The store is closed.") }
+        if connection == nil { try open() }
         defer {
             sqlite_nio_sqlite3_reset(selectFacts)
             sqlite_nio_sqlite3_clear_bindings(selectFacts)
@@ -152,7 +153,8 @@ final class SQLiteCustomerReader: @unchecked Sendable {
     /// ``SQLiteCustomerReaders/customers(withOriginalTransactionId:)`` on ``queue``.
     func ownersOnQueue(_ originalTransactionId: String) throws -> [CustomerKey] {
         dispatchPrecondition(condition: .onQueue(queue))
-        try openIfNeeded()
+        guard !closed else { throw OfferStoreError(.unavailable, "The store is closed.") }
+        if connection == nil { try open() }
         defer {
             sqlite_nio_sqlite3_reset(selectOwners)
             sqlite_nio_sqlite3_clear_bindings(selectOwners)
@@ -166,12 +168,6 @@ final class SQLiteCustomerReader: @unchecked Sendable {
             owners.append(CustomerKey(bundleIdentifier: text(selectOwners, 0) ?? "", applicationUsername: text(selectOwners, 1) ?? ""))
         }
         return owners
-    }
-
-    /// Opens the connection and prepares the statements at the first read; a closed reader reads nothing.
-    private func openIfNeeded() throws {
-        guard !closed else { throw OfferStoreError(.unavailable, "The store is closed.") }
-        if connection == nil { try open() }
     }
 
     private func text(_ statement: OpaquePointer?, _ column: Int32) -> String? {
