@@ -134,6 +134,74 @@ import Testing
         await writer.close()
         try await backend.close()
     }
+
+    @Test(
+        """
+        a decision batch commits without a flush of its own, and the connection flushes signatures again after it — written \
+        or failed
+        """
+    )
+    func decisionsLeaveSignaturesFlushed() async throws {
+        let (backend, path) = try await database()
+        // The decision log's tables, as the store's migrations make them.
+        try await backend.write { database in
+            for (version, statements) in StoreSchema.migrations where [9, 18, 19].contains(version) {
+                for statement in statements { try await database.run(statement) }
+            }
+        }
+        let writer = SQLiteLogWriter(path: path)
+        #expect(try await writer.write([record(at: 1)]).allSatisfy { $0 == nil })
+        #expect(try await writer.queueSync { try writer.synchronousOnQueue() } == 2)  // FULL
+        let decision = PolicyDecisionRecord(
+            decidedAt: 2,
+            channel: "api",
+            bundleIdentifier: "com.example.app",
+            productIdentifier: "com.example.monthly",
+            offerIdentifier: "offer",
+            customerHash: "abc",
+            policyVersion: "v",
+            granted: true,
+            reasons: "[]",
+            lookbackSeconds: 0,
+            factsHash: "h",
+            factsSnapshot: "{}"
+        )
+        let snapshot = DecisionSnapshotRow(hash: "h", facts: "{}", lastUsedAt: 2)
+        try await writer.queueSync { try writer.writeDecisionsOnQueue([decision], snapshots: [snapshot]) }
+        #expect(try await writer.queueSync { try writer.synchronousOnQueue() } == 2)
+        #expect(
+            try await backend.read { try await $0.raw("SELECT count(*) AS n FROM policy_decisions").first(decodingColumn: "n", as: Int.self) } == 1
+        )
+        // A batch that fails (a table gone) rolls back and still leaves the connection flushing.
+        try await backend.write { try await $0.run("DROP TABLE decision_daily") }
+        await #expect(throws: (any Error).self) {
+            try await writer.queueSync {
+                try writer.writeDecisionsOnQueue(
+                    [
+                        PolicyDecisionRecord(
+                            decidedAt: 3,
+                            channel: "api",
+                            bundleIdentifier: "com.example.app",
+                            productIdentifier: "p",
+                            offerIdentifier: "o",
+                            customerHash: "abc",
+                            policyVersion: "v",
+                            granted: false,
+                            reasons: "[]",
+                            lookbackSeconds: 0,
+                            factsHash: "h",
+                            factsSnapshot: "{}"
+                        )
+                    ],
+                    snapshots: []
+                )
+            }
+        }
+        #expect(try await writer.queueSync { try writer.synchronousOnQueue() } == 2)
+        #expect(try await writer.write([record(at: 4)]).allSatisfy { $0 == nil })
+        await writer.close()
+        try await backend.close()
+    }
 }
 
 extension SQLiteLogWriter {

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import OfferEligibility
 import OfferModel
+import OfferSigning
 import OfferStore
 
 /// The channel a decision was made on, as the decision log names it.
@@ -105,10 +106,8 @@ struct DecisionSnapshot: Codable, Sendable {
 
     /// The key of a snapshot in `decision_facts`: the first 16 bytes of its SHA-256, in hex.
     static func hash(_ text: String) -> String {
-        SHA256.hash(data: Data(text.utf8)).prefix(16).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
+        // Over the digest's bytes at once: the digest's own iteration copies it out for every byte.
+        SHA256.hash(data: Data(text.utf8)).withUnsafeBytes { $0.hexString(prefix: 16) }
     }
 }
 

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import OfferEligibility
 import OfferErrors
+import OfferSigning
 
 /// Checks a policy's retention catalogue (``OfferPolicy/RetentionCatalogue``) against every limit of Apple's
 /// Retention Messaging API before anything is sent (``RetentionMessagingLimits``): header ≤ 66 characters, body ≤ 144,
@@ -133,7 +134,7 @@ public enum RetentionCatalogueCheck {
         }
         let data = (try? handle.read(upToCount: OfferPolicy.maximumRetentionImageBytes + 1)) ?? Data()
         try? handle.close()
-        let digest = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+        let digest = SHA256.hash(data: data).withUnsafeBytes { $0.hexString() }
         guard digest == image.sha256 else {
             throw RetentionMessagingError(.invalidImage, "the image file \(image.file) changed since the policy was read; read the policy again")
         }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import OfferModel
+import OfferSigning
 import Synchronization
 
 /// How a customer appears in a log line: a short keyed hash of the `applicationUsername`, never the value.
@@ -27,10 +28,7 @@ public enum CustomerHash {
     public static func of(_ applicationUsername: String) -> String {
         let key = key.withLock { $0 }
         let mac = HMAC<SHA256>.authenticationCode(for: Data(applicationUsername.lowercased().utf8), using: key)
-        return mac.prefix(6).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
+        return mac.withUnsafeBytes { $0.hexString(prefix: 6) }
     }
 
     /// A customer for a log line: `<bundleIdentifier>/<hash>`.

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import OfferApplication
 import OfferModel
+import OfferSigning
 import Synchronization
 
 /// Takes a token for a key: one replica's own buckets (``TokenBuckets``) or the fleet's (``SharedTokenBuckets``).
@@ -88,7 +89,7 @@ public final class SharedTokenBuckets: LimitBuckets {
     /// The bucket's name in the store.
     func bucket(_ key: String) -> String {
         let digest = SHA256.hash(data: Data("offer-signer rate limit\u{0}\(kind)\u{0}\(key)".utf8))
-        return kind + ":" + digest.map { byte in byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }.joined()
+        return kind + ":" + digest.withUnsafeBytes { $0.hexString() }
     }
 
     private enum Start { case none, flush, sweep, both }

@@ -56,15 +56,24 @@ public struct VerificationKey: Sendable, Hashable {
 
 extension Sequence where Element == UInt8 {
     /// Lower-case hexadecimal.
-    package var hexString: String {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(64)
-        for byte in self {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
+    package var hexString: String { Array(self).withUnsafeBytes { $0.hexString() } }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Lower-case hexadecimal of the first `count` bytes (all of them by default). Not generic, so a caller in
+    /// another module runs it specialized (a digest's bytes on the decision path).
+    package func hexString(prefix count: Int = .max) -> String {
+        let length = Swift.min(count, self.count)
+        return String(unsafeUninitializedCapacity: length * 2) { out in
+            let digits: StaticString = "0123456789abcdef"
+            digits.withUTF8Buffer { digits in
+                for index in 0..<length {
+                    out[2 * index] = digits[Int(self[index] >> 4)]
+                    out[2 * index + 1] = digits[Int(self[index] & 0x0F)]
+                }
+            }
+            return length * 2
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 

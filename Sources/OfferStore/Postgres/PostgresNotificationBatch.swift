@@ -87,7 +87,7 @@ enum PostgresNotificationBatch {
                 folded = facts
             } else {
                 folded =
-                    try (row.placeholder ? nil : row.facts.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }) ?? CustomerFacts(key: key)
+                    try (row.placeholder ? nil : row.facts.map { try StoreCoding.decodeFacts($0) }) ?? CustomerFacts(key: key)
                 written.append(key)
             }
             try filing.fold(&folded)

@@ -26,7 +26,7 @@ extension SQLOfferStore {
                 return (try row?.decode(column: "facts", as: String?.self), try row?.decode(column: "answer", as: String?.self))
             }
         }
-        let facts = try factsText.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
+        let facts = try factsText.map { try StoreCoding.decodeFacts($0) }
         let stored = storedText.flatMap { $0.isEmpty ? nil : $0 }
         // An answer another request stored: shown to the body once it is on disk, and nothing is written.
         func answered(_ stored: String) async throws -> T {

@@ -17,12 +17,12 @@ extension SQLOfferStore: CustomerLockingStore {
     func customerSnapshot(_ key: CustomerKey, issuedSince since: Int64) async throws -> CustomerLockSnapshot {
         if let readers = (backend as? SQLiteBackend)?.customerReaders {
             let (text, issued) = try await readers.snapshot(key, issuedSince: since)
-            let facts = try text.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
+            let facts = try text.map { try StoreCoding.decodeFacts($0) }
             return CustomerLockSnapshot(facts: facts, storedFacts: text, issued: issued)
         }
         if let read = backend.customerSnapshotRead {
             let (text, issued) = try await backend.mappingErrors { try await read(key, since) }
-            let facts = try text.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
+            let facts = try text.map { try StoreCoding.decodeFacts($0) }
             return CustomerLockSnapshot(facts: facts, storedFacts: text, issued: issued)
         }
         let (text, issued) = try await backend.reading { database in
@@ -31,7 +31,7 @@ extension SQLOfferStore: CustomerLockingStore {
             let query = IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, since: since)
             return (text, try await Self.selectSignatures(query, limit: nil, on: database))
         }
-        let facts = try text.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
+        let facts = try text.map { try StoreCoding.decodeFacts($0) }
         return CustomerLockSnapshot(facts: facts, storedFacts: text, issued: issued)
     }
 

@@ -112,17 +112,17 @@ final class SQLOfferStore: OfferStore {
             // PostgreSQL: the decisions' prepared read, with no signatures (none is dated at or after `Int64.max`),
             // instead of a statement SQLKit builds and the server parses each time (a notification's binding reads it).
             let text = try await backend.mappingErrors { try await read(key, Int64.max) }.facts
-            return try text.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
+            return try text.map { try StoreCoding.decodeFacts($0) }
         }
         if let readers = (backend as? SQLiteBackend)?.customerReaders {
             // A SQLite file: the decisions' prepared read, with no signatures, on a reader's own connection.
-            return try await readers.snapshot(key, issuedSince: Int64.max).facts.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
+            return try await readers.snapshot(key, issuedSince: Int64.max).facts.map { try StoreCoding.decodeFacts($0) }
         }
         let text = try await backend.reading { database in
             try await database.select().column("facts").from("customers").where(customer: key)
                 .first(decodingColumn: "facts", as: String.self)
         }
-        return try text.map { try StoreCoding.decode(CustomerFacts.self, from: $0) }
+        return try text.map { try StoreCoding.decodeFacts($0) }
     }
 
     func customers(withOriginalTransactionId originalTransactionId: String) async throws -> [CustomerKey] {
@@ -156,7 +156,7 @@ final class SQLOfferStore: OfferStore {
         } else {
             return (try await customers(withOriginalTransactionId: originalTransactionId), try await customerFacts(for: candidate))
         }
-        return (read.owners, try read.facts.map { try StoreCoding.decode(CustomerFacts.self, from: $0) })
+        return (read.owners, try read.facts.map { try StoreCoding.decodeFacts($0) })
     }
 
     @discardableResult
@@ -369,7 +369,7 @@ final class SQLOfferStore: OfferStore {
         let text = try await database.select().column("facts").from("customers").where(customer: key).for(.update)
             .first(decodingColumn: "facts", as: String.self)
         guard let text, !placeholder else { return (nil, placeholder) }
-        return (try StoreCoding.decode(CustomerFacts.self, from: text), false)
+        return (try StoreCoding.decodeFacts(text), false)
     }
 
     /// Read-modify-write of a customer's facts inside a transaction; a customer not heard of starts empty.

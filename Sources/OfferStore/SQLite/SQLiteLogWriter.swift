@@ -135,8 +135,13 @@ final class SQLiteLogWriter: @unchecked Sendable {
     /// once (its `last_used_at` the newest of its decisions'), then each decision (one written before is skipped:
     /// a batch written again after a failure doubles nothing), then the days' counts of those written
     /// (``DecisionRollup``). The statements are prepared at the first batch.
+    ///
+    /// The batch is committed without a flush of its own (`synchronous=NORMAL` for its transaction): in WAL mode its
+    /// pages reach the disk with the next signature batch's flush, which covers every frame written before it. The
+    /// log's answer never waits for it either way; what a power cut can cost is the decisions of that last moment,
+    /// as it costs those still queued (docs/store.md "The decision log").
     func writeDecisionsOnQueue(_ records: [PolicyDecisionRecord], snapshots: [DecisionSnapshotRow]) throws {
-        try inTransaction {
+        try inTransaction(flushed: false) {
             // At the first batch (a log writer may serve a file without the decision log: tests); each statement
             // again until it is prepared.
             if upsertSnapshot == nil {
@@ -209,10 +214,25 @@ final class SQLiteLogWriter: @unchecked Sendable {
         """
 
     /// Runs `body` between `BEGIN IMMEDIATE` and `COMMIT` (durable when it returns); rolls back when it throws.
-    private func inTransaction<T>(_ body: () throws -> T) throws -> T {
+    /// `flushed: false`: the commit is not flushed to the disk by itself (`synchronous=NORMAL` for this transaction;
+    /// the next flushed commit flushes it).
+    private func inTransaction<T>(flushed: Bool = true, _ body: () throws -> T) throws -> T {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !closed else { throw OfferStoreError(.unavailable, "The store is closed.") }
         if connection == nil { try open() }
+        if !flushed {
+            // Executed each time, not prepared: SQLite applies this pragma when it compiles it.
+            try check(sqlite_nio_sqlite3_exec(connection, "PRAGMA synchronous=NORMAL", nil, nil, nil))
+            defer {
+                // Never leave signatures to commit unflushed: a connection that cannot go back is closed, and the
+                // next batch opens a fresh one (`synchronous=FULL`).
+                if connection != nil, sqlite_nio_sqlite3_exec(connection, "PRAGMA synchronous=FULL", nil, nil, nil) != SQLITE_OK {
+                    closeOnQueue()
+                    closed = false
+                }
+            }
+            return try inTransaction(body)
+        }
         try run(begin)
         do {
             let value = try body()
@@ -331,6 +351,16 @@ final class SQLiteLogWriter: @unchecked Sendable {
             closed = false
             throw error
         }
+    }
+
+    /// The connection's `PRAGMA synchronous` (2: `FULL`), on ``queue``; opens the connection if it is not open.
+    func synchronousOnQueue() throws -> Int32 {
+        dispatchPrecondition(condition: .onQueue(queue))
+        if connection == nil { try open() }
+        let statement = try prepare("PRAGMA synchronous")
+        defer { sqlite_nio_sqlite3_finalize(statement) }
+        guard sqlite_nio_sqlite3_step(statement) == SQLITE_ROW else { throw failure(sqlite_nio_sqlite3_errcode(connection)) }
+        return sqlite_nio_sqlite3_column_int(statement, 0)
     }
 
     private func prepare(_ sql: String) throws -> OpaquePointer? {

@@ -1,4 +1,5 @@
 import Foundation
+import OfferModel
 
 /// The JSON form of stored documents (customer facts, audit details): dates as Unix milliseconds, keys sorted.
 enum StoreCoding {
@@ -7,6 +8,12 @@ enum StoreCoding {
         encoder.dateEncodingStrategy = .millisecondsSince1970
         encoder.outputFormatting = [.sortedKeys]
         return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    /// A customer's stored facts: ``StoredFactsDecoder`` for the form ``encode(_:)`` writes, `JSONDecoder` for
+    /// anything else.
+    static func decodeFacts(_ text: String) throws -> CustomerFacts {
+        try StoredFactsDecoder.decode(text) ?? decode(CustomerFacts.self, from: text)
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from text: String) throws -> T {
