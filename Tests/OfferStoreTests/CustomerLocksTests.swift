@@ -122,6 +122,41 @@ import Testing
         }
     }
 
+    @Test(
+        "PostgreSQL: snapshots asked for at once are read in shared statements, and each is its own customer's",
+        .enabled(if: Backend.postgresURL != nil)
+    )
+    func snapshotsTogether() async throws {
+        let store = try #require(try await Backend.postgres.open().0 as? any CustomerLockingStore)
+        let backend = try #require((store as? SQLOfferStore)?.backend as? PostgresBackend)
+        let keys = (0..<40).map { CustomerKey(bundleIdentifier: app, applicationUsername: "customer-\($0)") }
+        // Every other customer has facts; customer n has n % 4 signatures, one of them (if any) before the read's time.
+        var expected: [CustomerKey: (storefront: String?, issued: Int)] = [:]
+        for (number, key) in keys.enumerated() {
+            if number.isMultiple(of: 2) { _ = try await store.updateCustomer(key) { $0.storefront = "S\(number)" } }
+            for index in 0..<(number % 4) {
+                var record = signature(key)
+                record.timestamp = index == 0 ? 1_000 : 3_000 + Int64(index)
+                try await store.record(record)
+            }
+            expected[key] = (number.isMultiple(of: 2) ? "S\(number)" : nil, max(0, number % 4 - 1))
+        }
+        // Each customer three times over, all at once.
+        let reads = try await withThrowingTaskGroup(of: (CustomerKey, CustomerLockSnapshot).self) { tasks in
+            for key in keys + keys + keys { tasks.addTask { (key, try await store.customerSnapshot(key, issuedSince: 2_000)) } }
+            return try await tasks.reduce(into: []) { $0.append($1) }
+        }
+        #expect(reads.count == 120)
+        for (key, snapshot) in reads {
+            #expect(snapshot.facts?.storefront == expected[key]?.storefront, "\(key)")
+            #expect(snapshot.issued.count == expected[key]?.issued, "\(key)")
+            #expect(snapshot.issued.allSatisfy { $0.applicationUsername == key.applicationUsername && $0.timestamp >= 2_000 })
+            #expect(snapshot.issued.map(\.timestamp) == snapshot.issued.map(\.timestamp).sorted(by: >))
+        }
+        #expect(backend.snapshotReads.largestBatch > 1)
+        try await store.close()
+    }
+
     /// Two stores on one PostgreSQL database, as two replicas.
     private func replicas() async throws -> (any CustomerLockingStore, any CustomerLockingStore) {
         let first = try #require(try await Backend.postgres.open().0 as? any CustomerLockingStore)

@@ -62,6 +62,9 @@ final class PostgresBackend: SQLStoreBackend {
         self.preparedAnswerStatements = PostgresAnswers.statements(connections)
         self.sharedLimits = PostgresSharedLimits(connections: connections)
         self.retentionAnswersWriter = { answers in try await PostgresAnswers.recordRetentionAnswers(answers, client: connections) }
+        self.snapshotReads = GroupRead { requests in
+            try await PostgresCustomerDecisions.snapshots(requests, client: connections)
+        }
     }
 
     /// Opens the connections the pool keeps open (``connectionsKeptOpen``) and prepares the signing and retention paths'
@@ -230,8 +233,11 @@ final class PostgresBackend: SQLStoreBackend {
     var notificationBatchesFiled: Int { notificationBatches.count.withLock { $0 } }
     private let notificationBatches = LeaseCount()
 
+    /// The decisions' reads, gathered into one statement when many are asked for at once (``GroupRead``).
+    let snapshotReads: GroupRead<PostgresCustomerDecisions.SnapshotRequest, PostgresCustomerDecisions.SnapshotAnswer>
+
     var customerSnapshotRead: (@Sendable (_ key: CustomerKey, _ since: Int64) async throws -> (facts: String?, issued: [IssuedSignature]))? {
-        { [connections] key, since in try await PostgresCustomerDecisions.snapshot(key, since: since, client: connections) }
+        { [snapshotReads] key, since in try await snapshotReads.answer(PostgresCustomerDecisions.SnapshotRequest(key: key, since: since)) }
     }
 
     func lockIssued(_ key: CustomerKey, on database: any SQLDatabase) async throws {

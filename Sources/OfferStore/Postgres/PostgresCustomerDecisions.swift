@@ -5,7 +5,8 @@ import SQLKit
 
 /// How replicas sharing PostgreSQL decide for one customer without a write transaction per decision: each replica
 /// decides one at a time per customer under its in-process lock (``CustomerLocks``), reading the customer's facts
-/// and signatures in one prepared statement (``Snapshot``); the record then goes through a group-commit batch whose
+/// and signatures in one prepared statement (``Snapshots``, the reads of decisions made at once in one batch,
+/// ``GroupRead``); the record then goes through a group-commit batch whose
 /// own transaction — one call of a function (``recordCheckedFunction``), one round trip — takes an advisory lock per
 /// customer of the batch (sorted, so two batches never wait for each other crosswise; the same lock a customer
 /// transaction takes, ``lockStatement(for:)``) and inserts only the records whose customer still has the number of
@@ -79,66 +80,81 @@ enum PostgresCustomerDecisions {
         func decodeRow(_ row: PostgresRow) throws -> (Int64, String) { try row.decode((Int64, String).self) }
     }
 
-    /// A customer's facts and signatures since a time, newest first, in one statement on a connection of its own.
-    static func snapshot(_ key: CustomerKey, since: Int64, client: PostgresConnections) async throws -> (facts: String?, issued: [IssuedSignature]) {
-        var facts: String?
-        var issued: [IssuedSignature] = []
-        for row in try await client.execute(Snapshot(key: key, since: since)) {
-            if let text = row.facts { facts = text } else if let record = row.record { issued.append(record) }
+    /// A customer's facts and signatures since a time (``SnapshotRequest``): its answer, the signatures newest first.
+    typealias SnapshotAnswer = (facts: String?, issued: [IssuedSignature])
+
+    /// What one decision reads: a customer, and since when (Unix ms) its signatures.
+    struct SnapshotRequest: Sendable {
+        var key: CustomerKey
+        var since: Int64
+    }
+
+    /// The snapshots of every request, in one statement on a connection of its own (``GroupRead`` gathers the
+    /// decisions' reads into such batches): one answer per request, in their order.
+    static func snapshots(_ requests: [SnapshotRequest], client: PostgresConnections) async throws -> [SnapshotAnswer] {
+        var answers = [SnapshotAnswer](repeating: (nil, []), count: requests.count)
+        for row in try await client.execute(Snapshots(requests: requests)) {
+            // The request's place in the batch, as `WITH ORDINALITY` numbers it (from 1); any other is not ours.
+            guard row.request >= 1, row.request <= Int64(requests.count) else { continue }
+            let index = Int(row.request - 1)
+            if let text = row.facts { answers[index].facts = text } else if let record = row.record { answers[index].issued.append(record) }
         }
         // Newest first, as every read of the log (the rows of a UNION come in no promised order).
-        issued.sort { ($0.timestamp, $1.nonce) > ($1.timestamp, $0.nonce) }
-        return (facts, issued)
+        for index in answers.indices { answers[index].issued.sort { ($0.timestamp, $1.nonce) > ($1.timestamp, $0.nonce) } }
+        return answers
     }
 
     /// Runs the statements with nothing to lock, read or write on `connection`, so that it has them prepared.
     static func prepare(on connection: PostgresConnection, logger: Logger) async throws {
         for try await _ in try await connection.execute(RecordChecked(checked: []), logger: logger) {}
-        for try await _ in try await connection.execute(
-            Snapshot(key: CustomerKey(bundleIdentifier: "", applicationUsername: ""), since: 0),
-            logger: logger
-        ) {}
+        for try await _ in try await connection.execute(Snapshots(requests: []), logger: logger) {}
     }
 
     private static let statementLogger = Logger(label: "offer-signer.postgres.batch", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    /// The customer's facts (one row, the other columns `NULL`) and their signatures since a time (one row each,
-    /// `facts` `NULL`).
-    struct Snapshot: PostgresPreparedStatement {
-        static let name = "offer_signer_customer_snapshot"
+    /// Each request's customer's facts (one row, the signature's columns `NULL`) and their signatures since the
+    /// request's time (one row each, `facts` `NULL`), each row with the request's place in the batch (from 1). The
+    /// requests are three arrays (apps, customers, times) read back with `unnest … WITH ORDINALITY`; each is looked
+    /// up by the customers' primary key and `issued_by_customer`. The lookups are `LATERAL` subqueries fenced with
+    /// `OFFSET 0`, so that the plan is a lookup per request whatever the tables held when it was made: a plan made
+    /// while `issued_signatures` was empty joined it by scanning it whole, every time, as it grew.
+    struct Snapshots: PostgresPreparedStatement {
+        static let name = "offer_signer_customer_snapshots"
         static let sql = """
-            SELECT facts, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::int8, NULL::text, NULL::text, \
-            false FROM customers WHERE bundle_identifier = $1 AND application_username = $2 \
-            UNION ALL SELECT NULL::text, nonce, key_identifier, product_identifier, offer_identifier, format, timestamp, \
-            channel, request_identifier, true FROM issued_signatures \
-            WHERE bundle_identifier = $1 AND application_username = $2 AND timestamp >= $3
+            SELECT r.i, c.facts, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::int8, NULL::text, \
+            NULL::text, NULL::text, false \
+            FROM unnest($1::text[], $2::text[], $3::int8[]) WITH ORDINALITY AS r(b, u, since, i) \
+            CROSS JOIN LATERAL (SELECT facts FROM customers WHERE bundle_identifier = r.b AND application_username = r.u OFFSET 0) c \
+            UNION ALL SELECT r.i, NULL::text, s.nonce, s.key_identifier, s.bundle_identifier, s.application_username, \
+            s.product_identifier, s.offer_identifier, s.timestamp, s.format, s.channel, s.request_identifier, true \
+            FROM unnest($1::text[], $2::text[], $3::int8[]) WITH ORDINALITY AS r(b, u, since, i) \
+            CROSS JOIN LATERAL (SELECT * FROM issued_signatures WHERE bundle_identifier = r.b AND application_username = r.u \
+            AND timestamp >= r.since OFFSET 0) s
             """
-        static var bindingDataTypes: [PostgresDataType] { [.text, .text, .int8] }
-        var key: CustomerKey
-        var since: Int64
+        static var bindingDataTypes: [PostgresDataType] { [.textArray, .textArray, .int8Array] }
+        var requests: [SnapshotRequest]
         func makeBindings() -> PostgresBindings {
             var bindings = PostgresBindings(capacity: 3)
-            bindings.append(key.bundleIdentifier)
-            bindings.append(key.applicationUsername)
-            bindings.append(since)
+            bindings.append(requests.map(\.key.bundleIdentifier))
+            bindings.append(requests.map(\.key.applicationUsername))
+            bindings.append(requests.map(\.since))
             return bindings
         }
         func decodeRow(_ row: PostgresRow) throws -> SnapshotRow {
-            let (facts, nonce, keyIdentifier, product, offer, format, timestamp, channel, requestIdentifier, isRecord) = try row.decode(
-                (String?, String?, String?, String?, String?, String?, Int64?, String?, String?, Bool).self
-            )
-            guard isRecord, let nonce, let keyIdentifier, let product, let offer, let format, let timestamp, let channel else {
-                return SnapshotRow(facts: facts, record: nil)
-            }
+            let (request, facts, nonce, keyIdentifier, bundle, username, product, offer, timestamp, format, channel, requestIdentifier, isRecord) =
+                try row.decode((Int64, String?, String?, String?, String?, String?, String?, String?, Int64?, String?, String?, String?, Bool).self)
+            guard isRecord, let nonce, let keyIdentifier, let bundle, let username, let product, let offer, let timestamp, let format, let channel
+            else { return SnapshotRow(request: request, facts: facts, record: nil) }
             return SnapshotRow(
+                request: request,
                 facts: nil,
                 record: IssuedSignature(
                     nonce: nonce,
                     keyIdentifier: keyIdentifier,
-                    bundleIdentifier: key.bundleIdentifier,
+                    bundleIdentifier: bundle,
                     productIdentifier: product,
                     offerIdentifier: offer,
-                    applicationUsername: key.applicationUsername,
+                    applicationUsername: username,
                     timestamp: timestamp,
                     format: format,
                     channel: channel,
@@ -148,8 +164,9 @@ enum PostgresCustomerDecisions {
         }
     }
 
-    /// A row of ``Snapshot``: the facts, or one signature.
+    /// A row of ``Snapshots``: the request's place in the batch, and the facts or one signature.
     struct SnapshotRow: Sendable {
+        var request: Int64
         var facts: String?
         var record: IssuedSignature?
     }

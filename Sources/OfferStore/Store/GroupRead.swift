@@ -1,0 +1,114 @@
+import Synchronization
+
+/// Reads asked for at once, made together: the group commit's idea (``GroupCommitQueue``) for reads. A read asked
+/// for while fewer than `maxInFlight` batches are in flight is made at once, alone, by its caller; one asked for
+/// while they all are waits for the next batch, which takes every read waiting then (at most `maxBatch`) in one
+/// call of `read` — one statement, one round trip, however many customers it reads. So a read waits for nothing
+/// when reads are few, and many reads at once cost a few round trips instead of one each.
+///
+/// The decisions under a policy on PostgreSQL read each customer's facts and signatures this way
+/// (``PostgresCustomerDecisions``): each of them alone was a round trip of its own, and their per-statement cost —
+/// the driver's, the socket's, the server's — was most of what a decision cost beyond its signature.
+final class GroupRead<Request: Sendable, Answer: Sendable>: Sendable {
+    /// Reads a batch: one answer per request, in their order (a batch whose answers do not match fails whole).
+    typealias Read = @Sendable ([Request]) async throws -> [Answer]
+
+    private struct Waiting: Sendable {
+        var request: Request
+        var continuation: CheckedContinuation<Answer, any Error>
+    }
+
+    private struct State: Sendable {
+        var waiting: [Waiting] = []
+        var inFlight = 0
+        var largestBatch = 0
+    }
+
+    private let state = Mutex(State())
+    private let maxInFlight: Int
+    private let maxBatch: Int
+    private let read: Read
+
+    /// - Parameters:
+    ///   - maxInFlight: how many batches at most are read at once (each takes a connection).
+    ///   - maxBatch: how many requests at most one batch reads.
+    ///   - read: reads a batch.
+    init(maxInFlight: Int = 2, maxBatch: Int = 256, read: @escaping Read) {
+        precondition(maxInFlight > 0 && maxBatch > 0)
+        self.maxInFlight = maxInFlight
+        self.maxBatch = maxBatch
+        self.read = read
+    }
+
+    /// The most requests one batch has read so far (tests: reads asked for at once went together).
+    var largestBatch: Int { state.withLock { $0.largestBatch } }
+
+    /// The answer to `request`: read at once when a batch can start, else with the next batch.
+    func answer(_ request: Request) async throws -> Answer {
+        let leads = state.withLock { state in
+            guard state.inFlight < maxInFlight else { return false }
+            state.inFlight += 1
+            state.largestBatch = max(state.largestBatch, 1)
+            return true
+        }
+        guard leads else {
+            return try await withCheckedThrowingContinuation { continuation in
+                let starts = state.withLock { state in
+                    state.waiting.append(Waiting(request: request, continuation: continuation))
+                    // A batch ended between the check above and now: no batch would take this one.
+                    guard state.inFlight < maxInFlight else { return false }
+                    state.inFlight += 1
+                    return true
+                }
+                if starts { Task { await self.drain() } }
+            }
+        }
+        // Alone, by its caller: no task, no hop.
+        let answer: Result<Answer, any Error>
+        do {
+            let answers = try await read([request])
+            guard answers.count == 1 else { throw OfferStoreError(.unavailable, "A batched read gave no answer for a request.") }
+            answer = .success(answers[0])
+        } catch {
+            answer = .failure(error)
+        }
+        // Reads that came meanwhile are read by a task of their own, so this caller answers now.
+        endBatch()
+        return try answer.get()
+    }
+
+    /// Gives a batch's slot back, or to a drain of the reads waiting.
+    private func endBatch() {
+        let starts = state.withLock { state in
+            state.inFlight -= 1
+            // A read that waited while the last slot was taken and saw no slot free.
+            guard !state.waiting.isEmpty else { return false }
+            state.inFlight += 1
+            return true
+        }
+        if starts { Task { await self.drain() } }
+    }
+
+    /// Reads the waiting requests batch after batch, holding one slot, until none wait.
+    private func drain() async {
+        while true {
+            let batch: [Waiting] = state.withLock { state in
+                let taken = Array(state.waiting.prefix(maxBatch))
+                state.waiting.removeFirst(taken.count)
+                state.largestBatch = max(state.largestBatch, taken.count)
+                if taken.isEmpty { state.inFlight -= 1 }
+                return taken
+            }
+            guard !batch.isEmpty else { return }
+            do {
+                let answers = try await read(batch.map(\.request))
+                guard answers.count == batch.count else {
+                    throw OfferStoreError(.unavailable, "A batched read gave \(answers.count) answers for \(batch.count) requests.")
+                }
+                for (waiting, answer) in zip(batch, answers) { waiting.continuation.resume(returning: answer) }
+            } catch {
+                for waiting in batch { waiting.continuation.resume(throwing: error) }
+            }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import Synchronization
+import Testing
+
+@testable import OfferStore
+
+/// Reads asked for at once, made together (``GroupRead``), on their own: what each caller gets, how many batches
+/// run at once, and what a failed batch does.
+@Suite struct GroupReadTests {
+    /// A read that answers each request with its double, after a pause, counting the batches running at once.
+    private final class Reads: Sendable {
+        let running = Atomic<Int>(0)
+        let mostRunning = Atomic<Int>(0)
+        let batches = Mutex<[Int]>([])
+        let failing = Atomic<Bool>(false)
+
+        func read(_ requests: [Int]) async throws -> [Int] {
+            let now = running.wrappingAdd(1, ordering: .relaxed).newValue
+            mostRunning.max(now, ordering: .relaxed)
+            defer { running.wrappingSubtract(1, ordering: .relaxed) }
+            batches.withLock { $0.append(requests.count) }
+            try await Task.sleep(for: .milliseconds(5))
+            if failing.load(ordering: .relaxed) { throw OfferStoreError(.unavailable, "down") }
+            return requests.map { $0 * 2 }
+        }
+    }
+
+    @Test("500 reads at once: each caller gets its own answer, at most two batches run at once, and most reads share a batch")
+    func readsTogether() async throws {
+        let reads = Reads()
+        let group = GroupRead<Int, Int>(maxInFlight: 2, maxBatch: 64) { try await reads.read($0) }
+        let answers = try await withThrowingTaskGroup(of: (Int, Int).self) { tasks in
+            for request in 0..<500 { tasks.addTask { (request, try await group.answer(request)) } }
+            return try await tasks.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        #expect(answers.count == 500 && answers.allSatisfy { $0.value == $0.key * 2 })
+        #expect(reads.mostRunning.load(ordering: .relaxed) <= 2)
+        let batches = reads.batches.withLock { $0 }
+        #expect(batches.reduce(0, +) == 500 && batches.allSatisfy { $0 <= 64 })
+        #expect(batches.count < 100, "batches: \(batches)")
+        #expect(group.largestBatch > 1)
+    }
+
+    @Test("one read alone is made at once by its caller; a failed batch fails its callers, and the next reads are made")
+    func failureEndsTheBatch() async throws {
+        let reads = Reads()
+        let group = GroupRead<Int, Int>(maxInFlight: 1, maxBatch: 8) { try await reads.read($0) }
+        #expect(try await group.answer(21) == 42)
+        #expect(reads.batches.withLock { $0 } == [1])
+        reads.failing.store(true, ordering: .relaxed)
+        let failed = await withTaskGroup(of: Bool.self) { tasks in
+            for request in 0..<20 { tasks.addTask { (try? await group.answer(request)) == nil } }
+            return await tasks.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(failed == 20)
+        reads.failing.store(false, ordering: .relaxed)
+        let answers = try await withThrowingTaskGroup(of: Int.self) { tasks in
+            for request in 0..<20 { tasks.addTask { try await group.answer(request) } }
+            return try await tasks.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.sorted() == (0..<20).map { $0 * 2 })
+        #expect(reads.mostRunning.load(ordering: .relaxed) == 1)
+    }
+}
