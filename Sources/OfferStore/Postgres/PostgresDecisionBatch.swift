@@ -12,6 +12,11 @@ import PostgresNIO
 /// `RETURNING` rows decoded through `Decodable`. What it writes is the same: a batch written again after a failure
 /// whose outcome is unknown inserts no decision twice (`ON CONFLICT DO NOTHING`), counts only the decisions the
 /// statement inserted (`RETURNING`), and moves a snapshot's `last_used_at` only forward.
+///
+/// Its commit does not wait for the WAL's flush (`synchronous_commit` off for the statement's own transaction,
+/// `set_config(…, true)`): the log's answer never waits for it, and a crash of the database can lose the decisions of
+/// its last moment, as a crash of the server loses those still queued — never a signature, whose batches keep the
+/// server's setting.
 enum PostgresDecisionBatch {
     /// Writes `records` and `snapshots` (distinct hashes, sorted, so that two replicas' batches lock the snapshot
     /// rows in one order) on `client`, durably when it returns.
@@ -34,9 +39,10 @@ enum PostgresDecisionBatch {
             inserted AS (INSERT INTO policy_decisions (\(columns)) \
             SELECT * FROM unnest($4::int8[], $5::int8[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], \
             $12::text[], $13::int8[], $14::text[], $15::int8[], $16::text[], $17::text[], $18::text[]) \
-            ON CONFLICT (decided_at, id) DO NOTHING RETURNING decided_at, granted) \
+            ON CONFLICT (decided_at, id) DO NOTHING RETURNING decided_at, granted), \
+            unflushed AS (SELECT set_config('synchronous_commit', 'off', true)) \
             INSERT INTO decision_daily (day, granted, decisions) \
-            SELECT decided_at / \(IssuedRollup.day), CASE WHEN granted = 0 THEN 0 ELSE 1 END, COUNT(*) FROM inserted \
+            SELECT decided_at / \(IssuedRollup.day), CASE WHEN granted = 0 THEN 0 ELSE 1 END, COUNT(*) FROM inserted, unflushed \
             GROUP BY 1, 2 ORDER BY 1, 2 \
             ON CONFLICT (day, granted) DO UPDATE SET decisions = decision_daily.decisions + excluded.decisions
             """
