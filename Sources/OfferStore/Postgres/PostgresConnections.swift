@@ -114,23 +114,37 @@ final class PostgresConnections: Sendable {
             return try await withoutActuallyEscaping(body) { body in
                 try await withThrowingTaskGroup(of: LeaseStep<T>.self) { group in
                     group.addTask {
-                        .done(
-                            try await client.client.withConnection { connection in
+                        while true {
+                            let outcome: Leased<T> = try await client.client.withConnection { connection in
+                                // postgres-nio sees a connection close one event-loop tick after its socket closed,
+                                // and may lend it in between; a statement sent on it then is never answered (the
+                                // driver writes it to the closed channel, which drops it). Nothing was sent on it:
+                                // it is given back once the pool has seen it close, and another one is leased.
+                                guard !connection.isClosed else {
+                                    await Self.untilThePoolSeesItClosed(connection)
+                                    return .closedBeforeUse
+                                }
                                 leased.set()
                                 client.hold()
                                 defer { client.release() }
+                                let result: Result<T, any Error>
                                 do {
-                                    let value = try await body(connection)
+                                    result = .success(try await body(connection))
                                     client.completed()
-                                    return value
-                                } catch let error as PSQLError where Self.endsConnection(error) {
-                                    // postgres-nio may hand the connection out again before it has seen it close (a
-                                    // FATAL message is delivered before the socket's end): closed here, it is not.
-                                    try? await connection.close()
-                                    throw error
+                                } catch {
+                                    result = .failure(error)
                                 }
+                                if case .failure(let error as PSQLError) = result, Self.endsConnection(error) {
+                                    // A FATAL message is delivered before the socket's end: closed here.
+                                    try? await connection.close()
+                                }
+                                // A connection that closed under the work is given back only once the pool has seen
+                                // it close, so that the pool does not lend it again (above).
+                                await Self.untilThePoolSeesItClosed(connection)
+                                return .value(try result.get())
                             }
-                        )
+                            if case .value(let value) = outcome { return .done(value) }
+                        }
                     }
                     // The clock: a quarter of the limit without a connection, or half of it with one, sets off a
                     // check; the whole limit without a connection fails the lease.
@@ -360,6 +374,13 @@ final class PostgresConnections: Sendable {
         )
     }
 
+    /// Returns at once if `connection` is open; else once its close is complete, which the pool the connection
+    /// belongs to has then seen (its callback on the close runs before this one's).
+    private static func untilThePoolSeesItClosed(_ connection: PostgresConnection) async {
+        guard connection.isClosed else { return }
+        try? await connection.closeFuture.get()
+    }
+
     /// An error of the connection rather than of the statement (the server went away, or could not be reached).
     private static func isLostConnection(_ error: PSQLError) -> Bool {
         [.serverClosedConnection, .connectionError, .uncleanShutdown].contains(error.code)
@@ -498,6 +519,13 @@ private enum LeaseStep<T: Sendable>: Sendable {
     case quarter
     case halfway
     case limit
+}
+
+/// What a lease's work got from postgres-nio: the work's value, or a connection that was closed before it was lent
+/// (leased again).
+private enum Leased<T: Sendable>: Sendable {
+    case value(T)
+    case closedBeforeUse
 }
 
 /// Whether a lease's connection was given (set from the work's task, read by the clock's).
