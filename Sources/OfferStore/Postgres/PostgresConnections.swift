@@ -201,10 +201,21 @@ final class PostgresConnections: Sendable {
     }
 
     /// Runs a prepared statement on a connection of its own (``withConnection(_:)``) and returns its rows.
+    ///
+    /// The statement is checked and handed to the connection on the connection's event loop, as
+    /// ``OpenConnectionDatabase`` does for SQLKit's: postgres-nio writes it to its channel without a promise, so a
+    /// statement sent just after the connection closed (between the lease and the send: a database that stops) would
+    /// reach no one and never be answered — the decision log's writer waited so, and the store's `close()` with it.
     func execute<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Statement.Row] where Statement.Row: Sendable {
         try await withConnection { [logger] connection in
+            let sent = try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
+                guard !connection.isClosed else {
+                    throw OfferStoreError(.unavailable, "PostgreSQL store: the connection to the database was closed.")
+                }
+                return try await connection.execute(statement, logger: logger)
+            }
             var rows: [Statement.Row] = []
-            for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+            for try await row in sent { rows.append(row) }
             return rows
         }
     }
