@@ -61,21 +61,10 @@ extension RetentionCommand {
 
         func run() async throws {
             // The store keeps the test's result for the console (nothing else is written).
-            var made: Result<(setup: RetentionMessagingSetup, bundle: String), any Error> = .failure(ValidationError("No configuration was read."))
-            let (_, useCases) = try await openUseCases { configuration, store in
-                made = Result { () throws -> (setup: RetentionMessagingSetup, bundle: String) in
-                    let (configurations, bundle, logger) = try retentionConfiguration(configuration, bundleIdentifier: bundleIdentifier)
-                    do {
-                        return (try RetentionMessagingSetup(configurations: configurations, applicationStore: store, logger: logger), bundle)
-                    } catch let error as any CodedError {
-                        throw ValidationError(error.message)
-                    }
-                }
-                return try? made.get().setup
-            }
+            let (_, useCases, made) = try await openRetentionUseCases(bundleIdentifier: bundleIdentifier)
             let bundle: String
             do {
-                bundle = try made.get().bundle
+                bundle = try made.get()
             } catch {
                 try? await useCases.closeStore()
                 throw error

@@ -76,23 +76,12 @@ struct CatalogueTarget: ParsableArguments {
     func withRetention(
         _ body: (RetentionAdministration, RetentionAdministration.Target) async throws(RetentionMessagingError) -> Void
     ) async throws {
-        var made: Result<(setup: RetentionMessagingSetup, bundle: String), any Error> = .failure(ValidationError("No configuration was read."))
-        let (configuration, useCases) = try await openUseCases { configuration, store in
-            made = Result { () throws -> (setup: RetentionMessagingSetup, bundle: String) in
-                let (configurations, bundle, logger) = try retentionConfiguration(configuration, bundleIdentifier: bundleIdentifier)
-                do {
-                    return (try RetentionMessagingSetup(configurations: configurations, applicationStore: store, logger: logger), bundle)
-                } catch let error as any CodedError {
-                    throw ValidationError(error.message)
-                }
-            }
-            return try? made.get().setup
-        }
+        let (configuration, useCases, made) = try await openRetentionUseCases(bundleIdentifier: bundleIdentifier)
         do {
             guard let policy = configuration.policy else {
                 throw ValidationError("No policy (\(variable: .policy)): there is no retention catalogue.")
             }
-            let bundle = try made.get().bundle
+            let bundle = try made.get()
             guard policy.app(bundle) != nil else { throw ValidationError("\(bundle) is not an app of the policy.") }
             let target = try useCases.retention.target(bundleIdentifier: bundle, environment: environment)
             do {
@@ -126,6 +115,27 @@ struct CatalogueTarget: ParsableArguments {
 /// The App Store Server API's configuration of the app a command names (`--bundle-id`, default the only one), in
 /// both environments, for its ``RetentionMessagingSetup``: the configurations by bundle ID, the app, and the logger
 /// the setup logs with.
+/// The use cases of a retention command (``openUseCases(readOnly:retentionMessaging:)``) with Retention Messaging
+/// set up for the app it works on, and that app: or why there is none (no API configuration, no such app), thrown
+/// when the command asks for it, after the store is open, so that the caller closes it.
+func openRetentionUseCases(
+    bundleIdentifier: String?
+) async throws -> (ServiceConfiguration, OfferSignerUseCases, bundle: Result<String, any Error>) {
+    var made: Result<(setup: RetentionMessagingSetup, bundle: String), any Error> = .failure(ValidationError("No configuration was read."))
+    let (configuration, useCases) = try await openUseCases { configuration, store in
+        made = Result { () throws -> (setup: RetentionMessagingSetup, bundle: String) in
+            let (configurations, bundle, logger) = try retentionConfiguration(configuration, bundleIdentifier: bundleIdentifier)
+            do {
+                return (try RetentionMessagingSetup(configurations: configurations, applicationStore: store, logger: logger), bundle)
+            } catch let error as any CodedError {
+                throw ValidationError(error.message)
+            }
+        }
+        return try? made.get().setup
+    }
+    return (configuration, useCases, made.map(\.bundle))
+}
+
 func retentionConfiguration(
     _ configuration: ServiceConfiguration,
     bundleIdentifier: String?

@@ -122,18 +122,33 @@ struct NullableTextArray: PostgresNonThrowingEncodable {
     static var psqlFormat: PostgresFormat { .binary }
 
     func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
-        buffer.writeInteger(elements.isEmpty ? 0 : 1, as: Int32.self)  // dimensions
-        buffer.writeInteger(elements.contains(nil) ? 1 : 0, as: Int32.self)  // has NULLs
-        buffer.writeInteger(PostgresDataType.text.rawValue)
+        buffer.writeNullableArray(elements, of: .text) { element, buffer in
+            buffer.writeInteger(Int32(element.utf8.count))
+            buffer.writeString(element)
+        }
+    }
+}
+
+extension ByteBuffer {
+    /// A one-dimensional array whose elements may be `NULL`, in PostgreSQL's binary array format: the header (one
+    /// dimension, or none when empty; whether any element is `NULL`; the elements' type; the length and lower bound),
+    /// then each element, `write` giving its length and bytes, a `NULL` its length -1.
+    mutating func writeNullableArray<Element>(
+        _ elements: [Element?],
+        of elementType: PostgresDataType,
+        _ write: (Element, inout ByteBuffer) -> Void
+    ) {
+        writeInteger(elements.isEmpty ? 0 : 1, as: Int32.self)  // dimensions
+        writeInteger(elements.contains(where: { $0 == nil }) ? 1 : 0, as: Int32.self)  // has NULLs
+        writeInteger(elementType.rawValue)
         guard !elements.isEmpty else { return }
-        buffer.writeInteger(Int32(elements.count))  // the dimension's length
-        buffer.writeInteger(1, as: Int32.self)  // its lower bound
+        writeInteger(Int32(elements.count))  // the dimension's length
+        writeInteger(1, as: Int32.self)  // its lower bound
         for element in elements {
             if let element {
-                buffer.writeInteger(Int32(element.utf8.count))
-                buffer.writeString(element)
+                write(element, &self)
             } else {
-                buffer.writeInteger(-1, as: Int32.self)
+                writeInteger(-1, as: Int32.self)
             }
         }
     }

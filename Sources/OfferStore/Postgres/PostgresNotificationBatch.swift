@@ -415,19 +415,9 @@ struct NullableInt8Array: PostgresNonThrowingEncodable {
     static var psqlFormat: PostgresFormat { .binary }
 
     func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
-        buffer.writeInteger(elements.isEmpty ? 0 : 1, as: Int32.self)  // dimensions
-        buffer.writeInteger(elements.contains(nil) ? 1 : 0, as: Int32.self)  // has NULLs
-        buffer.writeInteger(PostgresDataType.int8.rawValue)
-        guard !elements.isEmpty else { return }
-        buffer.writeInteger(Int32(elements.count))  // the dimension's length
-        buffer.writeInteger(1, as: Int32.self)  // its lower bound
-        for element in elements {
-            if let element {
-                buffer.writeInteger(Int32(8))
-                buffer.writeInteger(element)
-            } else {
-                buffer.writeInteger(-1, as: Int32.self)
-            }
+        buffer.writeNullableArray(elements, of: .int8) { element, buffer in
+            buffer.writeInteger(Int32(8))
+            buffer.writeInteger(element)
         }
     }
 }

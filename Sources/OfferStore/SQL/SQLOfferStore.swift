@@ -143,10 +143,7 @@ final class SQLOfferStore: OfferStore {
     func bindingRead(originalTransactionId: String?, candidate: CustomerKey?) async throws -> (owners: [CustomerKey], candidateFacts: CustomerFacts?)
     {
         guard let originalTransactionId, let candidate else {
-            var owners: [CustomerKey] = []
-            if let originalTransactionId { owners = try await customers(withOriginalTransactionId: originalTransactionId) }
-            guard let candidate else { return (owners, nil) }
-            return (owners, try await customerFacts(for: candidate))
+            return try await bindingReadOneByOne(originalTransactionId: originalTransactionId, candidate: candidate)
         }
         let read: (owners: [CustomerKey], facts: String?)
         if let prepared = backend.preparedAnswerStatements {
@@ -154,7 +151,7 @@ final class SQLOfferStore: OfferStore {
         } else if let readers = (backend as? SQLiteBackend)?.customerReaders {
             read = try await readers.bindingRead(originalTransactionId: originalTransactionId, candidate: candidate)
         } else {
-            return (try await customers(withOriginalTransactionId: originalTransactionId), try await customerFacts(for: candidate))
+            return try await bindingReadOneByOne(originalTransactionId: originalTransactionId, candidate: candidate)
         }
         return (read.owners, try read.facts.map { try StoreCoding.decodeFacts($0) })
     }

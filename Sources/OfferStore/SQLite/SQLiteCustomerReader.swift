@@ -130,8 +130,7 @@ final class SQLiteCustomerReader: @unchecked Sendable {
 
     /// ``SQLiteCustomerReaders/snapshot(_:issuedSince:)``, in ``ifFree(_:)`` or ``whenFree(_:)``.
     func readSnapshot(_ key: CustomerKey, issuedSince since: Int64) throws -> (facts: String?, issued: [IssuedSignature]) {
-        guard !closed else { throw OfferStoreError(.unavailable, "The store is closed.") }
-        if connection == nil { try open() }
+        try openIfNeeded()
         defer {
             sqlite_nio_sqlite3_reset(selectFacts)
             sqlite_nio_sqlite3_clear_bindings(selectFacts)
@@ -175,8 +174,7 @@ final class SQLiteCustomerReader: @unchecked Sendable {
 
     /// ``SQLiteCustomerReaders/customers(withOriginalTransactionId:)``, in ``ifFree(_:)`` or ``whenFree(_:)``.
     func readOwners(_ originalTransactionId: String) throws -> [CustomerKey] {
-        guard !closed else { throw OfferStoreError(.unavailable, "The store is closed.") }
-        if connection == nil { try open() }
+        try openIfNeeded()
         defer {
             sqlite_nio_sqlite3_reset(selectOwners)
             sqlite_nio_sqlite3_clear_bindings(selectOwners)
@@ -190,6 +188,12 @@ final class SQLiteCustomerReader: @unchecked Sendable {
             owners.append(CustomerKey(bundleIdentifier: text(selectOwners, 0) ?? "", applicationUsername: text(selectOwners, 1) ?? ""))
         }
         return owners
+    }
+
+    /// Opens the connection and prepares the statements at the first read; a closed reader reads nothing.
+    private func openIfNeeded() throws {
+        guard !closed else { throw OfferStoreError(.unavailable, "The store is closed.") }
+        if connection == nil { try open() }
     }
 
     private func text(_ statement: OpaquePointer?, _ column: Int32) -> String? {

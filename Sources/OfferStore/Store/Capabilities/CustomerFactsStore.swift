@@ -39,6 +39,15 @@ extension CustomerFactsStore {
         originalTransactionId: String?,
         candidate: CustomerKey?
     ) async throws -> (owners: [CustomerKey], candidateFacts: CustomerFacts?) {
+        try await bindingReadOneByOne(originalTransactionId: originalTransactionId, candidate: candidate)
+    }
+
+    /// ``bindingRead(originalTransactionId:candidate:)`` as its two reads, one after the other: what a store reads
+    /// when it has no read of both at once.
+    public func bindingReadOneByOne(
+        originalTransactionId: String?,
+        candidate: CustomerKey?
+    ) async throws -> (owners: [CustomerKey], candidateFacts: CustomerFacts?) {
         var owners: [CustomerKey] = []
         if let originalTransactionId { owners = try await customers(withOriginalTransactionId: originalTransactionId) }
         guard let candidate else { return (owners, nil) }
