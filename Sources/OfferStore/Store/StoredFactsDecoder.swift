@@ -39,21 +39,16 @@ enum StoredFactsDecoder {
             var flags: [String: String]?
             var grants: [CustomerServiceGrant]?
             var updatedAt: Date?
-            var seen = Set<String>()
-            var more = try openObject()
-            while more {
-                let name = try memberName()
-                guard seen.insert(name).inserted else { throw GiveUp() }
+            try Self.members(of: &self) { (name, reader) throws(GiveUp) in
                 switch name {
-                case "key": key = try customerKey()
-                case "subscriptions": subscriptions = try subscriptionsArray()
-                case "storefront": storefront = try null() ? nil : string()
-                case "flags": flags = try stringDictionary()
-                case "grants": grants = try grantsArray()
-                case "updatedAt": updatedAt = try date()
+                case "key": key = try reader.customerKey()
+                case "subscriptions": subscriptions = try reader.subscriptionsArray()
+                case "storefront": storefront = try reader.null() ? nil : reader.string()
+                case "flags": flags = try reader.stringDictionary()
+                case "grants": grants = try reader.grantsArray()
+                case "updatedAt": updatedAt = try reader.date()
                 default: throw GiveUp()
                 }
-                more = try moreMembers()
             }
             guard let key, let subscriptions, let flags, let grants, let updatedAt else { throw GiveUp() }
             return CustomerFacts(key: key, subscriptions: subscriptions, storefront: storefront, flags: flags, grants: grants, updatedAt: updatedAt)
@@ -62,17 +57,12 @@ enum StoredFactsDecoder {
         mutating func customerKey() throws(GiveUp) -> CustomerKey {
             var bundleIdentifier: String?
             var applicationUsername: String?
-            var seen = Set<String>()
-            var more = try openObject()
-            while more {
-                let name = try memberName()
-                guard seen.insert(name).inserted else { throw GiveUp() }
+            try Self.members(of: &self) { (name, reader) throws(GiveUp) in
                 switch name {
-                case "bundleIdentifier": bundleIdentifier = try string()
-                case "applicationUsername": applicationUsername = try string()
+                case "bundleIdentifier": bundleIdentifier = try reader.string()
+                case "applicationUsername": applicationUsername = try reader.string()
                 default: throw GiveUp()
                 }
-                more = try moreMembers()
             }
             guard let bundleIdentifier, let applicationUsername else { throw GiveUp() }
             // As `Decodable` reads it: the stored value as it is (the initializer would lower-case it).
@@ -95,31 +85,26 @@ enum StoredFactsDecoder {
             var originalPurchaseDate: Date?
             var expirationIntent: Int?
             var lastSignedDate: Date?
-            var seen = Set<String>()
-            var more = try openObject()
-            while more {
-                let name = try memberName()
-                guard seen.insert(name).inserted else { throw GiveUp() }
+            try Self.members(of: &self) { (name, reader) throws(GiveUp) in
                 switch name {
-                case "subscriptionGroupIdentifier": group = try string()
-                case "productIdentifier": product = try string()
+                case "subscriptionGroupIdentifier": group = try reader.string()
+                case "productIdentifier": product = try reader.string()
                 case "state":
-                    guard let value = SubscriptionState(rawValue: try string()) else { throw GiveUp() }
+                    guard let value = SubscriptionState(rawValue: try reader.string()) else { throw GiveUp() }
                     state = value
-                case "autoRenewEnabled": autoRenewEnabled = try bool()
-                case "renewalCount": renewalCount = try integer()
-                case "hadIntroductoryOffer": hadIntroductoryOffer = try bool()
-                case "downgraded": downgraded = try bool()
-                case "originalTransactionId": originalTransactionId = try null() ? nil : string()
+                case "autoRenewEnabled": autoRenewEnabled = try reader.bool()
+                case "renewalCount": renewalCount = try reader.integer()
+                case "hadIntroductoryOffer": hadIntroductoryOffer = try reader.bool()
+                case "downgraded": downgraded = try reader.bool()
+                case "originalTransactionId": originalTransactionId = try reader.null() ? nil : reader.string()
                 case "autoRenewProductIdentifier":
-                    autoRenewProductIdentifier = try null() ? nil : string()
-                case "expiresDate": expiresDate = try null() ? nil : date()
-                case "originalPurchaseDate": originalPurchaseDate = try null() ? nil : date()
-                case "expirationIntent": expirationIntent = try null() ? nil : integer()
-                case "lastSignedDate": lastSignedDate = try null() ? nil : date()
+                    autoRenewProductIdentifier = try reader.null() ? nil : reader.string()
+                case "expiresDate": expiresDate = try reader.null() ? nil : reader.date()
+                case "originalPurchaseDate": originalPurchaseDate = try reader.null() ? nil : reader.date()
+                case "expirationIntent": expirationIntent = try reader.null() ? nil : reader.integer()
+                case "lastSignedDate": lastSignedDate = try reader.null() ? nil : reader.date()
                 default: throw GiveUp()
                 }
-                more = try moreMembers()
             }
             guard let group, let product, let state, let autoRenewEnabled, let renewalCount, let hadIntroductoryOffer, let downgraded
             else { throw GiveUp() }
@@ -148,22 +133,17 @@ enum StoredFactsDecoder {
             var grantedAt: Date?
             var expiresAt: Date?
             var usedAt: Date?
-            var seen = Set<String>()
-            var more = try openObject()
-            while more {
-                let name = try memberName()
-                guard seen.insert(name).inserted else { throw GiveUp() }
+            try Self.members(of: &self) { (name, reader) throws(GiveUp) in
                 switch name {
-                case "id": id = try string()
-                case "productIdentifier": product = try string()
-                case "offerIdentifier": offer = try string()
-                case "grantedBy": grantedBy = try string()
-                case "grantedAt": grantedAt = try date()
-                case "expiresAt": expiresAt = try date()
-                case "usedAt": usedAt = try null() ? nil : date()
+                case "id": id = try reader.string()
+                case "productIdentifier": product = try reader.string()
+                case "offerIdentifier": offer = try reader.string()
+                case "grantedBy": grantedBy = try reader.string()
+                case "grantedAt": grantedAt = try reader.date()
+                case "expiresAt": expiresAt = try reader.date()
+                case "usedAt": usedAt = try reader.null() ? nil : reader.date()
                 default: throw GiveUp()
                 }
-                more = try moreMembers()
             }
             guard let id, let product, let offer, let grantedBy, let grantedAt, let expiresAt else { throw GiveUp() }
             return CustomerServiceGrant(
@@ -179,74 +159,57 @@ enum StoredFactsDecoder {
 
         mutating func stringDictionary() throws(GiveUp) -> [String: String] {
             var dictionary: [String: String] = [:]
-            var more = try openObject()
-            while more {
-                let name = try memberName()
-                guard dictionary.updateValue(try string(), forKey: name) == nil else { throw GiveUp() }
-                more = try moreMembers()
-            }
+            try Self.members(of: &self) { (name, reader) throws(GiveUp) in dictionary[name] = try reader.string() }
             return dictionary
         }
 
         // MARK: JSON
 
-        /// Opens an object (`{`): whether a member follows (`false`: `{}`, consumed whole).
-        mutating func openObject() throws(GiveUp) -> Bool {
-            try expect(UInt8(ascii: "{"))
-            guard try peek() == UInt8(ascii: "}") else { return true }
-            position += 1
-            return false
-        }
-
-        /// A member's name and its `:`; the reader is then at its value.
-        mutating func memberName() throws(GiveUp) -> String {
-            let name = try string()
-            try expect(UInt8(ascii: ":"))
-            return name
-        }
-
-        /// After a member's value: whether another follows (`,`) or the object ends (`}`).
-        mutating func moreMembers() throws(GiveUp) -> Bool {
-            switch try next() {
-            case UInt8(ascii: ","): return true
-            case UInt8(ascii: "}"): return false
-            default: throw GiveUp()
+        /// `{"name": value, …}`, each value read by `member` with its name; a name twice gives up.
+        static func members(of reader: inout Reader, _ member: (String, inout Reader) throws(GiveUp) -> Void) throws(GiveUp) {
+            var seen = Set<String>()
+            var more = try reader.open(UInt8(ascii: "{"), closedBy: UInt8(ascii: "}"))
+            while more {
+                let name = try reader.string()
+                try reader.expect(UInt8(ascii: ":"))
+                guard seen.insert(name).inserted else { throw GiveUp() }
+                try member(name, &reader)
+                more = try reader.more(closedBy: UInt8(ascii: "}"))
             }
         }
 
         mutating func subscriptionsArray() throws(GiveUp) -> [SubscriptionFacts] {
-            var elements: [SubscriptionFacts] = []
-            var more = try openArray()
-            while more {
-                elements.append(try subscription())
-                more = try moreElements()
-            }
-            return elements
+            try Self.array(of: &self) { (reader) throws(GiveUp) in try reader.subscription() }
         }
 
         mutating func grantsArray() throws(GiveUp) -> [CustomerServiceGrant] {
-            var elements: [CustomerServiceGrant] = []
-            var more = try openArray()
+            try Self.array(of: &self) { (reader) throws(GiveUp) in try reader.grant() }
+        }
+
+        /// `[element, …]`, each element read by `element`.
+        static func array<T>(of reader: inout Reader, _ element: (inout Reader) throws(GiveUp) -> T) throws(GiveUp) -> [T] {
+            var elements: [T] = []
+            var more = try reader.open(UInt8(ascii: "["), closedBy: UInt8(ascii: "]"))
             while more {
-                elements.append(try grant())
-                more = try moreElements()
+                elements.append(try element(&reader))
+                more = try reader.more(closedBy: UInt8(ascii: "]"))
             }
             return elements
         }
 
-        /// Opens an array (`[`): whether an element follows (`false`: `[]`, consumed whole).
-        mutating func openArray() throws(GiveUp) -> Bool {
-            try expect(UInt8(ascii: "["))
-            guard try peek() == UInt8(ascii: "]") else { return true }
+        /// Opens an object or an array: whether something follows (`false`: empty, consumed whole).
+        mutating func open(_ opening: UInt8, closedBy closing: UInt8) throws(GiveUp) -> Bool {
+            try expect(opening)
+            guard try peek() == closing else { return true }
             position += 1
             return false
         }
 
-        /// After an element: whether another follows (`,`) or the array ends (`]`).
-        mutating func moreElements() throws(GiveUp) -> Bool {
+        /// After a member or an element: whether another follows (`,`) or `closing` ends them.
+        mutating func more(closedBy closing: UInt8) throws(GiveUp) -> Bool {
             switch try next() {
             case UInt8(ascii: ","): return true
-            case UInt8(ascii: "]"): return false
+            case closing: return false
             default: throw GiveUp()
             }
         }
