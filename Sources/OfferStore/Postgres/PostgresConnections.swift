@@ -208,12 +208,7 @@ final class PostgresConnections: Sendable {
     /// reach no one and never be answered — the decision log's writer waited so, and the store's `close()` with it.
     func execute<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Statement.Row] where Statement.Row: Sendable {
         try await withConnection { [logger] connection in
-            let sent = try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
-                guard !connection.isClosed else {
-                    throw OfferStoreError(.unavailable, "PostgreSQL store: the connection to the database was closed.")
-                }
-                return try await connection.execute(statement, logger: logger)
-            }
+            let sent = try await connection.executeIfOpen(statement, logger: logger)
             var rows: [Statement.Row] = []
             for try await row in sent { rows.append(row) }
             return rows
@@ -485,7 +480,7 @@ private final class Client: Sendable {
             let answered = try await withThrowingTaskGroup(of: Bool.self) { group in
                 group.addTask { [client] in
                     try await client.withConnection { connection in
-                        _ = try await connection.query("SELECT 1", logger: PostgresConnections.quiet).get()
+                        for try await _ in try await connection.queryIfOpen("SELECT 1", logger: PostgresConnections.quiet) {}
                     }
                     return true
                 }
@@ -548,3 +543,28 @@ private final class LeaseFlag: Sendable {
 
 /// A lease waited its whole limit.
 private struct LeaseTimedOut: Error {}
+
+extension PostgresConnection {
+    /// Sends `statement` unless the connection has closed, checking and sending in one job of the connection's event
+    /// loop (as ``OpenConnectionDatabase`` does for SQLKit's statements). postgres-nio writes a statement to its
+    /// channel without a promise and learns of a close one tick after the socket's: a statement sent from elsewhere in
+    /// between reaches no one and is never answered (the timed suites' hang, `ClosedConnectionLeaseTests`). A closed
+    /// connection: `unavailable`. The rows are read after, wherever the caller runs.
+    func executeIfOpen<Statement: PostgresPreparedStatement>(
+        _ statement: Statement,
+        logger: Logger
+    ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Statement.Row> {
+        try await withTaskExecutorPreference(EventLoopTaskExecutor(eventLoop)) {
+            guard !isClosed else { throw OfferStoreError(.unavailable, "PostgreSQL store: the connection to the database was closed.") }
+            return try await execute(statement, logger: logger)
+        }
+    }
+
+    /// ``executeIfOpen(_:logger:)`` for a query of text and bindings.
+    func queryIfOpen(_ query: PostgresQuery, logger: Logger) async throws -> PostgresRowSequence {
+        try await withTaskExecutorPreference(EventLoopTaskExecutor(eventLoop)) {
+            guard !isClosed else { throw OfferStoreError(.unavailable, "PostgreSQL store: the connection to the database was closed.") }
+            return try await self.query(query, logger: logger)
+        }
+    }
+}

@@ -147,15 +147,12 @@ enum PostgresNotificationBatch {
     }
 
     /// Refuses a statement on a connection that has closed: postgres-nio would send it to no one, and never answer
-    /// (``OpenConnectionDatabase``).
+    /// (``PostgresConnection/executeIfOpen(_:logger:)``).
     private static func execute<Statement: PostgresPreparedStatement>(
         _ statement: Statement,
         on connection: PostgresConnection
     ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Statement.Row> {
-        guard !connection.isClosed else {
-            throw OfferStoreError(.unavailable, "PostgreSQL store: the connection to the database was closed.")
-        }
-        return try await connection.execute(statement, logger: statementLogger)
+        try await connection.executeIfOpen(statement, logger: statementLogger)
     }
 
     private static let statementLogger = Logger(label: "offer-signer.postgres.batch", factory: { _ in SwiftLogNoOpLogHandler() })

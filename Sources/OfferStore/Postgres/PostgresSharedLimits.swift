@@ -52,7 +52,7 @@ struct PostgresSharedLimits: SharedLimitStore {
             """
         let answers = try await connections.withConnection { connection in
             var answers: [String: SharedLimitGrant] = [:]
-            for try await (bucket, granted, tokens, rate) in try await connection.query(query, logger: Self.logger)
+            for try await (bucket, granted, tokens, rate) in try await connection.queryIfOpen(query, logger: Self.logger)
                 .decode((String, Int64, Double, Double).self)
             {
                 answers[bucket] = SharedLimitGrant(granted: Int(granted), secondsToNextToken: tokens >= 1 ? 0 : (1 - tokens) / rate)
@@ -83,13 +83,13 @@ struct PostgresSharedLimits: SharedLimitStore {
             FROM unnest(\(buckets)::text[], \(values)::int8[]) AS r(bucket, n) WHERE s.bucket = r.bucket
             """
         try await connections.withConnection { connection in
-            _ = try await connection.query(query, logger: Self.logger)
+            _ = try await connection.queryIfOpen(query, logger: Self.logger)
         }
     }
 
     func purgeFullBuckets() async throws {
         try await connections.withConnection { connection in
-            _ = try await connection.query(
+            _ = try await connection.queryIfOpen(
                 "DELETE FROM shared_limits WHERE full_at < extract(epoch FROM clock_timestamp()) - 60",
                 logger: Self.logger
             )
