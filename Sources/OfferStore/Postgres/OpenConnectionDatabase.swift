@@ -32,9 +32,7 @@ struct OpenConnectionDatabase: SQLDatabase {
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<Void> {
         connection.eventLoop.flatSubmit { [connection, database] in
             guard !connection.isClosed else {
-                return connection.eventLoop.makeFailedFuture(
-                    OfferStoreError(.unavailable, "PostgreSQL store: the connection to the database was closed.")
-                )
+                return connection.eventLoop.makeFailedFuture(OfferStoreError.connectionClosed)
             }
             return database.execute(sql: query, onRow)
         }

@@ -554,17 +554,27 @@ extension PostgresConnection {
         _ statement: Statement,
         logger: Logger
     ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Statement.Row> {
-        try await withTaskExecutorPreference(EventLoopTaskExecutor(eventLoop)) {
-            guard !isClosed else { throw OfferStoreError(.unavailable, "PostgreSQL store: the connection to the database was closed.") }
-            return try await execute(statement, logger: logger)
-        }
+        try await ifOpen { try await $0.execute(statement, logger: logger) }
     }
 
     /// ``executeIfOpen(_:logger:)`` for a query of text and bindings.
     func queryIfOpen(_ query: PostgresQuery, logger: Logger) async throws -> PostgresRowSequence {
+        try await ifOpen { try await $0.query(query, logger: logger) }
+    }
+
+    /// `send` on the connection's event loop, in the job that finds it open; `unavailable` when it has closed.
+    private func ifOpen<T>(_ send: (PostgresConnection) async throws -> T) async throws -> T {
         try await withTaskExecutorPreference(EventLoopTaskExecutor(eventLoop)) {
-            guard !isClosed else { throw OfferStoreError(.unavailable, "PostgreSQL store: the connection to the database was closed.") }
-            return try await self.query(query, logger: logger)
+            guard !isClosed else { throw OfferStoreError.connectionClosed }
+            return try await send(self)
         }
+    }
+}
+
+extension OfferStoreError {
+    /// A statement refused on a PostgreSQL connection that has closed (``PostgresConnection/executeIfOpen(_:logger:)``,
+    /// ``OpenConnectionDatabase``).
+    static var connectionClosed: OfferStoreError {
+        OfferStoreError(.unavailable, "PostgreSQL store: the connection to the database was closed.")
     }
 }

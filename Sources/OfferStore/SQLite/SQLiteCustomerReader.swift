@@ -116,16 +116,17 @@ final class SQLiteCustomerReader: @unchecked Sendable {
 
     /// `body` with this reader, on the caller's thread, if no one is using it; `nil` when someone is.
     func ifFree<T: Sendable>(_ body: (SQLiteCustomerReader) throws -> T) -> Result<T, any Error>? {
-        inUse.withLockIfAvailable { _ -> Result<T, any Error> in
-            do { return .success(try body(self)) } catch { return .failure(error) }
-        }
+        inUse.withLockIfAvailable { _ in reading(body) }
     }
 
     /// `body` with this reader once it is free, on the caller's thread (its ``queue``'s).
     func whenFree<T: Sendable>(_ body: (SQLiteCustomerReader) throws -> T) -> Result<T, any Error> {
-        inUse.withLock { _ -> Result<T, any Error> in
-            do { return .success(try body(self)) } catch { return .failure(error) }
-        }
+        inUse.withLock { _ in reading(body) }
+    }
+
+    /// `body` with this reader, `inUse` held by the caller.
+    private func reading<T: Sendable>(_ body: (SQLiteCustomerReader) throws -> T) -> Result<T, any Error> {
+        do { return .success(try body(self)) } catch { return .failure(error) }
     }
 
     /// ``SQLiteCustomerReaders/snapshot(_:issuedSince:)``, in ``ifFree(_:)`` or ``whenFree(_:)``.

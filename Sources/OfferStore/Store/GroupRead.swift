@@ -22,6 +22,13 @@ final class GroupRead<Request: Sendable, Answer: Sendable>: Sendable {
         var waiting: [Waiting] = []
         var inFlight = 0
         var largestBatch = 0
+
+        /// Takes a batch's slot if one of `maxInFlight` is free.
+        mutating func takeSlot(of maxInFlight: Int) -> Bool {
+            guard inFlight < maxInFlight else { return false }
+            inFlight += 1
+            return true
+        }
     }
 
     private let state = Mutex(State())
@@ -46,8 +53,7 @@ final class GroupRead<Request: Sendable, Answer: Sendable>: Sendable {
     /// The answer to `request`: read at once when a batch can start, else with the next batch.
     func answer(_ request: Request) async throws -> Answer {
         let leads = state.withLock { state in
-            guard state.inFlight < maxInFlight else { return false }
-            state.inFlight += 1
+            guard state.takeSlot(of: maxInFlight) else { return false }
             state.largestBatch = max(state.largestBatch, 1)
             return true
         }
@@ -56,9 +62,7 @@ final class GroupRead<Request: Sendable, Answer: Sendable>: Sendable {
                 let starts = state.withLock { state in
                     state.waiting.append(Waiting(request: request, continuation: continuation))
                     // A batch ended between the check above and now: no batch would take this one.
-                    guard state.inFlight < maxInFlight else { return false }
-                    state.inFlight += 1
-                    return true
+                    return state.takeSlot(of: maxInFlight)
                 }
                 if starts { Task { await self.drain() } }
             }
@@ -66,9 +70,7 @@ final class GroupRead<Request: Sendable, Answer: Sendable>: Sendable {
         // Alone, by its caller: no task, no hop.
         let answer: Result<Answer, any Error>
         do {
-            let answers = try await read([request])
-            guard answers.count == 1 else { throw OfferStoreError(.unavailable, "A batched read gave no answer for a request.") }
-            answer = .success(answers[0])
+            answer = .success(try await answers([request])[0])
         } catch {
             answer = .failure(error)
         }
@@ -101,14 +103,20 @@ final class GroupRead<Request: Sendable, Answer: Sendable>: Sendable {
             }
             guard !batch.isEmpty else { return }
             do {
-                let answers = try await read(batch.map(\.request))
-                guard answers.count == batch.count else {
-                    throw OfferStoreError(.unavailable, "A batched read gave \(answers.count) answers for \(batch.count) requests.")
-                }
+                let answers = try await answers(batch.map(\.request))
                 for (waiting, answer) in zip(batch, answers) { waiting.continuation.resume(returning: answer) }
             } catch {
                 for waiting in batch { waiting.continuation.resume(throwing: error) }
             }
         }
+    }
+
+    /// `read` of a batch, one answer per request (a batch whose answers do not match fails whole).
+    private func answers(_ requests: [Request]) async throws -> [Answer] {
+        let answers = try await read(requests)
+        guard answers.count == requests.count else {
+            throw OfferStoreError(.unavailable, "A batched read gave \(answers.count) answers for \(requests.count) requests.")
+        }
+        return answers
     }
 }
