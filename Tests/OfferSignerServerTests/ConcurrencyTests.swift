@@ -26,40 +26,82 @@ import Testing
         var testDescription: String { exclusive ? "sqlite (held by the server)" : backend.rawValue }
     }
 
-    /// Runs `count` sign requests at once; returns how many were signed and how many refused as not eligible.
+    /// How a storm's requests enter the application.
+    enum Door: Sendable, CustomTestStringConvertible {
+        /// The pipeline that waits (the router's).
+        case pipeline
+        /// The event-loop path's step (``Signing/prepareSigning(_:)``): decided at once under the customer's lock
+        /// when it is free and the store reads at once, else the pipeline; every request of a storm that way.
+        case eventLoopStep
+        var testDescription: String { self == .pipeline ? "the pipeline" : "the event loop's step" }
+    }
+
+    /// Runs `count` sign requests at once; returns how many were signed and how many refused as not eligible, and how
+    /// many of the signed the event loop's step signed at once under the customer's lock.
     private func storm(
         _ services: [SigningPipeline],
         offer: String,
         customer: String,
-        count: Int = 64
-    ) async -> (signed: Int, refused: Int, other: [String]) {
-        await withTaskGroup(of: String.self) { group in
+        count: Int = 64,
+        door: Door = .pipeline
+    ) async -> (signed: Int, refused: Int, other: [String], atOnce: Int) {
+        await withTaskGroup(of: (String, Bool).self) { group in
             for index in 0..<count {
-                let service = services[index % services.count]
+                let signing = services[index % services.count].signing
+                let request = SignOfferRequest(
+                    productIdentifier: TestPayloads.productIdentifier,
+                    offerIdentifier: offer,
+                    applicationUsername: customer
+                )
                 group.addTask {
+                    var atOnce = false
                     do {
-                        _ = try await service.signing.signLegacy(
-                            SignOfferRequest(productIdentifier: TestPayloads.productIdentifier, offerIdentifier: offer, applicationUsername: customer)
-                        )
-                        return "signed"
+                        switch door {
+                        case .pipeline: _ = try await signing.signLegacy(request)
+                        case .eventLoopStep: atOnce = try await Self.throughTheEventLoopStep(request, signing)
+                        }
+                        return ("signed", atOnce)
                     } catch let error as OfferServiceError {
-                        return error.code.rawValue
+                        return (error.code.rawValue, false)
                     } catch {
-                        return "\(error)"
+                        return ("\(error)", false)
                     }
                 }
             }
             var signed = 0
             var refused = 0
             var other: [String] = []
-            for await outcome in group {
+            var atOnce = 0
+            for await (outcome, decidedAtOnce) in group {
                 switch outcome {
                 case "signed": signed += 1
                 case "not_eligible": refused += 1
                 default: other.append(outcome)
                 }
+                if decidedAtOnce { atOnce += 1 }
             }
-            return (signed, refused, other)
+            return (signed, refused, other, atOnce)
+        }
+    }
+
+    /// Signs as ``EventLoopSigning`` does, without the transport: the step at once, its record committed before the
+    /// answer; a request the step hands on, through the pipeline. `true`: signed at once under the customer's lock.
+    private static func throughTheEventLoopStep(_ request: SignOfferRequest, _ signing: Signing) async throws -> Bool {
+        switch try signing.prepareSigning(request) {
+        case .signed(let sign):
+            let signed = try sign()
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                signing.commit(signed.record) { continuation.resume(with: $0.mapError { $0 as any Error }) }
+            }
+            return false
+        case .signedHolding(let held):
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                signing.commit(held) { continuation.resume(with: $0.mapError { $0 as any Error }) }
+            }
+            return true
+        case .pipeline(let prepared):
+            _ = try await signing.sign(prepared)
+            return false
         }
     }
 
@@ -68,12 +110,15 @@ import Testing
 
     @Test(
         "64 concurrent requests for an offer capped at 1 produce exactly one signature, ten times over; every decision is logged",
-        arguments: RaceStore.all
+        arguments: RaceStore.all,
+        [Door.pipeline, .eventLoopStep]
     )
-    func capOfOneHolds(_ race: RaceStore) async throws {
+    func capOfOneHolds(_ race: RaceStore, _ door: Door) async throws {
         let fixture = try await StoreFixture(race.backend, exclusive: race.exclusive)
+        var atOnce = 0
         for round in 0..<Self.rounds {
-            let outcome = await storm([fixture.service], offer: "once", customer: "racer-\(round)")
+            let outcome = await storm([fixture.service], offer: "once", customer: "racer-\(round)", door: door)
+            atOnce += outcome.atOnce
             #expect(outcome.signed == 1, "round \(round)")
             #expect(outcome.refused == 63, "round \(round)")
             #expect(outcome.other.isEmpty, "\(outcome.other)")
@@ -86,11 +131,17 @@ import Testing
         let logged = try await fixture.store.policyDecisions(bundleIdentifiers: [fixture.bundle], since: 0, until: .max, after: nil, limit: 10_000)
         #expect(logged.count == 64 * Self.rounds)
         #expect(logged.filter(\.granted).count == Self.rounds)
+        // Only a SQLite file the server holds decides at once under the lock; the step must then be taken.
+        if door == .eventLoopStep && race.exclusive { #expect(atOnce > 0) } else { #expect(atOnce == 0) }
         try await fixture.store.close()
     }
 
-    @Test("a customer-service grant is spent once by 64 concurrent requests, ten times over", arguments: RaceStore.all)
-    func grantIsSpentOnce(_ race: RaceStore) async throws {
+    @Test(
+        "a customer-service grant is spent once by 64 concurrent requests, ten times over",
+        arguments: RaceStore.all,
+        [Door.pipeline, .eventLoopStep]
+    )
+    func grantIsSpentOnce(_ race: RaceStore, _ door: Door) async throws {
         let fixture = try await StoreFixture(race.backend, exclusive: race.exclusive)
         for round in 0..<Self.rounds {
             let key = CustomerKey(bundleIdentifier: fixture.bundle, applicationUsername: "unlucky-\(round)")
@@ -104,7 +155,9 @@ import Testing
                     )
                 )
             }
-            let outcome = await storm([fixture.service], offer: "sorry", customer: key.applicationUsername)
+            let outcome = await storm([fixture.service], offer: "sorry", customer: key.applicationUsername, door: door)
+            // A decision that spends a grant is never made at once: it is a transaction of its own.
+            #expect(outcome.atOnce == 0)
             #expect(outcome.signed == 1, "round \(round)")
             #expect(outcome.refused == 63, "round \(round)")
             #expect(outcome.other.isEmpty, "\(outcome.other)")

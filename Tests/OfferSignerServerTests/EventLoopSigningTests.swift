@@ -1,3 +1,4 @@
+import AppStoreTestSupport
 import Crypto
 import Foundation
 import HTTPTypes
@@ -143,6 +144,46 @@ import Darwin
             #expect(service.signatureCountsByKey["TESTKEY001"] == 21)
         }
         try await store.close()
+    }
+
+    /// A rule over issued offers on a SQLite file the server holds is decided on the connection's event loop under
+    /// the customer's lock, held until the signature is durable: the cap holds under a storm, every answer's
+    /// signature is in the log when it arrives, and the lock is released (a later request is answered, refused).
+    @Test("a cap of 1 decided on the event loop: 64 concurrent requests sign once, five times over; each lock is released")
+    func aCapDecidedOnTheEventLoopHolds() async throws {
+        let fixture = try await StoreFixture(.sqlite, exclusive: true)
+        let app = FrontEnd.eventLoop.application(
+            router: buildRouter(useCases: OfferSignerUseCases(pipeline: fixture.service, keyManager: nil)),
+            service: fixture.service
+        )
+        try await app.test(.live) { client in
+            for round in 0..<5 {
+                let body =
+                    #"{"productIdentifier":"\#(TestPayloads.productIdentifier)","offerIdentifier":"once","applicationUsername":"el-\#(round)"}"#
+                let answers = try await withThrowingTaskGroup(of: (HTTPResponse.Status, String?).self) { group in
+                    for _ in 0..<64 {
+                        group.addTask {
+                            let response = try await client.post("/v1/offers/sign", json: body)
+                            return (response.status, response.status == .ok ? try response.decode(SignedLegacyOffer.self).nonce : nil)
+                        }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                #expect(answers.filter { $0.0 == .ok }.count == 1, "round \(round)")
+                #expect(answers.filter { $0.0 == .forbidden }.count == 63, "round \(round)")
+                let logged = try await fixture.store.issuedSignatures(
+                    matching: IssuedSignatureQuery(bundleIdentifier: fixture.bundle, applicationUsername: "el-\(round)")
+                )
+                #expect(logged.map(\.nonce) == answers.compactMap(\.1))
+                // The lock was released: the next request for the customer is decided (refused by the cap), not left waiting.
+                #expect(try await client.post("/v1/offers/sign", json: body).status == .forbidden)
+            }
+        }
+        await fixture.store.flushDecisionLog()
+        let logged = try await fixture.store.policyDecisions(bundleIdentifiers: [fixture.bundle], since: 0, until: .max, after: nil, limit: 10_000)
+        #expect(logged.count == 5 * 65)
+        #expect(logged.filter(\.granted).count == 5)
+        try await fixture.store.close()
     }
 
     @Test func aClosedStoreIs503AndNoSignatureIsReturned() async throws {

@@ -23,6 +23,59 @@ import Testing
         )
     }
 
+    @Test("a lock taken at once is refused while held, passes to a waiter when unlocked, and is free after it")
+    func lockIfFree() async throws {
+        let locks = CustomerLocks()
+        let key = CustomerKey(bundleIdentifier: app, applicationUsername: "at-once")
+        let other = CustomerKey(bundleIdentifier: app, applicationUsername: "someone-else")
+        #expect(locks.lockIfFree(key))
+        #expect(!locks.lockIfFree(key))
+        #expect(locks.lockIfFree(other))
+        locks.unlock(other)
+        let (waiting, waiter) = AsyncStream<Void>.makeStream()
+        let waited = Task {
+            try await locks.withLock(key) {
+                waiter.yield()
+                // Held by the waiter now: not free at once.
+                #expect(!locks.lockIfFree(key))
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(locks.heldCount == 1)
+        locks.unlock(key)
+        var iterator = waiting.makeAsyncIterator()
+        _ = await iterator.next()
+        try await waited.value
+        #expect(locks.heldCount == 0)
+        #expect(locks.lockIfFree(key))
+        locks.unlock(key)
+    }
+
+    @Test(
+        "SQLite: a snapshot is read at once only on a file a server holds, with a reader free; the same as the one waited for"
+    )
+    func snapshotAtOnce() async throws {
+        let file = ScratchFolder.sqliteFile("offer-store-at-once")
+        let server = try #require(
+            try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"), exclusive: true) as? any CustomerLockingStore
+        )
+        let key = CustomerKey(bundleIdentifier: app, applicationUsername: "read-at-once")
+        try await server.updateCustomer(key) { $0.storefront = "GBR" }
+        try await server.record(signature(key))
+        let atOnce = try #require(server.customerSnapshotAtOnce(key, issuedSince: 0)).get()
+        let waited = try await server.customerSnapshot(key, issuedSince: 0)
+        #expect(atOnce.facts == waited.facts && atOnce.facts?.storefront == "GBR")
+        #expect(atOnce.storedFacts == waited.storedFacts)
+        #expect(atOnce.issued.map(\.nonce) == waited.issued.map(\.nonce) && atOnce.issued.count == 1)
+        let memory = try #require(
+            try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test")) as? any CustomerLockingStore
+        )
+        #expect(memory.customerSnapshotAtOnce(key, issuedSince: 0) == nil)
+        try await memory.close()
+        try await server.close()
+    }
+
     @Test(
         "customer locks: a server's SQLite file, one in memory, PostgreSQL (whose batches check each record); not a file the tools opened"
     )
@@ -44,6 +97,9 @@ import Testing
         if Backend.postgresURL != nil {
             let (postgres, _) = try await Backend.postgres.open()
             #expect((postgres as? any CustomerLockingStore)?.customerLocks != nil)
+            // Its reads cross the network: never at once.
+            let key = CustomerKey(bundleIdentifier: app, applicationUsername: "read-at-once")
+            #expect((postgres as? any CustomerLockingStore)?.customerSnapshotAtOnce(key, issuedSince: 0) == nil)
             try await postgres.close()
         }
     }

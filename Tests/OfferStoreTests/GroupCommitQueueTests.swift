@@ -121,4 +121,33 @@ import Testing
     private func waitUntilIdle(_ queue: GroupCommitQueue<Int>) {
         for _ in 0..<500 where !queue.isIdle { Thread.sleep(forTimeInterval: 0.01) }
     }
+
+    @Test("a gathering writer waits before a batch: items submitted meanwhile share it; a drain does not wait the gather out")
+    func gatheringSharesOneBatch() async throws {
+        let written = Written()
+        let queue = GroupCommitQueue<Int>(
+            maximumBatch: 100,
+            retry: BatchRetry(delays: [], maximumQueued: 1_000, failed: { _, _, _, _ in }, full: { _ in }),
+            gather: .seconds(2)
+        ) { items in
+            written.append(items)
+            return items.map { _ in nil }
+        }
+        let done = (0..<5).map { submit($0, to: queue) }
+        // Within the gather: nothing written yet, one batch once it ends.
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(written.all.isEmpty)
+        for item in done { #expect(await Task.detached { item.wait(timeout: .now() + 60) }.value == .success) }
+        #expect(written.all == [[0, 1, 2, 3, 4]])
+        // A drain asked for while the writer gathers cuts the gather short.
+        let more = submit(5, to: queue)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(written.all.count == 1)
+        let start = ContinuousClock.now
+        await queue.drain()
+        #expect(ContinuousClock.now - start < .milliseconds(1_500))
+        #expect(await Task.detached { more.wait(timeout: .now() + 60) }.value == .success)
+        #expect(written.all == [[0, 1, 2, 3, 4], [5]])
+        await queue.close()
+    }
 }

@@ -58,16 +58,20 @@ public struct Signing: Sendable {
         try await signPrepared(prepareLegacy(request))
     }
 
-    /// `POST /v1/offers/sign`'s one step that does not suspend, for the router and the event-loop path alike: a
-    /// legacy request that needs nothing to wait for (no `signedTransaction`, a flow ``immediateRun(_:now:)``
-    /// takes) is signed at once (``SigningStep/signed(_:)``, its record still to commit); any other — a JWS too —
-    /// is validated, its app, offer and rule resolved, and handed on as a ``PreparedSigning`` that ``sign(_:)``
-    /// runs without checking anything again. Throws what signing throws before it signs (unknown app, product or
-    /// offer; invalid fields; a JWS for an app without an issuer ID) without any effect.
+    /// `POST /v1/offers/sign`'s one step that does not suspend, for the event-loop path: a legacy request that needs
+    /// nothing to wait for (no `signedTransaction`, a flow ``immediateRun(_:now:)`` takes) is signed at once
+    /// (``SigningStep/signed(_:)``, its record still to commit); one whose rule reads issued offers is decided and
+    /// signed at once under its customer's lock when the store reads at once and the lock is free
+    /// (``SigningStep/signedHolding(_:)``: ``SigningPipeline/runAtOnceUnderCustomerLock(_:now:)``); any other — a
+    /// JWS too — is validated, its app, offer and rule resolved, and handed on as a ``PreparedSigning`` that
+    /// ``sign(_:)`` runs without checking anything again. Throws what signing throws before it signs (unknown app,
+    /// product or offer; invalid fields; a JWS for an app without an issuer ID) without any effect, and a refusal
+    /// decided at once (`not_eligible`, logged as every decision is).
     package func prepareSigning(_ request: SignOfferRequest) throws -> SigningStep {
         let prepared = try prepareForPipeline(request)
-        if case .legacy(let legacy) = prepared.format, legacy.signedTransaction == nil, let signing = try pipeline.immediateRun(legacy.flow) {
-            return .signed(signing)
+        if case .legacy(let legacy) = prepared.format, legacy.signedTransaction == nil {
+            if let signing = try pipeline.immediateRun(legacy.flow) { return .signed(signing) }
+            if let held = try pipeline.runAtOnceUnderCustomerLock(legacy.flow) { return .signedHolding(held) }
         }
         return .pipeline(prepared)
     }
@@ -388,6 +392,9 @@ package enum SigningStep {
     /// Signed without suspending: the answer and its record, which the caller commits
     /// (``Signing/commit(_:startWhenReady:completion:)``) before answering.
     case signed(() throws -> SignedOutput<SignedLegacyOffer>)
+    /// Decided and signed at once under the customer's lock, which stays held until the caller commits the record
+    /// (``Signing/commit(_:startWhenReady:completion:)``) before answering.
+    case signedHolding(CustomerLockHeld<SignedLegacyOffer>)
     /// Validated, for the pipeline that waits (``Signing/sign(_:)``).
     case pipeline(PreparedSigning)
 }
@@ -427,6 +434,16 @@ extension Signing {
         completion: @escaping @Sendable (Result<Void, OfferServiceError>) -> Void
     ) {
         pipeline.commit(record, startWhenReady: startWhenReady, completion: completion)
+    }
+
+    /// Records the signature of a ``SigningStep/signedHolding(_:)`` step and releases its customer's lock once it is
+    /// durable (``SigningPipeline/commit(_:startWhenReady:completion:)``).
+    package func commit(
+        _ held: CustomerLockHeld<SignedLegacyOffer>,
+        startWhenReady: StartWhenReady? = nil,
+        completion: @escaping @Sendable (Result<Void, OfferServiceError>) -> Void
+    ) {
+        pipeline.commit(held, startWhenReady: startWhenReady, completion: completion)
     }
 
     /// The apps signed for, by bundle identifier.

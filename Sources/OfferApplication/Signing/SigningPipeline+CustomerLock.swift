@@ -63,6 +63,64 @@ extension SigningPipeline {
         return signed.output
     }
 
+    /// ``runUnderCustomerLock(_:since:now:)`` as a step that runs without suspending (on an event loop), for a flow
+    /// ``immediateRun(_:now:)`` would take but for its rule over stored facts and issued offers, where the store
+    /// reads at once (``CustomerLockingStore/customerSnapshotAtOnce(_:issuedSince:)``: a SQLite file a server
+    /// holds, a reader free) and the customer's lock is free: lock → read → decide (logged) → sign (self-verified).
+    /// The lock stays held in the answer (``CustomerLockHeld``) until its record is durable
+    /// (``commit(_:startWhenReady:completion:)``), through the same group commit as a flow without a policy — one
+    /// batch for a tick's requests.
+    ///
+    /// `nil`: nothing was taken or logged, and ``run(_:now:)`` decides instead: the flow is not one for this step
+    /// (a signer that suspends, an App Store lookup, idempotency, a deadline, a running experiment to record an
+    /// exposure for, spans on), the lock is held or waited for, every reader is in use, or the decision spends a
+    /// customer-service grant (a transaction of its own). A refusal throws as ``run(_:now:)`` does, the decision
+    /// logged and the lock released.
+    func runAtOnceUnderCustomerLock<Output: Sendable>(_ flow: SigningFlow<Output>, now: Date = Date()) throws -> CustomerLockHeld<Output>? {
+        guard case .immediate(let signer) = flow.sign, let rule = flow.rule, rule.dependsOnIssuedOffers, flow.appStoreLookup == nil,
+            flow.idempotency == nil, flow.deadline == nil, !Traces.areOn,
+            let store = store as? any CustomerLockingStore, let locks = store.customerLocks,
+            !OfferPolicy.experiments(in: rule).contains(where: { $0.isRunning(at: now) }),
+            locks.lockIfFree(flow.customer)
+        else { return nil }
+        var held = true
+        defer { if held { locks.unlock(flow.customer) } }
+        let since = rule.lookback.map { Int64((now.timeIntervalSince1970 - $0) * 1000) } ?? .min
+        guard let read = store.customerSnapshotAtOnce(flow.customer, issuedSince: since) else { return nil }
+        let snapshot: CustomerLockSnapshot
+        do { snapshot = try read.get() } catch { throw OfferServiceError.storeUnavailable }
+        var made: (EligibilityDecision, EligibilityContext)?
+        let decision: EligibilityDecision
+        let context: EligibilityContext
+        do {
+            (decision, context) = try decide(flow, facts: snapshot.facts ?? CustomerFacts(key: flow.customer), issued: snapshot.issued, now: now) {
+                made = ($0, $1)
+            }
+        } catch {
+            if let (decision, context) = made { logDecision(flow, decision, context, storedFacts: snapshot.storedFacts) }
+            throw error
+        }
+        guard decision.grant == nil else { return nil }
+        logDecision(flow, decision, context, storedFacts: snapshot.storedFacts)
+        let signed = try sign(flow, with: signer, decision, context)
+        held = false
+        return CustomerLockHeld(signed: signed, locks: locks, customer: flow.customer)
+    }
+
+    /// Records the signature of a decision made under its customer's lock
+    /// (``runAtOnceUnderCustomerLock(_:now:)``) through the group commit, releases the lock once it is durable (or
+    /// failed), then calls `completion` (on a store thread).
+    package func commit<Output>(
+        _ held: CustomerLockHeld<Output>,
+        startWhenReady: StartWhenReady? = nil,
+        completion: @escaping @Sendable (Result<Void, OfferServiceError>) -> Void
+    ) {
+        commit(held.signed.record, startWhenReady: startWhenReady) { result in
+            held.unlock()
+            completion(result)
+        }
+    }
+
     /// How many times a decision under a customer's lock is made before the request is refused, when each one's
     /// record is refused because another replica recorded a signature for the customer meanwhile.
     static let decisionAttempts = 8
@@ -98,5 +156,30 @@ extension SigningPipeline {
                 return CustomerCommit(value: true, facts: facts, record: record)
             }
         }
+    }
+}
+
+/// A decision made at once under its customer's lock (``SigningPipeline/runAtOnceUnderCustomerLock(_:now:)``): the
+/// answer and its record, the lock still held until ``SigningPipeline/commit(_:startWhenReady:completion:)``
+/// has made the record durable. A value dropped uncommitted releases the lock, so no path can leave it held.
+package final class CustomerLockHeld<Output: Sendable>: Sendable {
+    /// The answer and the record that must be durable before it is returned.
+    package let signed: SignedOutput<Output>
+    private let locks: CustomerLocks
+    private let customer: CustomerKey
+    /// Whether the lock is still held.
+    private let held = Atomic<Bool>(true)
+
+    init(signed: SignedOutput<Output>, locks: CustomerLocks, customer: CustomerKey) {
+        self.signed = signed
+        self.locks = locks
+        self.customer = customer
+    }
+
+    deinit { unlock() }
+
+    /// Releases the customer's lock, once.
+    func unlock() {
+        if held.exchange(false, ordering: .acquiringAndReleasing) { locks.unlock(customer) }
     }
 }

@@ -353,7 +353,7 @@ extension SigningPipeline {
     }
 
     /// ``sign(_:_:_:)`` for a signer that does not suspend, itself without suspending (``immediateRun(_:now:)``).
-    private func sign<Output>(
+    func sign<Output>(
         _ flow: SigningFlow<Output>,
         with signer: (SigningKey, EligibilityDecision, EligibilityContext) throws -> SignedOutput<Output>,
         _ decision: EligibilityDecision,

@@ -9,6 +9,7 @@ import NIOHTTP1
 import OfferApplication
 import OfferModel
 import OfferSigning
+import OfferStore
 import Synchronization
 
 /// `POST /v1/offers/sign` answered on the connection's event loop, without a task: the route's common case (a
@@ -99,8 +100,8 @@ public struct EventLoopSigning: Sendable {
         case handOver
         /// Answered here: an error, already final.
         case refused(APIError, Answering)
-        /// Signed: the answer, once its record is committed.
-        case signed(SignedOutput<SignedLegacyOffer>, Answering)
+        /// Signed: the answer, once its record is committed (``commit(_:startWhenReady:completion:)``).
+        case signed(SignedAtOnce, Answering)
         /// Authenticated, decoded, admitted and validated here (its app, offer and rule resolved), answered by the
         /// pipeline that waits (stored facts, the App Store, a signed transaction, a JWS): ``answer(_:_:completion:)``
         /// runs it, nothing is checked twice.
@@ -142,11 +143,40 @@ public struct EventLoopSigning: Sendable {
             }
             let request = try SignOfferRequest(plainJSON: body) ?? Request.decodeJSON(as: SignOfferRequest.self, from: body)
             switch try SignRoute.prepare(request, identity: identity, limits: limits, signing: signing) {
-            case .signed(let signing): return .signed(try signing(), answering)
+            case .signed(let signing): return .signed(.free(try signing()), answering)
+            case .signedHolding(let held): return .signed(.holding(held), answering)
             case .pipeline(let prepared): return .pipeline(prepared, answering)
             }
         } catch {
             return .refused(APIError(pipeline: error, logger: answering.logger), answering)
+        }
+    }
+
+    /// A request signed on the event loop: by a flow without a rule over the store, or decided under its customer's
+    /// lock, held until its record is durable.
+    enum SignedAtOnce {
+        case free(SignedOutput<SignedLegacyOffer>)
+        case holding(CustomerLockHeld<SignedLegacyOffer>)
+
+        /// The answer.
+        var output: SignedLegacyOffer {
+            switch self {
+            case .free(let signed): signed.output
+            case .holding(let held): held.signed.output
+            }
+        }
+    }
+
+    /// Records a signature made at once through the group commit (releasing its customer's lock once it is durable,
+    /// when held) and calls `completion` on a store thread.
+    func commit(
+        _ signed: SignedAtOnce,
+        startWhenReady: @escaping StartWhenReady,
+        completion: @escaping @Sendable (Result<Void, OfferServiceError>) -> Void
+    ) {
+        switch signed {
+        case .free(let signed): signing.commit(signed.record, startWhenReady: startWhenReady, completion: completion)
+        case .holding(let held): signing.commit(held, startWhenReady: startWhenReady, completion: completion)
         }
     }
 

@@ -146,8 +146,8 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
             let eventLoop = context.eventLoop
             // A record that finds the log's writer idle starts it at the end of this tick, after the other requests
             // this loop read in it: they share one batch (one flush) instead of the first going alone.
-            signing.signing.commit(
-                signed.record,
+            signing.commit(
+                signed,
                 startWhenReady: { start in eventLoop.execute(start) },
                 completion: { result in
                     eventLoop.execute {

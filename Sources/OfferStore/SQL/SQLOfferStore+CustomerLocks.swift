@@ -17,13 +17,11 @@ extension SQLOfferStore: CustomerLockingStore {
     func customerSnapshot(_ key: CustomerKey, issuedSince since: Int64) async throws -> CustomerLockSnapshot {
         if let readers = (backend as? SQLiteBackend)?.customerReaders {
             let (text, issued) = try await readers.snapshot(key, issuedSince: since)
-            let facts = try text.map { try StoreCoding.decodeFacts($0) }
-            return CustomerLockSnapshot(facts: facts, storedFacts: text, issued: issued)
+            return try Self.snapshot(text, issued)
         }
         if let read = backend.customerSnapshotRead {
             let (text, issued) = try await backend.mappingErrors { try await read(key, since) }
-            let facts = try text.map { try StoreCoding.decodeFacts($0) }
-            return CustomerLockSnapshot(facts: facts, storedFacts: text, issued: issued)
+            return try Self.snapshot(text, issued)
         }
         let (text, issued) = try await backend.reading { database in
             let text = try await database.select().column("facts").from("customers").where(customer: key)
@@ -31,8 +29,23 @@ extension SQLOfferStore: CustomerLockingStore {
             let query = IssuedSignatureQuery(bundleIdentifier: key.bundleIdentifier, applicationUsername: key.applicationUsername, since: since)
             return (text, try await Self.selectSignatures(query, limit: nil, on: database))
         }
-        let facts = try text.map { try StoreCoding.decodeFacts($0) }
-        return CustomerLockSnapshot(facts: facts, storedFacts: text, issued: issued)
+        return try Self.snapshot(text, issued)
+    }
+
+    /// A snapshot of the stored facts' text (decoded) and the signatures read.
+    private static func snapshot(_ text: String?, _ issued: [IssuedSignature]) throws -> CustomerLockSnapshot {
+        CustomerLockSnapshot(facts: try text.map { try StoreCoding.decodeFacts($0) }, storedFacts: text, issued: issued)
+    }
+
+    /// On a SQLite file, when one of its readers is free (``SQLiteCustomerReaders/snapshotIfFree(_:issuedSince:)``);
+    /// elsewhere `nil`: PostgreSQL answers across the network.
+    func customerSnapshotAtOnce(_ key: CustomerKey, issuedSince since: Int64) -> Result<CustomerLockSnapshot, any Error>? {
+        guard let readers = (backend as? SQLiteBackend)?.customerReaders, let read = readers.snapshotIfFree(key, issuedSince: since)
+        else { return nil }
+        return Result {
+            let (text, issued) = try read.get()
+            return try Self.snapshot(text, issued)
+        }
     }
 
     /// Through ``checkedRecorder`` where replicas decide (its batch checks `read`); otherwise the group commit.

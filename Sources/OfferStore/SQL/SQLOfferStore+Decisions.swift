@@ -53,6 +53,12 @@ extension SQLOfferStore {
         )
     }
 
+    /// How long the decision log's writer waits for more decisions before it writes a batch
+    /// (``GroupCommitQueue``'s `gather`): under load, one transaction for a few hundred decisions instead of a few —
+    /// the pages they share (the tables' last pages, the day's count) written once. A decision is answered before it is
+    /// logged either way; what waits in memory the longer is at most this much more (docs/store.md "The decision log").
+    static let decisionGather = Duration.milliseconds(20)
+
     func flushDecisionLog() async {
         await decisionRecorder.drain()
     }

@@ -56,7 +56,7 @@ final class SQLOfferStore: OfferStore {
     init(backend: any SQLStoreBackend, logger: Logger, documentFeed: PostgresDocumentFeed? = nil) {
         self.backend = backend
         self.documentFeed = documentFeed
-        decisionRecorder = GroupCommitQueue(maximumBatch: 500, retry: Self.decisionLogRetry(logger: logger)) { records in
+        decisionRecorder = GroupCommitQueue(maximumBatch: 500, retry: Self.decisionLogRetry(logger: logger), gather: Self.decisionGather) { records in
             try await Self.writeDecisions(records, backend: backend)
         }
         retentionAnswerRecorder = GroupCommitQueue(maximumBatch: 500) { answers in

@@ -37,6 +37,12 @@ final class SQLiteCustomerReaders: Sendable {
         try await onReader { reader in try reader.readSnapshot(key, issuedSince: since) }
     }
 
+    /// ``snapshot(_:issuedSince:)`` on the caller's thread with the first reader free; `nil` when every reader is in
+    /// use (nothing was read).
+    func snapshotIfFree(_ key: CustomerKey, issuedSince since: Int64) -> Result<(facts: String?, issued: [IssuedSignature]), any Error>? {
+        firstFree { reader in try reader.readSnapshot(key, issuedSince: since) }
+    }
+
     /// The customers who hold an original transaction (`customer_transactions`), by app then name: a
     /// notification's binding reads them (``SQLOfferStore/customers(withOriginalTransactionId:)``).
     func customers(withOriginalTransactionId originalTransactionId: String) async throws -> [CustomerKey] {
@@ -55,16 +61,28 @@ final class SQLiteCustomerReaders: Sendable {
     /// queue, which waits for it there rather than here. A read takes tens of microseconds (pages from the OS's
     /// cache); in WAL mode a writer never makes it wait.
     private func onReader<T: Sendable>(_ body: @escaping @Sendable (SQLiteCustomerReader) throws -> T) async throws -> T {
-        let turn = Int(UInt(bitPattern: next.wrappingAdd(1, ordering: .relaxed).oldValue) % UInt(readers.count))
-        for offset in 0..<readers.count {
-            if let result = readers[(turn + offset) % readers.count].ifFree(body) { return try result.get() }
-        }
+        let turn = nextTurn()
+        if let result = firstFree(from: turn, body) { return try result.get() }
         let reader = readers[turn]
         return try await withCheckedThrowingContinuation { continuation in
             reader.queue.async {
                 continuation.resume(with: reader.whenFree(body))
             }
         }
+    }
+
+    /// The reader whose turn is next: each in turn.
+    private func nextTurn() -> Int {
+        Int(UInt(bitPattern: next.wrappingAdd(1, ordering: .relaxed).oldValue) % UInt(readers.count))
+    }
+
+    /// `body` on the caller's thread with the first reader free, from `turn` on; `nil` when every one is in use.
+    private func firstFree<T: Sendable>(from turn: Int? = nil, _ body: (SQLiteCustomerReader) throws -> T) -> Result<T, any Error>? {
+        let turn = turn ?? nextTurn()
+        for offset in 0..<readers.count {
+            if let result = readers[(turn + offset) % readers.count].ifFree(body) { return result }
+        }
+        return nil
     }
 
     /// Closes every connection; a later read fails.

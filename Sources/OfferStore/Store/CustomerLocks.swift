@@ -21,16 +21,27 @@ public final class CustomerLocks: Sendable {
         return try await body()
     }
 
-    /// How many customers' locks are held (tests).
-    var heldCount: Int { held.withLock { $0.count } }
-
-    private func acquire(_ key: CustomerKey) async {
-        let free = held.withLock { held -> Bool in
+    /// Takes `key`'s lock if no one holds it, without waiting; `true`: taken, and the caller ``unlock(_:)``s it
+    /// exactly once (an event loop's decision, ``CustomerLockingStore/customerSnapshotAtOnce(_:issuedSince:)``).
+    /// `false`: held (or waited for) by another decision, which goes first; nothing was taken.
+    public func lockIfFree(_ key: CustomerKey) -> Bool {
+        held.withLock { held in
             guard held[key] == nil else { return false }
             held[key] = []
             return true
         }
-        if free { return }
+    }
+
+    /// Releases the lock ``lockIfFree(_:)`` took, passing it to the first waiter.
+    public func unlock(_ key: CustomerKey) {
+        release(key)
+    }
+
+    /// How many customers' locks are held (tests).
+    var heldCount: Int { held.withLock { $0.count } }
+
+    private func acquire(_ key: CustomerKey) async {
+        if lockIfFree(key) { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let freedMeanwhile = held.withLock { held -> Bool in
                 guard held[key] != nil else {
@@ -81,6 +92,12 @@ public protocol CustomerLockingStore: OfferStore {
     /// written and this returns `false` — the signature must never be shown, and the decision is made again.
     /// Where this process alone decides, the customer's lock makes the check needless: always `true` once durable.
     func record(_ record: IssuedSignature, decidedOver read: IssuedRead) async throws -> Bool
+
+    /// ``customerSnapshot(_:issuedSince:)`` on the caller's thread, without suspending, when the store can read so
+    /// at once (a SQLite file with a reader free: pages from the OS's cache, tens of microseconds); `nil` when it
+    /// cannot (every reader in use, a store across the network) — nothing was read, the caller waits for
+    /// ``customerSnapshot(_:issuedSince:)`` instead.
+    func customerSnapshotAtOnce(_ key: CustomerKey, issuedSince since: Int64) -> Result<CustomerLockSnapshot, any Error>?
 }
 
 /// What a decision read of a customer's issued signatures: how many since a time (``CustomerLockSnapshot/issued``).

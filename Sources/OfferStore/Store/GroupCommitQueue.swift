@@ -63,6 +63,11 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
     /// A failed batch's retries and the bound on what waits meanwhile; `nil`: a failed batch fails its callers at
     /// once, and nothing bounds the queue (its callers wait for their outcome, so they are bounded themselves).
     private let retry: BatchRetry?
+    /// How long a task writer waits before it takes a batch, for more items to join it (`nil`: it takes what is
+    /// queued at once). For callers that do not wait for their item (the decision log): fewer, larger transactions,
+    /// each page they share written once a batch. Cut short once ``drain()`` or ``close()`` waits, or a whole
+    /// batch is queued.
+    private let gather: Duration?
     /// Items per batch written (docs/observability.md): near 1 when idle, growing with load.
     private let batchSize = Recorder(label: "offer_signer_store_commit_batch_size")
 
@@ -72,16 +77,17 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
     }
 
     /// A queue whose writer is a task on the shared pool, retrying a failed batch and bounding what is queued as
-    /// `retry` says (the decision log, whose callers do not wait).
-    convenience init(maximumBatch: Int, retry: BatchRetry, write: @escaping Write) {
-        self.init(maximumBatch: maximumBatch, executor: nil, retry: retry, run: { batches in await batches(write) })
+    /// `retry` says, and waiting `gather` before each batch (the decision log, whose callers do not wait).
+    convenience init(maximumBatch: Int, retry: BatchRetry, gather: Duration? = nil, write: @escaping Write) {
+        self.init(maximumBatch: maximumBatch, executor: nil, retry: retry, gather: gather, run: { batches in await batches(write) })
     }
 
     /// A queue whose writer is a task, on `executor` when given, each of its runs set up by `run`.
-    init(maximumBatch: Int, executor: (any TaskExecutor)?, retry: BatchRetry? = nil, run: @escaping Run) {
+    init(maximumBatch: Int, executor: (any TaskExecutor)?, retry: BatchRetry? = nil, gather: Duration? = nil, run: @escaping Run) {
         self.maximumBatch = maximumBatch
         self.writer = .task(run, executor)
         self.retry = retry
+        self.gather = gather
     }
 
     /// A queue whose writer runs on `queue` (serial), calling `write` there for each batch.
@@ -89,6 +95,7 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
         self.maximumBatch = maximumBatch
         self.writer = .queue(queue, write)
         self.retry = nil
+        self.gather = nil
     }
 
     /// Queues `item` and calls `completion` once it is written, with its own error or its batch's — without
@@ -179,8 +186,22 @@ final class GroupCommitQueue<Item: Sendable>: Sendable {
     var isIdle: Bool { state.withLock { !$0.flushing } }
 
     private func writeUntilEmpty(_ write: Write) async {
-        while let (items, completions) = nextBatch() {
+        while true {
+            await gathering()
+            guard let (items, completions) = nextBatch() else { return }
             complete(completions, await attempts(of: items, write))
+        }
+    }
+
+    /// Waits ``gather`` for more items, in slices of at most 5 ms: cut short once someone waits for the queue to
+    /// empty (``drain()``, ``close()``) or a whole batch is queued.
+    private func gathering() async {
+        guard let gather else { return }
+        let end = ContinuousClock.now + gather
+        while state.withLock({ !$0.closed && $0.closers.isEmpty && $0.waiting.count < maximumBatch }) {
+            let left = end - ContinuousClock.now
+            guard left > .zero else { return }
+            try? await Task.sleep(for: min(left, .milliseconds(5)))
         }
     }
 
