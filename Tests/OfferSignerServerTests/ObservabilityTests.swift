@@ -1,12 +1,12 @@
 import AppStoreNotifications
 import AppStoreTestSupport
+import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
-import OfferApplication
 import OfferEligibility
 import OfferKeys
 import OfferModel
@@ -15,6 +15,8 @@ import OfferSigning
 import OfferStore
 import Synchronization
 import Testing
+
+@testable import OfferApplication
 
 /// Every line a logger wrote, as the JSON handler renders it.
 final class LogLines: Sendable {
@@ -116,6 +118,11 @@ final class LogLines: Sendable {
         #expect(CustomerHash.of("user-0001") == hash)
         #expect(CustomerHash.of("user-0002") != hash)
         #expect(CustomerHash.of(CustomerKey(bundleIdentifier: "com.example.app", applicationUsername: "USER-0001")) == "com.example.app/\(hash)")
+        // With a configured key, what docs/observability.md's openssl command prints for the lower-cased value (its
+        // first 12 characters; computed with Python's hmac).
+        let keyed = HMAC<SHA256>(key: SymmetricKey(data: Data("log-hash-key-0123456789".utf8)))
+        #expect(CustomerHash.of("USER-0001", with: keyed) == "7b77080df240")
+        #expect(CustomerHash.of("user-0001", with: keyed) == "7b77080df240")
     }
 }
 

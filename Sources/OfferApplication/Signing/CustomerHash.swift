@@ -17,18 +17,26 @@ import Synchronization
 /// `printf %s "$user" | openssl dgst -sha256 -hmac "$KEY" | cut -c1-12` on the lower-cased value). The store's
 /// rows (issued signatures, audit) keep the real value: admins query them.
 public enum CustomerHash {
-    private static let key = Mutex(SymmetricKey(size: .bits256))
+    /// The HMAC with the key already absorbed (a value: each hash updates its own copy, the key's two blocks hashed
+    /// once per key rather than once per customer).
+    private static let keyed = Mutex(HMAC<SHA256>(key: SymmetricKey(size: .bits256)))
 
     /// Uses `key` (the UTF-8 bytes of `OFFER_SIGNER_LOG_HASH_KEY`) from now on.
     public static func configure(key text: String) {
-        key.withLock { $0 = SymmetricKey(data: Data(text.utf8)) }
+        keyed.withLock { $0 = HMAC<SHA256>(key: SymmetricKey(data: Data(text.utf8))) }
     }
 
     /// The hash of a customer: 12 lower-case hex characters.
     public static func of(_ applicationUsername: String) -> String {
-        let key = key.withLock { $0 }
-        let mac = HMAC<SHA256>.authenticationCode(for: Data(applicationUsername.lowercased().utf8), using: key)
-        return mac.withUnsafeBytes { $0.hexString(prefix: 6) }
+        of(applicationUsername, with: keyed.withLock { $0 })
+    }
+
+    /// The hash of a customer with the HMAC given (its key absorbed).
+    static func of(_ applicationUsername: String, with keyed: HMAC<SHA256>) -> String {
+        var mac = keyed
+        var lowered = applicationUsername.lowercased()
+        lowered.withUTF8 { mac.update(data: UnsafeRawBufferPointer($0)) }
+        return mac.finalize().withUnsafeBytes { $0.hexString(prefix: 6) }
     }
 
     /// A customer for a log line: `<bundleIdentifier>/<hash>`.
