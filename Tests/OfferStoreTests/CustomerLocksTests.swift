@@ -68,6 +68,16 @@ import Testing
         #expect(atOnce.facts == waited.facts && atOnce.facts?.storefront == "GBR")
         #expect(atOnce.storedFacts == waited.storedFacts)
         #expect(atOnce.issued.map(\.nonce) == waited.issued.map(\.nonce) && atOnce.issued.count == 1)
+        // A thousand reads of as many customers, with and without facts or signatures: the statements prepared once
+        // are never prepared again (clearing their bindings made SQLite do so at every read).
+        for index in 0..<1_000 {
+            let other = CustomerKey(bundleIdentifier: app, applicationUsername: "reader-\(index)")
+            if index % 3 == 0 { try await server.updateCustomer(other) { $0.storefront = index % 2 == 0 ? "USA" : "FRA" } }
+            _ = try #require(server.customerSnapshotAtOnce(other, issuedSince: Int64(index))).get()
+            _ = try await server.customerSnapshot(other, issuedSince: index % 2 == 0 ? 0 : .min)
+        }
+        let readers = try #require(((server as? SQLOfferStore)?.backend as? SQLiteBackend)?.customerReaders)
+        #expect(readers.repreparations == 0)
         let memory = try #require(
             try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test")) as? any CustomerLockingStore
         )

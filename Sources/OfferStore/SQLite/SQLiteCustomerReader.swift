@@ -85,6 +85,12 @@ final class SQLiteCustomerReaders: Sendable {
         return nil
     }
 
+    /// How many times SQLite prepared the readers' statements again since they were first prepared (tests:
+    /// ``SQLiteStatements/reset(_:)`` keeps it at zero).
+    var repreparations: Int {
+        readers.reduce(0) { total, reader in total + ((try? reader.whenFree { $0.repreparations }.get()) ?? 0) }
+    }
+
     /// Closes every connection; a later read fails.
     func close() async {
         for reader in readers { await reader.close() }
@@ -151,10 +157,8 @@ final class SQLiteCustomerReader: @unchecked Sendable {
     func readSnapshot(_ key: CustomerKey, issuedSince since: Int64) throws -> (facts: String?, issued: [IssuedSignature]) {
         try openIfNeeded()
         defer {
-            sqlite_nio_sqlite3_reset(selectFacts)
-            sqlite_nio_sqlite3_clear_bindings(selectFacts)
-            sqlite_nio_sqlite3_reset(selectIssued)
-            sqlite_nio_sqlite3_clear_bindings(selectIssued)
+            SQLiteStatements.reset(selectFacts)
+            SQLiteStatements.reset(selectIssued)
         }
         try bind(key.bundleIdentifier, at: 1, in: selectFacts)
         try bind(key.applicationUsername, at: 2, in: selectFacts)
@@ -191,13 +195,17 @@ final class SQLiteCustomerReader: @unchecked Sendable {
         return (facts, issued)
     }
 
+    /// ``SQLiteCustomerReaders/repreparations``, in ``whenFree(_:)``.
+    var repreparations: Int {
+        [selectFacts, selectIssued, selectOwners].reduce(0) { total, statement in
+            total + (statement.map { Int(sqlite_nio_sqlite3_stmt_status($0, SQLITE_STMTSTATUS_REPREPARE, 0)) } ?? 0)
+        }
+    }
+
     /// ``SQLiteCustomerReaders/customers(withOriginalTransactionId:)``, in ``ifFree(_:)`` or ``whenFree(_:)``.
     func readOwners(_ originalTransactionId: String) throws -> [CustomerKey] {
         try openIfNeeded()
-        defer {
-            sqlite_nio_sqlite3_reset(selectOwners)
-            sqlite_nio_sqlite3_clear_bindings(selectOwners)
-        }
+        defer { SQLiteStatements.reset(selectOwners) }
         try bind(originalTransactionId, at: 1, in: selectOwners)
         var owners: [CustomerKey] = []
         while true {

@@ -253,10 +253,7 @@ final class SQLiteLogWriter: @unchecked Sendable {
 
     /// Inserts one record: `nil`, or `duplicateNonce` when the unique index refuses it.
     private func append(_ record: IssuedSignature) throws -> (any Error)? {
-        defer {
-            sqlite_nio_sqlite3_reset(insert)
-            sqlite_nio_sqlite3_clear_bindings(insert)
-        }
+        defer { SQLiteStatements.reset(insert) }
         // In the order of `IssuedSignatureInsert.columns`, bound one by one (no array of the record's strings).
         try bind(record.nonce, at: 1)
         try bind(record.keyIdentifier, at: 2)
@@ -284,10 +281,7 @@ final class SQLiteLogWriter: @unchecked Sendable {
     /// Adds the records written to `issued_daily` (``IssuedRollup``): one upsert per day and offer of the batch.
     private func addToDailyCounts(_ written: some Sequence<IssuedSignature>) throws {
         for (key, count) in IssuedRollup.dailyCounts(of: written) {
-            defer {
-                sqlite_nio_sqlite3_reset(addToDaily)
-                sqlite_nio_sqlite3_clear_bindings(addToDaily)
-            }
+            defer { SQLiteStatements.reset(addToDaily) }
             try check(sqlite_nio_sqlite3_bind_int64(addToDaily, 1, key.day))
             try bind(key.bundleIdentifier, at: 2, in: addToDaily)
             try bind(key.productIdentifier, at: 3, in: addToDaily)
@@ -310,10 +304,7 @@ final class SQLiteLogWriter: @unchecked Sendable {
     }
 
     private func run(_ statement: OpaquePointer?) throws {
-        defer {
-            sqlite_nio_sqlite3_reset(statement)
-            sqlite_nio_sqlite3_clear_bindings(statement)
-        }
+        defer { SQLiteStatements.reset(statement) }
         let result = sqlite_nio_sqlite3_step(statement)
         guard result == SQLITE_DONE else { throw failure(result) }
     }

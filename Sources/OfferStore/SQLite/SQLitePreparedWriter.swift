@@ -66,9 +66,10 @@ final class SQLitePreparedWriter: Sendable {
         mutating func run(_ sql: String, _ binds: [SQLiteData]) throws(OfferStoreError) -> [SQLitePreparedRow] {
             if handle == nil { try open() }
             let statement = try prepared(sql)
-            defer {
-                sqlite_nio_sqlite3_reset(statement)
-                sqlite_nio_sqlite3_clear_bindings(statement)
+            defer { SQLiteStatements.reset(statement) }
+            // Every parameter is bound anew: one the caller gives no value for is NULL, as SQLite leaves an unbound one.
+            for index in Int32(binds.count)..<max(Int32(binds.count), sqlite_nio_sqlite3_bind_parameter_count(statement)) {
+                try SQLiteStatements.check(sqlite_nio_sqlite3_bind_null(statement, index + 1), on: handle)
             }
             for (offset, value) in binds.enumerated() {
                 try SQLiteStatements.check(Self.bind(value, at: Int32(offset + 1), in: statement), on: handle)

@@ -25,6 +25,15 @@ enum SQLiteStatements {
         return statement
     }
 
+    /// Makes `statement` ready to run again; its bindings stay, and each use binds every parameter anew.
+    ///
+    /// Not `sqlite3_clear_bindings`: it marks as expired any statement whose plan SQLite tied to a bound value (as
+    /// SQLite 3.54 does for an equality it weighs by whether the value is 0 or 1), and an expired statement is
+    /// prepared again at its next step — about 14 µs, a third of a customer's read, on every use.
+    static func reset(_ statement: OpaquePointer?) {
+        sqlite_nio_sqlite3_reset(statement)
+    }
+
     /// Binds `text` to parameter `index` of `statement` (copied now); SQLite's result code.
     static func bind(_ text: String, at index: Int32, in statement: OpaquePointer?) -> Int32 {
         var text = text
