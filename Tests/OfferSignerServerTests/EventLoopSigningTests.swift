@@ -146,12 +146,16 @@ import Darwin
         try await store.close()
     }
 
-    /// A rule over issued offers on a SQLite file the server holds is decided on the connection's event loop under
-    /// the customer's lock, held until the signature is durable: the cap holds under a storm, every answer's
-    /// signature is in the log when it arrives, and the lock is released (a later request is answered, refused).
-    @Test("a cap of 1 decided on the event loop: 64 concurrent requests sign once, five times over; each lock is released")
-    func aCapDecidedOnTheEventLoopHolds() async throws {
-        let fixture = try await StoreFixture(.sqlite, exclusive: true)
+    /// A rule over issued offers through the event-loop path — on a SQLite file the server holds decided on the
+    /// connection's event loop under the customer's lock, held until the signature is durable; elsewhere (and when
+    /// the lock is taken) by the pipeline's task on that loop: the cap holds under a storm, every answer's signature
+    /// is in the log when it arrives, and the lock is released (a later request is answered, refused).
+    @Test(
+        "a cap of 1 through the event-loop path: 64 concurrent requests sign once, five times over; each lock is released",
+        arguments: ConcurrencyTests.RaceStore.all
+    )
+    func aCapDecidedOnTheEventLoopHolds(_ race: ConcurrencyTests.RaceStore) async throws {
+        let fixture = try await StoreFixture(race.backend, exclusive: race.exclusive)
         let app = FrontEnd.eventLoop.application(
             router: buildRouter(useCases: OfferSignerUseCases(pipeline: fixture.service, keyManager: nil)),
             service: fixture.service

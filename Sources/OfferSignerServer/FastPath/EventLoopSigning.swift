@@ -184,8 +184,16 @@ public struct EventLoopSigning: Sendable {
     /// the answer's body (what the route answers, encoded as the route's responses are) or its mapped error. Lines
     /// logged meanwhile by other loggers (the notification ingestor's, the store's) carry the request's ID, as on
     /// the router (``RequestMetadata``).
-    func answer(_ prepared: PreparedSigning, _ answering: Answering, completion: @escaping @Sendable (Result<ByteBuffer, APIError>) -> Void) {
-        Task {
+    ///
+    /// The task prefers `executor` (the connection's event loop, ``EventLoopTaskExecutor``): its steps run on the
+    /// loop that answers, between the store's awaits, instead of hopping to the shared pool and back at each one.
+    func answer(
+        _ prepared: PreparedSigning,
+        _ answering: Answering,
+        on executor: (any TaskExecutor)? = nil,
+        completion: @escaping @Sendable (Result<ByteBuffer, APIError>) -> Void
+    ) {
+        Task(executorPreference: executor) {
             await RequestMetadata.$requestID.withValue(answering.requestID) {
                 do {
                     completion(.success(try await signing.sign(prepared).apiJSON))

@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import OfferApplication
 import OfferSigning
+import OfferStore
 
 /// The event-loop signing path in a connection's pipeline, after NIO's `HTTPServerPipelineHandler` and the idle
 /// timeout, before the conversion to HTTP types (which, with the handlers after it, cost ~5 % of a signing
@@ -27,10 +28,14 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var machine: SigningConnectionStateMachine<EventLoopClock>
     /// Closes the connection when a body being collected has not arrived within the request timeout.
     private var deadline: Scheduled<Void>?
+    /// The connection's event loop as a task executor: the pipeline that waits runs its steps there
+    /// (``EventLoopSigning/answer(_:_:on:completion:)``).
+    private let executor: EventLoopTaskExecutor
 
     init(signing: EventLoopSigning, requestTimeout: Duration, eventLoop: any EventLoop, logger: Logger) {
         self.signing = signing
         self.logger = logger
+        self.executor = EventLoopTaskExecutor(eventLoop)
         // On the event loop's clock, as the deadline's timer: a test's `EmbeddedEventLoop` moves both by hand.
         self.machine = SigningConnectionStateMachine(
             maximumBodySize: OfferSignerRequestContext.maximumBodySize,
@@ -167,7 +172,7 @@ final class EventLoopSigningHandler: ChannelDuplexHandler, RemovableChannelHandl
             Self.active.increment()
             let loop = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let eventLoop = context.eventLoop
-            signing.answer(decided, answering) { result in
+            signing.answer(decided, answering, on: executor) { result in
                 eventLoop.execute {
                     let (handler, context) = loop.value
                     Self.active.decrement()

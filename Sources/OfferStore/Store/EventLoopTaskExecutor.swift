@@ -4,14 +4,14 @@ import NIOCore
 /// (`Task.detached(executorPreference:)`) runs its nonisolated code — a driver's async calls included — on the
 /// thread that also reads that driver's sockets, instead of hopping to the shared cooperative pool and back at
 /// every `await`.
-final class EventLoopTaskExecutor: TaskExecutor {
-    let eventLoop: any EventLoop
+package final class EventLoopTaskExecutor: TaskExecutor {
+    package let eventLoop: any EventLoop
 
-    init(_ eventLoop: any EventLoop) {
+    package init(_ eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
     }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
