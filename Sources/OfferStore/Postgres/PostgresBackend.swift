@@ -62,7 +62,7 @@ final class PostgresBackend: SQLStoreBackend {
         self.preparedAnswerStatements = PostgresAnswers.statements(connections)
         self.sharedLimits = PostgresSharedLimits(connections: connections)
         self.retentionAnswersWriter = { answers in try await PostgresAnswers.recordRetentionAnswers(answers, client: connections) }
-        self.snapshotReads = GroupRead { requests in
+        self.snapshotReads = GroupRead(executor: batchExecutor) { requests in
             try await PostgresCustomerDecisions.snapshots(requests, client: connections)
         }
     }

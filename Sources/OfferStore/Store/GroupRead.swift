@@ -35,15 +35,20 @@ final class GroupRead<Request: Sendable, Answer: Sendable>: Sendable {
     private let maxInFlight: Int
     private let maxBatch: Int
     private let read: Read
+    /// Where the task that reads waiting requests runs (`nil`: the shared pool).
+    private let executor: (any TaskExecutor)?
 
     /// - Parameters:
     ///   - maxInFlight: how many batches at most are read at once (each takes a connection).
     ///   - maxBatch: how many requests at most one batch reads.
+    ///   - executor: where the task that reads the waiting requests runs (PostgreSQL: its connections' event loop,
+    ///     so the batch's statement is sent and answered without a hop to the shared pool); `nil`: the shared pool.
     ///   - read: reads a batch.
-    init(maxInFlight: Int = 2, maxBatch: Int = 256, read: @escaping Read) {
+    init(maxInFlight: Int = 2, maxBatch: Int = 256, executor: (any TaskExecutor)? = nil, read: @escaping Read) {
         precondition(maxInFlight > 0 && maxBatch > 0)
         self.maxInFlight = maxInFlight
         self.maxBatch = maxBatch
+        self.executor = executor
         self.read = read
     }
 
@@ -64,7 +69,7 @@ final class GroupRead<Request: Sendable, Answer: Sendable>: Sendable {
                     // A batch ended between the check above and now: no batch would take this one.
                     return state.takeSlot(of: maxInFlight)
                 }
-                if starts { Task { await self.drain() } }
+                if starts { Task(executorPreference: executor) { await self.drain() } }
             }
         }
         // Alone, by its caller: no task, no hop.
@@ -88,7 +93,7 @@ final class GroupRead<Request: Sendable, Answer: Sendable>: Sendable {
             state.inFlight += 1
             return true
         }
-        if starts { Task { await self.drain() } }
+        if starts { Task(executorPreference: executor) { await self.drain() } }
     }
 
     /// Reads the waiting requests batch after batch, holding one slot, until none wait.
