@@ -112,9 +112,6 @@ struct CatalogueTarget: ParsableArguments {
     }
 }
 
-/// The App Store Server API's configuration of the app a command names (`--bundle-id`, default the only one), in
-/// both environments, for its ``RetentionMessagingSetup``: the configurations by bundle ID, the app, and the logger
-/// the setup logs with.
 /// The use cases of a retention command (``openUseCases(readOnly:retentionMessaging:)``) with Retention Messaging
 /// set up for the app it works on, and that app: or why there is none (no API configuration, no such app), thrown
 /// when the command asks for it, after the store is open, so that the caller closes it.
@@ -136,6 +133,9 @@ func openRetentionUseCases(
     return (configuration, useCases, made.map(\.bundle))
 }
 
+/// The App Store Server API's configuration of the app a command names (`--bundle-id`, default the only one), in
+/// both environments, for its ``RetentionMessagingSetup``: the configurations by bundle ID, the app, and the logger
+/// the setup logs with.
 func retentionConfiguration(
     _ configuration: ServiceConfiguration,
     bundleIdentifier: String?

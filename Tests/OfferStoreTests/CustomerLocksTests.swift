@@ -10,6 +10,11 @@ import Testing
 @Suite struct CustomerLocksTests {
     let app = "com.example.locks-\(UUID().uuidString.prefix(8).lowercased())"
 
+    /// The store at `url` as a ``CustomerLockingStore`` (`exclusive`: held as a server holds it).
+    private func lockingStore(_ url: String, exclusive: Bool = false) async throws -> any CustomerLockingStore {
+        try #require(try await makeOfferStore(databaseURL: url, logger: Logger(label: "test"), exclusive: exclusive) as? any CustomerLockingStore)
+    }
+
     private func signature(_ key: CustomerKey) -> IssuedSignature {
         IssuedSignature(
             nonce: UUID().uuidString.lowercased(),
@@ -57,9 +62,7 @@ import Testing
     )
     func snapshotAtOnce() async throws {
         let file = ScratchFolder.sqliteFile("offer-store-at-once")
-        let server = try #require(
-            try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"), exclusive: true) as? any CustomerLockingStore
-        )
+        let server = try await lockingStore("sqlite:\(file)", exclusive: true)
         let key = CustomerKey(bundleIdentifier: app, applicationUsername: "read-at-once")
         try await server.updateCustomer(key) { $0.storefront = "GBR" }
         try await server.record(signature(key))
@@ -78,9 +81,7 @@ import Testing
         }
         let readers = try #require(((server as? SQLOfferStore)?.backend as? SQLiteBackend)?.customerReaders)
         #expect(readers.repreparations == 0)
-        let memory = try #require(
-            try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test")) as? any CustomerLockingStore
-        )
+        let memory = try await lockingStore("sqlite::memory:")
         #expect(memory.customerSnapshotAtOnce(key, issuedSince: 0) == nil)
         try await memory.close()
         try await server.close()
@@ -91,17 +92,13 @@ import Testing
     )
     func whoHasThem() async throws {
         let file = ScratchFolder.sqliteFile("offer-store-locks")
-        let served = try #require(
-            try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"), exclusive: true) as? any CustomerLockingStore
-        )
+        let served = try await lockingStore("sqlite:\(file)", exclusive: true)
         #expect(served.customerLocks != nil)
-        let tool = try #require(try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test")) as? any CustomerLockingStore)
+        let tool = try await lockingStore("sqlite:\(file)")
         #expect(tool.customerLocks == nil)
         try await tool.close()
         try await served.close()
-        let memory = try #require(
-            try await makeOfferStore(databaseURL: "sqlite::memory:", logger: Logger(label: "test")) as? any CustomerLockingStore
-        )
+        let memory = try await lockingStore("sqlite::memory:")
         #expect(memory.customerLocks != nil)
         try await memory.close()
         if Backend.postgresURL != nil {
@@ -117,9 +114,7 @@ import Testing
     @Test("64 concurrent decisions for a cap of 1 under the customer's lock record exactly one signature, ten times over")
     func capHolds() async throws {
         let file = ScratchFolder.sqliteFile("offer-store-locks")
-        let store = try #require(
-            try await makeOfferStore(databaseURL: "sqlite:\(file)", logger: Logger(label: "test"), exclusive: true) as? any CustomerLockingStore
-        )
+        let store = try await lockingStore("sqlite:\(file)", exclusive: true)
         let locks = try #require(store.customerLocks)
         for round in 0..<10 {
             let key = CustomerKey(bundleIdentifier: app, applicationUsername: "racer-\(round)")

@@ -85,7 +85,8 @@ extension SigningPipeline {
         else { return nil }
         var held = true
         defer { if held { locks.unlock(flow.customer) } }
-        let since = rule.lookback.map { Int64((now.timeIntervalSince1970 - $0) * 1000) } ?? .min
+        // As in ``runUnderCustomerLock(_:since:now:)``: a rule without a lookback reads all of the customer's.
+        let since = Self.issuedSince(rule, now: now) ?? .min
         guard let read = store.customerSnapshotAtOnce(flow.customer, issuedSince: since) else { return nil }
         let snapshot: CustomerLockSnapshot
         do { snapshot = try read.get() } catch { throw OfferServiceError.storeUnavailable }

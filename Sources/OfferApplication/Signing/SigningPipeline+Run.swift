@@ -90,7 +90,7 @@ extension SigningPipeline {
         }
         let flow = completed
         try await recordExposures(flow.rule, customer: flow.customer, now: now)
-        let since = flow.rule?.lookback.map { Int64((now.timeIntervalSince1970 - $0) * 1000) }
+        let since = flow.rule.flatMap { Self.issuedSince($0, now: now) }
         // One process deciding alone for the store's customers: their in-process lock and the group commit.
         if let output = try await runUnderCustomerLock(flow, since: since, now: now) { return output }
         if let store, flow.rule?.dependsOnIssuedOffers == true || flow.idempotency != nil {
@@ -193,6 +193,11 @@ extension SigningPipeline {
         }
         if let record = signed.record { countIssued(record) }
         return signed.output
+    }
+
+    /// Where `rule` looks back to in issued signatures at `now` (Unix ms); `nil`: it has no lookback.
+    static func issuedSince(_ rule: any EligibilityRule, now: Date) -> Int64? {
+        rule.lookback.map { Int64((now.timeIntervalSince1970 - $0) * 1000) }
     }
 
     /// The pipeline for a flow that needs nothing it would wait for — no policy rule reading the store, no App
