@@ -40,6 +40,9 @@ final class PostgresConnections: Sendable {
     private let eventLoopGroup: any EventLoopGroup
     private let logger: Logger
     private let state: Mutex<State>
+    /// The leases' clocks (a quarter, half and the whole of the limit), on one shared clock ticking at a twentieth of
+    /// ``waitLimit`` (at most 50 ms): a lease's clock is almost always stopped long before it would wake.
+    private let timers: CoarseTimers
 
     private struct State {
         var current: Client
@@ -77,6 +80,7 @@ final class PostgresConnections: Sendable {
         self.waitLimit = waitLimit
         self.probeLimit = min(waitLimit / 2, .seconds(1))
         self.probeInterval = .milliseconds(100)
+        self.timers = CoarseTimers(tick: min(waitLimit / 20, .milliseconds(50)))
         var probeConfiguration = configuration
         probeConfiguration.options.connectTimeout = probeLimit
         probeConfiguration.options.maximumConnections = 1
@@ -149,7 +153,7 @@ final class PostgresConnections: Sendable {
                     // The clock: a quarter of the limit without a connection, or half of it with one, sets off a
                     // check; the whole limit without a connection fails the lease.
                     group.addTask {
-                        try? await Task.sleep(for: limit / 4)
+                        await self.timers.sleep(for: limit / 4)
                         return .quarter
                     }
                     while let step = try await group.next() {
@@ -160,7 +164,7 @@ final class PostgresConnections: Sendable {
                         case .quarter:
                             if !leased.isSet, watching { self.suspect(.slowOrLost, of: client) }
                             group.addTask {
-                                try? await Task.sleep(for: limit / 4)
+                                await self.timers.sleep(for: limit / 4)
                                 return .halfway
                             }
                         case .halfway:
@@ -168,7 +172,7 @@ final class PostgresConnections: Sendable {
                                 if watching { self.suspect(.slowOrLost, of: client) }
                             } else {
                                 group.addTask {
-                                    try? await Task.sleep(for: limit / 2)
+                                    await self.timers.sleep(for: limit / 2)
                                     return .limit
                                 }
                             }
