@@ -186,6 +186,9 @@ struct SignedDataVerifierRefusalTests {
         let good = try await fixture.subscribed()
         let tampered = try JWSTampering.editingHeader(of: good) { $0["kid"] = "injected" }
         #expect(await notificationRefusal(fixture.verifier, tampered) == .invalidSignature)
+        // Also once the genuine header is remembered (a verified JWS's header is known by its text).
+        _ = try await fixture.verifier.verifyAndDecodeNotification(good)
+        #expect(await notificationRefusal(fixture.verifier, tampered) == .invalidSignature)
     }
 
     @Test("an alg other than ES256", arguments: ["ES384", "ES512", "RS256", "HS256", "none", "es256"])
@@ -193,6 +196,9 @@ struct SignedDataVerifierRefusalTests {
         let fixture = try Fixture()
         let good = try await fixture.subscribed()
         let other = try JWSTampering.editingHeader(of: good) { $0["alg"] = alg }
+        #expect(await notificationRefusal(fixture.verifier, other) == .unsupportedAlgorithm)
+        // The same certificates under another alg, once the genuine header is remembered: refused alike.
+        _ = try await fixture.verifier.verifyAndDecodeNotification(good)
         #expect(await notificationRefusal(fixture.verifier, other) == .unsupportedAlgorithm)
         let missing = try JWSTampering.editingHeader(of: good) { $0["alg"] = nil }
         #expect(await notificationRefusal(fixture.verifier, missing) == .unsupportedAlgorithm)

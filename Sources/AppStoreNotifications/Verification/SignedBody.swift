@@ -1,12 +1,12 @@
-import JWTKit
 import OfferErrors
 
-/// The payload of a JWS as jwt-kit hands it over: the expected type if it decodes, and `signedDate` either way.
+/// The payload of a JWS as ``SignedDataChainVerifier`` decodes it: the expected type if it decodes, and `signedDate`
+/// either way.
 ///
 /// Decoding failures are kept, not thrown, so that a payload that is not of the expected type is reported as
 /// ``SignedDataVerificationError/Code/malformedPayload`` only *after* the signature has been checked, and so that the
 /// validation time can be read before the chain is verified.
-struct SignedBody<Payload: Codable & Sendable>: JWTPayload {
+struct SignedBody<Payload: Codable & Sendable>: Decodable {
     /// The payload, if it decoded as `Payload`.
     let payload: Payload?
 
@@ -30,11 +30,4 @@ struct SignedBody<Payload: Codable & Sendable>: JWTPayload {
             self.decodingFailure = DecodingProblem.describe(error)
         }
     }
-
-    func encode(to encoder: any Encoder) throws {
-        try payload.encode(to: encoder)
-    }
-
-    /// Claims are checked by ``SignedDataVerifier`` after decoding; there are none for jwt-kit to check.
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
 }

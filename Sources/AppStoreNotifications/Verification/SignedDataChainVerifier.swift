@@ -1,13 +1,13 @@
 import Crypto
 import Foundation
-import JWTKit
 import SwiftASN1
 import Synchronization
 @_spi(FixedExpiryValidationTime) import X509
 
 /// Verifies a compact JWS signed by the App Store, the way Apple's `SignedDataVerifier` does, and decodes its payload.
 ///
-/// 1. the JWS parses (jwt-kit's `DefaultJWTParser`) and its header's `alg` is `ES256`;
+/// 1. the JWS parses (``CompactJWS``: three base64url segments, a JSON header and payload) and its header's `alg` is
+///    `ES256`;
 /// 2. `x5c` holds exactly three base64 DER certificates;
 /// 3. swift-certificates' `Verifier` builds leaf → `x5c[1]` → a configured root under `AppleMarkerPolicy` and
 ///    `RFC5280Policy` with expiry checked at the payload's `signedDate` (the current time if it has none). `x5c[2]` is
@@ -17,10 +17,10 @@ import Synchronization
 ///    jwt-kit's `ES256PublicKey` checks it);
 /// 5. only then is the payload, decoded once at step 1, handed over as the expected type.
 ///
-/// A chain that verified is remembered by its exact `x5c` text (as Apple's libraries cache verified chains): the next
-/// JWS with the same certificates skips parsing and chain building when its `signedDate` falls inside all three
-/// certificates' validity — the only part of the chain check that depends on the payload. A chain that failed is
-/// never remembered.
+/// A chain that verified is remembered by its JWS's exact header text (its `alg` and `x5c`, as Apple's libraries cache
+/// verified chains): the next JWS with the same header skips decoding it, parsing the certificates and building the
+/// chain when its `signedDate` falls inside all three certificates' validity — the only part of the chain check that
+/// depends on the payload. A chain that failed is never remembered.
 struct SignedDataChainVerifier: Sendable {
     private let trustedRoots: CertificateStore
     private let verifiedChains = VerifiedChains()
@@ -37,29 +37,20 @@ struct SignedDataChainVerifier: Sendable {
         alsoValidAt: Date? = nil
     ) async throws(SignedDataVerificationError) -> Payload {
         let token = Array(jws.utf8)
-        let parser = DefaultJWTParser(jsonDecoder: JSONDecoder())
-
-        let header: JWTHeader
-        let unverified: SignedBody<Payload>
-        let signature: Data
-        do {
-            (header, unverified, signature) = try parser.parse(token, as: SignedBody<Payload>.self)
-        } catch {
+        guard let parts = CompactJWS(token),
+            let payloadBytes = Base64URL.decode(parts.payload),
+            let signature = Base64URL.decode(parts.signature),
+            let unverified = try? JSONDecoder().decode(SignedBody<Payload>.self, from: Data(payloadBytes))
+        else {
             throw SignedDataVerificationError(
                 .invalidJWS,
                 "not a compact JWS: three base64url parts separated by dots, a JSON header and a JSON payload"
             )
         }
-
-        guard header.alg == "ES256" else {
-            throw SignedDataVerificationError(
-                .unsupportedAlgorithm,
-                "alg must be ES256, found \(header.alg.map { "\"\($0)\"" } ?? "none")"
-            )
-        }
-        let chainKey = header.x5c.flatMap { $0.count == 3 ? $0.joined(separator: ",") : nil }
-        let remembered = chainKey.flatMap { verifiedChains.entry(for: $0) }
-        let certificates = remembered == nil ? try Self.certificates(in: header) : []
+        // A header already verified is known by its text: the same chain signs many JWS with the same header.
+        let headerKey = String(decoding: parts.header, as: UTF8.self)
+        let remembered = verifiedChains.entry(for: headerKey)
+        let certificates = remembered == nil ? try Self.certificates(in: Self.header(parts.header)) : []
         // A signedDate outside what a certificate's validity can express (years 1970 to 3000) is refused before
         // any date arithmetic: swift-certificates traps on dates it cannot encode.
         if let signedDate = unverified.signedDate, !(0...32_503_680_000_000).contains(signedDate) {
@@ -72,7 +63,8 @@ struct SignedDataChainVerifier: Sendable {
             leafKey = remembered.leafKey
             validity = remembered.validity
         } else {
-            let certificates = certificates.isEmpty ? try Self.certificates(in: header) : certificates
+            // Remembered, but the signedDate falls outside the chain's validity: checked in full, as a new chain is.
+            let certificates = certificates.isEmpty ? try Self.certificates(in: Self.header(parts.header)) : certificates
             try await verifyChain(certificates, at: validationTime)
             guard let key = P256.Signing.PublicKey(certificates[0].publicKey) else {
                 throw SignedDataVerificationError(.invalidCertificateChain, "the leaf certificate's key is not a P-256 key")
@@ -80,7 +72,7 @@ struct SignedDataChainVerifier: Sendable {
             leafKey = key
             if let from = certificates.map(\.notValidBefore).max(), let until = certificates.map(\.notValidAfter).min(), from <= until {
                 validity = from...until
-                if let chainKey { verifiedChains.remember(chainKey, VerifiedChains.Entry(validity: from...until, leafKey: key)) }
+                verifiedChains.remember(headerKey, VerifiedChains.Entry(validity: from...until, leafKey: key))
             } else {
                 validity = nil
             }
@@ -94,10 +86,8 @@ struct SignedDataChainVerifier: Sendable {
                 """
             )
         }
-        // The signing input is the token up to its second dot (the parser checked there are exactly two).
-        let signingInput = token[..<(token.lastIndex(of: UInt8(ascii: ".")) ?? token.endIndex)]
         guard let raw = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
-            leafKey.isValidSignature(raw, for: SHA256.hash(data: signingInput))
+            leafKey.isValidSignature(raw, for: SHA256.hash(data: parts.signingInput))
         else {
             throw SignedDataVerificationError(.invalidSignature, "the signature does not verify with the leaf certificate's key")
         }
@@ -111,8 +101,31 @@ struct SignedDataChainVerifier: Sendable {
         return payload
     }
 
+    /// The header's `alg` and `x5c`: all a JWS of the App Store's needs.
+    private struct Header: Decodable {
+        let alg: String?
+        let x5c: [String]?
+    }
+
+    /// The header segment decoded; its `alg` must be `ES256`.
+    private static func header(_ segment: ArraySlice<UInt8>) throws(SignedDataVerificationError) -> Header {
+        guard let bytes = Base64URL.decode(segment), let header = try? JSONDecoder().decode(Header.self, from: Data(bytes)) else {
+            throw SignedDataVerificationError(
+                .invalidJWS,
+                "not a compact JWS: three base64url parts separated by dots, a JSON header and a JSON payload"
+            )
+        }
+        guard header.alg == "ES256" else {
+            throw SignedDataVerificationError(
+                .unsupportedAlgorithm,
+                "alg must be ES256, found \(header.alg.map { "\"\($0)\"" } ?? "none")"
+            )
+        }
+        return header
+    }
+
     /// The three certificates of the `x5c` header, parsed.
-    private static func certificates(in header: JWTHeader) throws(SignedDataVerificationError) -> [Certificate] {
+    private static func certificates(in header: Header) throws(SignedDataVerificationError) -> [Certificate] {
         guard let x5c = header.x5c else {
             throw SignedDataVerificationError(.invalidCertificateChain, "the header has no x5c certificate chain")
         }
