@@ -2,7 +2,7 @@
 ///
 /// ``SignedDataChainVerifier`` reads the App Store's JWS through this rather than a general JWT parser: the header
 /// segment of every JWS signed with one certificate chain is the same text, so a header already verified is known by
-/// its segment and not decoded again (docs/notifications.md, "What a notification costs").
+/// its segment and not decoded again (docs/notifications.md, "What is verified, and why").
 struct CompactJWS {
     /// The header segment, as sent (base64url).
     let header: ArraySlice<UInt8>
