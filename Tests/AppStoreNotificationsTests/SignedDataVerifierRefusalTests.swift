@@ -1,8 +1,9 @@
-import AppStoreNotifications
 import AppStoreTestSupport
 import Foundation
 import Testing
 import X509
+
+@testable import AppStoreNotifications
 
 @Suite("SignedDataVerifier refuses what Apple's would")
 struct SignedDataVerifierRefusalTests {
@@ -186,9 +187,19 @@ struct SignedDataVerifierRefusalTests {
         let good = try await fixture.subscribed()
         let tampered = try JWSTampering.editingHeader(of: good) { $0["kid"] = "injected" }
         #expect(await notificationRefusal(fixture.verifier, tampered) == .invalidSignature)
-        // Also once the genuine header is remembered (a verified JWS's header is known by its text).
+        // A header whose JWS's signature failed is not remembered, though its chain verified.
+        #expect(fixture.verifier.rememberedHeaders == 0)
+        // Once the genuine header is remembered (a verified JWS's header is known by its bytes), refused alike.
         _ = try await fixture.verifier.verifyAndDecodeNotification(good)
+        #expect(fixture.verifier.rememberedHeaders == 1)
         #expect(await notificationRefusal(fixture.verifier, tampered) == .invalidSignature)
+        // A header equal to the remembered one as a Swift string but not in its bytes (U+212A, the Kelvin sign, for a
+        // K) is no base64url at all.
+        let header = try #require(good.split(separator: ".").first)
+        #expect(header.contains("K"))
+        let kelvin = good.replacingOccurrences(of: String(header), with: header.replacingOccurrences(of: "K", with: "\u{212A}"))
+        #expect(String(kelvin.split(separator: ".")[0]) == String(header))
+        #expect(await notificationRefusal(fixture.verifier, kelvin) == .invalidJWS)
     }
 
     @Test("an alg other than ES256", arguments: ["ES384", "ES512", "RS256", "HS256", "none", "es256"])

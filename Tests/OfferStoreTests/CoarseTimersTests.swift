@@ -15,6 +15,17 @@ import Testing
         await until { timers.count == 0 }
     }
 
+    @Test func aSleepUntilAPastInstantEndsWithinATick() async {
+        let timers = CoarseTimers(tick: .milliseconds(5))
+        let clock = ContinuousClock()
+        let deadline = clock.now + .milliseconds(20)
+        await timers.sleep(until: deadline)
+        #expect(clock.now >= deadline)
+        // A deadline already past: the next look at the table ends it.
+        await timers.sleep(until: deadline)
+        #expect(clock.now >= deadline)
+    }
+
     @Test func aCancelledSleepEndsAtOnce() async {
         let timers = CoarseTimers(tick: .milliseconds(5))
         let clock = ContinuousClock()

@@ -28,9 +28,10 @@ struct CompactJWS {
 }
 
 /// Base64url without padding (RFC 7515 §2): only the alphabet's 64 characters, no padding, no whitespace, and no
-/// length a base64 text cannot have.
+/// length a base64 text cannot have. The unused low bits of a last character are ignored, as jwt-kit's decoder
+/// ignored them (the signature covers the text, not the bytes).
 enum Base64URL {
-    /// The bytes `text` encodes; `nil` when it is not strict base64url.
+    /// The bytes `text` encodes; `nil` when it is not base64url.
     static func decode(_ text: ArraySlice<UInt8>) -> [UInt8]? {
         let count = text.count
         guard count % 4 != 1 else { return nil }

@@ -17,10 +17,11 @@ import Synchronization
 ///    jwt-kit's `ES256PublicKey` checks it);
 /// 5. only then is the payload, decoded once at step 1, handed over as the expected type.
 ///
-/// A chain that verified is remembered by its JWS's exact header text (its `alg` and `x5c`, as Apple's libraries cache
-/// verified chains): the next JWS with the same header skips decoding it, parsing the certificates and building the
-/// chain when its `signedDate` falls inside all three certificates' validity — the only part of the chain check that
-/// depends on the payload. A chain that failed is never remembered.
+/// A chain that verified is remembered by the exact bytes of its JWS's header (its `alg` and `x5c`, as Apple's
+/// libraries cache verified chains), once that JWS's own signature verified: the next JWS with the same header skips
+/// decoding it, parsing the certificates and building the chain when its `signedDate` falls inside all three
+/// certificates' validity — the only part of the chain check that depends on the payload. A chain that failed, or a
+/// header whose JWS's signature did not verify, is never remembered.
 struct SignedDataChainVerifier: Sendable {
     private let trustedRoots: CertificateStore
     private let verifiedChains = VerifiedChains()
@@ -28,6 +29,9 @@ struct SignedDataChainVerifier: Sendable {
     init(trustedRoots: [Certificate]) {
         self.trustedRoots = CertificateStore(trustedRoots)
     }
+
+    /// How many headers are remembered as verified (tests).
+    var rememberedHeaders: Int { verifiedChains.count }
 
     /// Verifies `jws` at its `signedDate` (as Apple's libraries do) and decodes its payload; with `alsoValidAt`, every
     /// certificate of the chain must be valid at that time too (a real-time request: the chain valid now).
@@ -47,8 +51,8 @@ struct SignedDataChainVerifier: Sendable {
                 "not a compact JWS: three base64url parts separated by dots, a JSON header and a JSON payload"
             )
         }
-        // A header already verified is known by its text: the same chain signs many JWS with the same header.
-        let headerKey = String(decoding: parts.header, as: UTF8.self)
+        // A header already verified is known by its bytes: the same chain signs many JWS with the same header.
+        let headerKey = Array(parts.header)
         let remembered = verifiedChains.entry(for: headerKey)
         let certificates = remembered == nil ? try Self.certificates(in: Self.header(parts.header)) : []
         // A signedDate outside what a certificate's validity can express (years 1970 to 3000) is refused before
@@ -59,6 +63,9 @@ struct SignedDataChainVerifier: Sendable {
         let validationTime = unverified.signedDate.map { Date(appStoreMilliseconds: $0) } ?? Date()
         let leafKey: P256.Signing.PublicKey
         let validity: ClosedRange<Date>?
+        // Remembered only once the JWS's own signature verifies (below): headers that differ in a byte are other keys,
+        // and a stranger holding Apple's certificates could otherwise fill the table with headers nobody signed.
+        var verifiedChain: VerifiedChains.Entry?
         if let remembered, remembered.validity.contains(validationTime) {
             leafKey = remembered.leafKey
             validity = remembered.validity
@@ -72,7 +79,7 @@ struct SignedDataChainVerifier: Sendable {
             leafKey = key
             if let from = certificates.map(\.notValidBefore).max(), let until = certificates.map(\.notValidAfter).min(), from <= until {
                 validity = from...until
-                verifiedChains.remember(headerKey, VerifiedChains.Entry(validity: from...until, leafKey: key))
+                verifiedChain = VerifiedChains.Entry(validity: from...until, leafKey: key)
             } else {
                 validity = nil
             }
@@ -91,6 +98,7 @@ struct SignedDataChainVerifier: Sendable {
         else {
             throw SignedDataVerificationError(.invalidSignature, "the signature does not verify with the leaf certificate's key")
         }
+        if let verifiedChain { verifiedChains.remember(headerKey, verifiedChain) }
         let verified = unverified
         guard let payload = verified.payload else {
             throw SignedDataVerificationError(
@@ -169,19 +177,26 @@ struct SignedDataChainVerifier: Sendable {
     }
 }
 
-/// Chains that verified, by their `x5c` text: the leaf's key and the span in which all three certificates are
-/// valid. Bounded (64 chains; the App Store signs with a handful at a time), emptied when full.
+/// Chains that verified, by the exact bytes of the JWS header that carried them (its `alg` and `x5c`): the leaf's key
+/// and the span in which all three certificates are valid. Bounded (64 headers of at most 16 KiB; the App Store signs
+/// with a handful of chains at a time), emptied when full.
 final class VerifiedChains: Sendable {
     struct Entry: Sendable {
         let validity: ClosedRange<Date>
         let leafKey: P256.Signing.PublicKey
     }
 
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Mutex<[[UInt8]: Entry]>([:])
 
-    func entry(for key: String) -> Entry? { entries.withLock { $0[key] } }
+    /// The longest header remembered: an App Store header (three certificates) is about 5 KiB.
+    static let longestHeader = 16 * 1024
 
-    func remember(_ key: String, _ entry: Entry) {
+    func entry(for key: [UInt8]) -> Entry? { entries.withLock { $0[key] } }
+
+    var count: Int { entries.withLock { $0.count } }
+
+    func remember(_ key: [UInt8], _ entry: Entry) {
+        guard key.count <= Self.longestHeader else { return }
         entries.withLock { entries in
             if entries.count >= 64 { entries.removeAll() }
             entries[key] = entry

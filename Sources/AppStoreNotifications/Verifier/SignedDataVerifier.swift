@@ -55,6 +55,9 @@ public struct SignedDataVerifier: Sendable {
 
     private let chainVerifier: SignedDataChainVerifier
 
+    /// How many JWS headers (and the chains they carry) are remembered as verified (tests).
+    var rememberedHeaders: Int { chainVerifier.rememberedHeaders }
+
     /// Creates a verifier for one app.
     ///
     /// - Parameters:

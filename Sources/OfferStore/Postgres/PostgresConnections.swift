@@ -113,6 +113,8 @@ final class PostgresConnections: Sendable {
         }
         let leased = LeaseFlag()
         let limit = patient ? max(waitLimit, Self.patientWaitLimit) : waitLimit
+        // The clock's points from the lease's start, so that a tick's lateness at one point does not add to the next.
+        let start = ContinuousClock.now
         let watching = !patient
         do {
             return try await withoutActuallyEscaping(body) { body in
@@ -153,7 +155,7 @@ final class PostgresConnections: Sendable {
                     // The clock: a quarter of the limit without a connection, or half of it with one, sets off a
                     // check; the whole limit without a connection fails the lease.
                     group.addTask {
-                        await self.timers.sleep(for: limit / 4)
+                        await self.timers.sleep(until: start + limit / 4)
                         return .quarter
                     }
                     while let step = try await group.next() {
@@ -164,7 +166,7 @@ final class PostgresConnections: Sendable {
                         case .quarter:
                             if !leased.isSet, watching { self.suspect(.slowOrLost, of: client) }
                             group.addTask {
-                                await self.timers.sleep(for: limit / 4)
+                                await self.timers.sleep(until: start + limit / 2)
                                 return .halfway
                             }
                         case .halfway:
@@ -172,7 +174,7 @@ final class PostgresConnections: Sendable {
                                 if watching { self.suspect(.slowOrLost, of: client) }
                             } else {
                                 group.addTask {
-                                    await self.timers.sleep(for: limit / 2)
+                                    await self.timers.sleep(until: start + limit)
                                     return .limit
                                 }
                             }

@@ -27,7 +27,12 @@ final class CoarseTimers: Sendable {
 
     /// Returns once `duration` has passed (up to one ``tick`` later), or at once when the task is cancelled.
     func sleep(for duration: Duration) async {
-        let sleep = Sleep(until: ContinuousClock.now.advanced(by: duration))
+        await sleep(until: ContinuousClock.now.advanced(by: duration))
+    }
+
+    /// Returns once `deadline` has passed (up to one ``tick`` later), or at once when the task is cancelled.
+    func sleep(until deadline: ContinuousClock.Instant) async {
+        let sleep = Sleep(until: deadline)
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 guard sleep.wait(continuation) else {
