@@ -31,7 +31,7 @@ timed=(StoreOutageTests AppStoreFactsTests AppStoreConfigurationTests ClientAuth
   AdminEdgeTests AppStoreServerAPIClientTests ResilienceTests RetentionMessagingClientTests RetentionTests
   AsyncGateTests DecisionLogRetryTests SQLiteFileLockTests EventLoopSigningTests HTTPConformanceTests
   MigrationWaitTests RotationUnderLoadTests StoreCloseTests ConcurrencyTests CustomerTransactionTests SharedLimitTests
-  SharedAppStoreQuotaTests)
+  SharedAppStoreQuotaTests ClosedConnectionLeaseTests)
 timed_suites="\\.($(IFS='|'; echo "${timed[*]}"))\\b"
 
 # The suites' output is kept, so that the tests which failed (or never finished) can be named again at the end, where
