@@ -62,7 +62,11 @@ final class PostgresBackend: SQLStoreBackend {
         self.preparedAnswerStatements = PostgresAnswers.statements(connections)
         self.sharedLimits = PostgresSharedLimits(connections: connections)
         self.retentionAnswersWriter = { answers in try await PostgresAnswers.recordRetentionAnswers(answers, client: connections) }
-        self.snapshotReads = GroupRead(executor: batchExecutor) { requests in
+        // One read in flight at a time: the reads asked for meanwhile go together in the next, so a burst costs fewer
+        // leases of the pool (each release arms the pool's idle and keep-alive timers, tasks of their own) and
+        // statements. With a policy under 32 connections: 167-171 against 180-204 µs a request, three alternations
+        // (docs/store.md, "One customer at a time").
+        self.snapshotReads = GroupRead(maxInFlight: 1, executor: batchExecutor) { requests in
             try await PostgresCustomerDecisions.snapshots(requests, client: connections)
         }
     }
