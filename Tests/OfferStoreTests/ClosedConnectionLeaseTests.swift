@@ -26,19 +26,11 @@ struct ClosedConnectionLeaseTests {
         arguments: Closing.allCases
     )
     func closedConnectionIsNotUsed(_ closing: Closing) async throws {
-        var configuration = try PostgresBackend.configuration(databaseURL: try #require(Backend.postgresURL))
-        // One connection: the second lease is lent the first one's.
-        configuration.options.maximumConnections = 1
-        let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        // A limit whose quarter (which sets off a check of the database) falls after the test's own deadline: on a
-        // loaded machine the second lease may wait for its fresh connection longer than a quarter of a short limit, and
-        // a check that then cannot connect within a second takes the database for down, which is not what is tested.
-        let connections = PostgresConnections(
-            configuration: configuration,
-            eventLoopGroup: loops,
-            logger: Logger(label: "test"),
-            waitLimit: .seconds(60)
-        )
+        // One connection: the second lease is lent the first one's. A limit whose quarter (which sets off a check of
+        // the database) falls after the test's own deadline: on a loaded machine the second lease may wait for its
+        // fresh connection longer than a quarter of a short limit, and a check that then cannot connect within a
+        // second takes the database for down, which is not what is tested.
+        let (connections, loops) = try Self.connections(maximumConnections: 1, waitLimit: .seconds(60))
         // The connection is closed on its event loop, which then stays busy — up to a second, or until the second
         // lease's work starts — before it removes the channel's handlers and tells the pool: the second lease is
         // lent the closed connection in that tick.
@@ -79,18 +71,25 @@ struct ClosedConnectionLeaseTests {
 }
 
 extension ClosedConnectionLeaseTests {
-    /// The lease's clock (``CoarseTimers``) wakes no earlier than its points: leases that end well before a quarter of
-    /// the limit set off no check, and one whose work holds its connection past half of it does.
-    @Test("a lease sets off a check of the database only once its work has held the connection half the limit")
-    func leaseClockPoints() async throws {
-        let configuration = try PostgresBackend.configuration(databaseURL: try #require(Backend.postgresURL))
+    /// Connections to the test database on an event loop of their own (`maximumConnections`: the pool's, if given).
+    static func connections(maximumConnections: Int? = nil, waitLimit: Duration) throws -> (PostgresConnections, MultiThreadedEventLoopGroup) {
+        var configuration = try PostgresBackend.configuration(databaseURL: try #require(Backend.postgresURL))
+        if let maximumConnections { configuration.options.maximumConnections = maximumConnections }
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let connections = PostgresConnections(
             configuration: configuration,
             eventLoopGroup: loops,
             logger: Logger(label: "test"),
-            waitLimit: .seconds(8)
+            waitLimit: waitLimit
         )
+        return (connections, loops)
+    }
+
+    /// The lease's clock (``CoarseTimers``) wakes no earlier than its points: leases that end well before a quarter of
+    /// the limit set off no check, and one whose work holds its connection past half of it does.
+    @Test("a lease sets off a check of the database only once its work has held the connection half the limit")
+    func leaseClockPoints() async throws {
+        let (connections, loops) = try Self.connections(waitLimit: .seconds(8))
         for _ in 0..<20 {
             try await connections.withConnection { _ in try await Task.sleep(for: .milliseconds(20)) }
         }

@@ -46,10 +46,7 @@ struct SignedDataChainVerifier: Sendable {
             let signature = Base64URL.decode(parts.signature),
             let unverified = try? JSONDecoder().decode(SignedBody<Payload>.self, from: Data(payloadBytes))
         else {
-            throw SignedDataVerificationError(
-                .invalidJWS,
-                "not a compact JWS: three base64url parts separated by dots, a JSON header and a JSON payload"
-            )
+            throw Self.notACompactJWS
         }
         // A header already verified is known by its bytes: the same chain signs many JWS with the same header.
         let headerKey = Array(parts.header)
@@ -109,6 +106,12 @@ struct SignedDataChainVerifier: Sendable {
         return payload
     }
 
+    /// A JWS that does not split into its three parts, or whose header or payload is no base64url JSON.
+    private static let notACompactJWS = SignedDataVerificationError(
+        .invalidJWS,
+        "not a compact JWS: three base64url parts separated by dots, a JSON header and a JSON payload"
+    )
+
     /// The header's `alg` and `x5c`: all a JWS of the App Store's needs.
     private struct Header: Decodable {
         let alg: String?
@@ -118,10 +121,7 @@ struct SignedDataChainVerifier: Sendable {
     /// The header segment decoded; its `alg` must be `ES256`.
     private static func header(_ segment: ArraySlice<UInt8>) throws(SignedDataVerificationError) -> Header {
         guard let bytes = Base64URL.decode(segment), let header = try? JSONDecoder().decode(Header.self, from: Data(bytes)) else {
-            throw SignedDataVerificationError(
-                .invalidJWS,
-                "not a compact JWS: three base64url parts separated by dots, a JSON header and a JSON payload"
-            )
+            throw Self.notACompactJWS
         }
         guard header.alg == "ES256" else {
             throw SignedDataVerificationError(
