@@ -60,4 +60,83 @@ import Testing
         #expect(answers.sorted() == (0..<20).map { $0 * 2 })
         #expect(reads.mostRunning.load(ordering: .relaxed) == 1)
     }
+
+    /// Holds of one resource, counted: how many, how many batches each read, and what each saw thrown.
+    private final class Holds: Sendable {
+        let batchesPerHold = Mutex<[Int]>([])
+        let thrown = Mutex<[String]>([])
+        let refusing = Atomic<Bool>(false)
+
+        func hold(_ batches: @Sendable (_ read: GroupRead<Int, Int>.Read) async throws -> Void, reads: Reads) async throws {
+            if refusing.load(ordering: .relaxed) { throw OfferStoreError(.unavailable, "no connection") }
+            let count = Atomic<Int>(0)
+            do {
+                try await batches { requests in
+                    count.add(1, ordering: .relaxed)
+                    return try await reads.read(requests)
+                }
+            } catch {
+                thrown.withLock { $0.append((error as? OfferStoreError)?.message ?? "?") }
+                batchesPerHold.withLock { $0.append(count.load(ordering: .relaxed)) }
+                throw error
+            }
+            batchesPerHold.withLock { $0.append(count.load(ordering: .relaxed)) }
+        }
+    }
+
+    @Test("reads that waited are read on holds of one resource, many batches a hold and never more than the most a hold reads")
+    func holdsServeManyBatches() async throws {
+        let reads = Reads()
+        let holds = Holds()
+        let group = GroupRead<Int, Int>(
+            maxInFlight: 1,
+            maxBatch: 4,
+            holding: { try await holds.hold($0, reads: reads) },
+            read: { try await reads.read($0) }
+        )
+        let answers = try await withThrowingTaskGroup(of: (Int, Int).self) { tasks in
+            for request in 0..<400 { tasks.addTask { (request, try await group.answer(request)) } }
+            return try await tasks.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        #expect(answers.count == 400 && answers.allSatisfy { $0.value == $0.key * 2 })
+        #expect(reads.mostRunning.load(ordering: .relaxed) == 1)
+        let perHold = holds.batchesPerHold.withLock { $0 }
+        let batches = reads.batches.withLock { $0 }
+        // The reads alone (by their callers) are not on a hold; the rest are.
+        #expect(perHold.reduce(0, +) < batches.count)
+        #expect(perHold.allSatisfy { $0 <= GroupRead<Int, Int>.batchesPerHold })
+        #expect(perHold.contains { $0 > 1 }, "batches a hold: \(perHold)")
+        #expect(perHold.count < perHold.reduce(0, +))
+    }
+
+    @Test("a batch that fails on a hold fails its callers alone and ends the hold, which sees the error; a hold refused fails the next batch")
+    func failureEndsTheHold() async throws {
+        let reads = Reads()
+        let holds = Holds()
+        let group = GroupRead<Int, Int>(
+            maxInFlight: 1,
+            maxBatch: 4,
+            holding: { try await holds.hold($0, reads: reads) },
+            read: { try await reads.read($0) }
+        )
+        let burst = { @Sendable () async -> Int in
+            await withTaskGroup(of: Bool.self) { tasks in
+                for request in 0..<40 { tasks.addTask { (try? await group.answer(request)) == request * 2 } }
+                return await tasks.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+        }
+        reads.failing.store(true, ordering: .relaxed)
+        #expect(await burst() == 0)
+        // Every hold ended at its first batch (or found none waiting), and saw that batch's error.
+        let perHold = holds.batchesPerHold.withLock { $0 }
+        #expect(perHold.contains(1) && perHold.allSatisfy { $0 <= 1 })
+        #expect(holds.thrown.withLock { $0 }.allSatisfy { $0 == "down" } && holds.thrown.withLock { $0.count } == perHold.filter { $0 == 1 }.count)
+        reads.failing.store(false, ordering: .relaxed)
+        holds.refusing.store(true, ordering: .relaxed)
+        let answered = await burst()
+        // Reads alone are made by their callers; those that waited met the refused hold.
+        #expect(answered < 40)
+        holds.refusing.store(false, ordering: .relaxed)
+        #expect(await burst() == 40)
+    }
 }

@@ -66,9 +66,18 @@ final class PostgresBackend: SQLStoreBackend {
         // leases of the pool (each release arms the pool's idle and keep-alive timers, tasks of their own) and
         // statements. With a policy under 32 connections: 167-171 against 180-204 µs a request, three alternations
         // (docs/store.md, "One customer at a time").
-        self.snapshotReads = GroupRead(maxInFlight: 1, executor: batchExecutor) { requests in
-            try await PostgresCustomerDecisions.snapshots(requests, client: connections)
-        }
+        // The reads that waited are read on one lease, batch after batch (``GroupRead/batchesPerHold`` at most): a
+        // lease of the pool costs tasks of its own, and under load a batch is ready as the one before ends.
+        self.snapshotReads = GroupRead(
+            maxInFlight: 1,
+            executor: batchExecutor,
+            holding: { [logger] batches in
+                try await connections.withConnection { connection in
+                    try await batches { requests in try await PostgresCustomerDecisions.snapshots(requests, on: connection, logger: logger) }
+                }
+            },
+            read: { requests in try await PostgresCustomerDecisions.snapshots(requests, client: connections) }
+        )
     }
 
     /// Opens the connections the pool keeps open (``connectionsKeptOpen``) and prepares the signing and retention paths'

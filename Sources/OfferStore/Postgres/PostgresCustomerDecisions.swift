@@ -92,8 +92,20 @@ enum PostgresCustomerDecisions {
     /// The snapshots of every request, in one statement on a connection of its own (``GroupRead`` gathers the
     /// decisions' reads into such batches): one answer per request, in their order.
     static func snapshots(_ requests: [SnapshotRequest], client: PostgresConnections) async throws -> [SnapshotAnswer] {
+        answers(requests, rows: try await client.execute(Snapshots(requests: requests)))
+    }
+
+    /// ``snapshots(_:client:)`` on a connection already leased (``GroupRead``'s batches, several on one lease).
+    static func snapshots(_ requests: [SnapshotRequest], on connection: PostgresConnection, logger: Logger) async throws -> [SnapshotAnswer] {
+        var rows: [Snapshots.Row] = []
+        for try await row in try await connection.executeIfOpen(Snapshots(requests: requests), logger: logger) { rows.append(row) }
+        return answers(requests, rows: rows)
+    }
+
+    /// Each request's answer from the statement's rows.
+    private static func answers(_ requests: [SnapshotRequest], rows: [Snapshots.Row]) -> [SnapshotAnswer] {
         var answers = [SnapshotAnswer](repeating: (nil, []), count: requests.count)
-        for row in try await client.execute(Snapshots(requests: requests)) {
+        for row in rows {
             // The request's place in the batch, as `WITH ORDINALITY` numbers it (from 1); any other is not ours.
             guard row.request >= 1, row.request <= Int64(requests.count) else { continue }
             let index = Int(row.request - 1)

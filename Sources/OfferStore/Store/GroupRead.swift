@@ -12,6 +12,10 @@ import Synchronization
 final class GroupRead<Request: Sendable, Answer: Sendable>: Sendable {
     /// Reads a batch: one answer per request, in their order (a batch whose answers do not match fails whole).
     typealias Read = @Sendable ([Request]) async throws -> [Answer]
+    /// Runs its body — batches read one after another — with the `Read` of one resource held across them
+    /// (PostgreSQL: one connection of the pool, leased once for several batches instead of once each).
+    /// A batch's failure is thrown out of the body once its callers have it, so the hold sees its resource fail.
+    typealias Holding = @Sendable (_ batches: @Sendable (_ read: Read) async throws -> Void) async throws -> Void
 
     private struct Waiting: Sendable {
         var request: Request
@@ -37,18 +41,26 @@ final class GroupRead<Request: Sendable, Answer: Sendable>: Sendable {
     private let read: Read
     /// Where the task that reads waiting requests runs (`nil`: the shared pool).
     private let executor: (any TaskExecutor)?
+    /// How a drain holds one resource across its batches (`nil`: each batch through `read`).
+    private let holding: Holding?
+    /// The most batches a drain reads on one hold before it lets the resource go (and holds it again if reads
+    /// still wait): a hold stays short beside the pool's lease clocks.
+    static var batchesPerHold: Int { 32 }
 
     /// - Parameters:
     ///   - maxInFlight: how many batches at most are read at once (each takes a connection).
     ///   - maxBatch: how many requests at most one batch reads.
     ///   - executor: where the task that reads the waiting requests runs (PostgreSQL: its connections' event loop,
     ///     so the batch's statement is sent and answered without a hop to the shared pool); `nil`: the shared pool.
+    ///   - holding: how the reads that waited hold one resource across their batches (at most
+    ///     ``batchesPerHold`` a hold); `nil`: each batch through `read`. A read alone, by its caller, uses `read`.
     ///   - read: reads a batch.
-    init(maxInFlight: Int = 2, maxBatch: Int = 256, executor: (any TaskExecutor)? = nil, read: @escaping Read) {
+    init(maxInFlight: Int = 2, maxBatch: Int = 256, executor: (any TaskExecutor)? = nil, holding: Holding? = nil, read: @escaping Read) {
         precondition(maxInFlight > 0 && maxBatch > 0)
         self.maxInFlight = maxInFlight
         self.maxBatch = maxBatch
         self.executor = executor
+        self.holding = holding
         self.read = read
     }
 
@@ -75,7 +87,7 @@ final class GroupRead<Request: Sendable, Answer: Sendable>: Sendable {
         // Alone, by its caller: no task, no hop.
         let answer: Result<Answer, any Error>
         do {
-            answer = .success(try await answers([request])[0])
+            answer = .success(try await answers([request], with: read)[0])
         } catch {
             answer = .failure(error)
         }
@@ -96,28 +108,75 @@ final class GroupRead<Request: Sendable, Answer: Sendable>: Sendable {
         if starts { Task(executorPreference: executor) { await self.drain() } }
     }
 
-    /// Reads the waiting requests batch after batch, holding one slot, until none wait.
+    /// Reads the waiting requests batch after batch, holding one slot, until none wait: through `read`, or on one
+    /// hold of ``holding`` for up to ``batchesPerHold`` batches at a time.
     private func drain() async {
+        guard let holding else {
+            while let batch = nextBatch() { _ = await answer(batch, with: read) }
+            return
+        }
         while true {
-            let batch: [Waiting] = state.withLock { state in
-                let taken = Array(state.waiting.prefix(maxBatch))
-                state.waiting.removeFirst(taken.count)
-                state.largestBatch = max(state.largestBatch, taken.count)
-                if taken.isEmpty { state.inFlight -= 1 }
-                return taken
-            }
-            guard !batch.isEmpty else { return }
+            // Set by the body: it ran; it found no read waiting (the slot then given back); a batch failed (its callers
+            // answered with the error).
+            let ran = Atomic<Bool>(false)
+            let ended = Atomic<Bool>(false)
+            let batchFailed = Atomic<Bool>(false)
+            var failure: (any Error)?
             do {
-                let answers = try await answers(batch.map(\.request))
-                for (waiting, answer) in zip(batch, answers) { waiting.continuation.resume(returning: answer) }
+                try await holding { read in
+                    ran.store(true, ordering: .relaxed)
+                    for _ in 0..<Self.batchesPerHold {
+                        guard let batch = self.nextBatch() else {
+                            ended.store(true, ordering: .relaxed)
+                            return
+                        }
+                        // A failed batch ends the hold, which sees the error: the resource may be what failed.
+                        if let error = await self.answer(batch, with: read) {
+                            batchFailed.store(true, ordering: .relaxed)
+                            throw error
+                        }
+                    }
+                }
             } catch {
-                for waiting in batch { waiting.continuation.resume(throwing: error) }
+                failure = error
+            }
+            if ended.load(ordering: .relaxed) { return }
+            if batchFailed.load(ordering: .relaxed) { continue }
+            if let failure = failure
+                ?? (ran.load(ordering: .relaxed) ? nil : OfferStoreError(.unavailable, "A batched read found nothing to read on."))
+            {
+                // No hold at all (no connection within the limit, the store closed): the next batch fails with it.
+                guard let batch = nextBatch() else { return }
+                for waiting in batch { waiting.continuation.resume(throwing: failure) }
             }
         }
     }
 
+    /// The next batch of waiting reads (at most `maxBatch`); `nil`, with the slot given back, when none wait.
+    private func nextBatch() -> [Waiting]? {
+        state.withLock { state in
+            let taken = Array(state.waiting.prefix(maxBatch))
+            state.waiting.removeFirst(taken.count)
+            state.largestBatch = max(state.largestBatch, taken.count)
+            if taken.isEmpty { state.inFlight -= 1 }
+            return taken.isEmpty ? nil : taken
+        }
+    }
+
+    /// Reads `batch` and answers its callers; the error they got, if the read failed.
+    private func answer(_ batch: [Waiting], with read: Read) async -> (any Error)? {
+        do {
+            let answers = try await answers(batch.map(\.request), with: read)
+            for (waiting, answer) in zip(batch, answers) { waiting.continuation.resume(returning: answer) }
+            return nil
+        } catch {
+            for waiting in batch { waiting.continuation.resume(throwing: error) }
+            return error
+        }
+    }
+
     /// `read` of a batch, one answer per request (a batch whose answers do not match fails whole).
-    private func answers(_ requests: [Request]) async throws -> [Answer] {
+    private func answers(_ requests: [Request], with read: Read) async throws -> [Answer] {
         let answers = try await read(requests)
         guard answers.count == requests.count else {
             throw OfferStoreError(.unavailable, "A batched read gave \(answers.count) answers for \(requests.count) requests.")
