@@ -85,6 +85,32 @@ import Testing
         }
     }
 
+    @Test("the signatures of the lookback written directly are the encoder's text; identifiers it would escape are left to it")
+    func issuedText() throws {
+        let alphabet = Array("abcXYZ019._-~ :{}[],'\"\\/é\u{7F}\n")
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let issued = (0..<Int.random(in: 0...3, using: &generator)).map { _ in
+                DecisionSnapshot.Issued(
+                    productIdentifier: String((0..<Int.random(in: 0...6, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }),
+                    offerIdentifier: String((0..<Int.random(in: 0...6, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }),
+                    timestamp: Int64.random(in: Int64.min...Int64.max, using: &generator)
+                )
+            }
+            let encoded = try StoredFactsText.encode(issued)
+            if let written = StoredFactsText.issuedText(issued) {
+                #expect(written == encoded)
+            } else {
+                // Left to the encoder only for a character outside printable ASCII, or one it escapes.
+                let identifiers = issued.flatMap { [$0.productIdentifier, $0.offerIdentifier] }.joined()
+                #expect(identifiers.unicodeScalars.contains { !(" "..."~").contains($0) || "\"\\/".unicodeScalars.contains($0) })
+            }
+        }
+        let plain = DecisionSnapshot.Issued(productIdentifier: "com.example.monthly", offerIdentifier: "winback_50", timestamp: 1_750_000_000_123)
+        #expect(StoredFactsText.issuedText([plain, plain]) == (try StoredFactsText.encode([plain, plain])))
+        #expect(StoredFactsText.issuedText([]) == "[]")
+    }
+
     @Test("text the scan does not follow is encoded instead; spaced JSON is blanked in place and still decodes to the facts")
     func otherText() throws {
         let facts = Self.facts("com.example.snapshot")

@@ -15,7 +15,7 @@ extension DecisionSnapshot {
             return try DecisionSnapshot(context, lookback: lookback).encoded()
         }
         let issued = issuedSignatures(context, lookback: lookback)
-        let issuedText = issued.isEmpty ? "[]" : try StoredFactsText.encode(issued)
+        let issuedText = try StoredFactsText.issuedText(issued) ?? StoredFactsText.encode(issued)
         return "{\"f\":" + facts + ",\"i\":" + issuedText + "}"
     }
 }
@@ -81,6 +81,25 @@ enum StoredFactsText {
         encoder.dateEncodingStrategy = .millisecondsSince1970
         encoder.outputFormatting = [.sortedKeys]
         return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    /// `issued` as ``encode(_:)`` writes it (keys sorted: `o`, `p`, `t`), written directly when every identifier is
+    /// printable ASCII that JSON leaves as it is (not `"`, `\\` or `/`, which the encoder escapes); `nil` otherwise
+    /// (the caller encodes).
+    static func issuedText(_ issued: [DecisionSnapshot.Issued]) -> String? {
+        var output = "["
+        for (index, signature) in issued.enumerated() {
+            guard isPlain(signature.offerIdentifier), isPlain(signature.productIdentifier) else { return nil }
+            if index > 0 { output += "," }
+            output += "{\"o\":\"" + signature.offerIdentifier + "\",\"p\":\"" + signature.productIdentifier + "\",\"t\":"
+            output += String(signature.timestamp) + "}"
+        }
+        return output + "]"
+    }
+
+    /// Whether JSON's encoder writes `text` between its quotes as it is.
+    private static func isPlain(_ text: String) -> Bool {
+        text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 != UInt8(ascii: "/") }
     }
 
     /// The time 0 as the snapshot writes `updatedAt`.
