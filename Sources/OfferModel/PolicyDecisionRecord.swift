@@ -4,9 +4,9 @@ import Foundation
 /// when, on which channel, about which offer, for which customer (the log's keyed hash, never the identifier),
 /// under which policy version, on what facts, and the answer with its reason codes.
 ///
-/// The facts are a snapshot (``factsSnapshot``, compact JSON written by the application) stored once per distinct
-/// content: ``factsHash`` names it in `decision_facts`, so a customer asking again with nothing changed costs one
-/// small row.
+/// The facts are a snapshot (``factsSnapshot``, compact JSON written by the application) kept in the decision's own
+/// row (schema version 24; before it, once per distinct content in `decision_facts`, named by ``factsHash``). The hash
+/// still names the content: a replay decodes each distinct snapshot once.
 public struct PolicyDecisionRecord: Sendable, Hashable {
     /// A random identifier, unique with ``decidedAt`` (the log's order for paging).
     public var identifier: Int64

@@ -5,7 +5,6 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
-import OfferApplication
 import OfferEligibility
 import OfferKeys
 import OfferModel
@@ -13,6 +12,7 @@ import OfferSigning
 import OfferStore
 import Testing
 
+@testable import OfferApplication
 @testable import OfferSignerServer
 
 /// A known history of decisions made through the service, then dry-runs of candidates against it
@@ -181,8 +181,10 @@ struct DryRunHistory {
         #expect(
             decisions.allSatisfy { $0.policyVersion == history.service.policy?.version && $0.policyVersion.count == 64 && $0.channel == "legacy" }
         )
-        let snapshots = try await history.store.decisionSnapshots(hashes: decisions.map(\.factsHash))
-        #expect(!snapshots.isEmpty && snapshots.count < decisions.count)  // identical snapshots are stored once
+        // Each decision keeps its snapshot in its row; identical snapshots share their hash.
+        #expect(decisions.allSatisfy { !$0.factsSnapshot.isEmpty && DecisionSnapshot.hash($0.factsSnapshot) == $0.factsHash })
+        let snapshots = Dictionary(decisions.map { ($0.factsHash, $0.factsSnapshot) }, uniquingKeysWith: { first, _ in first })
+        #expect(!snapshots.isEmpty && snapshots.count < decisions.count)
         #expect(snapshots.values.allSatisfy { !$0.contains("dry-customer") && $0.contains("\"flags\"") })
         #expect(snapshots.values.filter { $0.contains("churnRisk") }.count == snapshots.count - 1)  // all but c8's
         #expect(decisions.allSatisfy { !$0.customerHash.contains("dry-customer") })
@@ -575,7 +577,7 @@ struct ExperimentHistory {
             limit: 100
         )
         let model = try #require(logged.first { $0.offerIdentifier == "winback" })
-        let snapshots = try await history.store.decisionSnapshots(hashes: [model.factsHash])
+        let snapshots = [model.factsHash: model.factsSnapshot]
         for offset in 1...3 {
             history.store.logDecision(
                 PolicyDecisionRecord(

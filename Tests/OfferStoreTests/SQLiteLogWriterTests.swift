@@ -145,7 +145,7 @@ import Testing
         let (backend, path) = try await database()
         // The decision log's tables, as the store's migrations make them.
         try await backend.write { database in
-            for (version, statements) in StoreSchema.migrations where [9, 18, 19].contains(version) {
+            for (version, statements) in StoreSchema.migrations where [9, 18, 19, 24].contains(version) {
                 for statement in statements { try await database.run(statement) }
             }
         }
@@ -166,8 +166,7 @@ import Testing
             factsHash: "h",
             factsSnapshot: "{}"
         )
-        let snapshot = DecisionSnapshotRow(hash: "h", facts: "{}", lastUsedAt: 2)
-        try await writer.queueSync { try writer.writeDecisionsOnQueue([decision], snapshots: [snapshot]) }
+        try await writer.queueSync { try writer.writeDecisionsOnQueue([decision]) }
         #expect(try await writer.queueSync { try writer.synchronousOnQueue() } == 2)
         #expect(
             try await backend.read { try await $0.raw("SELECT count(*) AS n FROM policy_decisions").first(decodingColumn: "n", as: Int.self) } == 1
@@ -192,8 +191,7 @@ import Testing
                             factsHash: "h",
                             factsSnapshot: "{}"
                         )
-                    ],
-                    snapshots: []
+                    ]
                 )
             }
         }

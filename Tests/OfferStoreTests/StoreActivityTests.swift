@@ -1,7 +1,9 @@
 import Foundation
 import OfferModel
-import OfferStore
+import SQLKit
 import Testing
+
+@testable import OfferStore
 
 /// What the console's overview reads of the store (``StoreActivityReporting``): the newest signature and notification,
 /// and the decisions of a range counted by their answer, on SQLite and PostgreSQL.
@@ -137,7 +139,7 @@ import Testing
         try await store.close()
     }
 
-    @Test("a batch's decisions read back as written (optional columns included), each snapshot once", arguments: Backend.available)
+    @Test("a batch's decisions read back as written, their snapshots and optional columns included", arguments: Backend.available)
     func batchReadsBackAsWritten(_ backend: Backend) async throws {
         let (store, _) = try await backend.open()
         let app = "com.example.batch-\(UUID().uuidString.prefix(8).lowercased())"
@@ -156,11 +158,49 @@ import Testing
         }
         await store.flushDecisionLog()
         let read = try await store.policyDecisions(bundleIdentifiers: [app], since: start, until: start + day, after: nil, limit: 100)
-        var expected = written
-        for index in expected.indices { expected[index].factsSnapshot = "" }
-        #expect(read == expected)
-        let snapshots = try await store.decisionSnapshots(hashes: (0..<3).map { "\(app)-facts-\($0)" })
-        #expect(snapshots == Dictionary(uniqueKeysWithValues: (0..<3).map { ("\(app)-facts-\($0)", #"{"f":{"n":\#($0)},"i":[]}"#) }))
+        #expect(read == written)
+        // Kept in the decisions' rows, not in `decision_facts`.
+        #expect(try await store.decisionSnapshots(hashes: (0..<3).map { "\(app)-facts-\($0)" }).isEmpty)
+        try await store.close()
+    }
+
+    @Test(
+        "a decision written before schema version 24 reads back without its snapshot, which is read by its hash; the purge drops both",
+        arguments: Backend.available
+    )
+    func decisionsWrittenBefore(_ backend: Backend) async throws {
+        let (store, _) = try await backend.open()
+        let sql = try #require(store as? SQLOfferStore)
+        let app = "com.example.before-\(UUID().uuidString.prefix(8).lowercased())"
+        let start = firstDay * day
+        var decision = Self.decision(at: start + 5, granted: true, identifier: 77)
+        decision.bundleIdentifier = app
+        decision.factsHash = "\(app)-facts"
+        let record = decision
+        // As a batch wrote it before: the snapshot in `decision_facts`, none in the decision's row.
+        try await sql.backend.transaction { database in
+            try await database.raw(
+                """
+                INSERT INTO decision_facts (hash, facts, last_used_at) \
+                VALUES (\(bind: record.factsHash), '{"f":{"n":1},"i":[]}', \(bind: record.decidedAt))
+                """
+            ).run()
+            try await database.raw(
+                """
+                INSERT INTO policy_decisions (decided_at, id, channel, bundle_identifier, product_identifier, offer_identifier, customer_hash, \
+                policy_version, granted, reasons, lookback_seconds, facts_hash) VALUES (\(bind: record.decidedAt), \(bind: record.identifier), \
+                \(bind: record.channel), \(bind: app), \(bind: record.productIdentifier), \(bind: record.offerIdentifier), \
+                \(bind: record.customerHash), \
+                \(bind: record.policyVersion), 1, \(bind: record.reasons), \(bind: record.lookbackSeconds), \(bind: record.factsHash))
+                """
+            ).run()
+        }
+        let read = try await store.policyDecisions(bundleIdentifiers: [app], since: start, until: start + day, after: nil, limit: 10)
+        #expect(read.map(\.identifier) == [77] && read.first?.factsSnapshot == "")
+        #expect(try await store.decisionSnapshots(hashes: [record.factsHash]) == [record.factsHash: #"{"f":{"n":1},"i":[]}"#])
+        _ = try await store.purgeDecisionLog(before: Date(timeIntervalSince1970: Double(start + day) / 1000))
+        #expect(try await store.policyDecisions(bundleIdentifiers: [app], since: start, until: start + day, after: nil, limit: 10).isEmpty)
+        #expect(try await store.decisionSnapshots(hashes: [record.factsHash]).isEmpty)
         try await store.close()
     }
 

@@ -143,6 +143,18 @@ struct DryRunTally {
         return distinct
     }
 
+    /// Decodes the snapshots among `wanted` that the page's decisions carry in their rows (schema version 24); the
+    /// hashes of the others, in their order, to be read from the store (decisions written before keep theirs in
+    /// `decision_facts`).
+    mutating func addCarried(by page: [PolicyDecisionRecord], wanted: [String]) -> [String] {
+        var left = Set(wanted)
+        for record in page where !record.factsSnapshot.isEmpty && left.contains(record.factsHash) {
+            left.remove(record.factsHash)
+            if let decoded = try? DecisionSnapshot.decode(record.factsSnapshot) { snapshots[record.factsHash] = decoded }
+        }
+        return wanted.filter { left.contains($0) }
+    }
+
     /// Decodes the snapshots read for a page.
     mutating func add(snapshots texts: [String: String]) {
         for (hash, text) in texts {

@@ -68,7 +68,7 @@ public struct PolicyDryRun: Sendable {
             } catch {
                 throw OfferServiceError.storeUnavailable
             }
-            let missing = tally.snapshotsToRead(for: page)
+            let missing = tally.addCarried(by: page, wanted: tally.snapshotsToRead(for: page))
             if !missing.isEmpty {
                 do {
                     tally.add(snapshots: try await store.decisionSnapshots(hashes: missing))

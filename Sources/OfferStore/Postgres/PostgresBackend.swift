@@ -226,8 +226,8 @@ final class PostgresBackend: SQLStoreBackend {
     }
 
     /// ``PostgresDecisionBatch``: one prepared statement, the batch bound as arrays, one round trip.
-    var decisionBatchWriter: (@Sendable ([PolicyDecisionRecord], [DecisionSnapshotRow]) async throws -> Void)? {
-        { [connections] records, snapshots in try await PostgresDecisionBatch.write(records, snapshots: snapshots, client: connections) }
+    var decisionBatchWriter: (@Sendable ([PolicyDecisionRecord]) async throws -> Void)? {
+        { [connections] records in try await PostgresDecisionBatch.write(records, client: connections) }
     }
 
     /// ``PostgresNotificationBatch``: the batch in two prepared statements on the transaction's connection.

@@ -63,43 +63,25 @@ extension SQLOfferStore {
         await decisionRecorder.drain()
     }
 
-    /// Writes one batch of decisions in one transaction: each distinct snapshot once (its `last_used_at` moved to
-    /// the newest decision using it), then the decisions in one multi-row INSERT, then the days' counts of the
-    /// decisions it inserted (``DecisionRollup``). Idempotent: written again after a
-    /// failure whose outcome is unknown (a connection lost at `COMMIT`), nothing is doubled. A failure is logged by
-    /// the queue's retry (``decisionLogRetry(logger:delays:maximumQueued:)``).
+    /// Writes one batch of decisions in one transaction: the decisions, each with its facts snapshot, in one
+    /// multi-row INSERT, then the days' counts of the decisions it inserted (``DecisionRollup``). Idempotent: written
+    /// again after a failure whose outcome is unknown (a connection lost at `COMMIT`), nothing is doubled. A failure is
+    /// logged by the queue's retry (``decisionLogRetry(logger:delays:maximumQueued:)``).
     /// A SQLite file's batches go through ``SQLiteLogWriter``'s statements, prepared once; PostgreSQL's are one prepared statement
     /// (``PostgresDecisionBatch``).
+    ///
+    /// The snapshot rides in the decision's own row (schema version 24), appended at the log's end with it: stored once
+    /// per distinct text in `decision_facts`, by a random hash, each decision cost a page of that table's index of its
+    /// own — on a SQLite file under `Benchmarks/Signing/policy.yaml`, about a fifth of a decision's cost.
     static func writeDecisions(_ records: [PolicyDecisionRecord], backend: any SQLStoreBackend) async throws -> [(any Error)?] {
-        var snapshots: [String: (facts: String, lastUsedAt: Int64)] = [:]
-        for record in records {
-            let newest = max(snapshots[record.factsHash]?.lastUsedAt ?? .min, record.decidedAt)
-            snapshots[record.factsHash] = (record.factsSnapshot, newest)
-        }
-        let facts = snapshots.sorted { $0.key < $1.key }
-        let rows = facts.map { DecisionSnapshotRow(hash: $0.key, facts: $0.value.facts, lastUsedAt: $0.value.lastUsedAt) }
-        if let sqlite = backend as? SQLiteBackend, try await sqlite.writeDecisions(records, snapshots: rows) {
+        if let sqlite = backend as? SQLiteBackend, try await sqlite.writeDecisions(records) {
             return Array(repeating: nil, count: records.count)
         }
         if let write = backend.decisionBatchWriter {
-            try await backend.mappingErrors { try await write(records, rows) }
+            try await backend.mappingErrors { try await write(records) }
             return Array(repeating: nil, count: records.count)
         }
         try await backend.transaction { database in
-            try await database.insert(into: "decision_facts").columns("hash", "facts", "last_used_at")
-                .rows(facts.map { [SQLBind($0.key), SQLBind($0.value.facts), SQLBind($0.value.lastUsedAt)] as [any SQLExpression] })
-                .onConflict(with: ["hash"]) { update in
-                    update.set(
-                        "last_used_at",
-                        to: SQLRaw(
-                            """
-                            CASE WHEN excluded.last_used_at > decision_facts.last_used_at THEN excluded.last_used_at ELSE \
-                            decision_facts.last_used_at END
-                            """
-                        )
-                    )
-                }
-                .run()
             let inserted = try await database.insert(into: "policy_decisions")
                 .columns(
                     "decided_at",
@@ -116,7 +98,8 @@ extension SQLOfferStore {
                     "lookback_seconds",
                     "facts_hash",
                     "experiment_identifier",
-                    "experiment_variant"
+                    "experiment_variant",
+                    "facts"
                 )
                 .rows(
                     records.map { record -> [any SQLExpression] in
@@ -126,6 +109,7 @@ extension SQLOfferStore {
                             SQLBind(record.retentionEntry), SQLBind(record.customerHash), SQLBind(record.policyVersion),
                             SQLBind(Int64(record.granted ? 1 : 0)), SQLBind(record.reasons), SQLBind(record.lookbackSeconds),
                             SQLBind(record.factsHash), SQLBind(record.experimentIdentifier), SQLBind(record.experimentVariant),
+                            SQLBind(record.factsSnapshot),
                         ]
                     }
                 )
@@ -152,7 +136,7 @@ extension SQLOfferStore {
         let rows = try await backend.reading { database in
             try await database.raw(
                 """
-                SELECT \(unsafeRaw: DecisionRow.columns) FROM policy_decisions
+                SELECT \(unsafeRaw: DecisionRow.columns), facts FROM policy_decisions
                 WHERE decided_at >= \(bind: max(since, start.decidedAt)) AND decided_at < \(bind: until)
                     AND (decided_at, id) > (\(bind: start.decidedAt), \(bind: start.identifier))
                     AND bundle_identifier IN (\(binds: bundleIdentifiers))
@@ -187,8 +171,8 @@ extension SQLOfferStore {
         }
     }
 
-    /// A `policy_decisions` row, as read.
-    /// A `policy_decisions` row as the log's reads select it (``columns``), without its facts snapshot.
+    /// A `policy_decisions` row as the log's reads select it: ``columns``, and its facts snapshot when the read asks for
+    /// it (a dry-run's pages; not the console's).
     struct DecisionRow: Decodable, Sendable {
         static let columns = """
             decided_at, id, channel, bundle_identifier, product_identifier, offer_identifier, retention_entry,
@@ -199,6 +183,9 @@ extension SQLOfferStore {
         var offerIdentifier: String, retentionEntry: String?, customerHash: String, policyVersion: String
         var granted: Int64, reasons: String, lookbackSeconds: Int64, factsHash: String
         var experimentIdentifier: String?, experimentVariant: String?
+        /// The facts snapshot, when the read selects it and the decision keeps it in its row (schema version 24; a
+        /// decision written before has its snapshot in `decision_facts`, ``decisionSnapshots(hashes:)``).
+        var facts: String?
 
         private enum CodingKeys: String, CodingKey {
             case decidedAt = "decided_at"
@@ -215,9 +202,11 @@ extension SQLOfferStore {
             case factsHash = "facts_hash"
             case experimentIdentifier = "experiment_identifier"
             case experimentVariant = "experiment_variant"
+            case facts
         }
 
-        /// The decision, its facts snapshot left empty (read on its own, ``decisionSnapshots(hashes:)``).
+        /// The decision, with its facts snapshot when its row keeps it (empty otherwise: read on its own,
+        /// ``decisionSnapshots(hashes:)``).
         var record: PolicyDecisionRecord {
             PolicyDecisionRecord(
                 identifier: identifier,
@@ -233,18 +222,10 @@ extension SQLOfferStore {
                 reasons: reasons,
                 lookbackSeconds: lookbackSeconds,
                 factsHash: factsHash,
-                factsSnapshot: "",
+                factsSnapshot: facts ?? "",
                 experimentIdentifier: experimentIdentifier,
                 experimentVariant: experimentVariant
             )
         }
     }
-}
-
-/// A `decision_facts` row as a batch of the decision log writes it.
-struct DecisionSnapshotRow: Sendable {
-    var hash: String
-    var facts: String
-    /// The newest decision of the batch that used it (Unix ms).
-    var lastUsedAt: Int64
 }

@@ -71,10 +71,10 @@ protocol SQLStoreBackend: Sendable {
     /// batch in a transaction of its own statements.
     var retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? { get }
 
-    /// Writes a batch of the decision log (its decisions and their distinct facts snapshots, sorted by hash) in one
-    /// statement, its own transaction, when the database can (PostgreSQL: ``PostgresDecisionBatch``); `nil` (the
-    /// default): ``SQLOfferStore/writeDecisions(_:backend:)`` writes it in a transaction of its own statements.
-    var decisionBatchWriter: (@Sendable ([PolicyDecisionRecord], [DecisionSnapshotRow]) async throws -> Void)? { get }
+    /// Writes a batch of the decision log (its decisions, each with its facts snapshot) in one statement, its own
+    /// transaction, when the database can (PostgreSQL: ``PostgresDecisionBatch``); `nil` (the default):
+    /// ``SQLOfferStore/writeDecisions(_:backend:)`` writes it in a transaction of its own statements.
+    var decisionBatchWriter: (@Sendable ([PolicyDecisionRecord]) async throws -> Void)? { get }
 
     /// Files a batch of notifications that ``PostgresNotificationBatch/fits(_:)`` inside the caller's transaction in
     /// two statements (PostgreSQL: ``PostgresNotificationBatch``), or throws and the batch is filed one notification at
@@ -152,7 +152,7 @@ extension SQLStoreBackend {
     var sharedLimits: (any SharedLimitStore)? { nil }
     var batchExecutor: (any TaskExecutor)? { nil }
     var retentionAnswersWriter: (@Sendable ([RetentionAnswerRecord]) async throws -> Void)? { nil }
-    var decisionBatchWriter: (@Sendable ([PolicyDecisionRecord], [DecisionSnapshotRow]) async throws -> Void)? { nil }
+    var decisionBatchWriter: (@Sendable ([PolicyDecisionRecord]) async throws -> Void)? { nil }
     var notificationBatchFiler: (@Sendable ([PendingFiling], any SQLDatabase) async throws -> [NotificationFiled])? { nil }
     func migrationStatements(version: Int) -> [SQLQueryString] { [] }
     func warmUp() async {}

@@ -289,6 +289,11 @@ enum StoreSchema {
         // (``PostgresNotificationBatch/lockFunction``, ``PostgresNotificationBatch/writeFunction``): the backend's own
         // statements, none on SQLite.
         (23, []),
+        // The decision log keeps each decision's facts snapshot in its own row (``SQLOfferStore/writeDecisions(_:backend:)``):
+        // appended with the decision instead of upserted into `decision_facts` by a random hash, whose index cost each
+        // decision a page of its own. `decision_facts` keeps the snapshots of the decisions written before, read by
+        // their hash until the purge drops them.
+        (24, ["ALTER TABLE policy_decisions ADD COLUMN facts TEXT"]),
     ]
 
     /// The versions `schema_migrations` lists, read without the migration lock; throws where the table is missing.

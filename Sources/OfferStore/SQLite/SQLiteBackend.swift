@@ -209,12 +209,12 @@ final class SQLiteBackend: SQLStoreBackend {
     /// Writes a batch of the decision log through ``SQLiteLogWriter`` (statements prepared once), on its queue,
     /// inside the write gate, as the group commit's batches; `false` in memory (nothing written: the caller writes
     /// through SQLKit).
-    func writeDecisions(_ records: [PolicyDecisionRecord], snapshots: [DecisionSnapshotRow]) async throws -> Bool {
+    func writeDecisions(_ records: [PolicyDecisionRecord]) async throws -> Bool {
         guard let logWriter else { return false }
         let gate = writeGate
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             logWriter.queue.async {
-                continuation.resume(with: Result { try gate.withGateBlocking { try logWriter.writeDecisionsOnQueue(records, snapshots: snapshots) } })
+                continuation.resume(with: Result { try gate.withGateBlocking { try logWriter.writeDecisionsOnQueue(records) } })
             }
         }
         return true

@@ -6,7 +6,7 @@ import OfferModel
 import VaporCSQLite
 
 /// The group commit's writer for a SQLite file: a batch of issued signatures — or of retention answers' claims
-/// with their signatures (``claimOnQueue(_:)``), or of the decision log (``writeDecisionsOnQueue(_:snapshots:)``) —
+/// with their signatures (``claimOnQueue(_:)``), or of the decision log (``writeDecisionsOnQueue(_:)``) —
 /// in one transaction on a connection of its own, with its statements prepared once, on a serial queue of its own.
 ///
 /// Through SQLKit and sqlite-nio a batch cost three trips to sqlite-nio's thread pool (BEGIN, INSERT, COMMIT),
@@ -34,7 +34,6 @@ final class SQLiteLogWriter: @unchecked Sendable {
     private var addToDaily: OpaquePointer?
     private var claimAnswer: OpaquePointer?
     private var unclaimAnswer: OpaquePointer?
-    private var upsertSnapshot: OpaquePointer?
     private var insertDecision: OpaquePointer?
     private var addToDecisionDaily: OpaquePointer?
     private var commit: OpaquePointer?
@@ -131,31 +130,22 @@ final class SQLiteLogWriter: @unchecked Sendable {
         }
     }
 
-    /// Writes a batch of the decision log in one transaction, on ``queue``: each distinct facts snapshot upserted
-    /// once (its `last_used_at` the newest of its decisions'), then each decision (one written before is skipped:
-    /// a batch written again after a failure doubles nothing), then the days' counts of those written
-    /// (``DecisionRollup``). The statements are prepared at the first batch.
+    /// Writes a batch of the decision log in one transaction, on ``queue``: each decision with its facts snapshot
+    /// (one written before is skipped: a batch written again after a failure doubles nothing), then the days' counts
+    /// of those written (``DecisionRollup``). The statements are prepared at the first batch.
     ///
     /// The batch is committed without a flush of its own (`synchronous=NORMAL` for its transaction): in WAL mode its
     /// pages reach the disk with the next signature batch's flush, which covers every frame written before it. The
     /// log's answer never waits for it either way; what a power cut can cost is the decisions of that last moment,
     /// as it costs those still queued (docs/store.md "The decision log").
-    func writeDecisionsOnQueue(_ records: [PolicyDecisionRecord], snapshots: [DecisionSnapshotRow]) throws {
+    func writeDecisionsOnQueue(_ records: [PolicyDecisionRecord]) throws {
         try inTransaction(flushed: false) {
             // At the first batch (a log writer may serve a file without the decision log: tests); each statement
             // again until it is prepared.
-            if upsertSnapshot == nil {
-                upsertSnapshot = try prepare(
-                    """
-                    INSERT INTO decision_facts (hash, facts, last_used_at) VALUES (?, ?, ?) ON CONFLICT (hash) DO UPDATE SET last_used_at = \
-                    CASE WHEN excluded.last_used_at > decision_facts.last_used_at THEN excluded.last_used_at ELSE decision_facts.last_used_at END
-                    """
-                )
-            }
             if insertDecision == nil {
                 insertDecision = try prepare(
                     """
-                    INSERT INTO policy_decisions (\(Self.decisionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+                    INSERT INTO policy_decisions (\(Self.decisionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
                     ON CONFLICT (decided_at, id) DO NOTHING
                     """
                 )
@@ -167,12 +157,6 @@ final class SQLiteLogWriter: @unchecked Sendable {
                     ON CONFLICT (day, granted) DO UPDATE SET decisions = decision_daily.decisions + excluded.decisions
                     """
                 )
-            }
-            for snapshot in snapshots {
-                try bind(snapshot.hash, at: 1, in: upsertSnapshot)
-                try bind(snapshot.facts, at: 2, in: upsertSnapshot)
-                try check(sqlite_nio_sqlite3_bind_int64(upsertSnapshot, 3, snapshot.lastUsedAt))
-                try run(upsertSnapshot)
             }
             let statement = insertDecision
             var inserted: [DecisionRollup.Day: Int64] = [:]
@@ -192,6 +176,7 @@ final class SQLiteLogWriter: @unchecked Sendable {
                 try bind(record.factsHash, at: 13, in: statement)
                 try bind(record.experimentIdentifier, at: 14, in: statement)
                 try bind(record.experimentVariant, at: 15, in: statement)
+                try bind(record.factsSnapshot, at: 16, in: statement)
                 try run(statement)
                 // Counted when written, not when skipped (``DecisionRollup``: a batch written again counts nothing twice).
                 if sqlite_nio_sqlite3_changes(connection) == 1 {
@@ -207,10 +192,10 @@ final class SQLiteLogWriter: @unchecked Sendable {
         }
     }
 
-    /// The columns of a decision, in the order ``writeDecisionsOnQueue(_:snapshots:)`` binds them.
+    /// The columns of a decision, in the order ``writeDecisionsOnQueue(_:)`` binds them.
     private static let decisionColumns = """
         decided_at, id, channel, bundle_identifier, product_identifier, offer_identifier, retention_entry, customer_hash, policy_version, \
-        granted, reasons, lookback_seconds, facts_hash, experiment_identifier, experiment_variant
+        granted, reasons, lookback_seconds, facts_hash, experiment_identifier, experiment_variant, facts
         """
 
     /// Runs `body` between `BEGIN IMMEDIATE` and `COMMIT` (durable when it returns); rolls back when it throws.
@@ -360,13 +345,13 @@ final class SQLiteLogWriter: @unchecked Sendable {
 
     private func closeOnQueue() {
         for statement in [
-            begin, insert, addToDaily, claimAnswer, unclaimAnswer, upsertSnapshot, insertDecision, addToDecisionDaily, commit, rollback,
+            begin, insert, addToDaily, claimAnswer, unclaimAnswer, insertDecision, addToDecisionDaily, commit, rollback,
         ]
         where statement != nil {
             sqlite_nio_sqlite3_finalize(statement)
         }
         (begin, insert, addToDaily, commit, rollback) = (nil, nil, nil, nil, nil)
-        (claimAnswer, unclaimAnswer, upsertSnapshot, insertDecision, addToDecisionDaily) = (nil, nil, nil, nil, nil)
+        (claimAnswer, unclaimAnswer, insertDecision, addToDecisionDaily) = (nil, nil, nil, nil)
         if let connection { sqlite_nio_sqlite3_close_v2(connection) }
         connection = nil
         closed = true

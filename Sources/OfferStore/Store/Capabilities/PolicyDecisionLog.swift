@@ -13,8 +13,9 @@ public protocol PolicyDecisionLog: Sendable {
     func flushDecisionLog() async
 
     /// The logged decisions about the apps `bundleIdentifiers` with `since <= decidedAt < until` (Unix ms), oldest
-    /// first, after `cursor`, at most `limit` (1 to 10,000) — without their snapshots (``PolicyDecisionRecord/factsSnapshot``
-    /// is empty): a replay reads each distinct snapshot once (``decisionSnapshots(hashes:)``).
+    /// first, after `cursor`, at most `limit` (1 to 10,000), each with its facts snapshot when its row keeps it
+    /// (``PolicyDecisionRecord/factsSnapshot``; empty for a decision written before schema version 24, whose snapshot
+    /// is read by its hash, ``decisionSnapshots(hashes:)``).
     func policyDecisions(
         bundleIdentifiers: [String],
         since: Int64,
@@ -23,7 +24,8 @@ public protocol PolicyDecisionLog: Sendable {
         limit: Int
     ) async throws -> [PolicyDecisionRecord]
 
-    /// The facts snapshots with these hashes (at most 10,000), by hash.
+    /// The facts snapshots with these hashes (at most 10,000), by hash, as the decisions written before schema version 24
+    /// keep them (`decision_facts`).
     func decisionSnapshots(hashes: [String]) async throws -> [String: String]
 
     /// The logged decisions about one customer of an app (by the log's keyed hash, ``PolicyDecisionRecord/customerHash``)
