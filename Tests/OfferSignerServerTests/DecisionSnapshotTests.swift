@@ -169,8 +169,7 @@ import Testing
         // The granted decision read no signature; the refused one read the granted one's.
         let inOrder = logged.sorted { $0.granted && !$1.granted }
         #expect(inOrder.map(\.factsHash) == expected.map(DecisionSnapshot.hash))
-        let snapshots = try await fixture.store.decisionSnapshots(hashes: inOrder.map(\.factsHash))
-        #expect(inOrder.map { snapshots[$0.factsHash] } == expected)
+        #expect(inOrder.map(\.factsSnapshot) == expected)
         try await fixture.store.close()
     }
 }
