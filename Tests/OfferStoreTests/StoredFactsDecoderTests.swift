@@ -150,6 +150,11 @@ import Testing
             document(tail: #","updatedAt":1,"extra":[1,{"a":null}]}"#),
             document(tail: #","updatedAt":1,"updatedAt":2}"#),
             document(tail: #","updatedAt":1,"storefront":"\u0055SA"}"#),
+            // A name twice among many: the 18th flag repeats the 3rd; the 5th repeats the 2nd.
+            #"{"flags":{"# + (0..<20).map { #""f\#($0 == 17 ? 2 : $0)":"v""# }.joined(separator: ",")
+                + #"},"grants":[],"key":{"applicationUsername":"u","bundleIdentifier":"b"},"subscriptions":[],"updatedAt":1}"#,
+            #"{"flags":{"# + (0..<6).map { #""f\#($0 == 4 ? 1 : $0)":"v""# }.joined(separator: ",")
+                + #"},"grants":[],"key":{"applicationUsername":"u","bundleIdentifier":"b"},"subscriptions":[],"updatedAt":1}"#,
             // A whole number written with a fraction, or with a leading zero.
             document(subscription: #""autoRenewEnabled":true,"renewalCount":2.0,"state":"active""#),
             document(tail: #","updatedAt":01}"#),
@@ -165,6 +170,11 @@ import Testing
         ]
     )
     func givesUp(text: String) throws {
+        // The same shape with every name once is read by the fast path.
+        let manyFlags =
+            #"{"flags":{"# + (0..<20).map { #""f\#($0)":"v""# }.joined(separator: ",")
+            + #"},"grants":[],"key":{"applicationUsername":"u","bundleIdentifier":"b"},"subscriptions":[],"updatedAt":1}"#
+        #expect(StoredFactsDecoder.decode(manyFlags)?.flags.count == 20)
         #expect(StoredFactsDecoder.decode(text) == nil)
         // The same document with a plain subscription is read by the fast path: what it gave up on is the change.
         #expect(StoredFactsDecoder.decode(Self.document(subscription: #""autoRenewEnabled":true,"renewalCount":2,"state":"active""#)) != nil)

@@ -167,12 +167,21 @@ enum StoredFactsDecoder {
 
         /// `{"name": value, …}`, each value read by `member` with its name; a name twice gives up.
         static func members(of reader: inout Reader, _ member: (String, inout Reader) throws(GiveUp) -> Void) throws(GiveUp) {
+            // The names met: a list while an object has few (the facts' objects have a dozen at most), which costs
+            // no hashing; a set past that, so that an object of many names is not checked name by name.
+            var names: [String] = []
             var seen = Set<String>()
             var more = try reader.open(UInt8(ascii: "{"), closedBy: UInt8(ascii: "}"))
             while more {
                 let name = try reader.string()
                 try reader.expect(UInt8(ascii: ":"))
-                guard seen.insert(name).inserted else { throw GiveUp() }
+                if names.count < 16 {
+                    guard !names.contains(name) else { throw GiveUp() }
+                    names.append(name)
+                    if names.count == 16 { seen = Set(names) }
+                } else {
+                    guard seen.insert(name).inserted else { throw GiveUp() }
+                }
                 try member(name, &reader)
                 more = try reader.more(closedBy: UInt8(ascii: "}"))
             }
