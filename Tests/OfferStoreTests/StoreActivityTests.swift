@@ -198,6 +198,11 @@ import Testing
         let read = try await store.policyDecisions(bundleIdentifiers: [app], since: start, until: start + day, after: nil, limit: 10)
         #expect(read.map(\.identifier) == [77] && read.first?.factsSnapshot == "")
         #expect(try await store.decisionSnapshots(hashes: [record.factsHash]) == [record.factsHash: #"{"f":{"n":1},"i":[]}"#])
+        // Its rows go, by key: the daily counts never had it, and a shared database's later runs count every app's decisions.
+        try await sql.backend.transaction { database in
+            try await database.raw("DELETE FROM policy_decisions WHERE bundle_identifier = \(bind: app)").run()
+            try await database.raw("DELETE FROM decision_facts WHERE hash = \(bind: record.factsHash)").run()
+        }
         try await store.close()
     }
 

@@ -44,8 +44,12 @@ final class GroupRead<Request: Sendable, Answer: Sendable>: Sendable {
     /// How a drain holds one resource across its batches (`nil`: each batch through `read`).
     private let holding: Holding?
     /// The most batches a drain reads on one hold before it lets the resource go (and holds it again if reads
-    /// still wait): a hold stays short beside the pool's lease clocks.
+    /// still wait).
     static var batchesPerHold: Int { 32 }
+    /// How long a hold starts new batches: past it the resource is let go after the batch under way, so a hold
+    /// stays short beside the pool's lease clocks (a lease holding its connection half of its wait limit sets off a
+    /// check of the database) and each batch's success counts soon.
+    static var holdBudget: Duration { .milliseconds(50) }
 
     /// - Parameters:
     ///   - maxInFlight: how many batches at most are read at once (each takes a connection).
@@ -116,39 +120,33 @@ final class GroupRead<Request: Sendable, Answer: Sendable>: Sendable {
             return
         }
         while true {
-            // Set by the body: it ran; it found no read waiting (the slot then given back); a batch failed (its callers
-            // answered with the error).
+            // Set by the body: it ran; it found no read waiting (the slot then given back).
             let ran = Atomic<Bool>(false)
             let ended = Atomic<Bool>(false)
-            let batchFailed = Atomic<Bool>(false)
             var failure: (any Error)?
             do {
                 try await holding { read in
                     ran.store(true, ordering: .relaxed)
-                    for _ in 0..<Self.batchesPerHold {
+                    let start = ContinuousClock.now
+                    for _ in 0..<Self.batchesPerHold where ContinuousClock.now - start < Self.holdBudget {
                         guard let batch = self.nextBatch() else {
                             ended.store(true, ordering: .relaxed)
                             return
                         }
                         // A failed batch ends the hold, which sees the error: the resource may be what failed.
-                        if let error = await self.answer(batch, with: read) {
-                            batchFailed.store(true, ordering: .relaxed)
-                            throw error
-                        }
+                        if let error = await self.answer(batch, with: read) { throw error }
                     }
                 }
             } catch {
                 failure = error
             }
             if ended.load(ordering: .relaxed) { return }
-            if batchFailed.load(ordering: .relaxed) { continue }
-            if let failure = failure
-                ?? (ran.load(ordering: .relaxed) ? nil : OfferStoreError(.unavailable, "A batched read found nothing to read on."))
-            {
-                // No hold at all (no connection within the limit, the store closed): the next batch fails with it.
-                guard let batch = nextBatch() else { return }
-                for waiting in batch { waiting.continuation.resume(throwing: failure) }
-            }
+            // The body ran (its batches answered, a failed one with its error): the reads still waiting go on a new hold.
+            if ran.load(ordering: .relaxed) { continue }
+            // No hold at all (no connection within the limit, the store closed): the next batch fails with its error.
+            guard let batch = nextBatch() else { return }
+            let error = failure ?? OfferStoreError(.unavailable, "A batched read found nothing to read on.")
+            for waiting in batch { waiting.continuation.resume(throwing: error) }
         }
     }
 
