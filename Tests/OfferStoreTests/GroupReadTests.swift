@@ -70,6 +70,7 @@ import Testing
         func hold(_ batches: @Sendable (_ read: GroupRead<Int, Int>.Read) async throws -> Void, reads: Reads) async throws {
             if refusing.load(ordering: .relaxed) { throw OfferStoreError(.unavailable, "no connection") }
             let count = Atomic<Int>(0)
+            defer { batchesPerHold.withLock { $0.append(count.load(ordering: .relaxed)) } }
             do {
                 try await batches { requests in
                     count.add(1, ordering: .relaxed)
@@ -77,10 +78,18 @@ import Testing
                 }
             } catch {
                 thrown.withLock { $0.append((error as? OfferStoreError)?.message ?? "?") }
-                batchesPerHold.withLock { $0.append(count.load(ordering: .relaxed)) }
                 throw error
             }
-            batchesPerHold.withLock { $0.append(count.load(ordering: .relaxed)) }
+        }
+
+        /// A group of one batch in flight, of at most 4 reads, whose waiting reads are read on holds counted here.
+        func group(reading reads: Reads) -> GroupRead<Int, Int> {
+            GroupRead<Int, Int>(
+                maxInFlight: 1,
+                maxBatch: 4,
+                holding: { try await self.hold($0, reads: reads) },
+                read: { try await reads.read($0) }
+            )
         }
     }
 
@@ -88,12 +97,7 @@ import Testing
     func holdsServeManyBatches() async throws {
         let reads = Reads()
         let holds = Holds()
-        let group = GroupRead<Int, Int>(
-            maxInFlight: 1,
-            maxBatch: 4,
-            holding: { try await holds.hold($0, reads: reads) },
-            read: { try await reads.read($0) }
-        )
+        let group = holds.group(reading: reads)
         let answers = try await withThrowingTaskGroup(of: (Int, Int).self) { tasks in
             for request in 0..<400 { tasks.addTask { (request, try await group.answer(request)) } }
             return try await tasks.reduce(into: [:]) { $0[$1.0] = $1.1 }
@@ -115,12 +119,7 @@ import Testing
     func failureEndsTheHold() async throws {
         let reads = Reads()
         let holds = Holds()
-        let group = GroupRead<Int, Int>(
-            maxInFlight: 1,
-            maxBatch: 4,
-            holding: { try await holds.hold($0, reads: reads) },
-            read: { try await reads.read($0) }
-        )
+        let group = holds.group(reading: reads)
         let burst = { @Sendable () async -> Int in
             await withTaskGroup(of: Bool.self) { tasks in
                 for request in 0..<40 { tasks.addTask { (try? await group.answer(request)) == request * 2 } }

@@ -213,12 +213,7 @@ final class PostgresConnections: Sendable {
     /// statement sent just after the connection closed (between the lease and the send: a database that stops) would
     /// reach no one and never be answered — the decision log's writer waited so, and the store's `close()` with it.
     func execute<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Statement.Row] where Statement.Row: Sendable {
-        try await withConnection { [logger] connection in
-            let sent = try await connection.executeIfOpen(statement, logger: logger)
-            var rows: [Statement.Row] = []
-            for try await row in sent { rows.append(row) }
-            return rows
-        }
+        try await withConnection { [logger] connection in try await connection.rowsIfOpen(statement, logger: logger) }
     }
 
     /// Closes every client; leases fail from now on. Returns once the leases under way have ended (their statements
@@ -561,6 +556,13 @@ extension PostgresConnection {
         logger: Logger
     ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Statement.Row> {
         try await ifOpen { try await $0.execute(statement, logger: logger) }
+    }
+
+    /// ``executeIfOpen(_:logger:)``, its rows read to the end.
+    func rowsIfOpen<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws -> [Statement.Row] {
+        var rows: [Statement.Row] = []
+        for try await row in try await executeIfOpen(statement, logger: logger) { rows.append(row) }
+        return rows
     }
 
     /// ``executeIfOpen(_:logger:)`` for a query of text and bindings.

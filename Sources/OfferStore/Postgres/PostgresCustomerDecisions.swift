@@ -97,9 +97,7 @@ enum PostgresCustomerDecisions {
 
     /// ``snapshots(_:client:)`` on a connection already leased (``GroupRead``'s batches, several on one lease).
     static func snapshots(_ requests: [SnapshotRequest], on connection: PostgresConnection, logger: Logger) async throws -> [SnapshotAnswer] {
-        var rows: [Snapshots.Row] = []
-        for try await row in try await connection.executeIfOpen(Snapshots(requests: requests), logger: logger) { rows.append(row) }
-        return answers(requests, rows: rows)
+        answers(requests, rows: try await connection.rowsIfOpen(Snapshots(requests: requests), logger: logger))
     }
 
     /// Each request's answer from the statement's rows.
