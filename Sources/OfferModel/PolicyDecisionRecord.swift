@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One decision made under a policy, as the decision log keeps it (schema version 9, docs/policy.md "Dry-run"):
 /// when, on which channel, about which offer, for which customer (the log's keyed hash, never the identifier),
@@ -41,9 +42,24 @@ public struct PolicyDecisionRecord: Sendable, Hashable {
     /// The variant of ``experimentIdentifier`` the customer was assigned: what a dry-run replays the experiment with.
     public var experimentVariant: String?
 
+    /// A new random ``identifier`` (1 through `Int64.max`) made without a system call (`Int64.random` made one a
+    /// decision): SplitMix64's output for a counter started at random once per process, its top bit cleared. As
+    /// unlikely to repeat as a random one, within a process or across replicas.
+    public static func newIdentifier() -> Int64 {
+        var z = identifierStart &+ identifierCount.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        let identifier = Int64(bitPattern: z & UInt64(Int64.max))
+        return identifier == 0 ? 1 : identifier
+    }
+
+    private static let identifierStart = UInt64.random(in: 0...UInt64.max)
+    private static let identifierCount = Atomic<UInt64>(0)
+
     /// Creates a record.
     public init(
-        identifier: Int64 = Int64.random(in: 1...Int64.max),
+        identifier: Int64 = PolicyDecisionRecord.newIdentifier(),
         decidedAt: Int64,
         channel: String,
         bundleIdentifier: String,

@@ -149,4 +149,43 @@ import Testing
         #expect(array.field == nil)
         #expect(array.message == "The request body must be a JSON object.")
     }
+
+    @Test("an error envelope written directly is the encoder's text; strings it would escape are left to it")
+    func errorEnvelopeText() throws {
+        let alphabet = Array("abcXYZ019._-~ :{}[],'\"\\/é\u{7F}\n\u{2028}")
+        var generator = SystemRandomNumberGenerator()
+        func text(_ most: Int) -> String {
+            String((0..<Int.random(in: 0...most, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+        }
+        for _ in 0..<500 {
+            let reasons: [EligibilityReason]? =
+                Bool.random(using: &generator)
+                ? nil : (0..<Int.random(in: 0...3, using: &generator)).map { _ in EligibilityReason(rule: text(5), code: text(5), message: text(12)) }
+            let detail = ErrorEnvelope.Detail(
+                code: text(6),
+                message: text(20),
+                field: Bool.random(using: &generator) ? text(6) : nil,
+                reasons: reasons
+            )
+            let encoded = try JSONEncoder.api.answer(ErrorEnvelope(error: detail))
+            if let written = detail.plainText {
+                #expect(written == encoded)
+            } else {
+                // Left to the encoder only for a character outside printable ASCII, or one it escapes.
+                let strings = [detail.code, detail.message, detail.field ?? ""] + (detail.reasons ?? []).flatMap { [$0.rule, $0.code, $0.message] }
+                #expect(strings.joined().unicodeScalars.contains { !(" "..."~").contains($0) || "\"\\".unicodeScalars.contains($0) })
+            }
+        }
+        // The refusals and errors of the signing path are written directly.
+        let refusal = APIError(
+            .notEligible,
+            "The customer is not eligible for this offer.",
+            reasons: [EligibilityReason(rule: "cool-down", code: "cooling_down", message: "An offer was signed for this customer 2 days ago.")]
+        )
+        for error in [refusal, .storeUnavailable, .invalidRequest(field: "applicationUsername", "Send applicationUsername."), .malformedJSON] {
+            let detail = ErrorEnvelope.Detail(code: error.code.rawValue, message: error.message, field: error.field, reasons: error.reasons)
+            #expect(detail.plainText != nil)
+            #expect(error.body == (try JSONEncoder.api.answer(ErrorEnvelope(error: detail))))
+        }
+    }
 }

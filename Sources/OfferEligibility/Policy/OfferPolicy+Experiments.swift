@@ -140,6 +140,12 @@ public struct ExperimentRule: EligibilityRule {
 extension OfferPolicy {
     /// The experiments whose gates a rule holds (an offer's rules, a retention selection), each once, in order.
     public static func experiments(in rule: any EligibilityRule) -> [Experiment] {
+        if let all = rule as? AllRules { return all.experiments }
+        return experiments(inEach: [rule])
+    }
+
+    /// The experiments whose gates any of `rules` holds, each once, in order.
+    static func experiments(inEach rules: [any EligibilityRule]) -> [Experiment] {
         var found: [Experiment] = []
         func visit(_ rule: any EligibilityRule) {
             switch rule {
@@ -152,7 +158,7 @@ extension OfferPolicy {
             default: break
             }
         }
-        visit(rule)
+        rules.forEach(visit)
         return found
     }
 }

@@ -16,8 +16,14 @@ extension CombiningRule {
 public struct AllRules: CombiningRule {
     public let name = "all"
     public let rules: [any EligibilityRule]
+    /// The experiments whose gates the rules hold, each once, in order (``OfferPolicy/experiments(in:)``): found once,
+    /// when the rules are made, since a decision asks for them on every request.
+    let experiments: [OfferPolicy.Experiment]
 
-    public init(_ rules: [any EligibilityRule]) { self.rules = rules }
+    public init(_ rules: [any EligibilityRule]) {
+        self.rules = rules
+        experiments = OfferPolicy.experiments(inEach: rules)
+    }
 
     public func evaluate(_ context: EligibilityContext) -> EligibilityDecision {
         var reasons: [EligibilityReason] = []

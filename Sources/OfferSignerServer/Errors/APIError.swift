@@ -98,9 +98,10 @@ public struct APIError: Error, HTTPResponseError, Sendable {
 
     /// The error envelope, `{"error": {"code", "message", "field"?, "reasons"?}}`, as sent.
     var body: ByteBuffer {
-        // Strings, an optional string and an array of string pairs: the encoder cannot fail on them.
-        (try? JSONEncoder.api.answer(ErrorEnvelope(error: .init(code: code.rawValue, message: message, field: field, reasons: reasons))))
-            ?? ByteBuffer(string: "\n")
+        let detail = ErrorEnvelope.Detail(code: code.rawValue, message: message, field: field, reasons: reasons)
+        if let written = detail.plainText { return written }
+        // Strings, an optional string and an array of string triples: the encoder cannot fail on them.
+        return (try? JSONEncoder.api.answer(ErrorEnvelope(error: detail))) ?? ByteBuffer(string: "\n")
     }
 }
 
@@ -112,6 +113,37 @@ struct ErrorEnvelope: Encodable {
         var reasons: [EligibilityReason]?
     }
     var error: Detail
+}
+
+extension ErrorEnvelope.Detail {
+    /// The envelope of this detail as ``Foundation/JSONEncoder/answer(_:)`` writes it with ``Foundation/JSONEncoder/api``
+    /// (keys sorted, a newline after), written directly when every string is printable ASCII other than `"` and `\`,
+    /// the characters it escapes there (it leaves `/` as it is); `nil` otherwise (the caller encodes). A refusal
+    /// (a cool-down, a cap) is the one error of the signing path under load: the encoder took tens of microseconds
+    /// to write it.
+    var plainText: ByteBuffer? {
+        guard Self.isPlain(code), Self.isPlain(message), field.map(Self.isPlain) ?? true,
+            reasons?.allSatisfy({ Self.isPlain($0.code) && Self.isPlain($0.message) && Self.isPlain($0.rule) }) ?? true
+        else { return nil }
+        var text = "{\"error\":{\"code\":\"" + code + "\""
+        if let field { text += ",\"field\":\"" + field + "\"" }
+        text += ",\"message\":\"" + message + "\""
+        if let reasons {
+            text += ",\"reasons\":["
+            for (index, reason) in reasons.enumerated() {
+                if index > 0 { text += "," }
+                text += "{\"code\":\"" + reason.code + "\",\"message\":\"" + reason.message + "\",\"rule\":\"" + reason.rule + "\"}"
+            }
+            text += "]"
+        }
+        text += "}}\n"
+        return ByteBuffer(string: text)
+    }
+
+    /// Whether the API's encoder writes `text` between its quotes as it is.
+    private static func isPlain(_ text: String) -> Bool {
+        text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+    }
 }
 
 extension JSONEncoder {
