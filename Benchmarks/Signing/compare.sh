@@ -25,8 +25,11 @@
 # the no-policy "offer-signer" (the floor) included, is sent a random customer per request (bench-0 …), so a
 # policy server reads a different customer's facts and signatures each time; a customer asked for twice in a run
 # meets the cool-down (403, counted as non-2xx). The summary adds each policy server's CPU per request over the
-# no-policy copy of the same build and PostgreSQL's req/s over SQLite's (the database server's own CPU is not in
-# the column: it is another process). With OFFER_SIGNER_BIN_B, build B gets the same three servers ("b-…").
+# no-policy copy of the same build and PostgreSQL's req/s over SQLite's. The database server's own CPU is not in
+# the column (another process): where it runs on this machine, the summary gives it apart, a request's CPU of the
+# PostgreSQL server's processes while a policy-postgres server was loaded. With OFFER_SIGNER_BIN_B, build B gets the
+# same three servers ("b-…"). The seeded stores are flushed to disk (sync, CHECKPOINT) before the first round, so that
+# their writeback does not land in the rounds' fsyncs.
 #
 # Linux only (/proc). Needs swift (or OFFER_SIGNER_BIN, below), wrk and node (apt-get install -y wrk nodejs), curl, openssl, python3; the Python
 # peer's packages (Benchmarks/Signing/requirements.txt) are installed into .venv if they are missing there.
@@ -67,6 +70,15 @@ wait_up() {  # until the server on port $1 answers the sign route (with anything
 ticks() {
   local total=0 p
   for p in $1 $(pgrep -P "$1"); do total=$((total + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}'))); done
+  echo "$total"
+}
+# The CPU ticks of this machine's PostgreSQL server processes (0 where none runs here).
+pg_ticks() {
+  local total=0 p t
+  for p in $(pgrep -x postgres || true); do  # the postmaster and its backends, all named postgres
+    t=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}') || true
+    total=$((total + ${t:-0}))
+  done
   echo "$total"
 }
 
@@ -122,6 +134,10 @@ if [ "$mode" = policy ]; then
     fi
   done
   rm -f "$work/seed.sqlite"
+  # The seeded files' and databases' pages written out now, not by the kernel's or PostgreSQL's writeback during
+  # the first rounds (it held up their fsyncs: the server measured first in a round lost up to 20 %).
+  sync
+  [ "$pg_reachable" = yes ] && psql "$pg_admin" -qc "CHECKPOINT" >/dev/null
   # A random customer per request, for every server.
   cat >>"$work/post.lua" <<'LUA'
 math.randomseed(os.time())
@@ -146,20 +162,21 @@ for s in $servers; do
   wrk -t1 -c"$conns" -d2s -s "$work/post.lua" "$(url "${port[$s]}")" >/dev/null  # warm-up, not counted
 done
 
-# One line per round and server: name, round, requests, seconds, p99, non-2xx, socket errors, server CPU ticks.
+# One line per round and server: name, round, requests, seconds, p99, non-2xx, socket errors, server CPU ticks,
+# PostgreSQL server CPU ticks (policy-postgres only).
 echo "$dur s per round, $conns connections, $rounds rounds, $(nproc) cores; wrk -t1 on the same cores;" \
   "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for round in $(seq "$rounds"); do
   for s in $servers; do
-    before=$(ticks "${pid[$s]}")
+    before=$(ticks "${pid[$s]}"); pg_before=0; [[ $s == *postgres ]] && pg_before=$(pg_ticks)
     wrk -t1 -c"$conns" -d"${dur}s" --latency -s "$work/post.lua" "$(url "${port[$s]}")" >"$work/wrk.txt"
-    after=$(ticks "${pid[$s]}")
-    awk -v s="$s" -v r="$round" -v cpu=$((after - before)) '
+    after=$(ticks "${pid[$s]}"); pg_after=0; [[ $s == *postgres ]] && pg_after=$(pg_ticks)
+    awk -v s="$s" -v r="$round" -v cpu=$((after - before)) -v pg=$((pg_after - pg_before)) '
       / requests in /  { n = $1; t = $4; sub(/s,$/, "", t) }
       $1 == "99%"      { p99 = $2 }
       /Non-2xx/        { bad = $NF }
       /Socket errors/  { gsub(/,/, ""); err = $4 + $6 + $8 + $10 }
-      END { print s, r, n, t, p99, bad + 0, err + 0, cpu }' "$work/wrk.txt" | tee -a "$work/results.txt" |
+      END { print s, r, n, t, p99, bad + 0, err + 0, cpu, pg }' "$work/wrk.txt" | tee -a "$work/results.txt" |
       awk '{ printf "  round %s  %-13s %8.0f req/s   p99 %s\n", $2, $1, $3 / $4, $5 }'
   done
 done
@@ -176,8 +193,8 @@ def ms(text):  # wrk latency: 850.00us, 4.32ms, 1.02s
 
 rows = defaultdict(list)
 for line in open(sys.argv[1]):
-    name, _round, n, secs, p99, bad, err, cpu = line.split()
-    rows[name].append((int(n), float(secs), ms(p99), int(bad), int(err), int(cpu)))
+    name, _round, n, secs, p99, bad, err, cpu, pg = line.split()
+    rows[name].append((int(n), float(secs), ms(p99), int(bad), int(err), int(cpu), int(pg)))
 tick = int(sys.argv[2])
 
 def rate(name):
@@ -213,4 +230,8 @@ for prefix, floor in (("", "offer-signer"), ("b-", "offer-signer-b")):
                 sum(r[3] for r in rows[name]), sum(r[0] for r in rows[name])))
     if postgres in rows:
         print("%s: req/s %.2fx %s's (goal >= 0.8x)" % (postgres, rate(postgres) / rate(sqlite), sqlite))
+        server = sum(r[6] for r in rows[postgres]) / tick / sum(r[0] for r in rows[postgres]) * 1e6
+        if server > 0:
+            print("%s: the PostgreSQL server's CPU per request %.0f µs on the same cores; with it, %.2fx %s's CPU per request" % (
+                postgres, server, (cpu(postgres) + server) / cpu(sqlite), sqlite))
 PY
