@@ -72,11 +72,13 @@ ticks() {
   for p in $1 $(pgrep -P "$1"); do total=$((total + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}'))); done
   echo "$total"
 }
-# The CPU ticks of this machine's PostgreSQL server processes (0 where none runs here).
+# The CPU ticks of this machine's PostgreSQL server processes, every cluster's (0 where none runs here): each
+# process's own and its reaped children's (the postmaster's cutime and cstime hold the backends and workers that
+# ended, so one that ends or starts and ends between two readings is counted once).
 pg_ticks() {
   local total=0 p t
   for p in $(pgrep -x postgres || true); do  # the postmaster and its backends, all named postgres
-    t=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}') || true
+    t=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13 + $14 + $15}') || true
     total=$((total + ${t:-0}))
   done
   echo "$total"
@@ -137,7 +139,7 @@ if [ "$mode" = policy ]; then
   # The seeded files' and databases' pages written out now, not by the kernel's or PostgreSQL's writeback during
   # the first rounds (it held up their fsyncs: the server measured first in a round lost up to 20 %).
   sync
-  [ "$pg_reachable" = yes ] && psql "$pg_admin" -qc "CHECKPOINT" >/dev/null
+  [ "$pg_reachable" = yes ] && { psql "$pg_admin" -qc "CHECKPOINT" >/dev/null || echo "CHECKPOINT refused (not a superuser?); going on" >&2; }
   # A random customer per request, for every server.
   cat >>"$work/post.lua" <<'LUA'
 math.randomseed(os.time())

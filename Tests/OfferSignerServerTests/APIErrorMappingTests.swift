@@ -152,29 +152,48 @@ import Testing
 
     @Test("an error envelope written directly is the encoder's text; strings it would escape are left to it")
     func errorEnvelopeText() throws {
-        let alphabet = Array("abcXYZ019._-~ :{}[],'\"\\/é\u{7F}\n\u{2028}")
+        // Mostly the printable ASCII the writer takes (all 95 but `"` and `\`), now and then a character it leaves to
+        // the encoder.
+        let plain = (0x20...0x7E).map { Character(UnicodeScalar(UInt8($0))) }.filter { $0 != "\"" && $0 != "\\" }
+        let other = Array("\"\\é\u{7F}\n\u{2028}")
         var generator = SystemRandomNumberGenerator()
         func text(_ most: Int) -> String {
-            String((0..<Int.random(in: 0...most, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
-        }
-        for _ in 0..<500 {
-            let reasons: [EligibilityReason]? =
-                Bool.random(using: &generator)
-                ? nil : (0..<Int.random(in: 0...3, using: &generator)).map { _ in EligibilityReason(rule: text(5), code: text(5), message: text(12)) }
-            let detail = ErrorEnvelope.Detail(
-                code: text(6),
-                message: text(20),
-                field: Bool.random(using: &generator) ? text(6) : nil,
-                reasons: reasons
+            String(
+                (0..<Int.random(in: 0...most, using: &generator)).map { _ in
+                    Int.random(in: 0..<40, using: &generator) == 0 ? other.randomElement(using: &generator)! : plain.randomElement(using: &generator)!
+                }
             )
+        }
+        func expectEncoderText(_ detail: ErrorEnvelope.Detail) throws {
             let encoded = try JSONEncoder.api.answer(ErrorEnvelope(error: detail))
             if let written = detail.plainText {
-                #expect(written == encoded)
+                #expect(String(buffer: written) == String(buffer: encoded))
             } else {
                 // Left to the encoder only for a character outside printable ASCII, or one it escapes.
                 let strings = [detail.code, detail.message, detail.field ?? ""] + (detail.reasons ?? []).flatMap { [$0.rule, $0.code, $0.message] }
                 #expect(strings.joined().unicodeScalars.contains { !(" "..."~").contains($0) || "\"\\".unicodeScalars.contains($0) })
             }
+        }
+        for _ in 0..<500 {
+            let reasons: [EligibilityReason]? =
+                Bool.random(using: &generator)
+                ? nil : (0..<Int.random(in: 0...3, using: &generator)).map { _ in EligibilityReason(rule: text(5), code: text(5), message: text(12)) }
+            try expectEncoderText(
+                ErrorEnvelope.Detail(code: text(6), message: text(20), field: Bool.random(using: &generator) ? text(6) : nil, reasons: reasons)
+            )
+        }
+        // Fixed: every character the writer takes, two reasons with a field, no reasons, none at all.
+        let every = String(plain)
+        let two = [
+            EligibilityReason(rule: "cap", code: "cap_reached", message: every), EligibilityReason(rule: "cool-down", code: "x/y", message: ""),
+        ]
+        for detail in [
+            ErrorEnvelope.Detail(code: "not_eligible", message: every, field: every, reasons: two),
+            ErrorEnvelope.Detail(code: "not_eligible", message: "No.", field: nil, reasons: []),
+            ErrorEnvelope.Detail(code: "invalid_request", message: "", field: "a/b", reasons: nil),
+        ] {
+            #expect(detail.plainText != nil)
+            try expectEncoderText(detail)
         }
         // The refusals and errors of the signing path are written directly.
         let refusal = APIError(
