@@ -98,10 +98,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
 
     /// The error envelope, `{"error": {"code", "message", "field"?, "reasons"?}}`, as sent.
     var body: ByteBuffer {
-        let detail = ErrorEnvelope.Detail(code: code.rawValue, message: message, field: field, reasons: reasons)
-        if let written = detail.plainText { return written }
-        // Strings, an optional string and an array of string triples: the encoder cannot fail on them.
-        return (try? JSONEncoder.api.answer(ErrorEnvelope(error: detail))) ?? ByteBuffer(string: "\n")
+        ErrorEnvelope(error: .init(code: code.rawValue, message: message, field: field, reasons: reasons)).apiJSON
     }
 }
 
@@ -115,34 +112,33 @@ struct ErrorEnvelope: Encodable {
     var error: Detail
 }
 
-extension ErrorEnvelope.Detail {
-    /// The envelope of this detail as ``Foundation/JSONEncoder/answer(_:)`` writes it with ``Foundation/JSONEncoder/api``
-    /// (keys sorted, a newline after), written directly when every string is printable ASCII other than `"` and `\`,
-    /// the characters it escapes there (it leaves `/` as it is); `nil` otherwise (the caller encodes). A refusal
-    /// (a cool-down, a cap) is the one error of the signing path under load: the encoder took tens of microseconds
-    /// to write it.
-    var plainText: ByteBuffer? {
-        guard Self.isPlain(code), Self.isPlain(message), field.map(Self.isPlain) ?? true,
-            reasons?.allSatisfy({ Self.isPlain($0.code) && Self.isPlain($0.message) && Self.isPlain($0.rule) }) ?? true
-        else { return nil }
-        var text = "{\"error\":{\"code\":\"" + code + "\""
-        if let field { text += ",\"field\":\"" + field + "\"" }
-        text += ",\"message\":\"" + message + "\""
-        if let reasons {
-            text += ",\"reasons\":["
-            for (index, reason) in reasons.enumerated() {
-                if index > 0 { text += "," }
-                text += "{\"code\":\"" + reason.code + "\",\"message\":\"" + reason.message + "\",\"rule\":\"" + reason.rule + "\"}"
-            }
-            text += "]"
+extension ErrorEnvelope: APIJSONWritable {
+    /// The envelope as ``Foundation/JSONEncoder/api`` writes it (keys sorted), written directly: a refusal (a
+    /// cool-down, a cap) is the one error of the signing path under load, and the encoder took tens of microseconds to
+    /// write it.
+    func writeJSON<Output: APIJSONOutput>(to out: inout Output) {
+        out.raw("{\"error\":{\"code\":")
+        out.literal(error.code)
+        if let field = error.field {
+            out.raw(",\"field\":")
+            out.literal(field)
         }
-        text += "}}\n"
-        return ByteBuffer(string: text)
-    }
-
-    /// Whether the API's encoder writes `text` between its quotes as it is.
-    private static func isPlain(_ text: String) -> Bool {
-        text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+        out.raw(",\"message\":")
+        out.literal(error.message)
+        if let reasons = error.reasons {
+            out.raw(",\"reasons\":[")
+            for (index, reason) in reasons.enumerated() {
+                out.raw(index == 0 ? "{\"code\":" : ",{\"code\":")
+                out.literal(reason.code)
+                out.raw(",\"message\":")
+                out.literal(reason.message)
+                out.raw(",\"rule\":")
+                out.literal(reason.rule)
+                out.raw("}")
+            }
+            out.raw("]")
+        }
+        out.raw("}}")
     }
 }
 
