@@ -138,9 +138,8 @@ extension SigningPipeline {
             retentionEntry = selection.entries[index].messageIdentifier
         }
         // The running experiment of the slot and the customer's variant in it, as the gate assigned it: what a dry-run
-        // of a candidate keeping the experiment replays (the log names the customer only by a keyed hash). A policy
-        // without experiments has no gate in any rule: its rules are not walked.
-        let experiment = policy.experiments.isEmpty ? nil : OfferPolicy.experiments(in: rule).first { $0.isRunning(at: context.now) }
+        // of a candidate keeping the experiment replays (the log names the customer only by a keyed hash).
+        let experiment = OfferPolicy.experiments(in: rule).first { $0.isRunning(at: context.now) }
         store.logDecision(
             PolicyDecisionRecord(
                 decidedAt: Int64((context.now.timeIntervalSince1970 * 1000).rounded(.down)),
