@@ -20,7 +20,7 @@ extension SQLOfferStore {
 
     /// The decision log's writer rides out a store that refuses connections or statements for a few seconds: a
     /// failed batch is written again after 0.1, 0.5 and 2 s (four attempts, idempotent: the decisions are keyed,
-    /// the snapshots upserted), and at most 10,000 decisions (about 10 MB) wait meanwhile. A batch given up, or a
+    /// each with its snapshot), and at most 10,000 decisions (about 10 MB) wait meanwhile. A batch given up, or a
     /// decision refused by a full queue, is logged and counted (`offer_signer_decision_log_dropped_total`).
     static func decisionLogRetry(
         logger: Logger,

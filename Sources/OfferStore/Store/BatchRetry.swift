@@ -3,8 +3,8 @@
 /// `1 + delays.count`), and at most ``maximumQueued`` items wait meanwhile — more are refused at once with
 /// ``GroupCommitQueueFull`` instead of growing memory for as long as the store is down.
 ///
-/// A batch is written again whole, so its write must be idempotent (the decision log's is: its rows are keyed and
-/// inserted with `ON CONFLICT DO NOTHING`, its snapshots upserted). Once the queue is closed a failed batch is not
+/// A batch is written again whole, so its write must be idempotent (the decision log's is: its rows, each with its snapshot,
+/// are keyed and inserted with `ON CONFLICT DO NOTHING`). Once the queue is closed a failed batch is not
 /// retried: shutdown is not held up by an outage.
 struct BatchRetry: Sendable {
     /// The waits before each further attempt of a failed batch.
